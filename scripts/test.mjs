@@ -1,0 +1,24 @@
+#!/usr/bin/env node
+// `npm test`: runs every *.test.ts under src/ and test/ with node:test through tsx.
+// Node 20's --test takes no globs, so the file list is found here.
+import { spawnSync } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+function find(dir, out = []) {
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (name === 'node_modules' || name.startsWith('.')) continue;
+    if (statSync(path).isDirectory()) find(path, out);
+    else if (name.endsWith('.test.ts')) out.push(path);
+  }
+  return out;
+}
+
+const files = [...find('src'), ...find('test')].sort();
+const filter = process.argv.slice(2);
+const chosen = filter.length ? files.filter((f) => filter.some((p) => f.includes(p))) : files;
+const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...chosen], {
+  stdio: 'inherit',
+});
+process.exit(result.status ?? 1);

@@ -1,0 +1,28 @@
+/** Maps a policy to the algorithm that decides it. A new algorithm is one module here plus one Lua twin. */
+import { Concurrency } from './concurrency.js';
+import { FixedWindow } from './fixed-window.js';
+import { Gcra } from './gcra.js';
+import { leakyBucket } from './leaky-bucket.js';
+import { SlidingLog } from './sliding-log.js';
+import { SlidingWindow } from './sliding-window.js';
+import { TokenBucket } from './token-bucket.js';
+import type { Algorithm, Policy } from './types.js';
+
+export function createAlgorithm(policy: Policy): Algorithm {
+  switch (policy.algorithm) {
+    case 'fixed-window':
+      return new FixedWindow(policy);
+    case 'sliding-log':
+      return new SlidingLog(policy);
+    case 'sliding-window':
+      return new SlidingWindow(policy);
+    case 'token-bucket':
+      return new TokenBucket(policy);
+    case 'gcra':
+      return new Gcra(policy);
+    case 'leaky-bucket':
+      return leakyBucket(policy);
+    case 'concurrency':
+      return new Concurrency(policy);
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * Folds per-policy verdicts into the one Decision a caller sees. Several policies on a key are decided
+ * together: the request passes only if every policy admits it, and the decision reports the most
+ * restrictive policy, which is
+ * - when denied, the denying policy with the longest retryAfterMs (the retry must satisfy all of them);
+ * - when allowed, the policy with the fewest remaining requests (ties: the later reset).
+ * `delayMs` is the longest delay any shaper asks for.
+ */
+import type { Decision, Policy, Verdict } from './types.js';
+
+export class LimitDecision implements Decision {
+  constructor(
+    readonly allowed: boolean,
+    readonly limit: number,
+    readonly remaining: number,
+    readonly resetAfterMs: number,
+    readonly retryAfterMs: number,
+    readonly delayMs: number,
+    readonly policy: string,
+    readonly leaseId: string | undefined = undefined,
+    readonly reason: string | undefined = undefined,
+  ) {}
+}
+
+export function fromVerdict(policy: Policy, v: Verdict, leaseId: string | undefined): Decision {
+  return new LimitDecision(
+    v.allowed,
+    policy.limit,
+    v.remaining,
+    v.resetAfterMs,
+    v.retryAfterMs,
+    v.delayMs,
+    policy.name,
+    v.allowed ? leaseId : undefined,
+  );
+}
+
+/** Index of the most restrictive verdict. */
+export function decidingIndex(verdicts: readonly Verdict[], allowed: boolean): number {
+  let best = 0;
+  for (let i = 1; i < verdicts.length; i++) {
+    const v = verdicts[i]!;
+    const b = verdicts[best]!;
+    if (allowed) {
+      if (v.remaining < b.remaining || (v.remaining === b.remaining && v.resetAfterMs > b.resetAfterMs)) best = i;
+    } else if (!v.allowed && (!b.allowed ? v.retryAfterMs > b.retryAfterMs : true)) {
+      best = i;
+    }
+  }
+  return best;
+}
+
+export function combine(policies: readonly Policy[], verdicts: readonly Verdict[], leaseId: string | undefined): Decision {
+  if (verdicts.length === 1) return fromVerdict(policies[0]!, verdicts[0]!, leaseId);
+  let allowed = true;
+  let delayMs = 0;
+  for (const v of verdicts) {
+    if (!v.allowed) allowed = false;
+    if (v.delayMs > delayMs) delayMs = v.delayMs;
+  }
+  const i = decidingIndex(verdicts, allowed);
+  const v = verdicts[i]!;
+  const p = policies[i]!;
+  return new LimitDecision(
+    allowed,
+    p.limit,
+    v.remaining,
+    v.resetAfterMs,
+    allowed ? 0 : v.retryAfterMs,
+    allowed ? delayMs : 0,
+    p.name,
+    allowed ? leaseId : undefined,
+  );
+}

@@ -1,0 +1,37 @@
+/**
+ * One error class for everything sluice rejects. Every message names the field and quotes the value, and
+ * every error carries a stable `code` plus a `help` pointer into the README's "Error codes" section.
+ */
+export type SluiceErrorCode =
+  | 'ERR_SLUICE_INVALID_POLICY'
+  | 'ERR_SLUICE_INVALID_OPTION'
+  | 'ERR_SLUICE_INVALID_COST'
+  | 'ERR_SLUICE_INVALID_KEY'
+  | 'ERR_SLUICE_COST_EXCEEDS_CAPACITY'
+  | 'ERR_SLUICE_SYNC_UNSUPPORTED';
+
+export class SluiceError extends Error {
+  readonly code: SluiceErrorCode;
+  readonly help: string;
+
+  constructor(code: SluiceErrorCode, message: string) {
+    super(`[sluice] ${message}`);
+    this.name = 'SluiceError';
+    this.code = code;
+    this.help = `README.md#${code.toLowerCase().replaceAll('_', '-')}`;
+  }
+}
+
+/** Renders a user-supplied value for an error message: strings quoted, everything else as JS would show it. */
+export function show(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'bigint') return `${value}n`;
+  if (typeof value === 'number' || typeof value === 'boolean' || value === undefined || value === null) {
+    return String(value);
+  }
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return Object.prototype.toString.call(value);
+  }
+}

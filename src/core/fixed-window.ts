@@ -1,0 +1,57 @@
+/**
+ * Fixed window, aligned to the epoch as Envoy's ratelimit is: window n covers [n·W, (n+1)·W).
+ * Admit while count + cost <= limit.
+ *
+ * Its documented flaw: a client can spend the whole limit just before a boundary and again just after it,
+ * so up to 2 × limit pass within a few milliseconds. `sluice demo` and the boundary-attack test show it.
+ *
+ * State (2 slots): [window index, count in that window]. All zeros is idle.
+ */
+import { ceilMs } from './time.js';
+import type { Policy, SlabAlgorithm, Verdict } from './types.js';
+
+export class FixedWindow implements SlabAlgorithm {
+  readonly kind = 'slab';
+  readonly slots = 2;
+  readonly policy: Policy;
+  private readonly limit: number;
+  private readonly windowMs: number;
+
+  constructor(policy: Policy) {
+    this.policy = policy;
+    this.limit = policy.limit;
+    this.windowMs = policy.windowMs;
+  }
+
+  evaluate(s: Float64Array, o: number, now: number, cost: number, v: Verdict): void {
+    const index = Math.floor(now / this.windowMs);
+    const count = s[o] === index ? s[o + 1]! : 0;
+    const endsIn = (index + 1) * this.windowMs - now;
+    const after = count + cost;
+    v.allowed = after <= this.limit;
+    v.delayMs = 0;
+    if (v.allowed) {
+      v.remaining = this.limit - after;
+      v.resetAfterMs = after > 0 ? ceilMs(endsIn) : 0;
+      v.retryAfterMs = 0;
+      v.next[0] = index;
+      v.next[1] = after;
+    } else {
+      v.remaining = this.limit - count;
+      v.resetAfterMs = count > 0 ? ceilMs(endsIn) : 0;
+      // A cost above the limit never gets here: the limiter refuses it before any store is asked.
+      v.retryAfterMs = ceilMs(endsIn);
+    }
+  }
+
+  adjust(s: Float64Array, o: number, now: number, delta: number): void {
+    const index = Math.floor(now / this.windowMs);
+    const count = s[o] === index ? s[o + 1]! : 0;
+    s[o] = index;
+    s[o + 1] = Math.max(0, count + delta);
+  }
+
+  idleAt(s: Float64Array, o: number): number {
+    return s[o + 1]! > 0 ? (s[o]! + 1) * this.windowMs : -Infinity;
+  }
+}

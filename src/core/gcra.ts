@@ -1,0 +1,60 @@
+/**
+ * GCRA, the generic cell rate algorithm (ATM Forum TM 4.0; as in governor, redis-cell and redis_rate).
+ * One number of state, the theoretical arrival time (TAT). With emission interval T = window/limit and
+ * τ = T·(burst − 1), a request of cost c is allowed iff now >= max(TAT, now) + c·T − τ − T, and then
+ * TAT := max(TAT, now) + c·T.
+ *
+ * It decides exactly as the token bucket with the same limit, window and burst (TAT − now is the bucket's
+ * deficit divided by the refill rate); what it saves is a slot. The comparison is made on
+ * (max(TAT, now) − now)·limit, in the token bucket's units, so that both agree at the boundary.
+ *
+ * State (1 slot): [TAT]. Zero is idle.
+ */
+import { ceilMs } from './time.js';
+import type { Policy, SlabAlgorithm, Verdict } from './types.js';
+
+export class Gcra implements SlabAlgorithm {
+  readonly kind = 'slab';
+  readonly slots = 1;
+  readonly policy: Policy;
+  protected readonly limit: number;
+  protected readonly windowMs: number;
+  /** burst · window: how far ahead of now the TAT may run, in deficit units (ms · limit). */
+  protected readonly full: number;
+
+  constructor(policy: Policy) {
+    this.policy = policy;
+    this.limit = policy.limit;
+    this.windowMs = policy.windowMs;
+    this.full = policy.burst * policy.windowMs;
+  }
+
+  evaluate(s: Float64Array, o: number, now: number, cost: number, v: Verdict): void {
+    const tat = s[o]!;
+    const base = tat > now ? tat : now;
+    const ahead = (base - now) * this.limit; // the token bucket's deficit
+    const after = ahead + cost * this.windowMs;
+    v.delayMs = 0;
+    if (after <= this.full) {
+      v.allowed = true;
+      v.remaining = Math.floor((this.full - after) / this.windowMs);
+      v.resetAfterMs = ceilMs(after / this.limit);
+      v.retryAfterMs = 0;
+      v.next[0] = base + (cost * this.windowMs) / this.limit;
+    } else {
+      v.allowed = false;
+      v.remaining = Math.max(0, Math.floor((this.full - ahead) / this.windowMs));
+      v.resetAfterMs = ceilMs(ahead / this.limit);
+      v.retryAfterMs = ceilMs((after - this.full) / this.limit);
+    }
+  }
+
+  adjust(s: Float64Array, o: number, now: number, delta: number): void {
+    const base = s[o]! > now ? s[o]! : now;
+    s[o] = Math.max(now, base + (delta * this.windowMs) / this.limit);
+  }
+
+  idleAt(s: Float64Array, o: number): number {
+    return s[o]!;
+  }
+}

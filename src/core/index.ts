@@ -1,0 +1,15 @@
+/** The pure core: policies, algorithms and decisions. No I/O, no clock, no timers. */
+export { createAlgorithm } from './algorithms.js';
+export { combine, fromVerdict, LimitDecision } from './decision.js';
+export { parseDuration } from './duration.js';
+export { SluiceError, show, type SluiceErrorCode } from './errors.js';
+export { ALGORITHMS, compilePolicies, compilePolicy } from './policy.js';
+export { Concurrency, LeaseSet } from './concurrency.js';
+export { FixedWindow } from './fixed-window.js';
+export { Gcra } from './gcra.js';
+export { LeakyBucketMeter, LeakyBucketShaper } from './leaky-bucket.js';
+export { LogState, SlidingLog } from './sliding-log.js';
+export { SlidingWindow } from './sliding-window.js';
+export { TokenBucket } from './token-bucket.js';
+export { Verdict } from './types.js';
+export type { Algorithm, AlgorithmName, Decision, ObjectAlgorithm, Policy, PolicyOptions, SlabAlgorithm } from './types.js';

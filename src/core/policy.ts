@@ -1,0 +1,106 @@
+/** Validates what users write into a `Policy`, with no silent fallback: a bad field is an error naming it. */
+import { parseDuration } from './duration.js';
+import { SluiceError, show } from './errors.js';
+import type { AlgorithmName, Policy, PolicyOptions } from './types.js';
+
+export const ALGORITHMS: readonly AlgorithmName[] = [
+  'fixed-window',
+  'sliding-log',
+  'sliding-window',
+  'token-bucket',
+  'gcra',
+  'leaky-bucket',
+  'concurrency',
+];
+
+const BUCKETS: ReadonlySet<AlgorithmName> = new Set(['token-bucket', 'gcra', 'leaky-bucket']);
+const KNOWN_FIELDS = new Set(['name', 'algorithm', 'limit', 'window', 'burst', 'mode', 'delay', 'nodelay', 'subWindows']);
+
+function fail(where: string, message: string): never {
+  throw new SluiceError('ERR_SLUICE_INVALID_POLICY', `${where}: ${message}`);
+}
+
+function positiveInteger(where: string, field: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0 || !Number.isSafeInteger(value)) {
+    fail(where, `'${field}' must be a positive integer, got ${show(value)}`);
+  }
+  return value;
+}
+
+/** Turns user options into a validated policy. `index` places unnamed policies in error messages. */
+export function compilePolicy(options: PolicyOptions, index = 0): Policy {
+  if (typeof options !== 'object' || options === null) {
+    fail(`policy #${index}`, `must be an object such as { algorithm: 'gcra', limit: 10, window: '1m' }, got ${show(options)}`);
+  }
+  const named = options.name;
+  if (named !== undefined && (typeof named !== 'string' || named.length === 0)) {
+    fail(`policy #${index}`, `'name' must be a non-empty string, got ${show(named)}`);
+  }
+  const where = named === undefined ? `policy #${index}` : `policy ${show(named)}`;
+  for (const field of Object.keys(options)) {
+    if (!KNOWN_FIELDS.has(field)) fail(where, `unknown field '${field}'; known fields are ${[...KNOWN_FIELDS].join(', ')}`);
+  }
+  const algorithm = options.algorithm;
+  if (!ALGORITHMS.includes(algorithm)) {
+    fail(where, `unknown 'algorithm' ${show(algorithm)}; choose one of ${ALGORITHMS.join(', ')}`);
+  }
+  const limit = positiveInteger(where, 'limit', options.limit);
+  if (options.window === undefined) fail(where, `'window' is required, got undefined`);
+  const windowMs = parseDuration(options.window, `${where}: 'window'`);
+
+  const isBucket = BUCKETS.has(algorithm);
+  if (!isBucket && options.burst !== undefined) {
+    fail(where, `'burst' applies to token-bucket, gcra and leaky-bucket, not ${algorithm}`);
+  }
+  const burst = options.burst === undefined ? limit : positiveInteger(where, 'burst', options.burst);
+
+  const mode = options.mode ?? 'meter';
+  if (options.mode !== undefined && algorithm !== 'leaky-bucket') fail(where, `'mode' applies to leaky-bucket only`);
+  if (mode !== 'meter' && mode !== 'shaper') fail(where, `'mode' must be 'meter' or 'shaper', got ${show(mode)}`);
+  const shapes = algorithm === 'leaky-bucket' && mode === 'shaper';
+  if (!shapes && (options.delay !== undefined || options.nodelay !== undefined)) {
+    fail(where, `'delay' and 'nodelay' apply to a leaky-bucket with mode 'shaper'`);
+  }
+  if (options.nodelay !== undefined && typeof options.nodelay !== 'boolean') {
+    fail(where, `'nodelay' must be true or false, got ${show(options.nodelay)}`);
+  }
+  const nodelay = options.nodelay ?? false;
+  if (nodelay && options.delay !== undefined) fail(where, `give 'delay' or 'nodelay', not both`);
+  const delay = nodelay ? burst : options.delay === undefined ? 1 : positiveInteger(where, 'delay', options.delay);
+  if (delay > burst) fail(where, `'delay' (${delay}) cannot exceed 'burst' (${burst})`);
+
+  if (options.subWindows !== undefined && algorithm !== 'sliding-window') fail(where, `'subWindows' applies to sliding-window only`);
+  const subWindows = options.subWindows === undefined ? 1 : positiveInteger(where, 'subWindows', options.subWindows);
+  if (windowMs % subWindows !== 0) {
+    fail(where, `'window' (${windowMs} ms) must divide evenly into 'subWindows' (${subWindows})`);
+  }
+
+  return Object.freeze({
+    name: named ?? `${algorithm}-${limit}-${windowMs}ms`,
+    algorithm,
+    limit,
+    windowMs,
+    capacity: isBucket ? burst : limit,
+    burst,
+    mode,
+    delay,
+    nodelay,
+    subWindows,
+  });
+}
+
+/** Validates a list of policies: at least one, names unique (they name state and headers). */
+export function compilePolicies(list: readonly PolicyOptions[]): Policy[] {
+  if (!Array.isArray(list) || list.length === 0) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'policies' must be a non-empty array, got ${show(list)}`);
+  }
+  const policies = list.map((p, i) => compilePolicy(p, i));
+  const seen = new Set<string>();
+  for (const p of policies) {
+    if (seen.has(p.name)) {
+      throw new SluiceError('ERR_SLUICE_INVALID_POLICY', `policy ${show(p.name)}: two policies share this name; give each a unique 'name'`);
+    }
+    seen.add(p.name);
+  }
+  return policies;
+}

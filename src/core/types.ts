@@ -1,0 +1,118 @@
+/**
+ * The shapes every layer shares: the policy a user writes, the decision every algorithm returns, and the
+ * narrow seam between an algorithm (pure arithmetic on state) and a store (which only keeps and swaps state).
+ */
+
+export type AlgorithmName =
+  | 'fixed-window'
+  | 'sliding-log'
+  | 'sliding-window'
+  | 'token-bucket'
+  | 'gcra'
+  | 'leaky-bucket'
+  | 'concurrency';
+
+/** A policy as users write it. See the README, "Algorithms and their semantics". */
+export interface PolicyOptions {
+  /** Names the policy in decisions and headers. Defaults to `<algorithm>-<limit>-<windowMs>ms`. */
+  name?: string;
+  algorithm: AlgorithmName;
+  /** Requests (cost units) per window; for `concurrency`, requests in flight. */
+  limit: number;
+  /** Milliseconds or '500ms' / '1s' / '1m' / '1h' / '1d'. For `concurrency`, the lease timeout. */
+  window: number | string;
+  /** token-bucket, gcra, leaky-bucket: requests admitted back to back from idle. Defaults to `limit`. */
+  burst?: number;
+  /** leaky-bucket: 'meter' admits or rejects; 'shaper' also returns `delayMs` (nginx limit_req). Default 'meter'. */
+  mode?: 'meter' | 'shaper';
+  /** leaky-bucket shaper: requests from idle forwarded without delay (nginx `delay=N` is `delay: N + 1`). Default 1. */
+  delay?: number;
+  /** leaky-bucket shaper: forward every admitted request at once, but still count it (nginx `nodelay`). */
+  nodelay?: boolean;
+  /** sliding-window: sub-window counters per window; more is more exact and costs one number each. Default 1. */
+  subWindows?: number;
+}
+
+/** A validated policy with every default filled in. */
+export interface Policy {
+  readonly name: string;
+  readonly algorithm: AlgorithmName;
+  readonly limit: number;
+  readonly windowMs: number;
+  /** The largest cost that can ever pass: `burst` for bucket algorithms, `limit` for the rest. */
+  readonly capacity: number;
+  readonly burst: number;
+  readonly mode: 'meter' | 'shaper';
+  readonly delay: number;
+  readonly nodelay: boolean;
+  readonly subWindows: number;
+}
+
+/** What every algorithm answers, whatever the store. */
+export interface Decision {
+  readonly allowed: boolean;
+  /** The deciding policy's limit. */
+  readonly limit: number;
+  /** Whole requests of cost 1 still allowed now, after this decision. */
+  readonly remaining: number;
+  /** Until the deciding policy's state is as if unused. */
+  readonly resetAfterMs: number;
+  /** 0 when allowed; otherwise the earliest time a retry of the same cost can pass. */
+  readonly retryAfterMs: number;
+  /** Shaping: hold the request this long before forwarding it. 0 unless a leaky-bucket shaper delays it. */
+  readonly delayMs: number;
+  /** Name of the deciding (most restrictive) policy. */
+  readonly policy: string;
+  /** Set when a concurrency policy admitted the request: pass it to `limiter.release()`. */
+  readonly leaseId: string | undefined;
+  /** Set when the decision was not made by the policies themselves, e.g. 'store-error'. */
+  readonly reason: string | undefined;
+}
+
+/**
+ * One policy's answer, written by an algorithm into a scratch object the store reuses, so the hot path
+ * allocates nothing but the final Decision.
+ */
+export class Verdict {
+  allowed = false;
+  remaining = 0;
+  resetAfterMs = 0;
+  retryAfterMs = 0;
+  delayMs = 0;
+  /** For slab algorithms: the state to store if every policy on the key admits. */
+  readonly next: Float64Array;
+
+  constructor(slots: number) {
+    this.next = new Float64Array(slots);
+  }
+}
+
+/**
+ * An algorithm whose state per key is a fixed number of float64 slots in a shared slab. All-zero slots are
+ * the idle state. `evaluate` never writes to `s`: the store copies `v.next` in only when every policy admits.
+ */
+export interface SlabAlgorithm {
+  readonly kind: 'slab';
+  readonly policy: Policy;
+  readonly slots: number;
+  evaluate(s: Float64Array, o: number, now: number, cost: number, v: Verdict): void;
+  /** penalty (delta > 0) or reward (delta < 0): charge or refund without a limit check. */
+  adjust(s: Float64Array, o: number, now: number, delta: number): void;
+  /** When the state becomes as if unused; at or before `now` means the store may drop it. */
+  idleAt(s: Float64Array, o: number): number;
+}
+
+/** An algorithm whose state per key is a growable object (sliding log, concurrency leases). */
+export interface ObjectAlgorithm<S = unknown> {
+  readonly kind: 'object';
+  readonly policy: Policy;
+  evaluate(state: S | undefined, now: number, cost: number, v: Verdict): void;
+  /** Applies an admitted request. `leaseId` is set for concurrency. */
+  commit(state: S | undefined, now: number, cost: number, leaseId: string | undefined): S;
+  adjust(state: S | undefined, now: number, delta: number): S | undefined;
+  idleAt(state: S | undefined): number;
+  /** Concurrency: ends a lease early. Returns whether it was held. */
+  release?(state: S | undefined, leaseId: string, now: number): boolean;
+}
+
+export type Algorithm = SlabAlgorithm | ObjectAlgorithm;

@@ -1,0 +1,31 @@
+/**
+ * sluice: decide, fast and exactly, whether a request may pass.
+ *
+ * @example
+ * import { Limiter, MemoryStore } from 'sluice';
+ * const limiter = new Limiter({
+ *   policies: [
+ *     { name: 'per-minute', algorithm: 'token-bucket', limit: 100, window: '1m', burst: 20 },
+ *     { name: 'per-hour', algorithm: 'fixed-window', limit: 5000, window: '1h' },
+ *   ],
+ *   store: new MemoryStore({ maxKeys: 1_000_000 }),
+ * });
+ * const d = await limiter.limit('user:42', { cost: 1 });
+ */
+export { Limiter, type LimiterOptions, type LimitOptions } from './limiter.js';
+export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js';
+export type { Clock, MaybePromise, Store, StoreTable, TableSpec } from './stores/store.js';
+export { monotonicClock } from './clock.js';
+export {
+  ALGORITHMS,
+  compilePolicy,
+  createAlgorithm,
+  parseDuration,
+  SluiceError,
+  type Algorithm,
+  type AlgorithmName,
+  type Decision,
+  type Policy,
+  type PolicyOptions,
+  type SluiceErrorCode,
+} from './core/index.js';

@@ -1,0 +1,280 @@
+/**
+ * The in-memory store: exact, bounded, and fast enough to sit on every request.
+ *
+ * Layout: per limiter, a Map from key to row number, and one Float64Array slab holding every row's
+ * fixed-size algorithm state side by side (about 16 bytes per token bucket), so a million keys cost a
+ * million Map entries and strings, not a million objects. Variable-size state (sliding log, leases) lives in
+ * per-column arrays indexed by the same row.
+ *
+ * Bounds: at most `maxKeys` keys across all limiters sharing the store. Each new key first sweeps two
+ * entries in insertion order and drops those that are idle (their state is as if unused), so expired state
+ * is reclaimed with no timer per key. At `maxKeys` a new key evicts an idle key if one is found among the
+ * next 32 in sweep order, and otherwise the sampled key closest to idle: the one whose loss forgives least.
+ */
+import { combine, fromVerdict, SluiceError, show, Verdict } from '../core/index.js';
+import type { Algorithm, Decision, ObjectAlgorithm, Policy, SlabAlgorithm } from '../core/index.js';
+import type { Clock, Store, StoreTable, TableSpec } from './store.js';
+
+export interface MemoryStoreOptions {
+  /** Most keys kept across every limiter using this store. Default 1,000,000. */
+  maxKeys?: number;
+}
+
+const SWEEP_PER_INSERT = 2;
+const EVICTION_SAMPLE = 32;
+
+export class MemoryStore implements Store {
+  readonly maxKeys: number;
+  /** Keys held across all tables. */
+  size = 0;
+  private readonly tables: MemoryTable[] = [];
+
+  constructor(options: MemoryStoreOptions = {}) {
+    if (typeof options !== 'object' || options === null) {
+      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `MemoryStore options must be an object, got ${show(options)}`);
+    }
+    const maxKeys = options.maxKeys ?? 1_000_000;
+    if (!Number.isSafeInteger(maxKeys) || maxKeys <= 0) {
+      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `MemoryStore 'maxKeys' must be a positive integer, got ${show(maxKeys)}`);
+    }
+    this.maxKeys = maxKeys;
+  }
+
+  bind(spec: TableSpec): MemoryTable {
+    const table = new MemoryTable(this, spec);
+    this.tables.push(table);
+    return table;
+  }
+
+  /** Makes room for one key: from `preferred` if it holds any, else from the fullest table. */
+  makeRoom(preferred: MemoryTable, now: number): void {
+    const from = preferred.size > 0 ? preferred : this.tables.reduce((a, b) => (b.size > a.size ? b : a));
+    from.evictOne(now);
+  }
+
+  /** Drops every idle key now, in every table. Returns how many were dropped. */
+  sweep(): number {
+    let dropped = 0;
+    for (const t of this.tables) dropped += t.sweepAll();
+    return dropped;
+  }
+}
+
+export class MemoryTable implements StoreTable {
+  readonly sync = true;
+  private readonly store: MemoryStore;
+  private readonly policies: readonly Policy[];
+  private readonly algorithms: readonly Algorithm[];
+  private readonly clock: Clock;
+  private readonly index = new Map<string, number>();
+  /** Per algorithm: its slot offset within a row, or -1 for object state. */
+  private readonly offsets: number[];
+  /** Per algorithm: object state by row (empty for slab algorithms). */
+  private readonly objects: unknown[][];
+  private readonly rowSlots: number;
+  private readonly verdicts: Verdict[];
+  /** A row of zeros: the state of a key never seen, evaluated without creating it. */
+  private readonly idleRow: Float64Array;
+  private slab: Float64Array;
+  private rows = 0;
+  private readonly freeRows: number[] = [];
+  private cursor: MapIterator<[string, number]> | undefined;
+  /** Set when the table has one slab policy: the hot path then skips the loop and the fold. */
+  private readonly single: SlabAlgorithm | undefined;
+
+  constructor(store: MemoryStore, spec: TableSpec) {
+    this.store = store;
+    this.policies = spec.policies;
+    this.algorithms = spec.algorithms;
+    this.clock = spec.clock;
+    let slots = 0;
+    this.offsets = this.algorithms.map((a) => (a.kind === 'slab' ? (slots += a.slots) - a.slots : -1));
+    this.objects = this.algorithms.map(() => []);
+    this.rowSlots = slots;
+    this.verdicts = this.algorithms.map((a) => new Verdict(a.kind === 'slab' ? a.slots : 0));
+    this.idleRow = new Float64Array(Math.max(1, slots));
+    this.slab = new Float64Array(Math.max(1, slots) * 1024);
+    const only = this.algorithms[0]!;
+    this.single = this.algorithms.length === 1 && only.kind === 'slab' ? only : undefined;
+  }
+
+  get size(): number {
+    return this.index.size;
+  }
+
+  decide(key: string, cost: number, leaseId: string | undefined): Decision {
+    if (this.single !== undefined) return this.decideSingle(this.single, key, cost);
+    const now = this.clock();
+    const row = this.index.get(key);
+    const s = row === undefined ? this.idleRow : this.slab;
+    const base = row === undefined ? 0 : row * this.rowSlots;
+    const algorithms = this.algorithms;
+    let allowed = true;
+    for (let i = 0; i < algorithms.length; i++) {
+      const a = algorithms[i]!;
+      const v = this.verdicts[i]!;
+      if (a.kind === 'slab') a.evaluate(s, base + this.offsets[i]!, now, cost, v);
+      else a.evaluate(row === undefined ? undefined : this.objects[i]![row], now, cost, v);
+      if (!v.allowed) allowed = false;
+    }
+    if (allowed && cost > 0) this.commit(row ?? this.insert(key, now), now, cost, leaseId);
+    return combine(this.policies, this.verdicts, leaseId);
+  }
+
+  /** decide() for one slab policy, the common case, with nothing on the path that it does not need. */
+  private decideSingle(a: SlabAlgorithm, key: string, cost: number): Decision {
+    const now = this.clock();
+    const row = this.index.get(key);
+    const v = this.verdicts[0]!;
+    if (row === undefined) a.evaluate(this.idleRow, 0, now, cost, v);
+    else a.evaluate(this.slab, row * this.rowSlots, now, cost, v);
+    if (v.allowed && cost > 0) {
+      const o = (row ?? this.insert(key, now)) * this.rowSlots;
+      const next = v.next;
+      for (let j = 0; j < next.length; j++) this.slab[o + j] = next[j]!;
+    }
+    return fromVerdict(a.policy, v, undefined);
+  }
+
+  private commit(row: number, now: number, cost: number, leaseId: string | undefined): void {
+    const base = row * this.rowSlots;
+    for (let i = 0; i < this.algorithms.length; i++) {
+      const a = this.algorithms[i]!;
+      if (a.kind === 'slab') {
+        const next = this.verdicts[i]!.next;
+        const o = base + this.offsets[i]!;
+        for (let j = 0; j < next.length; j++) this.slab[o + j] = next[j]!;
+      } else {
+        const column = this.objects[i]!;
+        column[row] = a.commit(column[row], now, cost, leaseId);
+      }
+    }
+  }
+
+  adjust(key: string, delta: number): Decision {
+    const now = this.clock();
+    if (delta !== 0) {
+      const row = this.index.get(key) ?? (delta > 0 ? this.insert(key, now) : undefined);
+      if (row !== undefined) {
+        for (let i = 0; i < this.algorithms.length; i++) {
+          const a = this.algorithms[i]!;
+          if (a.kind === 'slab') a.adjust(this.slab, row * this.rowSlots + this.offsets[i]!, now, delta);
+          else this.objects[i]![row] = a.adjust(this.objects[i]![row], now, delta);
+        }
+      }
+    }
+    return this.decide(key, 0, undefined);
+  }
+
+  release(key: string, leaseId: string): boolean {
+    const row = this.index.get(key);
+    if (row === undefined) return false;
+    const now = this.clock();
+    let released = false;
+    for (let i = 0; i < this.algorithms.length; i++) {
+      const a = this.algorithms[i]!;
+      if (a.kind === 'object' && a.release !== undefined && a.release(this.objects[i]![row], leaseId, now)) released = true;
+    }
+    return released;
+  }
+
+  reset(key: string): void {
+    const row = this.index.get(key);
+    if (row !== undefined) this.drop(key, row);
+  }
+
+  // ---- rows, sweeping and eviction ----
+
+  private insert(key: string, now: number): number {
+    this.sweep(now, SWEEP_PER_INSERT);
+    if (this.store.size >= this.store.maxKeys) this.store.makeRoom(this, now);
+    let row = this.freeRows.pop();
+    if (row === undefined) {
+      row = this.rows++;
+      if ((row + 1) * this.rowSlots > this.slab.length) this.grow();
+    }
+    this.index.set(key, row);
+    this.store.size++;
+    return row;
+  }
+
+  private grow(): void {
+    const next = new Float64Array(this.slab.length * 2);
+    next.set(this.slab);
+    this.slab = next;
+  }
+
+  private drop(key: string, row: number): void {
+    this.index.delete(key);
+    this.store.size--;
+    this.slab.fill(0, row * this.rowSlots, (row + 1) * this.rowSlots);
+    for (const column of this.objects) if (column.length > row) column[row] = undefined;
+    this.freeRows.push(row);
+  }
+
+  /** When the row's state is as if unused, across all of its policies. */
+  private idleAt(row: number): number {
+    let at = -Infinity;
+    for (let i = 0; i < this.algorithms.length; i++) {
+      const a = this.algorithms[i]!;
+      const t =
+        a.kind === 'slab'
+          ? (a as SlabAlgorithm).idleAt(this.slab, row * this.rowSlots + this.offsets[i]!)
+          : (a as ObjectAlgorithm).idleAt(this.objects[i]![row]);
+      if (t > at) at = t;
+    }
+    return at;
+  }
+
+  /** The next entry in sweep (insertion) order, wrapping around. */
+  private nextEntry(): [string, number] | undefined {
+    if (this.index.size === 0) return undefined;
+    let step = this.cursor?.next();
+    if (step === undefined || step.done) {
+      this.cursor = this.index.entries();
+      step = this.cursor.next();
+    }
+    return step.done ? undefined : step.value;
+  }
+
+  /** Looks at up to `budget` entries and drops the idle ones. */
+  private sweep(now: number, budget: number): void {
+    for (let n = 0; n < budget; n++) {
+      const entry = this.nextEntry();
+      if (entry === undefined) return;
+      if (this.idleAt(entry[1]) <= now) this.drop(entry[0], entry[1]);
+    }
+  }
+
+  sweepAll(): number {
+    const now = this.clock();
+    let dropped = 0;
+    for (const [key, row] of this.index) {
+      if (this.idleAt(row) <= now) {
+        this.drop(key, row);
+        dropped++;
+      }
+    }
+    return dropped;
+  }
+
+  /** Drops one key: the first idle one in a sample, else the sampled key closest to idle. */
+  evictOne(now: number): void {
+    let victim: [string, number] | undefined;
+    let victimIdleAt = Infinity;
+    const sample = Math.min(EVICTION_SAMPLE, this.index.size);
+    for (let n = 0; n < sample; n++) {
+      const entry = this.nextEntry()!;
+      const at = this.idleAt(entry[1]);
+      if (at <= now) {
+        victim = entry;
+        break;
+      }
+      if (at < victimIdleAt) {
+        victim = entry;
+        victimIdleAt = at;
+      }
+    }
+    if (victim !== undefined) this.drop(victim[0], victim[1]);
+  }
+}

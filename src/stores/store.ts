@@ -1,0 +1,35 @@
+/**
+ * The store contract: a store keeps per-key state and applies an algorithm's verdicts atomically. It never
+ * does rate-limit arithmetic itself; that lives in core/ (and, for Redis, in each algorithm's Lua twin).
+ */
+import type { Algorithm, Decision, Policy } from '../core/index.js';
+
+export type MaybePromise<T> = T | Promise<T>;
+
+/** Milliseconds on a monotonic, epoch-aligned timeline. */
+export type Clock = () => number;
+
+export interface TableSpec {
+  readonly policies: readonly Policy[];
+  readonly algorithms: readonly Algorithm[];
+  /** Stores that keep their own time (Redis reads TIME on the server) may ignore it. */
+  readonly clock: Clock;
+}
+
+/** One limiter's view of a store: its policies, decided together per key. */
+export interface StoreTable {
+  /** True when every method returns a plain value, never a Promise (the memory store). */
+  readonly sync: boolean;
+  /** Decides every policy for `key`; charges all of them only if all admit and cost > 0. */
+  decide(key: string, cost: number, leaseId: string | undefined): MaybePromise<Decision>;
+  /** Charges (delta > 0) or refunds (delta < 0) without a limit check, then peeks. */
+  adjust(key: string, delta: number): MaybePromise<Decision>;
+  /** Ends a concurrency lease early. */
+  release(key: string, leaseId: string): MaybePromise<boolean>;
+  /** Forgets `key` entirely. */
+  reset(key: string): MaybePromise<void>;
+}
+
+export interface Store {
+  bind(spec: TableSpec): StoreTable;
+}

@@ -72,7 +72,7 @@ export class Limiter {
   async limit(key: string, options?: LimitOptions): Promise<Decision> {
     const cost = options === undefined || options.cost === undefined ? 1 : this.checkCost(options.cost);
     checkKey(key);
-    return this.table.decide(key, cost, this.leasePrefix === undefined ? undefined : this.nextLease());
+    return this.table.decide(key, cost, this.leasePrefix === undefined || cost === 0 ? undefined : this.nextLease());
   }
 
   /** `limit` without the Promise, for stores that decide synchronously (the memory store). */
@@ -80,7 +80,7 @@ export class Limiter {
     const cost = options === undefined || options.cost === undefined ? 1 : this.checkCost(options.cost);
     checkKey(key);
     if (!this.table.sync) throw new SluiceError('ERR_SLUICE_SYNC_UNSUPPORTED', `limitSync() needs a synchronous store such as MemoryStore; this store answers asynchronously, use limit()`);
-    return this.table.decide(key, cost, this.nextLease()) as Decision;
+    return this.table.decide(key, cost, this.leasePrefix === undefined || cost === 0 ? undefined : this.nextLease()) as Decision;
   }
 
   /** Peeks: the decision a request of cost 0 would get. Changes nothing. */

@@ -5,7 +5,7 @@
  *
  * State: a LeaseSet object per key; idle when every lease has been released or has expired.
  */
-import { ceilMs } from './time.js';
+import { ceilMs, retryMs } from './time.js';
 import type { ObjectAlgorithm, Policy, Verdict } from './types.js';
 
 export class LeaseSet {
@@ -63,7 +63,7 @@ export class Concurrency implements ObjectAlgorithm<LeaseSet> {
       freed += c;
       at = t;
     }
-    v.retryAfterMs = ceilMs(at - now);
+    v.retryAfterMs = retryMs(at - now);
   }
 
   /** Drops expired leases in place. */

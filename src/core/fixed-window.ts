@@ -7,7 +7,7 @@
  *
  * State (2 slots): [window index, count in that window]. All zeros is idle.
  */
-import { ceilMs } from './time.js';
+import { ceilMs, retryMs } from './time.js';
 import type { Policy, SlabAlgorithm, Verdict } from './types.js';
 
 export class FixedWindow implements SlabAlgorithm {
@@ -40,7 +40,7 @@ export class FixedWindow implements SlabAlgorithm {
       v.remaining = this.limit - count;
       v.resetAfterMs = count > 0 ? ceilMs(endsIn) : 0;
       // A cost above the limit never gets here: the limiter refuses it before any store is asked.
-      v.retryAfterMs = ceilMs(endsIn);
+      v.retryAfterMs = retryMs(endsIn);
     }
   }
 

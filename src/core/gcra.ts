@@ -4,14 +4,19 @@
  * τ = T·(burst − 1), a request of cost c is allowed iff now >= max(TAT, now) + c·T − τ − T, and then
  * TAT := max(TAT, now) + c·T.
  *
- * It decides exactly as the token bucket with the same limit, window and burst (TAT − now is the bucket's
- * deficit divided by the refill rate); what it saves is a slot. The comparison is made on
- * (max(TAT, now) − now)·limit, in the token bucket's units, so that both agree at the boundary.
+ * It decides as the token bucket with the same limit, window and burst (TAT − now is the bucket's deficit
+ * divided by the refill rate); what it saves is a slot. The price is rounding: TAT sits at epoch magnitude,
+ * so each c·T added to it is rounded to about 2.4e-4 ms. Differences below 16 ulps of TAT (a few µs) are
+ * therefore treated as ties and admitted, which keeps `remaining` honest (that many requests do pass) and
+ * keeps GCRA equal to the exact token bucket wherever window/limit is whole milliseconds.
  *
  * State (1 slot): [TAT]. Zero is idle.
  */
-import { ceilMs } from './time.js';
+import { ceilMs, retryMs } from './time.js';
 import type { Policy, SlabAlgorithm, Verdict } from './types.js';
+
+/** 16 ulps, relative: how close to the boundary, as a fraction of TAT, counts as a tie. */
+export const TIE = 2 ** -48;
 
 export class Gcra implements SlabAlgorithm {
   readonly kind = 'slab';
@@ -34,18 +39,19 @@ export class Gcra implements SlabAlgorithm {
     const base = tat > now ? tat : now;
     const ahead = (base - now) * this.limit; // the token bucket's deficit
     const after = ahead + cost * this.windowMs;
+    const room = this.full + base * TIE * this.limit;
     v.delayMs = 0;
-    if (after <= this.full) {
+    if (after <= room) {
       v.allowed = true;
-      v.remaining = Math.floor((this.full - after) / this.windowMs);
+      v.remaining = Math.floor((room - after) / this.windowMs);
       v.resetAfterMs = ceilMs(after / this.limit);
       v.retryAfterMs = 0;
       v.next[0] = base + (cost * this.windowMs) / this.limit;
     } else {
       v.allowed = false;
-      v.remaining = Math.max(0, Math.floor((this.full - ahead) / this.windowMs));
+      v.remaining = Math.max(0, Math.floor((room - ahead) / this.windowMs));
       v.resetAfterMs = ceilMs(ahead / this.limit);
-      v.retryAfterMs = ceilMs((after - this.full) / this.limit);
+      v.retryAfterMs = retryMs((after - this.full) / this.limit);
     }
   }
 

@@ -6,7 +6,7 @@
  *
  * State: a LogState object per key; idle when every entry has aged out.
  */
-import { ceilMs } from './time.js';
+import { ceilMs, retryMs } from './time.js';
 import type { ObjectAlgorithm, Policy, Verdict } from './types.js';
 
 export class LogState {
@@ -65,7 +65,7 @@ export class SlidingLog implements ObjectAlgorithm<LogState> {
     let freed = 0;
     let i = first;
     while (live - freed + cost > this.limit) freed += st.costs[i++]!;
-    v.retryAfterMs = ceilMs(st.times[i - 1]! + this.windowMs - now);
+    v.retryAfterMs = retryMs(st.times[i - 1]! + this.windowMs - now);
   }
 
   /** Drops aged-out entries and compacts the arrays once half of them are dead. */

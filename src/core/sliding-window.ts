@@ -12,7 +12,7 @@
  *
  * State (k + 2 slots): [index of the newest sub-window written, then a ring of k + 1 counters].
  */
-import { ceilMs } from './time.js';
+import { ceilMs, retryMs } from './time.js';
 import type { Policy, SlabAlgorithm, Verdict } from './types.js';
 
 export class SlidingWindow implements SlabAlgorithm {
@@ -79,7 +79,7 @@ export class SlidingWindow implements SlabAlgorithm {
       v.remaining = Math.max(0, Math.floor((capacity - estimate) / this.w));
       const last = this.newestNonZero(s, o);
       v.resetAfterMs = last < 0 ? 0 : ceilMs((last + this.k + 1) * this.w - now);
-      v.retryAfterMs = ceilMs(this.passesAt(s, o, newest, j, elapsed, cost) - now);
+      v.retryAfterMs = retryMs(this.passesAt(s, o, newest, j, elapsed, cost) - now);
     }
   }
 

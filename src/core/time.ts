@@ -7,3 +7,12 @@
 export function ceilMs(ms: number): number {
   return ms <= 1e-9 ? 0 : Math.ceil(ms - 1e-9);
 }
+
+/**
+ * A denied request's retryAfterMs: at least 1 ms, so that a caller that retries exactly when told never
+ * spins on a denial caused by floating-point rounding at an exact tie.
+ */
+export function retryMs(ms: number): number {
+  const up = ceilMs(ms);
+  return up < 1 ? 1 : up;
+}

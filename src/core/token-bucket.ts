@@ -8,7 +8,7 @@
  * State (2 slots): [deficit in token·ms/window units, time of the last change]. All zeros is full (idle).
  * Invariant: 0 <= deficit <= burst·window except after a penalty, which may push it further (debt).
  */
-import { ceilMs } from './time.js';
+import { ceilMs, retryMs } from './time.js';
 import type { Policy, SlabAlgorithm, Verdict } from './types.js';
 
 export class TokenBucket implements SlabAlgorithm {
@@ -48,7 +48,7 @@ export class TokenBucket implements SlabAlgorithm {
       v.allowed = false;
       v.remaining = Math.max(0, Math.floor((this.full - deficit) / this.windowMs));
       v.resetAfterMs = ceilMs(deficit / this.limit);
-      v.retryAfterMs = ceilMs((after - this.full) / this.limit);
+      v.retryAfterMs = retryMs((after - this.full) / this.limit);
     }
   }
 

@@ -1,0 +1,111 @@
+// Reference models: the textbook form of each algorithm, written for clarity rather than speed, kept
+// independent of src/ so the property tests compare two implementations, not one with itself.
+// Times are whole milliseconds and token amounts are scaled by the window, so the models are exact.
+
+export interface Step {
+  at: number;
+  key: string;
+  cost: number;
+}
+
+export interface Model {
+  decide(key: string, now: number, cost: number): boolean;
+}
+
+export class FixedWindowModel implements Model {
+  private readonly counts = new Map<string, number>();
+  constructor(private readonly limit: number, private readonly windowMs: number) {}
+  decide(key: string, now: number, cost: number): boolean {
+    const id = `${key}@${Math.floor(now / this.windowMs)}`;
+    const used = this.counts.get(id) ?? 0;
+    if (used + cost > this.limit) return false;
+    this.counts.set(id, used + cost);
+    return true;
+  }
+}
+
+/** The exact sliding window: sums admitted costs in (now − W, now]. */
+export class SlidingLogModel implements Model {
+  readonly admitted = new Map<string, { at: number; cost: number }[]>();
+  constructor(private readonly limit: number, private readonly windowMs: number) {}
+  countIn(key: string, now: number): number {
+    let sum = 0;
+    for (const r of this.admitted.get(key) ?? []) if (r.at > now - this.windowMs && r.at <= now) sum += r.cost;
+    return sum;
+  }
+  decide(key: string, now: number, cost: number): boolean {
+    if (this.countIn(key, now) + cost > this.limit) return false;
+    if (cost > 0) {
+      const log = this.admitted.get(key) ?? [];
+      log.push({ at: now, cost });
+      this.admitted.set(key, log);
+    }
+    return true;
+  }
+}
+
+/** Tokens (scaled by W) refill at `limit` per ms up to burst·W; a request takes cost·W. */
+export class TokenBucketModel implements Model {
+  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+  constructor(private readonly limit: number, private readonly windowMs: number, private readonly burst: number) {}
+  /** Tokens short of admitting `cost` now (negative: to spare), in tokens. */
+  shortfall(key: string, now: number, cost: number): number {
+    const full = this.burst * this.windowMs;
+    const b = this.buckets.get(key) ?? { tokens: full, at: now };
+    return (cost * this.windowMs - Math.min(full, b.tokens + (now - b.at) * this.limit)) / this.windowMs;
+  }
+  decide(key: string, now: number, cost: number): boolean {
+    const full = this.burst * this.windowMs;
+    const b = this.buckets.get(key) ?? { tokens: full, at: now };
+    const tokens = Math.min(full, b.tokens + (now - b.at) * this.limit);
+    if (tokens < cost * this.windowMs) return false;
+    this.buckets.set(key, { tokens: tokens - cost * this.windowMs, at: now });
+    return true;
+  }
+}
+
+/** Water (scaled by W) drains at `limit` per ms; a request pours cost·W into a bucket of burst·W. */
+export class LeakyMeterModel implements Model {
+  private readonly buckets = new Map<string, { water: number; at: number }>();
+  constructor(private readonly limit: number, private readonly windowMs: number, private readonly burst: number) {}
+  decide(key: string, now: number, cost: number): boolean {
+    const b = this.buckets.get(key) ?? { water: 0, at: now };
+    const water = Math.max(0, b.water - (now - b.at) * this.limit);
+    if (water + cost * this.windowMs > this.burst * this.windowMs) return false;
+    this.buckets.set(key, { water: water + cost * this.windowMs, at: now });
+    return true;
+  }
+}
+
+/**
+ * The sliding-window counter, written as counts per epoch-aligned sub-window: the k newest sub-windows
+ * count in full and the one before them by the fraction of it still inside (now − W, now].
+ */
+export class SlidingCounterModel implements Model {
+  private readonly counts = new Map<string, number>();
+  private readonly w: number;
+  constructor(private readonly limit: number, windowMs: number, private readonly k: number) {
+    this.w = windowMs / k;
+  }
+  private count(key: string, i: number): number {
+    return this.counts.get(`${key}@${i}`) ?? 0;
+  }
+  /** [sum of the k full sub-windows, count of the partial one, ms of it still inside the window]. */
+  parts(key: string, now: number): [full: number, old: number, insideMs: number] {
+    const j = Math.floor(now / this.w);
+    let full = 0;
+    for (let i = j - this.k + 1; i <= j; i++) full += this.count(key, i);
+    return [full, this.count(key, j - this.k), this.w - (now - j * this.w)];
+  }
+  /** The estimate of requests in (now − W, now], times w. */
+  scaledEstimate(key: string, now: number): number {
+    const [full, old, insideMs] = this.parts(key, now);
+    return full * this.w + old * insideMs;
+  }
+  decide(key: string, now: number, cost: number): boolean {
+    if (this.scaledEstimate(key, now) + cost * this.w > this.limit * this.w) return false;
+    const id = `${key}@${Math.floor(now / this.w)}`;
+    this.counts.set(id, (this.counts.get(id) ?? 0) + cost);
+    return true;
+  }
+}

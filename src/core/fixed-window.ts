@@ -37,7 +37,7 @@ export class FixedWindow implements SlabAlgorithm {
       v.next[0] = index;
       v.next[1] = after;
     } else {
-      v.remaining = this.limit - count;
+      v.remaining = Math.max(0, this.limit - count);
       v.resetAfterMs = count > 0 ? ceilMs(endsIn) : 0;
       // A cost above the limit never gets here: the limiter refuses it before any store is asked.
       v.retryAfterMs = retryMs(endsIn);

@@ -15,7 +15,7 @@
 export { Limiter, type LimiterOptions, type LimitOptions } from './limiter.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js';
 export type { Clock, MaybePromise, Store, StoreTable, TableSpec } from './stores/store.js';
-export { monotonicClock } from './clock.js';
+export { coarseClock, monotonicClock } from './clock.js';
 export {
   ALGORITHMS,
   compilePolicy,

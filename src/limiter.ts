@@ -7,7 +7,7 @@
  * const d = await limiter.limit('user:42');
  * if (!d.allowed) reply429(d.retryAfterMs);
  */
-import { monotonicClock } from './clock.js';
+import { coarseClock } from './clock.js';
 import { compilePolicies, createAlgorithm, SluiceError, show } from './core/index.js';
 import type { Decision, Policy, PolicyOptions } from './core/index.js';
 import { MemoryStore } from './stores/memory.js';
@@ -20,7 +20,7 @@ export interface LimiterOptions {
   policies?: PolicyOptions[];
   /** Where state lives. Default: a new MemoryStore. */
   store?: Store;
-  /** Milliseconds on an epoch-aligned, monotonic timeline. Tests inject one; default `monotonicClock`. */
+  /** Milliseconds on an epoch-aligned, monotonic timeline. Tests inject one; default `coarseClock`. */
   clock?: Clock;
 }
 
@@ -53,7 +53,7 @@ export class Limiter {
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `give exactly one of 'policy' or 'policies'`);
     }
     this.policies = compilePolicies(options.policies ?? [options.policy!]);
-    const clock = options.clock ?? monotonicClock;
+    const clock = options.clock ?? coarseClock;
     if (typeof clock !== 'function') {
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'clock' must be a function returning milliseconds, got ${show(clock)}`);
     }

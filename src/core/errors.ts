@@ -18,7 +18,7 @@ export class SluiceError extends Error {
     super(`[sluice] ${message}`);
     this.name = 'SluiceError';
     this.code = code;
-    this.help = `README.md#${code.toLowerCase().replaceAll('_', '-')}`;
+    this.help = `README.md#${code.toLowerCase()}`;
   }
 }
 

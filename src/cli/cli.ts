@@ -1,0 +1,89 @@
+// The `sluice` command line: a table of subcommands and a dispatcher that returns an exit code.
+import { readFileSync } from 'node:fs';
+import { runDemo } from '../demo/index.js';
+
+/** Where a command writes; injected so tests can capture it. */
+export interface Output {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+export interface Command {
+  /** One line for `sluice --help`. */
+  readonly summary: string;
+  /** Usage text for `sluice <name> --help`. */
+  readonly usage: string;
+  /** Runs with the arguments after the command name; resolves to the exit code. */
+  run(args: readonly string[], output: Output): Promise<number>;
+}
+
+/** Exit code for a mistake in how the command was called. */
+export const EXIT_USAGE = 2;
+
+const demo: Command = {
+  summary: 'play the same traffic traces through every algorithm and print the measured comparison',
+  usage: 'usage: sluice demo\n\nPlays steady, bursty, boundary-attack and edge-replay traces through each algorithm on a\nsimulated clock and prints, per trace, what each admitted and how much state it kept.\n',
+  async run(args, output) {
+    if (args.length > 0) {
+      output.err(`sluice demo: unexpected argument ${JSON.stringify(args[0])}\n\n${this.usage}`);
+      return EXIT_USAGE;
+    }
+    output.out(await runDemo());
+    return 0;
+  },
+};
+
+/** Every subcommand by name. A new one (serve, simulate, ...) is one entry here. */
+export const COMMANDS: Readonly<Record<string, Command>> = { demo };
+
+export function helpText(): string {
+  const names = Object.keys(COMMANDS);
+  const width = Math.max(...names.map((n) => n.length));
+  return [
+    'usage: sluice <command> [options]',
+    '',
+    'Commands:',
+    ...names.map((name) => `  ${name.padEnd(width)}  ${COMMANDS[name]!.summary}`),
+    '',
+    'Options:',
+    '  -h, --help     show this help (or `sluice <command> --help` for one command)',
+    '  -v, --version  print the version',
+    '',
+  ].join('\n');
+}
+
+function version(): string {
+  // Two levels up from both src/cli/ and dist/cli/ is the package root.
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+const isHelp = (arg: string | undefined) => arg === '--help' || arg === '-h';
+
+/** Dispatches `argv` (without node and the script path) and resolves to the process exit code. */
+export async function runCli(argv: readonly string[], output: Output): Promise<number> {
+  const [name, ...args] = argv;
+  if (isHelp(name) || name === 'help') {
+    output.out(helpText());
+    return 0;
+  }
+  if (name === '--version' || name === '-v') {
+    output.out(`${version()}\n`);
+    return 0;
+  }
+  if (name === undefined) {
+    output.err(`sluice: missing command\n\n${helpText()}`);
+    return EXIT_USAGE;
+  }
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (command === undefined) {
+    const known = Object.keys(COMMANDS).join(', ');
+    output.err(`sluice: unknown command ${JSON.stringify(name)}; known commands: ${known}. Run \`sluice --help\` for usage.\n`);
+    return EXIT_USAGE;
+  }
+  if (isHelp(args[0])) {
+    output.out(command.usage);
+    return 0;
+  }
+  return command.run(args, output);
+}

@@ -63,7 +63,7 @@ function edgeReplay(results: readonly Measurement[]): string {
   const least = Math.min(...over.map((m) => m.maxInWindow));
   const most = Math.max(...over.map((m) => m.maxInWindow));
   return (
-    `${over.length} of ${limiters.length} algorithms let ${least}–${most} through in one true ${WINDOW_MS / 1000} s window ` +
+    `${over.length} of the ${limiters.length} rate limiters let ${least}–${most} through in one true ${WINDOW_MS / 1000} s window ` +
     `(up to ${timesLimit(most)}); only ${listOf(held)} held the limit.`
   );
 }

@@ -1,0 +1,57 @@
+// Checks the `sluice` command line: dispatch, help, errors and exit codes.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { EXIT_USAGE, runCli } from './cli.js';
+
+async function run(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await runCli(argv, { out: (t) => (out += t), err: (t) => (err += t) });
+  return { code, out, err };
+}
+
+test('sluice demo prints one table per trace', async () => {
+  const { code, out, err } = await run('demo');
+  assert.equal(code, 0);
+  assert.equal(err, '');
+  assert.match(out, /boundary attack: /);
+  assert.match(out, /→ fixed-window admitted 200 /);
+});
+
+test('--help lists the commands; `<command> --help` shows its usage', async () => {
+  const help = await run('--help');
+  assert.equal(help.code, 0);
+  assert.match(help.out, /usage: sluice <command>/);
+  assert.match(help.out, /\n {2}demo {2}/);
+  const demoHelp = await run('demo', '-h');
+  assert.equal(demoHelp.code, 0);
+  assert.match(demoHelp.out, /usage: sluice demo/);
+});
+
+test('an unknown command, a missing one, or a stray argument is a usage error', async () => {
+  const unknown = await run('frobnicate');
+  assert.equal(unknown.code, EXIT_USAGE);
+  assert.equal(unknown.out, '');
+  assert.match(unknown.err, /unknown command "frobnicate"; known commands: demo/);
+  assert.equal((await run()).code, EXIT_USAGE);
+  assert.equal((await run('toString')).code, EXIT_USAGE); // not an inherited property
+  const stray = await run('demo', 'extra');
+  assert.equal(stray.code, EXIT_USAGE);
+  assert.match(stray.err, /unexpected argument "extra"/);
+});
+
+test('--version prints the package version', async () => {
+  const { code, out } = await run('--version');
+  assert.equal(code, 0);
+  assert.match(out, /^\d+\.\d+\.\d+/);
+});
+
+test('the bin sets the exit code and writes errors to stderr', () => {
+  const main = fileURLToPath(new URL('./main.ts', import.meta.url));
+  const result = spawnSync(process.execPath, ['--import', 'tsx', main, 'nope'], { encoding: 'utf8' });
+  assert.equal(result.status, EXIT_USAGE);
+  assert.equal(result.stdout, '');
+  assert.match(result.stderr, /unknown command "nope"/);
+});

@@ -17,8 +17,8 @@ export class LimitDecision implements Decision {
     readonly retryAfterMs: number,
     readonly delayMs: number,
     readonly policy: string,
-    readonly leaseId: string | undefined = undefined,
-    readonly reason: string | undefined = undefined,
+    readonly leaseId: string | undefined,
+    readonly reason: string | undefined,
   ) {}
 }
 
@@ -32,6 +32,7 @@ export function fromVerdict(policy: Policy, v: Verdict, leaseId: string | undefi
     v.delayMs,
     policy.name,
     v.allowed ? leaseId : undefined,
+    undefined,
   );
 }
 
@@ -70,5 +71,6 @@ export function combine(policies: readonly Policy[], verdicts: readonly Verdict[
     allowed ? delayMs : 0,
     p.name,
     allowed ? leaseId : undefined,
+    undefined,
   );
 }

@@ -1,8 +1,9 @@
 /**
  * Sliding-window log: the exact sliding window. Each admitted request is logged with its time and cost; a
  * request is admitted iff the costs logged in (now − W, now] plus its own cost fit in the limit.
- * Exact, and O(limit) memory per key: entries at the same millisecond are merged, so a key holds at most
- * `limit` entries (penalties aside).
+ * Exact, and O(limit) memory per key: entries at the same millisecond are merged, so at most `limit`
+ * entries are live (penalties aside); aged-out ones are compacted away once they are half the array, so
+ * the arrays hold at most about 2 × limit + 32.
  *
  * State: a LogState object per key; idle when every entry has aged out.
  */

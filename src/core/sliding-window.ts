@@ -4,8 +4,10 @@
  * With k = 1: estimate = prev · (W − elapsed)/W + curr, where curr counts the current epoch-aligned window
  * and prev the one before it. It assumes prev's traffic was spread evenly, so it is approximate.
  * With k sub-windows of w = W/k: the k most recent sub-windows count in full and the one before them is
- * weighted by the part of it still inside the sliding window. Larger k costs one number per sub-window and
- * tightens the estimate towards the exact sliding log; `sluice demo` measures both.
+ * weighted by the part of it still inside the sliding window. The estimate is off by at most the count
+ * of that one partial sub-window (test/properties). Larger k costs one number per sub-window and, for
+ * spread-out traffic, tightens the estimate towards the exact log; but a client that puts the whole limit
+ * into one sub-window still gets close to 2 × limit through a true window. `sluice demo` measures both.
  *
  * Admit iff estimate + cost <= limit. Comparisons are made on estimate·w, which is exact on whole
  * milliseconds.

@@ -11,7 +11,7 @@
 
 export const VERSION = 1;
 export const ALGORITHM = 'SHA-256';
-/** The MAC covers this tag and the payload, so a sluice MAC can never be confused with another use of the key. */
+/** MAC keys are derived from the secret with this label, so a sluice MAC is never confused with another use of the secret. */
 export const MAC_DOMAIN = 'sluice-pow\u0000';
 
 export const LIMITS = {
@@ -97,16 +97,24 @@ export function decodeChallenge(bytes: Uint8Array): ChallengeFields | undefined 
   const scopeLen = view.getUint16(o); o += 2;
   if (scopeLen > LIMITS.scopeBytes || o + scopeLen !== bytes.length) return undefined;
   if (puzzles < 1 || puzzles > LIMITS.maxPuzzles) return undefined;
-  let kidText: string, algText: string, scope: string;
+  const kidText = text(kid);
+  const algText = text(alg);
+  const scope = text(bytes.subarray(o, o + scopeLen));
+  if (kidText === undefined || algText === undefined || scope === undefined) return undefined;
+  const target = rawTarget === 0 ? LIMITS.targetSpace : rawTarget;
+  return { version, kid: kidText, algorithm: algText, salt, target, puzzles, expiresAt, scope };
+}
+
+/** Strict UTF-8 decoding, with a fast path for ASCII (kids, the algorithm and most scopes). */
+function text(bytes: Uint8Array): string | undefined {
+  let ascii = true;
+  for (let i = 0; i < bytes.length; i++) if (bytes[i]! > 0x7f) { ascii = false; break; }
+  if (ascii) return String.fromCharCode.apply(null, bytes as unknown as number[]);
   try {
-    kidText = decoder.decode(kid);
-    algText = decoder.decode(alg);
-    scope = decoder.decode(bytes.subarray(o, o + scopeLen));
+    return decoder.decode(bytes);
   } catch {
     return undefined;
   }
-  const target = rawTarget === 0 ? LIMITS.targetSpace : rawTarget;
-  return { version, kid: kidText, algorithm: algText, salt: salt.slice(), target, puzzles, expiresAt, scope };
 }
 
 function readShort(bytes: Uint8Array, o: number, max: number): Uint8Array | undefined {

@@ -5,8 +5,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { SluiceError, show } from '../core/errors.js';
-import { LIMITS } from './encoding.js';
-import { hmacKey, type HmacKey } from './sha256.js';
+import { LIMITS, MAC_DOMAIN } from './encoding.js';
+import { hmacKey, hmacSha256, type HmacKey } from './sha256.js';
 
 /** A secret: at least 16 bytes; a string is taken as its UTF-8 bytes. */
 export type SecretValue = string | Uint8Array;
@@ -65,8 +65,17 @@ export function resolveSecret(secret: unknown, where: string): ResolvedKeyring {
   throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${where}: 'secret' must be a string, a Uint8Array or a keyring { current, keys }, got ${show(secret)}`);
 }
 
+/**
+ * The MAC key is HMAC(secret, MAC_DOMAIN), not the secret itself: a sluice challenge MAC can then never
+ * equal a MAC the application computes with the same secret for something else (domain separation),
+ * and no per-request concatenation of a domain tag is needed.
+ */
+function macKey(secret: Uint8Array): HmacKey {
+  return hmacKey(hmacSha256(hmacKey(secret), new TextEncoder().encode(MAC_DOMAIN)));
+}
+
 function single(bytes: Uint8Array): ResolvedKeyring {
-  return { currentKid: DEFAULT_KID, keys: new Map([[DEFAULT_KID, hmacKey(bytes)]]) };
+  return { currentKid: DEFAULT_KID, keys: new Map([[DEFAULT_KID, macKey(bytes)]]) };
 }
 
 function keyring(ring: object, where: string): ResolvedKeyring {
@@ -77,7 +86,7 @@ function keyring(ring: object, where: string): ResolvedKeyring {
   const prepared = new Map<string, HmacKey>();
   for (const [kid, value] of Object.entries(keys)) {
     checkKid(kid, where, `'secret.keys' kid`);
-    prepared.set(kid, hmacKey(secretBytes(value, `${where}: 'secret.keys.${kid}'`)));
+    prepared.set(kid, macKey(secretBytes(value, `${where}: 'secret.keys.${kid}'`)));
   }
   if (typeof current !== 'string' || !prepared.has(current)) {
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${where}: 'secret.current' must name a kid in 'secret.keys' (${[...prepared.keys()].map(show).join(', ') || 'none'}), got ${show(current)}`);

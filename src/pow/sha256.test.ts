@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, createHmac } from 'node:crypto';
 import fc from 'fast-check';
-import { hmacKey, hmacSha256, puzzleHash48, sha256, toWords } from './sha256.js';
+import { hmacKey, hmacSha256, puzzleHash48, puzzleSeed, sha256 } from './sha256.js';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
@@ -29,7 +29,7 @@ test('puzzleHash48 is the first 48 bits of SHA-256(seed ‖ u32 index ‖ u32 no
       input.set(seed);
       input.writeUInt32BE(index, 32);
       input.writeUInt32BE(nonce, 36);
-      return puzzleHash48(toWords(seed), index, nonce | 0) === createHash('sha256').update(input).digest().readUIntBE(0, 6);
+      return puzzleHash48(puzzleSeed(seed), index, nonce | 0) === createHash('sha256').update(input).digest().readUIntBE(0, 6);
     }),
   );
 });

@@ -54,30 +54,39 @@ function loadBlock(bytes: Uint8Array, offset: number): void {
   }
 }
 
+/** Scratch for the padded tail: at most two blocks. */
+const TAIL = new Uint8Array(128);
+const TAIL_VIEW = new DataView(TAIL.buffer);
+
 /**
- * Hashes `message` continuing from `state` after `prefixBlocks` whole blocks were already absorbed (used
- * for HMAC, whose keyed first block is precomputed). Returns the final state; `state` is not modified.
+ * Absorbs `message` into `state` (in place) and pads, as if `prefixBlocks` whole blocks had been absorbed
+ * before (HMAC precomputes its keyed first block). Allocates nothing: verification runs it per request.
  */
-export function sha256From(state: Int32Array, prefixBlocks: number, message: Uint8Array): Int32Array {
-  const s = new Int32Array(state);
+function absorb(state: Int32Array, prefixBlocks: number, message: Uint8Array): void {
   const whole = message.length - (message.length % 64);
   for (let off = 0; off < whole; off += 64) {
     loadBlock(message, off);
-    compress(s);
+    compress(state);
   }
   // Padding: 0x80, zeros, then the bit length as a 64-bit big-endian integer.
   const rest = message.length - whole;
-  const tail = new Uint8Array(rest < 56 ? 64 : 128);
-  tail.set(message.subarray(whole));
-  tail[rest] = 0x80;
+  const tailLength = rest < 56 ? 64 : 128;
+  TAIL.fill(0, 0, tailLength);
+  TAIL.set(message.subarray(whole));
+  TAIL[rest] = 0x80;
   const bits = (prefixBlocks * 64 + message.length) * 8;
-  const view = new DataView(tail.buffer);
-  view.setUint32(tail.length - 8, Math.floor(bits / 2 ** 32));
-  view.setUint32(tail.length - 4, bits >>> 0);
-  for (let off = 0; off < tail.length; off += 64) {
-    loadBlock(tail, off);
-    compress(s);
+  TAIL_VIEW.setUint32(tailLength - 8, Math.floor(bits / 2 ** 32));
+  TAIL_VIEW.setUint32(tailLength - 4, bits >>> 0);
+  for (let off = 0; off < tailLength; off += 64) {
+    loadBlock(TAIL, off);
+    compress(state);
   }
+}
+
+/** Hashes `message` continuing from `state` after `prefixBlocks` blocks; returns the final state (a copy). */
+export function sha256From(state: Int32Array, prefixBlocks: number, message: Uint8Array): Int32Array {
+  const s = new Int32Array(state);
+  absorb(s, prefixBlocks, message);
   return s;
 }
 
@@ -89,10 +98,14 @@ export function sha256Block(block: Uint8Array): Int32Array {
   return s;
 }
 
-export function stateToBytes(state: Int32Array): Uint8Array {
-  const out = new Uint8Array(32);
-  const view = new DataView(out.buffer);
-  for (let i = 0; i < 8; i++) view.setInt32(i * 4, state[i]!);
+export function stateToBytes(state: Int32Array, out = new Uint8Array(32)): Uint8Array {
+  for (let i = 0; i < 8; i++) {
+    const w = state[i]!;
+    out[i * 4] = w >>> 24;
+    out[i * 4 + 1] = w >>> 16;
+    out[i * 4 + 2] = w >>> 8;
+    out[i * 4 + 3] = w;
+  }
   return out;
 }
 
@@ -117,29 +130,73 @@ export function hmacKey(key: Uint8Array): HmacKey {
 
 /** HMAC-SHA-256 of `message` under a prepared key: two hashes, each starting after its keyed block. */
 export function hmacSha256(key: HmacKey, message: Uint8Array): Uint8Array {
-  const innerDigest = stateToBytes(sha256From(key.inner, 1, message));
-  return stateToBytes(sha256From(key.outer, 1, innerDigest));
+  const s = HMAC_STATE;
+  s.set(key.inner);
+  absorb(s, 1, message);
+  stateToBytes(s, INNER_DIGEST);
+  s.set(key.outer);
+  absorb(s, 1, INNER_DIGEST);
+  return stateToBytes(s);
+}
+
+const HMAC_STATE = new Int32Array(8);
+const INNER_DIGEST = new Uint8Array(32);
+
+/**
+ * A challenge seed prepared for puzzle hashing: its eight words, and the working variables after the
+ * first eight rounds, which read only those words and so are the same for every index and nonce.
+ */
+export interface PuzzleSeed {
+  readonly words: Int32Array;
+  readonly mid: Int32Array;
+}
+
+export function puzzleSeed(seed: Uint8Array): PuzzleSeed {
+  const words = toWords(seed);
+  let a = IV[0]!, b = IV[1]!, c = IV[2]!, d = IV[3]!, e = IV[4]!, f = IV[5]!, g = IV[6]!, h = IV[7]!;
+  for (let t = 0; t < 8; t++) {
+    const S1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
+    const t1 = (h + S1 + ((e & f) ^ (~e & g)) + K[t]! + words[t]!) | 0;
+    const S0 = ((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10));
+    const t2 = (S0 + ((a & b) ^ (a & c) ^ (b & c))) | 0;
+    h = g; g = f; f = e; e = (d + t1) | 0;
+    d = c; c = b; b = a; a = (t1 + t2) | 0;
+  }
+  return { words, mid: new Int32Array([a, b, c, d, e, f, g, h]) };
 }
 
 /**
- * The proof-of-work hash: SHA-256(seed ‖ u32 index ‖ u32 nonce), 40 bytes so one padded block, and
- * returns its first 48 bits as an integer (exact in a double). `seed` is the challenge's 32-byte seed as
- * eight big-endian words.
+ * The proof-of-work hash: SHA-256(seed ‖ u32 index ‖ u32 nonce), 40 bytes so one padded block, returning
+ * its first 48 bits as an integer (exact in a double). It is compress() resumed at round 8 from the
+ * seed's precomputed state, kept as its own loop because it is the solver's and verifier's hot path.
  */
-export function puzzleHash48(seed: Int32Array, index: number, nonce: number): number {
-  for (let i = 0; i < 8; i++) W[i] = seed[i]!;
+export function puzzleHash48(seed: PuzzleSeed, index: number, nonce: number): number {
+  const words = seed.words;
+  for (let i = 0; i < 8; i++) W[i] = words[i]!;
   W[8] = index;
   W[9] = nonce;
   W[10] = 0x80000000 | 0;
   W[11] = 0; W[12] = 0; W[13] = 0; W[14] = 0;
   W[15] = 320; // 40 bytes in bits
-  const s = SCRATCH;
-  s.set(IV);
-  compress(s);
-  return (s[0]! >>> 0) * 65536 + (s[1]! >>> 16);
+  for (let t = 16; t < 64; t++) {
+    const x = W[t - 15]!;
+    const y = W[t - 2]!;
+    const s0 = ((x >>> 7) | (x << 25)) ^ ((x >>> 18) | (x << 14)) ^ (x >>> 3);
+    const s1 = ((y >>> 17) | (y << 15)) ^ ((y >>> 19) | (y << 13)) ^ (y >>> 10);
+    W[t] = (W[t - 16]! + s0 + W[t - 7]! + s1) | 0;
+  }
+  const m = seed.mid;
+  let a = m[0]!, b = m[1]!, c = m[2]!, d = m[3]!, e = m[4]!, f = m[5]!, g = m[6]!, h = m[7]!;
+  for (let t = 8; t < 64; t++) {
+    const S1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
+    const t1 = (h + S1 + ((e & f) ^ (~e & g)) + K[t]! + W[t]!) | 0;
+    const S0 = ((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10));
+    const t2 = (S0 + ((a & b) ^ (a & c) ^ (b & c))) | 0;
+    h = g; g = f; f = e; e = (d + t1) | 0;
+    d = c; c = b; b = a; a = (t1 + t2) | 0;
+  }
+  return (((IV[0]! + a) | 0) >>> 0) * 65536 + (((IV[1]! + b) | 0) >>> 16);
 }
-
-const SCRATCH = new Int32Array(8);
 
 /** Bytes to big-endian words (length must be a multiple of 4). */
 export function toWords(bytes: Uint8Array): Int32Array {

@@ -3,7 +3,7 @@
  * It runs on the calling thread and yields to the event loop between slices, so it can be cancelled.
  */
 import { SluiceError, show } from '../core/errors.js';
-import { puzzleHash48, toWords } from './sha256.js';
+import { puzzleHash48, puzzleSeed } from './sha256.js';
 import { formatSolution, parseToken } from './token.js';
 
 export interface SolveOptions {
@@ -23,7 +23,7 @@ export async function solveChallenge(challenge: { token: string } | string, opti
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `solveChallenge: 'challenge' must be a challenge from createChallenge() or its token, got ${show(challenge)}`);
   }
   const { puzzles, target } = parsed.fields;
-  const seed = toWords(parsed.mac);
+  const seed = puzzleSeed(parsed.mac);
   const nonces = new Uint32Array(puzzles);
   let hashes = 0;
   for (let i = 0; i < puzzles; i++) {

@@ -2,25 +2,21 @@
  * The wire forms, shared by server and solvers (no Node APIs here, so the browser bundle can use it):
  *   challenge token  = base64url(payload) "." base64url(mac)
  *   solution         = token "." base64url(nonces)    nonces: one u32 big-endian per sub-puzzle
- * The MAC is HMAC-SHA-256 over MAC_DOMAIN ‖ payload, and doubles as the puzzles' seed: unique per
+ * The MAC is HMAC-SHA-256 of the payload under a key derived for this use (keyring.ts), and doubles as the puzzles' seed: unique per
  * challenge and fixed by everything signed.
  */
 import { decodeBase64url, encodeBase64url } from './base64url.js';
-import { decodeChallenge, encodeChallenge, LIMITS, MAC_DOMAIN, type ChallengeFields } from './encoding.js';
-import { hmacSha256, puzzleHash48, toWords, type HmacKey } from './sha256.js';
-
-const domain = new TextEncoder().encode(MAC_DOMAIN);
+import { decodeChallenge, encodeChallenge, LIMITS, type ChallengeFields } from './encoding.js';
+import { hmacSha256, puzzleHash48, puzzleSeed, type HmacKey } from './sha256.js';
 
 /** Longest payload a valid challenge can have; anything longer is rejected before decoding. */
 export const MAX_PAYLOAD_BYTES = 1 + 1 + LIMITS.kidBytes + 1 + LIMITS.algorithmBytes + 1 + LIMITS.saltBytes + 6 + 1 + 6 + 2 + LIMITS.scopeBytes;
 /** Longest solution text worth parsing: base64url of the largest payload, MAC and nonces, plus dots. */
 export const MAX_SOLUTION_CHARS = Math.ceil(((MAX_PAYLOAD_BYTES + 32 + 4 * LIMITS.maxPuzzles) * 4) / 3) + 8;
 
+/** `key` is a derived MAC key from resolveSecret(), never the raw secret. */
 export function macOf(key: HmacKey, payload: Uint8Array): Uint8Array {
-  const message = new Uint8Array(domain.length + payload.length);
-  message.set(domain);
-  message.set(payload, domain.length);
-  return hmacSha256(key, message);
+  return hmacSha256(key, payload);
 }
 
 export function signToken(fields: ChallengeFields, key: HmacKey): string {
@@ -57,15 +53,19 @@ function parseParts(payloadText: string, macText: string): ParsedToken | undefin
 /** Parses a solution: exactly one nonce per sub-puzzle, or undefined. */
 export function parseSolution(solution: unknown): ParsedSolution | undefined {
   if (typeof solution !== 'string' || solution.length > MAX_SOLUTION_CHARS) return undefined;
-  const parts = solution.split('.', 4);
-  if (parts.length !== 3) return undefined;
-  const token = parseParts(parts[0]!, parts[1]!);
-  const raw = decodeBase64url(parts[2]!);
+  // indexOf rather than split: verification runs this per request, and split allocates an array.
+  const dot1 = solution.indexOf('.');
+  const dot2 = dot1 < 0 ? -1 : solution.indexOf('.', dot1 + 1);
+  if (dot2 < 0 || solution.indexOf('.', dot2 + 1) >= 0) return undefined;
+  const token = parseParts(solution.slice(0, dot1), solution.slice(dot1 + 1, dot2));
+  const raw = decodeBase64url(solution.slice(dot2 + 1));
   if (token === undefined || raw === undefined || raw.length !== token.fields.puzzles * 4) return undefined;
-  const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
   const nonces = new Uint32Array(token.fields.puzzles);
-  for (let i = 0; i < nonces.length; i++) nonces[i] = view.getUint32(i * 4);
-  return { ...token, nonces };
+  for (let i = 0; i < nonces.length; i++) {
+    const j = i * 4;
+    nonces[i] = ((raw[j]! << 24) | (raw[j + 1]! << 16) | (raw[j + 2]! << 8) | raw[j + 3]!) >>> 0;
+  }
+  return { payload: token.payload, fields: token.fields, mac: token.mac, nonces };
 }
 
 export function formatSolution(token: string, nonces: ArrayLike<number>): string {
@@ -77,7 +77,7 @@ export function formatSolution(token: string, nonces: ArrayLike<number>): string
 
 /** True when every sub-puzzle's nonce hashes below the target: one hash each. */
 export function checkNonces(mac: Uint8Array, target: number, nonces: Uint32Array): boolean {
-  const seed = toWords(mac);
+  const seed = puzzleSeed(mac);
   let ok = true;
   // No early exit: a wrong answer costs what a right one does, so timing shows nothing about which failed.
   for (let i = 0; i < nonces.length; i++) ok = puzzleHash48(seed, i, nonces[i]! | 0) < target && ok;

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { decodeBase64url, encodeBase64url } from './base64url.js';
 import { createChallenge, MemorySpentStore, solveChallenge, verifySolution, type Keyring } from './index.js';
 import { decodeChallenge, encodeChallenge, type ChallengeFields } from './encoding.js';
-import { hmacKey } from './sha256.js';
+import { resolveSecret } from './keyring.js';
 import { formatSolution, macOf, parseSolution } from './token.js';
 
 const secret = 'correct horse battery staple 1234';
@@ -41,7 +41,7 @@ function tamper(solution: string, change: (f: ChallengeFields) => void, resign?:
   const fields = { ...parsed.fields };
   change(fields);
   const payload = encodeChallenge(fields);
-  const mac = resign === undefined ? parsed.mac : macOf(hmacKey(typeof resign === 'string' ? new TextEncoder().encode(resign) : resign), payload);
+  const mac = resign === undefined ? parsed.mac : macOf(resolveSecret(resign, 'test').keys.get(fields.kid)!, payload);
   const nonces = Array.from({ length: fields.puzzles }, (_, i) => parsed.nonces[i] ?? 0);
   return formatSolution(`${encodeBase64url(payload)}.${encodeBase64url(mac)}`, nonces);
 }

@@ -3,8 +3,8 @@
  * spirit of mCaptcha's visitor levels (a table of load thresholds, each with a difficulty factor).
  *
  * Where the default base figure comes from (README "Proof of work" → "Difficulty policy"):
- * - measured: the page's solver (plain-JS SHA-256 in Web Workers) hashes about 3.0 M/s per worker in
- *   headless Chromium 156 on this project's x86-64 build machine (bench/pow-browser.mjs);
+ * - measured: the page's solver (plain-JS SHA-256 in Web Workers) hashes about 2.9 M/s per worker in
+ *   headless Chromium 156 on this project's 2-core AMD EPYC build machine (bench/pow-browser.mjs);
  * - assumed, not measured here: a mid-range phone core runs such JS at about a third of that speed
  *   (single-core benchmark ratios of mid-range Android SoCs to desktop x86 cores are roughly 1:3), and
  *   we count only 2 of its cores, since the small cores of big.LITTLE designs add little;

@@ -64,6 +64,9 @@ test('sluice/pow resolves from the packed package: a challenge is made, solved a
     console.log(JSON.stringify([a.ok, b.reason]));
   `;
   assert.equal(run(process.execPath, ['--input-type=module', '-e', script], consumer).trim(), '[true,"replayed"]');
+  // The browser files resolve through their subpaths, as a bundler would ask for them.
+  const resolved = run(process.execPath, ['--input-type=module', '-e', `for (const s of ['sluice/pow/widget.js', 'sluice/pow/worker.js']) console.log(import.meta.resolve(s))`], consumer);
+  assert.match(resolved, /dist\/browser\/sluice-pow\.js\n.*dist\/browser\/sluice-pow-worker\.js/);
   writeFileSync(
     join(consumer, 'use-pow.ts'),
     `import { createChallenge, verifySolution, MemorySpentStore, type VerifyReason } from 'sluice/pow';
@@ -86,6 +89,9 @@ test('the tarball holds the build, not the sources or tests', () => {
   const listing = run('tar', ['-tzf', join(work, readdirSync(work).find((f) => f.endsWith('.tgz'))!)], work);
   assert.match(listing, /package\/dist\/index\.js/);
   assert.match(listing, /package\/dist\/index\.d\.ts/);
+  assert.match(listing, /package\/dist\/pow\/index\.js/);
+  assert.match(listing, /package\/dist\/browser\/sluice-pow\.js/);
+  assert.doesNotMatch(listing, /package\/dist\/pow\/browser\//); // bundled by esbuild, not compiled by tsc
   assert.doesNotMatch(listing, /\.test\.(js|ts)/);
   assert.doesNotMatch(listing, /package\/src\//);
 });

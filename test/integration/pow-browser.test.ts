@@ -9,7 +9,7 @@ import { launchChromium, type Browser } from './chromium.js';
 import { ROOT, startSite, type Site } from './pow-site.js';
 
 // Code inside page.evaluate() runs in the page; these stand in for the DOM types Node's lib lacks.
-declare const document: { querySelector(selector: string): EventTarget };
+declare const document: { querySelector(selector: string): EventTarget; createElement(tag: string): unknown; body: { append(node: unknown): void } };
 declare const navigator: { hardwareConcurrency: number };
 type HTMLElement = EventTarget;
 
@@ -89,4 +89,20 @@ test('cancel() stops a long solve: the promise rejects and progress stops', asyn
     site.difficulty = 20_000;
     await page.close();
   }
+});
+
+test('with a challenge attribute the widget starts at once and fills the named hidden field', async () => {
+  const page = await browser.context.newPage();
+  await page.goto(`${site.url}/blank`);
+  const { token } = (await (await fetch(`${site.url}/pow/challenge?username=carol`)).json()) as { token: string };
+  await page.addScriptTag({ url: '/sluice-pow.js' });
+  const value = await page.evaluate((token) => new Promise<string>((resolve) => {
+    const form = document.createElement('form') as unknown as EventTarget & { innerHTML: string; querySelector(s: string): { value: string } & EventTarget };
+    form.innerHTML = `<sluice-pow name="proof" challenge="${token}"></sluice-pow>`;
+    form.addEventListener('sluice-pow-solved', () => resolve(form.querySelector('input[name=proof]').value));
+    document.body.append(form);
+  }), token);
+  const posted = await fetch(`${site.url}/login`, { method: 'POST', body: new URLSearchParams({ username: 'carol', pow: value }) });
+  assert.equal(posted.status, 200);
+  await page.close();
 });

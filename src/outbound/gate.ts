@@ -1,0 +1,461 @@
+/**
+ * Gate: the outbound scheduler. A call waits, instead of being rejected, until every policy on its key
+ * admits it; waiters leave in priority order, FIFO within a priority, and a key's head of line is never
+ * overtaken by a cheaper call behind it. A key sleeps on one timer until the head's retryAfterMs (or an
+ * upstream pause) is over: nothing polls. See the README, "Outbound limiting".
+ *
+ * @example
+ * const gate = new Gate({ policies: [{ algorithm: 'token-bucket', limit: 100, window: '1s' }], maxQueue: 10_000, timeoutMs: 30_000 });
+ * const res = await gate.run('stripe', () => fetch(url), { cost: 1 });
+ */
+import { monotonicClock } from '../clock.js';
+import { SluiceError, show } from '../core/index.js';
+import type { Decision, PolicyOptions } from '../core/index.js';
+import { Limiter } from '../limiter.js';
+import type { Clock, Store } from '../stores/store.js';
+import { DeadlineList, KeyLine, Waiter } from './queue.js';
+import { realTimers, type Timers } from './timers.js';
+
+export interface GateOptions {
+  /** One policy; or give `policies`. */
+  policy?: PolicyOptions;
+  /** Every policy must admit a call before it goes (e.g. 100/s and at most 10 in flight). */
+  policies?: PolicyOptions[];
+  /** Where the budget lives: a MemoryStore (default) for one process, a RedisStore to share it across a fleet. */
+  store?: Store;
+  /** Most calls waiting across all keys; one more is rejected at once with ERR_SLUICE_QUEUE_FULL. Default 10,000. */
+  maxQueue?: number;
+  /** Longest a call waits before it fails with ERR_SLUICE_QUEUE_TIMEOUT; `Infinity` for no limit. Default 30,000. */
+  timeoutMs?: number;
+  /** Milliseconds on a monotonic timeline. Default `monotonicClock`; tests inject one with `timers`. */
+  clock?: Clock;
+  /** Where the gate sets its timers. Default Node's; tests inject a manual scheduler. */
+  timers?: Timers;
+}
+
+export interface WaitOptions {
+  /** Weight of the call (a non-negative integer; 0 passes at once). Default 1. */
+  cost?: number;
+  /** Higher goes first; FIFO among equals. Any safe integer; default 0 (p-queue's convention). */
+  priority?: number;
+  /** Aborting it removes the call from the line and rejects with `signal.reason`. */
+  signal?: AbortSignal;
+}
+
+export interface GateStats {
+  /** Calls let through. */
+  admitted: number;
+  /** Calls that had to wait in line (the rest passed at once). */
+  queued: number;
+  /** Calls rejected because the line was full. */
+  full: number;
+  timedOut: number;
+  aborted: number;
+  /** Admissions handed back to the store because their caller had gone while the store decided. */
+  refunded: number;
+  /** Errors from the store on release or refund, which cannot be reported to a caller. */
+  storeErrors: number;
+}
+
+const KNOWN = new Set(['policy', 'policies', 'store', 'maxQueue', 'timeoutMs', 'clock', 'timers']);
+/** setTimeout fires at once for delays above 2^31 − 1 ms; sleep in pieces no longer than that. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+function invalid(message: string): never {
+  throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Gate ${message}`);
+}
+
+export class Gate {
+  /** The limiter that decides; use it to peek (`gate.limiter.get(key)`). */
+  readonly limiter: Limiter;
+  readonly maxQueue: number;
+  readonly timeoutMs: number;
+  readonly stats: GateStats = { admitted: 0, queued: 0, full: 0, timedOut: 0, aborted: 0, refunded: 0, storeErrors: 0 };
+  private readonly clock: Clock;
+  private readonly timers: Timers;
+  private readonly lines = new Map<string, KeyLine>();
+  private readonly deadlines = new DeadlineList();
+  private deadlineTimer: unknown = undefined;
+  private waiting = 0;
+  /** Whether the store decides synchronously; learnt on the first call. */
+  private sync: boolean | undefined;
+  private readonly capacity: number;
+
+  constructor(options: GateOptions) {
+    if (typeof options !== 'object' || options === null) invalid(`options must be an object such as { policies }, got ${show(options)}`);
+    for (const field of Object.keys(options)) {
+      if (!KNOWN.has(field)) invalid(`unknown option '${field}'; known options are ${[...KNOWN].join(', ')}`);
+    }
+    const maxQueue = options.maxQueue ?? 10_000;
+    if (typeof maxQueue !== 'number' || !Number.isSafeInteger(maxQueue) || maxQueue < 0) invalid(`'maxQueue' must be a non-negative integer, got ${show(maxQueue)}`);
+    const timeoutMs = options.timeoutMs ?? 30_000;
+    if (typeof timeoutMs !== 'number' || Number.isNaN(timeoutMs) || timeoutMs <= 0) invalid(`'timeoutMs' must be a positive number of milliseconds or Infinity, got ${show(timeoutMs)}`);
+    const timers = options.timers ?? realTimers;
+    if (typeof timers !== 'object' || timers === null || typeof timers.setTimeout !== 'function' || typeof timers.clearTimeout !== 'function') {
+      invalid(`'timers' must be an object with setTimeout(fn, ms) and clearTimeout(handle), got ${show(timers)}`);
+    }
+    this.clock = options.clock ?? monotonicClock;
+    const limiterOptions: ConstructorParameters<typeof Limiter>[0] = { clock: this.clock };
+    if (options.policy !== undefined) limiterOptions.policy = options.policy;
+    if (options.policies !== undefined) limiterOptions.policies = options.policies;
+    if (options.store !== undefined) limiterOptions.store = options.store;
+    this.limiter = new Limiter(limiterOptions);
+    this.maxQueue = maxQueue;
+    this.timeoutMs = timeoutMs;
+    this.timers = timers;
+    this.capacity = Math.min(...this.limiter.policies.map((p) => p.capacity));
+  }
+
+  /** Calls waiting now, across all keys or for one key. */
+  pending(key?: string): number {
+    return key === undefined ? this.waiting : (this.lines.get(key)?.size ?? 0);
+  }
+
+  /**
+   * Resolves with the admitting decision when the call may go. With a concurrency policy the decision
+   * carries a `leaseId`: pass it to `release()` when the call is done (`run()` does this for you).
+   */
+  wait(key: string, options?: WaitOptions): Promise<Decision> {
+    let cost = 1;
+    let priority = 0;
+    let signal: AbortSignal | undefined;
+    try {
+      checkKey(key);
+      if (options !== undefined) {
+        if (options.cost !== undefined) cost = this.checkCost(options.cost);
+        if (options.priority !== undefined) priority = checkPriority(options.priority);
+        signal = checkSignal(options.signal);
+      }
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    if (signal?.aborted) {
+      this.stats.aborted++;
+      return Promise.reject(signal.reason);
+    }
+    let line = this.lines.get(key);
+    const now = this.clock();
+    let denied: Decision | undefined;
+    // Fast path: nobody waits on this key, so trying at once overtakes no one.
+    if (line === undefined || (line.size === 0 && !line.pumping && line.pausedUntil <= now)) {
+      if (this.sync !== false) {
+        let d: Decision | undefined;
+        try {
+          d = this.decideSync(key, cost);
+        } catch (e) {
+          return Promise.reject(e);
+        }
+        if (d !== undefined) {
+          if (d.allowed) {
+            this.stats.admitted++;
+            if (line !== undefined) this.forget(line); // a pause that has run out
+            return Promise.resolve(d);
+          }
+          denied = d;
+        }
+      }
+    }
+    if (this.waiting >= this.maxQueue) {
+      this.stats.full++;
+      return Promise.reject(
+        new SluiceError('ERR_SLUICE_QUEUE_FULL', `Gate queue is full: ${this.waiting} calls are waiting ('maxQueue' is ${this.maxQueue}); slow the callers down or raise 'maxQueue'`),
+      );
+    }
+    if (line === undefined) {
+      line = new KeyLine(key);
+      this.lines.set(key, line);
+    }
+    const l = line;
+    return new Promise<Decision>((resolve, reject) => {
+      const w = new Waiter(l, cost, priority, now + this.timeoutMs, signal, resolve, reject);
+      this.waiting++;
+      this.stats.queued++;
+      const isHead = l.push(w);
+      if (this.timeoutMs !== Infinity) this.addDeadline(w);
+      if (signal !== undefined) {
+        w.onAbort = () => this.cancel(w, signal.reason, 'aborted');
+        signal.addEventListener('abort', w.onAbort, { once: true });
+      }
+      if (!isHead || l.pumping) return;
+      if (denied !== undefined) this.sleep(l, denied.retryAfterMs);
+      else this.pump(l);
+    });
+  }
+
+  /**
+   * Waits for the gate, runs `fn`, and returns its result. A concurrency lease is released when `fn`
+   * settles, whether it returns or throws.
+   */
+  async run<T>(key: string, fn: () => T | PromiseLike<T>, options?: WaitOptions): Promise<T> {
+    if (typeof fn !== 'function') throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Gate run() needs a function to call, got ${show(fn)}`);
+    const d = await this.wait(key, options);
+    if (d.leaseId === undefined) return fn();
+    try {
+      return await fn();
+    } finally {
+      await this.release(key, d.leaseId);
+    }
+  }
+
+  /**
+   * Ends a concurrency lease and lets the next waiter on the key try at once. A store error here is
+   * counted in `stats.storeErrors`, not thrown: the lease then ends by its timeout (the policy's window).
+   */
+  async release(key: string, leaseId: string): Promise<boolean> {
+    let held = false;
+    try {
+      held = await this.limiter.release(key, leaseId);
+    } catch {
+      this.stats.storeErrors++;
+    }
+    this.wake(key);
+    return held;
+  }
+
+  /**
+   * Admits nothing on `key` for `ms` (the upstream's Retry-After). Waiters stay in line. In-process only:
+   * with a shared store, `observe()` is what tells the other processes.
+   */
+  pause(key: string, ms: number): void {
+    checkKey(key);
+    if (typeof ms !== 'number' || Number.isNaN(ms) || ms < 0) {
+      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Gate pause() 'ms' must be a non-negative number, got ${show(ms)}`);
+    }
+    let line = this.lines.get(key);
+    if (line === undefined) {
+      line = new KeyLine(key);
+      this.lines.set(key, line);
+    }
+    const until = this.clock() + ms;
+    if (until <= line.pausedUntil) return;
+    line.pausedUntil = until;
+    if (line.size > 0 && !line.pumping) this.pump(line);
+  }
+
+  /**
+   * Aligns the local budget with what the upstream reports: when it says fewer calls are left than the
+   * policies believe, the difference is charged (a penalty, so every process sharing the store sees it),
+   * and when it says none are left the key pauses until the upstream's reset. A higher upstream count
+   * changes nothing: other clients may share that budget, so it is no licence to speed up.
+   */
+  async observe(key: string, upstream: { remaining: number; resetAfterMs?: number | undefined }): Promise<void> {
+    checkKey(key);
+    const remaining = upstream.remaining;
+    if (typeof remaining !== 'number' || !Number.isFinite(remaining) || remaining < 0) return;
+    const local = await this.limiter.get(key);
+    const excess = local.remaining - Math.floor(remaining);
+    if (excess > 0) await this.limiter.penalty(key, excess);
+    if (remaining < 1 && upstream.resetAfterMs !== undefined && upstream.resetAfterMs > 0) this.pause(key, upstream.resetAfterMs);
+  }
+
+  // ---- the decision loop ----
+
+  /** Decides synchronously if the store can; undefined if it cannot (learnt once). */
+  private decideSync(key: string, cost: number): Decision | undefined {
+    if (this.sync === false) return undefined;
+    try {
+      const d = this.limiter.limitSync(key, { cost });
+      this.sync = true;
+      return d;
+    } catch (e) {
+      if (e instanceof SluiceError && e.code === 'ERR_SLUICE_SYNC_UNSUPPORTED') {
+        this.sync = false;
+        return undefined;
+      }
+      throw e;
+    }
+  }
+
+  /** Runs the key's line until its head is denied (then sleeps) or the line is empty. */
+  private pump(line: KeyLine): void {
+    if (line.timer !== undefined) {
+      this.timers.clearTimeout(line.timer);
+      line.timer = undefined;
+    }
+    line.pumping = true;
+    for (;;) {
+      const w = line.head();
+      if (w === undefined) {
+        line.pumping = false;
+        this.forget(line);
+        return;
+      }
+      const now = this.clock();
+      if (line.pausedUntil > now) {
+        line.pumping = false;
+        this.sleep(line, line.pausedUntil - now);
+        return;
+      }
+      let d: Decision | undefined;
+      try {
+        d = this.decideSync(line.key, w.cost);
+      } catch (e) {
+        this.settle(w);
+        w.reject(e);
+        continue;
+      }
+      if (d === undefined) {
+        // An async store: one decision in flight per key keeps the line in order.
+        w.state = 'deciding';
+        this.limiter.limit(line.key, { cost: w.cost }).then(
+          (decision) => {
+            if (this.apply(line, w, decision)) this.pump(line);
+          },
+          (e: unknown) => {
+            if (!w.cancelled) {
+              this.settle(w);
+              w.reject(e);
+            }
+            this.pump(line);
+          },
+        );
+        return;
+      }
+      if (!this.apply(line, w, d)) return;
+    }
+  }
+
+  /** Hands a decision to its waiter. Returns whether the loop should go on to the next head. */
+  private apply(line: KeyLine, w: Waiter, d: Decision): boolean {
+    if (w.cancelled) {
+      // The caller left while the store decided. An admission it will never use goes back to the store.
+      if (d.allowed) this.refund(line.key, w.cost, d);
+      return true;
+    }
+    if (d.allowed) {
+      this.settle(w);
+      this.stats.admitted++;
+      w.resolve(d);
+      return true;
+    }
+    w.state = 'queued';
+    line.pumping = false;
+    this.sleep(line, d.retryAfterMs);
+    return false;
+  }
+
+  private refund(key: string, cost: number, d: Decision): void {
+    this.stats.refunded++;
+    const undo = async () => {
+      if (d.leaseId !== undefined) await this.limiter.release(key, d.leaseId);
+      if (cost > 0) await this.limiter.reward(key, cost);
+    };
+    undo().then(
+      () => this.wake(key),
+      () => this.stats.storeErrors++,
+    );
+  }
+
+  /** One timer per key: the head tries again when it can pass (retryAfterMs is at least 1 ms). */
+  private sleep(line: KeyLine, ms: number): void {
+    if (line.timer !== undefined) this.timers.clearTimeout(line.timer);
+    line.timer = this.timers.setTimeout(() => {
+      line.timer = undefined;
+      if (!line.pumping) this.pump(line);
+    }, Math.min(Math.max(1, Math.ceil(ms)), MAX_TIMER_MS));
+  }
+
+  /** Something freed capacity on `key` (a release, a refund): let its head try now. */
+  private wake(key: string): void {
+    const line = this.lines.get(key);
+    if (line !== undefined && line.size > 0 && !line.pumping) this.pump(line);
+  }
+
+  /** Drops an empty key's line unless it must remember a pause. */
+  private forget(line: KeyLine): void {
+    if (line.size === 0 && !line.pumping && line.timer === undefined && line.pausedUntil <= this.clock()) {
+      this.lines.delete(line.key);
+    }
+  }
+
+  /** Takes `w` out of every list; it no longer counts towards maxQueue. */
+  private settle(w: Waiter): void {
+    if (w.state === 'settled') return;
+    w.state = 'settled';
+    w.line.remove(w);
+    this.waiting--;
+    if (this.timeoutMs !== Infinity) this.deadlines.remove(w);
+    if (w.onAbort !== undefined) w.signal!.removeEventListener('abort', w.onAbort);
+  }
+
+  private cancel(w: Waiter, reason: unknown, why: 'aborted' | 'timedOut'): void {
+    if (w.state === 'settled') return;
+    const line = w.line;
+    const wasHead = line.head() === w;
+    if (w.state === 'deciding') w.cancelled = true;
+    this.settle(w);
+    this.stats[why]++;
+    w.reject(reason);
+    // The next waiter may be cheaper and pass now; or the line is empty and its timer must go.
+    if (wasHead && !line.pumping) {
+      if (line.size > 0) this.pump(line);
+      else {
+        if (line.timer !== undefined) this.timers.clearTimeout(line.timer);
+        line.timer = undefined;
+        this.forget(line);
+      }
+    }
+  }
+
+  // ---- timeouts: one gate-wide timer for the earliest deadline ----
+
+  private addDeadline(w: Waiter): void {
+    this.deadlines.push(w);
+    if (this.deadlineTimer === undefined) this.armDeadline();
+  }
+
+  private armDeadline(): void {
+    const first = this.deadlines.head;
+    if (first === undefined) return;
+    const ms = Math.max(1, Math.ceil(first.deadline - this.clock()));
+    this.deadlineTimer = this.timers.setTimeout(() => this.expire(), Math.min(ms, MAX_TIMER_MS));
+  }
+
+  private expire(): void {
+    this.deadlineTimer = undefined;
+    const now = this.clock();
+    for (let w = this.deadlines.head; w !== undefined && w.deadline <= now; w = this.deadlines.head) {
+      this.cancel(
+        w,
+        new SluiceError('ERR_SLUICE_QUEUE_TIMEOUT', `Gate call on key ${show(w.line.key)} waited ${this.timeoutMs} ms ('timeoutMs') without being admitted; the upstream budget is spent for longer than that`),
+        'timedOut',
+      );
+    }
+    this.armDeadline();
+  }
+
+  private checkCost(cost: unknown): number {
+    if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
+      throw new SluiceError('ERR_SLUICE_INVALID_COST', `'cost' must be a non-negative integer, got ${show(cost)}`);
+    }
+    if (cost > this.capacity) {
+      const p = this.limiter.policies.find((q) => cost > q.capacity)!;
+      throw new SluiceError(
+        'ERR_SLUICE_COST_EXCEEDS_CAPACITY',
+        `'cost' ${cost} can never pass policy ${show(p.name)}, whose capacity is ${p.capacity}; waiting cannot help, so split the call or raise the policy's capacity`,
+      );
+    }
+    return cost;
+  }
+}
+
+function checkKey(key: unknown): asserts key is string {
+  if (typeof key !== 'string' || key.length === 0) {
+    throw new SluiceError('ERR_SLUICE_INVALID_KEY', `'key' must be a non-empty string, got ${show(key)}`);
+  }
+}
+
+function checkPriority(priority: unknown): number {
+  if (typeof priority !== 'number' || !Number.isSafeInteger(priority)) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'priority' must be an integer (higher goes first), got ${show(priority)}`);
+  }
+  return priority;
+}
+
+function checkSignal(signal: unknown): AbortSignal | undefined {
+  if (signal === undefined) return undefined;
+  if (typeof signal !== 'object' || signal === null || typeof (signal as AbortSignal).addEventListener !== 'function' || !('aborted' in signal)) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'signal' must be an AbortSignal, got ${show(signal)}`);
+  }
+  return signal as AbortSignal;
+}

@@ -71,8 +71,9 @@ export class Gate {
   readonly maxQueue: number;
   readonly timeoutMs: number;
   readonly stats: GateStats = { admitted: 0, queued: 0, full: 0, timedOut: 0, aborted: 0, refunded: 0, storeErrors: 0 };
+  /** The gate's timers; limitedFetch sleeps its backoff on them too. */
+  readonly timers: Timers;
   private readonly clock: Clock;
-  private readonly timers: Timers;
   private readonly lines = new Map<string, KeyLine>();
   private readonly deadlines = new DeadlineList();
   private deadlineTimer: unknown = undefined;

@@ -11,3 +11,6 @@
  */
 export { Gate, type GateOptions, type GateStats, type WaitOptions } from './gate.js';
 export { realTimers, type Timers } from './timers.js';
+export { limitedFetch, type FetchLike, type LimitedFetchOptions } from './fetch.js';
+export { parseRateLimit, parseRetryAfter, type UpstreamView } from './headers.js';
+export { github, stripe, type GithubPresetOptions, type Preset, type StripePresetOptions } from './presets.js';

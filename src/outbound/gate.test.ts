@@ -281,3 +281,19 @@ test('store errors reject the call they belong to, with the store error; the lin
   await assert.rejects(a, /redis down/);
   assert.equal((await b).allowed, true);
 });
+
+test('shared store: a call held back by a concurrency policy looks again every releasePollMs, not at the lease timeout', async () => {
+  const t = new ManualTime(0);
+  const store = new AsyncStore();
+  const g = gate(t, { policies: [{ name: 'inflight', algorithm: 'concurrency', limit: 1, window: '1m' }, perSecond(100)], store, releasePollMs: 40 });
+  const other = gate(t, { policies: [{ name: 'inflight', algorithm: 'concurrency', limit: 1, window: '1m' }, perSecond(100)], store });
+  const held = await other.wait('k'); // "another process" holds the only slot
+  const log: (number | string)[] = [];
+  track(g.wait('k'), t, log, 0);
+  await t.advance(100);
+  assert.equal(log[0], undefined);
+  await other.release('k', held.leaseId!);
+  await t.advance(40);
+  assert.equal(log[0], 120, 'seen on the first poll after the release (polls at 40, 80, 120 ms)');
+  assert.ok(t.requested.filter((ms) => ms === 40).length >= 3);
+});

@@ -31,6 +31,12 @@ export interface GateOptions {
   clock?: Clock;
   /** Where the gate sets its timers. Default Node's; tests inject a manual scheduler. */
   timers?: Timers;
+  /**
+   * With a store that answers asynchronously (shared, such as Redis), how often a call held back only by
+   * a concurrency policy looks again. Leases released in this process wake the line at once; leases
+   * released by other processes cannot, and their retryAfterMs is the lease timeout. Default 50 ms.
+   */
+  releasePollMs?: number;
 }
 
 export interface WaitOptions {
@@ -57,7 +63,7 @@ export interface GateStats {
   storeErrors: number;
 }
 
-const KNOWN = new Set(['policy', 'policies', 'store', 'maxQueue', 'timeoutMs', 'clock', 'timers']);
+const KNOWN = new Set(['policy', 'policies', 'store', 'maxQueue', 'timeoutMs', 'clock', 'timers', 'releasePollMs']);
 /** setTimeout fires at once for delays above 2^31 − 1 ms; sleep in pieces no longer than that. */
 const MAX_TIMER_MS = 2_147_483_647;
 
@@ -81,6 +87,9 @@ export class Gate {
   /** Whether the store decides synchronously; learnt on the first call. */
   private sync: boolean | undefined;
   private readonly capacity: number;
+  private readonly releasePollMs: number;
+  /** Names of the concurrency policies: a denial by one of them may end early, by a release. */
+  private readonly leasePolicies: ReadonlySet<string>;
 
   constructor(options: GateOptions) {
     if (typeof options !== 'object' || options === null) invalid(`options must be an object such as { policies }, got ${show(options)}`);
@@ -105,6 +114,10 @@ export class Gate {
     this.timeoutMs = timeoutMs;
     this.timers = timers;
     this.capacity = Math.min(...this.limiter.policies.map((p) => p.capacity));
+    const poll = options.releasePollMs ?? 50;
+    if (typeof poll !== 'number' || !Number.isFinite(poll) || poll <= 0) invalid(`'releasePollMs' must be a positive number of milliseconds, got ${show(poll)}`);
+    this.releasePollMs = poll;
+    this.leasePolicies = new Set(this.limiter.policies.filter((p) => p.algorithm === 'concurrency').map((p) => p.name));
   }
 
   /** Calls waiting now, across all keys or for one key. */
@@ -331,7 +344,9 @@ export class Gate {
     }
     w.state = 'queued';
     line.pumping = false;
-    this.sleep(line, d.retryAfterMs);
+    // Only an async (shared) store reaches here with a lease denial another process may end early.
+    const ms = this.sync === false && this.leasePolicies.has(d.policy) ? Math.min(d.retryAfterMs, this.releasePollMs) : d.retryAfterMs;
+    this.sleep(line, ms);
     return false;
   }
 

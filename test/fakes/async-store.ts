@@ -1,6 +1,7 @@
 // A MemoryStore behind promises, as a networked store answers: every call resolves on a later turn, or,
 // when `hold` is set, only when the test releases it. It lets unit tests drive the Gate's async path.
 import { MemoryStore } from '../../src/stores/memory.js';
+import type { MemoryTable } from '../../src/stores/memory.js';
 import type { Store, StoreTable, TableSpec } from '../../src/stores/store.js';
 
 export class AsyncStore implements Store {
@@ -9,9 +10,11 @@ export class AsyncStore implements Store {
   hold = false;
   readonly held: (() => void)[] = [];
   decides = 0;
+  /** Every bind() shares the first table, as limiters in several processes share Redis keys. */
+  private table: MemoryTable | undefined;
 
   bind(spec: TableSpec): StoreTable {
-    const t = this.inner.bind(spec);
+    const t = (this.table ??= this.inner.bind(spec));
     const later = <T>(f: () => T): Promise<T> =>
       new Promise<T>((resolve, reject) => {
         const go = () => {

@@ -8,68 +8,18 @@
  * const gate = new Gate({ policies: [{ algorithm: 'token-bucket', limit: 100, window: '1s' }], maxQueue: 10_000, timeoutMs: 30_000 });
  * const res = await gate.run('stripe', () => fetch(url), { cost: 1 });
  */
-import { monotonicClock } from '../clock.js';
 import { SluiceError, show } from '../core/index.js';
-import type { Decision, PolicyOptions } from '../core/index.js';
+import type { Decision } from '../core/index.js';
 import { Limiter } from '../limiter.js';
-import type { Clock, Store } from '../stores/store.js';
+import type { Clock } from '../stores/store.js';
+import { checkCost, checkKey, checkPriority, checkSignal, resolveGateOptions, type GateOptions, type GateStats, type WaitOptions } from './options.js';
 import { DeadlineList, KeyLine, Waiter } from './queue.js';
-import { realTimers, type Timers } from './timers.js';
+import type { Timers } from './timers.js';
 
-export interface GateOptions {
-  /** One policy; or give `policies`. */
-  policy?: PolicyOptions;
-  /** Every policy must admit a call before it goes (e.g. 100/s and at most 10 in flight). */
-  policies?: PolicyOptions[];
-  /** Where the budget lives: a MemoryStore (default) for one process, a RedisStore to share it across a fleet. */
-  store?: Store;
-  /** Most calls waiting across all keys; one more is rejected at once with ERR_SLUICE_QUEUE_FULL. Default 10,000. */
-  maxQueue?: number;
-  /** Longest a call waits before it fails with ERR_SLUICE_QUEUE_TIMEOUT; `Infinity` for no limit. Default 30,000. */
-  timeoutMs?: number;
-  /** Milliseconds on a monotonic timeline. Default `monotonicClock`; tests inject one with `timers`. */
-  clock?: Clock;
-  /** Where the gate sets its timers. Default Node's; tests inject a manual scheduler. */
-  timers?: Timers;
-  /**
-   * With a store that answers asynchronously (shared, such as Redis), how often a call held back only by
-   * a concurrency policy looks again. Leases released in this process wake the line at once; leases
-   * released by other processes cannot, and their retryAfterMs is the lease timeout. Default 50 ms.
-   */
-  releasePollMs?: number;
-}
+export type { GateOptions, GateStats, WaitOptions };
 
-export interface WaitOptions {
-  /** Weight of the call (a non-negative integer; 0 passes at once). Default 1. */
-  cost?: number;
-  /** Higher goes first; FIFO among equals. Any safe integer; default 0 (p-queue's convention). */
-  priority?: number;
-  /** Aborting it removes the call from the line and rejects with `signal.reason`. */
-  signal?: AbortSignal;
-}
-
-export interface GateStats {
-  /** Calls let through. */
-  admitted: number;
-  /** Calls that had to wait in line (the rest passed at once). */
-  queued: number;
-  /** Calls rejected because the line was full. */
-  full: number;
-  timedOut: number;
-  aborted: number;
-  /** Admissions handed back to the store because their caller had gone while the store decided. */
-  refunded: number;
-  /** Errors from the store on release or refund, which cannot be reported to a caller. */
-  storeErrors: number;
-}
-
-const KNOWN = new Set(['policy', 'policies', 'store', 'maxQueue', 'timeoutMs', 'clock', 'timers', 'releasePollMs']);
 /** setTimeout fires at once for delays above 2^31 − 1 ms; sleep in pieces no longer than that. */
 const MAX_TIMER_MS = 2_147_483_647;
-
-function invalid(message: string): never {
-  throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Gate ${message}`);
-}
 
 export class Gate {
   /** The limiter that decides; use it to peek (`gate.limiter.get(key)`). */
@@ -92,31 +42,14 @@ export class Gate {
   private readonly leasePolicies: ReadonlySet<string>;
 
   constructor(options: GateOptions) {
-    if (typeof options !== 'object' || options === null) invalid(`options must be an object such as { policies }, got ${show(options)}`);
-    for (const field of Object.keys(options)) {
-      if (!KNOWN.has(field)) invalid(`unknown option '${field}'; known options are ${[...KNOWN].join(', ')}`);
-    }
-    const maxQueue = options.maxQueue ?? 10_000;
-    if (typeof maxQueue !== 'number' || !Number.isSafeInteger(maxQueue) || maxQueue < 0) invalid(`'maxQueue' must be a non-negative integer, got ${show(maxQueue)}`);
-    const timeoutMs = options.timeoutMs ?? 30_000;
-    if (typeof timeoutMs !== 'number' || Number.isNaN(timeoutMs) || timeoutMs <= 0) invalid(`'timeoutMs' must be a positive number of milliseconds or Infinity, got ${show(timeoutMs)}`);
-    const timers = options.timers ?? realTimers;
-    if (typeof timers !== 'object' || timers === null || typeof timers.setTimeout !== 'function' || typeof timers.clearTimeout !== 'function') {
-      invalid(`'timers' must be an object with setTimeout(fn, ms) and clearTimeout(handle), got ${show(timers)}`);
-    }
-    this.clock = options.clock ?? monotonicClock;
-    const limiterOptions: ConstructorParameters<typeof Limiter>[0] = { clock: this.clock };
-    if (options.policy !== undefined) limiterOptions.policy = options.policy;
-    if (options.policies !== undefined) limiterOptions.policies = options.policies;
-    if (options.store !== undefined) limiterOptions.store = options.store;
-    this.limiter = new Limiter(limiterOptions);
-    this.maxQueue = maxQueue;
-    this.timeoutMs = timeoutMs;
-    this.timers = timers;
+    const o = resolveGateOptions(options);
+    this.limiter = new Limiter(o.limiter);
+    this.maxQueue = o.maxQueue;
+    this.timeoutMs = o.timeoutMs;
+    this.timers = o.timers;
+    this.clock = o.clock;
+    this.releasePollMs = o.releasePollMs;
     this.capacity = Math.min(...this.limiter.policies.map((p) => p.capacity));
-    const poll = options.releasePollMs ?? 50;
-    if (typeof poll !== 'number' || !Number.isFinite(poll) || poll <= 0) invalid(`'releasePollMs' must be a positive number of milliseconds, got ${show(poll)}`);
-    this.releasePollMs = poll;
     this.leasePolicies = new Set(this.limiter.policies.filter((p) => p.algorithm === 'concurrency').map((p) => p.name));
   }
 
@@ -136,7 +69,7 @@ export class Gate {
     try {
       checkKey(key);
       if (options !== undefined) {
-        if (options.cost !== undefined) cost = this.checkCost(options.cost);
+        if (options.cost !== undefined) cost = checkCost(this.limiter.policies, this.capacity, options.cost);
         if (options.priority !== undefined) priority = checkPriority(options.priority);
         signal = checkSignal(options.signal);
       }
@@ -439,39 +372,4 @@ export class Gate {
     }
     this.armDeadline();
   }
-
-  private checkCost(cost: unknown): number {
-    if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
-      throw new SluiceError('ERR_SLUICE_INVALID_COST', `'cost' must be a non-negative integer, got ${show(cost)}`);
-    }
-    if (cost > this.capacity) {
-      const p = this.limiter.policies.find((q) => cost > q.capacity)!;
-      throw new SluiceError(
-        'ERR_SLUICE_COST_EXCEEDS_CAPACITY',
-        `'cost' ${cost} can never pass policy ${show(p.name)}, whose capacity is ${p.capacity}; waiting cannot help, so split the call or raise the policy's capacity`,
-      );
-    }
-    return cost;
-  }
-}
-
-function checkKey(key: unknown): asserts key is string {
-  if (typeof key !== 'string' || key.length === 0) {
-    throw new SluiceError('ERR_SLUICE_INVALID_KEY', `'key' must be a non-empty string, got ${show(key)}`);
-  }
-}
-
-function checkPriority(priority: unknown): number {
-  if (typeof priority !== 'number' || !Number.isSafeInteger(priority)) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'priority' must be an integer (higher goes first), got ${show(priority)}`);
-  }
-  return priority;
-}
-
-function checkSignal(signal: unknown): AbortSignal | undefined {
-  if (signal === undefined) return undefined;
-  if (typeof signal !== 'object' || signal === null || typeof (signal as AbortSignal).addEventListener !== 'function' || !('aborted' in signal)) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'signal' must be an AbortSignal, got ${show(signal)}`);
-  }
-  return signal as AbortSignal;
 }

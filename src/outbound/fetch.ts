@@ -84,13 +84,15 @@ export function limitedFetch(gate: Gate, key: string | ((request: Request) => st
         if (d.leaseId !== undefined) await gate.release(k, d.leaseId);
       }
       const wall = now();
-      const view = observe ? parseRateLimit(res.headers, wall) : undefined;
-      if (view !== undefined) await gate.observe(k, view).catch(() => gate.stats.storeErrors++);
+      const view = parseRateLimit(res.headers, wall);
       const limited = res.status === 429 || (res.status === 503 && res.headers.has('retry-after')) || (res.status === 403 && (view?.remaining === 0 || res.headers.has('retry-after')));
-      if (!limited) return res;
       // How long the upstream wants: Retry-After, else its reset when it reports none left.
-      const waitMs = parseRetryAfter(res.headers.get('retry-after'), wall) ?? (view?.remaining === 0 ? view.resetAfterMs : undefined);
+      const waitMs = limited ? (parseRetryAfter(res.headers.get('retry-after'), wall) ?? (view?.remaining === 0 ? view.resetAfterMs : undefined)) : undefined;
+      // The pause comes first and synchronously: observe() may await a shared store, and the gate must not
+      // admit anything on this key in the meantime.
       if (waitMs !== undefined && waitMs > 0) gate.pause(k, waitMs);
+      if (observe && view !== undefined) await gate.observe(k, view).catch(() => gate.stats.storeErrors++);
+      if (!limited) return res;
       if (!retryable || attempt >= maxRetries || (waitMs ?? 0) > maxRetryAfterMs) return res;
       await res.body?.cancel().catch(() => {});
       const step = Math.min(maxBackoffMs, backoffMs * 2 ** attempt);

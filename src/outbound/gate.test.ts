@@ -297,3 +297,22 @@ test('shared store: a call held back by a concurrency policy looks again every r
   assert.equal(log[0], 120, 'seen on the first poll after the release (polls at 40, 80, 120 ms)');
   assert.ok(t.requested.filter((ms) => ms === 40).length >= 3);
 });
+
+test('async store: an admission that comes back after a pause began is handed back, and the call waits out the pause', async () => {
+  const t = new ManualTime(0);
+  const store = new AsyncStore();
+  const g = gate(t, { policies: [perSecond(10)], store });
+  store.hold = true;
+  const log: (number | string)[] = [];
+  track(g.wait('k'), t, log, 0);
+  await flush();
+  g.pause('k', 1000); // a 429 arrives while the decision is in flight
+  store.hold = false;
+  store.releaseHeld();
+  await t.advance(999);
+  assert.equal(log[0], undefined, 'nothing goes during the pause');
+  assert.equal(g.stats.refunded, 1);
+  await t.advance(1);
+  assert.equal(log[0], 1000);
+  assert.equal((await g.limiter.get('k')).remaining, 9, 'the handed-back admission was not charged twice');
+});

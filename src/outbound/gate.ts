@@ -270,6 +270,16 @@ export class Gate {
       return true;
     }
     if (d.allowed) {
+      const now = this.clock();
+      if (line.pausedUntil > now) {
+        // Decided before the upstream asked for a pause that has begun since: going now would break the
+        // pause, so the admission goes back and the call keeps its place until the pause is over.
+        this.refund(line.key, w.cost, d);
+        w.state = 'queued';
+        line.pumping = false;
+        this.sleep(line, line.pausedUntil - now);
+        return false;
+      }
       this.settle(w);
       this.stats.admitted++;
       w.resolve(d);

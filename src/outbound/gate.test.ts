@@ -208,7 +208,7 @@ test('pause(): nothing on the key passes until the pause is over; other keys are
   assert.equal(log[2], 2000, 'a pause that ran out holds nothing back');
 });
 
-test('observe(): an upstream with fewer calls left is matched by a penalty; zero left pauses until its reset', async () => {
+test('observe(): an upstream with fewer calls left is matched by a penalty; none left pauses until its reset', async () => {
   const t = new ManualTime(0);
   const g = gate(t, { policies: [{ name: 'hour', algorithm: 'sliding-log', limit: 10, window: '1h' }], timeoutMs: Infinity });
   await g.wait('k');
@@ -218,14 +218,42 @@ test('observe(): an upstream with fewer calls left is matched by a penalty; zero
   await g.observe('k', { remaining: 7 }); // more left upstream: never a licence to speed up
   assert.equal((await g.limiter.get('k')).remaining, 4);
   await g.observe('k', { remaining: 0, resetAfterMs: 30_000 });
-  assert.equal((await g.limiter.get('k')).remaining, 0);
+  assert.equal((await g.limiter.get('k')).remaining, 4, 'no penalty that would outlast the upstream reset');
   const log: (number | string)[] = [];
   track(g.wait('k'), t, log, 0);
   await t.advance(29_999);
-  assert.equal(log[0], undefined);
-  // After the pause the sliding log still holds the penalised calls, so the call waits for them to age out.
-  await t.advance(3_600_000);
-  assert.equal(log[0], 3_600_000);
+  assert.equal(log[0], undefined, 'paused until the reset');
+  await t.advance(1);
+  assert.equal(log[0], 30_000);
+  await g.observe('k', { remaining: 0 }); // no reset given: the only safe reading is a penalty to zero
+  assert.equal((await g.limiter.get('k')).remaining, 0);
+});
+
+test('observe() reads the rate policies, not a concurrency policy beside them', async () => {
+  const t = new ManualTime(0);
+  const g = gate(t, { policies: [{ name: 'hour', algorithm: 'sliding-log', limit: 5000, window: '1h' }, { name: 'inflight', algorithm: 'concurrency', limit: 100, window: '1m' }] });
+  const d = await g.wait('k');
+  assert.ok(d.leaseId !== undefined, 'the admission carries the lease');
+  assert.equal(d.remaining, 99, 'and reports the more restrictive count');
+  await g.observe('k', { remaining: 1000, resetAfterMs: 600_000 });
+  assert.equal((await g.limiter.get('k')).remaining, 1000, 'the hourly budget matched, although 99 slots are the smaller count');
+  assert.equal(await g.release('k', d.leaseId!), true);
+  assert.equal((await g.leases!.get('k')).remaining, 100);
+});
+
+test('a call the rate policies deny holds no lease while it waits', async () => {
+  const t = new ManualTime(0);
+  const g = gate(t, { policies: [perSecond(1, 1), { name: 'inflight', algorithm: 'concurrency', limit: 5, window: '1m' }] });
+  const first = await g.wait('k');
+  const second = g.wait('k');
+  await t.advance(0);
+  assert.equal((await g.leases!.get('k')).remaining, 4, 'only the admitted call holds a lease');
+  await t.advance(1000);
+  const d = await second;
+  assert.equal((await g.leases!.get('k')).remaining, 3);
+  await g.release('k', first.leaseId!);
+  await g.release('k', d.leaseId!);
+  assert.equal((await g.leases!.get('k')).remaining, 5);
 });
 
 test('no busy loop: 200 waiters on a 10/s key cost about one timer per admission', async () => {

@@ -9,7 +9,8 @@
  * const res = await gate.run('stripe', () => fetch(url), { cost: 1 });
  */
 import { SluiceError, show } from '../core/index.js';
-import type { Decision } from '../core/index.js';
+import { LimitDecision } from '../core/index.js';
+import type { Decision, Policy } from '../core/index.js';
 import { Limiter } from '../limiter.js';
 import type { Clock } from '../stores/store.js';
 import { checkCost, checkKey, checkPriority, checkSignal, resolveGateOptions, type GateOptions, type GateStats, type WaitOptions } from './options.js';
@@ -22,8 +23,13 @@ export type { GateOptions, GateStats, WaitOptions };
 const MAX_TIMER_MS = 2_147_483_647;
 
 export class Gate {
-  /** The limiter that decides; use it to peek (`gate.limiter.get(key)`). */
+  /**
+   * The limiter of the rate policies (of the concurrency policies when there are no others); use it to
+   * peek (`gate.limiter.get(key)`).
+   */
   readonly limiter: Limiter;
+  /** The concurrency policies' limiter when the gate has rate policies too; it decides first. */
+  readonly leases: Limiter | undefined;
   readonly maxQueue: number;
   readonly timeoutMs: number;
   readonly stats: GateStats = { admitted: 0, queued: 0, full: 0, timedOut: 0, aborted: 0, refunded: 0, storeErrors: 0 };
@@ -36,6 +42,7 @@ export class Gate {
   private waiting = 0;
   /** Whether the store decides synchronously; learnt on the first call. */
   private sync: boolean | undefined;
+  private readonly policies: readonly Policy[];
   private readonly capacity: number;
   private readonly releasePollMs: number;
   /** Names of the concurrency policies: a denial by one of them may end early, by a release. */
@@ -44,13 +51,15 @@ export class Gate {
   constructor(options: GateOptions) {
     const o = resolveGateOptions(options);
     this.limiter = new Limiter(o.limiter);
+    this.leases = o.leases === undefined ? undefined : new Limiter(o.leases);
+    this.policies = o.policies;
     this.maxQueue = o.maxQueue;
     this.timeoutMs = o.timeoutMs;
     this.timers = o.timers;
     this.clock = o.clock;
     this.releasePollMs = o.releasePollMs;
-    this.capacity = Math.min(...this.limiter.policies.map((p) => p.capacity));
-    this.leasePolicies = new Set(this.limiter.policies.filter((p) => p.algorithm === 'concurrency').map((p) => p.name));
+    this.capacity = Math.min(...o.policies.map((p) => p.capacity));
+    this.leasePolicies = new Set(o.policies.filter((p) => p.algorithm === 'concurrency').map((p) => p.name));
   }
 
   /** Calls waiting now, across all keys or for one key. */
@@ -69,7 +78,7 @@ export class Gate {
     try {
       checkKey(key);
       if (options !== undefined) {
-        if (options.cost !== undefined) cost = checkCost(this.limiter.policies, this.capacity, options.cost);
+        if (options.cost !== undefined) cost = checkCost(this.policies, this.capacity, options.cost);
         if (options.priority !== undefined) priority = checkPriority(options.priority);
         signal = checkSignal(options.signal);
       }
@@ -151,7 +160,7 @@ export class Gate {
   async release(key: string, leaseId: string): Promise<boolean> {
     let held = false;
     try {
-      held = await this.limiter.release(key, leaseId);
+      held = await (this.leases ?? this.limiter).release(key, leaseId);
     } catch {
       this.stats.storeErrors++;
     }
@@ -180,19 +189,24 @@ export class Gate {
   }
 
   /**
-   * Aligns the local budget with what the upstream reports: when it says fewer calls are left than the
-   * policies believe, the difference is charged (a penalty, so every process sharing the store sees it),
-   * and when it says none are left the key pauses until the upstream's reset. A higher upstream count
+   * Aligns the local budget with what the upstream reports. When it says fewer calls are left than the
+   * rate policies believe, the difference is charged as a penalty, which every process sharing the store
+   * sees. When it says none are left and when it resets, the key pauses until then instead: a penalty
+   * would outlast the upstream's reset wherever the local policy forgets more slowly than the upstream
+   * (a sliding log against GitHub's fixed hour would stay blocked for an hour). A higher upstream count
    * changes nothing: other clients may share that budget, so it is no licence to speed up.
    */
   async observe(key: string, upstream: { remaining: number; resetAfterMs?: number | undefined }): Promise<void> {
     checkKey(key);
-    const remaining = upstream.remaining;
-    if (typeof remaining !== 'number' || !Number.isFinite(remaining) || remaining < 0) return;
+    const remaining = Math.floor(upstream.remaining);
+    if (!Number.isFinite(remaining) || remaining < 0) return;
+    const resetAfterMs = upstream.resetAfterMs;
+    if (remaining === 0 && resetAfterMs !== undefined && resetAfterMs > 0) {
+      this.pause(key, resetAfterMs);
+      return;
+    }
     const local = await this.limiter.get(key);
-    const excess = local.remaining - Math.floor(remaining);
-    if (excess > 0) await this.limiter.penalty(key, excess);
-    if (remaining < 1 && upstream.resetAfterMs !== undefined && upstream.resetAfterMs > 0) this.pause(key, upstream.resetAfterMs);
+    if (local.remaining > remaining) await this.limiter.penalty(key, local.remaining - remaining);
   }
 
   // ---- the decision loop ----
@@ -201,9 +215,12 @@ export class Gate {
   private decideSync(key: string, cost: number): Decision | undefined {
     if (this.sync === false) return undefined;
     try {
-      const d = this.limiter.limitSync(key, { cost });
+      const first = (this.leases ?? this.limiter).limitSync(key, { cost });
       this.sync = true;
-      return d;
+      if (this.leases === undefined || !first.allowed) return first;
+      const rate = this.limiter.limitSync(key, { cost });
+      if (!rate.allowed && first.leaseId !== undefined) this.dropLease(key, first.leaseId);
+      return rate.allowed ? withLease(rate, first) : rate;
     } catch (e) {
       if (e instanceof SluiceError && e.code === 'ERR_SLUICE_SYNC_UNSUPPORTED') {
         this.sync = false;
@@ -211,6 +228,27 @@ export class Gate {
       }
       throw e;
     }
+  }
+
+  /** decideSync for a store that answers asynchronously: the lease first, then the rate policies. */
+  private async decideAsync(key: string, cost: number): Promise<Decision> {
+    if (this.leases === undefined) return this.limiter.limit(key, { cost });
+    const first = await this.leases.limit(key, { cost });
+    if (!first.allowed) return first;
+    let rate: Decision;
+    try {
+      rate = await this.limiter.limit(key, { cost });
+    } catch (e) {
+      if (first.leaseId !== undefined) this.dropLease(key, first.leaseId);
+      throw e;
+    }
+    if (!rate.allowed && first.leaseId !== undefined) this.dropLease(key, first.leaseId);
+    return rate.allowed ? withLease(rate, first) : rate;
+  }
+
+  /** Hands back a lease taken for a call the rate policies then denied. */
+  private dropLease(key: string, leaseId: string): void {
+    this.leases!.release(key, leaseId).catch(() => this.stats.storeErrors++);
   }
 
   /** Runs the key's line until its head is denied (then sleeps) or the line is empty. */
@@ -244,7 +282,7 @@ export class Gate {
       if (d === undefined) {
         // An async store: one decision in flight per key keeps the line in order.
         w.state = 'deciding';
-        this.limiter.limit(line.key, { cost: w.cost }).then(
+        this.decideAsync(line.key, w.cost).then(
           (decision) => {
             if (this.apply(line, w, decision)) this.pump(line);
           },
@@ -296,7 +334,7 @@ export class Gate {
   private refund(key: string, cost: number, d: Decision): void {
     this.stats.refunded++;
     const undo = async () => {
-      if (d.leaseId !== undefined) await this.limiter.release(key, d.leaseId);
+      if (d.leaseId !== undefined) await (this.leases ?? this.limiter).release(key, d.leaseId);
       if (cost > 0) await this.limiter.reward(key, cost);
     };
     undo().then(
@@ -382,4 +420,10 @@ export class Gate {
     }
     this.armDeadline();
   }
+}
+
+/** The rate policies' decision, carrying the lease the concurrency policies gave; the fewer remaining wins. */
+function withLease(rate: Decision, lease: Decision): Decision {
+  const d = lease.remaining < rate.remaining ? lease : rate;
+  return new LimitDecision(true, d.limit, d.remaining, d.resetAfterMs, 0, rate.delayMs, d.policy, lease.leaseId, rate.reason ?? lease.reason);
 }

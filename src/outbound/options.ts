@@ -1,8 +1,9 @@
 /** The Gate's options and per-call arguments: their types, and validation that names the bad value. */
 import { monotonicClock } from '../clock.js';
-import { SluiceError, show } from '../core/index.js';
+import { compilePolicies, SluiceError, show } from '../core/index.js';
 import type { Policy, PolicyOptions } from '../core/index.js';
 import type { LimiterOptions } from '../limiter.js';
+import { MemoryStore } from '../stores/memory.js';
 import type { Clock, Store } from '../stores/store.js';
 import { realTimers, type Timers } from './timers.js';
 
@@ -55,7 +56,12 @@ export interface GateStats {
 
 /** GateOptions checked, with every default filled in. */
 export interface ResolvedGateOptions {
+  /** Every policy, validated together (names unique across all of them). */
+  policies: Policy[];
+  /** The rate policies' limiter, or the concurrency policies' when there are no rate policies. */
   limiter: LimiterOptions;
+  /** The concurrency policies' limiter, when there are rate policies too. */
+  leases: LimiterOptions | undefined;
   maxQueue: number;
   timeoutMs: number;
   clock: Clock;
@@ -88,11 +94,24 @@ export function resolveGateOptions(options: GateOptions): ResolvedGateOptions {
     invalid(`'releasePollMs' must be a positive number of milliseconds, got ${show(releasePollMs)}`);
   }
   const clock = options.clock ?? monotonicClock;
-  const limiter: LimiterOptions = { clock };
-  if (options.policy !== undefined) limiter.policy = options.policy;
-  if (options.policies !== undefined) limiter.policies = options.policies;
-  if (options.store !== undefined) limiter.store = options.store;
-  return { limiter, maxQueue, timeoutMs, clock, timers, releasePollMs };
+  if ((options.policy === undefined) === (options.policies === undefined)) invalid(`needs exactly one of 'policy' or 'policies'`);
+  const list = options.policies ?? [options.policy!];
+  const policies = compilePolicies(list);
+  // Concurrency policies get a limiter of their own, decided first, so that observe() can read the rate
+  // policies' remaining budget: a decision only carries the most restrictive policy's count.
+  const rates = list.filter((_, i) => policies[i]!.algorithm !== 'concurrency');
+  const leases = list.filter((_, i) => policies[i]!.algorithm === 'concurrency');
+  const base = { clock, store: options.store ?? new MemoryStore() }; // one store for both limiters
+  return {
+    policies,
+    limiter: { ...base, policies: rates.length > 0 ? rates : leases },
+    leases: rates.length > 0 && leases.length > 0 ? { ...base, policies: leases } : undefined,
+    maxQueue,
+    timeoutMs,
+    clock,
+    timers,
+    releasePollMs,
+  };
 }
 
 /** A call's cost: a non-negative integer no larger than the smallest capacity, which it could never pass. */

@@ -10,11 +10,13 @@ export class AsyncStore implements Store {
   hold = false;
   readonly held: (() => void)[] = [];
   decides = 0;
-  /** Every bind() shares the first table, as limiters in several processes share Redis keys. */
-  private table: MemoryTable | undefined;
+  /** Limiters with the same policies share one table, as limiters in several processes share Redis keys. */
+  private readonly tables = new Map<string, MemoryTable>();
 
   bind(spec: TableSpec): StoreTable {
-    const t = (this.table ??= this.inner.bind(spec));
+    const id = spec.policies.map((p) => p.name).join('\n');
+    let t = this.tables.get(id);
+    if (t === undefined) this.tables.set(id, (t = this.inner.bind(spec)));
     const later = <T>(f: () => T): Promise<T> =>
       new Promise<T>((resolve, reject) => {
         const go = () => {

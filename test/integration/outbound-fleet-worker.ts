@@ -1,5 +1,6 @@
 // One process of the fleet in outbound-fleet.test.ts: a Gate on a RedisStore shared with the other
 // workers, calling the test's rate-limited server through limitedFetch, and reporting what happened.
+import type { PolicyOptions } from '../../src/index.js';
 import type { Store } from '../../src/stores/store.js';
 import { Gate, limitedFetch, type FetchLike } from '../../src/outbound/index.js';
 
@@ -21,6 +22,8 @@ export interface Job {
   doomed: number;
   doomedMs: number;
   tag: string;
+  /** When set, a fleet-wide concurrency cap beside the rate. */
+  inFlight?: number;
 }
 
 export interface Report {
@@ -35,7 +38,9 @@ process.on('message', async (m: Job | 'exit') => {
     client.disconnect();
     process.exit(0);
   }
-  const gate = new Gate({ policies: [{ name: 'api', algorithm: 'token-bucket', limit: 50, window: '1s', burst: 10 }], store });
+  const policies: PolicyOptions[] = [{ name: 'api', algorithm: 'token-bucket', limit: 50, window: '1s', burst: 10 }];
+  if (m.inFlight !== undefined) policies.push({ name: 'inflight', algorithm: 'concurrency', limit: m.inFlight, window: '1m' });
+  const gate = new Gate({ policies, store, releasePollMs: 10 });
   const events: Report['events'] = [];
   const recording: FetchLike = async (input, init) => {
     // performance.timeOrigin + now(): one timeline across processes, to compare with the others' sends.

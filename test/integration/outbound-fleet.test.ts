@@ -87,3 +87,18 @@ test(`${PROCESSES} processes honour Retry-After and complete every call after an
   assert.equal(served.length, PROCESSES * 10);
   assert.equal(new Set(served.map((h) => h.id)).size, PROCESSES * 10, 'retried, never duplicated');
 });
+
+test(`${PROCESSES} processes share a concurrency cap: never more than 3 calls in flight at the server`, { skip }, async () => {
+  const start = api.hits.length;
+  api.options.delayMs = 30;
+  api.maxInFlight = 0;
+  try {
+    const reports = await together({ calls: 15, doomed: 0, doomedMs: 0, tag: 'inflight', inFlight: 3 });
+    for (const r of reports) assert.deepEqual(r.failures, []);
+    assert.equal(api.hits.slice(start).filter((h) => h.status === 200).length, PROCESSES * 15);
+    assert.ok(api.maxInFlight <= 3, `${api.maxInFlight} calls were in flight at once`);
+    assert.ok(api.maxInFlight >= 2, 'the calls did overlap, so the cap was exercised');
+  } finally {
+    api.options.delayMs = 0;
+  }
+});

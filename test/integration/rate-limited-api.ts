@@ -9,6 +9,8 @@ export interface ApiOptions {
   rate: number;
   /** Bucket size: requests admitted back to back from idle. */
   burst: number;
+  /** How long each answer takes, so that calls overlap and concurrency can be counted. Default 0. */
+  delayMs?: number;
 }
 
 export interface Hit {
@@ -25,6 +27,9 @@ export class RateLimitedApi {
   private server: Server | undefined;
   private tokens: number;
   private last = performance.now();
+  /** Requests being answered now, and the most at any moment. */
+  inFlight = 0;
+  maxInFlight = 0;
   /** Until this time every request is refused with 429 and Retry-After, whatever the bucket holds. */
   private outageUntil = -Infinity;
 
@@ -66,10 +71,15 @@ export class RateLimitedApi {
       headers.ratelimit = `"default";r=${Math.floor(this.tokens)};t=${Math.ceil((burst - this.tokens) / rate)}`;
       headers['ratelimit-policy'] = `"default";q=${burst};w=${Math.ceil(burst / rate)}`;
       this.hits.push({ id, method: req.method ?? 'GET', at: now, status });
+      this.inFlight++;
+      this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
       req.resume();
       req.on('end', () => {
-        res.writeHead(status, headers);
-        res.end(status === 200 ? id : 'rate limited');
+        setTimeout(() => {
+          this.inFlight--;
+          res.writeHead(status, headers);
+          res.end(status === 200 ? id : 'rate limited');
+        }, this.options.delayMs ?? 0);
       });
     });
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));

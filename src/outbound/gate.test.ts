@@ -35,6 +35,7 @@ test('calls wait instead of being rejected, and go exactly when the bucket refil
   await t.advance(2000);
   assert.deepEqual(log, [0, 0, 500, 1000, 1500, 2000]);
   assert.equal(g.pending(), 0);
+  assert.equal(t.pending, 0, 'no timer outlives the last waiter (a timeout timer would keep the process alive)');
 });
 
 test('FIFO within a priority, higher priorities first', async () => {

@@ -371,7 +371,14 @@ export class Gate {
     w.state = 'settled';
     w.line.remove(w);
     this.waiting--;
-    if (this.timeoutMs !== Infinity) this.deadlines.remove(w);
+    if (this.timeoutMs !== Infinity) {
+      this.deadlines.remove(w);
+      // Nobody left to time out: a pending timer would only keep the process alive for up to timeoutMs.
+      if (this.deadlines.head === undefined && this.deadlineTimer !== undefined) {
+        this.timers.clearTimeout(this.deadlineTimer);
+        this.deadlineTimer = undefined;
+      }
+    }
     if (w.onAbort !== undefined) w.signal!.removeEventListener('abort', w.onAbort);
   }
 

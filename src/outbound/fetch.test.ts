@@ -156,3 +156,21 @@ test('Stripe preset: reads and writes have separate budgets of the published siz
   assert.equal(preset.key(new Request('https://api.stripe.com/v1/x', { method: 'DELETE' })), 'stripe:test:default:write');
   assert.deepEqual(stripe().policies[0], { name: 'stripe-live', algorithm: 'token-bucket', limit: 100, window: '1s', burst: 90 });
 });
+
+test('limitedFetch options are checked when it is built', () => {
+  const gate = new Gate({ policy: { algorithm: 'gcra', limit: 10, window: '1s' } });
+  assert.throws(() => limitedFetch(gate, 'k', { cost: '1' as never }), /'cost' must be a non-negative integer or a function of the request, got "1"/);
+  assert.throws(() => limitedFetch(gate, 'k', { maxRetries: 1.5 }), /'maxRetries' must be a non-negative integer, got 1\.5/);
+  assert.throws(() => limitedFetch(gate, 'k', { retries: 3 } as never), /unknown limitedFetch option 'retries'/);
+  assert.throws(() => limitedFetch(gate, 42 as never), /'key' must be a string or a function of the request/);
+});
+
+test('a cost function weighs each request', async () => {
+  const t = new ManualTime(0);
+  const gate = new Gate({ policy: { name: 'points', algorithm: 'token-bucket', limit: 10, window: '1s' }, clock: t.clock, timers: t });
+  const up = upstream(t, [ok]);
+  const f = limitedFetch(gate, 'api', { fetch: up.fetch, cost: (req) => (req.method === 'GET' ? 1 : 5) });
+  await f('http://api.test/a', { method: 'POST', body: 'x' });
+  await f('http://api.test/b');
+  assert.equal((await gate.limiter.get('api')).remaining, 4);
+});

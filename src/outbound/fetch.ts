@@ -63,7 +63,16 @@ export function limitedFetch(gate: Gate, key: string | ((request: Request) => st
   const backoffMs = nonNegative('backoffMs', options.backoffMs, 500);
   const maxBackoffMs = nonNegative('maxBackoffMs', options.maxBackoffMs, 30_000);
   const maxRetryAfterMs = nonNegative('maxRetryAfterMs', options.maxRetryAfterMs, 60_000);
+  const cost = options.cost;
+  if (cost !== undefined && typeof cost !== 'function' && (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0)) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `limitedFetch 'cost' must be a non-negative integer or a function of the request, got ${show(cost)}`);
+  }
+  const priority = options.priority ?? 0;
+  if (typeof priority !== 'number' || !Number.isSafeInteger(priority)) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `limitedFetch 'priority' must be an integer (higher goes first), got ${show(priority)}`);
+  }
   const observe = options.observe ?? true;
+  if (typeof observe !== 'boolean') throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `limitedFetch 'observe' must be true or false, got ${show(observe)}`);
   const now = options.now ?? Date.now;
   const random = options.random ?? Math.random;
   const timers = gate.timers;
@@ -71,11 +80,11 @@ export function limitedFetch(gate: Gate, key: string | ((request: Request) => st
   return async function sluiceFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
     const request = new Request(input, init);
     const k = typeof key === 'string' ? key : key(request);
-    const cost = typeof options.cost === 'function' ? options.cost(request) : options.cost;
+    const units = typeof cost === 'function' ? cost(request) : (cost ?? 1);
     const retryable = IDEMPOTENT.has(request.method) || request.headers.has('idempotency-key');
     const signal = request.signal;
     for (let attempt = 0; ; attempt++) {
-      const d = await gate.wait(k, { cost: cost ?? 1, priority: options.priority ?? 0, signal });
+      const d = await gate.wait(k, { cost: units, priority, signal });
       let res: Response;
       try {
         // Each attempt sends a clone, so a body can be sent again; the original stays unread.

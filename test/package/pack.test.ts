@@ -85,6 +85,37 @@ test('sluice/pow resolves from the packed package: a challenge is made, solved a
   run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(consumer, 'tsconfig.pow.json')], consumer);
 });
 
+test('sluice/outbound resolves from the tarball: Gate, limitedFetch and the presets work as a user imports them', () => {
+  const script = `
+    import { Gate, limitedFetch, stripe, github } from 'sluice/outbound';
+    const gate = new Gate({ policies: stripe({ mode: 'test' }).policies, maxQueue: 10_000, timeoutMs: 30_000 });
+    const seen = [];
+    const f = limitedFetch(gate, stripe().key, { fetch: async (req) => (seen.push(req.method), new Response('ok')) });
+    const res = await f('https://api.stripe.com/v1/charges');
+    const d = await gate.wait('k', { cost: 1, priority: 0 });
+    const out = await gate.run('k', () => 42, { cost: 1 });
+    console.log(JSON.stringify([res.status, seen, d.allowed, out, github().policies.map((p) => p.limit)]));
+  `;
+  assert.equal(run(process.execPath, ['--input-type=module', '-e', script], consumer).trim(), '[200,["GET"],true,42,[5000,100]]');
+  writeFileSync(
+    join(consumer, 'outbound.ts'),
+    `import { Gate, limitedFetch, type FetchLike, type WaitOptions } from 'sluice/outbound';
+     const gate = new Gate({ policies: [{ algorithm: 'token-bucket', limit: 100, window: '1s' }], maxQueue: 10_000, timeoutMs: 30_000 });
+     const opts: WaitOptions = { cost: 1, priority: 1, signal: AbortSignal.timeout(1000) };
+     const n: Promise<number> = gate.run('k', async () => 1, opts);
+     const f: FetchLike = limitedFetch(gate, 'k');
+     // @ts-expect-error: run() needs a function
+     gate.run('k', 42);
+     export { n, f };
+    `,
+  );
+  writeFileSync(
+    join(consumer, 'tsconfig.outbound.json'),
+    JSON.stringify({ compilerOptions: { strict: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', lib: ['ES2022', 'DOM'], noEmit: true, types: [] }, files: ['outbound.ts'] }),
+  );
+  run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(consumer, 'tsconfig.outbound.json')], consumer);
+});
+
 test('the tarball holds the build, not the sources or tests', () => {
   const listing = run('tar', ['-tzf', join(work, readdirSync(work).find((f) => f.endsWith('.tgz'))!)], work);
   assert.match(listing, /package\/dist\/index\.js/);
@@ -92,6 +123,8 @@ test('the tarball holds the build, not the sources or tests', () => {
   assert.match(listing, /package\/dist\/pow\/index\.js/);
   assert.match(listing, /package\/dist\/browser\/sluice-pow\.js/);
   assert.doesNotMatch(listing, /package\/dist\/pow\/browser\//); // bundled by esbuild, not compiled by tsc
+  assert.match(listing, /package\/dist\/outbound\/index\.js/);
+  assert.match(listing, /package\/dist\/outbound\/index\.d\.ts/);
   assert.doesNotMatch(listing, /\.test\.(js|ts)/);
   assert.doesNotMatch(listing, /package\/src\//);
 });

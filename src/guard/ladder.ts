@@ -11,7 +11,7 @@ export const ACTIONS: readonly GuardAction[] = ['allow', 'delay', 'challenge', '
 /** What `guard.check` answers. */
 export interface GuardVerdict {
   readonly action: GuardAction;
-  /** 'delay': hold the attempt this long before verifying the password. 0 otherwise. */
+  /** Hold the attempt this long before verifying the password: set for 'delay', and for 'challenge' or 'mfa' while a backoff runs. 0 for 'allow' and 'block'. */
   readonly delayMs: number;
   /** 'block': the earliest time a retry could get a lighter answer. 0 otherwise. */
   readonly retryAfterMs: number;
@@ -57,8 +57,9 @@ export function decide(c: GuardConfig, floor: Floor, risk: number, reasons: read
   let delayMs = 0;
   let retryAfterMs = 0;
   let challenge: number | 'captcha' | undefined;
-  if (action === 'delay') delayMs = Math.max(floor.delayMs, byRisk === 'delay' ? c.riskDelayMs : 0);
-  else if (action === 'block') retryAfterMs = Math.max(floor.retryAfterMs, byRisk === 'block' ? c.blockMs : 0, 1);
+  // A pending backoff still holds a challenged or stepped-up attempt: solving a puzzle does not skip the wait.
+  if (action !== 'block') delayMs = Math.max(floor.delayMs, byRisk === 'delay' ? c.riskDelayMs : 0);
+  if (action === 'block') retryAfterMs = Math.max(floor.retryAfterMs, byRisk === 'block' ? c.blockMs : 0, 1);
   else if (action === 'challenge') {
     challenge = c.challenge === 'captcha'
       ? 'captcha'

@@ -22,11 +22,11 @@ import { FailureRateMonitor } from './anomaly.js';
 import { outcomeOf, tagAttempt, type LoginAttempt, type LoginOutcome, type TaggedAttempt } from './attempt.js';
 import { backoffMs, type BackoffSchedule } from './backoff.js';
 import { KeyedHasher, tagIn } from './keyed-hash.js';
-import { decide, raise, type Floor, type GuardVerdict } from './ladder.js';
+import { decide, raise, rank, type Floor, type GuardVerdict } from './ladder.js';
 import { MemoryGuardState } from './memory-state.js';
 import { resolveOptions, type GuardConfig, type GuardOptions } from './options.js';
 import { Reputation } from './reputation.js';
-import type { AccountView, GuardState, Path, SourceView } from './state.js';
+import type { AccountView, GuardState, Path, SourceSpec, SourceView } from './state.js';
 
 /** What `guard.record` reports back: whether the failure counted (a repeated wrong password does not). */
 export interface RecordResult {
@@ -55,7 +55,7 @@ export class Guard {
   private readonly subnetBucket: Limiter;
   private readonly pairBucket: Limiter;
   private readonly backoff: BackoffSchedule;
-  private readonly maxDistinct: number;
+  private readonly sourceSpec: SourceSpec;
 
   constructor(options: GuardOptions) {
     this.config = resolveOptions(options, process.env.NODE_ENV);
@@ -88,10 +88,13 @@ export class Guard {
     this.subnetBucket = bucket('guard-subnet', c.subnetFailuresPerDay, '1d');
     this.pairBucket = bucket('guard-pair', c.pairFailuresPerHour, '1h');
     this.backoff = { freeFailures: c.freeFailures, baseMs: c.backoffBaseMs, maxMs: c.backoffMaxMs, jitter: c.backoffJitter };
-    this.maxDistinct = distinctCap(c);
+    this.sourceSpec = { distinctWindowMs: c.sourceWindowMs, ratioWindowMs: c.ratioWindowMs, maxDistinct: distinctCap(c) };
   }
 
-  /** Decides what to do with a login attempt before its password is verified. Changes no state. */
+  /**
+   * Decides what to do with a login attempt before its password is verified. Changes no stored state; a
+   * stranger's attempt that it refuses (challenge or worse) counts in the in-process global failure rate.
+   */
   async check(attempt: LoginAttempt): Promise<GuardVerdict> {
     const c = this.config;
     const t = tagAttempt('check', attempt, this.hasher, c.ipv4Subnet, c.ipv6Subnet);
@@ -149,10 +152,10 @@ export class Guard {
     // Signals: risk points, for unfamiliar sources outside the allow list.
     if (!familiar && !standing.allowed) {
       const w = c.weights;
-      const window = c.sourceWindowMs;
-      const ip = await this.state.readSource(t.address, now, window);
-      const net = await this.state.readSource(t.subnet, now, window);
-      const fp = t.fingerprint === undefined ? undefined : await this.state.readSource(t.fingerprint, now, window);
+      const spec = this.sourceSpec;
+      const ip = await this.state.readSource(t.address, now, spec);
+      const net = await this.state.readSource(t.subnet, now, spec);
+      const fp = t.fingerprint === undefined ? undefined : await this.state.readSource(t.fingerprint, now, spec);
       if (ip !== undefined && ip.distinctFailedAccounts >= c.ipDistinctAccounts) {
         reasons.push('ip-distinct-accounts');
         risk += w.ipDistinctAccounts;
@@ -165,7 +168,7 @@ export class Guard {
         reasons.push('fingerprint-reuse');
         risk += w.fingerprintReuse;
       }
-      if (this.highRatio(ip) || this.highRatio(fp)) {
+      if (this.highRatio(ip) || this.highRatio(net) || this.highRatio(fp)) {
         reasons.push('failure-ratio');
         risk += w.failureRatio;
       }
@@ -178,7 +181,11 @@ export class Guard {
         risk += w.globalAnomaly;
       }
     }
-    return decide(c, floor, risk, reasons);
+    const verdict = decide(c, floor, risk, reasons);
+    // A refused attempt never reaches record(), so an attack that is being refused would drop out of the
+    // failure rate, end the anomaly, get through again, and so oscillate. A stranger refused counts as failed.
+    if (!familiar && rank(verdict.action) >= rank('challenge')) this.monitor.note(now);
+    return verdict;
   }
 
   /** Records the outcome of a verified attempt. Pass the wrong `password` on failure so repeats are not counted. */
@@ -187,13 +194,12 @@ export class Guard {
     const t = tagAttempt('record', outcome, this.hasher, c.ipv4Subnet, c.ipv6Subnet);
     const { success, password } = outcomeOf(outcome);
     const now = this.clock();
-    const window = c.sourceWindowMs;
     const standing = this.reputation.classify(t.ip);
     if (success) {
       const familiarNow = t.fingerprint === undefined ? [t.location] : [t.location, t.fingerprint];
       await this.state.succeedAccount(t.account, familiarNow, now, c.familiarMs, c.maxFamiliarSources);
       await this.pairBucket.reset(`p:${t.account}.${t.address}`);
-      await this.noteSources(t, false, now, window);
+      await this.noteSources(t, false, now);
       return { counted: false, consecutiveFailures: 0 };
     }
     const account = await this.state.readAccount(t.account, now);
@@ -208,7 +214,7 @@ export class Guard {
       await this.ipBucket.penalty(`i:${t.address}`);
       await this.subnetBucket.penalty(`n:${t.subnet}`);
     }
-    await this.noteSources(t, true, now, window);
+    await this.noteSources(t, true, now);
     this.monitor.note(now);
     return { counted: true, consecutiveFailures: failed.total };
   }
@@ -218,10 +224,11 @@ export class Guard {
     return this.monitor.anomalous(this.clock());
   }
 
-  private async noteSources(t: TaggedAttempt, failed: boolean, now: number, window: number): Promise<void> {
-    await this.state.noteSource(t.address, t.account, failed, now, window, this.maxDistinct);
-    if (t.subnet !== t.address) await this.state.noteSource(t.subnet, t.account, failed, now, window, this.maxDistinct);
-    if (t.fingerprint !== undefined) await this.state.noteSource(t.fingerprint, t.account, failed, now, window, this.maxDistinct);
+  private async noteSources(t: TaggedAttempt, failed: boolean, now: number): Promise<void> {
+    const spec = this.sourceSpec;
+    await this.state.noteSource(t.address, t.account, failed, now, spec);
+    await this.state.noteSource(t.subnet, t.account, failed, now, spec);
+    if (t.fingerprint !== undefined) await this.state.noteSource(t.fingerprint, t.account, failed, now, spec);
   }
 
   private highRatio(s: SourceView | undefined): boolean {

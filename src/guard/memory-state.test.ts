@@ -4,6 +4,8 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { MemoryGuardState } from './memory-state.js';
 
+const spec = (maxDistinct = 32) => ({ distinctWindowMs: 60_000, ratioWindowMs: 60_000, maxDistinct });
+
 type Op = { kind: 'fail'; path: 'familiar' | 'unfamiliar'; pw: string | undefined; dt: number } | { kind: 'ok'; dt: number };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
@@ -50,7 +52,7 @@ test('property: distinct failed accounts per source are exact within the window 
       for (const step of steps) {
         now += step.dt;
         seen.set(step.account, now);
-        const v = s.noteSource('src', `acct-${step.account}`, true, now, windowMs, 32);
+        const v = s.noteSource('src', `acct-${step.account}`, true, now, { distinctWindowMs: windowMs, ratioWindowMs: windowMs, maxDistinct: 32 });
         // The model: accounts last seen within the window, with "last seen" rounded up to the next second.
         const expected = [...seen.values()].filter((at) => (Math.floor(at / 1000) + 1) * 1000 + windowMs > now).length;
         assert.equal(v.distinctFailedAccounts, expected);
@@ -62,7 +64,7 @@ test('property: distinct failed accounts per source are exact within the window 
 test('distinct accounts are capped: the count reads the cap, "at least"', () => {
   const s = new MemoryGuardState();
   let v;
-  for (let i = 0; i < 100; i++) v = s.noteSource('src', `acct-${i}`, true, 1000 + i, 60_000, 11);
+  for (let i = 0; i < 100; i++) v = s.noteSource('src', `acct-${i}`, true, 1000 + i, spec(11));
   assert.equal(v!.distinctFailedAccounts, 11);
   assert.ok(s.dump().length < 2000, 'the set stays at the cap');
 });
@@ -70,19 +72,19 @@ test('distinct accounts are capped: the count reads the cap, "at least"', () => 
 test('bounds: a flood of sources stays at maxSources and leaves accounts alone', () => {
   const s = new MemoryGuardState({ maxSources: 1000, maxAccounts: 10 });
   s.failAccount('victim', 'unfamiliar', undefined, 1, 60_000);
-  for (let i = 0; i < 10_000; i++) s.noteSource(`src-${i}`, 'victim', true, 2 + i, 60_000, 32);
+  for (let i = 0; i < 10_000; i++) s.noteSource(`src-${i}`, 'victim', true, 2 + i, spec());
   assert.equal(s.sourceCount, 1000);
   assert.equal(s.accountCount, 1);
-  assert.equal(s.readSource('src-0', 20_000, 60_000), undefined, 'the oldest went first');
-  assert.ok(s.readSource('src-9999', 20_000, 60_000) !== undefined);
+  assert.equal(s.readSource('src-0', 20_000, spec()), undefined, 'the oldest went first');
+  assert.ok(s.readSource('src-9999', 20_000, spec()) !== undefined);
   assert.equal(s.readAccount('victim', 20_000)?.unfamiliarFailures, 1);
 });
 
 test('records expire: sources two windows after their last attempt, accounts after failureMemory and familiarity', () => {
   const s = new MemoryGuardState();
-  s.noteSource('src', 'a', true, 0, 60_000, 32);
-  assert.ok(s.readSource('src', 119_999, 60_000) !== undefined);
-  assert.equal(s.readSource('src', 120_000, 60_000), undefined);
+  s.noteSource('src', 'a', true, 0, spec());
+  assert.ok(s.readSource('src', 119_999, spec()) !== undefined);
+  assert.equal(s.readSource('src', 120_000, spec()), undefined);
   s.failAccount('acct', 'unfamiliar', undefined, 0, 60_000);
   assert.equal(s.readAccount('acct', 60_000), undefined);
   s.succeedAccount('acct', ['home'], 0, 1000, 8);

@@ -8,7 +8,7 @@
  * which are the flood's own first addresses once the flood has run for a while.
  */
 import { SluiceError, show } from '../core/errors.js';
-import type { AccountView, FailOutcome, GuardState, Path, SourceView } from './state.js';
+import type { AccountView, FailOutcome, GuardState, Path, SourceSpec, SourceView } from './state.js';
 
 export interface MemoryGuardStateOptions {
   /** Most account records kept. Default 1,000,000. */
@@ -43,7 +43,7 @@ function hash32(s: string): number {
 }
 
 class SourceRecord {
-  /** Window generation of `failures`/`successes`: floor(now / windowMs). */
+  /** Ratio-window generation of `failures`/`successes`: floor(now / ratioWindowMs). */
   gen = 0;
   failures = 0;
   successes = 0;
@@ -62,7 +62,7 @@ export class MemoryGuardState implements GuardState {
   private readonly sources = new Map<string, SourceRecord>();
   private accountCursor: MapIterator<[string, AccountRecord]> | undefined;
   private sourceCursor: MapIterator<[string, SourceRecord]> | undefined;
-  /** The window each source was last noted with, for expiry during sweeps. */
+  /** The longest window sources were noted with, for expiry during sweeps. */
   private windowMs = 0;
 
   constructor(options: MemoryGuardStateOptions = {}) {
@@ -171,29 +171,29 @@ export class MemoryGuardState implements GuardState {
 
   // ---- sources ----
 
-  noteSource(source: string, account: string, failed: boolean, now: number, windowMs: number, maxDistinct: number): SourceView {
-    this.windowMs = Math.max(this.windowMs, windowMs);
+  noteSource(source: string, account: string, failed: boolean, now: number, spec: SourceSpec): SourceView {
+    this.windowMs = Math.max(this.windowMs, spec.distinctWindowMs, spec.ratioWindowMs);
     const r = this.sources.get(source) ?? this.insertSource(source, now);
-    roll(r, now, windowMs);
+    roll(r, now, spec.ratioWindowMs);
     r.lastAt = now;
     if (failed) {
       r.failures++;
-      noteDistinct(r, hash32(account), now, windowMs, maxDistinct);
+      noteDistinct(r, hash32(account), now, spec.distinctWindowMs, spec.maxDistinct);
     } else {
       r.successes++;
     }
-    return view(r, now, windowMs);
+    return view(r, now, spec);
   }
 
-  readSource(source: string, now: number, windowMs: number): SourceView | undefined {
+  readSource(source: string, now: number, spec: SourceSpec): SourceView | undefined {
     const r = this.sources.get(source);
     if (r === undefined) return undefined;
-    if (r.lastAt + 2 * windowMs <= now) {
+    if (r.lastAt + 2 * Math.max(spec.distinctWindowMs, spec.ratioWindowMs) <= now) {
       this.sources.delete(source);
       return undefined;
     }
-    roll(r, now, windowMs);
-    return view(r, now, windowMs);
+    roll(r, now, spec.ratioWindowMs);
+    return view(r, now, spec);
   }
 
   private insertSource(source: string, now: number): SourceRecord {
@@ -291,9 +291,10 @@ function noteDistinct(r: SourceRecord, tag: number, now: number, windowMs: numbe
   d[2 * at + 1] = seconds;
 }
 
-function view(r: SourceRecord, now: number, windowMs: number): SourceView {
-  const elapsed = now - r.gen * windowMs;
-  const weight = (windowMs - elapsed) / windowMs;
+function view(r: SourceRecord, now: number, spec: SourceSpec): SourceView {
+  const ratioMs = spec.ratioWindowMs;
+  const weight = (ratioMs - (now - r.gen * ratioMs)) / ratioMs;
+  const windowMs = spec.distinctWindowMs;
   let distinct = 0;
   const d = r.distinct;
   // An entry seen in second s was last seen at most at (s + 1)·1000 ms; count it while that is in the window.

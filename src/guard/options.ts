@@ -71,8 +71,10 @@ export interface GuardOptions {
   /** Failures per account+address pair per hour (rate-limiter-flexible's recipe: 10). Default 10. */
   pairFailuresPerHour?: number;
 
-  /** Window of the per-source signals (SIEM rules: 5–30 min). Default '30m'. */
+  /** Window of the distinct-accounts signals (SIEM rules: 5–30 min). Default '30m'. */
   sourceWindow?: number | string;
+  /** Window of the failure ratio per source: long, so a low-and-slow source still adds up. Default '1d'. */
+  ratioWindow?: number | string;
   /** Distinct accounts failing from one address in the window (SIEM rules: 10–15). Default 10. */
   ipDistinctAccounts?: number;
   /** Distinct accounts failing from one subnet in the window. Default 20. */
@@ -146,6 +148,7 @@ export interface GuardConfig {
   readonly subnetFailuresPerDay: number;
   readonly pairFailuresPerHour: number;
   readonly sourceWindowMs: number;
+  readonly ratioWindowMs: number;
   readonly ipDistinctAccounts: number;
   readonly subnetDistinctAccounts: number;
   readonly fingerprintDistinctAccounts: number;
@@ -185,7 +188,7 @@ export const DEFAULT_WEIGHTS: SignalWeights = Object.freeze({
 const KNOWN = new Set([
   'secret', 'store', 'state', 'clock', 'random', 'ipv4Subnet', 'ipv6Subnet', 'freeFailures', 'backoffBase', 'backoffMax',
   'backoffJitter', 'hardStopFailures', 'failureMemory', 'maxDelay', 'accountChallengeFailures', 'familiarFor',
-  'maxFamiliarSources', 'ipFailuresPerDay', 'subnetFailuresPerDay', 'pairFailuresPerHour', 'sourceWindow',
+  'maxFamiliarSources', 'ipFailuresPerDay', 'subnetFailuresPerDay', 'pairFailuresPerHour', 'sourceWindow', 'ratioWindow',
   'ipDistinctAccounts', 'subnetDistinctAccounts', 'fingerprintDistinctAccounts', 'failureRatio', 'ratioMinFailures',
   'allowList', 'denyList', 'hostingRanges', 'anomalyBucket', 'anomalyBaselineBuckets', 'anomalyWarmupBuckets',
   'anomalySigma', 'anomalyMinFailures', 'weights', 'delayAt', 'challengeAt', 'mfaAt', 'blockAt', 'riskDelay',
@@ -301,6 +304,7 @@ export function resolveOptions(options: GuardOptions, env: string | undefined): 
     subnetFailuresPerDay: integer(o, 'subnetFailuresPerDay', 300, 1),
     pairFailuresPerHour: integer(o, 'pairFailuresPerHour', 10, 1),
     sourceWindowMs: duration(o, 'sourceWindow', '30m'),
+    ratioWindowMs: duration(o, 'ratioWindow', '1d'),
     ipDistinctAccounts: integer(o, 'ipDistinctAccounts', 10, 2, 1000),
     subnetDistinctAccounts: integer(o, 'subnetDistinctAccounts', 20, 2, 1000),
     fingerprintDistinctAccounts: integer(o, 'fingerprintDistinctAccounts', 5, 2, 1000),

@@ -35,11 +35,21 @@ export interface FailOutcome {
   readonly total: number;
 }
 
+/** How a source's record counts: fixed by the guard's options, passed to every source call. */
+export interface SourceSpec {
+  /** Window of the distinct-accounts set. */
+  readonly distinctWindowMs: number;
+  /** Window of the failure and success counts behind the failure ratio. */
+  readonly ratioWindowMs: number;
+  /** Distinct accounts tracked exactly; past it the oldest is replaced and the count reads "at least" this. */
+  readonly maxDistinct: number;
+}
+
 export interface SourceView {
-  /** Failures and successes in the sliding window (two-generation estimate, as the sliding-window counter). */
+  /** Failures and successes in the ratio window (two-generation estimate, as the sliding-window counter). */
   readonly failures: number;
   readonly successes: number;
-  /** Distinct accounts that failed from this source in the window (exact up to the tracked cap). */
+  /** Distinct accounts that failed from this source in the distinct window (exact up to the tracked cap). */
   readonly distinctFailedAccounts: number;
 }
 
@@ -61,11 +71,9 @@ export interface GuardState {
   succeedAccount(account: string, sources: readonly string[], now: number, familiarMs: number, maxFamiliar: number): MaybePromise<void>;
   /**
    * Notes one attempt from `source` (an address, subnet or fingerprint tag): a failure on `account`, or a
-   * success. Returns the view after it. Distinct accounts are tracked exactly up to `maxDistinct`, beyond
-   * which the oldest is replaced (so the count reads `maxDistinct`, "at least"). The record expires two
-   * windows after its last attempt.
+   * success. Returns the view after it. The record expires two of its longer window after its last attempt.
    */
-  noteSource(source: string, account: string, failed: boolean, now: number, windowMs: number, maxDistinct: number): MaybePromise<SourceView>;
+  noteSource(source: string, account: string, failed: boolean, now: number, spec: SourceSpec): MaybePromise<SourceView>;
   /** The source's view now, or undefined if it has none. */
-  readSource(source: string, now: number, windowMs: number): MaybePromise<SourceView | undefined>;
+  readSource(source: string, now: number, spec: SourceSpec): MaybePromise<SourceView | undefined>;
 }

@@ -14,3 +14,4 @@ export { DEFAULT_WEIGHTS } from './options.js';
 export type { AccountView, FailOutcome, GuardState, Path, SourceView } from './state.js';
 export { MemoryGuardState, type MemoryGuardStateOptions } from './memory-state.js';
 export { backoffMs, type BackoffSchedule } from './backoff.js';
+export { hcaptcha, recaptcha, SiteverifyCaptcha, SITEVERIFY_URLS, turnstile, type CaptchaProvider, type CaptchaResult, type SiteverifyOptions } from './captcha.js';

@@ -83,7 +83,7 @@ export interface GuardOptions {
   fingerprintDistinctAccounts?: number;
   /** Failure ratio per source that counts as a signal. Default 0.8. */
   failureRatio?: number;
-  /** Failures a source needs in the window before its ratio counts. Default 5. */
+  /** Failures a source needs in the ratio window before its ratio counts (more than one person's typos). Default 10. */
   ratioMinFailures?: number;
 
   /** Addresses or ranges that skip per-source throttles and signals (never the account throttles). */
@@ -309,7 +309,7 @@ export function resolveOptions(options: GuardOptions, env: string | undefined): 
     subnetDistinctAccounts: integer(o, 'subnetDistinctAccounts', 20, 2, 1000),
     fingerprintDistinctAccounts: integer(o, 'fingerprintDistinctAccounts', 5, 2, 1000),
     failureRatio: fraction(o, 'failureRatio', 0.8, 0, 1),
-    ratioMinFailures: integer(o, 'ratioMinFailures', 5, 1),
+    ratioMinFailures: integer(o, 'ratioMinFailures', 10, 1),
     allowList: cidrList(o, 'allowList'),
     denyList: cidrList(o, 'denyList'),
     hostingRanges: cidrList(o, 'hostingRanges'),

@@ -2,7 +2,7 @@
 // fingerprint; failure ratio; IP reputation; the global failure-rate anomaly.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { lone, makeGuard, v4, v6 } from '../../test/support/guard-kit.js';
+import { lone, makeGuard, T0, v4, v6 } from '../../test/support/guard-kit.js';
 
 const fail = (account: string, ip: string, fingerprint?: string) =>
   fingerprint === undefined ? { account, ip, success: false } : { account, ip, fingerprint, success: false };
@@ -44,13 +44,20 @@ test('one fingerprint failing on five accounts is fingerprint reuse', async () =
   assert.deepEqual((await guard.check({ account: 'x', ip: lone(50), fingerprint: 'phone-2' })).reasons, []);
 });
 
-test('failure ratio: five failures and no success from a source; successes dilute it', async () => {
-  const { guard } = makeGuard({ freeFailures: 100, accountChallengeFailures: 100 });
-  for (let i = 0; i < 5; i++) await guard.record(fail(i % 2 ? 'alice' : 'bob', v4(1)));
+test('failure ratio: ten failures and no success from a source within a day; successes dilute it', async () => {
+  const { guard, advance } = makeGuard({ freeFailures: 100, accountChallengeFailures: 100 });
+  // Start on a day boundary: the ratio window is a two-generation estimate over epoch-aligned days, so
+  // within one day the counts are exact (across a boundary the older day's share fades linearly).
+  advance(86_400_000 - (T0 % 86_400_000));
+  for (let i = 0; i < 9; i++) {
+    await guard.record(fail(i % 2 ? 'alice' : 'bob', v4(1)));
+    advance(2 * 3_600_000); // low and slow: far apart, so no short window sees them together
+  }
+  assert.deepEqual((await guard.check({ account: 'carol', ip: v4(1) })).reasons, []);
+  await guard.record(fail('bob', v4(1)));
   assert.deepEqual((await guard.check({ account: 'carol', ip: v4(1) })).reasons, ['failure-ratio']);
-  await guard.record({ account: 'dave', ip: v4(1), success: true });
-  await guard.record({ account: 'erin', ip: v4(1), success: true });
-  assert.deepEqual((await guard.check({ account: 'carol', ip: v4(1) })).reasons, [], '5 / 7 < 0.8');
+  for (let i = 0; i < 3; i++) await guard.record({ account: `ok${i}`, ip: v4(1), success: true });
+  assert.deepEqual((await guard.check({ account: 'carol', ip: v4(1) })).reasons, [], 'below 0.8 with three successes');
 });
 
 test('hosting-provider ranges are challenged; CAPTCHA mode asks for a CAPTCHA instead of work', async () => {
@@ -100,9 +107,9 @@ test('signals add up the ladder: delay, challenge, mfa, block', async () => {
   const ip = '203.0.113.5';
   const at = async () => { const v = await guard.check({ account: 'alice', ip }); return [v.action, v.risk, v.delayMs, v.retryAfterMs]; };
   assert.deepEqual(await at(), ['delay', 1, 1000, 0]);
-  for (let i = 0; i < 5; i++) await guard.record(fail(`u${i}`, ip));
+  for (let i = 0; i < 10; i++) await guard.record(fail(`u${i % 2}`, ip));
   assert.deepEqual(await at(), ['challenge', 3, 0, 0]); // + failure ratio
-  for (let i = 5; i < 10; i++) await guard.record(fail(`u${i}`, ip));
+  for (let i = 2; i < 10; i++) await guard.record(fail(`u${i}`, ip));
   assert.deepEqual(await at(), ['mfa', 5, 0, 0]); // + ten distinct accounts
   for (let i = 0; i < 5; i++) await guard.record(fail('alice', ip));
   assert.deepEqual(await at(), ['block', 6, 0, 900_000]); // + alice's own failures

@@ -31,7 +31,7 @@ import type { AccountView, GuardState, Path, SourceSpec, SourceView } from './st
 /** What `guard.record` reports back: whether the failure counted (a repeated wrong password does not). */
 export interface RecordResult {
   readonly counted: boolean;
-  /** The account's consecutive failures, both paths, after this attempt (0 after a success). */
+  /** The account's consecutive failures, both paths, after this attempt (a success from a familiar source forgets only its own path's). */
   readonly consecutiveFailures: number;
 }
 
@@ -195,15 +195,15 @@ export class Guard {
     const { success, password } = outcomeOf(outcome);
     const now = this.clock();
     const standing = this.reputation.classify(t.ip);
-    if (success) {
-      const familiarNow = t.fingerprint === undefined ? [t.location] : [t.location, t.fingerprint];
-      await this.state.succeedAccount(t.account, familiarNow, now, c.familiarMs, c.maxFamiliarSources);
-      await this.pairBucket.reset(`p:${t.account}.${t.address}`);
-      await this.noteSources(t, false, now);
-      return { counted: false, consecutiveFailures: 0 };
-    }
     const account = await this.state.readAccount(t.account, now);
     const path: Path = isFamiliar(account, t) ? 'familiar' : 'unfamiliar';
+    if (success) {
+      const familiarNow = t.fingerprint === undefined ? [t.location] : [t.location, t.fingerprint];
+      await this.state.succeedAccount(t.account, path, familiarNow, now, c.familiarMs, c.maxFamiliarSources);
+      await this.pairBucket.reset(`p:${t.account}.${t.address}`);
+      await this.noteSources(t, false, now);
+      return { counted: false, consecutiveFailures: path === 'familiar' ? (account?.unfamiliarFailures ?? 0) : 0 };
+    }
     const passwordTag = password === undefined ? undefined : this.hasher.passwordTag(t.account, password);
     const failed = await this.state.failAccount(t.account, path, passwordTag, now, c.failureMemoryMs);
     if (!failed.counted) return { counted: false, consecutiveFailures: failed.total };

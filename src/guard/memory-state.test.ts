@@ -6,11 +6,11 @@ import { MemoryGuardState } from './memory-state.js';
 
 const spec = (maxDistinct = 32) => ({ distinctWindowMs: 60_000, ratioWindowMs: 60_000, maxDistinct });
 
-type Op = { kind: 'fail'; path: 'familiar' | 'unfamiliar'; pw: string | undefined; dt: number } | { kind: 'ok'; dt: number };
+type Op = { kind: 'fail'; path: 'familiar' | 'unfamiliar'; pw: string | undefined; dt: number } | { kind: 'ok'; path: 'familiar' | 'unfamiliar'; dt: number };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 6, arbitrary: fc.record({ kind: fc.constant('fail' as const), path: fc.constantFrom('familiar' as const, 'unfamiliar' as const), pw: fc.option(fc.constantFrom('a', 'b', 'c', 'd', 'e'), { nil: undefined }), dt: fc.integer({ min: 0, max: 30_000 }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('ok' as const), dt: fc.integer({ min: 0, max: 30_000 }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('ok' as const), path: fc.constantFrom('familiar' as const, 'unfamiliar' as const), dt: fc.integer({ min: 0, max: 30_000 }) }) },
 );
 
 test('property: consecutive failures per path, last-three password repeats, forgetting, as the model', () => {
@@ -25,8 +25,11 @@ test('property: consecutive failures per path, last-three password repeats, forg
         now += op.dt;
         if (lastAt + memoryMs <= now) { fam = 0; unf = 0; last = []; }
         if (op.kind === 'ok') {
-          s.succeedAccount('acct', ['src'], now, 10 * memoryMs, 8);
-          fam = 0; unf = 0; last = []; lastAt = -Infinity;
+          // A familiar success forgets only the familiar counter; a stranger's forgets both.
+          s.succeedAccount('acct', op.path, ['src'], now, 10 * memoryMs, 8);
+          fam = 0; last = [];
+          if (op.path === 'unfamiliar') unf = 0;
+          if (unf === 0) lastAt = -Infinity;
           continue;
         }
         const got = s.failAccount('acct', op.path, op.pw, now, memoryMs);
@@ -87,13 +90,13 @@ test('records expire: sources two windows after their last attempt, accounts aft
   assert.equal(s.readSource('src', 120_000, spec()), undefined);
   s.failAccount('acct', 'unfamiliar', undefined, 0, 60_000);
   assert.equal(s.readAccount('acct', 60_000), undefined);
-  s.succeedAccount('acct', ['home'], 0, 1000, 8);
+  s.succeedAccount('acct', 'unfamiliar', ['home'], 0, 1000, 8);
   assert.deepEqual(s.readAccount('acct', 999)?.familiar, ['home']);
   assert.equal(s.readAccount('acct', 1000), undefined);
 });
 
 test('familiar sources: newest first, deduplicated, at most maxFamiliar', () => {
   const s = new MemoryGuardState();
-  for (const src of ['a', 'b', 'c', 'a', 'd']) s.succeedAccount('acct', [src], 0, 1000, 3);
+  for (const src of ['a', 'b', 'c', 'a', 'd']) s.succeedAccount('acct', 'familiar', [src], 0, 1000, 3);
   assert.deepEqual(s.readAccount('acct', 1)?.familiar, ['d', 'a', 'c']);
 });

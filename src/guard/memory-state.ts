@@ -27,6 +27,8 @@ class AccountRecord implements AccountView {
   unfamiliarLockedUntil = 0;
   familiarLockedUntil = 0;
   lastFailureAt = 0;
+  /** When the failure counters (and locks, and password tags) are forgotten: memoryMs after the last failure. */
+  failuresUntil = 0;
   /** When every part of the record has expired. */
   expiresAt = 0;
   /** Newest first. */
@@ -95,8 +97,8 @@ export class MemoryGuardState implements GuardState {
       this.accounts.delete(account);
       return undefined;
     }
-    // Failures older than the memory are forgotten lazily: expiresAt already covers them when nothing else
-    // (a familiar source) keeps the record, so only that case needs a check here.
+    // Failures past their memory are forgotten lazily, on the next look, when familiar sources keep the record.
+    if (r.lastFailureAt > 0 && r.failuresUntil <= now) forgetFailures(r);
     if (r.familiar.length > 0) pruneFamiliar(r, now);
     return r;
   }
@@ -107,7 +109,6 @@ export class MemoryGuardState implements GuardState {
 
   failAccount(account: string, path: Path, passwordTag: string | undefined, now: number, memoryMs: number): FailOutcome {
     let r = this.liveAccount(account, now);
-    if (r !== undefined && r.lastFailureAt > 0 && r.lastFailureAt + memoryMs <= now) forgetFailures(r);
     if (passwordTag !== undefined && r?.passwords != null && r.passwords.includes(passwordTag)) {
       return { counted: false, failures: path === 'familiar' ? r.familiarFailures : r.unfamiliarFailures, total: r.familiarFailures + r.unfamiliarFailures };
     }
@@ -115,6 +116,7 @@ export class MemoryGuardState implements GuardState {
     if (path === 'familiar') r.familiarFailures++;
     else r.unfamiliarFailures++;
     r.lastFailureAt = now;
+    r.failuresUntil = now + memoryMs;
     if (passwordTag !== undefined) {
       const list = r.passwords ?? (r.passwords = []);
       list.unshift(passwordTag);
@@ -132,9 +134,15 @@ export class MemoryGuardState implements GuardState {
     r.expiresAt = Math.max(r.expiresAt, until);
   }
 
-  succeedAccount(account: string, sources: readonly string[], now: number, familiarMs: number, maxFamiliar: number): void {
+  succeedAccount(account: string, path: Path, sources: readonly string[], now: number, familiarMs: number, maxFamiliar: number): void {
     const r = this.liveAccount(account, now) ?? this.insertAccount(account, now);
-    forgetFailures(r);
+    if (path === 'unfamiliar') forgetFailures(r);
+    else {
+      r.familiarFailures = 0;
+      r.familiarLockedUntil = 0;
+      r.passwords = null;
+      if (r.unfamiliarFailures === 0) r.lastFailureAt = 0;
+    }
     const until = now + familiarMs;
     for (let i = sources.length - 1; i >= 0; i--) {
       const tag = sources[i]!;
@@ -150,7 +158,7 @@ export class MemoryGuardState implements GuardState {
       r.familiar.length = maxFamiliar;
       r.familiarUntil.length = maxFamiliar;
     }
-    r.expiresAt = Math.max(...r.familiarUntil, now);
+    r.expiresAt = Math.max(...r.familiarUntil, r.lastFailureAt > 0 ? r.failuresUntil : now, r.unfamiliarLockedUntil);
   }
 
   private insertAccount(account: string, now: number): AccountRecord {
@@ -232,6 +240,7 @@ function forgetFailures(r: AccountRecord): void {
   r.unfamiliarLockedUntil = 0;
   r.familiarLockedUntil = 0;
   r.lastFailureAt = 0;
+  r.failuresUntil = 0;
   r.passwords = null;
 }
 

@@ -65,10 +65,13 @@ export interface GuardState {
   /** Locks `path` until `until` (keeps a later lock already set, so concurrent writers commute). */
   lockAccount(account: string, path: Path, until: number): MaybePromise<void>;
   /**
-   * A success: forgets both failure counters, both locks and the wrong password tags, and makes each of
-   * `sources` familiar (newest first, at most `maxFamiliar`, each for `familiarMs`).
+   * A success on `path`: forgets that path's failure counter and lock (a stranger's success, the password
+   * typed right from somewhere new, forgets both), forgets the wrong password tags, and makes each of
+   * `sources` familiar (newest first, at most `maxFamiliar`, each for `familiarMs`). The owner logging in
+   * at home does not forgive strangers' failures: that is what keeps a slow guesser from getting fresh
+   * free tries every time the owner logs in.
    */
-  succeedAccount(account: string, sources: readonly string[], now: number, familiarMs: number, maxFamiliar: number): MaybePromise<void>;
+  succeedAccount(account: string, path: Path, sources: readonly string[], now: number, familiarMs: number, maxFamiliar: number): MaybePromise<void>;
   /**
    * Notes one attempt from `source` (an address, subnet or fingerprint tag): a failure on `account`, or a
    * success. Returns the view after it. The record expires two of its longer window after its last attempt.

@@ -90,9 +90,23 @@ test('hard stop at 100 consecutive failures: strangers are blocked, the familiar
   const owner = await guard.check({ account: 'alice', ip: v4(7) });
   assert.equal(owner.action, 'mfa');
   assert.deepEqual(owner.reasons, ['account-hard-stop']);
-  // A success (after MFA) forgets the failures.
-  await guard.record({ account: 'alice', ip: v4(7), success: true });
+  // The owner's success (after MFA) does not forgive the strangers: they stay blocked until the failures are
+  // forgotten, and the owner keeps stepping up while they stand at the hard stop.
+  assert.equal((await guard.record({ account: 'alice', ip: v4(7), success: true })).consecutiveFailures, 100);
+  assert.equal((await guard.check({ account: 'alice', ip: lone(999) })).action, 'block');
+  assert.equal((await guard.check({ account: 'alice', ip: v4(7) })).action, 'mfa');
+  advance(86_400_000);
   assert.equal((await guard.check({ account: 'alice', ip: lone(999) })).action, 'allow');
+  assert.equal((await guard.check({ account: 'alice', ip: v4(7) })).action, 'allow');
+});
+
+test("a stranger's success (the right password from somewhere new) forgets every failure", async () => {
+  const { guard } = makeGuard();
+  await guard.record({ account: 'alice', ip: v4(7), success: true });
+  for (let i = 0; i < 6; i++) await guard.record(fail('alice', lone(i)));
+  assert.equal((await guard.record({ account: 'alice', ip: v4(7), success: true })).consecutiveFailures, 6, 'the owner at home forgives nobody');
+  assert.equal((await guard.record({ account: 'alice', ip: lone(50), success: true })).consecutiveFailures, 0);
+  assert.equal((await guard.check({ account: 'alice', ip: lone(60) })).action, 'allow');
 });
 
 test('failures are forgotten failureMemory after the last one', async () => {

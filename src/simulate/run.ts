@@ -21,6 +21,7 @@ const EPOCH = 1_750_000_000_000;
 export interface ScenarioResult {
   readonly name: string;
   readonly description: string;
+  /** Attacker attempts made (an attacker stops on an account it got into). */
   readonly attempts: number;
   /** Attacker attempts that reached password verification (allowed, or delayed and then let through). */
   readonly through: number;
@@ -88,6 +89,7 @@ export async function runScenario(
   const compromised = new Set<string>();
   const validAccounts = new Set(attack.attempts.filter((a) => a.valid).map((a) => a.account));
   let through = 0;
+  let made = 0;
   let afterGrace = 0;
   let refusedAfterGrace = 0;
   let firstRefused: number | undefined;
@@ -134,6 +136,9 @@ export async function runScenario(
         break;
       }
       case 'attack': {
+        // An attacker stops on an account once in: later guesses there would measure nothing.
+        if (compromised.has(e.a.account)) break;
+        made++;
         const v = await guard.check({ account: e.a.account, ip: e.a.ip });
         decisions++;
         const refused = v.action === 'challenge' || v.action === 'mfa' || v.action === 'block';
@@ -159,7 +164,7 @@ export async function runScenario(
   return {
     name: attack.name,
     description: attack.description,
-    attempts: attack.attempts.length,
+    attempts: made,
     through,
     afterGrace,
     refusedAfterGrace,

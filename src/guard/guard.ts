@@ -92,8 +92,10 @@ export class Guard {
   }
 
   /**
-   * Decides what to do with a login attempt before its password is verified. Changes no stored state; a
-   * stranger's attempt that it refuses (challenge or worse) counts in the in-process global failure rate.
+   * Decides what to do with a login attempt before its password is verified. It changes no account state
+   * and charges no bucket; a stranger's attempt that it refuses (challenge or worse) counts as a failure of
+   * its address, subnet and fingerprint (the distinct-accounts sets and the failure ratio) and of the global
+   * failure rate, because a refused attempt never reaches `record`.
    */
   async check(attempt: LoginAttempt): Promise<GuardVerdict> {
     const c = this.config;
@@ -183,8 +185,12 @@ export class Guard {
     }
     const verdict = decide(c, floor, risk, reasons);
     // A refused attempt never reaches record(), so an attack that is being refused would drop out of the
-    // failure rate, end the anomaly, get through again, and so oscillate. A stranger refused counts as failed.
-    if (!familiar && rank(verdict.action) >= rank('challenge')) this.monitor.note(now);
+    // failure rate and its sources' counts, end the signals, get through again, and so oscillate. A
+    // stranger refused (challenge or worse) counts as a failure of its sources and of the global rate.
+    if (!familiar && rank(verdict.action) >= rank('challenge')) {
+      this.monitor.note(now);
+      if (!standing.allowed) await this.noteSources(t, true, now);
+    }
     return verdict;
   }
 

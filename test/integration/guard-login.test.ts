@@ -100,7 +100,7 @@ for (const framework of ['express', 'fastify'] as const) {
       }
     });
 
-    test('a stranger climbs the ladder: delay, CAPTCHA, then the pair lane blocks with Retry-After', async () => {
+    test('a stranger climbs the ladder: delay, CAPTCHA, MFA, then the pair lane blocks with Retry-After', async () => {
       const h = await start(framework);
       try {
         const bob = (password: string, extra: Record<string, unknown> = {}) => h.post({ account: 'bob@example.com', password, ...extra });
@@ -114,14 +114,19 @@ for (const framework of ['express', 'fastify'] as const) {
         assert.deepEqual((await bob('guess-5', { captchaToken: 'robot' })).body, { error: 'captcha_required' });
         const solved = await bob('guess-5', { captchaToken: 'human' });
         assert.deepEqual([solved.status, solved.body], [401, { error: 'invalid_credentials' }], 'a solved CAPTCHA gets the password judged');
-        for (let i = 6; i < 10; i++) {
-          h.advance(60_000);
-          assert.equal((await bob(`guess-${i}`, { captchaToken: 'human' })).status, 401);
-        }
         h.advance(60_000);
-        const blocked = await bob('bobs-password', { captchaToken: 'human' });
+        assert.deepEqual((await bob('guess-6', { captchaToken: 'human' })).body, { error: 'invalid_credentials' });
+        // Over ten failures from this address now (refused attempts count too) and no success: the failure
+        // ratio joins bob's own failures, so the stranger steps up to MFA, asked before the password is judged.
+        h.advance(60_000);
+        assert.deepEqual((await bob('guess-7')).body, { error: 'mfa_required' });
+        for (let i = 7; i < 10; i++) {
+          assert.deepEqual((await bob(`guess-${i}`, { otp: '000000' })).body, { error: 'invalid_credentials' });
+          h.advance(60_000);
+        }
+        const blocked = await bob('bobs-password', { otp: '111111' });
         assert.deepEqual([blocked.status, blocked.body], [429, { error: 'too_many_attempts' }]);
-        // Ten failures on this pair; it refills one per 6 min, the first of them 302 s ago: 58 s to go.
+        // Ten failures on this pair; it refills one per 6 min and the first was 302 s ago: 58 s to go.
         assert.equal(blocked.headers.get('retry-after'), '58');
       } finally {
         await h.close();

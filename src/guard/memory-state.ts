@@ -3,9 +3,9 @@
  *
  * Bounds: at most `maxAccounts` account records and `maxSources` source records, in separate maps so a
  * flood of new addresses can never push out what the guard knows about accounts. Each insert first looks at
- * the next two records in insertion order and drops expired ones (no timer per record). At the cap, an
- * insert drops the oldest-inserted record: under a flood, the guard forgets the sources it met longest ago,
- * which are the flood's own first addresses once the flood has run for a while.
+ * the next two records in sweep order (insertion order, cycling) and drops expired ones (no timer per
+ * record). At the cap, an insert drops the oldest-inserted record: under a flood, the guard forgets the
+ * sources it met longest ago, which are the flood's own first addresses once the flood has run a while.
  */
 import { SluiceError, show } from '../core/errors.js';
 import type { AccountView, FailOutcome, GuardState, Path, SourceSpec, SourceView } from './state.js';
@@ -64,6 +64,13 @@ export class MemoryGuardState implements GuardState {
   private readonly sources = new Map<string, SourceRecord>();
   private accountCursor: MapIterator<[string, AccountRecord]> | undefined;
   private sourceCursor: MapIterator<[string, SourceRecord]> | undefined;
+  /**
+   * Eviction cursors: each only moves past what it deletes, so it always stands on the oldest record left
+   * (inserts go to the end). A fresh keys().next() would find the same record, but V8 keeps deleted
+   * entries as holes at the front of the table until it rehashes, so each call would scan every hole.
+   */
+  private accountEvictor: MapIterator<string> | undefined;
+  private sourceEvictor: MapIterator<string> | undefined;
   /** The longest window sources were noted with, for expiry during sweeps. */
   private windowMs = 0;
 
@@ -161,15 +168,22 @@ export class MemoryGuardState implements GuardState {
     r.expiresAt = Math.max(...r.familiarUntil, r.lastFailureAt > 0 ? r.failuresUntil : now, r.unfamiliarLockedUntil);
   }
 
+  /** The next account in sweep (insertion) order, wrapping around. */
+  private nextAccount(): [string, AccountRecord] | undefined {
+    let step = this.accountCursor?.next();
+    if (step === undefined || step.done) step = (this.accountCursor = this.accounts.entries()).next();
+    return step.done ? undefined : step.value;
+  }
+
   private insertAccount(account: string, now: number): AccountRecord {
     for (let n = 0; n < SWEEP_PER_INSERT && this.accounts.size > 0; n++) {
-      let step = this.accountCursor?.next();
-      if (step === undefined || step.done) step = (this.accountCursor = this.accounts.entries()).next();
-      if (!step.done && step.value[1].expiresAt <= now) this.accounts.delete(step.value[0]);
+      const e = this.nextAccount();
+      if (e !== undefined && e[1].expiresAt <= now) this.accounts.delete(e[0]);
     }
     if (this.accounts.size >= this.maxAccounts) {
-      const oldest = this.accounts.keys().next();
-      if (!oldest.done) this.accounts.delete(oldest.value);
+      let step = this.accountEvictor?.next();
+      if (step === undefined || step.done) step = (this.accountEvictor = this.accounts.keys()).next();
+      if (!step.done) this.accounts.delete(step.value);
     }
     const r = new AccountRecord();
     r.expiresAt = now;
@@ -204,15 +218,22 @@ export class MemoryGuardState implements GuardState {
     return view(r, now, spec);
   }
 
+  /** The next source in sweep (insertion) order, wrapping around. */
+  private nextSource(): [string, SourceRecord] | undefined {
+    let step = this.sourceCursor?.next();
+    if (step === undefined || step.done) step = (this.sourceCursor = this.sources.entries()).next();
+    return step.done ? undefined : step.value;
+  }
+
   private insertSource(source: string, now: number): SourceRecord {
     for (let n = 0; n < SWEEP_PER_INSERT && this.sources.size > 0; n++) {
-      let step = this.sourceCursor?.next();
-      if (step === undefined || step.done) step = (this.sourceCursor = this.sources.entries()).next();
-      if (!step.done && step.value[1].lastAt + 2 * this.windowMs <= now) this.sources.delete(step.value[0]);
+      const e = this.nextSource();
+      if (e !== undefined && e[1].lastAt + 2 * this.windowMs <= now) this.sources.delete(e[0]);
     }
     if (this.sources.size >= this.maxSources) {
-      const oldest = this.sources.keys().next();
-      if (!oldest.done) this.sources.delete(oldest.value);
+      let step = this.sourceEvictor?.next();
+      if (step === undefined || step.done) step = (this.sourceEvictor = this.sources.keys()).next();
+      if (!step.done) this.sources.delete(step.value);
     }
     const r = new SourceRecord();
     this.sources.set(source, r);

@@ -1,15 +1,18 @@
 // Guard benchmark: check+record pairs per second on the memory store, and the guard's memory during a flood
 // of failures from 1,000,000 distinct addresses. Run: node --expose-gc --import tsx bench/guard-bench.ts
 import { Guard, MemoryGuardState } from '../src/guard/index.js';
+import { KeyedHasher } from '../src/guard/keyed-hash.js';
 import { MemoryStore } from '../src/index.js';
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error('run with node --expose-gc');
 
+/** Live JS heap plus typed-array backing stores (slabs live outside the JS heap). */
 function heap(): number {
   gc!();
   gc!();
-  return process.memoryUsage().heapUsed;
+  const m = process.memoryUsage();
+  return m.heapUsed + m.arrayBuffers;
 }
 
 /** The n-th address of a flood: distinct for every n below 2^24, spread over 2^16 /24 subnets. */
@@ -49,17 +52,29 @@ async function flood(addresses: number, options: { maxSources?: number; maxKeys?
   }
   const ms = performance.now() - t0;
   const used = heap() - base;
-  // Each flooding address leaves an address and a subnet record in the guard state and three bucket keys
-  // (address, subnet, account+address pair) in the store; a "tracked source" is one address's share.
-  const tracked = Math.min(addresses, state.sourceCount / 2, store.size / 3);
   console.log(
-    `flood of ${addresses.toLocaleString('en')} addresses, MemoryGuardState maxSources ${state.maxSources.toLocaleString('en')}, MemoryStore maxKeys ${store.maxKeys.toLocaleString('en')}:\n` +
-      `  heap ${(used / 2 ** 20).toFixed(0)} MiB after the flood; ${state.sourceCount.toLocaleString('en')} source records, ${store.size.toLocaleString('en')} bucket keys, ${state.accountCount} accounts;\n` +
-      `  ${Math.round(used / tracked)} B per tracked address (its address and subnet records and three bucket keys); ${((ms * 1000) / addresses).toFixed(1)} µs per record()`,
+    `flood of ${addresses.toLocaleString('en')} addresses (one failure each), MemoryGuardState maxSources ${state.maxSources.toLocaleString('en')}, MemoryStore maxKeys ${store.maxKeys.toLocaleString('en')}:\n` +
+      `  ${(used / 2 ** 20).toFixed(0)} MiB held after it: ${state.sourceCount.toLocaleString('en')} source records (address and subnet), ${store.size.toLocaleString('en')} bucket keys (address, subnet, pair), ${state.accountCount} accounts;\n` +
+      `  ${Math.round(used / (state.sourceCount + store.size))} B per record or key on average; ${((ms * 1000) / addresses).toFixed(1)} µs per record()`,
   );
+}
+
+/** The guard state alone: bytes per source record, with tags as the guard makes them. */
+function sourceRecordBytes(sources: number): void {
+  const hasher = new KeyedHasher(Buffer.from('bench-secret-0123456789abcdef'));
+  const tags = Array.from({ length: sources }, (_, i) => hasher.tag('ip', floodIp(i)));
+  const spec = { distinctWindowMs: 1_800_000, ratioWindowMs: 86_400_000, maxDistinct: 21 };
+  const base = heap();
+  const state = new MemoryGuardState({ maxSources: sources });
+  for (let i = 0; i < sources; i++) state.noteSource(tags[i]!, `victim${i % 1000}`, true, 1_760_000_000_000 + i, spec);
+  const withTags = heap() - base;
+  tags.length = 0;
+  const used = heap() - base;
+  console.log(`guard state: ${Math.round(used / sources)} B per source record, its tag string included (${sources.toLocaleString('en')} records, ${state.sourceCount.toLocaleString('en')} kept); ${Math.round(withTags / sources)} B while the bench also held the tags`);
 }
 
 const pairs = Number(process.argv[2] ?? 200_000);
 await throughput(pairs);
+sourceRecordBytes(1_000_000);
 await flood(1_000_000, {});
 await flood(1_000_000, { maxSources: 200_000, maxKeys: 300_000 });

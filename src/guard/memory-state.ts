@@ -8,6 +8,7 @@
  * sources it met longest ago, which are the flood's own first addresses once the flood has run a while.
  */
 import { SluiceError, show } from '../core/errors.js';
+import { SourceTable } from './source-table.js';
 import type { AccountView, FailOutcome, GuardState, Path, SourceSpec, SourceView } from './state.js';
 
 export interface MemoryGuardStateOptions {
@@ -37,42 +38,18 @@ class AccountRecord implements AccountView {
   familiarUntil: number[] = [];
 }
 
-/** 32-bit FNV-1a of a tag: enough to tell apart the few dozen accounts one source's set holds. */
-function hash32(s: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
-  return h >>> 0;
-}
-
-class SourceRecord {
-  /** Ratio-window generation of `failures`/`successes`: floor(now / ratioWindowMs). */
-  gen = 0;
-  failures = 0;
-  successes = 0;
-  prevFailures = 0;
-  prevSuccesses = 0;
-  lastAt = 0;
-  /** Distinct failed accounts: [hash32, last seen in whole seconds] pairs, grown on demand up to the cap. */
-  distinct: Uint32Array | null = null;
-  distinctCount = 0;
-}
-
 export class MemoryGuardState implements GuardState {
   readonly maxAccounts: number;
   readonly maxSources: number;
   private readonly accounts = new Map<string, AccountRecord>();
-  private readonly sources = new Map<string, SourceRecord>();
+  private readonly sources: SourceTable;
   private accountCursor: MapIterator<[string, AccountRecord]> | undefined;
-  private sourceCursor: MapIterator<[string, SourceRecord]> | undefined;
   /**
    * Eviction cursors: each only moves past what it deletes, so it always stands on the oldest record left
    * (inserts go to the end). A fresh keys().next() would find the same record, but V8 keeps deleted
    * entries as holes at the front of the table until it rehashes, so each call would scan every hole.
    */
   private accountEvictor: MapIterator<string> | undefined;
-  private sourceEvictor: MapIterator<string> | undefined;
-  /** The longest window sources were noted with, for expiry during sweeps. */
-  private windowMs = 0;
 
   constructor(options: MemoryGuardStateOptions = {}) {
     if (typeof options !== 'object' || options === null) {
@@ -85,6 +62,7 @@ export class MemoryGuardState implements GuardState {
     }
     this.maxAccounts = positive(options.maxAccounts ?? 1_000_000, 'maxAccounts');
     this.maxSources = positive(options.maxSources ?? 1_000_000, 'maxSources');
+    this.sources = new SourceTable(this.maxSources);
   }
 
   get accountCount(): number {
@@ -194,57 +172,17 @@ export class MemoryGuardState implements GuardState {
   // ---- sources ----
 
   noteSource(source: string, account: string, failed: boolean, now: number, spec: SourceSpec): SourceView {
-    this.windowMs = Math.max(this.windowMs, spec.distinctWindowMs, spec.ratioWindowMs);
-    const r = this.sources.get(source) ?? this.insertSource(source, now);
-    roll(r, now, spec.ratioWindowMs);
-    r.lastAt = now;
-    if (failed) {
-      r.failures++;
-      noteDistinct(r, hash32(account), now, spec.distinctWindowMs, spec.maxDistinct);
-    } else {
-      r.successes++;
-    }
-    return view(r, now, spec);
+    return this.sources.note(source, account, failed, now, spec);
   }
 
   readSource(source: string, now: number, spec: SourceSpec): SourceView | undefined {
-    const r = this.sources.get(source);
-    if (r === undefined) return undefined;
-    if (r.lastAt + 2 * Math.max(spec.distinctWindowMs, spec.ratioWindowMs) <= now) {
-      this.sources.delete(source);
-      return undefined;
-    }
-    roll(r, now, spec.ratioWindowMs);
-    return view(r, now, spec);
-  }
-
-  /** The next source in sweep (insertion) order, wrapping around. */
-  private nextSource(): [string, SourceRecord] | undefined {
-    let step = this.sourceCursor?.next();
-    if (step === undefined || step.done) step = (this.sourceCursor = this.sources.entries()).next();
-    return step.done ? undefined : step.value;
-  }
-
-  private insertSource(source: string, now: number): SourceRecord {
-    for (let n = 0; n < SWEEP_PER_INSERT && this.sources.size > 0; n++) {
-      const e = this.nextSource();
-      if (e !== undefined && e[1].lastAt + 2 * this.windowMs <= now) this.sources.delete(e[0]);
-    }
-    if (this.sources.size >= this.maxSources) {
-      let step = this.sourceEvictor?.next();
-      if (step === undefined || step.done) step = (this.sourceEvictor = this.sources.keys()).next();
-      if (!step.done) this.sources.delete(step.value);
-    }
-    const r = new SourceRecord();
-    this.sources.set(source, r);
-    return r;
+    return this.sources.read(source, now, spec);
   }
 
   /** Everything held, as JSON: for audits and the privacy test (it must hold no plain value). */
   dump(): string {
     const accounts = [...this.accounts].map(([k, r]) => [k, { ...r }]);
-    const sources = [...this.sources].map(([k, r]) => [k, { ...r, distinct: r.distinct === null ? null : [...r.distinct] }]);
-    return JSON.stringify({ accounts, sources });
+    return JSON.stringify({ accounts, sources: this.sources.entries() });
   }
 }
 
@@ -272,66 +210,4 @@ function pruneFamiliar(r: AccountRecord, now: number): void {
       r.familiarUntil.splice(i, 1);
     }
   }
-}
-
-/** Moves the counters to the window generation of `now`. */
-function roll(r: SourceRecord, now: number, windowMs: number): void {
-  const gen = Math.floor(now / windowMs);
-  if (gen === r.gen) return;
-  if (gen === r.gen + 1) {
-    r.prevFailures = r.failures;
-    r.prevSuccesses = r.successes;
-  } else {
-    r.prevFailures = 0;
-    r.prevSuccesses = 0;
-  }
-  r.failures = 0;
-  r.successes = 0;
-  r.gen = gen;
-}
-
-function noteDistinct(r: SourceRecord, tag: number, now: number, windowMs: number, maxDistinct: number): void {
-  const seconds = Math.floor(now / 1000);
-  let d = r.distinct;
-  if (d === null) d = r.distinct = new Uint32Array(2 * Math.min(2, maxDistinct));
-  let oldest = -1;
-  let oldestSeen = Infinity;
-  for (let i = 0; i < r.distinctCount; i++) {
-    if (d[2 * i] === tag) {
-      d[2 * i + 1] = seconds;
-      return;
-    }
-    const seen = d[2 * i + 1]!;
-    if (seen < oldestSeen) {
-      oldestSeen = seen;
-      oldest = i;
-    }
-  }
-  let at: number;
-  if (oldest >= 0 && (oldestSeen + 1) * 1000 + windowMs <= now) at = oldest; // reuse an entry past the window
-  else if (r.distinctCount < maxDistinct) {
-    if (2 * (r.distinctCount + 1) > d.length) {
-      const grown = new Uint32Array(Math.min(2 * maxDistinct, d.length * 2));
-      grown.set(d);
-      d = r.distinct = grown;
-    }
-    at = r.distinctCount++;
-  } else at = oldest;
-  d[2 * at] = tag;
-  d[2 * at + 1] = seconds;
-}
-
-function view(r: SourceRecord, now: number, spec: SourceSpec): SourceView {
-  const ratioMs = spec.ratioWindowMs;
-  const weight = (ratioMs - (now - r.gen * ratioMs)) / ratioMs;
-  const windowMs = spec.distinctWindowMs;
-  let distinct = 0;
-  const d = r.distinct;
-  // An entry seen in second s was last seen at most at (s + 1)·1000 ms; count it while that is in the window.
-  if (d !== null) for (let i = 0; i < r.distinctCount; i++) if ((d[2 * i + 1]! + 1) * 1000 + windowMs > now) distinct++;
-  return {
-    failures: r.prevFailures * weight + r.failures,
-    successes: r.prevSuccesses * weight + r.successes,
-    distinctFailedAccounts: distinct,
-  };
 }

@@ -30,8 +30,9 @@ export async function simulateAttacks(options: SimulateOptions, onResult?: (r: S
   const users = makeUsers(population, seededRandom(options.seed));
   const attacks = makeAttacks(users, seededRandom(options.seed + 1)).filter((a) => options.only.length === 0 || options.only.includes(a.name));
   const results: ScenarioResult[] = [];
-  for (const [i, attack] of attacks.entries()) {
-    const r = await runScenario(attack, users, population, options.seed + 100 + i);
+  for (const attack of attacks) {
+    // Seeded by the scenario's place in the full list, so running a subset replays the same scenario.
+    const r = await runScenario(attack, users, population, options.seed + 100 + SCENARIO_NAMES.indexOf(attack.name));
     onResult?.(r);
     results.push(r);
   }
@@ -88,6 +89,8 @@ export function formatResults(options: SimulateOptions, results: readonly Scenar
       ],
       legitRows,
     ),
+    'Why (reasons named in the verdicts legitimate users met, with how many attempts named each)',
+    ...results.map((r) => `  ${r.name}: ${r.legitReasons.size === 0 ? 'none' : [...r.legitReasons].map(([k, n]) => `${k} ${n}`).join(', ')}`),
     '',
     ...results.map((r) => `${r.name}: ${r.description}`),
     '',

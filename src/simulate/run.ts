@@ -41,6 +41,8 @@ export interface ScenarioResult {
   /** Legitimate users who never got in. */
   readonly legitLockedOut: number;
   readonly decisions: number;
+  /** Why legitimate users were hindered: reason → attempts that named it. */
+  readonly legitReasons: ReadonlyMap<string, number>;
 }
 
 type Event =
@@ -95,7 +97,9 @@ export async function runScenario(
   let firstRefused: number | undefined;
   let decisions = 0;
 
+  const legitReasons = new Map<string, number>();
   const tally = (v: GuardVerdict, user: number) => {
+    if (v.action !== 'allow') for (const r of v.reasons) legitReasons.set(r, (legitReasons.get(r) ?? 0) + 1);
     if (v.action === 'delay') delayed.add(user);
     else if (v.action === 'challenge') challenged.add(user);
     else if (v.action === 'mfa') steppedUp.add(user);
@@ -178,5 +182,6 @@ export async function runScenario(
     legitBlocked: blocked.size,
     legitLockedOut: lockedOut.size,
     decisions,
+    legitReasons,
   };
 }

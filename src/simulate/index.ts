@@ -25,6 +25,12 @@ function duration(ms: number | undefined): string {
   return `${(ms / 3_600_000).toFixed(1)} h`;
 }
 
+/** Reasons by how often they were named, most first. */
+function reasonList(reasons: ReadonlyMap<string, number>): string {
+  if (reasons.size === 0) return 'none';
+  return [...reasons].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ');
+}
+
 export async function simulateAttacks(options: SimulateOptions, onResult?: (r: ScenarioResult) => void): Promise<ScenarioResult[]> {
   const population: PopulationSettings = { ...DEFAULT_POPULATION, users: options.users };
   const users = makeUsers(population, seededRandom(options.seed));
@@ -89,8 +95,10 @@ export function formatResults(options: SimulateOptions, results: readonly Scenar
       ],
       legitRows,
     ),
-    'Why (reasons named in the verdicts legitimate users met, with how many attempts named each)',
-    ...results.map((r) => `  ${r.name}: ${r.legitReasons.size === 0 ? 'none' : [...r.legitReasons].map(([k, n]) => `${k} ${n}`).join(', ')}`),
+    'Why attackers were refused (reasons in the refusing verdicts, with how many refused attempts named each)',
+    ...results.map((r) => `  ${r.name}: ${reasonList(r.attackReasons)}`),
+    'Why legitimate users were hindered (the same, for their attempts that were not allowed)',
+    ...results.map((r) => `  ${r.name}: ${reasonList(r.legitReasons)}`),
     '',
     ...results.map((r) => `${r.name}: ${r.description}`),
     '',

@@ -43,6 +43,8 @@ export interface ScenarioResult {
   readonly decisions: number;
   /** Why legitimate users were hindered: reason → attempts that named it. */
   readonly legitReasons: ReadonlyMap<string, number>;
+  /** Why attacker attempts were refused: reason → refused attempts that named it. */
+  readonly attackReasons: ReadonlyMap<string, number>;
 }
 
 type Event =
@@ -98,6 +100,7 @@ export async function runScenario(
   let decisions = 0;
 
   const legitReasons = new Map<string, number>();
+  const attackReasons = new Map<string, number>();
   const tally = (v: GuardVerdict, user: number) => {
     if (v.action !== 'allow') for (const r of v.reasons) legitReasons.set(r, (legitReasons.get(r) ?? 0) + 1);
     if (v.action === 'delay') delayed.add(user);
@@ -148,6 +151,7 @@ export async function runScenario(
         const refused = v.action === 'challenge' || v.action === 'mfa' || v.action === 'block';
         const sinceStart = e.t - attackStart;
         if (refused && firstRefused === undefined) firstRefused = sinceStart;
+        if (refused) for (const r of v.reasons) attackReasons.set(r, (attackReasons.get(r) ?? 0) + 1);
         if (sinceStart >= GRACE_MS) {
           afterGrace++;
           if (refused) refusedAfterGrace++;
@@ -183,5 +187,6 @@ export async function runScenario(
     legitLockedOut: lockedOut.size,
     decisions,
     legitReasons,
+    attackReasons,
   };
 }

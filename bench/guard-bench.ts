@@ -73,7 +73,18 @@ function sourceRecordBytes(sources: number): void {
   console.log(`guard state: ${Math.round(used / sources)} B per source record, its tag string included (${sources.toLocaleString('en')} records, ${state.sourceCount.toLocaleString('en')} kept); ${Math.round(withTags / sources)} B while the bench also held the tags`);
 }
 
+/** The floor under a check+record pair: one keyed tag (HMAC-SHA-256); a pair computes 6 or 7. */
+function tagCost(): void {
+  const hasher = new KeyedHasher(Buffer.from('bench-secret-0123456789abcdef'));
+  for (let i = 0; i < 50_000; i++) hasher.tag('acct', `user${i}@example.com`);
+  const n = 500_000;
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) hasher.tag('acct', `user${i}@example.com`);
+  console.log(`one keyed tag (HMAC-SHA-256): ${(((performance.now() - t0) * 1000) / n).toFixed(2)} µs`);
+}
+
 const pairs = Number(process.argv[2] ?? 200_000);
+tagCost();
 await throughput(pairs);
 sourceRecordBytes(1_000_000);
 await flood(1_000_000, {});

@@ -114,3 +114,12 @@ test('signals add up the ladder: delay, challenge, mfa, block', async () => {
   for (let i = 0; i < 5; i++) await guard.record(fail('alice', ip));
   assert.deepEqual(await at(), ['block', 6, 0, 900_000]); // + alice's own failures
 });
+
+test('a refused stranger counts as a failure of its sources, so refusing an attack does not end its signals', async () => {
+  const { guard } = makeGuard({ hostingRanges: ['203.0.113.0/24'] });
+  // Nothing is ever recorded: every attempt is challenged (hosting provider) and never solved.
+  for (let i = 0; i < 9; i++) assert.equal((await guard.check({ account: `user${i}`, ip: '203.0.113.9' })).action, 'challenge');
+  assert.deepEqual((await guard.check({ account: 'user9', ip: '203.0.113.9' })).reasons, ['hosting-provider']);
+  // Ten distinct accounts refused from the address within the window, and ten failures with no success.
+  assert.deepEqual((await guard.check({ account: 'user10', ip: '203.0.113.9' })).reasons, ['ip-distinct-accounts', 'failure-ratio', 'hosting-provider']);
+});

@@ -51,7 +51,7 @@ test('burst on a window algorithm is refused, not ignored', () => rejects({ name
 test('misspelt fields are refused', () => rejects({ ...base, bursts: 3 }, /unknown field 'bursts'/));
 test('delay above burst', () => rejects({ name: 'p', algorithm: 'leaky-bucket', mode: 'shaper', limit: 5, window: '1s', burst: 3, delay: 4 }, /'delay' \(4\) cannot exceed 'burst' \(3\)/));
 test('delay without the shaper', () => rejects({ name: 'p', algorithm: 'leaky-bucket', limit: 5, window: '1s', delay: 2 }, /'delay' and 'nodelay' apply to a leaky-bucket with mode 'shaper'/));
-test('subWindows must divide the window', () => rejects({ name: 'p', algorithm: 'sliding-window', limit: 5, window: 1000, subWindows: 3 }, /must divide evenly into 'subWindows' \(3\)/));
+test('buckets must divide the window', () => rejects({ name: 'p', algorithm: 'sliding-window', limit: 5, window: 1000, buckets: 3 }, /must divide evenly into 'buckets' \(3\)/));
 test('a policy that is not an object', () => rejects(null, /policy #0: must be an object/));
 
 test('durations parse to whole milliseconds', () => {

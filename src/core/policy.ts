@@ -14,7 +14,7 @@ export const ALGORITHMS: readonly AlgorithmName[] = [
 ];
 
 const BUCKETS: ReadonlySet<AlgorithmName> = new Set(['token-bucket', 'gcra', 'leaky-bucket']);
-const KNOWN_FIELDS = new Set(['name', 'algorithm', 'limit', 'window', 'burst', 'mode', 'delay', 'nodelay', 'subWindows']);
+const KNOWN_FIELDS = new Set(['name', 'algorithm', 'limit', 'window', 'burst', 'mode', 'delay', 'nodelay', 'buckets']);
 
 function fail(where: string, message: string): never {
   throw new SluiceError('ERR_SLUICE_INVALID_POLICY', `${where}: ${message}`);
@@ -69,10 +69,10 @@ export function compilePolicy(options: PolicyOptions, index = 0): Policy {
   const delay = nodelay ? burst : options.delay === undefined ? 1 : positiveInteger(where, 'delay', options.delay);
   if (delay > burst) fail(where, `'delay' (${delay}) cannot exceed 'burst' (${burst})`);
 
-  if (options.subWindows !== undefined && algorithm !== 'sliding-window') fail(where, `'subWindows' applies to sliding-window only`);
-  const subWindows = options.subWindows === undefined ? 1 : positiveInteger(where, 'subWindows', options.subWindows);
-  if (windowMs % subWindows !== 0) {
-    fail(where, `'window' (${windowMs} ms) must divide evenly into 'subWindows' (${subWindows})`);
+  if (options.buckets !== undefined && algorithm !== 'sliding-window') fail(where, `'buckets' applies to sliding-window only`);
+  const buckets = options.buckets === undefined ? 1 : positiveInteger(where, 'buckets', options.buckets);
+  if (windowMs % buckets !== 0) {
+    fail(where, `'window' (${windowMs} ms) must divide evenly into 'buckets' (${buckets})`);
   }
 
   return Object.freeze({
@@ -85,7 +85,7 @@ export function compilePolicy(options: PolicyOptions, index = 0): Policy {
     mode,
     delay,
     nodelay,
-    subWindows,
+    buckets,
   });
 }
 

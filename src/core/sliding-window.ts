@@ -30,8 +30,8 @@ export class SlidingWindow implements SlabAlgorithm {
   constructor(policy: Policy) {
     this.policy = policy;
     this.limit = policy.limit;
-    this.k = policy.subWindows;
-    this.w = policy.windowMs / policy.subWindows;
+    this.k = policy.buckets;
+    this.w = policy.windowMs / policy.buckets;
     this.ring = this.k + 1;
     this.slots = this.k + 2;
   }

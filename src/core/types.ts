@@ -30,7 +30,7 @@ export interface PolicyOptions {
   /** leaky-bucket shaper: forward every admitted request at once, but still count it (nginx `nodelay`). */
   nodelay?: boolean;
   /** sliding-window: sub-window counters per window; more is more exact and costs one number each. Default 1. */
-  subWindows?: number;
+  buckets?: number;
 }
 
 /** A validated policy with every default filled in. */
@@ -45,7 +45,7 @@ export interface Policy {
   readonly mode: 'meter' | 'shaper';
   readonly delay: number;
   readonly nodelay: boolean;
-  readonly subWindows: number;
+  readonly buckets: number;
 }
 
 /** What every algorithm answers, whatever the store. */

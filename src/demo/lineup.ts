@@ -15,8 +15,8 @@ const window = WINDOW_MS;
 export const CONTENDERS: readonly Contender[] = [
   { label: 'fixed-window', policy: { algorithm: 'fixed-window', limit: LIMIT, window } },
   { label: 'sliding-log', policy: { algorithm: 'sliding-log', limit: LIMIT, window } },
-  { label: 'sliding-window k=1', policy: { algorithm: 'sliding-window', limit: LIMIT, window, subWindows: 1 } },
-  { label: 'sliding-window k=10', policy: { algorithm: 'sliding-window', limit: LIMIT, window, subWindows: 10 } },
+  { label: 'sliding-window k=1', policy: { algorithm: 'sliding-window', limit: LIMIT, window, buckets: 1 } },
+  { label: 'sliding-window k=10', policy: { algorithm: 'sliding-window', limit: LIMIT, window, buckets: 10 } },
   { label: 'token-bucket', policy: { algorithm: 'token-bucket', limit: LIMIT, window } },
   { label: 'gcra', policy: { algorithm: 'gcra', limit: LIMIT, window } },
   { label: 'leaky-bucket meter', policy: { algorithm: 'leaky-bucket', limit: LIMIT, window, mode: 'meter' } },

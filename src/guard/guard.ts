@@ -145,7 +145,9 @@ export class Guard {
         reasons.push('account-backoff');
         raise(floor, waitMs <= c.maxDelayMs ? 'delay' : 'block', waitMs);
       }
-      if (!familiar && account.unfamiliarFailures >= c.accountChallengeFailures) {
+      // Each path is judged by its own counter (as Entra's smart lockout), so strangers' failures never
+      // push the owner's path up the ladder; the owner's own run of failures does.
+      if ((familiar ? account.familiarFailures : account.unfamiliarFailures) >= c.accountChallengeFailures) {
         reasons.push('account-failures');
         risk += c.weights.accountFailures;
       }

@@ -10,7 +10,7 @@ import type { GuardState } from './state.js';
 
 /** Risk points each signal adds; see the README, "The ladder". */
 export interface SignalWeights {
-  /** An unfamiliar source on an account with `accountChallengeFailures` consecutive failures. */
+  /** `accountChallengeFailures` consecutive failures on the attempt's path (familiar or not) of the account. */
   accountFailures: number;
   /** `ipDistinctAccounts` accounts failing from one address within `sourceWindow`. */
   ipDistinctAccounts: number;
@@ -57,7 +57,7 @@ export interface GuardOptions {
   failureMemory?: number | string;
   /** Account backoff waits up to this are 'delay' (hold the response); longer are 'block'. Default '10s'. */
   maxDelay?: number | string;
-  /** Consecutive failures after which an unfamiliar source is challenged (OWASP: CAPTCHA after a few). Default 5. */
+  /** Consecutive failures on a path after which its attempts are challenged (OWASP: CAPTCHA after a few). Default 5. */
   accountChallengeFailures?: number;
   /** A source that logged in successfully stays familiar to the account this long. Default '30d'. */
   familiarFor?: number | string;

@@ -187,3 +187,13 @@ test('an unknown account follows the same path as a known one seen from a strang
   const unknown = await guard.check({ account: 'nobody-by-this-name', ip: lone(99) });
   assert.deepEqual(known, unknown);
 });
+
+test("the owner's own run of failures challenges the owner's path, on its own counter", async () => {
+  const { guard } = makeGuard();
+  await guard.record({ account: 'alice', ip: v4(7), success: true });
+  for (let i = 0; i < 20; i++) await guard.record(fail('alice', lone(i)));
+  assert.equal((await guard.check({ account: 'alice', ip: v4(7) })).action, 'allow', "strangers' failures do not count");
+  for (let i = 0; i < 5; i++) await guard.record(fail('alice', v4(7)));
+  const v = await guard.check({ account: 'alice', ip: v4(7) });
+  assert.deepEqual([v.action, v.reasons], ['challenge', ['account-backoff', 'account-failures']]);
+});

@@ -11,7 +11,7 @@
  * is reclaimed with no timer per key. At `maxKeys` a new key evicts an idle key if one is found among the
  * next 32 in sweep order, and otherwise the sampled key closest to idle: the one whose loss forgives least.
  */
-import { combine, fromVerdict, SluiceError, show, Verdict } from '../core/index.js';
+import { combine, LimitDecision, SluiceError, show, Verdict } from '../core/index.js';
 import type { Algorithm, Decision, ObjectAlgorithm, Policy, SlabAlgorithm } from '../core/index.js';
 import type { Clock, Store, StoreTable, TableSpec } from './store.js';
 
@@ -126,14 +126,19 @@ export class MemoryTable implements StoreTable {
     const now = this.clock();
     const row = this.index.get(key);
     const v = this.verdicts[0]!;
+    const slab = this.slab;
     if (row === undefined) a.evaluate(this.idleRow, 0, now, cost, v);
-    else a.evaluate(this.slab, row * this.rowSlots, now, cost, v);
+    else a.evaluate(slab, row * this.rowSlots, now, cost, v);
     if (v.allowed && cost > 0) {
-      const o = (row ?? this.insert(key, now)) * this.rowSlots;
-      const next = v.next;
-      for (let j = 0; j < next.length; j++) this.slab[o + j] = next[j]!;
+      if (row === undefined) this.writeRow(this.insert(key, now) * this.rowSlots, v.next);
+      else this.writeRow(row * this.rowSlots, v.next);
     }
-    return fromVerdict(a.policy, v, undefined);
+    return new LimitDecision(v.allowed, a.policy.limit, v.remaining, v.resetAfterMs, v.retryAfterMs, v.delayMs, a.policy.name, undefined, undefined);
+  }
+
+  private writeRow(o: number, next: Float64Array): void {
+    const slab = this.slab; // insert() may have grown it
+    for (let j = 0; j < next.length; j++) slab[o + j] = next[j]!;
   }
 
   private commit(row: number, now: number, cost: number, leaseId: string | undefined): void {
@@ -141,9 +146,7 @@ export class MemoryTable implements StoreTable {
     for (let i = 0; i < this.algorithms.length; i++) {
       const a = this.algorithms[i]!;
       if (a.kind === 'slab') {
-        const next = this.verdicts[i]!.next;
-        const o = base + this.offsets[i]!;
-        for (let j = 0; j < next.length; j++) this.slab[o + j] = next[j]!;
+        this.writeRow(base + this.offsets[i]!, this.verdicts[i]!.next);
       } else {
         const column = this.objects[i]!;
         column[row] = a.commit(column[row], now, cost, leaseId);

@@ -21,7 +21,7 @@ export const conformancePolicies: PolicyOptions[] = [
   { name: 'fw', algorithm: 'fixed-window', limit: 5, window: 1000 },
   { name: 'log', algorithm: 'sliding-log', limit: 5, window: 1000 },
   { name: 'sw1', algorithm: 'sliding-window', limit: 5, window: 1000 },
-  { name: 'sw4', algorithm: 'sliding-window', limit: 5, window: 1000, subWindows: 4 },
+  { name: 'sw4', algorithm: 'sliding-window', limit: 5, window: 1000, buckets: 4 },
   { name: 'tb', algorithm: 'token-bucket', limit: 5, window: 1000, burst: 3 },
   { name: 'tb-frac', algorithm: 'token-bucket', limit: 3, window: 1000, burst: 7 },
   { name: 'gcra', algorithm: 'gcra', limit: 5, window: 1000, burst: 3 },
@@ -38,7 +38,7 @@ function modelFor(p: PolicyOptions): Model | undefined {
     case 'sliding-log':
       return new SlidingLogModel(p.limit, w);
     case 'sliding-window':
-      return new SlidingCounterModel(p.limit, w, p.subWindows ?? 1);
+      return new SlidingCounterModel(p.limit, w, p.buckets ?? 1);
     case 'token-bucket':
       return new TokenBucketModel(p.limit, w, p.burst ?? p.limit);
     case 'leaky-bucket':

@@ -88,12 +88,48 @@ test('sluice/guard ships types that check under strict TypeScript', () => {
   run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(consumer, 'tsconfig.guard.json')], consumer);
 });
 
+test('sluice/pow resolves from the packed package: a challenge is made, solved and verified once', () => {
+  const script = `
+    import { createChallenge, solveChallenge, verifySolution, MemorySpentStore } from 'sluice/pow';
+    const secret = 'pack test secret, long enough';
+    const store = new MemorySpentStore();
+    const ch = createChallenge({ secret, difficulty: 1000, scope: 'login:alice', ttlMs: 60_000 });
+    const solution = await solveChallenge(ch);
+    const a = await verifySolution(solution, { secret, scope: 'login:alice', store });
+    const b = await verifySolution(solution, { secret, scope: 'login:alice', store });
+    console.log(JSON.stringify([a.ok, b.reason]));
+  `;
+  assert.equal(run(process.execPath, ['--input-type=module', '-e', script], consumer).trim(), '[true,"replayed"]');
+  // The browser files resolve through their subpaths, as a bundler would ask for them.
+  const resolved = run(process.execPath, ['--input-type=module', '-e', `for (const s of ['sluice/pow/widget.js', 'sluice/pow/worker.js']) console.log(import.meta.resolve(s))`], consumer);
+  assert.match(resolved, /dist\/browser\/sluice-pow\.js\n.*dist\/browser\/sluice-pow-worker\.js/);
+  writeFileSync(
+    join(consumer, 'use-pow.ts'),
+    `import { createChallenge, verifySolution, MemorySpentStore, type VerifyReason } from 'sluice/pow';
+     const ch = createChallenge({ secret: 'x'.repeat(16), difficulty: 10, scope: 's', ttlMs: 1000 });
+     const r = await verifySolution(ch.token, { secret: 'x'.repeat(16), scope: 's', store: new MemorySpentStore() });
+     const reason: VerifyReason | undefined = r.reason;
+     // @ts-expect-error: reasons are a closed set
+     const nope: VerifyReason = 'nope';
+     export { reason, nope };
+    `,
+  );
+  writeFileSync(
+    join(consumer, 'tsconfig.pow.json'),
+    JSON.stringify({ compilerOptions: { strict: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', noEmit: true, types: [] }, files: ['use-pow.ts'] }),
+  );
+  run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(consumer, 'tsconfig.pow.json')], consumer);
+});
+
 test('the tarball holds the build, not the sources or tests', () => {
   const listing = run('tar', ['-tzf', join(work, readdirSync(work).find((f) => f.endsWith('.tgz'))!)], work);
   assert.match(listing, /package\/dist\/index\.js/);
   assert.match(listing, /package\/dist\/index\.d\.ts/);
   assert.match(listing, /package\/dist\/guard\/index\.js/);
   assert.match(listing, /package\/dist\/guard\/index\.d\.ts/);
+  assert.match(listing, /package\/dist\/pow\/index\.js/);
+  assert.match(listing, /package\/dist\/browser\/sluice-pow\.js/);
+  assert.doesNotMatch(listing, /package\/dist\/pow\/browser\//); // bundled by esbuild, not compiled by tsc
   assert.doesNotMatch(listing, /\.test\.(js|ts)/);
   assert.doesNotMatch(listing, /package\/src\//);
 });

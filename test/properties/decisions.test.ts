@@ -32,7 +32,7 @@ const policyArb: fc.Arbitrary<PolicyOptions> = fc
       case 'leaky-bucket-shaper':
         return { algorithm: 'leaky-bucket', mode: 'shaper', limit: r.limit, window: r.windowMs, burst: r.burst };
       case 'sliding-window':
-        return { algorithm: 'sliding-window', limit: r.limit, window: r.windowMs, subWindows: r.k };
+        return { algorithm: 'sliding-window', limit: r.limit, window: r.windowMs, buckets: r.k };
       default:
         return { algorithm: r.algorithm as PolicyOptions['algorithm'], limit: r.limit, window: r.windowMs };
     }

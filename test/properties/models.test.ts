@@ -119,7 +119,7 @@ test('sliding-window counter decides as the sub-window model', () => {
   fc.assert(
     fc.property(counterCase, ([p, steps]) =>
       agrees(
-        { algorithm: 'sliding-window', limit: p.limit, window: p.windowMs, subWindows: p.k },
+        { algorithm: 'sliding-window', limit: p.limit, window: p.windowMs, buckets: p.k },
         new SlidingCounterModel(p.limit, p.windowMs, p.k),
         steps,
       ),

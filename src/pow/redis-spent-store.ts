@@ -1,0 +1,61 @@
+/**
+ * Spent store on Redis: one `SET key 1 NX PX ttl` per redemption, atomic across every server sharing the
+ * Redis. The client is duck-typed, so neither ioredis nor node-redis is a dependency of sluice.
+ */
+import { SluiceError, show } from '../core/errors.js';
+import type { SpentStore } from './spent-store.js';
+
+/** The one method used: ioredis `set(key, value, 'PX', ms, 'NX')` or node-redis `set(key, value, { PX, NX })`. */
+export interface RedisSetClient {
+  set(...args: any[]): Promise<unknown>;
+}
+
+export type RedisDialect = 'ioredis' | 'node-redis';
+
+export interface RedisSpentStoreOptions {
+  client: RedisSetClient;
+  /** Key prefix. Default 'sluice:pow:spent:'. */
+  prefix?: string;
+  /** How `set` takes its options. Default: detected (node-redis clients have `isOpen`, ioredis ones `status`). */
+  dialect?: RedisDialect;
+}
+
+export class RedisSpentStore implements SpentStore {
+  private readonly client: RedisSetClient;
+  private readonly prefix: string;
+  private readonly dialect: RedisDialect;
+
+  constructor(options: RedisSpentStoreOptions) {
+    const client = options?.client;
+    if (typeof client !== 'object' || client === null || typeof client.set !== 'function') {
+      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `RedisSpentStore: 'client' must be an ioredis or node-redis client with set(), got ${show(client)}`);
+    }
+    this.client = client;
+    this.prefix = options.prefix ?? 'sluice:pow:spent:';
+    if (typeof this.prefix !== 'string') {
+      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `RedisSpentStore: 'prefix' must be a string, got ${show(options.prefix)}`);
+    }
+    const dialect = options.dialect ?? detect(client);
+    if (dialect !== 'ioredis' && dialect !== 'node-redis') {
+      // Guessing wrong would be silent and dangerous: node-redis ignores ioredis-style string arguments,
+      // which would drop NX and let every solution replay.
+      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `RedisSpentStore: 'dialect' must be 'ioredis' or 'node-redis' (it could not be detected from the client), got ${show(options.dialect)}`);
+    }
+    this.dialect = dialect;
+  }
+
+  async spend(id: string, expiresAt: number, now: number): Promise<boolean> {
+    const key = this.prefix + id;
+    const ttlMs = Math.max(1, Math.ceil(expiresAt - now));
+    const reply = this.dialect === 'ioredis'
+      ? await this.client.set(key, '1', 'PX', ttlMs, 'NX')
+      : await this.client.set(key, '1', { PX: ttlMs, NX: true });
+    return reply === 'OK';
+  }
+}
+
+function detect(client: object): RedisDialect | undefined {
+  if ('isOpen' in client) return 'node-redis';
+  if ('status' in client && typeof (client as { status: unknown }).status === 'string') return 'ioredis';
+  return undefined;
+}

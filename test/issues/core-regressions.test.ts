@@ -1,0 +1,51 @@
+// Regression tests, each named after the bug it pins (found by the property tests while building the core).
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Limiter } from '../../src/index.js';
+import type { PolicyOptions } from '../../src/index.js';
+
+function at(policy: PolicyOptions) {
+  const clock = { now: 0 };
+  return { clock, limiter: new Limiter({ policy, clock: () => clock.now }) };
+}
+
+test('gcra denied a request at an exact tie because its float TAT rounded up (limit 3, window 1 ms, burst 5)', () => {
+  const { clock, limiter } = at({ algorithm: 'gcra', limit: 3, window: 1, burst: 5 });
+  clock.now = 7;
+  assert.equal(limiter.limitSync('a', { cost: 4 }).allowed, true);
+  // 4/3 + 1/3 ms of queue is exactly the 5/3 ms burst: the token bucket admits it, so must GCRA.
+  assert.equal(limiter.limitSync('a', { cost: 1 }).allowed, true);
+  assert.equal(limiter.limitSync('a', { cost: 1 }).allowed, false);
+});
+
+test('the shaper reported remaining 4 but admitted only 3 (float TAT drift over back-to-back requests)', () => {
+  const { clock, limiter } = at({ algorithm: 'leaky-bucket', mode: 'shaper', limit: 3, window: 10, burst: 6 });
+  clock.now = 19;
+  const first = limiter.limitSync('a', { cost: 2 });
+  assert.equal(first.remaining, 4);
+  for (let i = 0; i < 4; i++) assert.equal(limiter.limitSync('a').allowed, true, `request ${i + 1} of 4`);
+  assert.equal(limiter.limitSync('a').allowed, false);
+});
+
+test('a denial never says retry after 0 ms, even when a float tie caused it', () => {
+  const { clock, limiter } = at({ algorithm: 'gcra', limit: 7, window: 100, burst: 15 });
+  clock.now = 1_073_741_459;
+  for (let i = 0; i < 40; i++) {
+    const d = limiter.limitSync('a');
+    if (!d.allowed) assert.ok(d.retryAfterMs >= 1, `retryAfterMs ${d.retryAfterMs}`);
+    clock.now += i % 3;
+  }
+});
+
+test('fixed window reported negative remaining after a penalty pushed it past the limit', async () => {
+  const { limiter } = at({ algorithm: 'fixed-window', limit: 5, window: '1m' });
+  const d = await limiter.penalty('k', 12);
+  assert.equal(d.remaining, 0);
+  assert.equal(d.allowed, false);
+});
+
+test('a peek (cost 0) on a concurrency policy handed out a lease id', () => {
+  const { limiter } = at({ algorithm: 'concurrency', limit: 1, window: '1s' });
+  assert.equal(limiter.limitSync('k', { cost: 0 }).leaseId, undefined);
+  assert.deepEqual(limiter.limitSync('k', { cost: 0 }), limiter.limitSync('k', { cost: 0 }));
+});

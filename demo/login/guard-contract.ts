@@ -30,12 +30,25 @@ export interface LoadedGuard {
   kind: 'sluice/guard' | 'stand-in';
 }
 
+/**
+ * The real guard's thresholds for the demo, lowered so that one visitor sees every step within a dozen
+ * attempts (production keeps the defaults in the README's "Guard" section): the third failure in a row
+ * brings a challenge, the sixth an MFA step-up (the hard stop, which a familiar address meets as MFA),
+ * backoff waits stay under two seconds, and ten failures from one address exhaust its bucket.
+ */
+export const DEMO_GUARD_OPTIONS = {
+  accountChallengeFailures: 3,
+  hardStopFailures: 6,
+  backoffMax: '2s',
+  ipFailuresPerDay: 10,
+} as const;
+
 export async function loadGuard(secret: string, store?: Store): Promise<LoadedGuard> {
   // A variable specifier, so this branch typechecks before src/guard/ exists.
   const specifier = '../../src/guard/index.js';
   try {
-    const { Guard } = (await import(specifier)) as { Guard: new (options: { secret: string; store?: Store }) => LoginGuard };
-    return { guard: new Guard({ secret, ...(store ? { store } : {}) }), kind: 'sluice/guard' };
+    const { Guard } = (await import(specifier)) as { Guard: new (options: { secret: string; store?: Store } & typeof DEMO_GUARD_OPTIONS) => LoginGuard };
+    return { guard: new Guard({ secret, ...(store ? { store } : {}), ...DEMO_GUARD_OPTIONS }), kind: 'sluice/guard' };
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw error;
     return { guard: new StandInLadder(), kind: 'stand-in' };

@@ -34,7 +34,7 @@ test('an unknown command, a missing one, or a stray argument is a usage error', 
   const unknown = await run('frobnicate');
   assert.equal(unknown.code, EXIT_USAGE);
   assert.equal(unknown.out, '');
-  assert.match(unknown.err, /unknown command "frobnicate"; known commands: demo/);
+  assert.match(unknown.err, /unknown command "frobnicate"; known commands: demo, simulate/);
   assert.equal((await run()).code, EXIT_USAGE);
   assert.equal((await run('toString')).code, EXIT_USAGE); // not an inherited property
   const stray = await run('demo', 'extra');
@@ -54,4 +54,23 @@ test('the bin sets the exit code and writes errors to stderr', () => {
   assert.equal(result.status, EXIT_USAGE);
   assert.equal(result.stdout, '');
   assert.match(result.stderr, /unknown command "nope"/);
+});
+
+test('sluice simulate attacks: a small seeded run prints both tables, and the same seed prints the same', async () => {
+  const args = ['simulate', 'attacks', '--seed', '7', '--users', '300', '--scenario', 'brute-force'];
+  const a = await run(...args);
+  assert.equal(a.code, 0);
+  assert.match(a.out, /^sluice simulate attacks --seed 7 --users 300\n/);
+  assert.match(a.out, /\nbrute-force +10000 +\d+ \(/);
+  assert.match(a.out, /Legitimate users who met each step/);
+  assert.doesNotMatch(a.out, /credential-stuffing/);
+  assert.equal((await run(...args)).out, a.out);
+});
+
+test('sluice simulate: usage errors', async () => {
+  assert.match((await run('simulate')).err, /expected 'attacks', got ""/);
+  assert.match((await run('simulate', 'attacks', '--users', '0')).err, /--users needs a positive integer, got "0"/);
+  assert.match((await run('simulate', 'attacks', '--scenario', 'nope')).err, /unknown scenario "nope"/);
+  assert.match((await run('simulate', 'attacks', '--fast')).err, /unexpected argument "--fast"/);
+  assert.equal((await run('simulate', 'attacks', '--seed')).code, EXIT_USAGE);
 });

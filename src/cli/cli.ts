@@ -1,6 +1,7 @@
 // The `sluice` command line: a table of subcommands and a dispatcher that returns an exit code.
 import { readFileSync } from 'node:fs';
 import { runDemo } from '../demo/index.js';
+import { formatResults, SCENARIO_NAMES, simulateAttacks } from '../simulate/index.js';
 
 /** Where a command writes; injected so tests can capture it. */
 export interface Output {
@@ -33,8 +34,61 @@ const demo: Command = {
   },
 };
 
-/** Every subcommand by name. A new one (serve, simulate, ...) is one entry here. */
-export const COMMANDS: Readonly<Record<string, Command>> = { demo };
+const SIMULATE_USAGE = `usage: sluice simulate attacks [--seed N] [--users N] [--scenario NAME]...
+
+Replays a population of legitimate users mixed with one attack at a time through a Guard with its
+defaults, on a simulated clock, and prints what got through and which real users were hindered.
+  --seed N         seeds every random choice (default 1); the same seed prints the same table
+  --users N        legitimate users (default 10000)
+  --scenario NAME  run only this scenario (repeatable): ${SCENARIO_NAMES.join(', ')}
+`;
+
+/** Parses a positive integer flag value, or returns an error message. */
+function positiveFlag(flag: string, value: string | undefined): number | string {
+  if (value === undefined || !/^\d+$/.test(value) || Number(value) < 1) return `sluice simulate: ${flag} needs a positive integer, got ${JSON.stringify(value ?? '')}`;
+  return Number(value);
+}
+
+const simulate: Command = {
+  summary: 'replay brute force, credential stuffing and password spraying against the login guard',
+  usage: SIMULATE_USAGE,
+  async run(args, output) {
+    const [what, ...rest] = args;
+    if (what !== 'attacks') {
+      output.err(`sluice simulate: expected 'attacks', got ${JSON.stringify(what ?? '')}\n\n${this.usage}`);
+      return EXIT_USAGE;
+    }
+    let seed = 1;
+    let users = 10_000;
+    const only: string[] = [];
+    for (let i = 0; i < rest.length; i++) {
+      const flag = rest[i]!;
+      const value = rest[++i];
+      if (flag === '--seed' || flag === '--users') {
+        const n = positiveFlag(flag, value);
+        if (typeof n === 'string') {
+          output.err(`${n}\n\n${this.usage}`);
+          return EXIT_USAGE;
+        }
+        if (flag === '--seed') seed = n;
+        else users = n;
+      } else if (flag === '--scenario' && value !== undefined && SCENARIO_NAMES.includes(value)) {
+        only.push(value);
+      } else {
+        const why = flag === '--scenario' ? `unknown scenario ${JSON.stringify(value ?? '')}` : `unexpected argument ${JSON.stringify(flag)}`;
+        output.err(`sluice simulate: ${why}\n\n${this.usage}`);
+        return EXIT_USAGE;
+      }
+    }
+    const options = { seed, users, only };
+    const results = await simulateAttacks(options, (r) => output.err(`  ${r.name}: done\n`));
+    output.out(formatResults(options, results));
+    return 0;
+  },
+};
+
+/** Every subcommand by name. A new one (serve, ...) is one entry here. */
+export const COMMANDS: Readonly<Record<string, Command>> = { demo, simulate };
 
 export function helpText(): string {
   const names = Object.keys(COMMANDS);

@@ -10,7 +10,10 @@ export type SluiceErrorCode =
   | 'ERR_SLUICE_COST_EXCEEDS_CAPACITY'
   | 'ERR_SLUICE_SYNC_UNSUPPORTED'
   | 'ERR_SLUICE_QUEUE_FULL'
-  | 'ERR_SLUICE_QUEUE_TIMEOUT';
+  | 'ERR_SLUICE_QUEUE_TIMEOUT'
+  | 'ERR_SLUICE_INVALID_IP'
+  | 'ERR_SLUICE_INVALID_ATTEMPT'
+  | 'ERR_SLUICE_GUARD_SECRET';
 
 export class SluiceError extends Error {
   readonly code: SluiceErrorCode;

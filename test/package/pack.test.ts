@@ -52,6 +52,42 @@ test('the packed package ships types that check under strict TypeScript', () => 
   run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', consumer], consumer);
 });
 
+test('sluice/guard resolves from the packed package and guards a login', () => {
+  const script = `
+    import { Guard, MemoryGuardState } from 'sluice/guard';
+    import { MemoryStore } from 'sluice';
+    const guard = new Guard({ secret: 'packed-test-secret-0123', store: new MemoryStore(), state: new MemoryGuardState(), denyList: ['192.0.2.0/24'] });
+    const ok = await guard.check({ account: 'alice', ip: '203.0.113.7' });
+    const denied = await guard.check({ account: 'alice', ip: '192.0.2.9' });
+    const r = await guard.record({ account: 'alice', ip: '203.0.113.7', success: false, password: 'nope' });
+    console.log(JSON.stringify([ok.action, denied.action, denied.reasons, r.counted]));
+  `;
+  assert.equal(run(process.execPath, ['--input-type=module', '-e', script], consumer).trim(), '["allow","block",["ip-deny-list"],true]');
+});
+
+test('sluice/guard ships types that check under strict TypeScript', () => {
+  writeFileSync(
+    join(consumer, 'guard.ts'),
+    `import { Guard, type GuardVerdict, type GuardAction } from 'sluice/guard';
+     const guard = new Guard({ secret: 'packed-test-secret-0123', ipFailuresPerDay: 100, challenge: 'pow' });
+     const v: GuardVerdict = await guard.check({ account: 'a', ip: '203.0.113.7', fingerprint: 'd' });
+     const a: GuardAction = v.action;
+     const n: number = v.delayMs + v.retryAfterMs;
+     const c: number | 'captcha' | undefined = v.challenge;
+     const r: readonly string[] = v.reasons;
+     await guard.record({ account: 'a', ip: '203.0.113.7', success: false, password: 'x' });
+     // @ts-expect-error: 'challenge' is 'pow' or 'captcha'
+     new Guard({ secret: 'packed-test-secret-0123', challenge: 'puzzle' });
+     export { a, n, c, r };
+    `,
+  );
+  writeFileSync(
+    join(consumer, 'tsconfig.guard.json'),
+    JSON.stringify({ compilerOptions: { strict: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', noEmit: true, types: ['node'], typeRoots: [join(root, 'node_modules/@types')] }, files: ['guard.ts'] }),
+  );
+  run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(consumer, 'tsconfig.guard.json')], consumer);
+});
+
 test('sluice/pow resolves from the packed package: a challenge is made, solved and verified once', () => {
   const script = `
     import { createChallenge, solveChallenge, verifySolution, MemorySpentStore } from 'sluice/pow';
@@ -120,6 +156,8 @@ test('the tarball holds the build, not the sources or tests', () => {
   const listing = run('tar', ['-tzf', join(work, readdirSync(work).find((f) => f.endsWith('.tgz'))!)], work);
   assert.match(listing, /package\/dist\/index\.js/);
   assert.match(listing, /package\/dist\/index\.d\.ts/);
+  assert.match(listing, /package\/dist\/guard\/index\.js/);
+  assert.match(listing, /package\/dist\/guard\/index\.d\.ts/);
   assert.match(listing, /package\/dist\/pow\/index\.js/);
   assert.match(listing, /package\/dist\/browser\/sluice-pow\.js/);
   assert.doesNotMatch(listing, /package\/dist\/pow\/browser\//); // bundled by esbuild, not compiled by tsc

@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { FailureRateMonitor } from './anomaly.js';
+
+const settings = { bucketMs: 60_000, span: 60, warmup: 30, sigma: 3, minFailures: 10 };
+
+/** Feeds `perBucket` failures into each of `buckets` minutes from `start`, spread over the minute. */
+function feed(m: FailureRateMonitor, start: number, buckets: number, perBucket: number): number {
+  for (let b = 0; b < buckets; b++) for (let i = 0; i < perBucket; i++) m.note(start + b * 60_000 + Math.floor((i * 60_000) / perBucket));
+  return start + buckets * 60_000;
+}
+
+test('never fires before the warm-up, however many fail', () => {
+  const m = new FailureRateMonitor(settings);
+  const t = feed(m, 0, 29, 1000);
+  assert.equal(m.anomalous(t - 1), false);
+});
+
+test('a shift beyond 3 sigma fires within the bucket, and a steady rate does not', () => {
+  const m = new FailureRateMonitor(settings);
+  let t = feed(m, 0, 120, 20); // a steady 20 a minute
+  assert.equal(m.anomalous(t), false);
+  assert.ok(Math.abs(m.baselineMean - 20) < 1e-9);
+  // sd floor is sqrt(20) ≈ 4.47, so the threshold is 20 + 3·4.47 ≈ 33.4 failures in a minute.
+  for (let i = 0; i < 33; i++) m.note(t + i);
+  assert.equal(m.anomalous(t + 40), false);
+  m.note(t + 41);
+  assert.equal(m.anomalous(t + 42), true, '34 failures within the first second of a minute');
+});
+
+test('an attack is not learnt: the anomaly holds for as long as the rate stays high', () => {
+  const m = new FailureRateMonitor(settings);
+  let t = feed(m, 0, 60, 5);
+  t = feed(m, t, 300, 500); // five hours of attack
+  assert.equal(m.anomalous(t - 1), true);
+  assert.ok(m.baselineMean < 6, `baseline stayed near 5, got ${m.baselineMean}`);
+  // The attack stops: the bucket after the last attacked one still holds the flag, the next one does not.
+  assert.equal(m.anomalous(t + 30_000), true);
+  assert.equal(m.anomalous(t + 60_000 + 1), false);
+});
+
+test('on a quiet site a handful of typos is not an anomaly (at least minFailures must fail)', () => {
+  const m = new FailureRateMonitor(settings);
+  m.anomalous(0); // the first look starts the clock; the silent hour after it is learnt as zeros
+  const t = feed(m, 0, 60, 0);
+  for (let i = 0; i < 9; i++) m.note(t + i);
+  assert.equal(m.anomalous(t + 10), false);
+  m.note(t + 10);
+  assert.equal(m.anomalous(t + 11), true);
+});
+
+test('silence longer than ten spans resets the baseline and the warm-up', () => {
+  const m = new FailureRateMonitor(settings);
+  const t = feed(m, 0, 60, 5);
+  const later = t + 601 * 60_000;
+  for (let i = 0; i < 100; i++) m.note(later + i);
+  assert.equal(m.anomalous(later + 100), false);
+  assert.equal(m.baselineBuckets, 0);
+});

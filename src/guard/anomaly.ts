@@ -1,0 +1,109 @@
+/**
+ * The global failure-rate monitor: login failures per bucket (default 1 min) against a moving baseline, an
+ * exponentially weighted mean and variance over about `span` buckets. OWASP's authentication cheat sheet
+ * suggests alerting on a shift beyond 3 sigma; here the shift raises the ladder for unfamiliar sources.
+ *
+ * - The current, unfinished bucket is tested as it fills, so a flood is seen within seconds, not a minute.
+ * - A bucket found anomalous is not learnt, and the anomaly holds through the next bucket: a long attack
+ *   does not become the new normal, and the start of each bucket (few failures yet) is not a gap.
+ * - The deviation is at least sqrt(mean), the Poisson floor, so a near-zero variance on a quiet site
+ *   does not make a couple of typos an anomaly; and at least `minFailures` must fail within the bucket.
+ * - It is per process. Each node sees its share of traffic; the share moves with it, so the test holds.
+ */
+
+export interface AnomalySettings {
+  readonly bucketMs: number;
+  readonly span: number;
+  readonly warmup: number;
+  readonly sigma: number;
+  readonly minFailures: number;
+}
+
+/** A bucket gap longer than this many spans resets the baseline rather than folding in zeros one by one. */
+const MAX_FOLD_SPANS = 10;
+
+export class FailureRateMonitor {
+  private readonly s: AnomalySettings;
+  private readonly alpha: number;
+  private bucket = -1;
+  private count = 0;
+  private mean = 0;
+  private variance = 0;
+  private learnt = 0;
+  private previousAnomalous = false;
+
+  constructor(settings: AnomalySettings) {
+    this.s = settings;
+    this.alpha = 2 / (settings.span + 1);
+  }
+
+  /** Counts one failure at `now`. */
+  note(now: number): void {
+    this.advance(now);
+    this.count++;
+  }
+
+  /** Whether failures are anomalous at `now`. */
+  anomalous(now: number): boolean {
+    this.advance(now);
+    if (this.learnt < this.s.warmup) return false;
+    return this.previousAnomalous || this.exceeds(this.count);
+  }
+
+  /** The failure count above which a bucket is anomalous (for reports and tests). */
+  threshold(): number {
+    const deviation = Math.max(Math.sqrt(this.variance), Math.sqrt(this.mean));
+    return Math.max(this.s.minFailures - 1, this.mean + this.s.sigma * deviation);
+  }
+
+  /** Buckets folded into the baseline so far. */
+  get baselineBuckets(): number {
+    return this.learnt;
+  }
+
+  get baselineMean(): number {
+    return this.mean;
+  }
+
+  private exceeds(count: number): boolean {
+    return count > this.threshold();
+  }
+
+  private advance(now: number): void {
+    const b = Math.floor(now / this.s.bucketMs);
+    if (this.bucket < 0) {
+      this.bucket = b;
+      return;
+    }
+    if (b <= this.bucket) return; // a clock that steps back stays in the current bucket
+    const gap = b - this.bucket;
+    if (gap > MAX_FOLD_SPANS * this.s.span) {
+      // Silence for ten spans: what came before no longer describes now.
+      this.mean = 0;
+      this.variance = 0;
+      this.learnt = 0;
+      this.previousAnomalous = false;
+    } else {
+      this.previousAnomalous = this.learnt >= this.s.warmup && this.exceeds(this.count);
+      if (!this.previousAnomalous) this.learn(this.count);
+      for (let i = 1; i < gap; i++) {
+        this.previousAnomalous = false;
+        this.learn(0);
+      }
+    }
+    this.bucket = b;
+    this.count = 0;
+  }
+
+  private learn(x: number): void {
+    if (this.learnt === 0) {
+      this.mean = x;
+      this.variance = 0;
+    } else {
+      const d = x - this.mean;
+      this.mean += this.alpha * d;
+      this.variance = (1 - this.alpha) * (this.variance + this.alpha * d * d);
+    }
+    this.learnt++;
+  }
+}

@@ -1,0 +1,262 @@
+/**
+ * The login guard: call `check` before verifying a password and `record` after. It layers independent
+ * throttles (per account, per address, per subnet, per account+address pair) with signals that per-key
+ * thresholds miss (distinct accounts per source, failure ratio, a global failure-rate anomaly, IP
+ * reputation, fingerprint reuse), and maps them onto the ladder allow → delay → challenge → mfa → block.
+ *
+ * @example
+ * const guard = new Guard({ secret: process.env.GUARD_SECRET, store: new MemoryStore() });
+ * const v = await guard.check({ account, ip });
+ * if (v.action === 'block') return reply429(v.retryAfterMs);
+ * // ... delay, challenge or mfa as v says, then verify the password ...
+ * await guard.record({ account, ip, success: ok, password: ok ? undefined : password });
+ */
+import { randomInt } from 'node:crypto';
+import { coarseClock } from '../clock.js';
+import { SluiceError, show } from '../core/errors.js';
+import type { Decision } from '../core/types.js';
+import { Limiter } from '../limiter.js';
+import { MemoryStore } from '../stores/memory.js';
+import type { Clock, Store } from '../stores/store.js';
+import { FailureRateMonitor } from './anomaly.js';
+import { outcomeOf, tagAttempt, type LoginAttempt, type LoginOutcome, type TaggedAttempt } from './attempt.js';
+import { backoffMs, type BackoffSchedule } from './backoff.js';
+import { KeyedHasher, tagIn } from './keyed-hash.js';
+import { decide, raise, rank, type Floor, type GuardVerdict } from './ladder.js';
+import { MemoryGuardState } from './memory-state.js';
+import { resolveOptions, type GuardConfig, type GuardOptions } from './options.js';
+import { Reputation } from './reputation.js';
+import type { AccountView, GuardState, Path, SourceSpec, SourceView } from './state.js';
+
+/** What `guard.record` reports back: whether the failure counted (a repeated wrong password does not). */
+export interface RecordResult {
+  readonly counted: boolean;
+  /** The account's consecutive failures, both paths, after this attempt (a success from a familiar source forgets only its own path's). */
+  readonly consecutiveFailures: number;
+}
+
+/** The largest distinct-accounts set any source needs: one past the highest threshold. */
+function distinctCap(c: GuardConfig): number {
+  return Math.max(c.ipDistinctAccounts, c.subnetDistinctAccounts, c.fingerprintDistinctAccounts) + 1;
+}
+
+let warnedEphemeral = false;
+
+export class Guard {
+  readonly config: GuardConfig;
+  readonly state: GuardState;
+  readonly store: Store;
+  private readonly clock: Clock;
+  private readonly random: () => number;
+  private readonly hasher: KeyedHasher;
+  private readonly reputation: Reputation;
+  private readonly monitor: FailureRateMonitor;
+  private readonly ipBucket: Limiter;
+  private readonly subnetBucket: Limiter;
+  private readonly pairBucket: Limiter;
+  private readonly backoff: BackoffSchedule;
+  private readonly sourceSpec: SourceSpec;
+
+  constructor(options: GuardOptions) {
+    this.config = resolveOptions(options, process.env.NODE_ENV);
+    const c = this.config;
+    if (c.secretIsEphemeral && !warnedEphemeral) {
+      warnedEphemeral = true;
+      process.emitWarning('Guard has no secret, so it made a random one: its state will not survive a restart nor be shared between servers. Pass `secret` (required when NODE_ENV=production).', { code: 'WRN_SLUICE_GUARD_EPHEMERAL_SECRET' });
+    }
+    this.clock = options.clock ?? coarseClock;
+    if (typeof this.clock !== 'function') throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'clock' must be a function returning milliseconds, got ${show(this.clock)}`);
+    this.random = options.random ?? (() => randomInt(0, 2 ** 32) / 2 ** 32);
+    if (typeof this.random !== 'function') throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'random' must be a function returning [0, 1), got ${show(this.random)}`);
+    this.store = options.store ?? new MemoryStore();
+    this.state = options.state ?? new MemoryGuardState();
+    if (typeof this.state !== 'object' || this.state === null || typeof this.state.failAccount !== 'function') {
+      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'state' must be a GuardState such as new MemoryGuardState(), got ${show(this.state)}`);
+    }
+    this.hasher = new KeyedHasher(c.secret);
+    this.reputation = new Reputation(c.allowList, c.denyList, c.hostingRanges);
+    this.monitor = new FailureRateMonitor({
+      bucketMs: c.anomalyBucketMs,
+      span: c.anomalyBaselineBuckets,
+      warmup: c.anomalyWarmupBuckets,
+      sigma: c.anomalySigma,
+      minFailures: c.anomalyMinFailures,
+    });
+    const bucket = (name: string, limit: number, window: string) =>
+      new Limiter({ policy: { name, algorithm: 'token-bucket', limit, window }, store: this.store, clock: this.clock });
+    this.ipBucket = bucket('guard-ip', c.ipFailuresPerDay, '1d');
+    this.subnetBucket = bucket('guard-subnet', c.subnetFailuresPerDay, '1d');
+    this.pairBucket = bucket('guard-pair', c.pairFailuresPerHour, '1h');
+    this.backoff = { freeFailures: c.freeFailures, baseMs: c.backoffBaseMs, maxMs: c.backoffMaxMs, jitter: c.backoffJitter };
+    this.sourceSpec = { distinctWindowMs: c.sourceWindowMs, ratioWindowMs: c.ratioWindowMs, maxDistinct: distinctCap(c) };
+  }
+
+  /**
+   * Decides what to do with a login attempt before its password is verified. It changes no account state
+   * and charges no bucket; a stranger's attempt that it refuses (challenge or worse) counts as a failure of
+   * its address, subnet and fingerprint (the distinct-accounts sets and the failure ratio) and of the global
+   * failure rate, because a refused attempt never reaches `record`.
+   */
+  async check(attempt: LoginAttempt): Promise<GuardVerdict> {
+    const c = this.config;
+    const t = tagAttempt('check', attempt, this.hasher, c.ipv4Subnet, c.ipv6Subnet);
+    const now = this.clock();
+    const standing = this.reputation.classify(t.ip);
+    const reasons: string[] = [];
+    const floor: Floor = { action: 'allow', delayMs: 0, retryAfterMs: 0 };
+    if (standing.denied) {
+      reasons.push('ip-deny-list');
+      raise(floor, 'block', c.blockMs);
+    }
+    const account = await this.state.readAccount(t.account, now);
+    const familiar = isFamiliar(account, t);
+    let risk = 0;
+
+    // Hard throttles. A familiar source skips the per-source ones: it has logged in to this account before,
+    // and the account's owner must keep a way in while strangers hammer the account or share the address.
+    if (!familiar && !standing.allowed) {
+      const ip = await this.ipBucket.get(`i:${t.address}`);
+      if (ip.remaining < 1) {
+        reasons.push('ip-failures');
+        raise(floor, 'block', untilOneToken(ip, c.ipFailuresPerDay, 86_400_000));
+      }
+      const net = await this.subnetBucket.get(`n:${t.subnet}`);
+      if (net.remaining < 1) {
+        reasons.push('subnet-failures');
+        raise(floor, 'block', untilOneToken(net, c.subnetFailuresPerDay, 86_400_000));
+      }
+    }
+    const pair = await this.pairBucket.get(`p:${t.account}.${t.address}`);
+    if (pair.remaining < 1) {
+      reasons.push('pair-failures');
+      raise(floor, 'block', untilOneToken(pair, c.pairFailuresPerHour, 3_600_000));
+    }
+    if (account !== undefined) {
+      const total = account.familiarFailures + account.unfamiliarFailures;
+      if (total >= c.hardStopFailures) {
+        reasons.push('account-hard-stop');
+        // The owner steps up instead of being locked out; strangers wait until the failures are forgotten.
+        if (familiar) raise(floor, 'mfa', 0);
+        else raise(floor, 'block', Math.max(1, account.lastFailureAt + c.failureMemoryMs - now));
+      }
+      const lockedUntil = familiar ? account.familiarLockedUntil : account.unfamiliarLockedUntil;
+      const waitMs = lockedUntil - now;
+      if (waitMs > 0) {
+        reasons.push('account-backoff');
+        raise(floor, waitMs <= c.maxDelayMs ? 'delay' : 'block', waitMs);
+      }
+      // Each path is judged by its own counter (as Entra's smart lockout), so strangers' failures never
+      // push the owner's path up the ladder; the owner's own run of failures does.
+      if ((familiar ? account.familiarFailures : account.unfamiliarFailures) >= c.accountChallengeFailures) {
+        reasons.push('account-failures');
+        risk += c.weights.accountFailures;
+      }
+    }
+
+    // Signals: risk points, for unfamiliar sources outside the allow list.
+    if (!familiar && !standing.allowed) {
+      const w = c.weights;
+      const spec = this.sourceSpec;
+      const ip = await this.state.readSource(t.address, now, spec);
+      const net = await this.state.readSource(t.subnet, now, spec);
+      const fp = t.fingerprint === undefined ? undefined : await this.state.readSource(t.fingerprint, now, spec);
+      if (ip !== undefined && ip.distinctFailedAccounts >= c.ipDistinctAccounts) {
+        reasons.push('ip-distinct-accounts');
+        risk += w.ipDistinctAccounts;
+      }
+      if (net !== undefined && net.distinctFailedAccounts >= c.subnetDistinctAccounts) {
+        reasons.push('subnet-distinct-accounts');
+        risk += w.subnetDistinctAccounts;
+      }
+      if (fp !== undefined && fp.distinctFailedAccounts >= c.fingerprintDistinctAccounts) {
+        reasons.push('fingerprint-reuse');
+        risk += w.fingerprintReuse;
+      }
+      if (this.highRatio(ip) || this.highRatio(net) || this.highRatio(fp)) {
+        reasons.push('failure-ratio');
+        risk += w.failureRatio;
+      }
+      if (standing.hosting) {
+        reasons.push('hosting-provider');
+        risk += w.hostingProvider;
+      }
+      if (this.monitor.anomalous(now)) {
+        reasons.push('global-failure-anomaly');
+        risk += w.globalAnomaly;
+      }
+    }
+    const verdict = decide(c, floor, risk, reasons);
+    // A refused attempt never reaches record(), so an attack that is being refused would drop out of the
+    // failure rate and its sources' counts, end the signals, get through again, and so oscillate. A
+    // stranger refused (challenge or worse) counts as a failure of its sources and of the global rate.
+    if (!familiar && rank(verdict.action) >= rank('challenge')) {
+      this.monitor.note(now);
+      if (!standing.allowed) await this.noteSources(t, true, now);
+    }
+    return verdict;
+  }
+
+  /** Records the outcome of a verified attempt. Pass the wrong `password` on failure so repeats are not counted. */
+  async record(outcome: LoginOutcome): Promise<RecordResult> {
+    const c = this.config;
+    const t = tagAttempt('record', outcome, this.hasher, c.ipv4Subnet, c.ipv6Subnet);
+    const { success, password } = outcomeOf(outcome);
+    const now = this.clock();
+    const standing = this.reputation.classify(t.ip);
+    const account = await this.state.readAccount(t.account, now);
+    const path: Path = isFamiliar(account, t) ? 'familiar' : 'unfamiliar';
+    if (success) {
+      const familiarNow = t.fingerprint === undefined ? [t.location] : [t.location, t.fingerprint];
+      await this.state.succeedAccount(t.account, path, familiarNow, now, c.familiarMs, c.maxFamiliarSources);
+      await this.pairBucket.reset(`p:${t.account}.${t.address}`);
+      await this.noteSources(t, false, now);
+      return { counted: false, consecutiveFailures: path === 'familiar' ? (account?.unfamiliarFailures ?? 0) : 0 };
+    }
+    const passwordTag = password === undefined ? undefined : this.hasher.passwordTag(t.account, password);
+    const failed = await this.state.failAccount(t.account, path, passwordTag, now, c.failureMemoryMs);
+    if (!failed.counted) return { counted: false, consecutiveFailures: failed.total };
+    const waitMs = backoffMs(this.backoff, failed.failures, this.random());
+    if (waitMs > 0) await this.state.lockAccount(t.account, path, now + waitMs);
+    await this.pairBucket.penalty(`p:${t.account}.${t.address}`);
+    if (!standing.allowed) {
+      await this.ipBucket.penalty(`i:${t.address}`);
+      await this.subnetBucket.penalty(`n:${t.subnet}`);
+    }
+    await this.noteSources(t, true, now);
+    this.monitor.note(now);
+    return { counted: true, consecutiveFailures: failed.total };
+  }
+
+  /** Whether global failures are anomalous now (for dashboards and the simulator). */
+  anomalous(): boolean {
+    return this.monitor.anomalous(this.clock());
+  }
+
+  private async noteSources(t: TaggedAttempt, failed: boolean, now: number): Promise<void> {
+    const spec = this.sourceSpec;
+    await this.state.noteSource(t.address, t.account, failed, now, spec);
+    await this.state.noteSource(t.subnet, t.account, failed, now, spec);
+    if (t.fingerprint !== undefined) await this.state.noteSource(t.fingerprint, t.account, failed, now, spec);
+  }
+
+  private highRatio(s: SourceView | undefined): boolean {
+    if (s === undefined || s.failures < this.config.ratioMinFailures) return false;
+    return s.failures / (s.failures + s.successes) >= this.config.failureRatio;
+  }
+}
+
+/** Whether the attempt comes from a location or device that logged in to the account before. */
+function isFamiliar(account: AccountView | undefined, t: TaggedAttempt): boolean {
+  if (account === undefined || account.familiar.length === 0) return false;
+  const byLocation = tagIn(t.location, account.familiar);
+  const byDevice = t.fingerprint !== undefined && tagIn(t.fingerprint, account.familiar);
+  return byLocation || byDevice;
+}
+
+/**
+ * From a peeked token-bucket decision with no whole token left: the wait until one token is back. The
+ * decision's resetAfterMs is the time to refill the whole deficit; one token is (burst − 1) tokens sooner.
+ */
+function untilOneToken(d: Decision, limit: number, windowMs: number): number {
+  return Math.max(1, Math.ceil(d.resetAfterMs - ((limit - 1) * windowMs) / limit));
+}

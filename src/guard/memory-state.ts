@@ -1,0 +1,213 @@
+/**
+ * Guard state in process memory: bounded maps of small records, reclaimed as they expire.
+ *
+ * Bounds: at most `maxAccounts` account records and `maxSources` source records, in separate maps so a
+ * flood of new addresses can never push out what the guard knows about accounts. Each insert first looks at
+ * the next two records in sweep order (insertion order, cycling) and drops expired ones (no timer per
+ * record). At the cap, an insert drops the oldest-inserted record: under a flood, the guard forgets the
+ * sources it met longest ago, which are the flood's own first addresses once the flood has run a while.
+ */
+import { SluiceError, show } from '../core/errors.js';
+import { SourceTable } from './source-table.js';
+import type { AccountView, FailOutcome, GuardState, Path, SourceSpec, SourceView } from './state.js';
+
+export interface MemoryGuardStateOptions {
+  /** Most account records kept. Default 1,000,000. */
+  maxAccounts?: number;
+  /** Most source (address, subnet, fingerprint) records kept. Default 1,000,000. */
+  maxSources?: number;
+}
+
+/** Wrong password tags remembered per account (Entra smart lockout: the last three). */
+export const REMEMBERED_PASSWORDS = 3;
+const SWEEP_PER_INSERT = 2;
+
+class AccountRecord implements AccountView {
+  unfamiliarFailures = 0;
+  familiarFailures = 0;
+  unfamiliarLockedUntil = 0;
+  familiarLockedUntil = 0;
+  lastFailureAt = 0;
+  /** When the failure counters (and locks, and password tags) are forgotten: memoryMs after the last failure. */
+  failuresUntil = 0;
+  /** When every part of the record has expired. */
+  expiresAt = 0;
+  /** Newest first. */
+  passwords: string[] | null = null;
+  familiar: string[] = [];
+  familiarUntil: number[] = [];
+}
+
+export class MemoryGuardState implements GuardState {
+  readonly maxAccounts: number;
+  readonly maxSources: number;
+  private readonly accounts = new Map<string, AccountRecord>();
+  private readonly sources: SourceTable;
+  private accountCursor: MapIterator<[string, AccountRecord]> | undefined;
+  /**
+   * Eviction cursors: each only moves past what it deletes, so it always stands on the oldest record left
+   * (inserts go to the end). A fresh keys().next() would find the same record, but V8 keeps deleted
+   * entries as holes at the front of the table until it rehashes, so each call would scan every hole.
+   */
+  private accountEvictor: MapIterator<string> | undefined;
+
+  constructor(options: MemoryGuardStateOptions = {}) {
+    if (typeof options !== 'object' || options === null) {
+      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `MemoryGuardState options must be an object, got ${show(options)}`);
+    }
+    for (const field of Object.keys(options)) {
+      if (field !== 'maxAccounts' && field !== 'maxSources') {
+        throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `unknown MemoryGuardState option '${field}'; known options are maxAccounts, maxSources`);
+      }
+    }
+    this.maxAccounts = positive(options.maxAccounts ?? 1_000_000, 'maxAccounts');
+    this.maxSources = positive(options.maxSources ?? 1_000_000, 'maxSources');
+    this.sources = new SourceTable(this.maxSources);
+  }
+
+  get accountCount(): number {
+    return this.accounts.size;
+  }
+
+  get sourceCount(): number {
+    return this.sources.size;
+  }
+
+  // ---- accounts ----
+
+  private liveAccount(account: string, now: number): AccountRecord | undefined {
+    const r = this.accounts.get(account);
+    if (r === undefined) return undefined;
+    if (r.expiresAt <= now) {
+      this.accounts.delete(account);
+      return undefined;
+    }
+    // Failures past their memory are forgotten lazily, on the next look, when familiar sources keep the record.
+    if (r.lastFailureAt > 0 && r.failuresUntil <= now) forgetFailures(r);
+    if (r.familiar.length > 0) pruneFamiliar(r, now);
+    return r;
+  }
+
+  readAccount(account: string, now: number): AccountView | undefined {
+    return this.liveAccount(account, now);
+  }
+
+  failAccount(account: string, path: Path, passwordTag: string | undefined, now: number, memoryMs: number): FailOutcome {
+    let r = this.liveAccount(account, now);
+    if (passwordTag !== undefined && r?.passwords != null && r.passwords.includes(passwordTag)) {
+      return { counted: false, failures: path === 'familiar' ? r.familiarFailures : r.unfamiliarFailures, total: r.familiarFailures + r.unfamiliarFailures };
+    }
+    if (r === undefined) r = this.insertAccount(account, now);
+    if (path === 'familiar') r.familiarFailures++;
+    else r.unfamiliarFailures++;
+    r.lastFailureAt = now;
+    r.failuresUntil = now + memoryMs;
+    if (passwordTag !== undefined) {
+      const list = r.passwords ?? (r.passwords = []);
+      list.unshift(passwordTag);
+      if (list.length > REMEMBERED_PASSWORDS) list.length = REMEMBERED_PASSWORDS;
+    }
+    r.expiresAt = Math.max(r.expiresAt, now + memoryMs);
+    return { counted: true, failures: path === 'familiar' ? r.familiarFailures : r.unfamiliarFailures, total: r.familiarFailures + r.unfamiliarFailures };
+  }
+
+  lockAccount(account: string, path: Path, until: number): void {
+    const r = this.accounts.get(account);
+    if (r === undefined) return; // failAccount created it; gone only if evicted, and then there is nothing to lock
+    if (path === 'familiar') r.familiarLockedUntil = Math.max(r.familiarLockedUntil, until);
+    else r.unfamiliarLockedUntil = Math.max(r.unfamiliarLockedUntil, until);
+    r.expiresAt = Math.max(r.expiresAt, until);
+  }
+
+  succeedAccount(account: string, path: Path, sources: readonly string[], now: number, familiarMs: number, maxFamiliar: number): void {
+    const r = this.liveAccount(account, now) ?? this.insertAccount(account, now);
+    if (path === 'unfamiliar') forgetFailures(r);
+    else {
+      r.familiarFailures = 0;
+      r.familiarLockedUntil = 0;
+      r.passwords = null;
+      if (r.unfamiliarFailures === 0) r.lastFailureAt = 0;
+    }
+    const until = now + familiarMs;
+    for (let i = sources.length - 1; i >= 0; i--) {
+      const tag = sources[i]!;
+      const at = r.familiar.indexOf(tag);
+      if (at >= 0) {
+        r.familiar.splice(at, 1);
+        r.familiarUntil.splice(at, 1);
+      }
+      r.familiar.unshift(tag);
+      r.familiarUntil.unshift(until);
+    }
+    if (r.familiar.length > maxFamiliar) {
+      r.familiar.length = maxFamiliar;
+      r.familiarUntil.length = maxFamiliar;
+    }
+    r.expiresAt = Math.max(...r.familiarUntil, r.lastFailureAt > 0 ? r.failuresUntil : now, r.unfamiliarLockedUntil);
+  }
+
+  /** The next account in sweep (insertion) order, wrapping around. */
+  private nextAccount(): [string, AccountRecord] | undefined {
+    let step = this.accountCursor?.next();
+    if (step === undefined || step.done) step = (this.accountCursor = this.accounts.entries()).next();
+    return step.done ? undefined : step.value;
+  }
+
+  private insertAccount(account: string, now: number): AccountRecord {
+    for (let n = 0; n < SWEEP_PER_INSERT && this.accounts.size > 0; n++) {
+      const e = this.nextAccount();
+      if (e !== undefined && e[1].expiresAt <= now) this.accounts.delete(e[0]);
+    }
+    if (this.accounts.size >= this.maxAccounts) {
+      let step = this.accountEvictor?.next();
+      if (step === undefined || step.done) step = (this.accountEvictor = this.accounts.keys()).next();
+      if (!step.done) this.accounts.delete(step.value);
+    }
+    const r = new AccountRecord();
+    r.expiresAt = now;
+    this.accounts.set(account, r);
+    return r;
+  }
+
+  // ---- sources ----
+
+  noteSource(source: string, account: string, failed: boolean, now: number, spec: SourceSpec): SourceView {
+    return this.sources.note(source, account, failed, now, spec);
+  }
+
+  readSource(source: string, now: number, spec: SourceSpec): SourceView | undefined {
+    return this.sources.read(source, now, spec);
+  }
+
+  /** Everything held, as JSON: for audits and the privacy test (it must hold no plain value). */
+  dump(): string {
+    const accounts = [...this.accounts].map(([k, r]) => [k, { ...r }]);
+    return JSON.stringify({ accounts, sources: this.sources.entries() });
+  }
+}
+
+function positive(value: unknown, field: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `MemoryGuardState '${field}' must be a positive integer, got ${show(value)}`);
+  }
+  return value;
+}
+
+function forgetFailures(r: AccountRecord): void {
+  r.unfamiliarFailures = 0;
+  r.familiarFailures = 0;
+  r.unfamiliarLockedUntil = 0;
+  r.familiarLockedUntil = 0;
+  r.lastFailureAt = 0;
+  r.failuresUntil = 0;
+  r.passwords = null;
+}
+
+function pruneFamiliar(r: AccountRecord, now: number): void {
+  for (let i = r.familiar.length - 1; i >= 0; i--) {
+    if (r.familiarUntil[i]! <= now) {
+      r.familiar.splice(i, 1);
+      r.familiarUntil.splice(i, 1);
+    }
+  }
+}

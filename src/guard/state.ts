@@ -1,0 +1,82 @@
+/**
+ * The guard-state contract: what the guard keeps beyond token buckets (those live in a sluice Store), as a
+ * few semantic operations rather than get/set, so that each is one atomic step in any backend. A Redis
+ * implementation is one Lua script per method over a hash per account (`sluice:{g:<accountTag>}`) and per
+ * source, with PEXPIRE set to the returned idle time; nothing here needs a transaction across two keys.
+ *
+ * Every key and value passed in is already an HMAC tag (see keyed-hash.ts): an implementation never sees an
+ * account name, an address or a password. Every record expires; see each method for when.
+ */
+import type { MaybePromise } from '../stores/store.js';
+
+/** Which of an account's two independent failure counters an attempt belongs to (as Entra smart lockout). */
+export type Path = 'familiar' | 'unfamiliar';
+
+export interface AccountView {
+  /** Consecutive failures from sources the account does not know, since its last success. */
+  readonly unfamiliarFailures: number;
+  /** Consecutive failures from its familiar sources, since its last success. */
+  readonly familiarFailures: number;
+  /** Backoff lock of each path, in clock ms; 0 when none. */
+  readonly unfamiliarLockedUntil: number;
+  readonly familiarLockedUntil: number;
+  /** When the last counted failure happened; 0 when none. */
+  readonly lastFailureAt: number;
+  /** Tags of sources with a success within the familiar period, newest first. */
+  readonly familiar: readonly string[];
+}
+
+export interface FailOutcome {
+  /** False when the password tag was among the last three wrong ones: nothing was counted. */
+  readonly counted: boolean;
+  /** The path's consecutive failures after this one. */
+  readonly failures: number;
+  /** Both paths' consecutive failures after this one (the hard stop counts these). */
+  readonly total: number;
+}
+
+/** How a source's record counts: fixed by the guard's options, passed to every source call. */
+export interface SourceSpec {
+  /** Window of the distinct-accounts set. */
+  readonly distinctWindowMs: number;
+  /** Window of the failure and success counts behind the failure ratio. */
+  readonly ratioWindowMs: number;
+  /** Distinct accounts tracked exactly; past it the oldest is replaced and the count reads "at least" this. */
+  readonly maxDistinct: number;
+}
+
+export interface SourceView {
+  /** Failures and successes in the ratio window (two-generation estimate, as the sliding-window counter). */
+  readonly failures: number;
+  readonly successes: number;
+  /** Distinct accounts that failed from this source in the distinct window (exact up to the tracked cap). */
+  readonly distinctFailedAccounts: number;
+}
+
+export interface GuardState {
+  /** The account's record, or undefined if it has none (never seen, or expired). */
+  readAccount(account: string, now: number): MaybePromise<AccountView | undefined>;
+  /**
+   * Counts a failure on `path` unless `passwordTag` is one of the last three wrong password tags (which it
+   * then keeps as they are). A counted tag becomes the newest of the three. The record expires
+   * `memoryMs` after this failure unless something else keeps it.
+   */
+  failAccount(account: string, path: Path, passwordTag: string | undefined, now: number, memoryMs: number): MaybePromise<FailOutcome>;
+  /** Locks `path` until `until` (keeps a later lock already set, so concurrent writers commute). */
+  lockAccount(account: string, path: Path, until: number): MaybePromise<void>;
+  /**
+   * A success on `path`: forgets that path's failure counter and lock (a stranger's success, the password
+   * typed right from somewhere new, forgets both), forgets the wrong password tags, and makes each of
+   * `sources` familiar (newest first, at most `maxFamiliar`, each for `familiarMs`). The owner logging in
+   * at home does not forgive strangers' failures: that is what keeps a slow guesser from getting fresh
+   * free tries every time the owner logs in.
+   */
+  succeedAccount(account: string, path: Path, sources: readonly string[], now: number, familiarMs: number, maxFamiliar: number): MaybePromise<void>;
+  /**
+   * Notes one attempt from `source` (an address, subnet or fingerprint tag): a failure on `account`, or a
+   * success. Returns the view after it. The record expires two of its longer window after its last attempt.
+   */
+  noteSource(source: string, account: string, failed: boolean, now: number, spec: SourceSpec): MaybePromise<SourceView>;
+  /** The source's view now, or undefined if it has none. */
+  readSource(source: string, now: number, spec: SourceSpec): MaybePromise<SourceView | undefined>;
+}

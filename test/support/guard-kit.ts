@@ -1,0 +1,51 @@
+// Test helpers for the guard: a guard on a hand-moved clock with no jitter, and a store that records keys.
+import { MemoryStore } from '../../src/stores/memory.js';
+import type { Store, StoreTable, TableSpec } from '../../src/stores/store.js';
+import { Guard } from '../../src/guard/guard.js';
+import { MemoryGuardState } from '../../src/guard/memory-state.js';
+import type { GuardOptions } from '../../src/guard/options.js';
+
+export const SECRET = 'test-secret-0123456789abcdef';
+/** An arbitrary epoch-aligned start, mid-bucket for every window the guard uses. */
+export const T0 = 1_700_000_123_456;
+
+/** A MemoryStore that remembers every key handed to it, so tests can look for plain values. */
+export class RecordingStore implements Store {
+  readonly keys = new Set<string>();
+  private readonly inner = new MemoryStore();
+
+  bind(spec: TableSpec): StoreTable {
+    const table = this.inner.bind(spec);
+    const keys = this.keys;
+    return {
+      sync: table.sync,
+      decide: (key, cost, lease) => (keys.add(key), table.decide(key, cost, lease)),
+      adjust: (key, delta) => (keys.add(key), table.adjust(key, delta)),
+      release: (key, lease) => (keys.add(key), table.release(key, lease)),
+      reset: (key) => (keys.add(key), table.reset(key)),
+    };
+  }
+}
+
+export function makeGuard(options: GuardOptions = {}) {
+  let now = T0;
+  const state = new MemoryGuardState();
+  const store = new RecordingStore();
+  const guard = new Guard({ secret: SECRET, store, state, clock: () => now, random: () => 0, ...options });
+  return {
+    guard,
+    state,
+    store,
+    now: () => now,
+    advance(ms: number) {
+      now += ms;
+    },
+  };
+}
+
+/** The n-th address in 198.51.100.0/24 (n < 254). */
+export const v4 = (n: number) => `198.51.100.${n + 1}`;
+/** The n-th address in one IPv6 /64, as privacy addresses rotate. */
+export const v6 = (n: number) => `2001:db8:1:2::${(n + 1).toString(16)}`;
+/** An address in its own /24, for attempts that must not share a subnet. */
+export const lone = (n: number) => `10.${(n >> 8) & 255}.${n & 255}.1`;

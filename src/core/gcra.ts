@@ -6,8 +6,8 @@
  *
  * It decides as the token bucket with the same limit, window and burst (TAT − now is the bucket's deficit
  * divided by the refill rate); what it saves is a slot. The price is rounding: TAT sits at epoch magnitude,
- * so each c·T added to it is rounded to about 2.4e-4 ms. Differences below 16 ulps of TAT (a few µs) are
- * therefore treated as ties and admitted, which keeps `remaining` honest (that many requests do pass) and
+ * so each c·T added to it is rounded to about 2.4e-4 ms. Differences below 16 ulps of TAT (a few µs), and
+ * never above 1/1024 of a token, are therefore treated as ties and admitted, which keeps `remaining` honest (that many requests do pass) and
  * keeps GCRA equal to the exact token bucket wherever window/limit is whole milliseconds.
  *
  * State (1 slot): [TAT]. Zero is idle.
@@ -26,12 +26,15 @@ export class Gcra implements SlabAlgorithm {
   protected readonly windowMs: number;
   /** burst · window: how far ahead of now the TAT may run, in deficit units (ms · limit). */
   protected readonly full: number;
+  /** The largest tie tolerance, in deficit units: 1/1024 of a token. */
+  private readonly tokenTie: number;
 
   constructor(policy: Policy) {
     this.policy = policy;
     this.limit = policy.limit;
     this.windowMs = policy.windowMs;
     this.full = policy.burst * policy.windowMs;
+    this.tokenTie = policy.windowMs / 1024;
   }
 
   evaluate(s: Float64Array, o: number, now: number, cost: number, v: Verdict): void {
@@ -39,7 +42,10 @@ export class Gcra implements SlabAlgorithm {
     const base = tat > now ? tat : now;
     const ahead = (base - now) * this.limit; // the token bucket's deficit
     const after = ahead + cost * this.windowMs;
-    const room = this.full + base * TIE * this.limit;
+    // A tie is a few ulps of TAT, but never more than 1/1024 of a token: at very high rates (T well under a
+    // µs) one ulp of TAT is worth several tokens, and a tolerance in time would admit them all.
+    const tie = base * TIE * this.limit;
+    const room = this.full + (tie < this.tokenTie ? tie : this.tokenTie);
     v.delayMs = 0;
     if (after <= room) {
       v.allowed = true;

@@ -13,6 +13,8 @@ export const ALGORITHMS: readonly AlgorithmName[] = [
   'concurrency',
 ];
 
+/** The smallest emission interval GCRA accepts: 1/64 ms, so rounding stays under 1% of a request. */
+const MIN_GCRA_STEP_MS = 1 / 64;
 const BUCKETS: ReadonlySet<AlgorithmName> = new Set(['token-bucket', 'gcra', 'leaky-bucket']);
 const KNOWN_FIELDS = new Set(['name', 'algorithm', 'limit', 'window', 'burst', 'mode', 'delay', 'nodelay', 'buckets']);
 
@@ -53,6 +55,11 @@ export function compilePolicy(options: PolicyOptions, index = 0): Policy {
     fail(where, `'burst' applies to token-bucket, gcra and leaky-bucket, not ${algorithm}`);
   }
   const burst = options.burst === undefined ? limit : positiveInteger(where, 'burst', options.burst);
+  // GCRA (and the shaper built on it) keep one float at epoch magnitude, which resolves about 1/4096 ms;
+  // each request adds window/limit to it, so that step must stay well above the resolution.
+  if ((algorithm === 'gcra' || (algorithm === 'leaky-bucket' && options.mode === 'shaper')) && windowMs / limit < MIN_GCRA_STEP_MS) {
+    fail(where, `${algorithm} resolves at most ${1 / MIN_GCRA_STEP_MS} requests per ms per key, got 'limit' ${limit} per 'window' ${windowMs} ms; use token-bucket, which is exact at any rate`);
+  }
 
   const mode = options.mode ?? 'meter';
   if (options.mode !== undefined && algorithm !== 'leaky-bucket') fail(where, `'mode' applies to leaky-bucket only`);

@@ -49,3 +49,21 @@ test('a peek (cost 0) on a concurrency policy handed out a lease id', () => {
   assert.equal(limiter.limitSync('k', { cost: 0 }).leaseId, undefined);
   assert.deepEqual(limiter.limitSync('k', { cost: 0 }), limiter.limitSync('k', { cost: 0 }));
 });
+
+test('gcra admitted requests without bound at 1e9 per minute (each step was below the float resolution of its TAT)', () => {
+  assert.throws(
+    () => at({ algorithm: 'gcra', limit: 1e9, window: '1m', burst: 1000 }),
+    /gcra resolves at most 64 requests per ms per key, got 'limit' 1000000000 per 'window' 60000 ms; use token-bucket/,
+  );
+  // At the fastest rate it accepts, a burst admits exactly its size at epoch magnitude.
+  const { clock, limiter } = at({ algorithm: 'gcra', limit: 64_000, window: '1s', burst: 1000 });
+  clock.now = 1_800_000_000_000;
+  let admitted = 0;
+  while (limiter.limitSync('a').allowed && admitted < 2000) admitted++;
+  assert.equal(admitted, 1000);
+  const token = at({ algorithm: 'token-bucket', limit: 1e9, window: '1m', burst: 1000 });
+  token.clock.now = 1_800_000_000_000;
+  let viaBucket = 0;
+  while (token.limiter.limitSync('a').allowed && viaBucket < 2000) viaBucket++;
+  assert.equal(viaBucket, 1000, 'the token bucket stays exact at that rate');
+});

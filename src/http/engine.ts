@@ -1,0 +1,356 @@
+/**
+ * The one HTTP rate-limiting core every adapter drives: it validates the options once, derives the client
+ * key, picks the route, decides, and says what to do (pass, hold, or refuse). Adapters only translate their
+ * framework's request and response to it. Decisions on a synchronous store (the memory store) and with
+ * synchronous callbacks never touch a Promise.
+ */
+import { createHash } from 'node:crypto';
+import { SluiceError, show } from '../core/errors.js';
+import type { Decision } from '../core/types.js';
+import { Limiter } from '../limiter.js';
+import { MemoryStore } from '../stores/memory.js';
+import type { Store } from '../stores/store.js';
+import { CidrSet, forwardedHops, ipKey, resolveClient, xForwardedForHops } from './client-ip.js';
+import { HEADER_STYLES, HeaderRenderer, retryAfterSeconds, type HeaderStyle, type SetHeader } from './headers.js';
+import type { CostOption, KeyOption, LimitedEvent, LimitRule, RateLimitOptions, RequestInfo, RouteRule } from './options.js';
+import { problemDetails, type ProblemDetails } from './problem.js';
+import { warned, warnOnce } from './warnings.js';
+
+const COMMON_OPTIONS = [
+  'policy', 'policies', 'limiter', 'key', 'cost', 'routes', 'store', 'clock', 'trustProxy', 'proxyHeader',
+  'ipv6Subnet', 'headers', 'status', 'dryRun', 'skip', 'allow', 'onLimited', 'warnings',
+];
+const ROUTE_OPTIONS = new Set(['name', 'method', 'path', 'match', 'policy', 'policies', 'limiter', 'key', 'cost']);
+
+type MaybePromise<T> = T | Promise<T>;
+
+export function isPromise<T>(v: MaybePromise<T>): v is Promise<T> {
+  return typeof (v as { then?: unknown } | null)?.then === 'function';
+}
+
+function then<T, U>(v: MaybePromise<T>, f: (x: T) => MaybePromise<U>): MaybePromise<U> {
+  return isPromise(v) ? v.then(f) : f(v);
+}
+
+function fail(message: string): never {
+  throw new SluiceError('ERR_SLUICE_INVALID_OPTION', message);
+}
+
+/** A compiled rule: one limiter with its key, cost and headers. */
+export class Rule<Req> {
+  readonly limiter: Limiter;
+  /** True when the limiter's store answers synchronously. */
+  readonly sync: boolean;
+  readonly headers: HeaderRenderer;
+  private readonly prefix: string;
+  private readonly keyFn: ((req: Req, info: RequestInfo) => string | undefined | Promise<string | undefined>) | undefined;
+  private readonly keyHeader: string | undefined;
+  private readonly costOf: CostOption<Req>;
+  private readonly methods: ReadonlySet<string> | undefined;
+  private readonly pathTest: ((path: string) => boolean) | undefined;
+  private readonly match: ((req: Req, info: RequestInfo) => boolean) | undefined;
+
+  constructor(
+    readonly route: string | undefined,
+    rule: RouteRule<Req>,
+    where: string,
+    style: HeaderStyle,
+    store: () => Store,
+    clock: RateLimitOptions<Req>['clock'],
+    private readonly subnet: number | false,
+  ) {
+    this.limiter = buildLimiter(rule, where, store, clock);
+    this.sync = probeSync(this.limiter);
+    this.headers = new HeaderRenderer(style, this.limiter.policies);
+    this.prefix = route === undefined ? '' : `${route}:`;
+    const key: KeyOption<Req> | undefined = rule.key;
+    if (typeof key === 'function') this.keyFn = key;
+    else if (key !== undefined && key !== 'ip') {
+      if (typeof key !== 'object' || key === null || typeof key.header !== 'string' || key.header.length === 0) {
+        fail(`${where}'key' must be 'ip', { header: 'x-api-key' } or a function (req, info) => string, got ${show(key)}`);
+      }
+      this.keyHeader = key.header.toLowerCase();
+    }
+    const cost = rule.cost ?? 1;
+    if (typeof cost !== 'function' && (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0)) {
+      fail(`${where}'cost' must be a non-negative integer or a function returning one, got ${show(cost)}`);
+    }
+    this.costOf = cost;
+    if (rule.method !== undefined) {
+      const list = typeof rule.method === 'string' ? [rule.method] : rule.method;
+      if (!Array.isArray(list) || list.length === 0 || list.some((m) => typeof m !== 'string' || m.length === 0)) {
+        fail(`${where}'method' must be a method name or a non-empty array of them, got ${show(rule.method)}`);
+      }
+      this.methods = new Set(list.map((m) => m.toUpperCase()));
+    }
+    const path = rule.path;
+    if (path instanceof RegExp) this.pathTest = (p) => path.test(p);
+    else if (typeof path === 'string' && path.startsWith('/')) {
+      this.pathTest = path.endsWith('*') ? (p) => p.startsWith(path.slice(0, -1)) : (p) => p === path;
+    } else if (path !== undefined) fail(`${where}'path' must start with '/' or be a RegExp, got ${show(path)}`);
+    if (rule.match !== undefined && typeof rule.match !== 'function') fail(`${where}'match' must be a function, got ${show(rule.match)}`);
+    this.match = rule.match;
+  }
+
+  matches(req: Req, info: RequestInfo): boolean {
+    return (
+      (this.methods === undefined || this.methods.has(info.method)) &&
+      (this.pathTest === undefined || this.pathTest(info.path)) &&
+      (this.match === undefined || this.match(req, info))
+    );
+  }
+
+  keyOf(req: Req, info: RequestInfo): MaybePromise<string> {
+    if (this.keyFn !== undefined) {
+      return then(this.keyFn(req, info), (k) => {
+        if (k === undefined || k === '') return this.prefix + ipKey(info.ip, this.subnet);
+        if (typeof k !== 'string') {
+          throw new SluiceError('ERR_SLUICE_INVALID_KEY', `the 'key' function must return a string or undefined, got ${show(k)}`);
+        }
+        return this.prefix + k;
+      });
+    }
+    if (this.keyHeader !== undefined) {
+      const value = info.header(this.keyHeader);
+      if (value !== undefined && value !== '') {
+        // A secret never lands in the store, only a digest of it.
+        return `${this.prefix}h:${createHash('sha256').update(value).digest('base64url').slice(0, 22)}`;
+      }
+    }
+    return this.prefix + ipKey(info.ip, this.subnet);
+  }
+
+  costFor(req: Req, info: RequestInfo): MaybePromise<number> {
+    return typeof this.costOf === 'number' ? this.costOf : this.costOf(req, info);
+  }
+}
+
+function buildLimiter<Req>(rule: LimitRule<Req>, where: string, store: () => Store, clock: RateLimitOptions<Req>['clock']): Limiter {
+  const given = [rule.policy, rule.policies, rule.limiter].filter((x) => x !== undefined).length;
+  if (given !== 1) fail(`${where}give exactly one of 'policy', 'policies' or 'limiter'`);
+  if (rule.limiter !== undefined) {
+    if (!(rule.limiter instanceof Limiter)) fail(`${where}'limiter' must be a sluice Limiter, got ${show(rule.limiter)}`);
+    return rule.limiter;
+  }
+  const base = rule.policy !== undefined ? { policy: rule.policy } : { policies: rule.policies! };
+  return new Limiter({ ...base, store: store(), ...(clock === undefined ? {} : { clock }) });
+}
+
+/** Whether the limiter decides synchronously: a peek (cost 0, no state change) through limitSync. */
+function probeSync(limiter: Limiter): boolean {
+  try {
+    limiter.limitSync('\u0000sluice-probe', { cost: 0 });
+    return true;
+  } catch (e) {
+    if (e instanceof SluiceError && e.code === 'ERR_SLUICE_SYNC_UNSUPPORTED') return false;
+    throw e;
+  }
+}
+
+/** What a custom `handler` receives: the headers are already set; it only sends the response. */
+export interface LimitedResponse {
+  readonly key: string;
+  readonly decision: Decision;
+  readonly route: string | undefined;
+  /** The configured status (default 429). */
+  readonly status: number;
+  readonly retryAfterSeconds: number;
+  /** The problem+json body sluice would send. */
+  readonly problem: ProblemDetails;
+}
+
+/** What to do with a request that was decided. */
+export class Outcome<Req> {
+  constructor(
+    readonly rule: Rule<Req>,
+    readonly key: string,
+    readonly cost: number,
+    readonly decision: Decision,
+    /** Refuse it (false in dry run). */
+    readonly limited: boolean,
+    /** Hold it this long before passing it on (0 in dry run). */
+    readonly delayMs: number,
+  ) {}
+}
+
+/** The engine behind every adapter. `extra` lists the adapter's own option names. */
+export class HttpRateLimiter<Req> {
+  readonly status: number;
+  readonly dryRun: boolean;
+  readonly style: HeaderStyle;
+  private readonly rules: Rule<Req>[] = [];
+  private readonly fallback: Rule<Req> | undefined;
+  private readonly trusted: CidrSet;
+  private readonly proxyHeader: 'x-forwarded-for' | 'forwarded';
+  private readonly allow: CidrSet | undefined;
+  private readonly skip: RateLimitOptions<Req>['skip'];
+  private readonly onLimited: RateLimitOptions<Req>['onLimited'];
+  private readonly warnings: boolean;
+
+  constructor(options: RateLimitOptions<Req>, adapter: string, extra: readonly string[] = []) {
+    if (typeof options !== 'object' || options === null) fail(`${adapter} options must be an object, got ${show(options)}`);
+    const known = new Set([...COMMON_OPTIONS, ...extra]);
+    for (const field of Object.keys(options)) {
+      if (!known.has(field)) fail(`unknown ${adapter} option '${field}'; known options are ${[...known].join(', ')}`);
+    }
+    const style = options.headers ?? 'draft-8';
+    if (!HEADER_STYLES.includes(style)) fail(`'headers' must be one of ${HEADER_STYLES.map((s) => `'${s}'`).join(', ')}, got ${show(style)}`);
+    this.style = style;
+    const status = options.status ?? 429;
+    if (!Number.isInteger(status) || status < 400 || status > 599) fail(`'status' must be an HTTP error status (400-599), got ${show(status)}`);
+    this.status = status;
+    if (options.dryRun !== undefined && typeof options.dryRun !== 'boolean') fail(`'dryRun' must be true or false, got ${show(options.dryRun)}`);
+    this.dryRun = options.dryRun ?? false;
+    const subnet = options.ipv6Subnet ?? 64;
+    if (subnet !== false && (!Number.isInteger(subnet) || subnet < 1 || subnet > 128)) {
+      fail(`'ipv6Subnet' must be an integer prefix length from 1 to 128, or false, got ${show(subnet)}`);
+    }
+    const trust = options.trustProxy ?? [];
+    this.trusted = new CidrSet(typeof trust === 'string' ? [trust] : trust, 'trustProxy');
+    this.proxyHeader = options.proxyHeader ?? 'x-forwarded-for';
+    if (this.proxyHeader !== 'x-forwarded-for' && this.proxyHeader !== 'forwarded') {
+      fail(`'proxyHeader' must be 'x-forwarded-for' or 'forwarded', got ${show(options.proxyHeader)}`);
+    }
+    this.allow = options.allow === undefined ? undefined : new CidrSet(options.allow, 'allow');
+    for (const name of ['skip', 'onLimited'] as const) {
+      if (options[name] !== undefined && typeof options[name] !== 'function') fail(`'${name}' must be a function, got ${show(options[name])}`);
+    }
+    this.skip = options.skip;
+    this.onLimited = options.onLimited;
+    this.warnings = options.warnings ?? true;
+
+    let shared: Store | undefined = options.store;
+    const store = () => (shared ??= new MemoryStore());
+    const routes = options.routes ?? [];
+    if (!Array.isArray(routes)) fail(`'routes' must be an array of route rules, got ${show(routes)}`);
+    const names = new Set<string>();
+    routes.forEach((r, i) => {
+      if (typeof r !== 'object' || r === null) fail(`'routes'[${i}] must be an object, got ${show(r)}`);
+      for (const field of Object.keys(r)) {
+        if (!ROUTE_OPTIONS.has(field)) fail(`'routes'[${i}]: unknown field '${field}'; known fields are ${[...ROUTE_OPTIONS].join(', ')}`);
+      }
+      const name = r.name ?? `route-${i}`;
+      if (typeof name !== 'string' || name.length === 0 || names.has(name)) {
+        fail(`'routes'[${i}].name must be a unique non-empty string, got ${show(r.name)}`);
+      }
+      names.add(name);
+      this.rules.push(new Rule(name, r, `route ${show(name)}: `, style, store, options.clock, subnet));
+    });
+    const hasTop = options.policy !== undefined || options.policies !== undefined || options.limiter !== undefined;
+    if (hasTop || routes.length === 0) {
+      this.fallback = new Rule(undefined, pick(options), '', style, store, options.clock, subnet);
+    } else {
+      for (const f of ['key', 'cost'] as const) {
+        if (options[f] !== undefined) fail(`'${f}' at the top level needs a top-level 'policy', 'policies' or 'limiter'; put it in each route instead`);
+      }
+    }
+  }
+
+  /** The client address of a request: the peer, or the forwarded hop the trusted proxies vouch for. */
+  clientIp(info: RequestInfo): string {
+    const remote = info.remoteAddress;
+    if (remote === undefined || remote === '') {
+      throw new SluiceError('ERR_SLUICE_NO_CLIENT_ADDRESS', `the request has no remote address (its socket is already closed, or the runtime does not expose one); give a 'key' function`);
+    }
+    if (this.trusted.size === 0) {
+      if (this.warnings && !warned('WRN_SLUICE_FORWARDED_HEADER_IGNORED') && (info.header('x-forwarded-for') !== undefined || info.header('forwarded') !== undefined)) {
+        warnOnce(
+          'WRN_SLUICE_FORWARDED_HEADER_IGNORED',
+          `a request carried X-Forwarded-For or Forwarded, but 'trustProxy' is empty, so the header was ignored and clients are keyed by the socket address (${remote}). If a proxy sits in front of this server, list its addresses in 'trustProxy'.`,
+        );
+      }
+      return remote;
+    }
+    const value = info.header(this.proxyHeader);
+    if (value === undefined) return resolveClient(remote, [], this.trusted);
+    return resolveClient(remote, this.proxyHeader === 'forwarded' ? forwardedHops(value) : xForwardedForHops(value), this.trusted);
+  }
+
+  /**
+   * Decides a request. Returns undefined when it is not limited at all (skipped, allow-listed, or matching
+   * no rule), else the Outcome. Synchronous unless a store or callback is asynchronous.
+   */
+  check(req: Req, info: RequestInfo): MaybePromise<Outcome<Req> | undefined> {
+    info.ip = this.clientIp(info);
+    if (this.allow !== undefined && this.allow.has(info.ip)) return undefined;
+    if (this.skip !== undefined) {
+      return then(this.skip(req, info), (skipped) => (skipped ? undefined : this.decide(req, info)));
+    }
+    return this.decide(req, info);
+  }
+
+  private decide(req: Req, info: RequestInfo): MaybePromise<Outcome<Req> | undefined> {
+    let rule = this.fallback;
+    for (const r of this.rules) {
+      if (r.matches(req, info)) {
+        rule = r;
+        break;
+      }
+    }
+    if (rule === undefined) return undefined;
+    const chosen = rule;
+    return then(chosen.keyOf(req, info), (key) =>
+      then(chosen.costFor(req, info), (cost) => {
+        const d = chosen.sync ? chosen.limiter.limitSync(key, { cost }) : chosen.limiter.limit(key, { cost });
+        return then(d, (decision) => this.outcome(req, chosen, key, cost, decision));
+      }),
+    );
+  }
+
+  private outcome(req: Req, rule: Rule<Req>, key: string, cost: number, d: Decision): Outcome<Req> {
+    if (!d.allowed && this.onLimited !== undefined) {
+      const event: LimitedEvent = { key, decision: d, route: rule.route, dryRun: this.dryRun, retryAfterSeconds: retryAfterSeconds(d) };
+      this.onLimited(req, event);
+    }
+    if (this.dryRun) return new Outcome(rule, key, cost, d, false, 0);
+    return new Outcome(rule, key, cost, d, !d.allowed, d.allowed ? d.delayMs : 0);
+  }
+
+  /** Writes the rate-limit headers (none in dry run), plus Retry-After when the request is refused. */
+  writeHeaders(o: Outcome<Req>, set: SetHeader): void {
+    if (this.dryRun) return;
+    o.rule.headers.write(o.decision, set);
+    if (o.limited) set('Retry-After', `${retryAfterSeconds(o.decision)}`);
+  }
+
+  /** The problem+json body of a refused request. */
+  problem(o: Outcome<Req>): ProblemDetails {
+    return problemDetails(o.decision, this.status);
+  }
+
+  /**
+   * A held request whose client went away: give back its charge, so that it frees its place in the queue.
+   * A failed refund is swallowed: the charge then simply ages out. (Its lease is ended by `release`.)
+   */
+  refund(o: Outcome<Req>): void {
+    if (o.cost > 0) o.rule.limiter.reward(o.key, o.cost).catch(() => {});
+  }
+
+  /** What a custom `handler` for a refused request receives. */
+  limitedResponse(o: Outcome<Req>): LimitedResponse {
+    return {
+      key: o.key,
+      decision: o.decision,
+      route: o.rule.route,
+      status: this.status,
+      retryAfterSeconds: retryAfterSeconds(o.decision),
+      problem: this.problem(o),
+    };
+  }
+
+  /** Ends a concurrency lease (no-op without one). A failed release is left to the lease timeout. */
+  release(o: Outcome<Req>): void {
+    const lease = o.decision.leaseId;
+    if (lease !== undefined) o.rule.limiter.release(o.key, lease).catch(() => {});
+  }
+}
+
+function pick<Req>(o: RateLimitOptions<Req>): RouteRule<Req> {
+  const r: RouteRule<Req> = {};
+  if (o.policy !== undefined) r.policy = o.policy;
+  if (o.policies !== undefined) r.policies = o.policies;
+  if (o.limiter !== undefined) r.limiter = o.limiter;
+  if (o.key !== undefined) r.key = o.key;
+  if (o.cost !== undefined) r.cost = o.cost;
+  return r;
+}

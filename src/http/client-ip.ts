@@ -180,7 +180,7 @@ export class CidrSet {
     for (let i = 0; i < entries.length; i++) {
       const entry = entries[i];
       if (typeof entry !== 'string') {
-        throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'${field}'[${i}] must be an IP address or CIDR range such as '10.0.0.0/8', got ${show(entry)}`);
+        throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'${field}[${i}]' must be an IP address or CIDR range such as '10.0.0.0/8', got ${show(entry)}`);
       }
       const named = NAMED_RANGES[entry];
       if (named !== undefined) for (const r of named) this.add(r, `${field}[${i}]`);

@@ -50,7 +50,7 @@ export interface GithubPresetOptions<Req> {
    * Charge GraphQL requests by query cost: `body` returns the parsed request body (so the middleware must run
    * after the body parser; on Fastify use `hook: 'preHandler'`). `path` defaults to '/graphql'.
    */
-  graphql?: { path?: string; body: (req: Req, info: RequestInfo) => GraphqlRequestBody | undefined };
+  graphql?: { path?: string; body: (req: Req, info: RequestInfo) => GraphqlRequestBody | undefined | Promise<GraphqlRequestBody | undefined> };
 }
 
 /**
@@ -76,8 +76,8 @@ export function github<Req>(options: GithubPresetOptions<Req>): RateLimitOptions
       path: options.graphql.path ?? '/graphql',
       key: user,
       policy: { name: 'graphql', algorithm: 'fixed-window', limit: 5000, window: '1h' },
-      cost: (req, info) => {
-        const b = body(req, info);
+      cost: async (req, info) => {
+        const b = await body(req, info);
         try {
           return graphqlCost(b?.query as string, b?.variables ?? {}, b?.operationName ?? undefined);
         } catch (e) {

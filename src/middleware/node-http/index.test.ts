@@ -1,0 +1,45 @@
+// sluice/http on a real node:http server: the shared adapter suite, plus the wrapper's own error path.
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { test } from 'node:test';
+import { listen, testAdapter, type Gate } from '../../../test/contracts/http-adapter.js';
+import { rateLimit, withRateLimit, type NodeRateLimitOptions } from './index.js';
+
+function app(gate: Gate) {
+  return (req: IncomingMessage, res: ServerResponse) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path === '/slow') void gate.opened.then(() => res.end('ok'));
+    else if (path === '/boom') {
+      res.statusCode = 500;
+      res.end('boom');
+    } else res.end('ok');
+  };
+}
+
+testAdapter({
+  name: 'node:http',
+  serve: (options, gate, host) => listen(createServer(withRateLimit(app(gate), options as NodeRateLimitOptions)), host),
+});
+
+test('node:http: the decorator form and a custom handler', async () => {
+  const seen: number[] = [];
+  const wrap = rateLimit({
+    policy: { algorithm: 'gcra', limit: 1, window: '1m' },
+    handler: (_req, res, limited) => {
+      seen.push(limited.retryAfterSeconds);
+      res.statusCode = limited.status;
+      res.end('slow down');
+    },
+  });
+  const r = await listen(createServer(wrap((_req, res) => res.end('ok'))));
+  try {
+    assert.equal(await (await fetch(r.url)).text(), 'ok');
+    const refused = await fetch(r.url);
+    assert.equal(refused.status, 429);
+    assert.equal(await refused.text(), 'slow down');
+    assert.equal(refused.headers.get('retry-after'), '60');
+    assert.deepEqual(seen, [60]);
+  } finally {
+    await r.close();
+  }
+});

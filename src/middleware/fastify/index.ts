@@ -39,7 +39,8 @@ export function rateLimit(instance: FastifyInstance, options: FastifyRateLimitOp
     if (!o.limited) return passNode(engine, o, reply.raw, () => next());
     reply.code(engine.status);
     if (custom !== undefined) return void custom(request, reply, engine.limitedResponse(o));
-    reply.type(PROBLEM_CONTENT_TYPE).send(request.method === 'HEAD' ? undefined : JSON.stringify(engine.problem(o)));
+    // A Buffer, so that Fastify adds no charset parameter (RFC 8259 JSON has none).
+    reply.type(PROBLEM_CONTENT_TYPE).send(request.method === 'HEAD' ? undefined : Buffer.from(JSON.stringify(engine.problem(o))));
   };
 
   instance.addHook(hook, (request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) => {

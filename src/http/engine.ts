@@ -11,7 +11,7 @@ import { Limiter } from '../limiter.js';
 import { MemoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/store.js';
 import { CidrSet, forwardedHops, ipKey, resolveClient, xForwardedForHops } from './client-ip.js';
-import { HEADER_STYLES, HeaderRenderer, retryAfterSeconds, type HeaderStyle, type SetHeader } from './headers.js';
+import { HEADER_STYLES, HeaderRenderer, retryAfterSeconds, type HeaderStyle, type HeaderTarget } from './headers.js';
 import type { CostOption, KeyOption, LimitedEvent, LimitRule, RateLimitOptions, RequestInfo, RouteRule } from './options.js';
 import { problemDetails, type ProblemDetails } from './problem.js';
 import { warned, warnOnce } from './warnings.js';
@@ -253,7 +253,7 @@ export class HttpRateLimiter<Req> {
       throw new SluiceError('ERR_SLUICE_NO_CLIENT_ADDRESS', `the request has no remote address (its socket is already closed, or the runtime does not expose one); give a 'key' function`);
     }
     if (this.trusted.size === 0) {
-      if (this.warnings && !warned('WRN_SLUICE_FORWARDED_HEADER_IGNORED') && (info.header('x-forwarded-for') !== undefined || info.header('forwarded') !== undefined)) {
+      if (this.warnings && !warned('WRN_SLUICE_FORWARDED_HEADER_IGNORED') && hasForwarding(info)) {
         warnOnce(
           'WRN_SLUICE_FORWARDED_HEADER_IGNORED',
           `a request carried X-Forwarded-For or Forwarded, but 'trustProxy' is empty, so the header was ignored and clients are keyed by the socket address (${remote}). If a proxy sits in front of this server, list its addresses in 'trustProxy'.`,
@@ -279,6 +279,8 @@ export class HttpRateLimiter<Req> {
     return this.decide(req, info);
   }
 
+  // decide -> withKey -> withCost: each step continues synchronously unless its input is a Promise, so a
+  // memory-store decision with plain callbacks allocates no closure and no Promise.
   private decide(req: Req, info: RequestInfo): MaybePromise<Outcome<Req> | undefined> {
     let rule = this.fallback;
     for (const r of this.rules) {
@@ -288,13 +290,20 @@ export class HttpRateLimiter<Req> {
       }
     }
     if (rule === undefined) return undefined;
-    const chosen = rule;
-    return then(chosen.keyOf(req, info), (key) =>
-      then(chosen.costFor(req, info), (cost) => {
-        const d = chosen.sync ? chosen.limiter.limitSync(key, { cost }) : chosen.limiter.limit(key, { cost });
-        return then(d, (decision) => this.outcome(req, chosen, key, cost, decision));
-      }),
-    );
+    const key = rule.keyOf(req, info);
+    if (isPromise(key)) return key.then((k) => this.withKey(req, info, rule, k));
+    return this.withKey(req, info, rule, key);
+  }
+
+  private withKey(req: Req, info: RequestInfo, rule: Rule<Req>, key: string): MaybePromise<Outcome<Req>> {
+    const cost = rule.costFor(req, info);
+    if (isPromise(cost)) return cost.then((c) => this.withCost(req, rule, key, c));
+    return this.withCost(req, rule, key, cost);
+  }
+
+  private withCost(req: Req, rule: Rule<Req>, key: string, cost: number): MaybePromise<Outcome<Req>> {
+    if (rule.sync) return this.outcome(req, rule, key, cost, cost === 1 ? rule.limiter.limitSync(key) : rule.limiter.limitSync(key, { cost }));
+    return rule.limiter.limit(key, { cost }).then((d) => this.outcome(req, rule, key, cost, d));
   }
 
   private outcome(req: Req, rule: Rule<Req>, key: string, cost: number, d: Decision): Outcome<Req> {
@@ -307,10 +316,10 @@ export class HttpRateLimiter<Req> {
   }
 
   /** Writes the rate-limit headers (none in dry run), plus Retry-After when the request is refused. */
-  writeHeaders(o: Outcome<Req>, set: SetHeader): void {
+  writeHeaders(o: Outcome<Req>, to: HeaderTarget): void {
     if (this.dryRun) return;
-    o.rule.headers.write(o.decision, set);
-    if (o.limited) set('Retry-After', `${retryAfterSeconds(o.decision)}`);
+    o.rule.headers.write(o.decision, to);
+    if (o.limited) to.setHeader('Retry-After', `${retryAfterSeconds(o.decision)}`);
   }
 
   /** The problem+json body of a refused request. */
@@ -343,6 +352,11 @@ export class HttpRateLimiter<Req> {
     const lease = o.decision.leaseId;
     if (lease !== undefined) o.rule.limiter.release(o.key, lease).catch(() => {});
   }
+}
+
+function hasForwarding(info: RequestInfo): boolean {
+  if (info.has !== undefined) return info.has('x-forwarded-for') || info.has('forwarded');
+  return info.header('x-forwarded-for') !== undefined || info.header('forwarded') !== undefined;
 }
 
 function pick<Req>(o: RateLimitOptions<Req>): RouteRule<Req> {

@@ -16,7 +16,7 @@ const denied = new LimitDecision(false, 10, 0, 60000, 5001, 0, 'burst', undefine
 
 function render(style: HeaderStyle, d = allowed, now = 1_700_000_000_000): Record<string, string> {
   const out: Record<string, string> = {};
-  new HeaderRenderer(style, policies).write(d, (n, v) => void (out[n] = v), now);
+  new HeaderRenderer(style, policies).write(d, { setHeader: (n: string, v: string) => (out[n] = v) }, now);
   return out;
 }
 
@@ -62,7 +62,7 @@ test('on a denial every reset value equals Retry-After, rounded up to whole seco
 test('sub-second windows are stated as 1 s; names are escaped as sf-strings; non-ASCII names are refused', () => {
   const odd = compilePolicies([{ name: 'a "q" \\ b', algorithm: 'gcra', limit: 5, window: '500ms' }]);
   const out: Record<string, string> = {};
-  new HeaderRenderer('draft-8', odd).write(new LimitDecision(true, 5, 4, 100, 0, 0, 'a "q" \\ b', undefined, undefined), (n, v) => void (out[n] = v));
+  new HeaderRenderer('draft-8', odd).write(new LimitDecision(true, 5, 4, 100, 0, 0, 'a "q" \\ b', undefined, undefined), { setHeader: (n: string, v: string) => (out[n] = v) });
   assert.equal(out['RateLimit-Policy'], '"a \\"q\\" \\\\ b";q=5;w=1');
   assert.throws(() => new HeaderRenderer('draft-8', compilePolicies([{ name: 'débit', algorithm: 'gcra', limit: 5, window: '1s' }])), {
     code: 'ERR_SLUICE_INVALID_OPTION',

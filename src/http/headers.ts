@@ -15,8 +15,10 @@ import type { Decision, Policy } from '../core/types.js';
 export type HeaderStyle = 'legacy' | 'draft-6' | 'draft-7' | 'draft-8' | 'none';
 export const HEADER_STYLES: readonly HeaderStyle[] = ['legacy', 'draft-6', 'draft-7', 'draft-8', 'none'];
 
-/** Where headers go: `res.setHeader`, `reply.header`, `c.header` all fit. */
-export type SetHeader = (name: string, value: string) => void;
+/** Where headers go: a Node ServerResponse as it is; adapters wrap `reply.header` or `c.header` in one. */
+export interface HeaderTarget {
+  setHeader(name: string, value: string): unknown;
+}
 
 /** Whole seconds, rounded up: Retry-After and every reset value. */
 export function ceilSeconds(ms: number): number {
@@ -79,36 +81,36 @@ export class HeaderRenderer {
     this.allPolicies = all.join(', ');
   }
 
-  /** Writes the headers of `style` for `d`. `nowMs` (wall clock) places the legacy epoch reset. */
-  write(d: Decision, set: SetHeader, nowMs = Date.now()): void {
+  /** Writes the headers of `style` for `d`. `nowMs` (wall clock; default now) places the legacy epoch reset. */
+  write(d: Decision, to: HeaderTarget, nowMs?: number): void {
     switch (this.style) {
       case 'none':
         return;
       case 'legacy':
-        set('X-RateLimit-Limit', `${d.limit}`);
-        set('X-RateLimit-Remaining', `${d.remaining}`);
-        set('X-RateLimit-Used', `${Math.max(0, d.limit - d.remaining)}`);
-        set('X-RateLimit-Reset', `${Math.ceil((nowMs + (d.allowed ? d.resetAfterMs : d.retryAfterMs)) / 1000)}`);
-        set('X-RateLimit-Resource', d.policy);
+        to.setHeader('X-RateLimit-Limit', `${d.limit}`);
+        to.setHeader('X-RateLimit-Remaining', `${d.remaining}`);
+        to.setHeader('X-RateLimit-Used', `${Math.max(0, d.limit - d.remaining)}`);
+        to.setHeader('X-RateLimit-Reset', `${Math.ceil(((nowMs ?? Date.now()) + (d.allowed ? d.resetAfterMs : d.retryAfterMs)) / 1000)}`);
+        to.setHeader('X-RateLimit-Resource', d.policy);
         return;
       case 'draft-6': {
         const text = this.byName.get(d.policy);
-        if (text !== undefined) set('RateLimit-Policy', text.short);
-        set('RateLimit-Limit', `${d.limit}`);
-        set('RateLimit-Remaining', `${d.remaining}`);
-        set('RateLimit-Reset', `${resetSeconds(d)}`);
+        if (text !== undefined) to.setHeader('RateLimit-Policy', text.short);
+        to.setHeader('RateLimit-Limit', `${d.limit}`);
+        to.setHeader('RateLimit-Remaining', `${d.remaining}`);
+        to.setHeader('RateLimit-Reset', `${resetSeconds(d)}`);
         return;
       }
       case 'draft-7': {
         const text = this.byName.get(d.policy);
-        if (text !== undefined) set('RateLimit-Policy', text.short);
-        set('RateLimit', `limit=${d.limit}, remaining=${d.remaining}, reset=${resetSeconds(d)}`);
+        if (text !== undefined) to.setHeader('RateLimit-Policy', text.short);
+        to.setHeader('RateLimit', `limit=${d.limit}, remaining=${d.remaining}, reset=${resetSeconds(d)}`);
         return;
       }
       case 'draft-8': {
         const text = this.byName.get(d.policy);
-        set('RateLimit-Policy', this.allPolicies);
-        if (text !== undefined) set('RateLimit', `${text.prefix}${d.remaining};t=${resetSeconds(d)}`);
+        to.setHeader('RateLimit-Policy', this.allPolicies);
+        if (text !== undefined) to.setHeader('RateLimit', `${text.prefix}${d.remaining};t=${resetSeconds(d)}`);
         return;
       }
     }

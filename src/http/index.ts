@@ -11,7 +11,7 @@ export { rateLimit, withRateLimit, type NodeRateLimitOptions } from '../middlewa
 export { HttpRateLimiter, Outcome, type LimitedResponse } from './engine.js';
 export type { CostOption, KeyOption, LimitedEvent, LimitRule, RateLimitOptions, RequestInfo, RouteRule } from './options.js';
 export { CidrSet, ipKey, normalizeIp, resolveClient, forwardedHops, xForwardedForHops } from './client-ip.js';
-export { HeaderRenderer, HEADER_STYLES, retryAfterSeconds, type HeaderStyle, type SetHeader } from './headers.js';
+export { HeaderRenderer, HEADER_STYLES, retryAfterSeconds, type HeaderStyle, type HeaderTarget } from './headers.js';
 export { problemDetails, PROBLEM_CONTENT_TYPE, QUOTA_EXCEEDED, type ProblemDetails } from './problem.js';
 export { graphqlCost } from './graphql-cost.js';
 export { github, stripe, type GithubPresetOptions, type GraphqlRequestBody, type StripePresetOptions } from './presets.js';

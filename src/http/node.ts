@@ -28,6 +28,16 @@ export class NodeRequestInfo implements RequestInfo {
     return Array.isArray(v) ? v.join(', ') : v;
   }
 
+  /** Scans rawHeaders, so that a request nobody reads headers from never builds `req.headers`. */
+  has(name: string): boolean {
+    const raw = this.req.rawHeaders;
+    for (let i = 0; i < raw.length; i += 2) {
+      const h = raw[i]!;
+      if (h.length === name.length && h.toLowerCase() === name) return true;
+    }
+    return false;
+  }
+
   get remoteAddress(): string | undefined {
     return this.req.socket?.remoteAddress;
   }

@@ -12,6 +12,8 @@ export interface RequestInfo {
   readonly path: string;
   /** A request header by lower-case name; repeated headers joined with ', '. */
   header(name: string): string | undefined;
+  /** Optional: whether a header is present, when the adapter can tell more cheaply than `header`. */
+  has?(name: string): boolean;
   /** The socket peer, exactly as the runtime reports it. */
   readonly remoteAddress: string | undefined;
   /** The client address: the peer, or a forwarded hop vouched for by `trustProxy`; IPv4-mapped unwrapped. */

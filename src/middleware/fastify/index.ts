@@ -35,7 +35,7 @@ export function rateLimit(instance: FastifyInstance, options: FastifyRateLimitOp
 
   const apply = (o: Outcome<FastifyRequest> | undefined, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) => {
     if (o === undefined) return next();
-    engine.writeHeaders(o, (name, value) => void reply.header(name, value));
+    engine.writeHeaders(o, { setHeader: (name: string, value: string) => reply.header(name, value) });
     if (!o.limited) return passNode(engine, o, reply.raw, () => next());
     reply.code(engine.status);
     if (custom !== undefined) return void custom(request, reply, engine.limitedResponse(o));

@@ -93,7 +93,7 @@ export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler {
     const o = await engine.check(c, new HonoRequestInfo(c, conn));
     if (o === undefined) return next();
     const headers: [string, string][] = [];
-    engine.writeHeaders(o, (name, value) => void headers.push([name, value]));
+    engine.writeHeaders(o, { setHeader: (name: string, value: string) => headers.push([name, value]) });
     if (o.limited) return refuse(c, o, headers);
 
     const signal = c.req.raw.signal;

@@ -197,7 +197,7 @@ export class HttpRateLimiter<Req> {
   writeHeaders(o: Outcome<Req>, to: HeaderTarget): void {
     if (this.dryRun) return;
     o.rule.headers.write(o.decision, to);
-    if (o.limited) to.setHeader('Retry-After', `${retryAfterSeconds(o.decision)}`);
+    if (o.limited) to.setHeader('retry-after', `${retryAfterSeconds(o.decision)}`);
   }
 
   /** The problem+json body of a refused request. */

@@ -22,27 +22,27 @@ function render(style: HeaderStyle, d = allowed, now = 1_700_000_000_000): Recor
 
 test('legacy: X-RateLimit-* as GitHub sends them, reset in epoch seconds', () => {
   assert.deepEqual(render('legacy'), {
-    'X-RateLimit-Limit': '10',
-    'X-RateLimit-Remaining': '9',
-    'X-RateLimit-Used': '1',
-    'X-RateLimit-Reset': '1700000006',
-    'X-RateLimit-Resource': 'burst',
+    'x-ratelimit-limit': '10',
+    'x-ratelimit-remaining': '9',
+    'x-ratelimit-used': '1',
+    'x-ratelimit-reset': '1700000006',
+    'x-ratelimit-resource': 'burst',
   });
-  assert.equal(render('legacy', denied, 1_700_000_000_500)['X-RateLimit-Reset'], '1700000006'); // now + 5001 ms, rounded up
+  assert.equal(render('legacy', denied, 1_700_000_000_500)['x-ratelimit-reset'], '1700000006'); // now + 5001 ms, rounded up
 });
 
 test('draft-6: RateLimit-Policy of the deciding policy plus three fields', () => {
-  assert.deepEqual(render('draft-6'), { 'RateLimit-Policy': '10;w=60', 'RateLimit-Limit': '10', 'RateLimit-Remaining': '9', 'RateLimit-Reset': '6' });
+  assert.deepEqual(render('draft-6'), { 'ratelimit-policy': '10;w=60', 'ratelimit-limit': '10', 'ratelimit-remaining': '9', 'ratelimit-reset': '6' });
 });
 
 test('draft-7: one RateLimit field', () => {
-  assert.deepEqual(render('draft-7'), { 'RateLimit-Policy': '10;w=60', RateLimit: 'limit=10, remaining=9, reset=6' });
+  assert.deepEqual(render('draft-7'), { 'ratelimit-policy': '10;w=60', ratelimit: 'limit=10, remaining=9, reset=6' });
 });
 
 test('draft-8: every policy in RateLimit-Policy, the deciding one in RateLimit', () => {
   assert.deepEqual(render('draft-8'), {
-    'RateLimit-Policy': '"burst";q=10;w=60, "daily";q=1000;w=86400, "in-flight";q=4;qu="concurrent-requests"',
-    RateLimit: '"burst";r=9;t=6',
+    'ratelimit-policy': '"burst";q=10;w=60, "daily";q=1000;w=86400, "in-flight";q=4;qu="concurrent-requests"',
+    ratelimit: '"burst";r=9;t=6',
   });
 });
 
@@ -52,9 +52,9 @@ test('none: nothing', () => {
 
 test('on a denial every reset value equals Retry-After, rounded up to whole seconds', () => {
   assert.equal(retryAfterSeconds(denied), 6);
-  assert.equal(render('draft-6', denied)['RateLimit-Reset'], '6');
-  assert.equal(render('draft-7', denied).RateLimit, 'limit=10, remaining=0, reset=6');
-  assert.equal(render('draft-8', denied).RateLimit, '"burst";r=0;t=6');
+  assert.equal(render('draft-6', denied)['ratelimit-reset'], '6');
+  assert.equal(render('draft-7', denied).ratelimit, 'limit=10, remaining=0, reset=6');
+  assert.equal(render('draft-8', denied).ratelimit, '"burst";r=0;t=6');
   assert.equal(retryAfterSeconds(new LimitDecision(false, 1, 0, 1, 1, 0, 'burst', undefined, undefined)), 1);
   assert.equal(retryAfterSeconds(new LimitDecision(false, 1, 0, 1, 3000, 0, 'burst', undefined, undefined)), 3);
 });
@@ -63,7 +63,7 @@ test('sub-second windows are stated as 1 s; names are escaped as sf-strings; non
   const odd = compilePolicies([{ name: 'a "q" \\ b', algorithm: 'gcra', limit: 5, window: '500ms' }]);
   const out: Record<string, string> = {};
   new HeaderRenderer('draft-8', odd).write(new LimitDecision(true, 5, 4, 100, 0, 0, 'a "q" \\ b', undefined, undefined), { setHeader: (n: string, v: string) => (out[n] = v) });
-  assert.equal(out['RateLimit-Policy'], '"a \\"q\\" \\\\ b";q=5;w=1');
+  assert.equal(out['ratelimit-policy'], '"a \\"q\\" \\\\ b";q=5;w=1');
   assert.throws(() => new HeaderRenderer('draft-8', compilePolicies([{ name: 'débit', algorithm: 'gcra', limit: 5, window: '1s' }])), {
     code: 'ERR_SLUICE_INVALID_OPTION',
     message: /policy name "débit" cannot be sent in 'draft-8' headers/,

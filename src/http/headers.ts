@@ -6,6 +6,7 @@
  * - `draft-8`: RateLimit-Policy listing every policy `"name";q=10;w=60, ...` + RateLimit `"name";r=9;t=42`
  *   (the wire format of draft-ietf-httpapi-ratelimit-headers-08 through -10);
  * - `none`.
+ * Names are sent in lower case, as HTTP/2 requires and HTTP/1.1 allows; it also takes Node's fastest path.
  * The dynamic values describe the deciding (most restrictive) policy. On a denial the reset value is the
  * Retry-After value, as the drafts ask (Retry-After must not point earlier than the reset).
  */
@@ -87,30 +88,30 @@ export class HeaderRenderer {
       case 'none':
         return;
       case 'legacy':
-        to.setHeader('X-RateLimit-Limit', `${d.limit}`);
-        to.setHeader('X-RateLimit-Remaining', `${d.remaining}`);
-        to.setHeader('X-RateLimit-Used', `${Math.max(0, d.limit - d.remaining)}`);
-        to.setHeader('X-RateLimit-Reset', `${Math.ceil(((nowMs ?? Date.now()) + (d.allowed ? d.resetAfterMs : d.retryAfterMs)) / 1000)}`);
-        to.setHeader('X-RateLimit-Resource', d.policy);
+        to.setHeader('x-ratelimit-limit', `${d.limit}`);
+        to.setHeader('x-ratelimit-remaining', `${d.remaining}`);
+        to.setHeader('x-ratelimit-used', `${Math.max(0, d.limit - d.remaining)}`);
+        to.setHeader('x-ratelimit-reset', `${Math.ceil(((nowMs ?? Date.now()) + (d.allowed ? d.resetAfterMs : d.retryAfterMs)) / 1000)}`);
+        to.setHeader('x-ratelimit-resource', d.policy);
         return;
       case 'draft-6': {
         const text = this.byName.get(d.policy);
-        if (text !== undefined) to.setHeader('RateLimit-Policy', text.short);
-        to.setHeader('RateLimit-Limit', `${d.limit}`);
-        to.setHeader('RateLimit-Remaining', `${d.remaining}`);
-        to.setHeader('RateLimit-Reset', `${resetSeconds(d)}`);
+        if (text !== undefined) to.setHeader('ratelimit-policy', text.short);
+        to.setHeader('ratelimit-limit', `${d.limit}`);
+        to.setHeader('ratelimit-remaining', `${d.remaining}`);
+        to.setHeader('ratelimit-reset', `${resetSeconds(d)}`);
         return;
       }
       case 'draft-7': {
         const text = this.byName.get(d.policy);
-        if (text !== undefined) to.setHeader('RateLimit-Policy', text.short);
-        to.setHeader('RateLimit', `limit=${d.limit}, remaining=${d.remaining}, reset=${resetSeconds(d)}`);
+        if (text !== undefined) to.setHeader('ratelimit-policy', text.short);
+        to.setHeader('ratelimit', `limit=${d.limit}, remaining=${d.remaining}, reset=${resetSeconds(d)}`);
         return;
       }
       case 'draft-8': {
         const text = this.byName.get(d.policy);
-        to.setHeader('RateLimit-Policy', this.allPolicies);
-        if (text !== undefined) to.setHeader('RateLimit', `${text.prefix}${d.remaining};t=${resetSeconds(d)}`);
+        to.setHeader('ratelimit-policy', this.allPolicies);
+        if (text !== undefined) to.setHeader('ratelimit', `${text.prefix}${d.remaining};t=${resetSeconds(d)}`);
         return;
       }
     }

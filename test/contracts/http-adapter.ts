@@ -151,6 +151,10 @@ export function testAdapter(h: AdapterHarness): void {
         detail: 'Rate limit "p" exceeded; retry after 5 seconds.',
         'violated-policies': ['p'],
       });
+      const head = await fetch(`${url}/`, { method: 'HEAD' });
+      assert.equal(head.status, 429);
+      assert.equal(head.headers.get('retry-after'), '5');
+      assert.equal(await head.text(), '');
       c.now += 4999;
       assert.equal((await fetch(`${url}/`).then((r) => (r.text(), r))).status, 200);
     });

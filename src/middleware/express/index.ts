@@ -23,7 +23,7 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
   const apply = (o: Outcome<Request> | undefined, req: Request, res: Response, next: NextFunction) => {
     if (o === undefined) return next();
     engine.writeHeaders(o, res);
-    if (!o.limited) return passNode(engine, o, res, () => next());
+    if (!o.limited) return passNode(engine, o, res, next);
     if (custom !== undefined) return custom(req, res, next, engine.limitedResponse(o));
     refuseNode(engine, o, req, res);
   };

@@ -36,7 +36,7 @@ export function rateLimit(instance: FastifyInstance, options: FastifyRateLimitOp
   const apply = (o: Outcome<FastifyRequest> | undefined, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) => {
     if (o === undefined) return next();
     engine.writeHeaders(o, { setHeader: (name: string, value: string) => reply.header(name, value) });
-    if (!o.limited) return passNode(engine, o, reply.raw, () => next());
+    if (!o.limited) return passNode(engine, o, reply.raw, next);
     reply.code(engine.status);
     if (custom !== undefined) return void custom(request, reply, engine.limitedResponse(o));
     // A Buffer, so that Fastify adds no charset parameter (RFC 8259 JSON has none).

@@ -73,6 +73,7 @@ function hold(ms: number, signal: AbortSignal): Promise<boolean> {
   });
 }
 
+/** Hono middleware that decides each request. Errors (a throwing key function, a store failure) go to `app.onError`. */
 export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler {
   const engine = new HttpRateLimiter<Context>(options, 'rateLimit', ['getConnInfo', 'handler']);
   const conn = options.getConnInfo ?? nodeConnInfo;
@@ -95,6 +96,11 @@ export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler {
     const headers: [string, string][] = [];
     engine.writeHeaders(o, { setHeader: (name: string, value: string) => headers.push([name, value]) });
     if (o.limited) return refuse(c, o, headers);
+    if (o.delayMs <= 0 && o.decision.leaseId === undefined) {
+      await next();
+      for (const [name, value] of headers) c.header(name, value);
+      return;
+    }
 
     const signal = c.req.raw.signal;
     let released = false;

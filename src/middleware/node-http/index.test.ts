@@ -16,9 +16,14 @@ function app(gate: Gate) {
   };
 }
 
+const quiet500 = (_e: unknown, _req: IncomingMessage, res: ServerResponse) => {
+  res.statusCode = 500;
+  res.end();
+};
+
 testAdapter({
   name: 'node:http',
-  serve: (options, gate, host) => listen(createServer(withRateLimit(app(gate), options as NodeRateLimitOptions)), host),
+  serve: (options, gate, host) => listen(createServer(withRateLimit(app(gate), { onError: quiet500, ...options } as NodeRateLimitOptions)), host),
 });
 
 test('node:http: the decorator form and a custom handler', async () => {
@@ -39,6 +44,30 @@ test('node:http: the decorator form and a custom handler', async () => {
     assert.equal(await refused.text(), 'slow down');
     assert.equal(refused.headers.get('retry-after'), '60');
     assert.deepEqual(seen, [60]);
+  } finally {
+    await r.close();
+  }
+});
+
+test('node:http: by default a failed decision is logged and answered with a bare 500', async (t) => {
+  const logged: unknown[][] = [];
+  t.mock.method(console, 'error', (...args: unknown[]) => void logged.push(args));
+  const boom = new Error('store down');
+  const r = await listen(
+    createServer(
+      withRateLimit((_req, res) => res.end('ok'), {
+        policy: { algorithm: 'gcra', limit: 1, window: '1m' },
+        key: () => {
+          throw boom;
+        },
+      }),
+    ),
+  );
+  try {
+    const res = await fetch(r.url);
+    assert.equal(res.status, 500);
+    assert.equal(await res.text(), '');
+    assert.deepEqual(logged, [['[sluice] deciding a request failed:', boom]]);
   } finally {
     await r.close();
   }

@@ -14,7 +14,7 @@ import type { RateLimitOptions } from '../../http/options.js';
 export interface NodeRateLimitOptions extends RateLimitOptions<IncomingMessage> {
   /** Sends the refusal yourself; rate-limit headers and Retry-After are already set. Default: problem+json. */
   handler?: (req: IncomingMessage, res: ServerResponse, limited: LimitedResponse) => void;
-  /** Called when deciding fails (a key function throws, the store is down). Default: a bare 500. */
+  /** Called when deciding fails (a key function throws, the store is down). Default: log it, answer a bare 500. */
   onError?: (error: unknown, req: IncomingMessage, res: ServerResponse) => void;
 }
 
@@ -24,7 +24,8 @@ export function withRateLimit(handler: RequestListener, options: NodeRateLimitOp
   const custom = options.handler;
   const onError =
     options.onError ??
-    ((_e: unknown, _req: IncomingMessage, res: ServerResponse) => {
+    ((e: unknown, _req: IncomingMessage, res: ServerResponse) => {
+      console.error('[sluice] deciding a request failed:', e);
       if (!res.headersSent) res.statusCode = 500;
       res.end();
     });

@@ -37,9 +37,9 @@ test('every subpath resolves from the tarball, and loads with no framework insta
     const out = {};
     for (const [path, names] of Object.entries({
       'sluice/http': ['withRateLimit', 'rateLimit', 'ipKey', 'stripe', 'github', 'graphqlCost', 'HeaderRenderer'],
-      'sluice/express': ['rateLimit'],
-      'sluice/fastify': ['rateLimit', 'default'],
-      'sluice/hono': ['rateLimit'],
+      'sluice/express': ['rateLimit', 'github', 'stripe'],
+      'sluice/fastify': ['rateLimit', 'default', 'github', 'stripe'],
+      'sluice/hono': ['rateLimit', 'github', 'stripe'],
     })) {
       const m = await import(path);
       out[path] = names.filter((n) => typeof m[n] === 'function');
@@ -51,9 +51,9 @@ test('every subpath resolves from the tarball, and loads with no framework insta
   `;
   assert.deepEqual(JSON.parse(run(process.execPath, ['--input-type=module', '-e', script], consumer)), {
     'sluice/http': ['withRateLimit', 'rateLimit', 'ipKey', 'stripe', 'github', 'graphqlCost', 'HeaderRenderer'],
-    'sluice/express': ['rateLimit'],
-    'sluice/fastify': ['rateLimit', 'default'],
-    'sluice/hono': ['rateLimit'],
+    'sluice/express': ['rateLimit', 'github', 'stripe'],
+    'sluice/fastify': ['rateLimit', 'default', 'github', 'stripe'],
+    'sluice/hono': ['rateLimit', 'github', 'stripe'],
     express: 'absent',
     fastify: 'absent',
     hono: 'absent',

@@ -10,6 +10,13 @@ import { HttpRateLimiter, isPromise, type LimitedResponse, type Outcome } from '
 import { NodeRequestInfo, passNode, refuseNode } from '../../http/node.js';
 import type { RateLimitOptions } from '../../http/options.js';
 
+// The presets and key helpers, so that one import serves: `import { rateLimit, github } from 'sluice/express'`.
+export { ipKey } from '../../http/client-ip.js';
+export { graphqlCost } from '../../http/graphql-cost.js';
+export { github, stripe } from '../../http/presets.js';
+export type { LimitedResponse } from '../../http/engine.js';
+export type { LimitedEvent, RequestInfo, RouteRule } from '../../http/options.js';
+
 export interface ExpressRateLimitOptions extends RateLimitOptions<Request> {
   /** Sends the refusal yourself; rate-limit headers and Retry-After are already set. Default: problem+json. */
   handler?: (req: Request, res: Response, next: NextFunction, limited: LimitedResponse) => void;

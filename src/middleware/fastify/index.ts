@@ -12,6 +12,13 @@ import { NodeRequestInfo, passNode } from '../../http/node.js';
 import type { RateLimitOptions } from '../../http/options.js';
 import { PROBLEM_CONTENT_TYPE } from '../../http/problem.js';
 
+// The presets and key helpers, so that one import serves: `import { rateLimit, github } from 'sluice/fastify'`.
+export { ipKey } from '../../http/client-ip.js';
+export { graphqlCost } from '../../http/graphql-cost.js';
+export { github, stripe } from '../../http/presets.js';
+export type { LimitedResponse } from '../../http/engine.js';
+export type { LimitedEvent, RequestInfo, RouteRule } from '../../http/options.js';
+
 export interface FastifyRateLimitOptions extends RateLimitOptions<FastifyRequest> {
   /** The hook to decide in: 'onRequest' (default, before the body is read) or 'preHandler' (a cost may read `request.body`). */
   hook?: 'onRequest' | 'preHandler';

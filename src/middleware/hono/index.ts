@@ -11,6 +11,13 @@ import { HttpRateLimiter, type LimitedResponse, type Outcome } from '../../http/
 import type { RateLimitOptions, RequestInfo } from '../../http/options.js';
 import { PROBLEM_CONTENT_TYPE } from '../../http/problem.js';
 
+// The presets and key helpers, so that one import serves: `import { rateLimit, github } from 'sluice/hono'`.
+export { ipKey } from '../../http/client-ip.js';
+export { graphqlCost } from '../../http/graphql-cost.js';
+export { github, stripe } from '../../http/presets.js';
+export type { LimitedResponse } from '../../http/engine.js';
+export type { LimitedEvent, RequestInfo, RouteRule } from '../../http/options.js';
+
 /** Hono's GetConnInfo shape: what each runtime adapter's `getConnInfo` returns. */
 export type GetConnInfo = (c: Context) => { remote: { address?: string | undefined } };
 

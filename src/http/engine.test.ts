@@ -22,6 +22,7 @@ test('bad options are SluiceErrors that name the option and quote the value', ()
     [{ trustProxy: ['10.0.0.0/40'] }, /'trustProxy\[0\]' has a prefix length outside 0-32, got "10.0.0.0\/40"/],
     [{ proxyHeader: 'x-real-ip' as never }, /'proxyHeader' must be 'x-forwarded-for' or 'forwarded', got "x-real-ip"/],
     [{ dryRun: 'yes' as never }, /'dryRun' must be true or false, got "yes"/],
+    [{ warnings: 0 as never }, /'warnings' must be true or false, got 0/],
     [{ key: { cookie: 'sid' } as never }, /'key' must be 'ip', \{ header: 'x-api-key' \} or a function/],
     [{ cost: -1 }, /'cost' must be a non-negative integer or a function returning one, got -1/],
     [{ limiter: new Limiter({ policy }) }, /give exactly one of 'policy', 'policies' or 'limiter'/],
@@ -86,7 +87,9 @@ test('a synchronous store decides without a Promise; an asynchronous one through
 });
 
 test('request-time errors: no remote address, a key function returning a non-string', async () => {
-  assert.throws(() => make({}).check(null, info(undefined)), { code: 'ERR_SLUICE_NO_CLIENT_ADDRESS', message: /give a 'key' function/ });
+  assert.throws(() => make({}).check(null, info(undefined)), { code: 'ERR_SLUICE_NO_CLIENT_ADDRESS', message: /cannot be keyed by IP; give a 'key' function/ });
+  // With a key of its own, a request without a peer address (a Unix socket) is decided as usual.
+  assert.equal(((await make({ key: () => 'user:1' }).check(null, info(undefined))) as Outcome<unknown>).key, 'user:1');
   assert.throws(() => make({ key: () => 42 as never }).check(null, info('1.2.3.4')), {
     code: 'ERR_SLUICE_INVALID_KEY',
     message: /the 'key' function must return a string or undefined, got 42/,

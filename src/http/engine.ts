@@ -95,6 +95,7 @@ export class HttpRateLimiter<Req> {
     }
     this.skip = options.skip;
     this.onLimited = options.onLimited;
+    if (options.warnings !== undefined && typeof options.warnings !== 'boolean') fail(`'warnings' must be true or false, got ${show(options.warnings)}`);
     this.warnings = options.warnings ?? true;
 
     let shared: Store | undefined = options.store;
@@ -124,12 +125,13 @@ export class HttpRateLimiter<Req> {
     }
   }
 
-  /** The client address of a request: the peer, or the forwarded hop the trusted proxies vouch for. */
+  /**
+   * The client address of a request: the peer, or the forwarded hop the trusted proxies vouch for; '' when
+   * the request has no peer address (a closed socket, a Unix socket), which is an error only if the key needs it.
+   */
   clientIp(info: RequestInfo): string {
     const remote = info.remoteAddress;
-    if (remote === undefined || remote === '') {
-      throw new SluiceError('ERR_SLUICE_NO_CLIENT_ADDRESS', `the request has no remote address (its socket is already closed, or the runtime does not expose one); give a 'key' function`);
-    }
+    if (remote === undefined || remote === '') return '';
     if (this.trusted.size === 0) {
       if (this.warnings && !warned('WRN_SLUICE_FORWARDED_HEADER_IGNORED') && hasForwarding(info)) {
         warnOnce(
@@ -150,7 +152,7 @@ export class HttpRateLimiter<Req> {
    */
   check(req: Req, info: RequestInfo): MaybePromise<Outcome<Req> | undefined> {
     info.ip = this.clientIp(info);
-    if (this.allow !== undefined && this.allow.has(info.ip)) return undefined;
+    if (this.allow !== undefined && info.ip !== '' && this.allow.has(info.ip)) return undefined;
     if (this.skip !== undefined) {
       return then(this.skip(req, info), (skipped) => (skipped ? undefined : this.decide(req, info)));
     }

@@ -16,7 +16,7 @@ export interface RequestInfo {
   has?(name: string): boolean;
   /** The socket peer, exactly as the runtime reports it. */
   readonly remoteAddress: string | undefined;
-  /** The client address: the peer, or a forwarded hop vouched for by `trustProxy`; IPv4-mapped unwrapped. */
+  /** The client address: the peer, or a forwarded hop vouched for by `trustProxy`; IPv4-mapped unwrapped; '' if there is no peer address. */
   ip: string;
 }
 

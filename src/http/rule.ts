@@ -79,7 +79,7 @@ export class Rule<Req> {
   keyOf(req: Req, info: RequestInfo): MaybePromise<string> {
     if (this.keyFn !== undefined) {
       return then(this.keyFn(req, info), (k) => {
-        if (k === undefined || k === '') return this.prefix + ipKey(info.ip, this.subnet);
+        if (k === undefined || k === '') return this.prefix + this.ipKeyOf(info);
         if (typeof k !== 'string') {
           throw new SluiceError('ERR_SLUICE_INVALID_KEY', `the 'key' function must return a string or undefined, got ${show(k)}`);
         }
@@ -93,7 +93,17 @@ export class Rule<Req> {
         return `${this.prefix}h:${createHash('sha256').update(value).digest('base64url').slice(0, 22)}`;
       }
     }
-    return this.prefix + ipKey(info.ip, this.subnet);
+    return this.prefix + this.ipKeyOf(info);
+  }
+
+  private ipKeyOf(info: RequestInfo): string {
+    if (info.ip === '') {
+      throw new SluiceError(
+        'ERR_SLUICE_NO_CLIENT_ADDRESS',
+        `the request has no remote address (its socket is already closed, the server listens on a Unix socket, or the runtime does not expose one), so it cannot be keyed by IP; give a 'key' function${this.route === undefined ? '' : ` for route ${show(this.route)}`}`,
+      );
+    }
+    return ipKey(info.ip, this.subnet);
   }
 
   costFor(req: Req, info: RequestInfo): MaybePromise<number> {

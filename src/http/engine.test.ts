@@ -2,8 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Limiter } from '../limiter.js';
-import { MemoryStore } from '../stores/memory.js';
-import type { Store, StoreTable, TableSpec } from '../stores/store.js';
+import { AsyncStore } from '../../test/contracts/http-adapter.js';
 import { HttpRateLimiter, type Outcome } from './engine.js';
 import type { RateLimitOptions, RequestInfo } from './options.js';
 
@@ -56,21 +55,6 @@ test('a forwarding header with no trusted proxy warns once, with a code; warning
     process.off('warning', listen);
   }
 });
-
-/** The memory store behind Promises, as a networked store answers. */
-class AsyncStore implements Store {
-  private readonly inner = new MemoryStore();
-  bind(spec: TableSpec): StoreTable {
-    const t = this.inner.bind(spec);
-    return {
-      sync: false,
-      decide: async (k, c, l) => t.decide(k, c, l),
-      adjust: async (k, d) => t.adjust(k, d),
-      release: async (k, l) => t.release(k, l),
-      reset: async (k) => t.reset(k),
-    };
-  }
-}
 
 test('a synchronous store decides without a Promise; an asynchronous one through one, with the same answers', async () => {
   const sync = make({});

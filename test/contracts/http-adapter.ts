@@ -8,6 +8,8 @@ import { test } from 'node:test';
 import { Limiter } from '../../src/limiter.js';
 import { github, stripe } from '../../src/http/presets.js';
 import type { PolicyOptions } from '../../src/core/types.js';
+import { MemoryStore } from '../../src/stores/memory.js';
+import type { Store, StoreTable, TableSpec } from '../../src/stores/store.js';
 import type { LimitedEvent } from '../../src/http/options.js';
 
 /** Opens once; handlers of GET /slow wait on it. */
@@ -52,6 +54,21 @@ export function listen(server: Server, host = '127.0.0.1'): Promise<Running> {
       });
     });
   });
+}
+
+/** The memory store behind Promises, as a networked store (Redis) answers: exercises the asynchronous path. */
+export class AsyncStore implements Store {
+  private readonly inner = new MemoryStore();
+  bind(spec: TableSpec): StoreTable {
+    const t = this.inner.bind(spec);
+    return {
+      sync: false,
+      decide: async (k, c, l) => t.decide(k, c, l),
+      adjust: async (k, d) => t.adjust(k, d),
+      release: async (k, l) => t.release(k, l),
+      reset: async (k) => t.reset(k),
+    };
+  }
 }
 
 /** A clock the test moves by hand. */
@@ -277,6 +294,33 @@ export function testAdapter(h: AdapterHarness): void {
       await slow;
       await until(async () => (await limiter.get('127.0.0.1')).remaining === 1, 'release when the client aborts');
       assert.equal((await fetch(`${url}/`).then((r) => (r.text(), r))).status, 200);
+    });
+  });
+
+  test(`${name}: an asynchronous store decides through Promises, with the same answers and lease releases`, async () => {
+    const c = manualClock();
+    const limiter = new Limiter({
+      policies: [
+        { name: 'rate', algorithm: 'gcra', limit: 3, window: '1m' },
+        { name: 'c', algorithm: 'concurrency', limit: 1, window: '1m' },
+      ],
+      store: new AsyncStore(),
+      clock: c.clock,
+    });
+    await withServer({ limiter, headers: 'draft-7' }, async ({ url }) => {
+      const statuses = [];
+      const limits = [];
+      for (let i = 0; i < 4; i++) {
+        const r = await fetch(`${url}/`);
+        await r.text();
+        statuses.push(r.status);
+        limits.push(r.headers.get('ratelimit'));
+      }
+      // One in flight at a time, so requests 2 and 3 pass only if each lease was released; the fourth is
+      // refused by the rate policy, which then decides.
+      assert.deepEqual(statuses, [200, 200, 200, 429]);
+      assert.equal(limits[0], 'limit=1, remaining=0, reset=60');
+      assert.equal(limits[3], 'limit=3, remaining=0, reset=20');
     });
   });
 

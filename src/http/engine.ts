@@ -4,7 +4,7 @@
  * framework's request and response to it. Decisions on a synchronous store (the memory store) and with
  * synchronous callbacks never touch a Promise.
  */
-import { SluiceError, show } from '../core/errors.js';
+import { show } from '../core/errors.js';
 import type { Decision } from '../core/types.js';
 import { MemoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/store.js';

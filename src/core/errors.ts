@@ -13,7 +13,9 @@ export type SluiceErrorCode =
   | 'ERR_SLUICE_QUEUE_TIMEOUT'
   | 'ERR_SLUICE_INVALID_IP'
   | 'ERR_SLUICE_INVALID_ATTEMPT'
-  | 'ERR_SLUICE_GUARD_SECRET';
+  | 'ERR_SLUICE_GUARD_SECRET'
+  | 'ERR_SLUICE_NO_CLIENT_ADDRESS'
+  | 'ERR_SLUICE_INVALID_GRAPHQL';
 
 export class SluiceError extends Error {
   readonly code: SluiceErrorCode;

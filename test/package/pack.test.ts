@@ -32,6 +32,68 @@ test('the packed package imports with no dev dependency installed', () => {
   assert.equal(run(process.execPath, ['--input-type=module', '-e', script], consumer).trim(), '[true,true,false]');
 });
 
+test('every subpath resolves from the tarball, and loads with no framework installed', () => {
+  const script = `
+    const out = {};
+    for (const [path, names] of Object.entries({
+      'sluice/http': ['withRateLimit', 'rateLimit', 'ipKey', 'stripe', 'github', 'graphqlCost', 'HeaderRenderer'],
+      'sluice/express': ['rateLimit', 'github', 'stripe'],
+      'sluice/fastify': ['rateLimit', 'default', 'github', 'stripe'],
+      'sluice/hono': ['rateLimit', 'github', 'stripe'],
+    })) {
+      const m = await import(path);
+      out[path] = names.filter((n) => typeof m[n] === 'function');
+    }
+    for (const fw of ['express', 'fastify', 'hono']) {
+      out[fw] = await import(fw).then(() => 'installed', () => 'absent');
+    }
+    console.log(JSON.stringify(out));
+  `;
+  assert.deepEqual(JSON.parse(run(process.execPath, ['--input-type=module', '-e', script], consumer)), {
+    'sluice/http': ['withRateLimit', 'rateLimit', 'ipKey', 'stripe', 'github', 'graphqlCost', 'HeaderRenderer'],
+    'sluice/express': ['rateLimit', 'github', 'stripe'],
+    'sluice/fastify': ['rateLimit', 'default', 'github', 'stripe'],
+    'sluice/hono': ['rateLimit', 'github', 'stripe'],
+    express: 'absent',
+    fastify: 'absent',
+    hono: 'absent',
+  });
+});
+
+test('sluice/http limits a real node:http server from the tarball', () => {
+  const script = `
+    import { createServer } from 'node:http';
+    import { withRateLimit } from 'sluice/http';
+    const server = createServer(withRateLimit((req, res) => res.end('ok'), { policy: { algorithm: 'gcra', limit: 1, window: '1m' }, headers: 'draft-7' }));
+    server.listen(0, '127.0.0.1', async () => {
+      const url = 'http://127.0.0.1:' + server.address().port;
+      const a = await fetch(url); const b = await fetch(url);
+      console.log(JSON.stringify([a.status, a.headers.get('ratelimit'), b.status, b.headers.get('retry-after')]));
+      server.closeAllConnections(); server.close();
+    });
+  `;
+  assert.equal(run(process.execPath, ['--input-type=module', '-e', script], consumer).trim(), '[200,"limit=1, remaining=0, reset=60",429,"60"]');
+});
+
+test('sluice/http ships types that check under strict TypeScript (with @types/node, as any node:http user has)', () => {
+  writeFileSync(
+    join(consumer, 'use-http.ts'),
+    `import { withRateLimit, stripe, ipKey, type NodeRateLimitOptions } from 'sluice/http';
+     const options: NodeRateLimitOptions = { ...stripe({ mode: 'test' }), headers: 'draft-8', trustProxy: ['10.0.0.0/8'] };
+     const listener = withRateLimit((_req, res) => res.end('ok'), options);
+     // @ts-expect-error: header styles are checked
+     withRateLimit((_req, res) => res.end('ok'), { policy: { algorithm: 'gcra', limit: 1, window: 1 }, headers: 'draft-9' });
+     const k: string = ipKey('::ffff:1.2.3.4');
+     export { listener, k };
+    `,
+  );
+  writeFileSync(
+    join(consumer, 'tsconfig.http.json'),
+    JSON.stringify({ compilerOptions: { strict: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', noEmit: true, types: ['node'], typeRoots: [join(root, 'node_modules/@types')] }, files: ['use-http.ts'] }),
+  );
+  run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(consumer, 'tsconfig.http.json')], consumer);
+});
+
 test('the packed package ships types that check under strict TypeScript', () => {
   writeFileSync(
     join(consumer, 'use.ts'),

@@ -1,0 +1,73 @@
+#!/usr/bin/env node
+// One HTTP server for bench/http.mjs, answering 200 "ok" on GET /ok, with or without a rate limiter.
+// Usage: node bench/http-server.mjs <config>; prints the port it listens on (127.0.0.1, port 0).
+// Every limiter admits everything (1e9 per minute) from the one loopback client, so each request is
+// decided and charged on one hot key and the allowed path is what is measured.
+// Env LIMIT (default 1e9) lowers the limit for the sanity check that the limiter is really in the path.
+// Exits by itself after 120 s, so it can never outlive the benchmark.
+import { createServer } from 'node:http';
+
+const config = process.argv[2];
+const LIMIT = Number(process.env.LIMIT ?? 1e9);
+const ok = (req, res) => {
+  res.writeHead(200, { 'Content-Type': 'text/plain' });
+  res.end('ok');
+};
+// GCRA: the smooth, boundary-free algorithm sluice is compared on; the peers count fixed windows.
+const policy = { algorithm: 'gcra', limit: LIMIT, window: '1m' };
+
+async function build() {
+  switch (config) {
+    case 'node-bare':
+      return createServer(ok);
+    case 'node-sluice':
+    case 'node-sluice-none': {
+      const { withRateLimit } = await import('../dist/http/index.js');
+      return createServer(withRateLimit(ok, { policy, headers: config === 'node-sluice' ? 'draft-7' : 'none' }));
+    }
+    case 'express-bare':
+    case 'express-sluice':
+    case 'express-erl': {
+      const { default: express } = await import('express');
+      const app = express();
+      if (config === 'express-sluice') {
+        const { rateLimit } = await import('../dist/middleware/express/index.js');
+        app.use(rateLimit({ policy, headers: 'draft-7' }));
+      } else if (config === 'express-erl') {
+        const { rateLimit } = await import('express-rate-limit');
+        app.use(rateLimit({ windowMs: 60_000, limit: LIMIT, standardHeaders: 'draft-7', legacyHeaders: false }));
+      }
+      app.get('/ok', (req, res) => void res.type('text/plain').send('ok'));
+      return createServer(app);
+    }
+    case 'fastify-bare':
+    case 'fastify-sluice':
+    case 'fastify-frl': {
+      const { default: Fastify } = await import('fastify');
+      const app = Fastify();
+      if (config === 'fastify-sluice') {
+        const { rateLimit } = await import('../dist/middleware/fastify/index.js');
+        await app.register(rateLimit, { policy, headers: 'draft-6' });
+      } else if (config === 'fastify-frl') {
+        const { default: frl } = await import('@fastify/rate-limit');
+        await app.register(frl, { max: LIMIT, timeWindow: 60_000, enableDraftSpec: true });
+      }
+      app.get('/ok', async () => 'ok');
+      await app.ready();
+      return app.server;
+    }
+    default:
+      throw new Error(`unknown config ${JSON.stringify(config)}`);
+  }
+}
+
+const server = await build();
+server.listen(0, '127.0.0.1', () => process.stdout.write(`${server.address().port}\n`));
+const stop = () => {
+  server.closeAllConnections?.();
+  server.close(() => process.exit(0));
+  setTimeout(() => process.exit(0), 500).unref();
+};
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
+setTimeout(() => process.exit(0), 120_000).unref();

@@ -1,0 +1,154 @@
+#!/usr/bin/env node
+// HTTP benchmark: sluice against the same bare server and against each framework's own limiter, with wrk on
+// loopback. Method as anchorbench suite D: every rep starts a fresh server process, runs a 2 s wrk warm-up
+// (discarded) and then `wrk -t2 -c64 -d<D>s`; reps are interleaved (rep 1 of every config, then rep 2, ...)
+// so drift of the shared machine spreads over all rows. Reports the median (min - max) and, per pair, the
+// median of the per-rep ratios (each rep's two servers ran back to back).
+// Usage: npm run build && node bench/http.mjs [reps=3] [seconds=10]   (results: bench/results/http.{json,md})
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+
+const REPS = Number(process.argv[2] ?? 3);
+const DUR = Math.min(Number(process.argv[3] ?? 10), 20);
+const ROOT = new URL('..', import.meta.url).pathname;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+const ALL_CONFIGS = {
+  'node-bare': 'node:http, no limiter',
+  'node-sluice': 'node:http + sluice/http (GCRA, memory store, draft-7 headers)',
+  'node-sluice-none': "node:http + sluice/http (GCRA, memory store, headers: 'none')",
+  'express-bare': 'Express 5, no limiter',
+  'express-erl': 'Express 5 + express-rate-limit 8 (fixed window, memory store, draft-7 headers)',
+  'express-sluice': 'Express 5 + sluice/express (GCRA, memory store, draft-7 headers)',
+  'fastify-bare': 'Fastify 5, no limiter',
+  'fastify-frl': 'Fastify 5 + @fastify/rate-limit 11 (fixed window, local store, draft headers)',
+  'fastify-sluice': 'Fastify 5 + sluice/fastify (GCRA, memory store, draft-6 headers)',
+};
+// ONLY=node-bare,node-sluice runs a subset (for quick iterations; the README figures use all of them).
+const CONFIGS = Object.fromEntries(Object.entries(ALL_CONFIGS).filter(([c]) => !process.env.ONLY || process.env.ONLY.split(',').includes(c)));
+const PAIRS_ALL = [
+  ['node-sluice', 'node-bare', 'sluice on node:http vs the same bare server'],
+  ['node-sluice-none', 'node-bare', "sluice on node:http (headers 'none') vs bare"],
+  ['express-sluice', 'express-erl', 'sluice vs express-rate-limit on Express'],
+  ['express-sluice', 'express-bare', 'sluice on Express vs bare Express'],
+  ['fastify-sluice', 'fastify-frl', 'sluice vs @fastify/rate-limit on Fastify'],
+  ['fastify-sluice', 'fastify-bare', 'sluice on Fastify vs bare Fastify'],
+];
+const PAIRS = PAIRS_ALL.filter(([a, b]) => a in CONFIGS && b in CONFIGS);
+
+const live = new Set();
+process.on('exit', () => {
+  for (const c of live) c.kill('SIGKILL');
+});
+process.on('SIGINT', () => process.exit(130));
+
+async function start(config, env = {}) {
+  const child = spawn(process.execPath, [`${ROOT}bench/http-server.mjs`, config], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+  live.add(child);
+  child.on('exit', () => live.delete(child));
+  const port = await new Promise((resolve, reject) => {
+    child.stdout.once('data', (d) => resolve(Number(String(d).trim())));
+    child.once('exit', () => reject(new Error(`${config} exited before listening`)));
+  });
+  return { child, url: `http://127.0.0.1:${port}/ok` };
+}
+
+async function stop({ child }) {
+  if (child.exitCode !== null) return;
+  const done = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await Promise.race([done, sleep(3000)]);
+  if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+}
+
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+/** CPU seconds a process has used (/proc/<pid>/stat fields 14 and 15). */
+function cpuSeconds(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) / CLK_TCK; // utime + stime
+}
+
+function wrk(url, seconds, threads = 2, conns = 64) {
+  const r = spawnSync('wrk', [`-t${threads}`, `-c${conns}`, `-d${seconds}s`, url], { encoding: 'utf8', timeout: (seconds + 10) * 1000, killSignal: 'SIGKILL' });
+  if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr}${r.stdout}`);
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(r.stdout)[1]);
+  const total = Number(/(\d+) requests in/.exec(r.stdout)[1]);
+  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(r.stdout)?.[1] ?? 0);
+  const lat = /Latency\s+([\d.]+)(us|ms|s)/.exec(r.stdout);
+  const latencyMs = Number(lat[1]) * { us: 1e-3, ms: 1, s: 1e3 }[lat[2]];
+  return { rps, total, non2xx, latencyMs };
+}
+
+async function measure(config) {
+  const s = await start(config);
+  try {
+    wrk(s.url, 2);
+    const cpu0 = cpuSeconds(s.child.pid);
+    const t0 = performance.now();
+    const r = wrk(s.url, DUR);
+    const used = cpuSeconds(s.child.pid) - cpu0;
+    const cpu = used / ((performance.now() - t0) / 1000);
+    // CPU time per request: robust to other load on the machine, unlike requests/s.
+    return { ...r, cpu, cpuUsPerReq: (used * 1e6) / r.total };
+  } finally {
+    await stop(s);
+  }
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const k = (x) => `${(x / 1000).toFixed(1)} k`;
+
+const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
+const facts = { date: new Date().toISOString(), nproc: os.cpus().length, cpu: os.cpus()[0].model, node: process.version, loadStart: load(), reps: REPS, seconds: DUR };
+
+// Sanity: with a limit of 10 the limiter must refuse almost everything (it really is in the request path).
+const sanity = {};
+for (const config of ['node-sluice', 'express-sluice', 'express-erl', 'fastify-sluice', 'fastify-frl'].filter((c) => c in CONFIGS && !process.env.NO_SANITY)) {
+  const s = await start(config, { LIMIT: '10' });
+  try {
+    const r = wrk(s.url, 1, 1, 4);
+    sanity[config] = `${r.non2xx} / ${r.total}`;
+  } finally {
+    await stop(s);
+  }
+}
+
+const runs = Object.fromEntries(Object.keys(CONFIGS).map((c) => [c, []]));
+for (let rep = 0; rep < REPS; rep++) {
+  for (const config of Object.keys(CONFIGS)) {
+    const r = await measure(config);
+    runs[config].push(r);
+    process.stderr.write(`rep ${rep + 1} ${config}: ${k(r.rps)} req/s, cpu ${(r.cpu * 100).toFixed(0)} %, ${r.cpuUsPerReq.toFixed(2)} µs CPU/req, load ${load()}\n`);
+  }
+}
+facts.loadEnd = load();
+
+const lines = [];
+lines.push(`<!-- generated by bench/http.mjs at ${facts.date}; ${REPS} interleaved reps, fresh server each, 2 s warm-up, then wrk -t2 -c64 -d${DUR}s -->`);
+lines.push('', `Machine: ${facts.nproc} vCPU (${facts.cpu}), Node ${facts.node}; load average ${facts.loadStart} at start, ${facts.loadEnd} at end.`, '');
+lines.push('| server | requests/s median (min – max) | server CPU µs per request, median (min – max) | mean latency ms (median) | non-2xx | server CPU % (median) |', '|---|---|---|---|---|---|');
+for (const [config, label] of Object.entries(CONFIGS)) {
+  const rs = runs[config];
+  const rps = rs.map((r) => r.rps);
+  const us = rs.map((r) => r.cpuUsPerReq);
+  lines.push(`| ${label} | ${k(median(rps))} (${k(Math.min(...rps))} – ${k(Math.max(...rps))}) | ${median(us).toFixed(2)} (${Math.min(...us).toFixed(2)} – ${Math.max(...us).toFixed(2)}) | ${median(rs.map((r) => r.latencyMs)).toFixed(3)} | ${Math.max(...rs.map((r) => r.non2xx))} | ${(median(rs.map((r) => r.cpu)) * 100).toFixed(0)} |`);
+}
+lines.push('', '| pair | throughput: ratio of medians | throughput: per-rep ratios, median (min – max) | CPU per request: ratio of medians |', '|---|---|---|---|');
+for (const [a, b, label] of PAIRS) {
+  const ratios = runs[a].map((r, i) => r.rps / runs[b][i].rps);
+  const fmt = (x) => `${(x * 100).toFixed(1)} %`;
+  const cpuRatio = median(runs[a].map((r) => r.cpuUsPerReq)) / median(runs[b].map((r) => r.cpuUsPerReq));
+  lines.push(`| ${label} | ${fmt(median(runs[a].map((r) => r.rps)) / median(runs[b].map((r) => r.rps)))} | ${fmt(median(ratios))} (${fmt(Math.min(...ratios))} – ${fmt(Math.max(...ratios))}) | ${fmt(cpuRatio)} |`);
+}
+lines.push('', 'Limiter-in-path sanity check (limit 10 per minute, `wrk -t1 -c4 -d1s`; refused / total):', '');
+lines.push(...Object.entries(sanity).map(([c, v]) => `- ${CONFIGS[c]}: ${v}`));
+const md = lines.join('\n');
+mkdirSync(`${ROOT}bench/results`, { recursive: true });
+writeFileSync(`${ROOT}bench/results/http.json`, JSON.stringify({ facts, sanity, runs }, null, 2));
+writeFileSync(`${ROOT}bench/results/http.md`, md + '\n');
+console.log(md);

@@ -1,0 +1,119 @@
+/**
+ * Rate-limit response headers in each style, rendered from a Decision and the limiter's policies:
+ * - `legacy`: X-RateLimit-Limit, -Remaining, -Used, -Reset (epoch seconds), -Resource, as GitHub sends them;
+ * - `draft-6`: RateLimit-Policy `10;w=60` + RateLimit-Limit, -Remaining, -Reset (delta seconds);
+ * - `draft-7`: RateLimit-Policy `10;w=60` + RateLimit `limit=10, remaining=9, reset=42`;
+ * - `draft-8`: RateLimit-Policy listing every policy `"name";q=10;w=60, ...` + RateLimit `"name";r=9;t=42`
+ *   (the wire format of draft-ietf-httpapi-ratelimit-headers-08 through -10);
+ * - `none`.
+ * Names are sent in lower case, as HTTP/2 requires and HTTP/1.1 allows; it also takes Node's fastest path.
+ * The dynamic values describe the deciding (most restrictive) policy. On a denial the reset value is the
+ * Retry-After value, as the drafts ask (Retry-After must not point earlier than the reset).
+ */
+import { SluiceError, show } from '../core/errors.js';
+import type { Decision, Policy } from '../core/types.js';
+
+export type HeaderStyle = 'legacy' | 'draft-6' | 'draft-7' | 'draft-8' | 'none';
+export const HEADER_STYLES: readonly HeaderStyle[] = ['legacy', 'draft-6', 'draft-7', 'draft-8', 'none'];
+
+/** Where headers go: a Node ServerResponse as it is; adapters wrap `reply.header` or `c.header` in one. */
+export interface HeaderTarget {
+  setHeader(name: string, value: string): unknown;
+}
+
+/** Whole seconds, rounded up: Retry-After and every reset value. */
+export function ceilSeconds(ms: number): number {
+  return Math.ceil(ms / 1000);
+}
+
+/** The Retry-After value of a denied decision: whole seconds, rounded up (at least 1). */
+export function retryAfterSeconds(d: Decision): number {
+  return Math.max(1, ceilSeconds(d.retryAfterMs));
+}
+
+/** Seconds until the deciding policy resets; on a denial, until the retry can pass. */
+function resetSeconds(d: Decision): number {
+  return d.allowed ? ceilSeconds(d.resetAfterMs) : retryAfterSeconds(d);
+}
+
+/** A structured-field sf-string: printable ASCII, `"` and `\` escaped. */
+function sfString(name: string, style: HeaderStyle): string {
+  if (!/^[\x20-\x7e]*$/.test(name)) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `policy name ${show(name)} cannot be sent in '${style}' headers: names there must be printable ASCII`);
+  }
+  return `"${name.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+}
+
+/** The window in whole seconds, rounded up (never 0): a sub-second window is stated conservatively. */
+function windowSeconds(p: Policy): number {
+  return Math.max(1, ceilSeconds(p.windowMs));
+}
+
+interface PolicyText {
+  /** draft-6/7 item: `10;w=60` */
+  readonly short: string;
+  /** draft-8 item: `"name";q=10;w=60` */
+  readonly named: string;
+  /** draft-8 RateLimit item prefix: `"name";r=` */
+  readonly prefix: string;
+}
+
+/**
+ * Everything about a limiter's policies that does not change per request, computed once: the static
+ * RateLimit-Policy texts. A concurrency policy is stated with `qu="concurrent-requests"` and no window.
+ */
+export class HeaderRenderer {
+  readonly style: HeaderStyle;
+  private readonly byName = new Map<string, PolicyText>();
+  /** draft-8: every policy, in the order given. */
+  private readonly allPolicies: string;
+
+  constructor(style: HeaderStyle, policies: readonly Policy[]) {
+    this.style = style;
+    const all: string[] = [];
+    for (const p of policies) {
+      const concurrent = p.algorithm === 'concurrency';
+      const short = concurrent ? `${p.limit}` : `${p.limit};w=${windowSeconds(p)}`;
+      const id = style === 'draft-8' ? sfString(p.name, style) : JSON.stringify(p.name);
+      const named = concurrent ? `${id};q=${p.limit};qu="concurrent-requests"` : `${id};q=${p.limit};w=${windowSeconds(p)}`;
+      this.byName.set(p.name, { short, named, prefix: `${id};r=` });
+      all.push(named);
+    }
+    this.allPolicies = all.join(', ');
+  }
+
+  /** Writes the headers of `style` for `d`. `nowMs` (wall clock; default now) places the legacy epoch reset. */
+  write(d: Decision, to: HeaderTarget, nowMs?: number): void {
+    switch (this.style) {
+      case 'none':
+        return;
+      case 'legacy':
+        to.setHeader('x-ratelimit-limit', `${d.limit}`);
+        to.setHeader('x-ratelimit-remaining', `${d.remaining}`);
+        to.setHeader('x-ratelimit-used', `${Math.max(0, d.limit - d.remaining)}`);
+        to.setHeader('x-ratelimit-reset', `${Math.ceil(((nowMs ?? Date.now()) + (d.allowed ? d.resetAfterMs : d.retryAfterMs)) / 1000)}`);
+        to.setHeader('x-ratelimit-resource', d.policy);
+        return;
+      case 'draft-6': {
+        const text = this.byName.get(d.policy);
+        if (text !== undefined) to.setHeader('ratelimit-policy', text.short);
+        to.setHeader('ratelimit-limit', `${d.limit}`);
+        to.setHeader('ratelimit-remaining', `${d.remaining}`);
+        to.setHeader('ratelimit-reset', `${resetSeconds(d)}`);
+        return;
+      }
+      case 'draft-7': {
+        const text = this.byName.get(d.policy);
+        if (text !== undefined) to.setHeader('ratelimit-policy', text.short);
+        to.setHeader('ratelimit', `limit=${d.limit}, remaining=${d.remaining}, reset=${resetSeconds(d)}`);
+        return;
+      }
+      case 'draft-8': {
+        const text = this.byName.get(d.policy);
+        to.setHeader('ratelimit-policy', this.allPolicies);
+        if (text !== undefined) to.setHeader('ratelimit', `${text.prefix}${d.remaining};t=${resetSeconds(d)}`);
+        return;
+      }
+    }
+  }
+}

@@ -1,0 +1,135 @@
+/** A compiled rule (the top level, or one route): its limiter, key, cost, route test and header texts. */
+import { createHash } from 'node:crypto';
+import { SluiceError, show } from '../core/errors.js';
+import { Limiter } from '../limiter.js';
+import type { Store } from '../stores/store.js';
+import { ipKey } from './client-ip.js';
+import { HeaderRenderer, type HeaderStyle } from './headers.js';
+import { then, type MaybePromise } from './maybe-promise.js';
+import type { CostOption, KeyOption, LimitRule, RateLimitOptions, RequestInfo, RouteRule } from './options.js';
+
+export function fail(message: string): never {
+  throw new SluiceError('ERR_SLUICE_INVALID_OPTION', message);
+}
+
+/** A compiled rule: one limiter with its key, cost and headers. */
+export class Rule<Req> {
+  readonly limiter: Limiter;
+  /** True when the limiter's store answers synchronously. */
+  readonly sync: boolean;
+  readonly headers: HeaderRenderer;
+  private readonly prefix: string;
+  private readonly keyFn: ((req: Req, info: RequestInfo) => string | undefined | Promise<string | undefined>) | undefined;
+  private readonly keyHeader: string | undefined;
+  private readonly costOf: CostOption<Req>;
+  private readonly methods: ReadonlySet<string> | undefined;
+  private readonly pathTest: ((path: string) => boolean) | undefined;
+  private readonly match: ((req: Req, info: RequestInfo) => boolean) | undefined;
+
+  constructor(
+    readonly route: string | undefined,
+    rule: RouteRule<Req>,
+    where: string,
+    style: HeaderStyle,
+    store: () => Store,
+    clock: RateLimitOptions<Req>['clock'],
+    private readonly subnet: number | false,
+  ) {
+    this.limiter = buildLimiter(rule, where, store, clock);
+    this.sync = probeSync(this.limiter);
+    this.headers = new HeaderRenderer(style, this.limiter.policies);
+    this.prefix = route === undefined ? '' : `${route}:`;
+    const key: KeyOption<Req> | undefined = rule.key;
+    if (typeof key === 'function') this.keyFn = key;
+    else if (key !== undefined && key !== 'ip') {
+      if (typeof key !== 'object' || key === null || typeof key.header !== 'string' || key.header.length === 0) {
+        fail(`${where}'key' must be 'ip', { header: 'x-api-key' } or a function (req, info) => string, got ${show(key)}`);
+      }
+      this.keyHeader = key.header.toLowerCase();
+    }
+    const cost = rule.cost ?? 1;
+    if (typeof cost !== 'function' && (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0)) {
+      fail(`${where}'cost' must be a non-negative integer or a function returning one, got ${show(cost)}`);
+    }
+    this.costOf = cost;
+    if (rule.method !== undefined) {
+      const list = typeof rule.method === 'string' ? [rule.method] : rule.method;
+      if (!Array.isArray(list) || list.length === 0 || list.some((m) => typeof m !== 'string' || m.length === 0)) {
+        fail(`${where}'method' must be a method name or a non-empty array of them, got ${show(rule.method)}`);
+      }
+      this.methods = new Set(list.map((m) => m.toUpperCase()));
+    }
+    const path = rule.path;
+    if (path instanceof RegExp) this.pathTest = (p) => path.test(p);
+    else if (typeof path === 'string' && path.startsWith('/')) {
+      this.pathTest = path.endsWith('*') ? (p) => p.startsWith(path.slice(0, -1)) : (p) => p === path;
+    } else if (path !== undefined) fail(`${where}'path' must start with '/' or be a RegExp, got ${show(path)}`);
+    if (rule.match !== undefined && typeof rule.match !== 'function') fail(`${where}'match' must be a function, got ${show(rule.match)}`);
+    this.match = rule.match;
+  }
+
+  matches(req: Req, info: RequestInfo): boolean {
+    return (
+      (this.methods === undefined || this.methods.has(info.method)) &&
+      (this.pathTest === undefined || this.pathTest(info.path)) &&
+      (this.match === undefined || this.match(req, info))
+    );
+  }
+
+  keyOf(req: Req, info: RequestInfo): MaybePromise<string> {
+    if (this.keyFn !== undefined) {
+      return then(this.keyFn(req, info), (k) => {
+        if (k === undefined || k === '') return this.prefix + this.ipKeyOf(info);
+        if (typeof k !== 'string') {
+          throw new SluiceError('ERR_SLUICE_INVALID_KEY', `the 'key' function must return a string or undefined, got ${show(k)}`);
+        }
+        return this.prefix + k;
+      });
+    }
+    if (this.keyHeader !== undefined) {
+      const value = info.header(this.keyHeader);
+      if (value !== undefined && value !== '') {
+        // A secret never lands in the store, only a digest of it.
+        return `${this.prefix}h:${createHash('sha256').update(value).digest('base64url').slice(0, 22)}`;
+      }
+    }
+    return this.prefix + this.ipKeyOf(info);
+  }
+
+  private ipKeyOf(info: RequestInfo): string {
+    if (info.ip === '') {
+      throw new SluiceError(
+        'ERR_SLUICE_NO_CLIENT_ADDRESS',
+        `the request has no remote address (its socket is already closed, the server listens on a Unix socket, or the runtime does not expose one), so it cannot be keyed by IP; give a 'key' function${this.route === undefined ? '' : ` for route ${show(this.route)}`}`,
+      );
+    }
+    return ipKey(info.ip, this.subnet);
+  }
+
+  costFor(req: Req, info: RequestInfo): MaybePromise<number> {
+    return typeof this.costOf === 'number' ? this.costOf : this.costOf(req, info);
+  }
+}
+
+function buildLimiter<Req>(rule: LimitRule<Req>, where: string, store: () => Store, clock: RateLimitOptions<Req>['clock']): Limiter {
+  const given = [rule.policy, rule.policies, rule.limiter].filter((x) => x !== undefined).length;
+  if (given !== 1) fail(`${where}give exactly one of 'policy', 'policies' or 'limiter'`);
+  if (rule.limiter !== undefined) {
+    if (!(rule.limiter instanceof Limiter)) fail(`${where}'limiter' must be a sluice Limiter, got ${show(rule.limiter)}`);
+    return rule.limiter;
+  }
+  const base = rule.policy !== undefined ? { policy: rule.policy } : { policies: rule.policies! };
+  return new Limiter({ ...base, store: store(), ...(clock === undefined ? {} : { clock }) });
+}
+
+/** Whether the limiter decides synchronously: a peek (cost 0, no state change) through limitSync. */
+function probeSync(limiter: Limiter): boolean {
+  try {
+    limiter.limitSync('\u0000sluice-probe', { cost: 0 });
+    return true;
+  } catch (e) {
+    if (e instanceof SluiceError && e.code === 'ERR_SLUICE_SYNC_UNSUPPORTED') return false;
+    throw e;
+  }
+}
+

@@ -1,0 +1,17 @@
+/** One-time configuration warnings, sent as process 'warning' events with a stable code. */
+
+export type SluiceWarningCode = 'WRN_SLUICE_FORWARDED_HEADER_IGNORED';
+
+const emitted = new Set<SluiceWarningCode>();
+
+/** Emits `code` once per process; later calls are no-ops. */
+export function warnOnce(code: SluiceWarningCode, message: string): void {
+  if (emitted.has(code)) return;
+  emitted.add(code);
+  process.emitWarning(`[sluice] ${message} See README.md#${code.toLowerCase()}`, { type: 'SluiceWarning', code });
+}
+
+/** Whether `code` was already emitted in this process. */
+export function warned(code: SluiceWarningCode): boolean {
+  return emitted.has(code);
+}

@@ -16,7 +16,7 @@ const handler = (req, res) => {
   res.setHeader('Content-Type', 'text/plain');
   res.writeHead(200);
 };
-const policy = { algorithm: 'gcra', limit: 1e9, window: '1m' };
+const policy = { algorithm: 'gcra', limit: 1e9, window: '1d' };
 const variants = {
   bare: handler,
   "sluice, headers 'none'": withRateLimit(handler, { policy, headers: 'none' }),

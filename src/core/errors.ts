@@ -8,7 +8,8 @@ export type SluiceErrorCode =
   | 'ERR_SLUICE_INVALID_COST'
   | 'ERR_SLUICE_INVALID_KEY'
   | 'ERR_SLUICE_COST_EXCEEDS_CAPACITY'
-  | 'ERR_SLUICE_SYNC_UNSUPPORTED';
+  | 'ERR_SLUICE_SYNC_UNSUPPORTED'
+  | 'ERR_SLUICE_STORE_UNAVAILABLE';
 
 export class SluiceError extends Error {
   readonly code: SluiceErrorCode;

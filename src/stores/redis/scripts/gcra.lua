@@ -1,0 +1,62 @@
+-- GCRA (and the leaky-bucket shaper, which adds a delay): twin of src/core/gcra.ts and leaky-bucket.ts.
+-- State 'd': [TAT]. Differences below 16 ulps of TAT count as ties, exactly as in TypeScript.
+local TIE = 2 ^ -48
+
+local function gcra_evaluate(p, s, now, cost, v)
+  local tat = s[1]
+  local base = now
+  if tat > now then base = tat end
+  local ahead = (base - now) * p.limit
+  local after = ahead + cost * p.windowMs
+  local room = p.full + base * TIE * p.limit
+  v.delay = 0
+  if after <= room then
+    v.allowed = true
+    v.remaining = math.floor((room - after) / p.windowMs)
+    v.reset = ceil_ms(after / p.limit)
+    v.retry = 0
+    v.next[1] = base + (cost * p.windowMs) / p.limit
+  else
+    v.allowed = false
+    v.remaining = math.max(0, math.floor((room - ahead) / p.windowMs))
+    v.reset = ceil_ms(ahead / p.limit)
+    v.retry = retry_ms((after - p.full) / p.limit)
+  end
+end
+
+local gcra = {
+  init = function(p) p.n = 1; p.fmt = 'd'; p.full = p.burst * p.windowMs end,
+  load = function(p, key) return slab_load(key, 1, 'd') end,
+  evaluate = gcra_evaluate,
+  commit = function(p, key, s, now, cost, lease, v)
+    slab_save(key, v.next, 1, 'd', v.next[1], now)
+  end,
+  adjust = function(p, key, s, now, delta)
+    local base = now
+    if s[1] > now then base = s[1] end
+    s[1] = math.max(now, base + (delta * p.windowMs) / p.limit)
+    slab_save(key, s, 1, 'd', s[1], now)
+  end,
+}
+ALG['gcra'] = gcra
+
+-- The shaper: GCRA's admission, plus the time until the queue ahead has drained (nginx limit_req).
+ALG['leaky-shaper'] = {
+  init = function(p)
+    gcra.init(p)
+    -- p.delay == 0 encodes nodelay: everything is forwarded at once.
+    if p.delay == 0 then p.undelayed = INF else p.undelayed = (p.delay - 1) * p.windowMs end
+  end,
+  load = gcra.load,
+  evaluate = function(p, s, now, cost, v)
+    gcra_evaluate(p, s, now, cost, v)
+    if v.allowed then
+      local ahead = 0
+      if s[1] > now then ahead = s[1] - now end
+      ahead = ahead * p.limit
+      if ahead > p.undelayed then v.delay = ceil_ms((ahead - p.undelayed) / p.limit) else v.delay = 0 end
+    end
+  end,
+  commit = gcra.commit,
+  adjust = gcra.adjust,
+}

@@ -36,15 +36,31 @@ function read(file: string): string {
   return s;
 }
 
-/** The script for a table's policies: its algorithm's own script, or the multi-policy one. */
-export function scriptFor(policies: readonly Policy[]): Script {
+/** Whether a table's operations carry lease ids: only concurrency policies take them. */
+export function takesLeases(policies: readonly Policy[]): boolean {
+  return policies.some((p) => p.algorithm === 'concurrency');
+}
+
+/**
+ * The script for a table's policies: its algorithm's own script, or the multi-policy one, with the
+ * policies written in as constants. Tables with the same policies share one script (and one SHA).
+ */
+export function scriptFor(policies: readonly Policy[], clientClock: boolean): Script {
   const files = policies.length === 1 ? [algorithmCode(policies[0]!).file] : FILES;
-  const name = policies.length === 1 ? files[0]! : 'multi';
-  let script = scripts.get(name);
+  const constants = [
+    `local CLIENT_TIME = ${clientClock}`,
+    `local LEASES = ${takesLeases(policies)}`,
+    'local P = {',
+    // delay 0 encodes nodelay for the shaper
+    ...policies.map((p) => `  { alg = ALG['${algorithmCode(p).code}'], limit = ${p.limit}, windowMs = ${p.windowMs}, burst = ${p.burst}, delay = ${p.nodelay ? 0 : p.delay}, sub = ${p.subWindows} },`),
+    '}',
+  ].join('\n');
+  const source = [read('prelude'), ...files.map(read), constants, read('driver')].join('\n');
+  let script = scripts.get(source);
   if (script === undefined) {
-    const source = [read('prelude'), ...files.map(read), read('driver')].join('\n');
+    const name = policies.length === 1 ? files[0]! : 'multi';
     script = { name, source, sha: createHash('sha1').update(source).digest('hex') };
-    scripts.set(name, script);
+    scripts.set(source, script);
   }
   return script;
 }

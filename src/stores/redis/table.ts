@@ -11,7 +11,7 @@ import type { StoreTable, TableSpec } from '../store.js';
 import type { RedisAdapter } from './adapter.js';
 import { Fallback, type OnError } from './failure.js';
 import { escapeId, keyOf, slotOf } from './keys.js';
-import { algorithmCode, scriptFor, type Script } from './scripts.js';
+import { scriptFor, takesLeases, type Script } from './scripts.js';
 
 /** Shared by every table of one store: the client, the options and the counters. */
 export interface StoreContext {
@@ -61,7 +61,7 @@ export class RedisTable implements StoreTable {
   private readonly policies: readonly Policy[];
   private readonly names: string[];
   private readonly script: Script;
-  private readonly header: string[];
+  private readonly leases: boolean;
   private readonly fallback: Fallback;
   private queue: Op[] = [];
   private scheduled = false;
@@ -72,12 +72,8 @@ export class RedisTable implements StoreTable {
     this.spec = spec;
     this.policies = spec.policies;
     this.names = spec.policies.map((p) => p.name);
-    this.script = scriptFor(spec.policies);
-    this.header = [ctx.clientClock ? '1' : '0', String(spec.policies.length)];
-    for (const p of spec.policies) {
-      // delay 0 encodes nodelay for the shaper
-      this.header.push(algorithmCode(p).code, String(p.limit), String(p.windowMs), String(p.burst), String(p.nodelay ? 0 : p.delay), String(p.subWindows));
-    }
+    this.script = scriptFor(spec.policies, ctx.clientClock);
+    this.leases = takesLeases(spec.policies);
     this.fallback = new Fallback(ctx.onError, spec);
   }
 
@@ -137,10 +133,13 @@ export class RedisTable implements StoreTable {
       return;
     }
     const keys: string[] = [];
-    const args = this.header.slice();
+    const args: string[] = [];
+    const clientClock = ctx.clientClock;
     for (const op of ops) {
       for (const k of op.keys) keys.push(k);
-      args.push(op.code, String(op.arg), op.lease, op.time);
+      args.push(op.code + op.arg);
+      if (this.leases) args.push(op.lease);
+      if (clientClock) args.push(op.time);
     }
     ctx.stats.calls++;
     ctx.stats.operations += ops.length;

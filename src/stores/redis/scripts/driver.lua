@@ -1,30 +1,19 @@
 -- sluice driver: runs a batch of operations, in order, for one table's policies. Each operation touches
 -- the keys of one identity (one hash tag), and the whole batch is one script call, so it is atomic.
 --
+-- The table's policies come before this file as constants (P, CLIENT_TIME, LEASES), so that a call carries
+-- only its operations: fewer arguments are a measurable part of a call's cost at one call in flight.
 -- KEYS: per operation, one key per policy.
--- ARGV: [1] '1' when operations carry client times (tests), else '0' (Redis TIME);
---       [2] number of policies; then per policy: algorithm, limit, windowMs, burst, delay, subWindows;
---       then per operation: code ('d' decide, 'a' adjust, 'r' release, 'x' reset), cost or delta, lease id, time.
+-- ARGV: per operation, '<code><number>': 'd' decide (cost), 'a' adjust (delta), 'r' release, 'x' reset;
+--       then its lease id if LEASES, then its time in ms if CLIENT_TIME.
 -- Reply: flat integers. Per decide or adjust: per policy allowed, remaining, resetAfterMs, retryAfterMs,
 --        delayMs. Per release: 1 if the lease was held. Per reset: 0.
-local clientTime = ARGV[1] == '1'
-if clientTime then GRACE = 60000 end -- client and Redis clocks run apart: keep state a while longer
-local np = tonumber(ARGV[2])
-local P = {}
-local a = 3
-for i = 1, np do
-  local alg = ALG[ARGV[a]]
-  if not alg then return redis.error_reply('ERR sluice: unknown algorithm ' .. tostring(ARGV[a])) end
-  local p = { alg = alg, limit = tonumber(ARGV[a + 1]), windowMs = tonumber(ARGV[a + 2]),
-              burst = tonumber(ARGV[a + 3]), delay = tonumber(ARGV[a + 4]), sub = tonumber(ARGV[a + 5]) }
-  alg.init(p)
-  P[i] = p
-  a = a + 6
-end
+if CLIENT_TIME then GRACE = 60000 end -- client and Redis clocks run apart: keep state a while longer
+local np = #P
+for i = 1, np do P[i].alg.init(P[i]) end
 
 local serverNow
-local function time_of(t)
-  if clientTime then return tonumber(t) end
+local function time_of()
   if not serverNow then
     local tt = redis.call('TIME')
     serverNow = tonumber(tt[1]) * 1000 + math.floor(tonumber(tt[2]) / 1000) -- whole ms keep the buckets exact
@@ -59,11 +48,23 @@ local function decide(k, now, cost, lease)
   end
 end
 
-local k = 0
+local k, a = 0, 1
 while a <= #ARGV do
-  local code, arg, lease = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2]
-  local now = time_of(ARGV[a + 3])
-  a = a + 4
+  local op = ARGV[a]
+  local code, arg = string.sub(op, 1, 1), tonumber(string.sub(op, 2))
+  a = a + 1
+  local lease = ''
+  if LEASES then
+    lease = ARGV[a]
+    a = a + 1
+  end
+  local now
+  if CLIENT_TIME then
+    now = tonumber(ARGV[a])
+    a = a + 1
+  else
+    now = time_of()
+  end
   if code == 'd' then
     decide(k, now, arg, lease)
   elseif code == 'a' then

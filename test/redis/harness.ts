@@ -40,7 +40,7 @@ function isFree(port: number): Promise<boolean> {
 
 export function ping(port: number): boolean {
   try {
-    return execFileSync('redis-cli', ['-p', String(port), 'PING'], { encoding: 'utf8', timeout: 2000 }).trim() === 'PONG';
+    return execFileSync('redis-cli', ['-p', String(port), 'PING'], { encoding: 'utf8', timeout: 2000, stdio: ['ignore', 'pipe', 'ignore'] }).trim() === 'PONG';
   } catch {
     return false;
   }
@@ -62,7 +62,7 @@ export class OwnRedis {
   constructor(readonly port: number, private readonly extra: string[] = []) {}
 
   async start(): Promise<void> {
-    this.proc = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, ...this.extra], { stdio: 'ignore' });
+    this.proc = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, '--logfile', join(this.dir, 'redis.log'), ...this.extra], { stdio: 'ignore' });
     await waitFor(() => ping(this.port), 10_000, `redis-server on ${this.port}`);
   }
 
@@ -89,12 +89,14 @@ export class OwnCluster {
   async start(): Promise<void> {
     for (let i = 0; i < 6; i++) {
       const port = await freePort();
-      const node = new OwnRedis(port, ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '1000']);
+      const node = new OwnRedis(port, ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '1000', '--cluster-replica-validity-factor', '0']);
       this.nodes.push(node);
       await node.start();
     }
     execFileSync('redis-cli', ['--cluster', 'create', ...this.nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes'], { stdio: 'ignore', timeout: 30_000 });
     await waitFor(() => this.nodes.every((n) => clusterOk(n.port)), 30_000, 'cluster_state:ok on every node');
+    // A replica that never synced with its master cannot take over from it.
+    await waitFor(() => this.nodes.every((n) => replicaSynced(n.port)), 30_000, 'every replica in sync');
   }
 
   get ports(): number[] {
@@ -103,7 +105,7 @@ export class OwnCluster {
 
   /** The ports of the current masters. */
   masters(): number[] {
-    const out = execFileSync('redis-cli', ['-p', String(this.nodes.find((n) => n.proc !== undefined)!.port), 'CLUSTER', 'NODES'], { encoding: 'utf8' });
+    const out = execFileSync('redis-cli', ['-p', String(this.nodes.find((n) => n.proc !== undefined)!.port), 'CLUSTER', 'NODES'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
     return out
       .split('\n')
       .filter((l) => / master /.test(l) || /,master /.test(l))
@@ -111,8 +113,17 @@ export class OwnCluster {
       .map((l) => Number(l.split(' ')[1]!.split(':')[1]!.split('@')[0]));
   }
 
-  async waitOk(ms = 30_000): Promise<void> {
-    await waitFor(() => this.nodes.filter((n) => n.proc !== undefined).every((n) => clusterOk(n.port)), ms, 'cluster_state:ok');
+  /** Waits until the dead master `port` is marked failed, a replica has taken over, and the cluster is ok. */
+  async waitFailover(port: number, ms = 30_000): Promise<void> {
+    const promoted = () => {
+      try {
+        const masters = this.masters();
+        return masters.length === 3 && !masters.includes(port);
+      } catch {
+        return false;
+      }
+    };
+    await waitFor(() => promoted() && this.nodes.filter((n) => n.proc !== undefined).every((n) => clusterOk(n.port)), ms, `failover from ${port}`);
   }
 
   async destroy(): Promise<void> {
@@ -120,9 +131,18 @@ export class OwnCluster {
   }
 }
 
+function replicaSynced(port: number): boolean {
+  try {
+    const info = execFileSync('redis-cli', ['-p', String(port), 'INFO', 'replication'], { encoding: 'utf8', timeout: 2000, stdio: ['ignore', 'pipe', 'ignore'] });
+    return /role:master/.test(info) || /master_link_status:up/.test(info);
+  } catch {
+    return false;
+  }
+}
+
 function clusterOk(port: number): boolean {
   try {
-    return /cluster_state:ok/.test(execFileSync('redis-cli', ['-p', String(port), 'CLUSTER', 'INFO'], { encoding: 'utf8', timeout: 2000 }));
+    return /cluster_state:ok/.test(execFileSync('redis-cli', ['-p', String(port), 'CLUSTER', 'INFO'], { encoding: 'utf8', timeout: 2000, stdio: ['ignore', 'pipe', 'ignore'] }));
   } catch {
     return false;
   }

@@ -8,6 +8,7 @@ import { Cluster } from 'ioredis';
 import { createCluster } from 'redis';
 import { Limiter } from '../../src/index.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
+import { escapeId, keyOf, slotOf } from '../../src/stores/redis/keys.js';
 import { storeConformance } from '../contracts/store-conformance.js';
 import { OwnCluster, runPrefix } from './harness.js';
 
@@ -36,6 +37,13 @@ after(async () => {
 const runs = Number(process.env.CONF_RUNS ?? 15);
 storeConformance('redis cluster (ioredis)', () => new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }), { runs });
 storeConformance('redis cluster (node-redis)', () => new RedisStore({ client: nr, prefix, clock: 'client', timeoutMs: 2000 }), { runs });
+
+test('redis cluster: the slot computed for a key is the one the cluster computes', async () => {
+  for (const id of ['user:42', 'ключ', '🔑', 'a{b}c', '}{', '\\', 'x'.repeat(300)]) {
+    const e = escapeId(id);
+    assert.equal(slotOf(e), await io.cluster('KEYSLOT', keyOf(prefix, e, 'p')), id);
+  }
+});
 
 test('redis cluster: one batch spans many slots, each decided exactly', async () => {
   const store = new RedisStore({ client: io, prefix, timeoutMs: 2000, onError: 'closed' });

@@ -71,7 +71,9 @@ const commands = (s) => Object.entries(s).filter(([k]) => k.startsWith('cmd:') &
 
 await drive(WARMUP, false);
 const s0 = await snapshot();
+const cpu0 = process.cpuUsage();
 const r = await drive(MEASURE, INFLIGHT === 1);
+const cpu = process.cpuUsage(cpu0);
 const s1 = await snapshot();
 const sec = r.ms / 1000;
 const cpuSec = s1.used_cpu_sys + s1.used_cpu_user - s0.used_cpu_sys - s0.used_cpu_user;
@@ -84,6 +86,7 @@ const result = {
   commandsPerDecision: (commands(s1) - commands(s0)) / r.n,
   redisCpuUsPerDecision: (cpuSec * 1e6) / r.n,
   redisCpuPct: (cpuSec / sec) * 100,
+  nodeCpuPct: ((cpu.user + cpu.system) / 1e6 / sec) * 100,
 };
 client.disconnect();
 admin.disconnect();

@@ -10,7 +10,16 @@
 --        delayMs. Per release: 1 if the lease was held. Per reset: 0.
 if CLIENT_TIME then GRACE = 60000 end -- client and Redis clocks run apart: keep state a while longer
 local np = #P
-for i = 1, np do P[i].alg.init(P[i]) end
+local slabOnly = true
+for i = 1, np do
+  P[i].alg.init(P[i])
+  if not P[i].n then slabOnly = false end
+end
+-- One MGET for the whole batch (bounded, as Lua's unpack is).
+if slabOnly and #KEYS > 0 and #KEYS <= 4000 then
+  local vals = redis.call('MGET', unpack(KEYS))
+  for i = 1, #KEYS do CACHE[KEYS[i]] = vals[i] end
+end
 
 local serverNow
 local function time_of()
@@ -84,10 +93,11 @@ while a <= #ARGV do
     n = n + 1
     out[n] = held
   else
-    for i = 1, np do redis.call('DEL', KEYS[k + i]) end
+    for i = 1, np do forget(KEYS[k + i]) end
     n = n + 1
     out[n] = 0
   end
   k = k + np
 end
+flush_writes()
 return out

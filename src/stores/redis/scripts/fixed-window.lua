@@ -5,8 +5,8 @@ local function fw_idle(p, s)
 end
 
 ALG['fixed-window'] = {
-  init = function(p) p.n = 2; p.fmt = 'dd' end,
-  load = function(p, key) return slab_load(key, 2, 'dd') end,
+  init = function(p) p.buf = {}; p.n = 2; p.fmt = 'dd' end,
+  load = function(p, key) return slab_load(key, 2, 'dd', p.buf) end,
   evaluate = function(p, s, now, cost, v)
     local index = math.floor(now / p.windowMs)
     local count = 0

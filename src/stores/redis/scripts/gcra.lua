@@ -25,8 +25,8 @@ local function gcra_evaluate(p, s, now, cost, v)
 end
 
 local gcra = {
-  init = function(p) p.n = 1; p.fmt = 'd'; p.full = p.burst * p.windowMs end,
-  load = function(p, key) return slab_load(key, 1, 'd') end,
+  init = function(p) p.buf = {}; p.n = 1; p.fmt = 'd'; p.full = p.burst * p.windowMs end,
+  load = function(p, key) return slab_load(key, 1, 'd', p.buf) end,
   evaluate = gcra_evaluate,
   commit = function(p, key, s, now, cost, lease, v)
     slab_save(key, v.next, 1, 'd', v.next[1], now)

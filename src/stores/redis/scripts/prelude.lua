@@ -16,29 +16,71 @@ local function retry_ms(ms)
   return up
 end
 
--- Fixed-size state: n doubles packed into one string (8 bytes each, exact). Missing or foreign-sized
--- values read as all zeros, the idle state.
-local function slab_load(key, n, fmt)
-  local raw = redis.call('GET', key)
-  if raw and #raw == 8 * n then return { struct.unpack(fmt, raw) } end
-  local s = {}
-  for i = 1, n do s[i] = 0 end
+-- Fixed-size state: n doubles packed into one string (8 bytes each, exact). Within one batch, such state
+-- is read once (the driver prefetches it with one MGET when it can) and written once, at the end, so a
+-- batch costs about one command per decision rather than two. Missing or foreign-sized values read as
+-- all zeros, the idle state.
+local CACHE, PACKED, TTL, ORDER = {}, {}, {}, {}
+
+-- Reads into `s` (a table the caller reuses: one operation runs at a time) and returns it.
+local function slab_load(key, n, fmt, s)
+  local raw = CACHE[key]
+  if raw == nil then
+    raw = redis.call('GET', key)
+    CACHE[key] = raw
+  end
+  if raw and #raw == 8 * n then
+    if n == 1 then
+      s[1] = struct.unpack('d', raw)
+    elseif n == 2 then
+      s[1], s[2] = struct.unpack('dd', raw)
+    else
+      local v = { struct.unpack(fmt, raw) }
+      for i = 1, n do s[i] = v[i] end
+    end
+  else
+    for i = 1, n do s[i] = 0 end
+  end
   return s
 end
 
+-- Records a write (packed == false deletes) to be made when the batch ends.
+local function put(key, packed, ttl)
+  CACHE[key] = packed
+  if PACKED[key] == nil then ORDER[#ORDER + 1] = key end
+  PACKED[key] = packed
+  TTL[key] = ttl
+end
+
 -- Stores a state with a TTL equal to the time until it is idle; an idle state is simply deleted.
+local function slab_save(key, s, n, fmt, idle, now)
+  if idle <= now then
+    put(key, false, 0)
+  else
+    put(key, struct.pack(fmt, unpack(s, 1, n)), math.ceil(idle - now) + GRACE)
+  end
+end
+
+local function flush_writes()
+  for i = 1, #ORDER do
+    local key = ORDER[i]
+    local packed = PACKED[key]
+    if packed then redis.call('SET', key, packed, 'PX', TTL[key]) else redis.call('DEL', key) end
+  end
+end
+
+-- Deletes a key now, whatever its type, and forgets any cached or pending state for it.
+local function forget(key)
+  redis.call('DEL', key)
+  CACHE[key] = false
+  if PACKED[key] ~= nil then PACKED[key] = false end
+end
+
+-- Variable-size state (sliding log) is written at once, with the same TTL rule.
 local function save_packed(key, packed, idle, now)
   if idle <= now then
     redis.call('DEL', key)
   else
     redis.call('SET', key, packed, 'PX', math.ceil(idle - now) + GRACE)
-  end
-end
-
-local function slab_save(key, s, n, fmt, idle, now)
-  if idle <= now then
-    redis.call('DEL', key)
-  else
-    redis.call('SET', key, struct.pack(fmt, unpack(s, 1, n)), 'PX', math.ceil(idle - now) + GRACE)
   end
 end

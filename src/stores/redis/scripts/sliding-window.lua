@@ -60,8 +60,9 @@ ALG['sliding-window'] = {
     p.ring = p.k + 1
     p.n = p.k + 2
     p.fmt = string.rep('d', p.n)
+    p.buf = {}
   end,
-  load = function(p, key) return slab_load(key, p.n, p.fmt) end,
+  load = function(p, key) return slab_load(key, p.n, p.fmt, p.buf) end,
   evaluate = function(p, s, now, cost, v)
     local newest = s[1]
     local j = math.floor(now / p.w)

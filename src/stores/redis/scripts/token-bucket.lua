@@ -12,8 +12,8 @@ local function tb_idle(p, s)
 end
 
 local tb = {
-  init = function(p) p.n = 2; p.fmt = 'dd'; p.full = p.burst * p.windowMs end,
-  load = function(p, key) return slab_load(key, 2, 'dd') end,
+  init = function(p) p.buf = {}; p.n = 2; p.fmt = 'dd'; p.full = p.burst * p.windowMs end,
+  load = function(p, key) return slab_load(key, 2, 'dd', p.buf) end,
   evaluate = function(p, s, now, cost, v)
     local at = s[2]
     if now > at then at = now end -- a clock that steps back never refills twice

@@ -28,7 +28,7 @@ if (impl === 'ping') {
   op = (key) => rl.consume(key);
 } else {
   const algorithm = impl === 'sluice-gcra' ? 'gcra' : 'token-bucket';
-  const store = new RedisStore({ client, prefix: 'slb', timeoutMs: 1000 });
+  const store = new RedisStore({ client, prefix: 'slb', timeoutMs: 1000, ...(process.env.MAX_BATCH ? { maxBatch: Number(process.env.MAX_BATCH) } : {}) });
   // 1000 per hour: a key is hit at most a few dozen times in a run, so every decision is allowed, and every
   // one writes its state back with a TTL (a limit so high that state is idle at once would skip the write).
   const limiter = new Limiter({ policy: { name: 'p', algorithm, limit: 1000, window: '1h' }, store });

@@ -40,11 +40,15 @@ const port = await new Promise((resolve) => {
 const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-redis-'));
 const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
 const cli = (...args) => execFileSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+let stopped = false;
 const stop = () => {
+  if (stopped) return;
+  stopped = true;
   server.kill('SIGKILL');
   rmSync(dir, { recursive: true, force: true });
 };
 process.on('exit', stop);
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(1));
 for (let i = 0; ; i++) {
   try {
     if (cli('PING') === 'PONG') break;
@@ -90,14 +94,16 @@ const version = cli('INFO', 'server').match(/redis_version:(\S+)/)[1];
 const lines = [
   `<!-- node bench/redis.mjs ${REPS} ${MEASURE} ${WARMUP}; ${new Date().toISOString()}; redis ${version}; Node ${process.version}; reps=${REPS}, interleaved, fresh process each -->`,
   '',
-  '| client | in flight | decisions/s median (min – max) | median latency µs (× PING) | Redis commands / decision | Redis CPU µs / decision | redis-server CPU % |',
-  '|---|---|---|---|---|---|---|',
+  '| client | in flight | decisions/s median (min – max) | median latency µs (× PING) | Redis commands / decision | Redis CPU µs / decision | redis-server CPU % | Node CPU % |',
+  '|---|---|---|---|---|---|---|---|',
 ];
 for (const [impl, inflight] of CASES) {
   const rs = results.get(`${impl}@${inflight}`);
   const lat = inflight === 1 ? median(rs.map((r) => r.medianLatencyUs)) : undefined;
   lines.push(
-    `| ${NAMES[impl]} | ${inflight} | ${range(rs, (r) => r.decisionsPerSec, k)} | ${lat === undefined ? '–' : `${lat.toFixed(1)} (${(lat / pingLatency).toFixed(2)}×)`} | ${median(rs.map((r) => r.commandsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuUsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuPct)).toFixed(0)} |`,
+    `| ${NAMES[impl]} | ${inflight} | ${range(rs, (r) => r.decisionsPerSec, k)} | ${lat === undefined ? '–' : `${lat.toFixed(1)} (${(lat / pingLatency).toFixed(2)}×)`} | ${median(rs.map((r) => r.commandsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuUsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuPct)).toFixed(0)} | ${median(rs.map((r) => r.nodeCpuPct)).toFixed(0)} |`,
   );
 }
 console.log(lines.join('\n'));
+stop();
+process.exit(0);

@@ -5,7 +5,7 @@
  * cluster. Each batch runs as one script, so every operation in it is atomic; operations on one key keep
  * their order. A batch that fails, times out, or cannot be sent gets the failure policy's answers.
  */
-import { combine, LimitDecision, SluiceError, Verdict } from '../../core/index.js';
+import { combine, fromVerdict, SluiceError, Verdict } from '../../core/index.js';
 import type { Decision, Policy } from '../../core/index.js';
 import type { StoreTable, TableSpec } from '../store.js';
 import type { RedisAdapter } from './adapter.js';
@@ -63,6 +63,8 @@ export class RedisTable implements StoreTable {
   private readonly script: Script;
   private readonly leases: boolean;
   private readonly fallback: Fallback;
+  /** Scratch verdicts, one per policy, reused for every decoded answer. */
+  private readonly verdicts: Verdict[];
   private queue: Op[] = [];
   private scheduled = false;
   private readonly flushNow = () => this.flush();
@@ -74,6 +76,7 @@ export class RedisTable implements StoreTable {
     this.names = spec.policies.map((p) => p.name);
     this.script = scriptFor(spec.policies, ctx.clientClock);
     this.leases = takesLeases(spec.policies);
+    this.verdicts = spec.policies.map(() => new Verdict(0));
     this.fallback = new Fallback(ctx.onError, spec);
   }
 
@@ -96,7 +99,8 @@ export class RedisTable implements StoreTable {
   private enqueue<T>(code: Code, key: string, arg: number, lease: string): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const id = escapeId(key);
-      const keys = this.names.map((n) => keyOf(this.ctx.prefix, id, n));
+      const names = this.names;
+      const keys = names.length === 1 ? [keyOf(this.ctx.prefix, id, names[0]!)] : names.map((n) => keyOf(this.ctx.prefix, id, n));
       const slot = this.ctx.adapter.cluster ? slotOf(id) : 0;
       const time = this.ctx.clientClock ? String(this.spec.clock()) : '';
       this.queue.push({ code, key, arg, lease, time, slot, keys, resolve: resolve as (v: never) => void, reject });
@@ -137,7 +141,7 @@ export class RedisTable implements StoreTable {
     const clientClock = ctx.clientClock;
     for (const op of ops) {
       for (const k of op.keys) keys.push(k);
-      args.push(op.code + op.arg);
+      args.push(op.code === 'd' ? String(op.arg) : op.code + op.arg);
       if (this.leases) args.push(op.lease);
       if (clientClock) args.push(op.time);
     }
@@ -185,14 +189,16 @@ export class RedisTable implements StoreTable {
     });
   }
 
-  /** Turns the script's flat integer reply into each operation's answer. */
+  /** Turns the script's flat integer reply (format in driver.lua) into each operation's answer. */
   private answer(ops: Op[], r: number[]): void {
     const np = this.policies.length;
+    const verdicts = this.verdicts;
     let i = 0;
     for (const op of ops) {
       if (op.code === 'd' || op.code === 'a') {
-        op.resolve(this.decision(r, i, op.code === 'd' && op.arg > 0 && op.lease !== '' ? op.lease : undefined) as never);
-        i += 5 * np;
+        for (let j = 0; j < np; j++) i = read(r, i, verdicts[j]!);
+        const leaseId = op.code === 'd' && op.arg > 0 && op.lease !== '' ? op.lease : undefined;
+        op.resolve((np === 1 ? fromVerdict(this.policies[0]!, verdicts[0]!, leaseId) : combine(this.policies, verdicts, leaseId)) as never);
       } else if (op.code === 'r') {
         op.resolve((Number(r[i++]) === 1) as never);
       } else {
@@ -200,26 +206,7 @@ export class RedisTable implements StoreTable {
         op.resolve(undefined as never);
       }
     }
-    if (i !== r.length) throw new Error(`sluice internal: script replied ${r.length} numbers, expected ${i}`);
-  }
-
-  private decision(r: number[], i: number, leaseId: string | undefined): Decision {
-    if (this.policies.length === 1) {
-      const p = this.policies[0]!;
-      const allowed = Number(r[i]) === 1;
-      return new LimitDecision(allowed, p.limit, Number(r[i + 1]), Number(r[i + 2]), Number(r[i + 3]), Number(r[i + 4]), p.name, allowed ? leaseId : undefined, undefined);
-    }
-    const verdicts = this.policies.map((_, j) => {
-      const v = new Verdict(0);
-      const o = i + 5 * j;
-      v.allowed = Number(r[o]) === 1;
-      v.remaining = Number(r[o + 1]);
-      v.resetAfterMs = Number(r[o + 2]);
-      v.retryAfterMs = Number(r[o + 3]);
-      v.delayMs = Number(r[o + 4]);
-      return v;
-    });
-    return combine(this.policies, verdicts, leaseId);
+    if (i !== r.length) throw new Error(`sluice internal: script replied ${r.length} numbers, read ${i}`);
   }
 
   /** Answers every operation of a failed batch by the failure policy. Only reset() rejects. */
@@ -236,4 +223,29 @@ export class RedisTable implements StoreTable {
       }
     }
   }
+}
+
+/** Reads one policy's verdict at r[i] into v; returns the index after it. */
+function read(r: number[], i: number, v: Verdict): number {
+  const head = Number(r[i]);
+  v.retryAfterMs = 0;
+  v.delayMs = 0;
+  if (head > 0) {
+    v.allowed = true;
+    v.remaining = head - 1;
+    v.resetAfterMs = Number(r[i + 1]);
+    return i + 2;
+  }
+  if (head < 0) {
+    v.allowed = false;
+    v.remaining = -head - 1;
+    v.resetAfterMs = Number(r[i + 1]);
+    v.retryAfterMs = Number(r[i + 2]);
+    return i + 3;
+  }
+  v.allowed = true;
+  v.remaining = Number(r[i + 1]);
+  v.resetAfterMs = Number(r[i + 2]);
+  v.delayMs = Number(r[i + 3]);
+  return i + 4;
 }

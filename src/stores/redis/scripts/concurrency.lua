@@ -37,7 +37,7 @@ ALG['concurrency'] = {
       return
     end
     v.allowed = false
-    v.remaining = math.max(0, p.limit - held)
+    v.remaining = max(0, p.limit - held)
     v.reset = ceil_ms(conc_last_expiry(st, now) - now)
     -- Without a release, room appears as leases time out: walk them in expiry order.
     local live = {}

@@ -4,10 +4,13 @@
 -- The table's policies come before this file as constants (P, CLIENT_TIME, LEASES), so that a call carries
 -- only its operations: fewer arguments are a measurable part of a call's cost at one call in flight.
 -- KEYS: per operation, one key per policy.
--- ARGV: per operation, '<code><number>': 'd' decide (cost), 'a' adjust (delta), 'r' release, 'x' reset;
+-- ARGV: per operation, the cost of a decision as a plain number (the common case, parsed with one
+--       call), or '<code><number>': 'a' adjust (delta), 'r' release, 'x' reset;
 --       then its lease id if LEASES, then its time in ms if CLIENT_TIME.
--- Reply: flat integers. Per decide or adjust: per policy allowed, remaining, resetAfterMs, retryAfterMs,
---        delayMs. Per release: 1 if the lease was held. Per reset: 0.
+-- Reply: flat integers; every one costs Redis time to send, so the common case is short. Per decide or
+--        adjust, per policy: allowed and undelayed: remaining + 1, resetAfterMs; denied: -(remaining + 1),
+--        resetAfterMs, retryAfterMs; allowed with a delay: 0, remaining, resetAfterMs, delayMs.
+--        Per release: 1 if the lease was held. Per reset: 0.
 if CLIENT_TIME then GRACE = 60000 end -- client and Redis clocks run apart: keep state a while longer
 local np = #P
 local slabOnly = true
@@ -25,7 +28,7 @@ local serverNow
 local function time_of()
   if not serverNow then
     local tt = redis.call('TIME')
-    serverNow = tonumber(tt[1]) * 1000 + math.floor(tonumber(tt[2]) / 1000) -- whole ms keep the buckets exact
+    serverNow = tonumber(tt[1]) * 1000 + floor(tonumber(tt[2]) / 1000) -- whole ms keep the buckets exact
   end
   return serverNow
 end
@@ -48,19 +51,30 @@ local function decide(k, now, cost, lease)
   end
   for i = 1, np do
     local v = V[i]
-    if v.allowed then out[n + 1] = 1 else out[n + 1] = 0 end
-    out[n + 2] = v.remaining
-    out[n + 3] = v.reset
-    out[n + 4] = v.retry
-    out[n + 5] = v.delay
-    n = n + 5
+    if not v.allowed then
+      out[n + 1] = -(v.remaining + 1)
+      out[n + 2] = v.reset
+      out[n + 3] = v.retry
+      n = n + 3
+    elseif v.delay ~= 0 then
+      out[n + 1] = 0
+      out[n + 2] = v.remaining
+      out[n + 3] = v.reset
+      out[n + 4] = v.delay
+      n = n + 4
+    else
+      out[n + 1] = v.remaining + 1
+      out[n + 2] = v.reset
+      n = n + 2
+    end
   end
 end
 
 local k, a = 0, 1
 while a <= #ARGV do
   local op = ARGV[a]
-  local code, arg = string.sub(op, 1, 1), tonumber(string.sub(op, 2))
+  local code, arg = 'd', tonumber(op)
+  if not arg then code, arg = string.sub(op, 1, 1), tonumber(string.sub(op, 2)) end
   a = a + 1
   local lease = ''
   if LEASES then

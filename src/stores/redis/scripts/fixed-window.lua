@@ -8,7 +8,7 @@ ALG['fixed-window'] = {
   init = function(p) p.buf = {}; p.n = 2; p.fmt = 'dd' end,
   load = function(p, key) return slab_load(key, 2, 'dd', p.buf) end,
   evaluate = function(p, s, now, cost, v)
-    local index = math.floor(now / p.windowMs)
+    local index = floor(now / p.windowMs)
     local count = 0
     if s[1] == index then count = s[2] end
     local endsIn = (index + 1) * p.windowMs - now
@@ -22,7 +22,7 @@ ALG['fixed-window'] = {
       v.next[1] = index
       v.next[2] = after
     else
-      v.remaining = math.max(0, p.limit - count)
+      v.remaining = max(0, p.limit - count)
       if count > 0 then v.reset = ceil_ms(endsIn) else v.reset = 0 end
       v.retry = retry_ms(endsIn)
     end
@@ -31,11 +31,11 @@ ALG['fixed-window'] = {
     slab_save(key, v.next, 2, 'dd', fw_idle(p, v.next), now)
   end,
   adjust = function(p, key, s, now, delta)
-    local index = math.floor(now / p.windowMs)
+    local index = floor(now / p.windowMs)
     local count = 0
     if s[1] == index then count = s[2] end
     s[1] = index
-    s[2] = math.max(0, count + delta)
+    s[2] = max(0, count + delta)
     slab_save(key, s, 2, 'dd', fw_idle(p, s), now)
   end,
 }

@@ -12,13 +12,13 @@ local function gcra_evaluate(p, s, now, cost, v)
   v.delay = 0
   if after <= room then
     v.allowed = true
-    v.remaining = math.floor((room - after) / p.windowMs)
+    v.remaining = floor((room - after) / p.windowMs)
     v.reset = ceil_ms(after / p.limit)
     v.retry = 0
     v.next[1] = base + (cost * p.windowMs) / p.limit
   else
     v.allowed = false
-    v.remaining = math.max(0, math.floor((room - ahead) / p.windowMs))
+    v.remaining = max(0, floor((room - ahead) / p.windowMs))
     v.reset = ceil_ms(ahead / p.limit)
     v.retry = retry_ms((after - p.full) / p.limit)
   end
@@ -34,7 +34,7 @@ local gcra = {
   adjust = function(p, key, s, now, delta)
     local base = now
     if s[1] > now then base = s[1] end
-    s[1] = math.max(now, base + (delta * p.windowMs) / p.limit)
+    s[1] = max(now, base + (delta * p.windowMs) / p.limit)
     slab_save(key, s, 1, 'd', s[1], now)
   end,
 }

@@ -2,12 +2,13 @@
 -- Numbers are doubles, as in JavaScript; every formula below mirrors its TypeScript twin operation for
 -- operation, so both round identically and decide bit for bit alike.
 local ALG = {}
+local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
 local INF = math.huge
 local GRACE = 0 -- extra TTL (ms); set by the driver when times come from the client
 
 local function ceil_ms(ms)
   if ms <= 1e-9 then return 0 end
-  return math.ceil(ms - 1e-9)
+  return ceil(ms - 1e-9)
 end
 
 local function retry_ms(ms)
@@ -57,7 +58,11 @@ local function slab_save(key, s, n, fmt, idle, now)
   if idle <= now then
     put(key, false, 0)
   else
-    put(key, struct.pack(fmt, unpack(s, 1, n)), math.ceil(idle - now) + GRACE)
+    local packed
+    if n == 2 then packed = struct.pack('dd', s[1], s[2])
+    elseif n == 1 then packed = struct.pack('d', s[1])
+    else packed = struct.pack(fmt, unpack(s, 1, n)) end
+    put(key, packed, ceil(idle - now) + GRACE)
   end
 end
 
@@ -81,6 +86,6 @@ local function save_packed(key, packed, idle, now)
   if idle <= now then
     redis.call('DEL', key)
   else
-    redis.call('SET', key, packed, 'PX', math.ceil(idle - now) + GRACE)
+    redis.call('SET', key, packed, 'PX', ceil(idle - now) + GRACE)
   end
 end

@@ -90,7 +90,7 @@ ALG['sliding-log'] = {
       return
     end
     v.allowed = false
-    v.remaining = math.max(0, p.limit - live)
+    v.remaining = max(0, p.limit - live)
     v.reset = ceil_ms(newest + p.windowMs - now)
     -- Entry i leaves the window at times[i] + W; find the first whose leaving makes room.
     local freed, i = 0, first
@@ -107,7 +107,7 @@ ALG['sliding-log'] = {
     log_prune(p, st, now)
     local refund = -delta -- newest first
     while refund > 0 and st.n > 0 do
-      local take = math.min(st.costs[st.n], refund)
+      local take = min(st.costs[st.n], refund)
       st.costs[st.n] = st.costs[st.n] - take
       st.sum = st.sum - take
       refund = refund - take

@@ -27,7 +27,7 @@ local function sw_advance(p, s, j, out)
   local newest = s[1]
   out[1] = j
   for r = 0, p.ring - 1 do out[2 + r] = s[2 + r] end
-  for i = math.max(newest + 1, j - p.k), j do out[2 + (i % p.ring)] = 0 end
+  for i = max(newest + 1, j - p.k), j do out[2 + (i % p.ring)] = 0 end
 end
 
 local function sw_passes_at(p, s, newest, j, elapsed, cost)
@@ -40,7 +40,7 @@ local function sw_passes_at(p, s, newest, j, elapsed, cost)
     if room >= 0 then
       local old = sw_count(p, s, newest, step - p.k)
       local e = from
-      if old ~= 0 then e = math.max(from, p.w - (room * p.w) / old) end
+      if old ~= 0 then e = max(from, p.w - (room * p.w) / old) end
       if e < p.w then return step * p.w + e end
     end
   end
@@ -65,7 +65,7 @@ ALG['sliding-window'] = {
   load = function(p, key) return slab_load(key, p.n, p.fmt, p.buf) end,
   evaluate = function(p, s, now, cost, v)
     local newest = s[1]
-    local j = math.floor(now / p.w)
+    local j = floor(now / p.w)
     local elapsed = now - j * p.w
     if j < newest then
       j = newest -- the clock stepped back: stay in the newest sub-window written
@@ -77,7 +77,7 @@ ALG['sliding-window'] = {
     v.delay = 0
     if after <= capacity then
       v.allowed = true
-      v.remaining = math.floor((capacity - after) / p.w)
+      v.remaining = floor((capacity - after) / p.w)
       v.retry = 0
       sw_advance(p, s, j, v.next)
       local slot = 2 + (j % p.ring)
@@ -87,7 +87,7 @@ ALG['sliding-window'] = {
       if last < 0 then v.reset = 0 else v.reset = ceil_ms((last + p.k + 1) * p.w - now) end
     else
       v.allowed = false
-      v.remaining = math.max(0, math.floor((capacity - estimate) / p.w))
+      v.remaining = max(0, floor((capacity - estimate) / p.w))
       local last = sw_newest_nonzero(p, s)
       if last < 0 then v.reset = 0 else v.reset = ceil_ms((last + p.k + 1) * p.w - now) end
       v.retry = retry_ms(sw_passes_at(p, s, newest, j, elapsed, cost) - now)
@@ -97,7 +97,7 @@ ALG['sliding-window'] = {
     slab_save(key, v.next, p.n, p.fmt, sw_idle(p, v.next), now)
   end,
   adjust = function(p, key, s, now, delta)
-    local j = math.max(math.floor(now / p.w), s[1])
+    local j = max(floor(now / p.w), s[1])
     local nx = {}
     sw_advance(p, s, j, nx)
     if delta >= 0 then
@@ -108,7 +108,7 @@ ALG['sliding-window'] = {
       local i = j
       while i >= j - p.k and i >= 0 and refund > 0 do
         local slot = 2 + (i % p.ring)
-        local take = math.min(nx[slot], refund)
+        local take = min(nx[slot], refund)
         nx[slot] = nx[slot] - take
         refund = refund - take
         i = i - 1

@@ -22,14 +22,14 @@ local tb = {
     v.delay = 0
     if after <= p.full then
       v.allowed = true
-      v.remaining = math.floor((p.full - after) / p.windowMs)
+      v.remaining = floor((p.full - after) / p.windowMs)
       v.reset = ceil_ms(after / p.limit)
       v.retry = 0
       v.next[1] = after
       v.next[2] = at
     else
       v.allowed = false
-      v.remaining = math.max(0, math.floor((p.full - deficit) / p.windowMs))
+      v.remaining = max(0, floor((p.full - deficit) / p.windowMs))
       v.reset = ceil_ms(deficit / p.limit)
       v.retry = retry_ms((after - p.full) / p.limit)
     end
@@ -40,7 +40,7 @@ local tb = {
   adjust = function(p, key, s, now, delta)
     local at = s[2]
     if now > at then at = now end
-    s[1] = math.max(0, tb_deficit_at(p, s, at) + delta * p.windowMs)
+    s[1] = max(0, tb_deficit_at(p, s, at) + delta * p.windowMs)
     s[2] = at
     slab_save(key, s, 2, 'dd', tb_idle(p, s), now)
   end,

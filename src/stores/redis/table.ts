@@ -182,7 +182,13 @@ export class RedisTable implements StoreTable {
   /** EVALSHA; on NOSCRIPT, and only then, EVAL the source once, which also caches it on that node. */
   private call(keys: string[], args: string[]): Promise<unknown> {
     const { adapter, stats } = this.ctx;
-    return adapter.evalsha(this.script.sha, keys, args).catch((err: unknown) => {
+    let sent: Promise<unknown>;
+    try {
+      sent = adapter.evalsha(this.script.sha, keys, args);
+    } catch (err) {
+      sent = Promise.reject(err); // a client that throws instead of rejecting still gets the failure policy
+    }
+    return sent.catch((err: unknown) => {
       if (!String((err as Error)?.message ?? err).startsWith('NOSCRIPT')) throw err;
       stats.reloads++;
       return adapter.eval(this.script.source, keys, args);

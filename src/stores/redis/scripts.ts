@@ -13,17 +13,17 @@ export interface Script {
   readonly sha: string;
 }
 
-/** The algorithm code the driver dispatches on, and the file that defines it. */
-export function algorithmCode(p: Policy): { code: string; file: string } {
+/** The algorithm code the driver dispatches on, and the files that define it (in load order). */
+export function algorithmCode(p: Policy): { code: string; files: string[] } {
   switch (p.algorithm) {
     case 'leaky-bucket':
-      return p.mode === 'shaper' ? { code: 'leaky-shaper', file: 'gcra' } : { code: 'leaky-meter', file: 'token-bucket' };
+      return p.mode === 'shaper' ? { code: 'leaky-shaper', files: ['gcra', 'leaky-shaper'] } : { code: 'leaky-meter', files: ['token-bucket'] };
     default:
-      return { code: p.algorithm, file: p.algorithm };
+      return { code: p.algorithm, files: [p.algorithm] };
   }
 }
 
-const FILES = ['fixed-window', 'sliding-log', 'sliding-window', 'token-bucket', 'gcra', 'concurrency'];
+const FILES = ['fixed-window', 'sliding-log', 'sliding-window', 'token-bucket', 'gcra', 'leaky-shaper', 'concurrency'];
 const sources = new Map<string, string>();
 const scripts = new Map<string, Script>();
 
@@ -46,7 +46,7 @@ export function takesLeases(policies: readonly Policy[]): boolean {
  * policies written in as constants. Tables with the same policies share one script (and one SHA).
  */
 export function scriptFor(policies: readonly Policy[], clientClock: boolean): Script {
-  const files = policies.length === 1 ? [algorithmCode(policies[0]!).file] : FILES;
+  const files = policies.length === 1 ? algorithmCode(policies[0]!).files : FILES;
   const constants = [
     `local CLIENT_TIME = ${clientClock}`,
     `local LEASES = ${takesLeases(policies)}`,
@@ -58,7 +58,7 @@ export function scriptFor(policies: readonly Policy[], clientClock: boolean): Sc
   const source = [read('prelude'), ...files.map(read), constants, read('driver')].join('\n');
   let script = scripts.get(source);
   if (script === undefined) {
-    const name = policies.length === 1 ? files[0]! : 'multi';
+    const name = policies.length === 1 ? algorithmCode(policies[0]!).code : 'multi';
     script = { name, source, sha: createHash('sha1').update(source).digest('hex') };
     scripts.set(source, script);
   }

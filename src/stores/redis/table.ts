@@ -30,8 +30,9 @@ export interface RedisStoreStats {
   /** Script calls sent, and operations they carried. */
   calls: number;
   operations: number;
-  /** Operations answered by the failure policy, and why. */
+  /** Operations answered by the failure policy. */
   fallbacks: number;
+  /** Calls that got no answer within timeoutMs, and calls (or client events) that failed with an error. */
   timeouts: number;
   errors: number;
   /** Calls refused without being sent: client not ready, or too many calls unanswered. */

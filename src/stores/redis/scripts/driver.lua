@@ -107,7 +107,13 @@ while a <= #ARGV do
     n = n + 1
     out[n] = held
   else
-    for i = 1, np do forget(KEYS[k + i]) end
+    for i = 1, np do
+      -- Delete now, whatever the type, and forget any cached or pending state.
+      local key = KEYS[k + i]
+      redis.call('DEL', key)
+      CACHE[key] = false
+      if PACKED[key] ~= nil then PACKED[key] = false end
+    end
     n = n + 1
     out[n] = 0
   end

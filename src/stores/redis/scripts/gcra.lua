@@ -1,4 +1,4 @@
--- GCRA (and the leaky-bucket shaper, which adds a delay): twin of src/core/gcra.ts and leaky-bucket.ts.
+-- GCRA: twin of src/core/gcra.ts. The leaky-bucket shaper (leaky-shaper.lua) builds on it.
 -- State 'd': [TAT]. Differences below 16 ulps of TAT count as ties, exactly as in TypeScript.
 local TIE = 2 ^ -48
 
@@ -39,24 +39,3 @@ local gcra = {
   end,
 }
 ALG['gcra'] = gcra
-
--- The shaper: GCRA's admission, plus the time until the queue ahead has drained (nginx limit_req).
-ALG['leaky-shaper'] = {
-  init = function(p)
-    gcra.init(p)
-    -- p.delay == 0 encodes nodelay: everything is forwarded at once.
-    if p.delay == 0 then p.undelayed = INF else p.undelayed = (p.delay - 1) * p.windowMs end
-  end,
-  load = gcra.load,
-  evaluate = function(p, s, now, cost, v)
-    gcra_evaluate(p, s, now, cost, v)
-    if v.allowed then
-      local ahead = 0
-      if s[1] > now then ahead = s[1] - now end
-      ahead = ahead * p.limit
-      if ahead > p.undelayed then v.delay = ceil_ms((ahead - p.undelayed) / p.limit) else v.delay = 0 end
-    end
-  end,
-  commit = gcra.commit,
-  adjust = gcra.adjust,
-}

@@ -73,19 +73,3 @@ local function flush_writes()
     if packed then redis.call('SET', key, packed, 'PX', TTL[key]) else redis.call('DEL', key) end
   end
 end
-
--- Deletes a key now, whatever its type, and forgets any cached or pending state for it.
-local function forget(key)
-  redis.call('DEL', key)
-  CACHE[key] = false
-  if PACKED[key] ~= nil then PACKED[key] = false end
-end
-
--- Variable-size state (sliding log) is written at once, with the same TTL rule.
-local function save_packed(key, packed, idle, now)
-  if idle <= now then
-    redis.call('DEL', key)
-  else
-    redis.call('SET', key, packed, 'PX', ceil(idle - now) + GRACE)
-  end
-end

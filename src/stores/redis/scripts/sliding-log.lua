@@ -1,6 +1,15 @@
 -- Sliding-window log: twin of src/core/sliding-log.ts. State: one string of (time, cost) pairs packed as
 -- 'dd', oldest first, requests in the same millisecond merged. Every write drops the entries that have
 -- left the window, so a key holds at most `limit` entries (16 bytes each); a decision costs O(entries).
+-- Writes the log at once (it is not batched like fixed-size state), with a TTL until it is idle.
+local function save_packed(key, packed, idle, now)
+  if idle <= now then
+    redis.call('DEL', key)
+  else
+    redis.call('SET', key, packed, 'PX', ceil(idle - now) + GRACE)
+  end
+end
+
 local function log_load(p, key)
   local raw = redis.call('GET', key)
   if not raw or #raw % 16 ~= 0 then return nil end

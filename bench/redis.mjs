@@ -88,20 +88,20 @@ const range = (rs, f, fmt) => {
   const xs = rs.map(f);
   return `${fmt(median(xs))} (${fmt(Math.min(...xs))} – ${fmt(Math.max(...xs))})`;
 };
-const pingLatency = median(results.get('ping@1').map((r) => r.medianLatencyUs));
 const version = cli('INFO', 'server').match(/redis_version:(\S+)/)[1];
 
 const lines = [
   `<!-- node bench/redis.mjs ${REPS} ${MEASURE} ${WARMUP}; ${new Date().toISOString()}; redis ${version}; Node ${process.version}; reps=${REPS}, interleaved, fresh process each -->`,
   '',
-  '| client | in flight | decisions/s median (min – max) | median latency µs (× PING) | Redis commands / decision | Redis CPU µs / decision | redis-server CPU % | Node CPU % |',
-  '|---|---|---|---|---|---|---|---|',
+  '| client | in flight | decisions/s median (min – max) | median latency µs | × PING (same process) | Redis commands / decision | Redis CPU µs / decision | redis-server CPU % | Node CPU % |',
+  '|---|---|---|---|---|---|---|---|---|',
 ];
 for (const [impl, inflight] of CASES) {
   const rs = results.get(`${impl}@${inflight}`);
   const lat = inflight === 1 ? median(rs.map((r) => r.medianLatencyUs)) : undefined;
+  const ratio = inflight === 1 && impl !== 'ping' ? true : undefined;
   lines.push(
-    `| ${NAMES[impl]} | ${inflight} | ${range(rs, (r) => r.decisionsPerSec, k)} | ${lat === undefined ? '–' : `${lat.toFixed(1)} (${(lat / pingLatency).toFixed(2)}×)`} | ${median(rs.map((r) => r.commandsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuUsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuPct)).toFixed(0)} | ${median(rs.map((r) => r.nodeCpuPct)).toFixed(0)} |`,
+    `| ${NAMES[impl]} | ${inflight} | ${range(rs, (r) => r.decisionsPerSec, k)} | ${lat === undefined ? '–' : lat.toFixed(1)} | ${ratio === undefined ? '–' : range(rs, (r) => r.pingRatio, (x) => `${x.toFixed(2)}×`)} | ${median(rs.map((r) => r.commandsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuUsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuPct)).toFixed(0)} | ${median(rs.map((r) => r.nodeCpuPct)).toFixed(0)} |`,
   );
 }
 console.log(lines.join('\n'));

@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // `npm test`: runs every *.test.ts under src/ and test/ with node:test through tsx.
-// Node 20's --test takes no globs, so the file list is found here.
+// Node 20's --test takes no globs, so the file list is found here. The Redis tests need a Redis: one is
+// started (and installed) here if none answers, see ensure-redis.mjs.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { ensureRedis } from './ensure-redis.mjs';
 
 function find(dir, out = []) {
   for (const name of readdirSync(dir)) {
@@ -18,6 +20,7 @@ function find(dir, out = []) {
 const files = [...find('src'), ...find('test')].sort();
 const filter = process.argv.slice(2);
 const chosen = filter.length ? files.filter((f) => filter.some((p) => f.includes(p))) : files;
+if (chosen.some((f) => f.includes(join('test', 'redis')))) await ensureRedis();
 const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...chosen], {
   stdio: 'inherit',
 });

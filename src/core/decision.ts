@@ -9,6 +9,7 @@
 import type { Decision, Policy, Verdict } from './types.js';
 
 export class LimitDecision implements Decision {
+  readonly then = undefined;
   constructor(
     readonly allowed: boolean,
     readonly limit: number,

@@ -94,10 +94,35 @@ test('sluice/http ships types that check under strict TypeScript (with @types/no
   run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(consumer, 'tsconfig.http.json')], consumer);
 });
 
+test('sluice/redis resolves and loads its scripts with no Redis client installed', () => {
+  // A stand-in shaped like an ioredis client: it answers NOSCRIPT once, then one decision, so the store
+  // must read its Lua sources from the tarball to reload.
+  const script = `
+    import { Limiter } from 'sluice';
+    import { RedisStore } from 'sluice/redis';
+    let evals = 0;
+    const client = {
+      status: 'ready',
+      evalsha: async () => { throw new Error('NOSCRIPT No matching script'); },
+      eval: async (source) => { evals++; if (!source.includes('redis.call')) throw new Error('no source'); return [5, 1000]; }, // allowed, remaining 4, resetAfterMs 1000
+    };
+    const limiter = new Limiter({ policy: { name: 'p', algorithm: 'gcra', limit: 5, window: '1s' }, store: new RedisStore({ client }) });
+    const d = await limiter.limit('k');
+    let code; try { new RedisStore({ client: {} }); } catch (e) { code = e.code; }
+    console.log(JSON.stringify([d.allowed, d.remaining, evals, code]));
+  `;
+  assert.equal(run(process.execPath, ['--input-type=module', '-e', script], consumer).trim(), '[true,4,1,"ERR_SLUICE_INVALID_OPTION"]');
+});
+
 test('the packed package ships types that check under strict TypeScript', () => {
   writeFileSync(
     join(consumer, 'use.ts'),
     `import { Limiter, MemoryStore, type Decision } from 'sluice';
+     import { RedisStore, type RedisStoreOptions } from 'sluice/redis';
+     const o: RedisStoreOptions = { client: {}, prefix: 'app', timeoutMs: 50, onError: { insurance: 0.25 } };
+     // @ts-expect-error: onError is checked
+     const bad: RedisStoreOptions = { client: {}, onError: 'maybe' };
+     export { o, bad, RedisStore };
      const limiter = new Limiter({ policies: [{ algorithm: 'token-bucket', limit: 100, window: '1m', burst: 20 }], store: new MemoryStore({ maxKeys: 1_000_000 }) });
      const d: Decision = await limiter.limit('user:42', { cost: 1 });
      const n: number = d.retryAfterMs + d.remaining + d.resetAfterMs + d.delayMs;

@@ -1,0 +1,109 @@
+#!/usr/bin/env node
+// Redis benchmark, side by side in one run against the same Redis: sluice RedisStore (token bucket and
+// GCRA) vs rate-limiter-flexible RateLimiterRedis (fixed window), both on ioredis, at 1 and 256 calls
+// in flight, plus a PING round trip at 1 in flight as the latency floor.
+//
+// It starts its own redis-server on a spare port (--save "" --appendonly no) and FLUSHALLs only that one
+// before each run. Every measurement is a fresh process (bench/redis-worker.mjs); the cases are
+// interleaved, repeated REPS times, and medians are quoted with min–max.
+//
+// Usage: node bench/redis.mjs [reps=3] [measureMs=4000] [warmupMs=1000]
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const [REPS = 3, MEASURE = 4000, WARMUP = 1000] = process.argv.slice(2).map(Number);
+const CASES = [
+  ['ping', 1],
+  ['rlflex', 1],
+  ['sluice-tb', 1],
+  ['sluice-gcra', 1],
+  ['rlflex', 256],
+  ['sluice-tb', 256],
+  ['sluice-gcra', 256],
+];
+const NAMES = {
+  ping: 'PING (ioredis), the round-trip floor',
+  rlflex: 'rate-limiter-flexible RateLimiterRedis (fixed window)',
+  'sluice-tb': 'sluice RedisStore, token-bucket',
+  'sluice-gcra': 'sluice RedisStore, gcra',
+};
+
+const port = await new Promise((resolve) => {
+  const s = createServer().listen(0, '127.0.0.1', () => {
+    const p = s.address().port;
+    s.close(() => resolve(p));
+  });
+});
+const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-redis-'));
+const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+const cli = (...args) => execFileSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+let stopped = false;
+const stop = () => {
+  if (stopped) return;
+  stopped = true;
+  server.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+};
+process.on('exit', stop);
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(1));
+for (let i = 0; ; i++) {
+  try {
+    if (cli('PING') === 'PONG') break;
+  } catch {}
+  if (i > 100) throw new Error('redis-server did not start');
+  await new Promise((r) => setTimeout(r, 50));
+}
+
+function measure(impl, inflight) {
+  cli('FLUSHALL');
+  cli('CONFIG', 'RESETSTAT');
+  const out = execFileSync(process.execPath, ['--import', 'tsx', 'bench/redis-worker.mjs', impl, String(inflight), String(WARMUP), String(MEASURE)], {
+    encoding: 'utf8',
+    env: { ...process.env, REDIS_PORT: String(port) },
+    timeout: 60_000,
+  });
+  return JSON.parse(out.trim().split('\n').pop());
+}
+
+const results = new Map();
+for (let rep = 1; rep <= REPS; rep++) {
+  for (const [impl, inflight] of CASES) {
+    const r = measure(impl, inflight);
+    const key = `${impl}@${inflight}`;
+    if (!results.has(key)) results.set(key, []);
+    results.get(key).push(r);
+    console.error(`rep ${rep} ${key}: ${Math.round(r.decisionsPerSec)}/s, median ${r.medianLatencyUs?.toFixed(1) ?? '-'} µs, ${r.commandsPerDecision.toFixed(2)} cmds, ${r.redisCpuUsPerDecision.toFixed(2)} µs Redis CPU`);
+  }
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const k = (n) => (n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} k` : n.toFixed(0));
+const range = (rs, f, fmt) => {
+  const xs = rs.map(f);
+  return `${fmt(median(xs))} (${fmt(Math.min(...xs))} – ${fmt(Math.max(...xs))})`;
+};
+const version = cli('INFO', 'server').match(/redis_version:(\S+)/)[1];
+
+const lines = [
+  `<!-- node bench/redis.mjs ${REPS} ${MEASURE} ${WARMUP}; ${new Date().toISOString()}; redis ${version}; Node ${process.version}; reps=${REPS}, interleaved, fresh process each -->`,
+  '',
+  '| client | in flight | decisions/s median (min – max) | median latency µs | × PING (same process) | Redis commands / decision | Redis CPU µs / decision | redis-server CPU % | Node CPU % |',
+  '|---|---|---|---|---|---|---|---|---|',
+];
+for (const [impl, inflight] of CASES) {
+  const rs = results.get(`${impl}@${inflight}`);
+  const lat = inflight === 1 ? median(rs.map((r) => r.medianLatencyUs)) : undefined;
+  const ratio = inflight === 1 && impl !== 'ping' ? true : undefined;
+  lines.push(
+    `| ${NAMES[impl]} | ${inflight} | ${range(rs, (r) => r.decisionsPerSec, k)} | ${lat === undefined ? '–' : lat.toFixed(1)} | ${ratio === undefined ? '–' : range(rs, (r) => r.pingRatio, (x) => `${x.toFixed(2)}×`)} | ${median(rs.map((r) => r.commandsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuUsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuPct)).toFixed(0)} | ${median(rs.map((r) => r.nodeCpuPct)).toFixed(0)} |`,
+  );
+}
+console.log(lines.join('\n'));
+stop();
+process.exit(0);

@@ -1,0 +1,66 @@
+/**
+ * The Lua scripts: a prelude, one file per algorithm (the twin of its core/ module), and the driver that
+ * runs a batch. A table with one policy runs prelude + its algorithm + driver; a table with several runs
+ * prelude + every algorithm + driver, the multi-policy script.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { Policy } from '../../core/index.js';
+
+export interface Script {
+  readonly name: string;
+  readonly source: string;
+  readonly sha: string;
+}
+
+/** The algorithm code the driver dispatches on, and the files that define it (in load order). */
+export function algorithmCode(p: Policy): { code: string; files: string[] } {
+  switch (p.algorithm) {
+    case 'leaky-bucket':
+      return p.mode === 'shaper' ? { code: 'leaky-shaper', files: ['gcra', 'leaky-shaper'] } : { code: 'leaky-meter', files: ['token-bucket'] };
+    default:
+      return { code: p.algorithm, files: [p.algorithm] };
+  }
+}
+
+const FILES = ['fixed-window', 'sliding-log', 'sliding-window', 'token-bucket', 'gcra', 'leaky-shaper', 'concurrency'];
+const sources = new Map<string, string>();
+const scripts = new Map<string, Script>();
+
+function read(file: string): string {
+  let s = sources.get(file);
+  if (s === undefined) {
+    s = readFileSync(new URL(`./scripts/${file}.lua`, import.meta.url), 'utf8');
+    sources.set(file, s);
+  }
+  return s;
+}
+
+/** Whether a table's operations carry lease ids: only concurrency policies take them. */
+export function takesLeases(policies: readonly Policy[]): boolean {
+  return policies.some((p) => p.algorithm === 'concurrency');
+}
+
+/**
+ * The script for a table's policies: its algorithm's own script, or the multi-policy one, with the
+ * policies written in as constants. Tables with the same policies share one script (and one SHA).
+ */
+export function scriptFor(policies: readonly Policy[], clientClock: boolean): Script {
+  const files = policies.length === 1 ? algorithmCode(policies[0]!).files : FILES;
+  const constants = [
+    `local CLIENT_TIME = ${clientClock}`,
+    `local LEASES = ${takesLeases(policies)}`,
+    'local P = {',
+    // delay 0 encodes nodelay for the shaper
+    ...policies.map((p) => `  { alg = ALG['${algorithmCode(p).code}'], limit = ${p.limit}, windowMs = ${p.windowMs}, burst = ${p.burst}, delay = ${p.nodelay ? 0 : p.delay}, sub = ${p.buckets} },`),
+    '}',
+  ].join('\n');
+  const source = [read('prelude'), ...files.map(read), constants, read('driver')].join('\n');
+  let script = scripts.get(source);
+  if (script === undefined) {
+    const name = policies.length === 1 ? algorithmCode(policies[0]!).code : 'multi';
+    script = { name, source, sha: createHash('sha1').update(source).digest('hex') };
+    scripts.set(source, script);
+  }
+  return script;
+}

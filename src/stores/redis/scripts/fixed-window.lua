@@ -1,0 +1,41 @@
+-- Fixed window: twin of src/core/fixed-window.ts. State 'dd': [window index, count in that window].
+local function fw_idle(p, s)
+  if s[2] > 0 then return (s[1] + 1) * p.windowMs end
+  return -INF
+end
+
+ALG['fixed-window'] = {
+  init = function(p) p.buf = {}; p.n = 2; p.fmt = 'dd' end,
+  load = function(p, key) return slab_load(key, 2, 'dd', p.buf) end,
+  evaluate = function(p, s, now, cost, v)
+    local index = floor(now / p.windowMs)
+    local count = 0
+    if s[1] == index then count = s[2] end
+    local endsIn = (index + 1) * p.windowMs - now
+    local after = count + cost
+    v.allowed = after <= p.limit
+    v.delay = 0
+    if v.allowed then
+      v.remaining = p.limit - after
+      if after > 0 then v.reset = ceil_ms(endsIn) else v.reset = 0 end
+      v.retry = 0
+      v.next[1] = index
+      v.next[2] = after
+    else
+      v.remaining = max(0, p.limit - count)
+      if count > 0 then v.reset = ceil_ms(endsIn) else v.reset = 0 end
+      v.retry = retry_ms(endsIn)
+    end
+  end,
+  commit = function(p, key, s, now, cost, lease, v)
+    slab_save(key, v.next, 2, 'dd', fw_idle(p, v.next), now)
+  end,
+  adjust = function(p, key, s, now, delta)
+    local index = floor(now / p.windowMs)
+    local count = 0
+    if s[1] == index then count = s[2] end
+    s[1] = index
+    s[2] = max(0, count + delta)
+    slab_save(key, s, 2, 'dd', fw_idle(p, s), now)
+  end,
+}

@@ -1,0 +1,131 @@
+-- Sliding-window log: twin of src/core/sliding-log.ts. State: one string of (time, cost) pairs packed as
+-- 'dd', oldest first, requests in the same millisecond merged. Every write drops the entries that have
+-- left the window, so a key holds at most `limit` entries (16 bytes each); a decision costs O(entries).
+-- Writes the log at once (it is not batched like fixed-size state), with a TTL until it is idle.
+local function save_packed(key, packed, idle, now)
+  if idle <= now then
+    redis.call('DEL', key)
+  else
+    redis.call('SET', key, packed, 'PX', ceil(idle - now) + GRACE)
+  end
+end
+
+local function log_load(p, key)
+  local raw = redis.call('GET', key)
+  if not raw or #raw % 16 ~= 0 then return nil end
+  local st = { times = {}, costs = {}, sum = 0 }
+  local pos, n = 1, 0
+  while pos <= #raw do
+    local t, c
+    t, c, pos = struct.unpack('dd', raw, pos)
+    n = n + 1
+    st.times[n] = t
+    st.costs[n] = c
+    st.sum = st.sum + c
+  end
+  st.n = n
+  return st
+end
+
+-- Index of the first entry still inside the window, and the sum of the entries before it.
+local function log_first_live(p, st, now)
+  local cutoff = now - p.windowMs
+  local i, expired = 1, 0
+  while i <= st.n and st.times[i] <= cutoff do
+    expired = expired + st.costs[i]
+    i = i + 1
+  end
+  return i, expired
+end
+
+-- Keeps only the live entries.
+local function log_prune(p, st, now)
+  local first, expired = log_first_live(p, st, now)
+  if first == 1 then return end
+  local times, costs, n = {}, {}, 0
+  for i = first, st.n do
+    n = n + 1
+    times[n] = st.times[i]
+    costs[n] = st.costs[i]
+  end
+  st.times, st.costs, st.n, st.sum = times, costs, n, st.sum - expired
+end
+
+local function log_save(p, key, st, now)
+  if st.n == 0 then
+    redis.call('DEL', key)
+    return
+  end
+  local parts = {}
+  for i = 1, st.n do parts[i] = struct.pack('dd', st.times[i], st.costs[i]) end
+  save_packed(key, table.concat(parts), st.times[st.n] + p.windowMs, now)
+end
+
+local function log_commit(p, key, st, now, cost)
+  st = st or { times = {}, costs = {}, sum = 0, n = 0 }
+  log_prune(p, st, now)
+  if st.n > 0 and st.times[st.n] == now then
+    st.costs[st.n] = st.costs[st.n] + cost
+  else
+    st.n = st.n + 1
+    st.times[st.n] = now
+    st.costs[st.n] = cost
+  end
+  st.sum = st.sum + cost
+  log_save(p, key, st, now)
+end
+
+ALG['sliding-log'] = {
+  init = function(p) end,
+  load = log_load,
+  evaluate = function(p, st, now, cost, v)
+    v.delay = 0
+    if st == nil then
+      v.allowed = cost <= p.limit
+      v.remaining = p.limit - cost
+      if cost > 0 then v.reset = p.windowMs else v.reset = 0 end
+      v.retry = 0
+      return
+    end
+    local first, expired = log_first_live(p, st, now)
+    local live = st.sum - expired
+    local newest = -INF
+    if first <= st.n then newest = st.times[st.n] end
+    if live + cost <= p.limit then
+      v.allowed = true
+      v.remaining = p.limit - live - cost
+      if cost > 0 then v.reset = p.windowMs else v.reset = ceil_ms(newest + p.windowMs - now) end
+      v.retry = 0
+      return
+    end
+    v.allowed = false
+    v.remaining = max(0, p.limit - live)
+    v.reset = ceil_ms(newest + p.windowMs - now)
+    -- Entry i leaves the window at times[i] + W; find the first whose leaving makes room.
+    local freed, i = 0, first
+    while live - freed + cost > p.limit do
+      freed = freed + st.costs[i]
+      i = i + 1
+    end
+    v.retry = retry_ms(st.times[i - 1] + p.windowMs - now)
+  end,
+  commit = function(p, key, st, now, cost, lease, v) log_commit(p, key, st, now, cost) end,
+  adjust = function(p, key, st, now, delta)
+    if delta > 0 then return log_commit(p, key, st, now, delta) end
+    if st == nil then return end
+    log_prune(p, st, now)
+    local refund = -delta -- newest first
+    while refund > 0 and st.n > 0 do
+      local take = min(st.costs[st.n], refund)
+      st.costs[st.n] = st.costs[st.n] - take
+      st.sum = st.sum - take
+      refund = refund - take
+      if st.costs[st.n] == 0 then
+        st.times[st.n] = nil
+        st.costs[st.n] = nil
+        st.n = st.n - 1
+      end
+    end
+    log_save(p, key, st, now)
+  end,
+}

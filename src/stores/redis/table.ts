@@ -1,0 +1,258 @@
+/**
+ * A RedisStore table: one limiter's policies on Redis. Calls made in the same turn of the event loop are
+ * coalesced into batched script calls (flushed on process.nextTick, so a lone call waits for no timer):
+ * one call per `maxBatch` operations on a standalone Redis, one per hash slot and `maxBatch` on a
+ * cluster. Each batch runs as one script, so every operation in it is atomic; operations on one key keep
+ * their order. A batch that fails, times out, or cannot be sent gets the failure policy's answers.
+ */
+import { combine, fromVerdict, SluiceError, Verdict } from '../../core/index.js';
+import type { Decision, Policy } from '../../core/index.js';
+import type { StoreTable, TableSpec } from '../store.js';
+import type { RedisAdapter } from './adapter.js';
+import { Fallback, type OnError } from './failure.js';
+import { escapeId, keyOf, slotOf } from './keys.js';
+import { scriptFor, takesLeases, type Script } from './scripts.js';
+
+/** Shared by every table of one store: the client, the options and the counters. */
+export interface StoreContext {
+  readonly adapter: RedisAdapter;
+  readonly prefix: string;
+  readonly timeoutMs: number;
+  readonly onError: OnError;
+  readonly clientClock: boolean;
+  readonly maxBatch: number;
+  readonly maxInFlight: number;
+  readonly stats: RedisStoreStats;
+  inFlight: number;
+}
+
+export interface RedisStoreStats {
+  /** Script calls sent, and operations they carried. */
+  calls: number;
+  operations: number;
+  /** Operations answered by the failure policy. */
+  fallbacks: number;
+  /** Calls that got no answer within timeoutMs, and calls (or client events) that failed with an error. */
+  timeouts: number;
+  errors: number;
+  /** Calls refused without being sent: client not ready, or too many calls unanswered. */
+  refused: number;
+  /** NOSCRIPT replies, each followed by one EVAL that reloads the script. */
+  reloads: number;
+}
+
+type Code = 'd' | 'a' | 'r' | 'x';
+
+interface Op {
+  code: Code;
+  key: string;
+  arg: number;
+  lease: string;
+  time: string;
+  slot: number;
+  keys: string[];
+  resolve: (value: never) => void;
+  reject: (err: unknown) => void;
+}
+
+export class RedisTable implements StoreTable {
+  readonly sync = false;
+  private readonly ctx: StoreContext;
+  private readonly spec: TableSpec;
+  private readonly policies: readonly Policy[];
+  private readonly names: string[];
+  private readonly script: Script;
+  private readonly leases: boolean;
+  private readonly fallback: Fallback;
+  /** Scratch verdicts, one per policy, reused for every decoded answer. */
+  private readonly verdicts: Verdict[];
+  private queue: Op[] = [];
+  private scheduled = false;
+  private readonly flushNow = () => this.flush();
+
+  constructor(ctx: StoreContext, spec: TableSpec) {
+    this.ctx = ctx;
+    this.spec = spec;
+    this.policies = spec.policies;
+    this.names = spec.policies.map((p) => p.name);
+    this.script = scriptFor(spec.policies, ctx.clientClock);
+    this.leases = takesLeases(spec.policies);
+    this.verdicts = spec.policies.map(() => new Verdict(0));
+    this.fallback = new Fallback(ctx.onError, spec);
+  }
+
+  decide(key: string, cost: number, leaseId: string | undefined): Promise<Decision> {
+    return this.enqueue<Decision>('d', key, cost, leaseId ?? '');
+  }
+
+  adjust(key: string, delta: number): Promise<Decision> {
+    return this.enqueue<Decision>('a', key, delta, '');
+  }
+
+  release(key: string, leaseId: string): Promise<boolean> {
+    return this.enqueue<boolean>('r', key, 0, leaseId);
+  }
+
+  reset(key: string): Promise<void> {
+    return this.enqueue<void>('x', key, 0, '');
+  }
+
+  private enqueue<T>(code: Code, key: string, arg: number, lease: string): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const id = escapeId(key);
+      const names = this.names;
+      const keys = names.length === 1 ? [keyOf(this.ctx.prefix, id, names[0]!)] : names.map((n) => keyOf(this.ctx.prefix, id, n));
+      const slot = this.ctx.adapter.cluster ? slotOf(id) : 0;
+      const time = this.ctx.clientClock ? String(this.spec.clock()) : '';
+      this.queue.push({ code, key, arg, lease, time, slot, keys, resolve: resolve as (v: never) => void, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        process.nextTick(this.flushNow);
+      }
+    });
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const ops = this.queue;
+    this.queue = [];
+    const max = this.ctx.maxBatch;
+    if (!this.ctx.adapter.cluster) {
+      for (let i = 0; i < ops.length; i += max) this.send(ops.length <= max ? ops : ops.slice(i, i + max));
+      return;
+    }
+    const bySlot = new Map<number, Op[]>();
+    for (const op of ops) {
+      const group = bySlot.get(op.slot);
+      if (group === undefined) bySlot.set(op.slot, [op]);
+      else group.push(op);
+    }
+    for (const group of bySlot.values()) for (let i = 0; i < group.length; i += max) this.send(group.slice(i, i + max));
+  }
+
+  private send(ops: Op[]): void {
+    const ctx = this.ctx;
+    if (!ctx.adapter.ready() || ctx.inFlight >= ctx.maxInFlight) {
+      ctx.stats.refused++;
+      this.fail(ops, new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', ctx.adapter.ready() ? `RedisStore: ${ctx.inFlight} script calls unanswered ('maxInFlight' ${ctx.maxInFlight}); refusing more until Redis answers` : 'RedisStore: the Redis client is not connected'));
+      return;
+    }
+    const keys: string[] = [];
+    const args: string[] = [];
+    const clientClock = ctx.clientClock;
+    for (const op of ops) {
+      for (const k of op.keys) keys.push(k);
+      args.push(op.code === 'd' ? String(op.arg) : op.code + op.arg);
+      if (this.leases) args.push(op.lease);
+      if (clientClock) args.push(op.time);
+    }
+    ctx.stats.calls++;
+    ctx.stats.operations += ops.length;
+    ctx.inFlight++;
+    let settled = false;
+    const timer = setTimeout(() => {
+      if (settled) return;
+      settled = true;
+      ctx.stats.timeouts++;
+      this.fail(ops, new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `RedisStore: no answer within 'timeoutMs' ${ctx.timeoutMs}`));
+    }, ctx.timeoutMs);
+    this.call(keys, args).then(
+      (reply) => {
+        ctx.inFlight--;
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        try {
+          this.answer(ops, reply as number[]);
+        } catch (err) {
+          ctx.stats.errors++;
+          this.fail(ops, err);
+        }
+      },
+      (err: unknown) => {
+        ctx.inFlight--;
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        ctx.stats.errors++;
+        this.fail(ops, err);
+      },
+    );
+  }
+
+  /** EVALSHA; on NOSCRIPT, and only then, EVAL the source once, which also caches it on that node. */
+  private call(keys: string[], args: string[]): Promise<unknown> {
+    const { adapter, stats } = this.ctx;
+    let sent: Promise<unknown>;
+    try {
+      sent = adapter.evalsha(this.script.sha, keys, args);
+    } catch (err) {
+      sent = Promise.reject(err); // a client that throws instead of rejecting still gets the failure policy
+    }
+    return sent.catch((err: unknown) => {
+      if (!String((err as Error)?.message ?? err).startsWith('NOSCRIPT')) throw err;
+      stats.reloads++;
+      return adapter.eval(this.script.source, keys, args);
+    });
+  }
+
+  /** Turns the script's flat integer reply (format in driver.lua) into each operation's answer. */
+  private answer(ops: Op[], r: number[]): void {
+    const np = this.policies.length;
+    const verdicts = this.verdicts;
+    let i = 0;
+    for (const op of ops) {
+      if (op.code === 'd' || op.code === 'a') {
+        for (let j = 0; j < np; j++) i = read(r, i, verdicts[j]!);
+        const leaseId = op.code === 'd' && op.arg > 0 && op.lease !== '' ? op.lease : undefined;
+        op.resolve((np === 1 ? fromVerdict(this.policies[0]!, verdicts[0]!, leaseId) : combine(this.policies, verdicts, leaseId)) as never);
+      } else if (op.code === 'r') {
+        op.resolve((Number(r[i++]) === 1) as never);
+      } else {
+        i++;
+        op.resolve(undefined as never);
+      }
+    }
+    if (i !== r.length) throw new Error(`sluice internal: script replied ${r.length} numbers, read ${i}`);
+  }
+
+  /** Answers every operation of a failed batch by the failure policy. Only reset() rejects. */
+  private fail(ops: Op[], err: unknown): void {
+    const f = this.fallback;
+    this.ctx.stats.fallbacks += ops.length;
+    for (const op of ops) {
+      if (op.code === 'd') op.resolve(f.decide(op.key, op.arg, op.lease === '' ? undefined : op.lease) as never);
+      else if (op.code === 'a') op.resolve(f.adjust(op.key, op.arg) as never);
+      else if (op.code === 'r') op.resolve(f.release(op.key, op.lease) as never);
+      else {
+        f.reset(op.key);
+        op.reject(err instanceof SluiceError ? err : new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `RedisStore: reset failed: ${(err as Error)?.message ?? String(err)}`));
+      }
+    }
+  }
+}
+
+/** Reads one policy's verdict at r[i] into v; returns the index after it. */
+function read(r: number[], i: number, v: Verdict): number {
+  const head = Number(r[i]);
+  v.retryAfterMs = 0;
+  v.delayMs = 0;
+  if (head > 0) {
+    v.allowed = true;
+    v.remaining = head - 1;
+    v.resetAfterMs = Number(r[i + 1]);
+    return i + 2;
+  }
+  if (head < 0) {
+    v.allowed = false;
+    v.remaining = -head - 1;
+    v.resetAfterMs = Number(r[i + 1]);
+    v.retryAfterMs = Number(r[i + 2]);
+    return i + 3;
+  }
+  v.allowed = true;
+  v.remaining = Number(r[i + 1]);
+  v.resetAfterMs = Number(r[i + 2]);
+  v.delayMs = Number(r[i + 3]);
+  return i + 4;
+}

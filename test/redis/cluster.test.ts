@@ -1,0 +1,106 @@
+// RedisStore on a Redis Cluster this test starts itself (3 masters + 3 replicas on spare ports, torn down
+// afterwards): the conformance suite unchanged through ioredis's Cluster and node-redis's cluster, keys of
+// every identity in one slot (no CROSSSLOT), and a master killed under load.
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { after, before, test } from 'node:test';
+import { Cluster } from 'ioredis';
+import { createCluster } from 'redis';
+import { Limiter } from '../../src/index.js';
+import { RedisStore } from '../../src/stores/redis/index.js';
+import { escapeId, keyOf, slotOf } from '../../src/stores/redis/keys.js';
+import { storeConformance } from '../contracts/store-conformance.js';
+import { OwnCluster, runPrefix } from './harness.js';
+
+const cluster = new OwnCluster();
+let io: Cluster;
+let nr: ReturnType<typeof createCluster>;
+const prefix = runPrefix('cluster');
+
+before(async () => {
+  await cluster.start();
+  const nodes = cluster.ports.map((port) => ({ host: '127.0.0.1', port }));
+  io = new Cluster(nodes, { redisOptions: { maxRetriesPerRequest: 1 } });
+  io.on('error', () => {});
+  await once(io, 'ready');
+  nr = createCluster({ rootNodes: cluster.ports.map((port) => ({ url: `redis://127.0.0.1:${port}` })) });
+  nr.on('error', () => {});
+  await nr.connect();
+});
+
+after(async () => {
+  io?.disconnect();
+  await nr?.close().catch(() => {});
+  await cluster.destroy();
+});
+
+const runs = Number(process.env.CONF_RUNS ?? 15);
+storeConformance('redis cluster (ioredis)', () => new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }), { runs });
+storeConformance('redis cluster (node-redis)', () => new RedisStore({ client: nr, prefix, clock: 'client', timeoutMs: 2000 }), { runs });
+
+test('redis cluster: the slot computed for a key is the one the cluster computes', async () => {
+  for (const id of ['user:42', 'ключ', '🔑', 'a{b}c', '}{', '\\', 'x'.repeat(300)]) {
+    const e = escapeId(id);
+    assert.equal(slotOf(e), await io.cluster('KEYSLOT', keyOf(prefix, e, 'p')), id);
+  }
+});
+
+test('redis cluster: one batch spans many slots, each decided exactly', async () => {
+  const store = new RedisStore({ client: io, prefix, timeoutMs: 2000, onError: 'closed' });
+  const l = new Limiter({ policies: [{ name: 'a', algorithm: 'gcra', limit: 2, window: '1h' }, { name: 'b', algorithm: 'sliding-log', limit: 3, window: '1h' }], store });
+  const keys = Array.from({ length: 200 }, (_, i) => `slots:${i}:{${i}}`);
+  const first = await Promise.all(keys.flatMap((k) => [l.limit(k), l.limit(k), l.limit(k)]));
+  assert.equal(first.filter((d) => d.reason !== undefined).length, 0);
+  assert.deepEqual(first.map((d) => d.allowed), keys.flatMap(() => [true, true, false]));
+});
+
+test('redis cluster: a master killed under load; deciding goes on through the failover', async () => {
+  const store = new RedisStore({ client: io, prefix, timeoutMs: 100, onError: 'open' });
+  const l = new Limiter({ policy: { name: 'p', algorithm: 'token-bucket', limit: 1_000_000, window: '1h' }, store });
+  let decided = 0;
+  let fellBack = 0;
+  let slowest = 0;
+  let stop = false;
+  const loop = async (w: number) => {
+    for (let i = 0; !stop; i++) {
+      const t = performance.now();
+      const d = await l.limit(`load:${w}:${i % 500}`);
+      slowest = Math.max(slowest, performance.now() - t);
+      decided++;
+      if (d.reason !== undefined) fellBack++;
+      if (d.reason !== undefined) await new Promise((r) => setTimeout(r, 5)); // a client backing off
+    }
+  };
+  const loops = Array.from({ length: 16 }, (_, w) => loop(w));
+  let atKill = 0;
+  try {
+    await new Promise((r) => setTimeout(r, 300));
+    const victim = cluster.nodes.find((n) => n.port === cluster.masters()[0])!;
+    await victim.stop();
+    atKill = decided;
+    await cluster.waitFailover(victim.port, 30_000);
+    // After the failover, decisions on keys of every slot come from Redis again.
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const probes = await Promise.all(Array.from({ length: 64 }, () => l.limit(`after:${Math.random()}`)));
+      if (probes.every((d) => d.reason === undefined)) break;
+      assert.ok(Date.now() < deadline, 'decisions came back from Redis after the failover');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    stop = true;
+    await Promise.all(loops);
+  }
+  assert.ok(decided > atKill, `decisions kept flowing while the master was down (${atKill} before, ${decided} after, ${fellBack} fell back, stats ${JSON.stringify(store.stats)})`);
+  assert.ok(fellBack > 0, 'some decisions fell back while the slot had no master');
+  assert.ok(slowest < 1000, `no decision waited more than the timeout by far (slowest ${slowest.toFixed(0)} ms)`);
+  // And they are exact again.
+  const exact = new Limiter({ policy: { name: 'q', algorithm: 'fixed-window', limit: 3, window: '1h' }, store });
+  const key = `exact:${Math.random()}`;
+  const got = [];
+  for (let i = 0; i < 5; i++) {
+    const d = await exact.limit(key);
+    got.push(d.reason ?? d.allowed);
+  }
+  assert.deepEqual(got, [true, true, true, false, false]);
+});

@@ -1,0 +1,177 @@
+// Faults on a redis-server this test owns (a spare port, never the shared one): killed in the middle of a
+// load and started again, or frozen (SIGSTOP) and thawed. Each failure mode answers as documented,
+// every decision comes back within about the timeout, nothing queues without bound, no rejection goes
+// unhandled, and once Redis is back the decisions are exact again.
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { after, before, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { createClient } from 'redis';
+import { Limiter, type Decision } from '../../src/index.js';
+import { CLOSED_RETRY_MS, RedisStore, type OnError } from '../../src/stores/redis/index.js';
+import { freePort, OwnRedis, runPrefix } from './harness.js';
+
+const TIMEOUT = 50;
+let server: OwnRedis;
+const unhandled: unknown[] = [];
+const onUnhandled = (err: unknown) => unhandled.push(err);
+
+before(async () => {
+  process.on('unhandledRejection', onUnhandled);
+  server = new OwnRedis(await freePort());
+  await server.start();
+});
+
+after(async () => {
+  process.off('unhandledRejection', onUnhandled);
+  await server.destroy();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Client {
+  client: unknown;
+  offline: () => number;
+  close: () => Promise<unknown>;
+}
+
+async function ioredis(): Promise<Client> {
+  // Defaults kept on purpose (offline queue on, 20 retries): the store must stay bounded anyway.
+  const c = new Redis({ port: server.port, host: '127.0.0.1' });
+  c.on('error', () => {});
+  await once(c, 'ready');
+  return { client: c, offline: () => (c as unknown as { offlineQueue: { length: number } }).offlineQueue.length, close: async () => c.disconnect() };
+}
+
+async function nodeRedis(): Promise<Client> {
+  const c = createClient({ socket: { port: server.port, host: '127.0.0.1' } });
+  c.on('error', () => {});
+  await c.connect();
+  return { client: c, offline: () => 0, close: () => c.disconnect().catch(() => {}) };
+}
+
+/** Runs `loops` sequential callers until stopped; records every decision and the slowest wait. */
+function load(limiter: Limiter, loops = 8) {
+  const seen: Decision[] = [];
+  let slowest = 0;
+  let stop = false;
+  const run = async (w: number) => {
+    for (let i = 0; !stop; i++) {
+      const t = performance.now();
+      const d = await limiter.limit(`load:${w}:${i % 100}`);
+      slowest = Math.max(slowest, performance.now() - t);
+      seen.push(d);
+      if (d.reason !== undefined) await sleep(2);
+    }
+  };
+  const all = Array.from({ length: loops }, (_, w) => run(w));
+  return {
+    seen,
+    slowest: () => slowest,
+    resetSlowest: () => (slowest = 0),
+    stop: async () => {
+      stop = true;
+      await Promise.all(all);
+    },
+  };
+}
+
+/** Waits until decisions come from Redis again (the client reconnects by itself). */
+async function recovered(limiter: Limiter, ms = 15_000): Promise<void> {
+  const end = Date.now() + ms;
+  while ((await limiter.limit(`probe:${Math.random()}`)).reason !== undefined) {
+    assert.ok(Date.now() < end, 'the store recovered by itself');
+    await sleep(50);
+  }
+}
+
+async function exact(store: RedisStore): Promise<void> {
+  const l = new Limiter({ policy: { name: 'exact', algorithm: 'sliding-log', limit: 3, window: '1h' }, store });
+  const key = `exact:${Math.random()}`;
+  const got = [];
+  for (let i = 0; i < 5; i++) {
+    const d = await l.limit(key);
+    got.push(d.reason ?? d.allowed);
+  }
+  assert.deepEqual(got, [true, true, true, false, false]);
+}
+
+const modes: Array<[string, OnError, () => Promise<Client>]> = [
+  ['open (ioredis)', 'open', ioredis],
+  ['closed (ioredis)', 'closed', ioredis],
+  ['insurance (ioredis)', { insurance: 0.5 }, ioredis],
+  ['closed (node-redis)', 'closed', nodeRedis],
+];
+
+for (const [name, onError, connect] of modes) {
+  test(`Redis killed mid-load and restarted: ${name}`, async () => {
+    const c = await connect();
+    const store = new RedisStore({ client: c.client, prefix: runPrefix('faults'), timeoutMs: TIMEOUT, onError });
+    const limiter = new Limiter({ policy: { name: 'p', algorithm: 'token-bucket', limit: 10, window: '1h' }, store });
+    const l = load(limiter);
+    try {
+      await sleep(200);
+      await server.stop();
+      await sleep(100); // the client notices
+      l.resetSlowest();
+      const from = l.seen.length;
+      let maxOffline = 0;
+      for (let i = 0; i < 10; i++) {
+        maxOffline = Math.max(maxOffline, c.offline());
+        await sleep(50);
+      }
+      const during = l.seen.slice(from);
+      assert.ok(during.length > 50, `decisions kept flowing (${during.length})`);
+      assert.ok(l.slowest() < TIMEOUT + 150, `none waited much past the timeout (slowest ${l.slowest().toFixed(1)} ms)`);
+      assert.ok(during.every((d) => d.reason === 'store-error'), 'every decision made while Redis was down says so');
+      assert.equal(maxOffline, 0, 'nothing waits in the client offline queue');
+      if (onError === 'open') assert.ok(during.every((d) => d.allowed));
+      if (onError === 'closed') assert.ok(during.every((d) => !d.allowed && d.retryAfterMs === CLOSED_RETRY_MS));
+      if (typeof onError === 'object') {
+        // The local share: 5 of each key's 10, then denials with a real retry time.
+        const key = `insured:${Math.random()}`;
+        const got = [];
+        for (let i = 0; i < 7; i++) got.push((await limiter.limit(key)).allowed);
+        assert.deepEqual(got, [true, true, true, true, true, false, false]);
+      }
+      await server.start();
+      await recovered(limiter);
+      await exact(store);
+    } finally {
+      await l.stop();
+      await c.close();
+      if (server.proc === undefined) await server.start();
+    }
+    assert.deepEqual(unhandled, []);
+  });
+}
+
+test('Redis frozen (SIGSTOP) mid-load and thawed: every call times out, none piles up, then exact again', async () => {
+  const c = await ioredis();
+  const store = new RedisStore({ client: c.client, prefix: runPrefix('frozen'), timeoutMs: TIMEOUT, onError: 'open', maxInFlight: 16 });
+  const limiter = new Limiter({ policy: { name: 'p', algorithm: 'gcra', limit: 10, window: '1h' }, store });
+  const l = load(limiter);
+  try {
+    await sleep(200);
+    server.proc!.kill('SIGSTOP');
+    await sleep(100);
+    l.resetSlowest();
+    const from = l.seen.length;
+    const calls = store.stats.calls;
+    await sleep(500);
+    const during = l.seen.slice(from);
+    assert.ok(during.length > 50, `decisions kept flowing (${during.length})`);
+    assert.ok(during.every((d) => d.reason === 'store-error' && d.allowed));
+    assert.ok(l.slowest() < TIMEOUT + 150, `none waited much past the timeout (slowest ${l.slowest().toFixed(1)} ms)`);
+    assert.ok(store.stats.calls - calls <= 16, `no more than maxInFlight calls sent to a Redis that does not answer (${store.stats.calls - calls})`);
+    assert.ok(store.stats.refused > 0);
+    server.proc!.kill('SIGCONT');
+    await recovered(limiter);
+    await exact(store);
+  } finally {
+    server.proc?.kill('SIGCONT');
+    await l.stop();
+    await c.close();
+  }
+  assert.deepEqual(unhandled, []);
+});

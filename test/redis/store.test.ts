@@ -1,0 +1,133 @@
+// RedisStore's own rules on the shared standalone Redis: options rejected with the field named, the key
+// layout (hash tags, escaped braces, the slot Redis computes), TTLs equal to the time until idle on Redis
+// time, a bounded sliding log, no change on rejection, and EVALSHA with a reload only on NOSCRIPT.
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { after, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { Limiter, SluiceError } from '../../src/index.js';
+import { RedisStore } from '../../src/stores/redis/index.js';
+import { escapeId, keyOf, slotOf } from '../../src/stores/redis/keys.js';
+import { redisUrl, runPrefix } from './harness.js';
+
+const io = new Redis(redisUrl());
+await once(io, 'ready');
+after(() => io.disconnect());
+const prefix = runPrefix('store');
+
+test('options: every bad field is named, with its value', () => {
+  const bad: Array<[unknown, RegExp]> = [
+    [undefined, /options must be an object/],
+    [{}, /'client' is required/],
+    [{ client: {} }, /'client' must be an ioredis Redis or Cluster, or a node-redis client or cluster, got "Object"/],
+    [{ client: io, prefix: 'a{b' }, /'prefix' must be a non-empty string without '\{' or '\}'.*got "a\{b"/],
+    [{ client: io, timeoutMs: 0 }, /'timeoutMs' must be a positive number of milliseconds, got 0/],
+    [{ client: io, onError: 'ignore' }, /'onError' must be 'open', 'closed' or \{ insurance: <share in \(0, 1\]> \}, got "ignore"/],
+    [{ client: io, onError: { insurance: 2 } }, /'onError.insurance' must be this node's share.*got 2/],
+    [{ client: io, clock: 'local' }, /'clock' must be 'server' or 'client', got "local"/],
+    [{ client: io, maxBatch: 1.5 }, /'maxBatch' must be a positive integer, got 1.5/],
+    [{ client: io, timeout: 50 }, /unknown option 'timeout'/],
+  ];
+  for (const [options, message] of bad) {
+    assert.throws(() => new RedisStore(options as never), (e: unknown) => e instanceof SluiceError && e.code === 'ERR_SLUICE_INVALID_OPTION' && message.test(e.message), String(message));
+  }
+});
+
+test('keys: the id is the hash tag; braces and backslashes are escaped one-to-one', async () => {
+  assert.equal(keyOf('sluice', escapeId('user:42'), 'per-minute'), 'sluice:{user:42}:per-minute');
+  const ids = ['{', '}', '\\', '\\(', '\\)', 'a{b}c', 'a\\(b\\)c', '}{', '{{}}', '\\\\'];
+  assert.equal(new Set(ids.map(escapeId)).size, ids.length);
+  for (const id of ids) assert.doesNotMatch(escapeId(id), /[{}]/);
+  // CRC16-XMODEM mod 16384, checked against the values in Redis's CLUSTER KEYSLOT documentation
+  // (cluster.test.ts compares with a live cluster).
+  assert.equal(slotOf('somekey'), 11058);
+  assert.equal(slotOf('hash_tag'), 2515);
+});
+
+test('TTL is the time until the state is idle, on Redis time', async () => {
+  const store = new RedisStore({ client: io, prefix });
+  const id = `ttl:${Math.random()}`;
+  const tb = new Limiter({ policy: { name: 'tb', algorithm: 'token-bucket', limit: 10, window: '1s' }, store });
+  await tb.limit(id, { cost: 3 }); // 3 tokens refill in 300 ms
+  const ttl = await io.pttl(keyOf(prefix, escapeId(id), 'tb'));
+  assert.ok(ttl > 250 && ttl <= 300, `token bucket PTTL ${ttl}`);
+  const fw = new Limiter({ policy: { name: 'fw', algorithm: 'fixed-window', limit: 10, window: '1h' }, store });
+  await fw.limit(id);
+  const fwTtl = await io.pttl(keyOf(prefix, escapeId(id), 'fw'));
+  const [sec] = await io.time();
+  const untilEdge = 3_600_000 - ((Number(sec) * 1000) % 3_600_000);
+  assert.ok(fwTtl > 0 && fwTtl <= untilEdge + 1000, `fixed window PTTL ${fwTtl}, edge in ${untilEdge}`);
+  const c = new Limiter({ policy: { name: 'c', algorithm: 'concurrency', limit: 2, window: '10s' }, store });
+  await c.limit(id);
+  const cTtl = await io.pttl(keyOf(prefix, escapeId(id), 'c'));
+  assert.ok(cTtl > 9000 && cTtl <= 10_000, `concurrency PTTL ${cTtl}`);
+  // A reward that empties the state deletes the key.
+  await fw.reward(id, 1);
+  assert.equal(await io.exists(keyOf(prefix, escapeId(id), 'fw')), 0);
+});
+
+test('a rejected request changes nothing: same value, same TTL', async () => {
+  const store = new RedisStore({ client: io, prefix });
+  const id = `reject:${Math.random()}`;
+  const l = new Limiter({ policy: { name: 'log', algorithm: 'sliding-log', limit: 2, window: '1h' }, store });
+  await l.limit(id);
+  await l.limit(id);
+  const key = keyOf(prefix, escapeId(id), 'log');
+  const before = [await io.getBuffer(key), await io.pexpiretime(key)];
+  for (let i = 0; i < 5; i++) assert.equal((await l.limit(id)).allowed, false);
+  assert.deepEqual([await io.getBuffer(key), await io.pexpiretime(key)], before);
+});
+
+test('the sliding log stays bounded: at most `limit` entries of 16 bytes per key', async () => {
+  let now = 1_000_000;
+  const store = new RedisStore({ client: io, prefix, clock: 'client' });
+  const id = `bounded:${Math.random()}`;
+  const l = new Limiter({ policy: { name: 'log', algorithm: 'sliding-log', limit: 20, window: 1000 }, store, clock: () => now });
+  let longest = 0;
+  for (let i = 0; i < 400; i++) {
+    now += 37;
+    await l.limit(id);
+    longest = Math.max(longest, (await io.strlen(keyOf(prefix, escapeId(id), 'log'))) as number);
+  }
+  assert.ok(longest <= 20 * 16, `longest log ${longest} bytes`);
+});
+
+test('EVALSHA first; NOSCRIPT, and only NOSCRIPT, reloads with one EVAL and retries', async () => {
+  const calls: string[] = [];
+  let cached = false;
+  const fake = {
+    status: 'ready',
+    evalsha: async (...args: unknown[]) => {
+      calls.push('evalsha');
+      if (!cached) throw new Error('NOSCRIPT No matching script. Please use EVAL.');
+      return (io.evalsha as (...a: unknown[]) => Promise<unknown>)(...args);
+    },
+    eval: async (...args: unknown[]) => {
+      calls.push('eval');
+      cached = true;
+      return (io.eval as (...a: unknown[]) => Promise<unknown>)(...args);
+    },
+  };
+  const l = new Limiter({ policy: { name: 'g', algorithm: 'gcra', limit: 5, window: '1s' }, store: new RedisStore({ client: fake, prefix }) });
+  const id = `noscript:${Math.random()}`;
+  assert.equal((await l.limit(id)).remaining, 4);
+  assert.equal((await l.limit(id)).remaining, 3);
+  assert.deepEqual(calls, ['evalsha', 'eval', 'evalsha']);
+  // Any other error is not retried: it goes to the failure policy.
+  const failing = { status: 'ready', evalsha: async () => { calls.push('evalsha'); throw new Error('BUSY Redis is busy running a script'); }, eval: async () => calls.push('eval') };
+  calls.length = 0;
+  const store = new RedisStore({ client: failing, prefix, onError: 'closed' });
+  const d = await new Limiter({ policy: { name: 'g', algorithm: 'gcra', limit: 5, window: '1s' }, store }).limit(id);
+  assert.equal(d.reason, 'store-error');
+  assert.deepEqual(calls, ['evalsha']);
+  assert.equal(store.stats.errors, 1);
+});
+
+test('concurrent calls are coalesced: one script call for many decisions, in order per key', async () => {
+  const store = new RedisStore({ client: io, prefix });
+  const l = new Limiter({ policy: { name: 'fw', algorithm: 'fixed-window', limit: 50, window: '1h' }, store });
+  const id = `batch:${Math.random()}`;
+  const ds = await Promise.all(Array.from({ length: 60 }, () => l.limit(id)));
+  assert.deepEqual(ds.map((d) => d.remaining), [...Array.from({ length: 50 }, (_, i) => 49 - i), ...Array(10).fill(0)]);
+  assert.equal(store.stats.calls, 1);
+});

@@ -9,7 +9,6 @@
 import type { Decision, Policy, Verdict } from './types.js';
 
 export class LimitDecision implements Decision {
-  readonly then = undefined;
   constructor(
     readonly allowed: boolean,
     readonly limit: number,
@@ -23,9 +22,6 @@ export class LimitDecision implements Decision {
   ) {}
 }
 
-// `await limiter.limit()` resolves a promise with a decision, and resolving looks up `then` on it. Found
-// here on the prototype, the lookup ends one step early instead of missing all the way up the chain.
-Object.defineProperty(LimitDecision.prototype, 'then', { value: undefined, enumerable: false });
 
 export function fromVerdict(policy: Policy, v: Verdict, leaseId: string | undefined): Decision {
   return new LimitDecision(

@@ -1,0 +1,179 @@
+/**
+ * The HTTP side of `sluice serve` on bare node:http (a framework would cost more than a decision):
+ * POST /json and /v1/check, GET /nginx/<domain> for auth_request, /healthz, /readyz, /metrics, and the
+ * dashboard (/, /events, /config).
+ */
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { Dashboard } from './dashboard.js';
+import { decodeCheck, decodeRlsJson, renderCheck, renderRlsJson } from './json-codec.js';
+import { BadRequest, StoreUnavailable } from './service.js';
+import type { RateLimitService, RequestDescriptor, RlsResponse } from './service.js';
+
+export interface HttpDeps {
+  readonly service: RateLimitService;
+  readonly metrics: Registry;
+  readonly dashboard: Dashboard;
+  readonly log: Logger;
+  readonly maxBodyBytes: number;
+  readonly ready: () => Promise<boolean>;
+  /** True once shutdown began: /healthz and /readyz then answer 503 so load balancers drain us. */
+  readonly stopping: () => boolean;
+}
+
+const JSON_HEADERS = { 'content-type': 'application/json' };
+
+class TooLarge extends Error {}
+
+function readBody(req: IncomingMessage, max: number): Promise<string> {
+  const declared = Number(req.headers['content-length']);
+  if (declared > max) return Promise.reject(new TooLarge());
+  return new Promise((resolve, reject) => {
+    let size = 0;
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > max) {
+        reject(new TooLarge());
+        req.removeAllListeners('data');
+        req.resume(); // drain, so the connection can answer 413 and stay usable
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function send(res: ServerResponse, status: number, body: string, headers: Record<string, string> = JSON_HEADERS): void {
+  res.writeHead(status, headers);
+  res.end(body);
+}
+
+function problem(res: ServerResponse, status: number, message: string): void {
+  send(res, status, JSON.stringify({ error: message }));
+}
+
+function withRateHeaders(r: RlsResponse): Record<string, string> {
+  const h: Record<string, string> = { 'content-type': 'application/json' };
+  for (const [k, v] of r.headers) h[k] = v;
+  return h;
+}
+
+export function createHttpServer(deps: HttpDeps): Server {
+  const { service, log } = deps;
+
+  async function decideJson(req: IncomingMessage, res: ServerResponse, kind: 'json' | 'check'): Promise<void> {
+    let text: string;
+    try {
+      text = await readBody(req, deps.maxBodyBytes);
+    } catch (e) {
+      if (e instanceof TooLarge) return problem(res, 413, `the body is larger than ${deps.maxBodyBytes} bytes`);
+      throw e;
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (e) {
+      return problem(res, 400, `the body is not valid JSON: ${(e as Error).message}`);
+    }
+    try {
+      const domains = service.rules.config.domains;
+      const rq = kind === 'json' ? decodeRlsJson(parsed) : decodeCheck(parsed, domains.size === 1 ? domains.keys().next().value : undefined);
+      const answered = service.shouldRateLimit(rq);
+      const r = answered instanceof Promise ? await answered : answered;
+      send(res, r.overallCode === 'OK' ? 200 : 429, kind === 'json' ? renderRlsJson(r) : renderCheck(r), withRateHeaders(r));
+    } catch (e) {
+      answerError(res, e);
+    }
+  }
+
+  function answerError(res: ServerResponse, e: unknown): void {
+    if (e instanceof BadRequest) {
+      log.debug({ err: e.message }, 'bad request');
+      return problem(res, 400, e.message);
+    }
+    if (e instanceof StoreUnavailable) {
+      log.warn({ err: e.message }, 'store unavailable');
+      return problem(res, 503, e.message);
+    }
+    log.error({ err: e }, 'unexpected error');
+    problem(res, 500, 'internal error');
+  }
+
+  /** nginx auth_request: 200 passes; 403 (mapped to 429 by `error_page 403 = @ratelimited`) denies. */
+  async function nginx(req: IncomingMessage, res: ServerResponse, domainName: string): Promise<void> {
+    const domain = service.rules.domain(domainName);
+    if (domain === undefined) return problem(res, 404, `unknown domain '${domainName}'`);
+    const descriptors: RequestDescriptor[] = [];
+    for (const spec of domain.httpDescriptors) {
+      const entries = [];
+      for (const e of spec) {
+        const v = req.headers[e.header];
+        const value = Array.isArray(v) ? v[0] : v;
+        if (value === undefined || value === '') break; // as Envoy's request_headers action: skip the descriptor
+        entries.push({ key: e.key, value });
+      }
+      if (entries.length === spec.length) descriptors.push({ entries });
+    }
+    if (descriptors.length === 0) return send(res, 200, '', {});
+    try {
+      const answered = service.shouldRateLimit({ domain: domainName, descriptors, hitsAddend: 0 });
+      const r = answered instanceof Promise ? await answered : answered;
+      const h: Record<string, string> = {};
+      for (const [k, v] of r.headers) h[k] = v;
+      send(res, r.overallCode === 'OK' ? 200 : 403, '', h);
+    } catch (e) {
+      answerError(res, e);
+    }
+  }
+
+  const server = createServer((req, res) => {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    const method = req.method ?? 'GET';
+    const onPost = (kind: 'json' | 'check') => {
+      if (method !== 'POST') return send(res, 405, JSON.stringify({ error: `${path} takes POST` }), { ...JSON_HEADERS, allow: 'POST' });
+      decideJson(req, res, kind).catch((e) => answerError(res, e));
+    };
+    switch (path) {
+      case '/json':
+        return onPost('json');
+      case '/v1/check':
+        return onPost('check');
+      case '/healthz':
+        return send(res, deps.stopping() ? 503 : 200, deps.stopping() ? 'stopping\n' : 'ok\n', { 'content-type': 'text/plain' });
+      case '/readyz':
+        if (deps.stopping()) return send(res, 503, 'stopping\n', { 'content-type': 'text/plain' });
+        deps.ready().then(
+          (ok) => send(res, ok ? 200 : 503, ok ? 'ready\n' : 'the store is unreachable and the failure mode is closed\n', { 'content-type': 'text/plain' }),
+          (e) => answerError(res, e),
+        );
+        return;
+      case '/metrics':
+        deps.metrics.metrics().then((text) => send(res, 200, text, { 'content-type': deps.metrics.contentType }), (e) => answerError(res, e));
+        return;
+      case '/':
+        return send(res, 200, deps.dashboard.page(), { 'content-type': 'text/html; charset=utf-8' });
+      case '/events':
+        return deps.dashboard.subscribe(req, res);
+      case '/config':
+        return send(res, 200, JSON.stringify(deps.dashboard.configView()));
+    }
+    if (path.startsWith('/nginx/')) {
+      nginx(req, res, decodeURIComponent(path.slice('/nginx/'.length))).catch((e) => answerError(res, e));
+      return;
+    }
+    problem(res, 404, `no route ${method} ${path}; see / for the dashboard, POST /json, POST /v1/check, GET /nginx/<domain>, /healthz, /readyz, /metrics`);
+  });
+  server.on('clientError', (err, socket) => {
+    // Malformed HTTP (bad request line, oversized headers): answer 400 instead of dropping silently.
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+    log.debug({ err: err.message }, 'malformed HTTP request');
+  });
+  return server;
+}

@@ -129,6 +129,8 @@ export function parseConfig(sources: readonly { file: string; text: string }[]):
 
 class Walker {
   readonly lines = new LineCounter();
+  /** Every `replaces` entry, checked once all names of the domain are known. */
+  readonly replacesSeen: { name: string; node: YamlNode; path: string }[] = [];
   constructor(
     readonly name: string,
     readonly problems: string[],
@@ -141,7 +143,24 @@ class Walker {
   }
 }
 
-function parseDomain(file: string, text: string, problems: string[]): DomainConfig | undefined {
+/** Problems come out in file order, whatever order the checks ran in. */
+function byPosition(a: string, b: string): number {
+  const pa = /^[^:]*:(\d+):(\d+):/.exec(a);
+  const pb = /^[^:]*:(\d+):(\d+):/.exec(b);
+  if (pa === null || pb === null) return pa === null ? (pb === null ? 0 : 1) : -1;
+  return Number(pa[1]) - Number(pb[1]) || Number(pa[2]) - Number(pb[2]);
+}
+
+function parseDomain(file: string, text: string, all: string[]): DomainConfig | undefined {
+  const problems: string[] = [];
+  try {
+    return parseDomainInto(file, text, problems);
+  } finally {
+    all.push(...problems.sort(byPosition));
+  }
+}
+
+function parseDomainInto(file: string, text: string, problems: string[]): DomainConfig | undefined {
   const w = new Walker(basename(file), problems);
   const doc = parseDocument(text, { lineCounter: w.lines, prettyErrors: false, uniqueKeys: true });
   if (doc.errors.length > 0) {
@@ -167,10 +186,8 @@ function parseDomain(file: string, text: string, problems: string[]): DomainConf
   const descriptors = root.get('descriptors', true) as YamlNode | undefined;
   if (descriptors !== undefined) loadLevel(w, descriptors, 'descriptors', `${domain ?? ''}.`, domain ?? '', top, rules);
   const names = new Set(rules.map((r) => r.name).filter((n) => n !== undefined));
-  for (const r of rules) {
-    for (const replaced of r.replaces) {
-      if (!names.has(replaced)) w.problems.push(`${w.name}: rule '${r.id}' replaces '${replaced}', but no rate_limit in domain '${domain}' has that name`);
-    }
+  for (const r of w.replacesSeen) {
+    if (!names.has(r.name)) w.at(r.node, 0, r.path, `replaces '${r.name}', but no rate_limit in domain '${domain}' has that name`);
   }
   const httpDescriptors = loadHttpDescriptors(w, root.get('http_descriptors', true) as YamlNode | undefined);
   if (domain === undefined || domain === '') return undefined;
@@ -250,7 +267,10 @@ function loadRateLimit(w: Walker, node: YamlNode, path: string, id: string, doma
       replacesNode.items.forEach((r, i) => {
         const n = isMap(r) ? scalarString(r.get('name', true) as YamlNode | undefined) : undefined;
         if (n === undefined || n === '') w.at(r as YamlNode, 0, `${path}.replaces[${i}]`, `must be { name: <rate_limit name> }, got ${quote(r as YamlNode)}`);
-        else replaces.push(n);
+        else {
+          replaces.push(n);
+          w.replacesSeen.push({ name: n, node: r as YamlNode, path: `${path}.replaces[${i}]` });
+        }
       });
     }
   }
@@ -352,7 +372,10 @@ function checkKeys(w: Walker, map: YAMLMap, path: string, known: readonly string
   for (const pair of map.items) {
     const k = isScalar(pair.key) ? String(pair.key.value) : undefined;
     if (k === undefined || !known.includes(k)) {
-      w.at(pair.key as YamlNode, map.range?.[0] ?? 0, path, `unknown key ${k === undefined ? quote(pair.key as YamlNode) : `'${k}'`}; known keys are ${known.join(', ')}`);
+      const norm = (x: string) => x.toLowerCase().replace(/[_-]/g, '');
+      const like = k === undefined ? undefined : known.find((x) => norm(x) === norm(k));
+      const hint = like === undefined ? `known keys are ${known.join(', ')}` : `did you mean '${like}'?`;
+      w.at(pair.key as YamlNode, map.range?.[0] ?? 0, path, `unknown key ${k === undefined ? quote(pair.key as YamlNode) : `'${k}'`}; ${hint}`);
     }
   }
 }

@@ -58,7 +58,8 @@ export function toWire(r: RlsResponse): object {
     overall_code: r.overallCode,
     statuses: r.statuses.map((s) => ({
       code: s.code,
-      current_limit: s.currentLimit === undefined ? null : { name: s.currentLimit.name, requests_per_unit: s.currentLimit.requestsPerUnit, unit: s.currentLimit.unit },
+      // proto3 leaves default values off the wire; protobufjs writes whatever is set, so set only non-defaults.
+      current_limit: s.currentLimit === undefined ? null : { ...(s.currentLimit.name === '' ? {} : { name: s.currentLimit.name }), requests_per_unit: s.currentLimit.requestsPerUnit, unit: s.currentLimit.unit },
       limit_remaining: s.limitRemaining,
       duration_until_reset: s.durationUntilResetMs === 0 ? null : { seconds: Math.floor(s.durationUntilResetMs / 1000), nanos: (s.durationUntilResetMs % 1000) * 1_000_000 },
     })),

@@ -9,6 +9,8 @@ import type { RateLimitService } from './service.js';
 interface Sample {
   /** Epoch ms of the end of the interval. */
   readonly t: number;
+  /** Length of the interval, so the page can plot hits per second. */
+  readonly ms: number;
   /** rule id → [allowed hits, limited hits] in the interval. */
   readonly rules: Record<string, [number, number]>;
 }
@@ -49,7 +51,7 @@ export class Dashboard {
       rules[s.rule] = [Math.max(0, now[0] - before[0]), Math.max(0, now[1] - before[1])];
     }
     this.last = next;
-    const sample = { t: Date.now(), rules };
+    const sample = { t: Date.now(), ms: this.sampleMs, rules };
     this.history.push(sample);
     if (this.history.length > HISTORY) this.history.shift();
     const frame = `event: sample\ndata: ${JSON.stringify(sample)}\n\n`;
@@ -116,7 +118,8 @@ function add(s) {
   samples++;
   for (const [rule, [a, l]] of Object.entries(s.rules)) {
     if (!series.has(rule)) series.set(rule, []);
-    const arr = series.get(rule); arr.push({ t: s.t, a, l }); if (arr.length > 120) arr.shift();
+    const perSecond = 1000 / s.ms;
+    const arr = series.get(rule); arr.push({ t: s.t, a: Math.round(a * perSecond), l: Math.round(l * perSecond) }); if (arr.length > 120) arr.shift();
     totalA += a; totalL += l;
   }
 }
@@ -148,7 +151,7 @@ function draw() {
       g.stroke();
     }
     const last = pts[pts.length - 1] || { a: 0, l: 0 };
-    document.getElementById('t-' + rule).textContent = 'last second: ' + last.a + ' allowed, ' + last.l + ' limited';
+    document.getElementById('t-' + rule).textContent = 'now: ' + last.a + ' allowed/s, ' + last.l + ' limited/s';
   }
 }
 fetch('/config').then((r) => r.json()).then((cfg) => {

@@ -122,7 +122,7 @@ for (const variant of run) {
       assert.equal(ok, true);
       cfg.write(CONFIG(5).replace('unit: hour', 'unit: fortnight'));
       assert.equal(await svc.reload('test'), false);
-      const line = logs.lines.findLast((l) => l.msg === 'config reload rejected; the previous config stays in force')!;
+      const line = [...logs.lines].reverse().find((l) => l.msg === 'config reload rejected; the previous config stays in force')!;
       assert.deepEqual(line.problems, [`policies.yaml:4:25: descriptors[0].rate_limit.unit: invalid rate limit unit 'fortnight'; use second, minute, hour, day, month or year`]);
       assert.equal((await post(port, '/v1/check', { key: u('after-bad-reload') })).status, 200);
       cfg.write(CONFIG(5));

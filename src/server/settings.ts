@@ -17,6 +17,8 @@ export interface Settings {
   redisCluster: string | undefined;
   redisPrefix: string;
   redisTimeoutMs: number;
+  /** How long start-up waits for the first Redis connection before serving anyway. */
+  redisConnectTimeoutMs: number;
   /** What a Redis outage answers: 'open' admits, 'closed' rejects (and /readyz reports not ready). */
   failureMode: 'open' | 'closed';
   /** Memory store bound across all rules. */
@@ -59,6 +61,7 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
   redisCluster: { flag: '--redis-cluster', env: 'SLUICE_REDIS_CLUSTER', help: 'Redis Cluster seed nodes host:port,host:port', parse: str },
   redisPrefix: { flag: '--redis-prefix', env: 'SLUICE_REDIS_PREFIX', help: 'key prefix in Redis (default sluice)', parse: str },
   redisTimeoutMs: { flag: '--redis-timeout-ms', env: 'SLUICE_REDIS_TIMEOUT_MS', help: 'longest wait for Redis per call (default 50)', parse: int(1) },
+  redisConnectTimeoutMs: { flag: '--redis-connect-timeout-ms', env: 'SLUICE_REDIS_CONNECT_TIMEOUT_MS', help: 'start-up wait for Redis before serving anyway (default 3000)', parse: int(0) },
   failureMode: {
     flag: '--failure-mode',
     env: 'SLUICE_FAILURE_MODE',
@@ -82,6 +85,7 @@ export const DEFAULTS: Omit<Settings, 'config'> = {
   redisCluster: undefined,
   redisPrefix: 'sluice',
   redisTimeoutMs: 50,
+  redisConnectTimeoutMs: 3000,
   failureMode: 'open',
   maxKeys: 1_000_000,
   maxBodyBytes: 65_536,

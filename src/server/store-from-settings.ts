@@ -71,7 +71,17 @@ export async function storeFromSettings(settings: Settings): Promise<ServiceStor
     client = new Redis(settings.redis!, clientOptions);
     kind = 'redis';
   }
-  (client as unknown as { on(e: string, f: () => void): void }).on('error', () => {}); // reported through ready() and metrics
+  const events = client as unknown as { on(e: string, f: () => void): void; once(e: string, f: () => void): void };
+  events.on('error', () => {}); // reported through ready() and metrics
+  // With no offline queue a command sent before the connection is up fails at once, so wait for it
+  // (briefly: a Redis that is down at start-up is the failure mode's to answer, not a reason not to start).
+  await new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, settings.redisConnectTimeoutMs);
+    events.once('ready', () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
   const RedisStore = redisModule.RedisStore as new (o: object) => Store;
   const store = new RedisStore({ client, prefix: settings.redisPrefix, timeoutMs: settings.redisTimeoutMs, onError: settings.failureMode });
   return {

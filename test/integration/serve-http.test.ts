@@ -192,3 +192,24 @@ describe('sluice serve as a process', () => {
     cfg.remove();
   });
 });
+
+describe('an unreachable Redis with failure mode closed', async () => {
+  const { redisAvailable } = await import('../../src/server/store-from-settings.js');
+  const skip = (await redisAvailable()) ? false : 'this build has no sluice/redis + ioredis yet (branch redis)';
+  test('/readyz is 503, /healthz is 200, and decisions are denied and counted as store errors', { skip }, async () => {
+    const cfg = new TempConfig(CONFIG(2));
+    // Port 1 on loopback: nothing listens there, so every connection attempt is refused at once.
+    const { svc } = await start(cfg.path, { name: 'dead redis', settings: {} }, { redis: 'redis://127.0.0.1:1', failureMode: 'closed', redisConnectTimeoutMs: 200, grpcPort: -1 });
+    try {
+      assert.equal((await fetch(`http://127.0.0.1:${svc.httpPort}/readyz`)).status, 503);
+      assert.equal((await fetch(`http://127.0.0.1:${svc.httpPort}/healthz`)).status, 200);
+      const r = await post(svc.httpPort, '/v1/check', { key: 'k' });
+      assert.equal(r.status, 429);
+      const metrics = await (await fetch(`http://127.0.0.1:${svc.httpPort}/metrics`)).text();
+      assert.match(metrics, /sluice_rule_store_errors_total\{domain="web",rule="web.key"\} 1/);
+    } finally {
+      await svc.close();
+      cfg.remove();
+    }
+  });
+});

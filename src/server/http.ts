@@ -85,7 +85,11 @@ export function createHttpServer(deps: HttpDeps): Server {
       const rq = kind === 'json' ? decodeRlsJson(parsed) : decodeCheck(parsed, domains.size === 1 ? domains.keys().next().value : undefined);
       const answered = service.shouldRateLimit(rq);
       const r = answered instanceof Promise ? await answered : answered;
-      send(res, r.overallCode === 'OK' ? 200 : 429, kind === 'json' ? renderRlsJson(r) : renderCheck(r), withRateHeaders(r));
+      const ok = r.overallCode === 'OK';
+      // /json carries Envoy's headers in its body (responseHeadersToAdd), as envoyproxy/ratelimit's does; only a
+      // 429 repeats Retry-After. Every extra header costs Node a validation pass on the hottest path.
+      if (kind === 'json') send(res, ok ? 200 : 429, renderRlsJson(r), ok ? JSON_HEADERS : { 'content-type': 'application/json', 'retry-after': String(Math.max(1, Math.ceil(r.retryAfterMs / 1000))) });
+      else send(res, ok ? 200 : 429, renderCheck(r), withRateHeaders(r));
     } catch (e) {
       answerError(res, e);
     }

@@ -168,6 +168,8 @@ for (const variant of run) {
       const [c, details] = (await code(client.raw(Buffer.from([0x0a, 0xff, 0xff, 0xff])))) as [number, string];
       assert.equal(c, grpc.status.INVALID_ARGUMENT);
       assert.match(details, /^malformed RateLimitRequest: /);
+      const [big] = (await code(client.call({ domain: 'e2e', descriptors: [d('k', 'x'.repeat(70_000))] }))) as [number];
+      assert.equal(big, grpc.status.RESOURCE_EXHAUSTED, 'a message over --max-body-bytes (64 KiB)');
       // ...and the service is still answering.
       assert.equal((await client.call({ domain: 'e2e', descriptors: [d('ldap', 'x')] })).overall_code, 'OK');
     });

@@ -4,7 +4,8 @@ import http from 'node:http';
 
 const body = '{"overallCode":"OK","statuses":[{"code":"OK"}]}';
 const server = http.createServer((req, res) => {
-  res.writeHead(200, { 'content-type': 'application/json' });
+  // Content-Length as sluice sends it, so neither side pays for chunked framing.
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
   res.end(body);
 });
 server.listen(Number(process.argv[2]), '127.0.0.1', () => process.stdout.write('listening\n'));

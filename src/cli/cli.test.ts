@@ -55,3 +55,26 @@ test('the bin sets the exit code and writes errors to stderr', () => {
   assert.equal(result.stdout, '');
   assert.match(result.stderr, /unknown command "nope"/);
 });
+
+test('sluice serve --help lists every setting with its flag and environment variable', async () => {
+  const { code, out } = await run('serve', '--help');
+  assert.equal(code, 0);
+  for (const [flag, env] of [['--config', 'SLUICE_CONFIG'], ['--port', 'SLUICE_PORT'], ['--grpc-port', 'SLUICE_GRPC_PORT'], ['--redis', 'SLUICE_REDIS'], ['--redis-cluster', 'SLUICE_REDIS_CLUSTER']]) {
+    assert.match(out, new RegExp(`\\n  ${flag} <v> +${env} `));
+  }
+});
+
+test('sluice serve without a config, or with an unknown flag, is a usage error', async () => {
+  const saved = process.env.SLUICE_CONFIG;
+  delete process.env.SLUICE_CONFIG;
+  try {
+    const none = await run('serve');
+    assert.equal(none.code, EXIT_USAGE);
+    assert.match(none.err, /--config \(or SLUICE_CONFIG\) is required/);
+    const bad = await run('serve', '--config', 'x.yaml', '--prot', '1');
+    assert.equal(bad.code, EXIT_USAGE);
+    assert.match(bad.err, /unknown option "--prot"/);
+  } finally {
+    if (saved !== undefined) process.env.SLUICE_CONFIG = saved;
+  }
+});

@@ -17,6 +17,7 @@ import { RuleSet } from './rules.js';
 import { RateLimitService } from './service.js';
 import type { Settings } from './settings.js';
 import { storeFromSettings } from './store-from-settings.js';
+import { MemoryStore } from '../stores/memory.js';
 
 export interface RunningService {
   readonly httpPort: number;
@@ -61,6 +62,10 @@ export async function startService(settings: Settings, options: StartOptions = {
     grpcPort = await bindGrpc(grpcServer, settings.host, settings.grpcPort);
   }
   dashboard.start();
+  // The memory store reclaims idle keys as new ones arrive; a rule replaced by a reload gets no new keys, so
+  // its table is swept here until its state has expired.
+  const sweeper = backing.store instanceof MemoryStore ? setInterval(() => (backing.store as MemoryStore).sweep(), 30_000) : undefined;
+  sweeper?.unref();
 
   async function reload(reason: string): Promise<boolean> {
     try {
@@ -110,6 +115,7 @@ export async function startService(settings: Settings, options: StartOptions = {
       log.info('shutting down: draining in-flight requests');
       for (const w of watchers) w.close();
       dashboard.stop();
+      clearInterval(sweeper);
       const httpClosed = new Promise<void>((res) => http.close(() => res()));
       http.closeIdleConnections();
       const grpcClosed = grpcServer === undefined ? Promise.resolve() : new Promise<void>((res) => grpcServer!.tryShutdown(() => res()));

@@ -143,12 +143,13 @@ export function renderCheck(r: RlsResponse): string {
   return JSON.stringify({
     allowed: r.overallCode === 'OK',
     retryAfterMs: r.retryAfterMs,
+    // Allowed: until the key's state is as if unused. Denied: until a retry of the same cost can pass.
     statuses: r.statuses.map((s) => ({
       rule: s.rule ?? null,
       allowed: s.code === 'OK',
       limit: s.currentLimit?.requestsPerUnit ?? null,
       remaining: s.limitRemaining,
-      resetAfterMs: s.durationUntilResetMs,
+      ...(s.code === 'OK' ? { resetAfterMs: s.durationUntilResetMs } : { retryAfterMs: s.durationUntilResetMs }),
       shadow: s.shadow,
     })),
   });

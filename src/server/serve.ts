@@ -55,6 +55,10 @@ export async function startService(settings: Settings, options: StartOptions = {
     http.listen(settings.port, settings.host, () => res());
   });
   const httpPort = (http.address() as AddressInfo).port;
+  // Longer than the idle timeouts of proxies that keep connections to us (nginx upstream keepalive: 60 s),
+  // so we never close a connection a proxy is about to reuse, which it would report as a 502.
+  http.keepAliveTimeout = 65_000;
+  http.headersTimeout = 66_000;
   let grpcServer: ReturnType<typeof createGrpcServer> | undefined;
   let grpcPort: number | undefined;
   if (settings.grpcPort >= 0) {
@@ -86,10 +90,10 @@ export async function startService(settings: Settings, options: StartOptions = {
   // Watch the folders, not the files: editors and Kubernetes ConfigMaps replace files by rename, which
   // ends a watch on the old inode. Changes are debounced so one save is one reload.
   const watchers: FSWatcher[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
   if (settings.watch) {
     const files = new Set(configFiles(settings.config).map((f) => resolve(f)));
     const dirs = new Set([...files].map((f) => dirname(f)));
-    let timer: ReturnType<typeof setTimeout> | undefined;
     for (const dir of dirs) {
       const w = watch(dir, (_event, name) => {
         if (name !== null && !/\.ya?ml$/.test(String(name)) && !String(name).startsWith('..')) return;
@@ -114,6 +118,7 @@ export async function startService(settings: Settings, options: StartOptions = {
       stopping = true;
       log.info('shutting down: draining in-flight requests');
       for (const w of watchers) w.close();
+      clearTimeout(timer);
       dashboard.stop();
       clearInterval(sweeper);
       const httpClosed = new Promise<void>((res) => http.close(() => res()));

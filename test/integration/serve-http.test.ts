@@ -66,6 +66,7 @@ for (const variant of run) {
       assert.equal(b.status, 429);
       assert.equal(b.json.allowed, false);
       assert.ok(b.json.retryAfterMs > 0 && b.json.retryAfterMs <= 3_600_000);
+      assert.equal(b.json.statuses[0].retryAfterMs, b.json.retryAfterMs);
       const c = await post(port, '/v1/check', { domain: 'web', descriptors: [{ user: u('bob') }] });
       assert.deepEqual([c.status, c.json.statuses[0].rule, c.json.statuses[0].remaining], [200, 'web.user', 1]);
     });

@@ -154,7 +154,7 @@ md += `${row('sluice serve gRPC ShouldRateLimit, memory store (1 channel, 128 st
 md += `- /json against the bare Node ceiling: **${((sl / bare) * 100).toFixed(0)} %** (target ≥ 85 %); against nginx limit_req: **${((sl / ng) * 100).toFixed(0)} %**.\n`;
 md += `- p99 of /json at 64 connections: **${median(results.sluice.map((r) => r.p99Ms)).toFixed(2)} ms** (target < 5 ms).\n`;
 md += `- HTTP load: \`${results.sluice[0].cmd}\` (the same script for the bare server); nginx: \`wrk ${WRK.join(' ')} <url>/ok\`; gRPC: \`node bench/serve/grpc-load.mjs <port> ${SECONDS} 128\`.\n`;
-md += `- Sanity: nginx limit_req at 10 r/s rejected ${results.nginxSanity.non2xx} of ${results.nginxSanity.total} requests, so limit_req is in the request path. Every sluice decision here is admitted (one rule, 1000 keys, limit 4·10^9 per hour, so the keys stay live in the store): the decision path is what is measured.\n`;
+md += `- Sanity: nginx limit_req at 10 r/s rejected ${results.nginxSanity.non2xx} of ${results.nginxSanity.total} requests, so limit_req is in the request path. Every sluice decision here is admitted (one rule, 1000 keys, fixed window of 4·10^9 per hour, so keys stay live in the store): the decision path is what is measured.\n`;
 mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
 const stamp = started.replaceAll(':', '-').replace('.', '-');
 writeFileSync(join(ROOT, `bench/results/serve-${stamp}.md`), md);

@@ -178,7 +178,13 @@ export function createHttpServer(deps: HttpDeps): Server {
         return send(res, 200, JSON.stringify(deps.dashboard.configView()));
     }
     if (path.startsWith('/nginx/')) {
-      nginx(req, res, decodeURIComponent(path.slice('/nginx/'.length))).catch((e) => answerError(res, e));
+      let domain: string;
+      try {
+        domain = decodeURIComponent(path.slice('/nginx/'.length));
+      } catch {
+        return problem(res, 400, `the domain in ${JSON.stringify(path)} is not valid percent-encoding`);
+      }
+      nginx(req, res, domain).catch((e) => answerError(res, e));
       return;
     }
     problem(res, 404, `no route ${method} ${path}; see / for the dashboard, POST /json, POST /v1/check, GET /nginx/<domain>, /healthz, /readyz, /metrics`);

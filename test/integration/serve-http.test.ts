@@ -91,6 +91,8 @@ for (const variant of run) {
       const wrongMethod = await fetch(`http://127.0.0.1:${port}/json`);
       assert.equal(wrongMethod.status, 405);
       assert.equal((await fetch(`http://127.0.0.1:${port}/nowhere`)).status, 404);
+      assert.equal((await fetch(`http://127.0.0.1:${port}/nginx/%E0%A4%A`)).status, 400, 'malformed percent-encoding');
+      assert.equal((await fetch(`http://127.0.0.1:${port}/nginx/nope`)).status, 404, 'unknown domain');
       assert.equal((await post(port, '/v1/check', { key: u('still-alive') })).status, 200);
     });
 

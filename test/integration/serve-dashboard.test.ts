@@ -15,7 +15,9 @@ import { post, start } from './serve-helpers.js';
 import type { RunningService } from '../../src/server/serve.js';
 
 const EXAMPLE = fileURLToPath(new URL('../../examples/policies.yaml', import.meta.url));
-const SCREENSHOT = fileURLToPath(new URL('../../docs/dashboard.png', import.meta.url));
+// The README's picture is refreshed on request (UPDATE_SCREENSHOT=1 npm test -- serve-dashboard), so that a
+// plain test run leaves the work tree clean; otherwise the screenshot goes to the temp profile folder.
+const README_SCREENSHOT = fileURLToPath(new URL('../../docs/dashboard.png', import.meta.url));
 
 ensureBinary('/usr/bin/chromium', 'chromium');
 
@@ -82,6 +84,7 @@ describe('dashboard', () => {
     });
     assert.ok(colours.green > 0 && colours.red > 0, `line pixels: ${JSON.stringify(colours)}`);
     await page.waitForTimeout(3000); // a few more seconds of history for the screenshot
-    await page.screenshot({ path: SCREENSHOT });
+    const shot = await page.screenshot({ path: process.env.UPDATE_SCREENSHOT ? README_SCREENSHOT : join(profile, 'dashboard.png') });
+    assert.ok(shot.length > 10_000, 'a screenshot with content');
   });
 });

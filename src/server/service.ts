@@ -77,6 +77,8 @@ interface Target {
   readonly id: string | undefined;
 }
 
+const NO_RULE: Target = { rule: undefined, limiter: undefined, stats: undefined, current: undefined, id: undefined };
+
 export interface ServiceOptions {
   readonly store: Store;
   /** Answer repeat over-limit keys locally until their retry time (for remote stores). */
@@ -132,15 +134,13 @@ export class RateLimitService {
         continue;
       }
       if (rule !== undefined && rule.spec.replaces.length > 0) for (const r of rule.spec.replaces) (replaced ??= new Set()).add(r);
-      targets[i] = rule === undefined
-        ? { rule: undefined, limiter: undefined, stats: undefined, current: undefined, id: undefined }
-        : { rule, limiter: rule.limiter, stats: rule.stats, current: rule.spec.unlimited ? undefined : { name: rule.spec.name ?? '', requestsPerUnit: rule.spec.requestsPerUnit, unit: rule.spec.unit }, id: rule.spec.id };
+      targets[i] = rule === undefined ? NO_RULE : this.targetOf(rule);
     }
     if (replaced !== undefined) {
       for (let i = 0; i < n; i++) {
         const name = targets[i]!.rule?.spec.name;
         if (name !== undefined && replaced.has(name) && req.descriptors[i]!.limit === undefined) {
-          targets[i] = { rule: undefined, limiter: undefined, stats: undefined, current: undefined, id: undefined };
+          targets[i] = NO_RULE;
         }
       }
     }
@@ -155,6 +155,19 @@ export class RateLimitService {
     }
     if (pending) return Promise.all(statuses).then(finish);
     return finish(statuses as DescriptorStatus[]);
+  }
+
+  /** A rule's target never changes while the rule lives, so it is built once, not per request. */
+  private readonly targets = new WeakMap<Rule, Target>();
+
+  private targetOf(rule: Rule): Target {
+    let t = this.targets.get(rule);
+    if (t === undefined) {
+      const spec = rule.spec;
+      t = { rule, limiter: rule.limiter, stats: rule.stats, current: spec.unlimited ? undefined : { name: spec.name ?? '', requestsPerUnit: spec.requestsPerUnit, unit: spec.unit }, id: spec.id };
+      this.targets.set(rule, t);
+    }
+    return t;
   }
 
   private overrideTarget(domain: string, rule: Rule | undefined, limit: { requestsPerUnit: number; unit: UnitName }): Target {

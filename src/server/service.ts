@@ -33,10 +33,23 @@ export interface RlsRequest {
 
 export type Code = 'OK' | 'OVER_LIMIT';
 
+export interface CurrentLimit {
+  readonly name: string;
+  readonly requestsPerUnit: number;
+  readonly unit: UnitName | 'UNKNOWN';
+  /** The RateLimit-Limit header value, built once per limit rather than per answer. */
+  readonly header: string;
+}
+
+function currentLimit(name: string, requestsPerUnit: number, unit: UnitName | 'UNKNOWN'): CurrentLimit {
+  const window = unit === 'UNKNOWN' ? '' : `, ${requestsPerUnit};w=${UNITS[unit] / 1000}`;
+  return { name, requestsPerUnit, unit, header: `${requestsPerUnit}${window}` };
+}
+
 export interface DescriptorStatus {
   readonly code: Code;
   /** The limit that decided, as Envoy reports it; undefined when no rule matched, or unlimited. */
-  readonly currentLimit: { readonly name: string; readonly requestsPerUnit: number; readonly unit: UnitName | 'UNKNOWN' } | undefined;
+  readonly currentLimit: CurrentLimit | undefined;
   readonly limitRemaining: number;
   /** OVER_LIMIT: until a retry of the same hits can pass. OK: until the rule's state for this key is as if unused. */
   readonly durationUntilResetMs: number;
@@ -164,7 +177,7 @@ export class RateLimitService {
     let t = this.targets.get(rule);
     if (t === undefined) {
       const spec = rule.spec;
-      t = { rule, limiter: rule.limiter, stats: rule.stats, current: spec.unlimited ? undefined : { name: spec.name ?? '', requestsPerUnit: spec.requestsPerUnit, unit: spec.unit }, id: spec.id };
+      t = { rule, limiter: rule.limiter, stats: rule.stats, current: spec.unlimited ? undefined : currentLimit(spec.name ?? '', spec.requestsPerUnit, spec.unit), id: spec.id };
       this.targets.set(rule, t);
     }
     return t;
@@ -176,7 +189,7 @@ export class RateLimitService {
     const algorithm: AlgorithmName = rule?.spec.policy?.algorithm ?? 'fixed-window';
     const base = rule?.spec.id ?? `${domain}.(unmatched)`;
     const id = `${base}|override:${limit.requestsPerUnit}/${limit.unit}`;
-    const current = { name: rule?.spec.name ?? '', requestsPerUnit: limit.requestsPerUnit, unit: limit.unit };
+    const current = currentLimit(rule?.spec.name ?? '', limit.requestsPerUnit, limit.unit);
     if (limit.requestsPerUnit === 0) return { rule, limiter: undefined, stats: this.overrideStats(domain, id, undefined).stats, current, id };
     const o = this.overrideStats(domain, id, { algorithm, limit: limit.requestsPerUnit, window: UNITS[limit.unit] });
     return { rule, limiter: o.limiter, stats: o.stats, current, id };
@@ -284,9 +297,7 @@ function finish(statuses: DescriptorStatus[]): RlsResponse {
 function rateLimitHeaders(s: DescriptorStatus | undefined, over: boolean, retryAfterMs: number): [string, string][] {
   const h: [string, string][] = [];
   if (s !== undefined && s.currentLimit !== undefined) {
-    const l = s.currentLimit;
-    const window = l.unit === 'UNKNOWN' ? '' : `, ${l.requestsPerUnit};w=${UNITS[l.unit] / 1000}`;
-    h.push(['RateLimit-Limit', `${l.requestsPerUnit}${window}`], ['RateLimit-Remaining', String(s.limitRemaining)], ['RateLimit-Reset', String(Math.ceil(s.durationUntilResetMs / 1000))]);
+    h.push(['RateLimit-Limit', s.currentLimit.header], ['RateLimit-Remaining', String(s.limitRemaining)], ['RateLimit-Reset', String(Math.ceil(s.durationUntilResetMs / 1000))]);
   }
   if (over) h.push(['Retry-After', String(Math.max(1, Math.ceil(retryAfterMs / 1000)))]);
   return h;

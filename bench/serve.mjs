@@ -1,15 +1,16 @@
 // `npm run bench:serve`: sluice serve's POST /json (memory store) against the bare node:http ceiling and
 // nginx limit_req serving a static file, all with wrk on loopback in one run, then gRPC ShouldRateLimit
 // with a multi-stream @grpc/grpc-js client. Every server is started, tracked and stopped here.
-// Usage: node bench/serve.mjs [reps=3] [seconds=10]
+// Usage: node bench/serve.mjs [reps=3] [seconds=10]; node bench/serve.mjs --render <results.json> re-renders a run.
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const REPS = Number(process.argv[2] ?? 3);
-const SECONDS = Math.min(Number(process.argv[3] ?? 10), 30);
+const RENDER = process.argv[2] === '--render' ? JSON.parse(readFileSync(process.argv[3], 'utf8')) : undefined;
+const REPS = RENDER ? RENDER.reps : Number(process.argv[2] ?? 3);
+const SECONDS = RENDER ? RENDER.seconds : Math.min(Number(process.argv[3] ?? 10), 30);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const HERE = join(ROOT, 'bench/serve');
 const PORT = { bare: 18190, sluice: 18191, grpc: 18192, nginx: 18193, bareRead: 18194 };
@@ -25,15 +26,19 @@ process.on('exit', () => {
 });
 process.on('SIGINT', () => process.exit(130));
 
+let tmp = '';
+if (!RENDER) {
 for (const bin of ['wrk', 'nginx', 'curl']) {
   if (spawnSync('which', [bin]).status !== 0) throw new Error(`${bin} is missing: apt-get install wrk nginx-light curl`);
 }
 spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
 
-const tmp = mkdtempSync(join(os.tmpdir(), 'sluice-bench-serve-'));
+tmp = mkdtempSync(join(os.tmpdir(), 'sluice-bench-serve-'));
 chmodSync(tmp, 0o755); // nginx's workers run as an unprivileged user and must read www/ok
 mkdirSync(join(tmp, 'www'));
 writeFileSync(join(tmp, 'www/ok'), 'ok');
+}
+
 function nginxConf(rate, burst) {
   const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `${t}_temp_path ${tmp}/${t};`).join(' ');
   const path = join(tmp, `nginx-${rate.replace("/", "-per-")}.conf`);
@@ -108,8 +113,9 @@ function wrk(name, seconds = SECONDS, extra = WRK) {
   };
 }
 
-const started = new Date().toISOString();
-const results = { bare: [], bareRead: [], sluice: [], nginx: [], grpc: [] };
+const started = RENDER ? RENDER.started : new Date().toISOString();
+const results = RENDER ? RENDER.results : { bare: [], bareRead: [], sluice: [], nginx: [], grpc: [] };
+if (!RENDER) {
 // Sanity: nginx's limit_req really runs on this config (10 r/s must reject most of a 2 s run).
 {
   const child = await startServer('nginx', '10r/s');
@@ -141,19 +147,24 @@ for (let rep = 1; rep <= REPS; rep++) {
   process.stderr.write(`rep ${rep}/${REPS} grpc: ${Math.round(gr.calls / gr.seconds)} calls/s, p50 ${gr.p50Ms.toFixed(2)} ms, p99 ${gr.p99Ms.toFixed(2)} ms, errors ${gr.errors}, server CPU ${cpu.toFixed(0)}%\n`);
 }
 rmSync(tmp, { recursive: true, force: true });
+}
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
 const k = (x) => `${(x / 1000).toFixed(1)} k`;
-const row = (label, rs, unit = 'req/s') => `| ${label} | ${k(median(rs.map((r) => r.rps)))} ${unit} (${k(Math.min(...rs.map((r) => r.rps)))} – ${k(Math.max(...rs.map((r) => r.rps)))}) | ${median(rs.map((r) => r.p50Ms)).toFixed(2)} | ${median(rs.map((r) => r.p99Ms)).toFixed(2)} | ${median(rs.map((r) => r.serverCpuPct)).toFixed(0)} |`;
+// Server CPU per request is steadier than throughput on a shared machine: a server that gets less than a
+// core (wrk and other jobs on the same 2 cores) answers less, but spends the same CPU on each answer.
+const cpuUs = (r) => (r.serverCpuPct / 100 / r.rps) * 1e6;
+const row = (label, rs, unit = 'req/s') => `| ${label} | ${k(median(rs.map((r) => r.rps)))} ${unit} (${k(Math.min(...rs.map((r) => r.rps)))} – ${k(Math.max(...rs.map((r) => r.rps)))}) | ${median(rs.map((r) => r.p50Ms)).toFixed(2)} | ${median(rs.map((r) => r.p99Ms)).toFixed(2)} | ${median(rs.map((r) => r.serverCpuPct)).toFixed(0)} | ${median(rs.map(cpuUs)).toFixed(1)} |`;
 const bare = median(results.bare.map((r) => r.rps));
 const sl = median(results.sluice.map((r) => r.rps));
 const ng = median(results.nginx.map((r) => r.rps));
 let md = `<!-- bench/serve.mjs at ${started}: ${os.cpus().length} cores (${os.cpus()[0].model}), Node ${process.version}, ${REPS} reps of ${SECONDS} s after a 2 s warm-up, fresh server per rep -->\n\n`;
-md += `| server | throughput, median (min – max) | p50 ms | p99 ms | server CPU % |\n|---|---|---|---|---|\n`;
+md += `| server | throughput, median (min – max) | p50 ms | p99 ms | server CPU % | server CPU µs per request |\n|---|---|---|---|---|---|\n`;
 md += `${row(SERVERS.bare.label, results.bare)}\n${row(SERVERS.bareRead.label, results.bareRead)}\n${row(SERVERS.sluice.label, results.sluice)}\n${row(SERVERS.nginx.label, results.nginx)}\n`;
 md += `${row('sluice serve gRPC ShouldRateLimit, memory store (1 channel, 128 streams in flight)', results.grpc, 'calls/s')}\n\n`;
 const br = median(results.bareRead.map((r) => r.rps));
 md += `- /json against the bare Node ceiling: **${((sl / bare) * 100).toFixed(0)} %** (target ≥ 85 %); against a bare server that reads and parses the same body: **${((sl / br) * 100).toFixed(0)} %**; against nginx limit_req: **${((sl / ng) * 100).toFixed(0)} %**.\n`;
+md += `- By server CPU per request, the bare ceiling costs **${((median(results.bare.map(cpuUs)) / median(results.sluice.map(cpuUs))) * 100).toFixed(0)} %** of what /json costs (the throughput ratio a server given a whole core would reach).\n`;
 md += `- Per rep (same order, back to back), /json ÷ bare: ${results.sluice.map((r, i) => `${((r.rps / results.bare[i].rps) * 100).toFixed(0)} %`).join(', ')}; 1-minute load average at the end of each sluice run: ${results.sluice.map((r) => r.load.toFixed(1)).join(', ')}.\n`;
 md += `- p99 of /json at 64 connections: **${median(results.sluice.map((r) => r.p99Ms)).toFixed(2)} ms** (target < 5 ms).\n`;
 md += `- HTTP load: \`${results.sluice[0].cmd}\` (the same script for the bare server); nginx: \`wrk ${WRK.join(' ')} <url>/ok\`; gRPC: \`node bench/serve/grpc-load.mjs <port> ${SECONDS} 128\`.\n`;

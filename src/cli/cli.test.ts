@@ -34,7 +34,7 @@ test('an unknown command, a missing one, or a stray argument is a usage error', 
   const unknown = await run('frobnicate');
   assert.equal(unknown.code, EXIT_USAGE);
   assert.equal(unknown.out, '');
-  assert.match(unknown.err, /unknown command "frobnicate"; known commands: demo, simulate/);
+  assert.match(unknown.err, /unknown command "frobnicate"; known commands: demo, serve, check-config, simulate/);
   assert.equal((await run()).code, EXIT_USAGE);
   assert.equal((await run('toString')).code, EXIT_USAGE); // not an inherited property
   const stray = await run('demo', 'extra');
@@ -73,4 +73,27 @@ test('sluice simulate: usage errors', async () => {
   assert.match((await run('simulate', 'attacks', '--scenario', 'nope')).err, /unknown scenario "nope"/);
   assert.match((await run('simulate', 'attacks', '--fast')).err, /unexpected argument "--fast"/);
   assert.equal((await run('simulate', 'attacks', '--seed')).code, EXIT_USAGE);
+});
+
+test('sluice serve --help lists every setting with its flag and environment variable', async () => {
+  const { code, out } = await run('serve', '--help');
+  assert.equal(code, 0);
+  for (const [flag, env] of [['--config', 'SLUICE_CONFIG'], ['--port', 'SLUICE_PORT'], ['--grpc-port', 'SLUICE_GRPC_PORT'], ['--redis', 'SLUICE_REDIS'], ['--redis-cluster', 'SLUICE_REDIS_CLUSTER']]) {
+    assert.match(out, new RegExp(`\\n  ${flag} <v> +${env} `));
+  }
+});
+
+test('sluice serve without a config, or with an unknown flag, is a usage error', async () => {
+  const saved = process.env.SLUICE_CONFIG;
+  delete process.env.SLUICE_CONFIG;
+  try {
+    const none = await run('serve');
+    assert.equal(none.code, EXIT_USAGE);
+    assert.match(none.err, /--config \(or SLUICE_CONFIG\) is required/);
+    const bad = await run('serve', '--config', 'x.yaml', '--prot', '1');
+    assert.equal(bad.code, EXIT_USAGE);
+    assert.match(bad.err, /unknown option "--prot"/);
+  } finally {
+    if (saved !== undefined) process.env.SLUICE_CONFIG = saved;
+  }
 });

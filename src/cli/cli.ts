@@ -87,8 +87,91 @@ const simulate: Command = {
   },
 };
 
-/** Every subcommand by name. A new one (serve, ...) is one entry here. */
-export const COMMANDS: Readonly<Record<string, Command>> = { demo, simulate };
+
+/** Exit code for a config that does not validate (or a service that could not start). */
+export const EXIT_CONFIG = 1;
+
+const SERVE_KEYS = ['config', 'host', 'port', 'grpcPort', 'redis', 'redisCluster', 'redisPrefix', 'redisTimeoutMs', 'redisConnectTimeoutMs', 'failureMode', 'maxKeys', 'maxBodyBytes', 'logLevel', 'watch'] as const;
+
+// The service's modules load only when a service command runs: they need the optional dependencies
+// (yaml, pino, prom-client, @grpc/grpc-js), and `sluice demo` must work without them.
+async function serverModules() {
+  try {
+    const [settings, config] = await Promise.all([import('../server/settings.js'), import('../server/config.js')]);
+    return { settings, config };
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    if (code === 'ERR_MODULE_NOT_FOUND') throw new Error(`the service needs sluice's optional dependencies; reinstall without --omit=optional (${(e as Error).message.split('\n')[0]})`);
+    throw e;
+  }
+}
+
+const serve: Command = {
+  summary: 'run the rate limit service: Envoy RLS gRPC, HTTP JSON, nginx auth_request, metrics, dashboard',
+  usage: '', // filled in below from the settings table
+  async run(args, output) {
+    const { settings: S, config: C } = await serverModules();
+    let settings;
+    try {
+      settings = S.readSettings(args, process.env, SERVE_KEYS);
+    } catch (e) {
+      output.err(`sluice serve: ${(e as Error).message}\n`);
+      return EXIT_USAGE;
+    }
+    const { startService } = await import('../server/serve.js');
+    let running;
+    try {
+      running = await startService(settings);
+    } catch (e) {
+      if (e instanceof C.ConfigError) output.err(`sluice serve: the config is invalid:\n${e.problems.map((p) => `  ${p}`).join('\n')}\n`);
+      else output.err(`sluice serve: ${(e as Error).message}\n`);
+      return EXIT_CONFIG;
+    }
+    return new Promise<number>((resolve) => {
+      const stop = (signal: string) => {
+        running.log.info({ signal }, 'signal received');
+        void running.close().then(() => resolve(0));
+      };
+      process.once('SIGTERM', () => stop('SIGTERM'));
+      process.once('SIGINT', () => stop('SIGINT'));
+      process.on('SIGHUP', () => void running.reload('SIGHUP'));
+    });
+  },
+};
+
+const checkConfig: Command = {
+  summary: 'validate a service config and list every problem with file:line:column',
+  usage: 'usage: sluice check-config --config <file or folder>\n\nValidates without serving. Prints every problem, one per line, and exits 1 if there is any.\n',
+  async run(args, output) {
+    const { settings: S, config: C } = await serverModules();
+    let path: string;
+    try {
+      path = S.readSettings(args, process.env, ['config']).config;
+    } catch (e) {
+      output.err(`sluice check-config: ${(e as Error).message}\n`);
+      return EXIT_USAGE;
+    }
+    try {
+      const cfg = C.loadConfig(path);
+      const rules = [...cfg.domains.values()].reduce((n, d) => n + d.rules.length, 0);
+      output.out(`ok: ${cfg.files.length} file(s), ${cfg.domains.size} domain(s), ${rules} rule(s)\n`);
+      return 0;
+    } catch (e) {
+      if (!(e instanceof C.ConfigError)) throw e;
+      output.err(`${e.problems.join('\n')}\n${e.problems.length} problem(s) found\n`);
+      return EXIT_CONFIG;
+    }
+  },
+};
+
+/** Every subcommand by name. A new one is one entry here. */
+export const COMMANDS: Readonly<Record<string, Command>> = { demo, serve, 'check-config': checkConfig, simulate };
+
+/** The usage of `serve` lists every setting from the one table in server/settings.ts. */
+export async function serveUsage(): Promise<string> {
+  const { settings: S } = await serverModules();
+  return `usage: sluice serve --config <file or folder> [options]\n\nEvery option can also be set by its environment variable; a flag wins.\n\n${S.settingsHelp(SERVE_KEYS)}\n\nSignals: SIGTERM/SIGINT drain and stop; SIGHUP reloads the config.\n`;
+}
 
 export function helpText(): string {
   const names = Object.keys(COMMANDS);
@@ -136,7 +219,7 @@ export async function runCli(argv: readonly string[], output: Output): Promise<n
     return EXIT_USAGE;
   }
   if (isHelp(args[0])) {
-    output.out(command.usage);
+    output.out(command === serve ? await serveUsage() : command.usage);
     return 0;
   }
   return command.run(args, output);

@@ -2,9 +2,9 @@
 // load with no dev dependency present and that their types check under strict TypeScript.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 
 const root = resolve(import.meta.dirname, '../..');
@@ -252,4 +252,31 @@ test('the tarball holds the build, not the sources or tests', () => {
   assert.match(listing, /package\/dist\/outbound\/index\.d\.ts/);
   assert.doesNotMatch(listing, /\.test\.(js|ts)/);
   assert.doesNotMatch(listing, /package\/src\//);
+});
+
+test('the packed bin validates the shipped example config, and the tarball carries the .proto files', () => {
+  const out = run(process.execPath, [join(consumer, 'node_modules/sluice/dist/cli/main.js'), 'check-config', '--config', join(consumer, 'node_modules/sluice/examples/policies.yaml')], consumer);
+  assert.equal(out, 'ok: 1 file(s), 1 domain(s), 6 rule(s)\n');
+  const listing = run('tar', ['-tzf', join(work, readdirSync(work).find((f) => f.endsWith('.tgz'))!)], work);
+  assert.match(listing, /package\/proto\/envoy\/service\/ratelimit\/v3\/rls\.proto/);
+});
+
+test('the root export imports no package at all: the service-only dependencies stay out of the core', () => {
+  // Walk the static import graph of the packed dist/index.js; every import must be relative or node:.
+  const root = join(consumer, 'node_modules/sluice/dist');
+  const seen = new Set<string>();
+  const bare = new Set<string>();
+  const visit = (file: string) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(/^\s*(?:import|export)\s[^;]*?from\s+'([^']+)'/gm)) {
+      const spec = m[1]!;
+      if (spec.startsWith('.')) visit(resolve(dirname(file), spec));
+      else if (!spec.startsWith('node:')) bare.add(spec);
+    }
+  };
+  visit(join(root, 'index.js'));
+  assert.ok(seen.size > 10, `walked ${seen.size} files`);
+  assert.deepEqual([...bare], []);
 });

@@ -1,0 +1,176 @@
+// `npm run bench:serve`: sluice serve's POST /json (memory store) against the bare node:http ceiling and
+// nginx limit_req serving a static file, all with wrk on loopback in one run, then gRPC ShouldRateLimit
+// with a multi-stream @grpc/grpc-js client. Every server is started, tracked and stopped here.
+// Usage: node bench/serve.mjs [reps=3] [seconds=10]; node bench/serve.mjs --render <results.json> re-renders a run.
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const RENDER = process.argv[2] === '--render' ? JSON.parse(readFileSync(process.argv[3], 'utf8')) : undefined;
+const REPS = RENDER ? RENDER.reps : Number(process.argv[2] ?? 3);
+const SECONDS = RENDER ? RENDER.seconds : Math.min(Number(process.argv[3] ?? 10), 30);
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const HERE = join(ROOT, 'bench/serve');
+const PORT = { bare: 18190, sluice: 18191, grpc: 18192, nginx: 18193, bareRead: 18194 };
+const WRK = ['-t2', '-c64', `-d${SECONDS}s`, '--latency'];
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const live = new Set();
+// On an abnormal exit, kill what we started, nginx's workers included (they outlive a SIGKILLed master).
+process.on('exit', () => {
+  for (const c of live) {
+    try { for (const p of readFileSync(`/proc/${c.pid}/task/${c.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean)) process.kill(Number(p), 'SIGKILL'); } catch {}
+    try { c.kill('SIGKILL'); } catch {}
+  }
+});
+process.on('SIGINT', () => process.exit(130));
+
+let tmp = '';
+if (!RENDER) {
+for (const bin of ['wrk', 'nginx', 'curl']) {
+  if (spawnSync('which', [bin]).status !== 0) throw new Error(`${bin} is missing: apt-get install wrk nginx-light curl`);
+}
+spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
+
+tmp = mkdtempSync(join(os.tmpdir(), 'sluice-bench-serve-'));
+chmodSync(tmp, 0o755); // nginx's workers run as an unprivileged user and must read www/ok
+mkdirSync(join(tmp, 'www'));
+writeFileSync(join(tmp, 'www/ok'), 'ok');
+}
+
+function nginxConf(rate, burst) {
+  const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `${t}_temp_path ${tmp}/${t};`).join(' ');
+  const path = join(tmp, `nginx-${rate.replace("/", "-per-")}.conf`);
+  writeFileSync(path, `daemon off; master_process on; worker_processes 1; pid ${tmp}/nginx.pid; error_log ${tmp}/error.log warn;
+events { worker_connections 4096; }
+http { access_log off; ${temp} keepalive_requests 100000000; open_file_cache max=16 inactive=60s;
+  limit_req_zone $binary_remote_addr zone=perip:10m rate=${rate};
+  server { listen 127.0.0.1:${PORT.nginx}; root ${tmp}/www;
+    # a content-phase handler (static file): with 'return' limit_req never runs (anchorbench suite D)
+    location = /ok { limit_req zone=perip${burst ? ' burst=100000 nodelay' : ''}; } } }\n`);
+  return path;
+}
+
+const SERVERS = {
+  bare: { label: 'bare node:http answering a constant (the Node ceiling)', url: `http://127.0.0.1:${PORT.bare}/json`, lua: true, cmd: () => [process.execPath, [join(HERE, 'bare.mjs'), String(PORT.bare)]] },
+  bareRead: { label: 'bare node:http reading and JSON.parsing the body, answering a constant', url: `http://127.0.0.1:${PORT.bareRead}/json`, lua: true, cmd: () => [process.execPath, [join(HERE, 'bare-read.mjs'), String(PORT.bareRead)]] },
+  sluice: {
+    label: 'sluice serve POST /json, memory store',
+    url: `http://127.0.0.1:${PORT.sluice}/json`,
+    lua: true,
+    cmd: () => [process.execPath, [join(ROOT, 'dist/cli/main.js'), 'serve', '--config', join(HERE, 'policies.yaml'), '--port', String(PORT.sluice), '--grpc-port', String(PORT.grpc), '--log-level', 'warn', '--watch', 'false']],
+  },
+  nginx: { label: 'nginx limit_req, static file (1 worker)', url: `http://127.0.0.1:${PORT.nginx}/ok`, lua: false, cmd: (rate = '1000000r/s') => ['nginx', ['-c', nginxConf(rate, rate === '1000000r/s')]] },
+};
+
+async function startServer(name, arg) {
+  const s = SERVERS[name];
+  const [cmd, args] = s.cmd(arg);
+  const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'inherit'] });
+  live.add(child);
+  child.on('exit', () => live.delete(child));
+  for (let i = 0; i < 100; i++) {
+    const probe = s.lua
+      ? ['-s', '-o', '/dev/null', '-w', '%{http_code}', '-XPOST', '-d', '{"domain":"bench","descriptors":[{"entries":[{"key":"remote_address","value":"probe"}]}]}', s.url]
+      : ['-s', '-o', '/dev/null', '-w', '%{http_code}', s.url];
+    if (spawnSync('curl', ['--max-time', '1', ...probe], { encoding: 'utf8' }).stdout === '200') return child;
+    await sleep(100);
+  }
+  throw new Error(`${name} did not come up`);
+}
+async function stopServer(child) {
+  if (child.exitCode !== null) return;
+  const done = new Promise((r) => child.once('exit', r));
+  child.kill(child.spawnfile === 'nginx' ? 'SIGQUIT' : 'SIGTERM');
+  await Promise.race([done, sleep(5000)]);
+  if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+}
+function cpuSeconds(pid) {
+  const pids = [pid];
+  try { pids.push(...readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)); } catch {}
+  let t = 0;
+  for (const p of pids) {
+    try { const f = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' '); t += (Number(f[11]) + Number(f[12])) / 100; } catch {}
+  }
+  return t;
+}
+function wrk(name, seconds = SECONDS, extra = WRK) {
+  const s = SERVERS[name];
+  const args = [...extra.map((a) => (a.startsWith('-d') ? `-d${seconds}s` : a)), ...(s.lua ? ['-s', join(HERE, 'json.lua')] : []), s.url];
+  const r = spawnSync('wrk', args, { encoding: 'utf8', timeout: (seconds + 15) * 1000 });
+  if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr}${r.stdout}`);
+  const out = r.stdout;
+  const ms = (re) => { const m = re.exec(out); return m ? Number(m[1]) * { us: 1e-3, ms: 1, s: 1e3 }[m[2]] : NaN; };
+  return {
+    cmd: `wrk ${args.join(' ').replaceAll(ROOT, '')}`,
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0),
+    p50Ms: ms(/\s50%\s+([\d.]+)(us|ms|s)/),
+    p99Ms: ms(/\s99%\s+([\d.]+)(us|ms|s)/),
+    non2xx: Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0),
+    total: Number(/(\d+) requests in/.exec(out)?.[1] ?? 0),
+    errors: /Socket errors:.*/.exec(out)?.[0] ?? '',
+  };
+}
+
+const started = RENDER ? RENDER.started : new Date().toISOString();
+const results = RENDER ? RENDER.results : { bare: [], bareRead: [], sluice: [], nginx: [], grpc: [] };
+if (!RENDER) {
+// Sanity: nginx's limit_req really runs on this config (10 r/s must reject most of a 2 s run).
+{
+  const child = await startServer('nginx', '10r/s');
+  const w = wrk('nginx', 2, ['-t1', '-c4', '-d2s']);
+  await stopServer(child);
+  results.nginxSanity = { total: w.total, non2xx: w.non2xx };
+  process.stderr.write(`sanity: nginx limit_req at 10 r/s rejected ${w.non2xx} of ${w.total}\n`);
+}
+for (let rep = 1; rep <= REPS; rep++) {
+  for (const name of ['bare', 'bareRead', 'sluice', 'nginx']) {
+    const child = await startServer(name);
+    wrk(name, 2); // warm-up: JIT, connections; discarded
+    const c0 = cpuSeconds(child.pid);
+    const t0 = performance.now();
+    const w = wrk(name);
+    const cpu = ((cpuSeconds(child.pid) - c0) / ((performance.now() - t0) / 1000)) * 100;
+    await stopServer(child);
+    results[name].push({ ...w, serverCpuPct: cpu, load: os.loadavg()[0] });
+    process.stderr.write(`rep ${rep}/${REPS} ${name}: ${Math.round(w.rps)} req/s, p50 ${w.p50Ms} ms, p99 ${w.p99Ms} ms, non-2xx ${w.non2xx}, server CPU ${cpu.toFixed(0)}%, load ${os.loadavg()[0].toFixed(2)}\n`);
+  }
+  const child = await startServer('sluice');
+  spawnSync(process.execPath, [join(HERE, 'grpc-load.mjs'), String(PORT.grpc), '2', '128'], { encoding: 'utf8' }); // warm-up
+  const c0 = cpuSeconds(child.pid);
+  const g = spawnSync(process.execPath, [join(HERE, 'grpc-load.mjs'), String(PORT.grpc), String(SECONDS), '128'], { encoding: 'utf8', timeout: (SECONDS + 20) * 1000 });
+  const cpu = ((cpuSeconds(child.pid) - c0) / SECONDS) * 100;
+  await stopServer(child);
+  const gr = JSON.parse(g.stdout);
+  results.grpc.push({ ...gr, rps: gr.calls / gr.seconds, serverCpuPct: cpu });
+  process.stderr.write(`rep ${rep}/${REPS} grpc: ${Math.round(gr.calls / gr.seconds)} calls/s, p50 ${gr.p50Ms.toFixed(2)} ms, p99 ${gr.p99Ms.toFixed(2)} ms, errors ${gr.errors}, server CPU ${cpu.toFixed(0)}%\n`);
+}
+rmSync(tmp, { recursive: true, force: true });
+}
+
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
+const k = (x) => `${(x / 1000).toFixed(1)} k`;
+// Server CPU per request is steadier than throughput on a shared machine: a server that gets less than a
+// core (wrk and other jobs on the same 2 cores) answers less, but spends the same CPU on each answer.
+const cpuUs = (r) => (r.serverCpuPct / 100 / r.rps) * 1e6;
+const row = (label, rs, unit = 'req/s') => `| ${label} | ${k(median(rs.map((r) => r.rps)))} ${unit} (${k(Math.min(...rs.map((r) => r.rps)))} – ${k(Math.max(...rs.map((r) => r.rps)))}) | ${median(rs.map((r) => r.p50Ms)).toFixed(2)} | ${median(rs.map((r) => r.p99Ms)).toFixed(2)} | ${median(rs.map((r) => r.serverCpuPct)).toFixed(0)} | ${median(rs.map(cpuUs)).toFixed(1)} |`;
+const bare = median(results.bare.map((r) => r.rps));
+const sl = median(results.sluice.map((r) => r.rps));
+const ng = median(results.nginx.map((r) => r.rps));
+let md = `<!-- bench/serve.mjs at ${started}: ${os.cpus().length} cores (${os.cpus()[0].model}), Node ${process.version}, ${REPS} reps of ${SECONDS} s after a 2 s warm-up, fresh server per rep -->\n\n`;
+md += `| server | throughput, median (min – max) | p50 ms | p99 ms | server CPU % | server CPU µs per request |\n|---|---|---|---|---|---|\n`;
+md += `${row(SERVERS.bare.label, results.bare)}\n${row(SERVERS.bareRead.label, results.bareRead)}\n${row(SERVERS.sluice.label, results.sluice)}\n${row(SERVERS.nginx.label, results.nginx)}\n`;
+md += `${row('sluice serve gRPC ShouldRateLimit, memory store (1 channel, 128 streams in flight)', results.grpc, 'calls/s')}\n\n`;
+const br = median(results.bareRead.map((r) => r.rps));
+md += `- /json against the bare Node ceiling: **${((sl / bare) * 100).toFixed(0)} %** (target ≥ 85 %); against a bare server that reads and parses the same body: **${((sl / br) * 100).toFixed(0)} %**; against nginx limit_req: **${((sl / ng) * 100).toFixed(0)} %**.\n`;
+md += `- By server CPU per request, the bare ceiling costs **${((median(results.bare.map(cpuUs)) / median(results.sluice.map(cpuUs))) * 100).toFixed(0)} %** of what /json costs (the throughput ratio a server given a whole core would reach).\n`;
+md += `- Per rep (same order, back to back), /json ÷ bare: ${results.sluice.map((r, i) => `${((r.rps / results.bare[i].rps) * 100).toFixed(0)} %`).join(', ')}; 1-minute load average at the end of each sluice run: ${results.sluice.map((r) => r.load.toFixed(1)).join(', ')}.\n`;
+md += `- p99 of /json at 64 connections: **${median(results.sluice.map((r) => r.p99Ms)).toFixed(2)} ms** (target < 5 ms).\n`;
+md += `- HTTP load: \`${results.sluice[0].cmd}\` (the same script for the bare server); nginx: \`wrk ${WRK.join(' ')} <url>/ok\`; gRPC: \`node bench/serve/grpc-load.mjs <port> ${SECONDS} 128\`.\n`;
+md += `- Sanity: nginx limit_req at 10 r/s rejected ${results.nginxSanity.non2xx} of ${results.nginxSanity.total} requests, so limit_req is in the request path. Every sluice decision here is admitted (one rule, 1000 keys, fixed window of 4·10^9 per hour, so keys stay live in the store): the decision path is what is measured.\n`;
+mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
+const stamp = started.replaceAll(':', '-').replace('.', '-');
+writeFileSync(join(ROOT, `bench/results/serve-${stamp}.md`), md);
+writeFileSync(join(ROOT, `bench/results/serve-${stamp}.json`), JSON.stringify({ started, reps: REPS, seconds: SECONDS, results }, null, 1));
+process.stdout.write(md);

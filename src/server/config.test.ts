@@ -1,0 +1,101 @@
+// Config validation: each failure has a fixture named after it and an exact-string test of the message,
+// as envoyproxy/ratelimit pins its own (test/config/*.yaml).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { ConfigError, loadConfig, parseConfig } from './config.js';
+
+const fixture = (name: string) => fileURLToPath(new URL(`../../test/fixtures/config/${name}.yaml`, import.meta.url));
+
+function problems(name: string): readonly string[] {
+  try {
+    loadConfig(fixture(name));
+  } catch (e) {
+    if (e instanceof ConfigError) return e.problems;
+    throw e;
+  }
+  assert.fail(`${name}.yaml validated, but it should not`);
+}
+
+const EXPECTED: Record<string, string[]> = {
+  bad_limit_unit: [`bad_limit_unit.yaml:5:13: descriptors[0].rate_limit.unit: invalid rate limit unit 'fortnight'; use second, minute, hour, day, month or year`],
+  misspelled_key: [`misspelled_key.yaml:4:5: descriptors[0]: unknown key 'ratelimit'; did you mean 'rate_limit'?`],
+  duplicate_key: [`duplicate_key.yaml:8:10: descriptors[1]: duplicate descriptor composite key 'test-domain.key1_value1'`],
+  bad_yaml: [`bad_yaml.yaml:5:3: invalid YAML: Flow map in block collection must be sufficiently indented and end with a }`],
+  empty_domain: [`empty_domain.yaml:1:9: domain: must be a non-empty string, got ''`],
+  unknown_replaces: [`unknown_replaces.yaml:6:11: descriptors[0].rate_limit.replaces[0]: replaces 'nowhere', but no rate_limit in domain 'test-domain' has that name`],
+  many_errors: [
+    `many_errors.yaml:6:26: descriptors[0].rate_limit.requests_per_unit: must be a whole number from 0 to 4294967295, got '-3'`,
+    `many_errors.yaml:7:5: descriptors[1].key: 'key' is required`,
+    `many_errors.yaml:9:18: descriptors[2].shadow_mode: must be true or false, got 'yes please'`,
+    `many_errors.yaml:14:14: descriptors[2].rate_limit: 'burst' applies to token-bucket, gcra and leaky-bucket, not fixed-window`,
+    `many_errors.yaml:18:13: descriptors[3].rate_limit.unit: 'unit' cannot be set on an unlimited rate limit`,
+    `many_errors.yaml:22:18: descriptors[4].rate_limit.algorithm: unknown algorithm 'leaky'; use fixed-window, sliding-log, sliding-window, token-bucket, gcra, leaky-bucket`,
+    `many_errors.yaml:23:15: descriptors[4].rate_limit.window: 'window' must be milliseconds or a duration such as '500ms', '1s', '1m', '1h' or '1d', got "1 fortnight"`,
+  ],
+};
+
+for (const [name, expected] of Object.entries(EXPECTED)) {
+  test(`config error: ${name}.yaml`, () => {
+    assert.deepEqual(problems(name), expected);
+  });
+}
+
+test('every problem in a file is reported, in file order, not only the first', () => {
+  assert.equal(problems('many_errors').length, 7);
+});
+
+test('sluice extensions compile to sluice policies; Envoy units stay reported as Envoy units', () => {
+  const cfg = loadConfig(fixture('sluice_extensions'));
+  const rules = cfg.domains.get('extended')!.rules;
+  assert.deepEqual(
+    rules.map((r) => [r.id, r.unit, r.policy?.algorithm, r.policy?.limit, r.policy?.windowMs, r.policy?.burst]),
+    [
+      ['extended.user', 'MINUTE', 'token-bucket', 100, 60_000, 20],
+      ['extended.ip', 'UNKNOWN', 'sliding-log', 30, 10_000, 30],
+    ],
+  );
+});
+
+test('Envoy configs load as they are: fixed windows, numbers as values, 0 and unlimited', () => {
+  const cfg = parseConfig([
+    {
+      file: 'envoy.yaml',
+      text: `domain: mongo_cps
+descriptors:
+  - key: database
+    value: 500
+    rate_limit: { unit: second, requests_per_unit: 500 }
+  - key: remote_address
+    value: 50.0.0.5
+    rate_limit: { unit: second, requests_per_unit: 0 }
+  - key: ldap
+    rate_limit: { unlimited: true }
+  - key: message_type
+    value: marketing
+    detailed_metric: true
+    descriptors:
+      - key: to_number
+        rate_limit: { unit: day, requests_per_unit: 5, name: marketing }
+`,
+    },
+  ]);
+  const ids = cfg.domains.get('mongo_cps')!.rules.map((r) => `${r.id}:${r.policy?.algorithm ?? (r.unlimited ? 'unlimited' : 'blocked')}`);
+  assert.deepEqual(ids, ['mongo_cps.database_500:fixed-window', 'mongo_cps.remote_address_50.0.0.5:blocked', 'mongo_cps.ldap:unlimited', 'mongo_cps.message_type_marketing.to_number:fixed-window']);
+});
+
+test('two files with one domain are a problem naming both files', () => {
+  const text = 'domain: same\ndescriptors: []\n';
+  assert.throws(() => parseConfig([{ file: 'a.yaml', text }, { file: 'b.yaml', text }]), (e: unknown) => e instanceof ConfigError && e.problems[0] === `b.yaml: duplicate domain 'same', also in a.yaml`);
+});
+
+test('sluice check-config exits 1 and lists the problems; 0 on a valid file', () => {
+  const main = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
+  const bad = spawnSync(process.execPath, ['--import', 'tsx', main, 'check-config', '--config', fixture('bad_limit_unit')], { encoding: 'utf8' });
+  assert.equal(bad.status, 1);
+  assert.equal(bad.stderr, `${EXPECTED.bad_limit_unit![0]}\n1 problem(s) found\n`);
+  const good = spawnSync(process.execPath, ['--import', 'tsx', main, 'check-config', '--config', fixture('sluice_extensions')], { encoding: 'utf8' });
+  assert.equal(good.status, 0, good.stderr);
+  assert.equal(good.stdout, 'ok: 1 file(s), 1 domain(s), 2 rule(s)\n');
+});

@@ -1,0 +1,203 @@
+/**
+ * The HTTP side of `sluice serve` on bare node:http (a framework would cost more than a decision):
+ * POST /json and /v1/check, GET /nginx/<domain> for auth_request, /healthz, /readyz, /metrics, and the
+ * dashboard (/, /events, /config).
+ */
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { Dashboard } from './dashboard.js';
+import { decodeCheck, decodeRlsJson, renderCheck, renderRlsJson } from './json-codec.js';
+import { BadRequest, StoreUnavailable } from './service.js';
+import type { RateLimitService, RequestDescriptor, RlsResponse } from './service.js';
+
+export interface HttpDeps {
+  readonly service: RateLimitService;
+  readonly metrics: Registry;
+  readonly dashboard: Dashboard;
+  readonly log: Logger;
+  readonly maxBodyBytes: number;
+  readonly ready: () => Promise<boolean>;
+  /** True once shutdown began: /healthz and /readyz then answer 503 so load balancers drain us. */
+  readonly stopping: () => boolean;
+}
+
+const JSON_HEADERS = { 'content-type': 'application/json' };
+
+/**
+ * Reads a body of at most `max` bytes and calls back with its text, or with `undefined` once it is too
+ * large (having drained it, so the connection can still answer 413). Callbacks, not a Promise: this is the
+ * hottest path of /json, and an async chain cost measurably more than the decision.
+ */
+function readBody(req: IncomingMessage, max: number, done: (text: string | undefined) => void): void {
+  if (Number(req.headers['content-length']) > max) {
+    req.resume();
+    return done(undefined);
+  }
+  let size = 0;
+  let first: Buffer | undefined;
+  let chunks: Buffer[] | undefined;
+  let failed = false;
+  req.on('data', (c: Buffer) => {
+    if (failed) return;
+    size += c.length;
+    if (size > max) {
+      failed = true;
+      first = chunks = undefined;
+      return done(undefined);
+    }
+    if (first === undefined) first = c;
+    else (chunks ??= [first]).push(c);
+  });
+  req.on('end', () => {
+    if (!failed) done(chunks !== undefined ? Buffer.concat(chunks).toString('utf8') : first === undefined ? '' : first.toString('utf8'));
+  });
+}
+
+/** Sends with Content-Length: without it Node frames the body as chunked, one more write per answer. */
+function send(res: ServerResponse, status: number, body: string, headers: Record<string, string> = JSON_HEADERS): void {
+  res.setHeader('content-length', Buffer.byteLength(body));
+  res.writeHead(status, headers);
+  res.end(body);
+}
+
+function problem(res: ServerResponse, status: number, message: string): void {
+  send(res, status, JSON.stringify({ error: message }));
+}
+
+function withRateHeaders(r: RlsResponse): Record<string, string> {
+  const h: Record<string, string> = { 'content-type': 'application/json' };
+  for (const [k, v] of r.headers) h[k] = v;
+  return h;
+}
+
+export function createHttpServer(deps: HttpDeps): Server {
+  const { service, log } = deps;
+
+  function decideJson(req: IncomingMessage, res: ServerResponse, kind: 'json' | 'check'): void {
+    readBody(req, deps.maxBodyBytes, (text) => {
+      if (text === undefined) return problem(res, 413, `the body is larger than ${deps.maxBodyBytes} bytes`);
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch (e) {
+        return problem(res, 400, `the body is not valid JSON: ${(e as Error).message}`);
+      }
+      try {
+        const domains = service.rules.config.domains;
+        const rq = kind === 'json' ? decodeRlsJson(parsed) : decodeCheck(parsed, domains.size === 1 ? domains.keys().next().value : undefined);
+        const answered = service.shouldRateLimit(rq);
+        if (answered instanceof Promise) answered.then((r) => answer(res, kind, r), (e) => answerError(res, e));
+        else answer(res, kind, answered);
+      } catch (e) {
+        answerError(res, e);
+      }
+    });
+  }
+
+  function answer(res: ServerResponse, kind: 'json' | 'check', r: RlsResponse): void {
+    const ok = r.overallCode === 'OK';
+    // /json carries Envoy's headers in its body (responseHeadersToAdd), as envoyproxy/ratelimit's does; only a
+    // 429 repeats Retry-After. Every extra header costs Node a validation pass on the hottest path.
+    if (kind === 'json' && ok) {
+      // The hottest answer: one literal header object straight into writeHead, Node's fast path.
+      const text = renderRlsJson(r);
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+      res.end(text);
+    } else if (kind === 'json') send(res, 429, renderRlsJson(r), { 'content-type': 'application/json', 'retry-after': String(Math.max(1, Math.ceil(r.retryAfterMs / 1000))) });
+    else send(res, ok ? 200 : 429, renderCheck(r), withRateHeaders(r));
+  }
+
+  function answerError(res: ServerResponse, e: unknown): void {
+    if (e instanceof BadRequest) {
+      log.debug({ err: e.message }, 'bad request');
+      return problem(res, 400, e.message);
+    }
+    if (e instanceof StoreUnavailable) {
+      log.warn({ err: e.message }, 'store unavailable');
+      return problem(res, 503, e.message);
+    }
+    log.error({ err: e }, 'unexpected error');
+    problem(res, 500, 'internal error');
+  }
+
+  /** nginx auth_request: 200 passes; 403 (mapped to 429 by `error_page 403 = @ratelimited`) denies. */
+  async function nginx(req: IncomingMessage, res: ServerResponse, domainName: string): Promise<void> {
+    const domain = service.rules.domain(domainName);
+    if (domain === undefined) return problem(res, 404, `unknown domain '${domainName}'`);
+    const descriptors: RequestDescriptor[] = [];
+    for (const spec of domain.httpDescriptors) {
+      const entries = [];
+      for (const e of spec) {
+        const v = req.headers[e.header];
+        const value = Array.isArray(v) ? v[0] : v;
+        if (value === undefined || value === '') break; // as Envoy's request_headers action: skip the descriptor
+        entries.push({ key: e.key, value });
+      }
+      if (entries.length === spec.length) descriptors.push({ entries });
+    }
+    if (descriptors.length === 0) return send(res, 200, '', {});
+    try {
+      const answered = service.shouldRateLimit({ domain: domainName, descriptors, hitsAddend: 0 });
+      const r = answered instanceof Promise ? await answered : answered;
+      const h: Record<string, string> = {};
+      for (const [k, v] of r.headers) h[k] = v;
+      send(res, r.overallCode === 'OK' ? 200 : 403, '', h);
+    } catch (e) {
+      answerError(res, e);
+    }
+  }
+
+  const server = createServer((req, res) => {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    const method = req.method ?? 'GET';
+    const onPost = (kind: 'json' | 'check') => {
+      if (method !== 'POST') return send(res, 405, JSON.stringify({ error: `${path} takes POST` }), { ...JSON_HEADERS, allow: 'POST' });
+      decideJson(req, res, kind);
+    };
+    switch (path) {
+      case '/json':
+        return onPost('json');
+      case '/v1/check':
+        return onPost('check');
+      case '/healthz':
+        return send(res, deps.stopping() ? 503 : 200, deps.stopping() ? 'stopping\n' : 'ok\n', { 'content-type': 'text/plain' });
+      case '/readyz':
+        if (deps.stopping()) return send(res, 503, 'stopping\n', { 'content-type': 'text/plain' });
+        deps.ready().then(
+          (ok) => send(res, ok ? 200 : 503, ok ? 'ready\n' : 'the store is unreachable and the failure mode is closed\n', { 'content-type': 'text/plain' }),
+          (e) => answerError(res, e),
+        );
+        return;
+      case '/metrics':
+        deps.metrics.metrics().then((text) => send(res, 200, text, { 'content-type': deps.metrics.contentType }), (e) => answerError(res, e));
+        return;
+      case '/':
+        return send(res, 200, deps.dashboard.page(), { 'content-type': 'text/html; charset=utf-8' });
+      case '/events':
+        return deps.dashboard.subscribe(req, res);
+      case '/config':
+        return send(res, 200, JSON.stringify(deps.dashboard.configView()));
+    }
+    if (path.startsWith('/nginx/')) {
+      let domain: string;
+      try {
+        domain = decodeURIComponent(path.slice('/nginx/'.length));
+      } catch {
+        return problem(res, 400, `the domain in ${JSON.stringify(path)} is not valid percent-encoding`);
+      }
+      nginx(req, res, domain).catch((e) => answerError(res, e));
+      return;
+    }
+    problem(res, 404, `no route ${method} ${path}; see / for the dashboard, POST /json, POST /v1/check, GET /nginx/<domain>, /healthz, /readyz, /metrics`);
+  });
+  server.on('clientError', (err, socket) => {
+    // Malformed HTTP (bad request line, oversized headers): answer 400 instead of dropping silently.
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+    log.debug({ err: err.message }, 'malformed HTTP request');
+  });
+  return server;
+}

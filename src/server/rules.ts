@@ -1,0 +1,116 @@
+/**
+ * The live rule set: each configured rule with its Limiter and stats, and descriptor matching as Envoy's
+ * ratelimit does it. A reload builds a new RuleSet but hands over the Limiter (and so the counter state) and
+ * stats of every rule whose id and policy are unchanged.
+ */
+import { Limiter } from '../limiter.js';
+import type { Policy, PolicyOptions } from '../core/index.js';
+import type { Clock, Store } from '../stores/store.js';
+import type { DescriptorNode, DomainConfig, Level, RuleSpec, ServiceConfig } from './config.js';
+import { RuleStats } from './rule-stats.js';
+
+export interface Entry {
+  readonly key: string;
+  readonly value: string;
+}
+
+/** A configured rule, ready to decide. */
+export class Rule {
+  constructor(
+    readonly spec: RuleSpec,
+    /** Undefined for `unlimited` and for a limit of 0. */
+    readonly limiter: Limiter | undefined,
+    readonly stats: RuleStats,
+  ) {}
+}
+
+/** What state and stats a rule carries over a reload: same id, same policy. */
+function signature(p: Policy | undefined): string {
+  return p === undefined ? '-' : `${p.algorithm}/${p.limit}/${p.windowMs}/${p.burst}/${p.buckets}`;
+}
+
+/** Back from a compiled policy to the options that compile to it. */
+function toOptions(p: Policy): PolicyOptions {
+  const o: PolicyOptions = { name: p.name, algorithm: p.algorithm, limit: p.limit, window: p.windowMs };
+  if (p.algorithm === 'token-bucket' || p.algorithm === 'gcra' || p.algorithm === 'leaky-bucket') o.burst = p.burst;
+  return o;
+}
+
+export interface RuleSetOptions {
+  readonly store: Store;
+  readonly clock?: Clock;
+}
+
+export class RuleSet {
+  /** Rules by id, across domains. */
+  readonly rules = new Map<string, Rule>();
+  /** Carried over from the previous set (for the reload log and tests). */
+  kept = 0;
+
+  constructor(
+    readonly config: ServiceConfig,
+    options: RuleSetOptions,
+    previous?: RuleSet,
+  ) {
+    for (const d of config.domains.values()) {
+      for (const spec of d.rules) {
+        const old = previous?.rules.get(spec.id);
+        if (old !== undefined && signature(old.spec.policy) === signature(spec.policy)) {
+          this.rules.set(spec.id, new Rule(spec, old.limiter, old.stats));
+          this.kept++;
+          continue;
+        }
+        const limiter = spec.policy === undefined ? undefined : new Limiter({ policy: toOptions(spec.policy), store: options.store, ...(options.clock ? { clock: options.clock } : {}) });
+        this.rules.set(spec.id, new Rule(spec, limiter, new RuleStats(spec.domain, spec.id)));
+      }
+    }
+  }
+
+  domain(name: string): DomainConfig | undefined {
+    return this.config.domains.get(name);
+  }
+
+  rule(spec: RuleSpec): Rule {
+    return this.rules.get(spec.id)!;
+  }
+}
+
+/**
+ * Envoy's matching: at each level try key+value, then a wildcard value prefix, then key alone. A rule
+ * applies only if it sits at the request descriptor's last entry; a rule at a shallower level with
+ * deeper request entries does not match (Envoy README, "Example 4").
+ */
+export function match(root: Level, entries: readonly Entry[]): DescriptorNode | undefined {
+  let level = root;
+  let found: DescriptorNode | undefined;
+  const last = entries.length - 1;
+  for (let i = 0; i <= last; i++) {
+    const e = entries[i]!;
+    let node = level.exact.get(`${e.key}\u0000${e.value}`);
+    if (node === undefined && level.wildcards.length > 0) {
+      for (const w of level.wildcards) {
+        if (w.key === e.key && e.value.startsWith(w.prefix)) {
+          node = w.node;
+          break;
+        }
+      }
+    }
+    node ??= level.byKey.get(e.key);
+    if (node === undefined) return undefined;
+    if (i === last) found = node;
+    else if (node.children.exact.size + node.children.byKey.size === 0) return undefined;
+    level = node.children;
+  }
+  return found?.rule === undefined ? undefined : found;
+}
+
+/**
+ * The state key within a rule: the entry values (the keys are fixed by the rule's place in the tree).
+ * Length-prefixed when there are several, so no value can forge another descriptor's key.
+ */
+export function stateKey(entries: readonly Entry[]): string {
+  if (entries.length === 1) return entries[0]!.value;
+  let k = '';
+  for (const e of entries) k += `${e.value.length}:${e.value}`;
+  return k;
+}

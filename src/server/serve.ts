@@ -1,0 +1,135 @@
+/**
+ * Wires `sluice serve` together: config, store, rules, HTTP and gRPC servers, metrics, dashboard, reload on
+ * file change, graceful stop. The CLI adds signals; tests call startService() directly.
+ */
+import { watch } from 'node:fs';
+import type { FSWatcher } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { pino } from 'pino';
+import type { Logger } from 'pino';
+import { configFiles, ConfigError, loadConfig } from './config.js';
+import { Dashboard } from './dashboard.js';
+import { bindGrpc, createGrpcServer } from './grpc.js';
+import { createHttpServer } from './http.js';
+import { createMetrics } from './metrics.js';
+import { RuleSet } from './rules.js';
+import { RateLimitService } from './service.js';
+import type { Settings } from './settings.js';
+import { storeFromSettings } from './store-from-settings.js';
+import { MemoryStore } from '../stores/memory.js';
+
+export interface RunningService {
+  readonly httpPort: number;
+  /** undefined when gRPC is disabled (--grpc-port -1). */
+  readonly grpcPort: number | undefined;
+  readonly service: RateLimitService;
+  readonly log: Logger;
+  /** Re-reads the config. Resolves true if applied; false if invalid (the old config stays, the reason is logged). */
+  reload(reason: string): Promise<boolean>;
+  /** Stops accepting, lets in-flight requests finish (at most `graceMs`), closes the store. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export interface StartOptions {
+  /** Where JSON logs go; default stdout. */
+  readonly logStream?: NodeJS.WritableStream;
+  /** Dashboard sampling interval (tests shorten it). */
+  readonly sampleMs?: number;
+}
+
+export async function startService(settings: Settings, options: StartOptions = {}): Promise<RunningService> {
+  const log = pino({ level: settings.logLevel, base: { service: 'sluice' } }, (options.logStream ?? process.stdout) as never);
+  const config = loadConfig(settings.config); // throws ConfigError: the CLI prints every problem and exits 1
+  const backing = await storeFromSettings(settings);
+  let rules = new RuleSet(config, { store: backing.store });
+  const service = new RateLimitService(rules, { store: backing.store, localCache: backing.kind !== 'memory' });
+  const reloads = { ok: 0, failed: 0 };
+  const metrics = createMetrics(() => service.allStats(), { reloads: () => reloads });
+  const dashboard = new Dashboard(() => service, options.sampleMs);
+  let stopping = false;
+
+  const http = createHttpServer({ service, metrics, dashboard, log, maxBodyBytes: settings.maxBodyBytes, ready: backing.ready, stopping: () => stopping });
+  await new Promise<void>((res, rej) => {
+    http.once('error', rej);
+    http.listen(settings.port, settings.host, () => res());
+  });
+  const httpPort = (http.address() as AddressInfo).port;
+  // Longer than the idle timeouts of proxies that keep connections to us (nginx upstream keepalive: 60 s),
+  // so we never close a connection a proxy is about to reuse, which it would report as a 502.
+  http.keepAliveTimeout = 65_000;
+  http.headersTimeout = 66_000;
+  let grpcServer: ReturnType<typeof createGrpcServer> | undefined;
+  let grpcPort: number | undefined;
+  if (settings.grpcPort >= 0) {
+    grpcServer = createGrpcServer(() => service, log, settings.maxBodyBytes);
+    grpcPort = await bindGrpc(grpcServer, settings.host, settings.grpcPort);
+  }
+  dashboard.start();
+  // The memory store reclaims idle keys as new ones arrive; a rule replaced by a reload gets no new keys, so
+  // its table is swept here until its state has expired.
+  const sweeper = backing.store instanceof MemoryStore ? setInterval(() => (backing.store as MemoryStore).sweep(), 30_000) : undefined;
+  sweeper?.unref();
+
+  async function reload(reason: string): Promise<boolean> {
+    try {
+      const next = new RuleSet(loadConfig(settings.config), { store: backing.store }, rules);
+      rules = next;
+      service.replaceRules(next);
+      reloads.ok++;
+      log.info({ reason, rules: next.rules.size, kept: next.kept }, 'config reloaded');
+      return true;
+    } catch (e) {
+      reloads.failed++;
+      const problems = e instanceof ConfigError ? e.problems : [String((e as Error).message)];
+      log.error({ reason, problems }, 'config reload rejected; the previous config stays in force');
+      return false;
+    }
+  }
+
+  // Watch the folders, not the files: editors and Kubernetes ConfigMaps replace files by rename, which
+  // ends a watch on the old inode. Changes are debounced so one save is one reload.
+  const watchers: FSWatcher[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  if (settings.watch) {
+    const files = new Set(configFiles(settings.config).map((f) => resolve(f)));
+    const dirs = new Set([...files].map((f) => dirname(f)));
+    for (const dir of dirs) {
+      const w = watch(dir, (_event, name) => {
+        if (name !== null && !/\.ya?ml$/.test(String(name)) && !String(name).startsWith('..')) return;
+        clearTimeout(timer);
+        timer = setTimeout(() => void reload('file change'), 100);
+      });
+      w.unref();
+      watchers.push(w);
+    }
+  }
+
+  log.info({ http: httpPort, grpc: grpcPort ?? 'off', store: backing.kind, domains: [...config.domains.keys()], rules: rules.rules.size }, 'sluice serve listening');
+
+  return {
+    httpPort,
+    grpcPort,
+    service,
+    log,
+    reload,
+    async close(graceMs = 10_000) {
+      if (stopping) return;
+      stopping = true;
+      log.info('shutting down: draining in-flight requests');
+      for (const w of watchers) w.close();
+      clearTimeout(timer);
+      dashboard.stop();
+      clearInterval(sweeper);
+      const httpClosed = new Promise<void>((res) => http.close(() => res()));
+      http.closeIdleConnections();
+      const grpcClosed = grpcServer === undefined ? Promise.resolve() : new Promise<void>((res) => grpcServer!.tryShutdown(() => res()));
+      const deadline = new Promise<void>((res) => setTimeout(res, graceMs).unref());
+      await Promise.race([Promise.all([httpClosed, grpcClosed]), deadline]);
+      http.closeAllConnections();
+      grpcServer?.forceShutdown();
+      await backing.close();
+      log.info('stopped');
+    },
+  };
+}

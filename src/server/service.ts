@@ -1,0 +1,304 @@
+/**
+ * ShouldRateLimit, independent of transport: gRPC, /json, /v1/check and the nginx endpoint all decode into
+ * an RlsRequest and render the RlsResponse. Semantics follow Envoy's ratelimit service: every descriptor is
+ * decided on its own rule, the overall code is OVER_LIMIT if any descriptor is, `replaces` drops the rules
+ * it names, shadow mode answers OK but counts, `unlimited` answers OK with remaining 2^32-1.
+ */
+import { Limiter } from '../limiter.js';
+import { SluiceError } from '../core/index.js';
+import type { AlgorithmName, Decision } from '../core/index.js';
+import { MemoryStore } from '../stores/memory.js';
+import type { Store } from '../stores/store.js';
+import { UNITS } from './config.js';
+import type { UnitName } from './config.js';
+import { LocalDenyCache } from './deny-cache.js';
+import { NEAR_LIMIT_RATIO, RuleStats } from './rule-stats.js';
+import { match, stateKey } from './rules.js';
+import type { Entry, Rule, RuleSet } from './rules.js';
+
+export interface RequestDescriptor {
+  readonly entries: readonly Entry[];
+  /** Envoy's per-descriptor limit override. */
+  readonly limit?: { readonly requestsPerUnit: number; readonly unit: UnitName } | undefined;
+  /** Per-descriptor hits; overrides the request's. */
+  readonly hitsAddend?: number | undefined;
+}
+
+export interface RlsRequest {
+  readonly domain: string;
+  readonly descriptors: readonly RequestDescriptor[];
+  /** 0 means 1, as in Envoy. */
+  readonly hitsAddend: number;
+}
+
+export type Code = 'OK' | 'OVER_LIMIT';
+
+export interface CurrentLimit {
+  readonly name: string;
+  readonly requestsPerUnit: number;
+  readonly unit: UnitName | 'UNKNOWN';
+  /** The RateLimit-Limit header value, built once per limit rather than per answer. */
+  readonly header: string;
+}
+
+function currentLimit(name: string, requestsPerUnit: number, unit: UnitName | 'UNKNOWN'): CurrentLimit {
+  const window = unit === 'UNKNOWN' ? '' : `, ${requestsPerUnit};w=${UNITS[unit] / 1000}`;
+  return { name, requestsPerUnit, unit, header: `${requestsPerUnit}${window}` };
+}
+
+export interface DescriptorStatus {
+  readonly code: Code;
+  /** The limit that decided, as Envoy reports it; undefined when no rule matched, or unlimited. */
+  readonly currentLimit: CurrentLimit | undefined;
+  readonly limitRemaining: number;
+  /** OVER_LIMIT: until a retry of the same hits can pass. OK: until the rule's state for this key is as if unused. */
+  readonly durationUntilResetMs: number;
+  /** The rule id (Envoy's stats key), or undefined when no rule matched. */
+  readonly rule: string | undefined;
+  /** Over the limit but answered OK: the rule is in shadow mode. */
+  readonly shadow: boolean;
+}
+
+export interface RlsResponse {
+  readonly overallCode: Code;
+  readonly statuses: readonly DescriptorStatus[];
+  /** RateLimit-* headers for the most restrictive limit, plus Retry-After when over. */
+  readonly headers: readonly (readonly [string, string])[];
+  /** For HTTP answers: the longest wait any over-limit descriptor asks for. */
+  readonly retryAfterMs: number;
+}
+
+/** A request the service cannot decide: rendered as 400 or gRPC INVALID_ARGUMENT with this message. */
+export class BadRequest extends Error {
+  override readonly name = 'BadRequest';
+}
+
+/** The store failed and no failure policy answered: 503 or gRPC UNAVAILABLE. */
+export class StoreUnavailable extends Error {
+  override readonly name = 'StoreUnavailable';
+}
+
+const MAX_UINT32 = 4_294_967_295;
+/** Distinct request-level overrides kept; beyond it the oldest is forgotten (a client cannot grow memory). */
+const MAX_OVERRIDES = 1024;
+
+interface Target {
+  readonly rule: Rule | undefined;
+  readonly limiter: Limiter | undefined;
+  readonly stats: RuleStats | undefined;
+  readonly current: DescriptorStatus['currentLimit'];
+  readonly id: string | undefined;
+}
+
+const NO_RULE: Target = { rule: undefined, limiter: undefined, stats: undefined, current: undefined, id: undefined };
+
+export interface ServiceOptions {
+  readonly store: Store;
+  /** Answer repeat over-limit keys locally until their retry time (for remote stores). */
+  readonly localCache: boolean;
+}
+
+export class RateLimitService {
+  private overrides = new Map<string, { limiter: Limiter; stats: RuleStats }>();
+  private readonly deny: LocalDenyCache | undefined;
+  /** The memory store decides synchronously: skipping the Promise keeps /json near the bare-HTTP ceiling. */
+  private readonly sync: boolean;
+
+  constructor(
+    public rules: RuleSet,
+    private readonly options: ServiceOptions,
+  ) {
+    this.deny = options.localCache ? new LocalDenyCache() : undefined;
+    this.sync = options.store instanceof MemoryStore;
+  }
+
+  /** Every stats object currently reported: the rules' and the overrides'. */
+  allStats(): RuleStats[] {
+    return [...[...this.rules.rules.values()].map((r) => r.stats), ...[...this.overrides.values()].map((o) => o.stats)];
+  }
+
+  /** Swaps in a reloaded rule set. Overrides are rebuilt lazily (their base rule may have changed). */
+  replaceRules(next: RuleSet): void {
+    this.rules = next;
+    this.overrides = new Map();
+    this.deny?.clear();
+  }
+
+  shouldRateLimit(req: RlsRequest): RlsResponse | Promise<RlsResponse> {
+    const domain = this.rules.domain(req.domain);
+    if (req.domain === '') throw new BadRequest(`'domain' must not be empty`);
+    if (domain === undefined) throw new BadRequest(`unknown domain '${req.domain}'; configured domains: ${[...this.rules.config.domains.keys()].join(', ')}`);
+    if (req.descriptors.length === 0) throw new BadRequest(`'descriptors' must not be empty`);
+    const n = req.descriptors.length;
+    const targets: Target[] = new Array(n);
+    let replaced: Set<string> | undefined;
+    for (let i = 0; i < n; i++) {
+      const d = req.descriptors[i]!;
+      if (d.entries.length === 0) throw new BadRequest(`descriptors[${i}]: 'entries' must not be empty`);
+      for (let j = 0; j < d.entries.length; j++) {
+        const e = d.entries[j]!;
+        if (e.key === '') throw new BadRequest(`descriptors[${i}].entries[${j}]: 'key' must not be empty`);
+        if (e.value === '') throw new BadRequest(`descriptors[${i}].entries[${j}]: 'value' must not be empty`);
+      }
+      const node = match(domain.root, d.entries);
+      const rule = node === undefined ? undefined : this.rules.rule(node.rule!);
+      if (d.limit !== undefined) {
+        targets[i] = this.overrideTarget(req.domain, rule, d.limit);
+        continue;
+      }
+      if (rule !== undefined && rule.spec.replaces.length > 0) for (const r of rule.spec.replaces) (replaced ??= new Set()).add(r);
+      targets[i] = rule === undefined ? NO_RULE : this.targetOf(rule);
+    }
+    if (replaced !== undefined) {
+      for (let i = 0; i < n; i++) {
+        const name = targets[i]!.rule?.spec.name;
+        if (name !== undefined && replaced.has(name) && req.descriptors[i]!.limit === undefined) {
+          targets[i] = NO_RULE;
+        }
+      }
+    }
+    const statuses: (DescriptorStatus | Promise<DescriptorStatus>)[] = new Array(n);
+    let pending = false;
+    for (let i = 0; i < n; i++) {
+      const d = req.descriptors[i]!;
+      const hits = d.hitsAddend ?? (req.hitsAddend === 0 ? 1 : req.hitsAddend);
+      const s = this.decideOne(targets[i]!, d.entries, hits);
+      if (s instanceof Promise) pending = true;
+      statuses[i] = s;
+    }
+    if (pending) return Promise.all(statuses).then(finish);
+    return finish(statuses as DescriptorStatus[]);
+  }
+
+  /** A rule's target never changes while the rule lives, so it is built once, not per request. */
+  private readonly targets = new WeakMap<Rule, Target>();
+
+  private targetOf(rule: Rule): Target {
+    let t = this.targets.get(rule);
+    if (t === undefined) {
+      const spec = rule.spec;
+      t = { rule, limiter: rule.limiter, stats: rule.stats, current: spec.unlimited ? undefined : currentLimit(spec.name ?? '', spec.requestsPerUnit, spec.unit), id: spec.id };
+      this.targets.set(rule, t);
+    }
+    return t;
+  }
+
+  private overrideTarget(domain: string, rule: Rule | undefined, limit: { requestsPerUnit: number; unit: UnitName }): Target {
+    // Envoy applies the override to whatever the descriptor is, matched or not; sluice keeps the matched
+    // rule's algorithm, or Envoy's fixed window when nothing matched.
+    const algorithm: AlgorithmName = rule?.spec.policy?.algorithm ?? 'fixed-window';
+    const base = rule?.spec.id ?? `${domain}.(unmatched)`;
+    const id = `${base}|override:${limit.requestsPerUnit}/${limit.unit}`;
+    const current = currentLimit(rule?.spec.name ?? '', limit.requestsPerUnit, limit.unit);
+    if (limit.requestsPerUnit === 0) return { rule, limiter: undefined, stats: this.overrideStats(domain, id, undefined).stats, current, id };
+    const o = this.overrideStats(domain, id, { algorithm, limit: limit.requestsPerUnit, window: UNITS[limit.unit] });
+    return { rule, limiter: o.limiter, stats: o.stats, current, id };
+  }
+
+  private overrideStats(domain: string, id: string, policy: { algorithm: AlgorithmName; limit: number; window: number } | undefined): { limiter: Limiter | undefined; stats: RuleStats } {
+    let o = this.overrides.get(id);
+    if (o === undefined) {
+      if (this.overrides.size >= MAX_OVERRIDES) this.overrides.delete(this.overrides.keys().next().value!);
+      const limiter = policy === undefined ? undefined : new Limiter({ policy: { name: id, ...policy }, store: this.options.store });
+      o = { limiter: limiter!, stats: new RuleStats(domain, id) };
+      this.overrides.set(id, o);
+    }
+    return o;
+  }
+
+  private decideOne(t: Target, entries: readonly Entry[], hits: number): DescriptorStatus | Promise<DescriptorStatus> {
+    const stats = t.stats;
+    if (stats === undefined) return { code: 'OK', currentLimit: undefined, limitRemaining: 0, durationUntilResetMs: 0, rule: undefined, shadow: false };
+    stats.totalHits += hits;
+    const shadow = t.rule?.spec.shadowMode === true;
+    if (t.rule?.spec.unlimited === true) {
+      stats.withinLimit += hits;
+      return { code: 'OK', currentLimit: undefined, limitRemaining: MAX_UINT32, durationUntilResetMs: 0, rule: t.id, shadow: false };
+    }
+    const limiter = t.limiter;
+    if (limiter === undefined) {
+      // requests_per_unit: 0 rejects everything, until the end of the current unit window (Envoy's reset).
+      const unitMs = t.current!.unit === 'UNKNOWN' ? 1000 : UNITS[t.current!.unit];
+      return this.over(stats, t, hits, shadow, 0, unitMs - (Date.now() % unitMs));
+    }
+    const key = stateKey(entries);
+    const t0 = performance.now();
+    if (this.deny !== undefined) {
+      const waitMs = this.deny.check(t.id!, key, hits, t0);
+      if (waitMs > 0) {
+        stats.overLimitWithLocalCache += hits;
+        stats.observe((performance.now() - t0) / 1000);
+        return this.over(stats, t, hits, shadow, 0, waitMs);
+      }
+    }
+    if (hits > limiter.policies[0]!.capacity) {
+      // More hits than the rule can ever admit: over the limit, as Envoy would answer, with no retry time.
+      stats.observe((performance.now() - t0) / 1000);
+      return this.over(stats, t, hits, shadow, 0, 0);
+    }
+    let decided: Decision | Promise<Decision>;
+    try {
+      decided = this.sync ? limiter.limitSync(key, { cost: hits }) : limiter.limit(key, { cost: hits });
+    } catch (e) {
+      throw this.storeFailure(stats, e);
+    }
+    if (decided instanceof Promise) {
+      return decided.then(
+        (d) => this.status(stats, t, key, hits, shadow, d, t0),
+        (e) => {
+          throw this.storeFailure(stats, e);
+        },
+      );
+    }
+    return this.status(stats, t, key, hits, shadow, decided, t0);
+  }
+
+
+  private storeFailure(stats: RuleStats, e: unknown): Error {
+    if (e instanceof SluiceError) return e;
+    stats.storeErrors++;
+    return new StoreUnavailable(`the store could not decide: ${e instanceof Error ? e.message : String(e)}`);
+  }
+
+  private status(stats: RuleStats, t: Target, key: string, hits: number, shadow: boolean, d: Decision, t0: number): DescriptorStatus {
+    stats.observe((performance.now() - t0) / 1000);
+    if (d.reason !== undefined) stats.storeErrors++; // decided by the store's failure policy, not by the rule
+    if (!d.allowed) {
+      if (this.deny !== undefined && d.reason === undefined && d.retryAfterMs > 0) this.deny.add(t.id!, key, hits, t0 + d.retryAfterMs);
+      return this.over(stats, t, hits, shadow, d.remaining, d.retryAfterMs);
+    }
+    stats.withinLimit += hits;
+    if (d.limit - d.remaining > NEAR_LIMIT_RATIO * d.limit) stats.nearLimit += hits;
+    return { code: 'OK', currentLimit: t.current, limitRemaining: d.remaining, durationUntilResetMs: d.resetAfterMs, rule: t.id, shadow: false };
+  }
+
+  private over(stats: RuleStats, t: Target, hits: number, shadow: boolean, remaining: number, waitMs: number): DescriptorStatus {
+    stats.overLimit += hits;
+    if (shadow) stats.shadowMode += hits;
+    return { code: shadow ? 'OK' : 'OVER_LIMIT', currentLimit: t.current, limitRemaining: remaining, durationUntilResetMs: Math.ceil(waitMs), rule: t.id, shadow };
+  }
+}
+
+function finish(statuses: DescriptorStatus[]): RlsResponse {
+  let over = false;
+  let retryAfterMs = 0;
+  let tightest: DescriptorStatus | undefined;
+  for (const s of statuses) {
+    if (s.code === 'OVER_LIMIT') {
+      over = true;
+      if (s.durationUntilResetMs > retryAfterMs) retryAfterMs = s.durationUntilResetMs;
+    }
+    if (s.currentLimit !== undefined && (tightest === undefined || s.limitRemaining < tightest.limitRemaining)) tightest = s;
+  }
+  return { overallCode: over ? 'OVER_LIMIT' : 'OK', statuses, headers: rateLimitHeaders(tightest, over, retryAfterMs), retryAfterMs };
+}
+
+/** Envoy ratelimit's response headers (draft-03 names), for the descriptor with the least remaining. */
+function rateLimitHeaders(s: DescriptorStatus | undefined, over: boolean, retryAfterMs: number): [string, string][] {
+  const h: [string, string][] = [];
+  if (s !== undefined && s.currentLimit !== undefined) {
+    h.push(['RateLimit-Limit', s.currentLimit.header], ['RateLimit-Remaining', String(s.limitRemaining)], ['RateLimit-Reset', String(Math.ceil(s.durationUntilResetMs / 1000))]);
+  }
+  if (over) h.push(['Retry-After', String(Math.max(1, Math.ceil(retryAfterMs / 1000)))]);
+  return h;
+}

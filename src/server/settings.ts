@@ -1,0 +1,128 @@
+/**
+ * Every setting of `sluice serve` in one place: its flag, its environment variable, its default. A flag
+ * beats the environment, which beats the default (as envoyproxy/ratelimit's settings.go lists its env).
+ */
+
+export interface Settings {
+  /** YAML file or folder of YAML files. */
+  config: string;
+  host: string;
+  /** HTTP: /json, /v1/check, /nginx/<domain>, /healthz, /readyz, /metrics, dashboard. 0 picks a free port. */
+  port: number;
+  /** gRPC RateLimitService. 0 picks a free port; -1 disables gRPC. */
+  grpcPort: number;
+  /** redis://host:port/db; unset means the in-memory store. */
+  redis: string | undefined;
+  /** host:port,host:port of a Redis Cluster's seed nodes. */
+  redisCluster: string | undefined;
+  redisPrefix: string;
+  redisTimeoutMs: number;
+  /** How long start-up waits for the first Redis connection before serving anyway. */
+  redisConnectTimeoutMs: number;
+  /** What a Redis outage answers: 'open' admits, 'closed' rejects (and /readyz reports not ready). */
+  failureMode: 'open' | 'closed';
+  /** Memory store bound across all rules. */
+  maxKeys: number;
+  /** Largest request body accepted, in bytes. */
+  maxBodyBytes: number;
+  logLevel: string;
+  /** Watch the config file(s) and reload on change (SIGHUP always reloads). */
+  watch: boolean;
+}
+
+interface Spec {
+  readonly flag: string;
+  readonly env: string;
+  readonly help: string;
+  readonly parse: (raw: string, where: string) => unknown;
+}
+
+const int = (min: number) => (raw: string, where: string) => {
+  const n = Number(raw);
+  if (!/^-?\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min) throw new SettingsError(`${where} must be a whole number of at least ${min}, got ${JSON.stringify(raw)}`);
+  return n;
+};
+const str = (raw: string, where: string) => {
+  if (raw === '') throw new SettingsError(`${where} must not be empty`);
+  return raw;
+};
+const bool = (raw: string, where: string) => {
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new SettingsError(`${where} must be true or false, got ${JSON.stringify(raw)}`);
+};
+
+export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
+  config: { flag: '--config', env: 'SLUICE_CONFIG', help: 'YAML config file or folder (Envoy ratelimit format)', parse: str },
+  host: { flag: '--host', env: 'SLUICE_HOST', help: 'address to listen on (default 127.0.0.1; 0.0.0.0 for all)', parse: str },
+  port: { flag: '--port', env: 'SLUICE_PORT', help: 'HTTP port (default 8080)', parse: int(0) },
+  grpcPort: { flag: '--grpc-port', env: 'SLUICE_GRPC_PORT', help: 'gRPC port (default 8081; -1 disables gRPC)', parse: int(-1) },
+  redis: { flag: '--redis', env: 'SLUICE_REDIS', help: 'Redis URL, e.g. redis://127.0.0.1:6379 (default: in-memory store)', parse: str },
+  redisCluster: { flag: '--redis-cluster', env: 'SLUICE_REDIS_CLUSTER', help: 'Redis Cluster seed nodes host:port,host:port', parse: str },
+  redisPrefix: { flag: '--redis-prefix', env: 'SLUICE_REDIS_PREFIX', help: 'key prefix in Redis (default sluice)', parse: str },
+  redisTimeoutMs: { flag: '--redis-timeout-ms', env: 'SLUICE_REDIS_TIMEOUT_MS', help: 'longest wait for Redis per call (default 50)', parse: int(1) },
+  redisConnectTimeoutMs: { flag: '--redis-connect-timeout-ms', env: 'SLUICE_REDIS_CONNECT_TIMEOUT_MS', help: 'start-up wait for Redis before serving anyway (default 3000)', parse: int(0) },
+  failureMode: {
+    flag: '--failure-mode',
+    env: 'SLUICE_FAILURE_MODE',
+    help: 'when Redis is down: open (admit) or closed (reject; /readyz fails) (default open)',
+    parse: (raw, where) => {
+      if (raw !== 'open' && raw !== 'closed') throw new SettingsError(`${where} must be open or closed, got ${JSON.stringify(raw)}`);
+      return raw;
+    },
+  },
+  maxKeys: { flag: '--max-keys', env: 'SLUICE_MAX_KEYS', help: 'in-memory store: most keys kept (default 1000000)', parse: int(1) },
+  maxBodyBytes: { flag: '--max-body-bytes', env: 'SLUICE_MAX_BODY_BYTES', help: 'largest request body (default 65536)', parse: int(1) },
+  logLevel: { flag: '--log-level', env: 'SLUICE_LOG_LEVEL', help: 'trace, debug, info, warn, error or fatal (default info)', parse: str },
+  watch: { flag: '--watch', env: 'SLUICE_WATCH', help: 'reload when the config changes (default true)', parse: bool },
+};
+
+export const DEFAULTS: Omit<Settings, 'config'> = {
+  host: '127.0.0.1',
+  port: 8080,
+  grpcPort: 8081,
+  redis: undefined,
+  redisCluster: undefined,
+  redisPrefix: 'sluice',
+  redisTimeoutMs: 50,
+  redisConnectTimeoutMs: 3000,
+  failureMode: 'open',
+  maxKeys: 1_000_000,
+  maxBodyBytes: 65_536,
+  logLevel: 'info',
+  watch: true,
+};
+
+export class SettingsError extends Error {
+  override readonly name = 'SettingsError';
+}
+
+/** Reads flags (`--port 9000` or `--port=9000`) over environment variables over defaults. */
+export function readSettings(args: readonly string[], env: NodeJS.ProcessEnv, allowed: readonly (keyof Settings)[] = Object.keys(SETTINGS) as (keyof Settings)[]): Settings {
+  const out: Record<string, unknown> = { ...DEFAULTS };
+  const byFlag = new Map(allowed.map((k) => [SETTINGS[k].flag, k]));
+  for (const k of allowed) {
+    const raw = env[SETTINGS[k].env];
+    if (raw !== undefined && raw !== '') out[k] = SETTINGS[k].parse(raw, SETTINGS[k].env);
+  }
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const eq = arg.indexOf('=');
+    const flag = eq > 0 ? arg.slice(0, eq) : arg;
+    const k = byFlag.get(flag);
+    if (k === undefined) throw new SettingsError(`unknown option ${JSON.stringify(arg)}; known options: ${[...byFlag.keys()].join(', ')}`);
+    const raw = eq > 0 ? arg.slice(eq + 1) : args[++i];
+    if (raw === undefined) throw new SettingsError(`${flag} needs a value`);
+    out[k] = SETTINGS[k].parse(raw, flag);
+  }
+  if (out.config === undefined) throw new SettingsError(`--config (or SLUICE_CONFIG) is required: the YAML file or folder of rate limits`);
+  if (out.redis !== undefined && out.redisCluster !== undefined) throw new SettingsError(`give --redis or --redis-cluster, not both`);
+  return out as unknown as Settings;
+}
+
+export function settingsHelp(keys: readonly (keyof Settings)[]): string {
+  const rows = keys.map((k) => [`${SETTINGS[k].flag} <v>`, SETTINGS[k].env, SETTINGS[k].help]);
+  const w0 = Math.max(...rows.map((r) => r[0]!.length));
+  const w1 = Math.max(...rows.map((r) => r[1]!.length));
+  return rows.map((r) => `  ${r[0]!.padEnd(w0)}  ${r[1]!.padEnd(w1)}  ${r[2]}`).join('\n');
+}

@@ -1,0 +1,100 @@
+/**
+ * The one place that turns settings into a store: the in-memory store by default, or a RedisStore
+ * (`sluice/redis`, loaded only when asked for, with ioredis) for --redis / --redis-cluster. Everything Redis-
+ * specific the service needs (readiness, shutdown) is answered here too.
+ */
+import { MemoryStore } from '../stores/memory.js';
+import type { Store } from '../stores/store.js';
+import type { Settings } from './settings.js';
+
+export interface ServiceStore {
+  readonly store: Store;
+  readonly kind: 'memory' | 'redis' | 'redis-cluster';
+  /** False while a configured Redis cannot be reached and failing closed would reject everything. */
+  ready(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+// Held in variables so TypeScript does not resolve them at build time: `sluice/redis` and ioredis are
+// optional, and the memory store must work without either.
+const REDIS_STORE_MODULE = '../stores/redis/index.js';
+const IOREDIS = 'ioredis';
+
+/** Reports a missing optional module with what to install, instead of a bare ERR_MODULE_NOT_FOUND. */
+async function load(specifier: string, hint: string): Promise<Record<string, unknown>> {
+  try {
+    return (await import(specifier)) as Record<string, unknown>;
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') throw new Error(`${hint} (${(e as Error).message.split('\n')[0]})`);
+    throw e;
+  }
+}
+
+/** Whether this build has the Redis store and a client for it (tests use it to choose their variants). */
+export async function redisAvailable(): Promise<boolean> {
+  try {
+    await import(REDIS_STORE_MODULE);
+    await import(IOREDIS);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+interface RedisClientLike {
+  ping(): Promise<unknown>;
+  quit(): Promise<unknown>;
+  disconnect(): void;
+}
+
+export async function storeFromSettings(settings: Settings): Promise<ServiceStore> {
+  if (settings.redis === undefined && settings.redisCluster === undefined) {
+    return { store: new MemoryStore({ maxKeys: settings.maxKeys }), kind: 'memory', ready: async () => true, close: async () => {} };
+  }
+  const redisModule = await load(REDIS_STORE_MODULE, 'this build of sluice has no Redis store (sluice/redis)');
+  const ioredis = await load(IOREDIS, '--redis needs the ioredis package: npm install ioredis');
+  const Redis = (ioredis.default ?? ioredis.Redis) as { new (url: string, o: object): RedisClientLike; Cluster: new (nodes: object[], o: object) => RedisClientLike };
+  // Commands fail fast while Redis is down (no offline queue, one retry), so the failure policy answers
+  // within timeoutMs instead of requests piling up behind a reconnect.
+  const clientOptions = { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false };
+  let client: RedisClientLike;
+  let kind: ServiceStore['kind'];
+  if (settings.redisCluster !== undefined) {
+    const nodes = settings.redisCluster.split(',').map((hp) => {
+      const i = hp.lastIndexOf(':');
+      return { host: hp.slice(0, i), port: Number(hp.slice(i + 1)) };
+    });
+    client = new Redis.Cluster(nodes, { enableOfflineQueue: false, redisOptions: clientOptions });
+    kind = 'redis-cluster';
+  } else {
+    client = new Redis(settings.redis!, clientOptions);
+    kind = 'redis';
+  }
+  const events = client as unknown as { on(e: string, f: () => void): void; once(e: string, f: () => void): void };
+  events.on('error', () => {}); // reported through ready() and metrics
+  // With no offline queue a command sent before the connection is up fails at once, so wait for it
+  // (briefly: a Redis that is down at start-up is the failure mode's to answer, not a reason not to start).
+  await new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, settings.redisConnectTimeoutMs);
+    events.once('ready', () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+  const RedisStore = redisModule.RedisStore as new (o: object) => Store;
+  const store = new RedisStore({ client, prefix: settings.redisPrefix, timeoutMs: settings.redisTimeoutMs, onError: settings.failureMode });
+  return {
+    store,
+    kind,
+    async ready() {
+      if (settings.failureMode === 'open') return true;
+      const timeout = new Promise<false>((resolve) => setTimeout(resolve, 500, false).unref());
+      return Promise.race([client.ping().then(() => true, () => false), timeout]);
+    },
+    async close() {
+      await Promise.race([client.quit().catch(() => {}), new Promise((r) => setTimeout(r, 1000).unref())]);
+      client.disconnect();
+    },
+  };
+}

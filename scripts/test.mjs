@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm test`: runs every *.test.ts under src/ and test/ with node:test through tsx.
 // Node 20's --test takes no globs, so the file list is found here. The Redis tests need a Redis: one is
-// started (and installed) here if none answers, see ensure-redis.mjs.
+// started (and installed) here if none answers, see ensure-redis.mjs. nginx and Chromium are installed
+// by the tests that drive them (test/integration/debian.ts, chromium.ts) when missing.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,7 +21,8 @@ function find(dir, out = []) {
 const files = [...find('src'), ...find('test')].sort();
 const filter = process.argv.slice(2);
 const chosen = filter.length ? files.filter((f) => filter.some((p) => f.includes(p))) : files;
-if (chosen.some((f) => f.includes(join('test', 'redis')))) await ensureRedis();
+// Redis tests live in several folders (stores, service, guard, pow, outbound): always make sure one answers.
+await ensureRedis();
 const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...chosen], {
   stdio: 'inherit',
 });

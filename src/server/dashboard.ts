@@ -23,10 +23,17 @@ export class Dashboard {
   private last = new Map<string, [number, number]>();
   private timer: ReturnType<typeof setInterval> | undefined;
 
+  private readonly html: string;
+
   constructor(
     private readonly service: () => RateLimitService,
     readonly sampleMs = 1000,
-  ) {}
+    /** The login demo's URL, linked from the header when set. */
+    demoUrl?: string,
+  ) {
+    const link = demoUrl === undefined ? '' : `<a id="demo" href="${escapeHtml(demoUrl)}">login demo: the guard and proof of work →</a>`;
+    this.html = PAGE.replace('<span id="status">connecting…</span>', `<span id="status">connecting…</span>${link}`);
+  }
 
   start(): void {
     this.timer ??= setInterval(() => this.sample(), this.sampleMs);
@@ -83,7 +90,7 @@ export class Dashboard {
   }
 
   page(): string {
-    return PAGE;
+    return this.html;
   }
 }
 
@@ -93,7 +100,7 @@ const PAGE = `<!doctype html>
 <style>
  body{font:14px/1.4 system-ui,sans-serif;margin:0;background:#f6f7f9;color:#1d2330}
  header{background:#1d2330;color:#fff;padding:10px 20px;display:flex;gap:16px;align-items:baseline}
- header h1{font-size:18px;margin:0} #status{opacity:.8}
+ header h1{font-size:18px;margin:0} #status{opacity:.8} #demo{margin-left:auto;color:#9fd3ff}
  main{padding:16px 20px;display:grid;grid-template-columns:minmax(0,2fr) minmax(0,1fr);gap:16px}
  .card{background:#fff;border:1px solid #dde1e7;border-radius:6px;padding:10px 12px;margin-bottom:12px}
  .card h2{font-size:13px;margin:0 0 6px;font-family:ui-monospace,monospace;word-break:break-all}
@@ -171,3 +178,7 @@ es.onerror = () => { status.textContent = 'reconnecting…'; };
 </script>
 </body></html>
 `;
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}

@@ -46,7 +46,7 @@ export async function startService(settings: Settings, options: StartOptions = {
   const service = new RateLimitService(rules, { store: backing.store, localCache: backing.kind !== 'memory' });
   const reloads = { ok: 0, failed: 0 };
   const metrics = createMetrics(() => service.allStats(), { reloads: () => reloads });
-  const dashboard = new Dashboard(() => service, options.sampleMs);
+  const dashboard = new Dashboard(() => service, options.sampleMs, settings.demoUrl);
   let stopping = false;
 
   const http = createHttpServer({ service, metrics, dashboard, log, maxBodyBytes: settings.maxBodyBytes, ready: backing.ready, stopping: () => stopping });

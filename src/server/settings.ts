@@ -28,6 +28,8 @@ export interface Settings {
   logLevel: string;
   /** Watch the config file(s) and reload on change (SIGHUP always reloads). */
   watch: boolean;
+  /** Where the login demo (`npm run demo`) runs; the dashboard links to it when set. */
+  demoUrl: string | undefined;
 }
 
 interface Spec {
@@ -75,6 +77,15 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
   maxBodyBytes: { flag: '--max-body-bytes', env: 'SLUICE_MAX_BODY_BYTES', help: 'largest request body (default 65536)', parse: int(1) },
   logLevel: { flag: '--log-level', env: 'SLUICE_LOG_LEVEL', help: 'trace, debug, info, warn, error or fatal (default info)', parse: str },
   watch: { flag: '--watch', env: 'SLUICE_WATCH', help: 'reload when the config changes (default true)', parse: bool },
+  demoUrl: {
+    flag: '--demo-url',
+    env: 'SLUICE_DEMO_URL',
+    help: 'URL of the login demo (npm run demo) for the dashboard to link to (default: no link)',
+    parse: (raw, where) => {
+      if (!/^https?:\/\/[^\s"'<>]+$/.test(raw)) throw new SettingsError(`${where} must be an http(s) URL, got ${JSON.stringify(raw)}`);
+      return raw;
+    },
+  },
 };
 
 export const DEFAULTS: Omit<Settings, 'config'> = {
@@ -91,6 +102,7 @@ export const DEFAULTS: Omit<Settings, 'config'> = {
   maxBodyBytes: 65_536,
   logLevel: 'info',
   watch: true,
+  demoUrl: undefined,
 };
 
 export class SettingsError extends Error {

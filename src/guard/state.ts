@@ -80,3 +80,18 @@ export interface GuardState {
   /** The source's view now, or undefined if it has none. */
   readSource(source: string, now: number, spec: SourceSpec): MaybePromise<SourceView | undefined>;
 }
+
+/**
+ * A Store that can keep guard state beside its buckets (RedisStore does). A Guard given such a store and
+ * no `state` takes its state from the store, so `new Guard({ secret, store })` shares everything the store
+ * shares; the guard never needs to know which backend that is.
+ */
+export interface GuardStateSource {
+  guardState(): GuardState;
+}
+
+/** The store's own guard state, if it offers one. */
+export function guardStateOf(store: unknown): GuardState | undefined {
+  const f = (store as Partial<GuardStateSource> | null)?.guardState;
+  return typeof f === 'function' ? f.call(store) : undefined;
+}

@@ -117,18 +117,18 @@ export class Guard {
     // and the account's owner must keep a way in while strangers hammer the account or share the address.
     if (!familiar && !standing.allowed) {
       const ip = await this.ipBucket.get(`i:${t.address}`);
-      if (ip.remaining < 1) {
+      if (exhausted(ip)) {
         reasons.push('ip-failures');
         raise(floor, 'block', untilOneToken(ip, c.ipFailuresPerDay, 86_400_000));
       }
       const net = await this.subnetBucket.get(`n:${t.subnet}`);
-      if (net.remaining < 1) {
+      if (exhausted(net)) {
         reasons.push('subnet-failures');
         raise(floor, 'block', untilOneToken(net, c.subnetFailuresPerDay, 86_400_000));
       }
     }
     const pair = await this.pairBucket.get(`p:${t.account}.${t.address}`);
-    if (pair.remaining < 1) {
+    if (exhausted(pair)) {
       reasons.push('pair-failures');
       raise(floor, 'block', untilOneToken(pair, c.pairFailuresPerHour, 3_600_000));
     }
@@ -255,9 +255,21 @@ function isFamiliar(account: AccountView | undefined, t: TaggedAttempt): boolean
 }
 
 /**
+ * Whether a peeked bucket has no whole token left. A store that could not answer says so by its failure
+ * policy (RedisStore, `reason: 'store-error'`): fail-open is "allowed, remaining 0, resetAfterMs 0" by
+ * contract, which must not read as an empty bucket here, or an outage would block every stranger. A real
+ * empty bucket always has a refill time, so `resetAfterMs` 0 tells them apart; fail-closed is denied.
+ */
+function exhausted(d: Decision): boolean {
+  if (d.remaining >= 1) return false;
+  return !(d.allowed && d.resetAfterMs === 0);
+}
+
+/**
  * From a peeked token-bucket decision with no whole token left: the wait until one token is back. The
  * decision's resetAfterMs is the time to refill the whole deficit; one token is (burst − 1) tokens sooner.
  */
 function untilOneToken(d: Decision, limit: number, windowMs: number): number {
+  if (d.resetAfterMs === 0) return Math.max(1, d.retryAfterMs); // a fail-closed store: its own retry time
   return Math.max(1, Math.ceil(d.resetAfterMs - ((limit - 1) * windowMs) / limit));
 }

@@ -1,6 +1,7 @@
 // The guard on a standalone Redis (127.0.0.1:6379 or REDIS_URL): the guard conformance suite with the
 // Redis guard state given explicitly and taken from a RedisStore, through both clients; a differential
 // run against the memory state; privacy and TTLs of every key left. Unique prefixes; nothing is flushed.
+// Stores and states fail closed here, so a Redis error fails a test instead of being answered quietly.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { after, test } from 'node:test';
@@ -45,18 +46,18 @@ async function dumpRedis(prefix: string): Promise<{ text: string; ttls: Map<stri
 const prefixOf = (x: unknown) => (x as { prefix: string }).prefix;
 
 guardConformance('redis guard state (ioredis, explicit state)', {
-  makeStore: () => new RedisStore({ client: io, prefix: fresh(), clock: 'client', timeoutMs: 2000 }),
-  makeState: () => new RedisGuardState({ client: io, prefix: `${base}:${n - 1}`, timeoutMs: 2000 }),
+  makeStore: () => new RedisStore({ client: io, prefix: fresh(), clock: 'client', timeoutMs: 2000, onError: 'closed' }),
+  makeState: () => new RedisGuardState({ client: io, prefix: `${base}:${n - 1}`, timeoutMs: 2000, onError: 'closed' }),
   dump: async (store) => (await dumpRedis(prefixOf(store))).text,
 });
 
 guardConformance('redis guard state (ioredis, taken from the store)', {
-  makeStore: () => new RedisStore({ client: io, prefix: fresh(), clock: 'client', timeoutMs: 2000 }),
+  makeStore: () => new RedisStore({ client: io, prefix: fresh(), clock: 'client', timeoutMs: 2000, onError: 'closed' }),
   dump: async (store) => (await dumpRedis(prefixOf(store))).text,
 });
 
 guardConformance('redis guard state (node-redis, taken from the store)', {
-  makeStore: () => new RedisStore({ client: nr, prefix: fresh(), clock: 'client', timeoutMs: 2000 }),
+  makeStore: () => new RedisStore({ client: nr, prefix: fresh(), clock: 'client', timeoutMs: 2000, onError: 'closed' }),
 });
 
 test('a Guard given a RedisStore and no state keeps its state on the same Redis and prefix', () => {
@@ -85,7 +86,7 @@ test('RedisGuardState options: each bad one is an error naming the field and the
 test('Redis keeps the privacy rule: no plain value in any key or value, and every key expires', async () => {
   const prefix = fresh();
   let now = 1_700_000_123_456;
-  const guard = new Guard({ secret: 'privacy-secret-0123456789', store: new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }), clock: () => now, random: () => 0 });
+  const guard = new Guard({ secret: 'privacy-secret-0123456789', store: new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000, onError: 'closed' }), clock: () => now, random: () => 0 });
   await privacyTrace(guard);
   now += 1000;
   const { text, ttls } = await dumpRedis(prefix);
@@ -118,7 +119,7 @@ test('differential: random operations give the same answers on Redis as on the m
   const r = rng(seed);
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)]!;
   const mem: GuardState = new MemoryGuardState();
-  const red: GuardState = new RedisGuardState({ client: io, prefix: fresh(), timeoutMs: 2000 });
+  const red: GuardState = new RedisGuardState({ client: io, prefix: fresh(), timeoutMs: 2000, onError: 'closed' });
   const spec: SourceSpec = { distinctWindowMs: 60_000, ratioWindowMs: 300_000, maxDistinct: 4 };
   const accounts = ['a1', 'a2', 'a3'];
   const sources = ['s1', 's2', 's3', 's4'];

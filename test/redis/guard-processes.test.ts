@@ -18,8 +18,12 @@ before(async () => {
   await Promise.all(workers.map((w) => once(w, 'message')));
 });
 
-after(() => {
+after(async () => {
   for (const w of workers) w.send('exit');
+  // Every key has a TTL; this run's are taken back anyway, so the shared server keeps nothing of it.
+  const client = new Redis(redisUrl());
+  for (const k of await client.keys(`${prefix}:*`)) await client.unlink(k);
+  client.disconnect();
 });
 
 async function fail(w: ChildProcess, logins: { account: string; ip: string }[]): Promise<GuardVerdict> {

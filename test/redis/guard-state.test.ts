@@ -13,20 +13,23 @@ import { guardConformance } from '../contracts/guard-conformance.js';
 import { assertNoPlainValue, privacyTrace } from '../support/privacy.js';
 import { redisUrl, runPrefix } from './harness.js';
 
+const base = runPrefix('guard');
+let n = 0;
+/** A prefix per guard, so each conformance case starts from nothing. */
+const fresh = () => `${base}:${n++}`;
+
 const io = new Redis(redisUrl(), { maxRetriesPerRequest: 1 });
 await once(io, 'ready');
 const nr = createClient({ url: redisUrl() });
 nr.on('error', () => {});
 await nr.connect();
 after(async () => {
+  // Every key has a TTL, but familiar sources keep an account for 30 days: take this run's keys back.
+  for (const k of await io.keys(`${base}:*`)) await io.unlink(k);
   io.disconnect();
   await nr.quit();
 });
 
-const base = runPrefix('guard');
-let n = 0;
-/** A prefix per guard, so each conformance case starts from nothing. */
-const fresh = () => `${base}:${n++}`;
 
 /** Every key under `prefix` with its TTL and its value, as text. */
 async function dumpRedis(prefix: string): Promise<{ text: string; ttls: Map<string, number> }> {

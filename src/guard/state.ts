@@ -1,8 +1,8 @@
 /**
  * The guard-state contract: what the guard keeps beyond token buckets (those live in a sluice Store), as a
- * few semantic operations rather than get/set, so that each is one atomic step in any backend. A Redis
- * implementation is one Lua script per method over a hash per account (`sluice:{g:<accountTag>}`) and per
- * source, with PEXPIRE set to the returned idle time; nothing here needs a transaction across two keys.
+ * few semantic operations rather than get/set, so that each is one atomic step in any backend: in memory
+ * (memory-state.ts), or on Redis as one script call on the keys of one account or one source, which share
+ * a hash tag (src/stores/redis/guard-state.ts); nothing here needs a transaction across two records.
  *
  * Every key and value passed in is already an HMAC tag (see keyed-hash.ts): an implementation never sees an
  * account name, an address or a password. Every record expires; see each method for when.

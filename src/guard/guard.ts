@@ -26,7 +26,7 @@ import { decide, raise, rank, type Floor, type GuardVerdict } from './ladder.js'
 import { MemoryGuardState } from './memory-state.js';
 import { resolveOptions, type GuardConfig, type GuardOptions } from './options.js';
 import { Reputation } from './reputation.js';
-import type { AccountView, GuardState, Path, SourceSpec, SourceView } from './state.js';
+import { guardStateOf, type AccountView, type GuardState, type Path, type SourceSpec, type SourceView } from './state.js';
 
 /** What `guard.record` reports back: whether the failure counted (a repeated wrong password does not). */
 export interface RecordResult {
@@ -69,7 +69,8 @@ export class Guard {
     this.random = options.random ?? (() => randomInt(0, 2 ** 32) / 2 ** 32);
     if (typeof this.random !== 'function') throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'random' must be a function returning [0, 1), got ${show(this.random)}`);
     this.store = options.store ?? new MemoryStore();
-    this.state = options.state ?? new MemoryGuardState();
+    // An explicit state wins; else the store's own (a RedisStore's, on the same Redis); else memory.
+    this.state = options.state ?? guardStateOf(this.store) ?? new MemoryGuardState();
     if (typeof this.state !== 'object' || this.state === null || typeof this.state.failAccount !== 'function') {
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'state' must be a GuardState such as new MemoryGuardState(), got ${show(this.state)}`);
     }
@@ -114,20 +115,27 @@ export class Guard {
 
     // Hard throttles. A familiar source skips the per-source ones: it has logged in to this account before,
     // and the account's owner must keep a way in while strangers hammer the account or share the address.
-    if (!familiar && !standing.allowed) {
-      const ip = await this.ipBucket.get(`i:${t.address}`);
-      if (ip.remaining < 1) {
-        reasons.push('ip-failures');
-        raise(floor, 'block', untilOneToken(ip, c.ipFailuresPerDay, 86_400_000));
-      }
-      const net = await this.subnetBucket.get(`n:${t.subnet}`);
-      if (net.remaining < 1) {
-        reasons.push('subnet-failures');
-        raise(floor, 'block', untilOneToken(net, c.subnetFailuresPerDay, 86_400_000));
-      }
+    // Every read below is independent of the others, so they go out together: on Redis one round trip for
+    // all of them instead of one each (and one timeout, not six, when Redis is frozen).
+    const stranger = !familiar && !standing.allowed;
+    const spec = this.sourceSpec;
+    const [ip, net, pair, ipSource, netSource, fpSource] = await Promise.all([
+      stranger ? this.ipBucket.get(`i:${t.address}`) : undefined,
+      stranger ? this.subnetBucket.get(`n:${t.subnet}`) : undefined,
+      this.pairBucket.get(`p:${t.account}.${t.address}`),
+      stranger ? this.state.readSource(t.address, now, spec) : undefined,
+      stranger ? this.state.readSource(t.subnet, now, spec) : undefined,
+      stranger && t.fingerprint !== undefined ? this.state.readSource(t.fingerprint, now, spec) : undefined,
+    ]);
+    if (ip !== undefined && exhausted(ip)) {
+      reasons.push('ip-failures');
+      raise(floor, 'block', untilOneToken(ip, c.ipFailuresPerDay, 86_400_000));
     }
-    const pair = await this.pairBucket.get(`p:${t.account}.${t.address}`);
-    if (pair.remaining < 1) {
+    if (net !== undefined && exhausted(net)) {
+      reasons.push('subnet-failures');
+      raise(floor, 'block', untilOneToken(net, c.subnetFailuresPerDay, 86_400_000));
+    }
+    if (exhausted(pair)) {
       reasons.push('pair-failures');
       raise(floor, 'block', untilOneToken(pair, c.pairFailuresPerHour, 3_600_000));
     }
@@ -154,25 +162,21 @@ export class Guard {
     }
 
     // Signals: risk points, for unfamiliar sources outside the allow list.
-    if (!familiar && !standing.allowed) {
+    if (stranger) {
       const w = c.weights;
-      const spec = this.sourceSpec;
-      const ip = await this.state.readSource(t.address, now, spec);
-      const net = await this.state.readSource(t.subnet, now, spec);
-      const fp = t.fingerprint === undefined ? undefined : await this.state.readSource(t.fingerprint, now, spec);
-      if (ip !== undefined && ip.distinctFailedAccounts >= c.ipDistinctAccounts) {
+      if (ipSource !== undefined && ipSource.distinctFailedAccounts >= c.ipDistinctAccounts) {
         reasons.push('ip-distinct-accounts');
         risk += w.ipDistinctAccounts;
       }
-      if (net !== undefined && net.distinctFailedAccounts >= c.subnetDistinctAccounts) {
+      if (netSource !== undefined && netSource.distinctFailedAccounts >= c.subnetDistinctAccounts) {
         reasons.push('subnet-distinct-accounts');
         risk += w.subnetDistinctAccounts;
       }
-      if (fp !== undefined && fp.distinctFailedAccounts >= c.fingerprintDistinctAccounts) {
+      if (fpSource !== undefined && fpSource.distinctFailedAccounts >= c.fingerprintDistinctAccounts) {
         reasons.push('fingerprint-reuse');
         risk += w.fingerprintReuse;
       }
-      if (this.highRatio(ip) || this.highRatio(net) || this.highRatio(fp)) {
+      if (this.highRatio(ipSource) || this.highRatio(netSource) || this.highRatio(fpSource)) {
         reasons.push('failure-ratio');
         risk += w.failureRatio;
       }
@@ -207,22 +211,27 @@ export class Guard {
     const path: Path = isFamiliar(account, t) ? 'familiar' : 'unfamiliar';
     if (success) {
       const familiarNow = t.fingerprint === undefined ? [t.location] : [t.location, t.fingerprint];
-      await this.state.succeedAccount(t.account, path, familiarNow, now, c.familiarMs, c.maxFamiliarSources);
-      await this.pairBucket.reset(`p:${t.account}.${t.address}`);
-      await this.noteSources(t, false, now);
+      // Independent writes to different records: sent together (see check).
+      await Promise.all([
+        this.state.succeedAccount(t.account, path, familiarNow, now, c.familiarMs, c.maxFamiliarSources),
+        // A store that cannot forget rejects its reset (RedisStore during an outage); the pair lane then
+        // keeps its count, which errs towards caution, and the login still records. Other errors stand.
+        Promise.resolve(this.pairBucket.reset(`p:${t.account}.${t.address}`)).catch(keepUnlessUnavailable),
+        this.noteSources(t, false, now),
+      ]);
       return { counted: false, consecutiveFailures: path === 'familiar' ? (account?.unfamiliarFailures ?? 0) : 0 };
     }
     const passwordTag = password === undefined ? undefined : this.hasher.passwordTag(t.account, password);
     const failed = await this.state.failAccount(t.account, path, passwordTag, now, c.failureMemoryMs);
     if (!failed.counted) return { counted: false, consecutiveFailures: failed.total };
     const waitMs = backoffMs(this.backoff, failed.failures, this.random());
-    if (waitMs > 0) await this.state.lockAccount(t.account, path, now + waitMs);
-    await this.pairBucket.penalty(`p:${t.account}.${t.address}`);
-    if (!standing.allowed) {
-      await this.ipBucket.penalty(`i:${t.address}`);
-      await this.subnetBucket.penalty(`n:${t.subnet}`);
-    }
-    await this.noteSources(t, true, now);
+    await Promise.all([
+      waitMs > 0 ? this.state.lockAccount(t.account, path, now + waitMs) : undefined,
+      this.pairBucket.penalty(`p:${t.account}.${t.address}`),
+      standing.allowed ? undefined : this.ipBucket.penalty(`i:${t.address}`),
+      standing.allowed ? undefined : this.subnetBucket.penalty(`n:${t.subnet}`),
+      this.noteSources(t, true, now),
+    ]);
     this.monitor.note(now);
     return { counted: true, consecutiveFailures: failed.total };
   }
@@ -234,15 +243,21 @@ export class Guard {
 
   private async noteSources(t: TaggedAttempt, failed: boolean, now: number): Promise<void> {
     const spec = this.sourceSpec;
-    await this.state.noteSource(t.address, t.account, failed, now, spec);
-    await this.state.noteSource(t.subnet, t.account, failed, now, spec);
-    if (t.fingerprint !== undefined) await this.state.noteSource(t.fingerprint, t.account, failed, now, spec);
+    await Promise.all([
+      this.state.noteSource(t.address, t.account, failed, now, spec),
+      this.state.noteSource(t.subnet, t.account, failed, now, spec),
+      t.fingerprint === undefined ? undefined : this.state.noteSource(t.fingerprint, t.account, failed, now, spec),
+    ]);
   }
 
   private highRatio(s: SourceView | undefined): boolean {
     if (s === undefined || s.failures < this.config.ratioMinFailures) return false;
     return s.failures / (s.failures + s.successes) >= this.config.failureRatio;
   }
+}
+
+function keepUnlessUnavailable(err: unknown): void {
+  if (!(err instanceof SluiceError && err.code === 'ERR_SLUICE_STORE_UNAVAILABLE')) throw err;
 }
 
 /** Whether the attempt comes from a location or device that logged in to the account before. */
@@ -254,9 +269,21 @@ function isFamiliar(account: AccountView | undefined, t: TaggedAttempt): boolean
 }
 
 /**
+ * Whether a peeked bucket has no whole token left. A store that could not answer says so by its failure
+ * policy (RedisStore, `reason: 'store-error'`): fail-open is "allowed, remaining 0, resetAfterMs 0" by
+ * contract, which must not read as an empty bucket here, or an outage would block every stranger. A real
+ * empty bucket always has a refill time, so `resetAfterMs` 0 tells them apart; fail-closed is denied.
+ */
+function exhausted(d: Decision): boolean {
+  if (d.remaining >= 1) return false;
+  return !(d.allowed && d.resetAfterMs === 0);
+}
+
+/**
  * From a peeked token-bucket decision with no whole token left: the wait until one token is back. The
  * decision's resetAfterMs is the time to refill the whole deficit; one token is (burst − 1) tokens sooner.
  */
 function untilOneToken(d: Decision, limit: number, windowMs: number): number {
+  if (d.resetAfterMs === 0) return Math.max(1, d.retryAfterMs); // a fail-closed store: its own retry time
   return Math.max(1, Math.ceil(d.resetAfterMs - ((limit - 1) * windowMs) / limit));
 }

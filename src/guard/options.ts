@@ -31,7 +31,10 @@ export interface GuardOptions {
   secret?: string | Uint8Array;
   /** Where the per-address, per-subnet and per-pair token buckets live. Default: a new MemoryStore. */
   store?: Store;
-  /** Where accounts' failure counts, familiar sources and per-source signals live. Default: MemoryGuardState. */
+  /**
+   * Where accounts' failure counts, familiar sources and per-source signals live. Default: the store's own
+   * when it has one (a RedisStore gives a RedisGuardState on the same client and prefix), else MemoryGuardState.
+   */
   state?: GuardState;
   /** Milliseconds; tests inject one. Default `coarseClock`. */
   clock?: Clock;

@@ -1,8 +1,8 @@
 /**
  * The guard-state contract: what the guard keeps beyond token buckets (those live in a sluice Store), as a
- * few semantic operations rather than get/set, so that each is one atomic step in any backend. A Redis
- * implementation is one Lua script per method over a hash per account (`sluice:{g:<accountTag>}`) and per
- * source, with PEXPIRE set to the returned idle time; nothing here needs a transaction across two keys.
+ * few semantic operations rather than get/set, so that each is one atomic step in any backend: in memory
+ * (memory-state.ts), or on Redis as one script call on the keys of one account or one source, which share
+ * a hash tag (src/stores/redis/guard-state.ts); nothing here needs a transaction across two records.
  *
  * Every key and value passed in is already an HMAC tag (see keyed-hash.ts): an implementation never sees an
  * account name, an address or a password. Every record expires; see each method for when.
@@ -79,4 +79,19 @@ export interface GuardState {
   noteSource(source: string, account: string, failed: boolean, now: number, spec: SourceSpec): MaybePromise<SourceView>;
   /** The source's view now, or undefined if it has none. */
   readSource(source: string, now: number, spec: SourceSpec): MaybePromise<SourceView | undefined>;
+}
+
+/**
+ * A Store that can keep guard state beside its buckets (RedisStore does). A Guard given such a store and
+ * no `state` takes its state from the store, so `new Guard({ secret, store })` shares everything the store
+ * shares; the guard never needs to know which backend that is.
+ */
+export interface GuardStateSource {
+  guardState(): GuardState;
+}
+
+/** The store's own guard state, if it offers one. */
+export function guardStateOf(store: unknown): GuardState | undefined {
+  const f = (store as Partial<GuardStateSource> | null)?.guardState;
+  return typeof f === 'function' ? f.call(store) : undefined;
 }

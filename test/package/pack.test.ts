@@ -152,6 +152,23 @@ test('sluice/guard resolves from the packed package and guards a login', () => {
   assert.equal(run(process.execPath, ['--input-type=module', '-e', script], consumer).trim(), '["allow","block",["ip-deny-list"],true]');
 });
 
+test('sluice/guard on a RedisStore takes its Redis guard state, whose script ships in the tarball', () => {
+  // A stand-in ioredis client: NOSCRIPT first, so the guard state must read guard.lua from the tarball.
+  const script = `
+    import { Guard, RedisGuardState } from 'sluice/guard';
+    import { RedisStore, RedisGuardState as FromRedis } from 'sluice/redis';
+    const client = {
+      status: 'ready',
+      evalsha: async () => { throw new Error('NOSCRIPT No matching script'); },
+      eval: async (source, n, key, op) => { if (!source.includes("op == 'readAccount'")) throw new Error('no guard source'); return [2, 0, '0', '0', '5', 'tagA,tagB']; },
+    };
+    const guard = new Guard({ secret: 'packed-test-secret-0123', store: new RedisStore({ client }) });
+    const view = await guard.state.readAccount('t', 1);
+    console.log(JSON.stringify([guard.state instanceof RedisGuardState, RedisGuardState === FromRedis, view.unfamiliarFailures, view.familiar]));
+  `;
+  assert.equal(run(process.execPath, ['--input-type=module', '-e', script], consumer).trim(), '[true,true,2,["tagA","tagB"]]');
+});
+
 test('sluice/guard ships types that check under strict TypeScript', () => {
   writeFileSync(
     join(consumer, 'guard.ts'),

@@ -27,15 +27,37 @@ export class RecordingStore implements Store {
   }
 }
 
+/** Where makeGuard's guards keep their buckets and state, when not in memory (see setGuardBackend). */
+let backend: (() => Pick<GuardOptions, 'store' | 'state'>) | undefined;
+
+/**
+ * Runs every later makeGuard() on another backend, e.g. a fresh RedisStore each: test/redis imports the
+ * guard's throttle and signal suites after calling this, so they run unchanged on Redis. Such suites may
+ * use only `guard`, `now` and `advance`; `state` and `store` then throw.
+ */
+export function setGuardBackend(make: () => Pick<GuardOptions, 'store' | 'state'>): void {
+  backend = make;
+}
+
+function unavailable(what: string): never {
+  throw new Error(`makeGuard: '${what}' is the memory one, and this run uses another backend`);
+}
+
 export function makeGuard(options: GuardOptions = {}) {
   let now = T0;
-  const state = new MemoryGuardState();
-  const store = new RecordingStore();
-  const guard = new Guard({ secret: SECRET, store, state, clock: () => now, random: () => 0, ...options });
+  const memory = backend === undefined;
+  const state = memory ? new MemoryGuardState() : undefined;
+  const store = memory ? new RecordingStore() : undefined;
+  const where = memory ? { store, state } : backend!();
+  const guard = new Guard({ secret: SECRET, ...where, clock: () => now, random: () => 0, ...options });
   return {
     guard,
-    state,
-    store,
+    get state(): MemoryGuardState {
+      return state ?? unavailable('state');
+    },
+    get store(): RecordingStore {
+      return store ?? unavailable('store');
+    },
     now: () => now,
     advance(ms: number) {
       now += ms;

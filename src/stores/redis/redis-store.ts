@@ -12,6 +12,7 @@
 import { SluiceError, show } from '../../core/index.js';
 import type { Store, TableSpec } from '../store.js';
 import { adapt } from './adapter.js';
+import { RedisGuardState } from './guard-state.js';
 import { checkOnError, type OnError } from './failure.js';
 import { RedisTable, type RedisStoreStats, type StoreContext } from './table.js';
 
@@ -54,6 +55,8 @@ export class RedisStore implements Store {
   /** Counters for metrics: calls, operations, fallbacks (outage answers), timeouts, errors, refusals. */
   readonly stats: RedisStoreStats = { calls: 0, operations: 0, fallbacks: 0, timeouts: 0, errors: 0, refused: 0, reloads: 0 };
   private readonly ctx: StoreContext;
+  private readonly client: unknown;
+  private guard: RedisGuardState | undefined;
 
   constructor(options: RedisStoreOptions) {
     if (typeof options !== 'object' || options === null) invalid(`options must be an object such as { client }, got ${show(options)}`);
@@ -74,6 +77,7 @@ export class RedisStore implements Store {
     this.prefix = prefix;
     this.timeoutMs = timeoutMs;
     this.onError = onError;
+    this.client = options.client;
     this.ctx = {
       adapter,
       prefix,
@@ -86,6 +90,20 @@ export class RedisStore implements Store {
       inFlight: 0,
     };
     adapter.onError(() => this.stats.errors++);
+  }
+
+  /**
+   * The guard state on this store's client, prefix and timeout (a Guard given this store and no `state`
+   * takes it). Its onError follows the store's: 'open' stays open, 'closed' rejects, and insurance
+   * keeps local state while Redis is away. One per store.
+   */
+  guardState(): RedisGuardState {
+    return (this.guard ??= new RedisGuardState({
+      client: this.client,
+      prefix: this.prefix,
+      timeoutMs: this.timeoutMs,
+      onError: typeof this.onError === 'object' ? 'local' : this.onError,
+    }));
   }
 
   bind(spec: TableSpec): RedisTable {

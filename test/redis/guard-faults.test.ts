@@ -1,0 +1,130 @@
+// The guard when Redis fails, on a redis-server this test owns (a spare port, never the shared one):
+// killed, frozen (SIGSTOP) and started again. Each onError mode answers as the README documents, every
+// check() and record() settles within a bound, no rejection goes unhandled, and once Redis is back the
+// state is shared again.
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { after, before, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { Guard, RedisGuardState } from '../../src/guard/index.js';
+import { RedisStore, type OnError } from '../../src/stores/redis/index.js';
+import { freePort, OwnRedis, runPrefix } from './harness.js';
+
+const TIMEOUT = 50;
+/**
+ * A check() waits for at most two rounds of calls (the account, then buckets and sources together); a
+ * record() for three (the account, the failure, then locks, buckets and sources together). Each round may
+ * wait TIMEOUT; the rest is slack for a loaded machine.
+ */
+const BOUND = 3 * TIMEOUT + 250;
+let server: OwnRedis;
+const unhandled: unknown[] = [];
+const onUnhandled = (err: unknown) => unhandled.push(err);
+
+before(async () => {
+  process.on('unhandledRejection', onUnhandled);
+  server = new OwnRedis(await freePort());
+  await server.start();
+});
+
+after(async () => {
+  process.off('unhandledRejection', onUnhandled);
+  await server.destroy();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function setup(onError: OnError) {
+  const client = new Redis({ port: server.port, host: '127.0.0.1' });
+  client.on('error', () => {});
+  await once(client, 'ready');
+  const store = new RedisStore({ client, prefix: runPrefix('guard-faults'), timeoutMs: TIMEOUT, onError });
+  const guard = new Guard({ secret: 'faults-secret-0123456789abc', store });
+  const state = guard.state as RedisGuardState;
+  // Four failures from strangers: one past freeFailures (3), so the account is in backoff.
+  for (let i = 1; i <= 4; i++) await guard.record({ account: 'alice', ip: `203.0.113.${i}`, success: false });
+  assert.ok((await guard.check({ account: 'alice', ip: '192.0.2.9' })).reasons.includes('account-backoff'), 'backoff seen while Redis is up');
+  return { client, guard, state };
+}
+
+/** Runs `f`, and fails unless it settled within `ms`. */
+async function timed<T>(f: () => Promise<T>, ms = BOUND): Promise<T> {
+  const t = performance.now();
+  try {
+    return await f();
+  } finally {
+    const took = performance.now() - t;
+    assert.ok(took < ms, `took ${took.toFixed(0)} ms, bound ${ms}`);
+  }
+}
+
+test("onError 'open': Redis killed, check() judges as if nothing were known and record() drops the failure", async () => {
+  const { client, guard, state } = await setup('open');
+  await server.stop();
+  await sleep(100);
+  const v = await timed(() => guard.check({ account: 'alice', ip: '192.0.2.9' }));
+  assert.deepEqual({ action: v.action, reasons: v.reasons }, { action: 'allow', reasons: [] });
+  assert.deepEqual(await timed(() => guard.record({ account: 'alice', ip: '192.0.2.9', success: false })), { counted: true, consecutiveFailures: 0 });
+  // A success too: the pair lane cannot be forgotten meanwhile, and the login still records.
+  assert.deepEqual(await timed(() => guard.record({ account: 'alice', ip: '192.0.2.9', success: true })), { counted: false, consecutiveFailures: 0 });
+  assert.ok(state.stats.fallbacks >= 3 && state.stats.refused >= 3, JSON.stringify(state.stats));
+
+  // Back: ioredis reconnects and the state is shared again (the new server starts empty).
+  await server.start();
+  await waitReady(client);
+  const calls = state.stats.calls;
+  for (let i = 1; i <= 4; i++) await guard.record({ account: 'bob', ip: `203.0.113.${i}`, success: false });
+  assert.ok((await guard.check({ account: 'bob', ip: '192.0.2.9' })).reasons.includes('account-backoff'));
+  assert.ok(state.stats.calls > calls);
+  client.disconnect();
+});
+
+test("onError 'open': Redis frozen, every call times out and check() still answers within the bound", async () => {
+  const { client, guard, state } = await setup('open');
+  server.proc!.kill('SIGSTOP');
+  try {
+    const v = await timed(() => guard.check({ account: 'alice', ip: '192.0.2.9' }));
+    assert.equal(v.action, 'allow');
+    await timed(() => guard.record({ account: 'alice', ip: '192.0.2.9', success: false }));
+    assert.ok(state.stats.timeouts >= 3, JSON.stringify(state.stats));
+  } finally {
+    server.proc!.kill('SIGCONT');
+  }
+  client.disconnect();
+});
+
+test("onError 'closed': check() and record() reject with ERR_SLUICE_STORE_UNAVAILABLE", async () => {
+  const { client, guard } = await setup('closed');
+  await server.stop();
+  await sleep(100);
+  await timed(() => assert.rejects(guard.check({ account: 'alice', ip: '192.0.2.9' }), { code: 'ERR_SLUICE_STORE_UNAVAILABLE' }));
+  await timed(() => assert.rejects(guard.record({ account: 'alice', ip: '192.0.2.9', success: false }), { code: 'ERR_SLUICE_STORE_UNAVAILABLE' }));
+  await server.start();
+  await waitReady(client);
+  client.disconnect();
+});
+
+test('onError insurance: the guard state goes local while Redis is away, so this process still backs off', async () => {
+  const { client, guard, state } = await setup({ insurance: 0.5 });
+  assert.equal(state.onError, 'local');
+  await server.stop();
+  await sleep(100);
+  for (let i = 1; i <= 4; i++) await timed(() => guard.record({ account: 'carol', ip: `203.0.113.${i}`, success: false }));
+  const v = await timed(() => guard.check({ account: 'carol', ip: '192.0.2.9' }));
+  assert.ok(v.reasons.includes('account-backoff'), JSON.stringify(v));
+  await server.start();
+  await waitReady(client);
+  client.disconnect();
+});
+
+test('no rejection went unhandled', () => {
+  assert.deepEqual(unhandled, []);
+});
+
+async function waitReady(client: Redis): Promise<void> {
+  const end = Date.now() + 15_000;
+  while (client.status !== 'ready') {
+    if (Date.now() > end) throw new Error(`client still ${client.status}`);
+    await sleep(50);
+  }
+}

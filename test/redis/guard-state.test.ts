@@ -1,0 +1,180 @@
+// The guard on a standalone Redis (127.0.0.1:6379 or REDIS_URL): the guard conformance suite with the
+// Redis guard state given explicitly and taken from a RedisStore, through both clients; a differential
+// run against the memory state; privacy and TTLs of every key left. Unique prefixes; nothing is flushed.
+// Stores and states fail closed here, so a Redis error fails a test instead of being answered quietly.
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { after, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { createClient } from 'redis';
+import { Guard, MemoryGuardState, RedisGuardState, type GuardState, type Path, type SourceSpec } from '../../src/guard/index.js';
+import { RedisStore } from '../../src/stores/redis/index.js';
+import { guardConformance } from '../contracts/guard-conformance.js';
+import { assertNoPlainValue, privacyTrace } from '../support/privacy.js';
+import { redisUrl, runPrefix } from './harness.js';
+
+const base = runPrefix('guard');
+let n = 0;
+/** A prefix per guard, so each conformance case starts from nothing. */
+const fresh = () => `${base}:${n++}`;
+
+const io = new Redis(redisUrl(), { maxRetriesPerRequest: 1 });
+await once(io, 'ready');
+const nr = createClient({ url: redisUrl() });
+nr.on('error', () => {});
+await nr.connect();
+after(async () => {
+  // Every key has a TTL, but familiar sources keep an account for 30 days: take this run's keys back.
+  for (const k of await io.keys(`${base}:*`)) await io.unlink(k);
+  io.disconnect();
+  await nr.quit();
+});
+
+
+/** Every key under `prefix` with its TTL and its value, as text. */
+async function dumpRedis(prefix: string): Promise<{ text: string; ttls: Map<string, number> }> {
+  const keys = await io.keys(`${prefix}:*`);
+  const ttls = new Map<string, number>();
+  const parts: string[] = [];
+  for (const k of keys) {
+    ttls.set(k, await io.pttl(k));
+    const type = await io.type(k);
+    const value = type === 'hash' ? await io.hgetall(k) : type === 'zset' ? await io.zrange(k, '0', '-1', 'WITHSCORES') : String(await io.dump(k));
+    parts.push(k, JSON.stringify(value));
+  }
+  return { text: parts.join('\n'), ttls };
+}
+
+/** The prefix a store or state was made with (one per guard here), for dumping. */
+const prefixOf = (x: unknown) => (x as { prefix: string }).prefix;
+
+guardConformance('redis guard state (ioredis, explicit state)', {
+  makeStore: () => new RedisStore({ client: io, prefix: fresh(), clock: 'client', timeoutMs: 2000, onError: 'closed' }),
+  makeState: () => new RedisGuardState({ client: io, prefix: `${base}:${n - 1}`, timeoutMs: 2000, onError: 'closed' }),
+  dump: async (store) => (await dumpRedis(prefixOf(store))).text,
+});
+
+guardConformance('redis guard state (ioredis, taken from the store)', {
+  makeStore: () => new RedisStore({ client: io, prefix: fresh(), clock: 'client', timeoutMs: 2000, onError: 'closed' }),
+  dump: async (store) => (await dumpRedis(prefixOf(store))).text,
+});
+
+guardConformance('redis guard state (node-redis, taken from the store)', {
+  makeStore: () => new RedisStore({ client: nr, prefix: fresh(), clock: 'client', timeoutMs: 2000, onError: 'closed' }),
+});
+
+test('a Guard given a RedisStore and no state keeps its state on the same Redis and prefix', () => {
+  const store = new RedisStore({ client: io, prefix: fresh(), onError: { insurance: 0.5 } });
+  const guard = new Guard({ secret: 'wiring-secret-0123456789', store });
+  assert.ok(guard.state instanceof RedisGuardState);
+  assert.equal(guard.state, store.guardState());
+  assert.equal((guard.state as RedisGuardState).prefix, store.prefix);
+  assert.equal((guard.state as RedisGuardState).onError, 'local');
+  const mine = new MemoryGuardState();
+  assert.equal(new Guard({ secret: 'wiring-secret-0123456789', store, state: mine }).state, mine);
+});
+
+test('RedisGuardState options: each bad one is an error naming the field and the value', () => {
+  const bad: [object, RegExp][] = [
+    [{ client: io, prefix: 'a{b}' }, /'prefix' must be .* got "a\{b\}"/],
+    [{ client: io, timeoutMs: 0 }, /'timeoutMs' must be a positive number .* got 0/],
+    [{ client: io, onError: 'insurance' }, /'onError' must be 'open', 'closed' or 'local', got "insurance"/],
+    [{ client: io, colour: 'red' }, /unknown option 'colour'/],
+    [{}, /'client' is required/],
+    [{ client: 42 }, /'client' must be an ioredis .* got 42/],
+  ];
+  for (const [options, message] of bad) assert.throws(() => new RedisGuardState(options as never), message);
+});
+
+test('Redis keeps the privacy rule: no plain value in any key or value, and every key expires', async () => {
+  const prefix = fresh();
+  let now = 1_700_000_123_456;
+  const guard = new Guard({ secret: 'privacy-secret-0123456789', store: new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000, onError: 'closed' }), clock: () => now, random: () => 0 });
+  await privacyTrace(guard);
+  now += 1000;
+  const { text, ttls } = await dumpRedis(prefix);
+  assert.ok([...ttls.keys()].some((k) => k.includes('{ga:')) && [...ttls.keys()].some((k) => k.endsWith(':d')), 'account records and distinct sets are in Redis');
+  assertNoPlainValue(text);
+  for (const [key, ttl] of ttls) assert.ok(ttl > 0, `${key} has PTTL ${ttl}`);
+});
+
+test('every call touches keys of one hash tag (one Cluster slot)', () => {
+  const state = new RedisGuardState({ client: io, prefix: 'p' });
+  const [record, distinct] = state.sourceKeys('AbC-_x{y}');
+  const tag = (k: string) => k.slice(k.indexOf('{') + 1, k.indexOf('}'));
+  assert.equal(tag(record), tag(distinct));
+  assert.equal(tag(record), 'gs:AbC-_x\\(y\\)'); // braces inside a tag are escaped, so the tag ends where it should
+  assert.equal(state.accountKey('t1'), 'p:{ga:t1}');
+});
+
+/** A seeded generator (mulberry32), so a failing run can be replayed. */
+function rng(seed: number) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+}
+
+test('differential: random operations give the same answers on Redis as on the memory state', async () => {
+  const seed = Number(process.env.GUARD_SEED ?? 7);
+  const r = rng(seed);
+  const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)]!;
+  const mem: GuardState = new MemoryGuardState();
+  const red: GuardState = new RedisGuardState({ client: io, prefix: fresh(), timeoutMs: 2000, onError: 'closed' });
+  const spec: SourceSpec = { distinctWindowMs: 60_000, ratioWindowMs: 300_000, maxDistinct: 4 };
+  const accounts = ['a1', 'a2', 'a3'];
+  const sources = ['s1', 's2', 's3', 's4'];
+  const accountsForSources = ['a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7'];
+  const paths: Path[] = ['familiar', 'unfamiliar'];
+  let now = 1_700_000_000_000;
+  for (let i = 0; i < 600; i++) {
+    now += pick([0, 1, 500, 10_000, 45_000, 200_000, 700_000]);
+    const a = pick(accounts);
+    const s = pick(sources);
+    const path = pick(paths);
+    const op = Math.floor(r() * 6);
+    // Every argument is drawn before either state runs, so both see the same call.
+    const pw = pick(['p1', 'p2', 'p3', 'p4', undefined]);
+    const lockFor = pick([1000, 60_000, 2_000_000]);
+    const familiar = pick([['s1'], ['s2', 's3'], ['s4', 's1']]);
+    const who = pick(accountsForSources);
+    const failed = r() < 0.8;
+    const call = (st: GuardState): unknown => {
+      switch (op) {
+        case 0:
+          return st.readAccount(a, now);
+        case 1:
+          return st.failAccount(a, path, pw, now, 900_000);
+        case 2:
+          // As the guard does: a lock only right after a counted failure (the interface passes it no
+          // `now`, so an expired record is the caller's to avoid, on either backend).
+          return (async () => [await st.failAccount(a, path, pw, now, 900_000), await st.lockAccount(a, path, now + lockFor)])();
+        case 3:
+          return st.succeedAccount(a, path, familiar, now, 1_200_000, 2);
+        case 4:
+          return st.noteSource(s, who, failed, now, spec);
+        default:
+          return st.readSource(s, now, spec);
+      }
+    };
+    const m = normalize(await call(mem));
+    const d = normalize(await call(red));
+    assert.deepEqual(d, m, `seed ${seed}, step ${i}, op ${op}, account ${a}, source ${s}, path ${path}`);
+  }
+});
+
+/** A view as plain data, with fractional counts rounded (Redis returns the same numbers through Lua doubles). */
+function normalize(v: unknown): unknown {
+  if (v === undefined || v === null) return undefined;
+  if (Array.isArray(v)) return v.map(normalize);
+  if (typeof v !== 'object') return v;
+  const out: Record<string, unknown> = {};
+  for (const k of ['unfamiliarFailures', 'familiarFailures', 'unfamiliarLockedUntil', 'familiarLockedUntil', 'lastFailureAt', 'familiar', 'counted', 'failures', 'total', 'successes', 'distinctFailedAccounts']) {
+    if (!(k in v)) continue;
+    const x = (v as Record<string, unknown>)[k];
+    out[k] = typeof x === 'number' ? Math.round(x * 1e6) / 1e6 : Array.isArray(x) ? [...x] : x;
+  }
+  return out;
+}

@@ -68,7 +68,7 @@ test('sluice simulate attacks: a small seeded run prints both tables, and the sa
 });
 
 test('sluice simulate: usage errors', async () => {
-  assert.match((await run('simulate')).err, /expected 'attacks', got ""/);
+  assert.match((await run('simulate')).err, /expected 'attacks' or 'accuracy', got ""/);
   assert.match((await run('simulate', 'attacks', '--users', '0')).err, /--users needs a positive integer, got "0"/);
   assert.match((await run('simulate', 'attacks', '--scenario', 'nope')).err, /unknown scenario "nope"/);
   assert.match((await run('simulate', 'attacks', '--fast')).err, /unexpected argument "--fast"/);

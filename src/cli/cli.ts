@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { runDemo } from '../demo/index.js';
 import { formatResults, SCENARIO_NAMES, simulateAttacks } from '../simulate/index.js';
 import { accuracyCommand, ACCURACY_USAGE } from './simulate-accuracy.js';
+import { distributedCommand, DISTRIBUTED_USAGE } from './simulate-distributed.js';
 
 /** Where a command writes; injected so tests can capture it. */
 export interface Output {
@@ -37,6 +38,7 @@ const demo: Command = {
 
 const SIMULATE_USAGE = `usage: sluice simulate attacks [--seed N] [--users N] [--scenario NAME]...
        sluice simulate accuracy [--seed N] [--sources N] [--requests N] [--buckets K] [--mix NAME]...
+       sluice simulate distributed [--redis URL] [--nodes N] [--seconds N] [--shape NAME]... [--strategy NAME]...
 
 Replays a population of legitimate users mixed with one attack at a time through a Guard with its
 defaults, on a simulated clock, and prints what got through and which real users were hindered.
@@ -44,7 +46,8 @@ defaults, on a simulated clock, and prints what got through and which real users
   --users N        legitimate users (default 10000)
   --scenario NAME  run only this scenario (repeatable): ${SCENARIO_NAMES.join(', ')}
 
-${ACCURACY_USAGE}`;
+${ACCURACY_USAGE}
+${DISTRIBUTED_USAGE}`;
 
 /** Parses a positive integer flag value, or returns an error message. */
 function positiveFlag(flag: string, value: string | undefined): number | string {
@@ -53,13 +56,14 @@ function positiveFlag(flag: string, value: string | undefined): number | string 
 }
 
 const simulate: Command = {
-  summary: 'replay attacks against the login guard, or measure the window algorithms against the exact log',
+  summary: 'replay attacks on the login guard; measure window accuracy; compare distributed strategies',
   usage: SIMULATE_USAGE,
   async run(args, output) {
     const [what, ...rest] = args;
     if (what === 'accuracy') return accuracyCommand(rest, output, this.usage);
+    if (what === 'distributed') return distributedCommand(rest, output, this.usage);
     if (what !== 'attacks') {
-      output.err(`sluice simulate: expected 'attacks' or 'accuracy', got ${JSON.stringify(what ?? '')}\n\n${this.usage}`);
+      output.err(`sluice simulate: expected 'attacks', 'accuracy' or 'distributed', got ${JSON.stringify(what ?? '')}\n\n${this.usage}`);
       return EXIT_USAGE;
     }
     let seed = 1;

@@ -28,11 +28,14 @@ process.send?.('ready');
 await Promise.all(
   Array.from({ length: Number(loops) }, async () => {
     while (Date.now() < end) {
+      const issued = Date.now();
       const d = await limiter.limit('hot');
       decisions++;
       if (d.allowed) {
         admitted++;
-        writeSync(fd, `${Math.floor(Date.now() / W)}\n`);
+        // Decided at some t in [issued, now] whose window ends at t + resetAfterMs: read off the window
+        // end, since reading the clock now could put a decision made before a boundary after it.
+        writeSync(fd, `${Math.ceil((issued + d.resetAfterMs) / W) - 1}\n`);
       }
       if (d.reason !== undefined) throw new Error(`fell back: ${d.reason}`);
       await new Promise((r) => setImmediate(r));

@@ -56,3 +56,20 @@ test('an empty grant denies locally until the window ends; demand sizes the next
   // 101 requests seen in the 990 ms since the last ask: about 10 per 100 ms horizon.
   assert.equal(asked[2]![3], String(Math.ceil((101 / 990) * 100)));
 });
+
+test('lease and local-sync: one fixed-window policy on a store with a runner; reset() refuses', async () => {
+  const { runner } = scripted([() => [5, 0, 1000]], { now: 0 });
+  const store = { bind: () => { throw new Error('not used'); }, runner: () => runner };
+  const { Limiter } = await import('../limiter.js');
+  assert.throws(
+    () => new Limiter({ policy: { algorithm: 'gcra', limit: 5, window: 1000 }, store, strategy: 'lease' }),
+    /strategy "lease" works on one fixed-window policy \(a budget per window that can be split\), got "gcra"/,
+  );
+  assert.throws(() => new Limiter({ policy: { algorithm: 'fixed-window', limit: 5, window: 1000 }, store, strategy: 'lease', lease: { horizonMs: -1 } }), /'lease.horizonMs' must be a positive number of milliseconds, got -1/);
+  assert.throws(() => new Limiter({ policy: { algorithm: 'fixed-window', limit: 5, window: 1000 }, store, strategy: 'local-sync', localSync: { threshold: 1.5 } }), /'localSync.threshold' must be a positive integer, got 1.5/);
+  assert.throws(() => new Limiter({ policy: { algorithm: 'fixed-window', limit: 5, window: 1000 }, store, localSync: {} }), /'localSync' options need strategy: 'local-sync', got strategy "atomic"/);
+  for (const strategy of ['lease', 'local-sync'] as const) {
+    const l = new Limiter({ policy: { algorithm: 'fixed-window', limit: 5, window: 1000 }, store, strategy, clock: () => 0 });
+    await assert.rejects(l.reset('k'), new RegExp(`reset\\(\\) is not available with strategy '${strategy}'`));
+  }
+});

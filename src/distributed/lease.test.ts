@@ -28,6 +28,7 @@ test('a chunk is spent only before the window ends, as counted from the send tim
   const { runner, asked } = scripted([() => [3, 1, 1000], () => [5, 2, 1000]], clock, 40);
   const t = new LeaseTable({ policy, clock: () => clock.now, runner }, { horizonMs: 100 });
   assert.equal((await t.decide('k', 1)).allowed, true);
+  assert.equal(asked[0]![3], '1', 'a first request, with no demand seen yet, asks for one');
   assert.equal(clock.now, 1040);
   clock.now = 1999; // deadline = 1000 (sent) + 1000, not 1040 + 1000
   assert.equal((await t.decide('k', 1)).allowed, true);

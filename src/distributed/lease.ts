@@ -9,7 +9,8 @@
  * at or before the true window end, whatever the offset between the two clocks.
  *
  * Lease size adapts to demand: a node asks for what it would spend in `horizonMs` at the rate it has seen
- * since its last chunk, and the script grants a proportional share of what is left (lease.lua).
+ * since its last chunk (doubling a chunk it spent faster than that), and the script grants a
+ * proportional share of what is left (lease.lua).
  */
 import { LimitDecision, SluiceError, show } from '../core/index.js';
 import type { Decision } from '../core/index.js';
@@ -34,6 +35,8 @@ interface KeyLease {
   /** Requests seen since the last chunk was asked for, and when that was. */
   seen: number;
   since: number;
+  /** The last chunk's size: a node that spends it within a horizon asks for twice as much next. */
+  lastGrant: number;
   pending: Promise<void> | undefined;
 }
 
@@ -77,7 +80,7 @@ export class LeaseTable implements StoreTable {
     let st = this.keys.get(key);
     if (st === undefined) {
       if (this.keys.size >= 4096) this.sweep();
-      st = { tokens: 0, held: 0, window: -1, deadline: -Infinity, exhaustedUntil: -Infinity, seen: 0, since: this.spec.clock(), pending: undefined };
+      st = { tokens: 0, held: 0, window: -1, deadline: -Infinity, exhaustedUntil: -Infinity, seen: 0, since: this.spec.clock(), lastGrant: 0, pending: undefined };
       this.keys.set(key, st);
     }
     st.seen += cost;
@@ -107,8 +110,15 @@ export class LeaseTable implements StoreTable {
     const unspent = sentAt < st.deadline ? st.tokens : 0;
     st.tokens = 0;
     st.held -= unspent;
-    const rate = st.seen / Math.max(1, sentAt - st.since);
-    const want = Math.min(this.limit, Math.max(cost, Math.ceil(rate * this.options.horizonMs)));
+    // Demand: requests seen since the last ask, per ms, over at least one horizon, so a node's first
+    // request does not claim a whole horizon's worth (with nothing to go on, it would take the budget
+    // from the nodes that come next). A chunk spent within the horizon doubles the next ask (slow start),
+    // so a hot key reaches its share in a few round trips.
+    const elapsed = sentAt - st.since;
+    const h = this.options.horizonMs;
+    const byRate = Math.ceil((st.seen * h) / Math.max(h, elapsed));
+    const grow = unspent === 0 && st.lastGrant > 0 && elapsed < h ? 2 * st.lastGrant : 0;
+    const want = Math.min(this.limit, Math.max(cost, byRate, grow));
     st.seen = 0;
     st.since = sentAt;
     this.stats.calls++;
@@ -123,6 +133,7 @@ export class LeaseTable implements StoreTable {
     st.deadline = deadline;
     st.tokens += grant;
     st.held += grant;
+    st.lastGrant = grant;
     // Nothing left, or less than this cost: only another node's give-back could change that before the
     // window ends, so answer locally until then rather than ask again per request.
     if (st.tokens < cost) st.exhaustedUntil = deadline;
@@ -138,7 +149,7 @@ export class LeaseTable implements StoreTable {
   async adjust(key: string, delta: number): Promise<Decision> {
     const st = this.keys.get(key);
     const now = this.spec.clock();
-    if (st === undefined || now >= st.deadline) return this.answer(true, { tokens: 0, held: 0, window: -1, deadline: now, exhaustedUntil: now, seen: 0, since: now, pending: undefined }, now);
+    if (st === undefined || now >= st.deadline) return this.answer(true, { tokens: 0, held: 0, window: -1, deadline: now, exhaustedUntil: now, seen: 0, since: now, lastGrant: 0, pending: undefined }, now);
     st.tokens = Math.min(st.held, st.tokens - delta);
     if (delta < 0 && st.tokens > 0) st.exhaustedUntil = -Infinity;
     return this.answer(st.tokens > 0, st, now);

@@ -17,6 +17,7 @@ interface Config {
   nodes: number;
   ms: number;
   out: string;
+  localSync: { threshold?: number; intervalMs?: number } | undefined;
 }
 
 const config = JSON.parse(process.argv[2]!) as Config;
@@ -30,6 +31,7 @@ const limiter = new Limiter({
   store,
   clock: () => Date.now(),
   strategy: config.strategy,
+  ...(config.strategy === 'local-sync' && config.localSync !== undefined ? { localSync: config.localSync } : {}),
 });
 const fd = openSync(config.out, 'a');
 const random = seededRandom(1000 + config.node);

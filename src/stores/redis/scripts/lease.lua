@@ -4,7 +4,8 @@
 -- admitted in a window can never exceed it, whatever the nodes do or however they die.
 --
 -- KEYS[1]: a hash for one key's budget: w = window index, g = granted in window w, and per node:
---          n:<node> = its outstanding chunk, d:<node> = its stated demand, t:<node> = when it said so.
+--          n:<node> = its outstanding chunk, d:<node> = its latest stated demand. The hash is dropped when
+--          a new window begins, so every demand in it was stated in this window.
 -- ARGV: node id, limit, windowMs, want (the node's demand for the next chunk), unspent (tokens of its
 --       current chunk it gives back), lease window (the window that chunk came from), time ms or ''.
 -- Reply: { granted, window index, ms until the window ends }.
@@ -34,7 +35,7 @@ if leaseWindow == w and unspent > 0 then
   held = held - back
 end
 -- Proportional share: what is left, split by the demand of every node heard from in this window.
-redis.call('HSET', key, 'd:' .. node, want, 't:' .. node, now)
+redis.call('HSET', key, 'd:' .. node, want)
 local total = 0
 local fields = redis.call('HGETALL', key)
 for i = 1, #fields, 2 do

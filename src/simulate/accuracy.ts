@@ -190,7 +190,8 @@ const CLOUDFLARE = [
 const pct = (n: number, of: number) => (of === 0 ? '-' : `${((100 * n) / of).toFixed(4)}%`);
 
 export function formatAccuracy(o: AccuracyOptions, mixes: readonly MixResult[], elapsedMs: number): string {
-  const lines = [`sluice simulate accuracy --seed ${o.seed} --sources ${o.sources} --requests ${o.requests} --buckets ${o.buckets}`, ''];
+  const mixFlags = o.mixes.length === MIXES.length ? '' : o.mixes.map((m) => ` --mix ${m}`).join('');
+  const lines = [`sluice simulate accuracy --seed ${o.seed} --sources ${o.sources} --requests ${o.requests} --buckets ${o.buckets}${mixFlags}`, ''];
   lines.push(`Limit ${LIMIT} requests per ${WINDOW_MS / 1000} s window per source; every limiter replays every source on its own.`);
   for (const m of mixes) {
     lines.push('', `${m.mix}: ${m.requests.toLocaleString('en-US')} requests from ${m.sources.toLocaleString('en-US')} sources, ${m.offending} of which offered more than the limit in some true window`);

@@ -14,6 +14,10 @@
  */
 export { Limiter, type LimiterOptions, type LimitOptions } from './limiter.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js';
+export type { Strategy } from './distributed/strategy.js';
+export type { DenyCacheOptions } from './distributed/deny-cache.js';
+export type { LeaseOptions, StrategyStats } from './distributed/lease.js';
+export type { LocalSyncOptions } from './distributed/local-sync.js';
 export type { Clock, MaybePromise, Store, StoreTable, TableSpec } from './stores/store.js';
 export { coarseClock, monotonicClock } from './clock.js';
 export {

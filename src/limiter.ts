@@ -10,6 +10,10 @@
 import { coarseClock } from './clock.js';
 import { compilePolicies, createAlgorithm, SluiceError, show } from './core/index.js';
 import type { Decision, Policy, PolicyOptions } from './core/index.js';
+import { bindStrategy, type Strategy } from './distributed/strategy.js';
+import type { DenyCacheOptions } from './distributed/deny-cache.js';
+import type { LeaseOptions } from './distributed/lease.js';
+import type { LocalSyncOptions } from './distributed/local-sync.js';
 import { MemoryStore } from './stores/memory.js';
 import type { Clock, Store, StoreTable } from './stores/store.js';
 
@@ -22,6 +26,19 @@ export interface LimiterOptions {
   store?: Store;
   /** Milliseconds on an epoch-aligned, monotonic timeline. Tests inject one; default `coarseClock`. */
   clock?: Clock;
+  /**
+   * How decisions reach a shared store (README, "Beyond one round trip"). 'atomic' (default): every
+   * decision runs the store's script, exact. 'lease': nodes lease chunks of the budget, never above the
+   * limit. 'local-sync': nodes admit locally and flush counts, overshoot at most nodes × threshold.
+   * 'lease' and 'local-sync' need a RedisStore and one fixed-window policy.
+   */
+  strategy?: Strategy;
+  /** Answer denied keys locally until retryAfterMs passes, with no store call. Default off. */
+  denyCache?: boolean | DenyCacheOptions;
+  /** Options of strategy 'lease'. */
+  lease?: LeaseOptions;
+  /** Options of strategy 'local-sync'. */
+  localSync?: LocalSyncOptions;
 }
 
 export interface LimitOptions {
@@ -29,12 +46,13 @@ export interface LimitOptions {
   cost?: number;
 }
 
-const KNOWN_OPTIONS = new Set(['policy', 'policies', 'store', 'clock']);
+const KNOWN_OPTIONS = new Set(['policy', 'policies', 'store', 'clock', 'strategy', 'denyCache', 'lease', 'localSync']);
 
 export class Limiter {
   readonly policies: readonly Policy[];
   readonly store: Store;
-  private readonly table: StoreTable;
+  /** The table decisions go to: the store's own, or a strategy's (exposed for metrics and tests). */
+  readonly table: StoreTable;
   /** The largest cost any request can have: the smallest capacity among the policies. */
   private readonly capacity: number;
   private readonly leasePrefix: string | undefined;
@@ -61,7 +79,8 @@ export class Limiter {
     if (typeof this.store !== 'object' || this.store === null || typeof this.store.bind !== 'function') {
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'store' must be a sluice store such as new MemoryStore(), got ${show(this.store)}`);
     }
-    this.table = this.store.bind({ policies: this.policies, algorithms: this.policies.map(createAlgorithm), clock });
+    const spec = { policies: this.policies, algorithms: this.policies.map(createAlgorithm), clock };
+    this.table = bindStrategy(this.store, spec, { ...options, clockGiven: options.clock !== undefined });
     this.capacity = Math.min(...this.policies.map((p) => p.capacity));
     this.leasePrefix = this.policies.some((p) => p.algorithm === 'concurrency')
       ? `${process.pid.toString(36)}.${Math.floor(Math.random() * 2 ** 32).toString(36)}.`

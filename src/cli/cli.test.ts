@@ -68,7 +68,7 @@ test('sluice simulate attacks: a small seeded run prints both tables, and the sa
 });
 
 test('sluice simulate: usage errors', async () => {
-  assert.match((await run('simulate')).err, /expected 'attacks', got ""/);
+  assert.match((await run('simulate')).err, /expected 'attacks', 'accuracy' or 'distributed', got ""/);
   assert.match((await run('simulate', 'attacks', '--users', '0')).err, /--users needs a positive integer, got "0"/);
   assert.match((await run('simulate', 'attacks', '--scenario', 'nope')).err, /unknown scenario "nope"/);
   assert.match((await run('simulate', 'attacks', '--fast')).err, /unexpected argument "--fast"/);
@@ -96,4 +96,13 @@ test('sluice serve without a config, or with an unknown flag, is a usage error',
   } finally {
     if (saved !== undefined) process.env.SLUICE_CONFIG = saved;
   }
+});
+
+test('sluice simulate accuracy and distributed: usage errors name the flag and value', async () => {
+  assert.match((await run('simulate', 'accuracy', '--buckets', '0')).err, /--buckets needs a positive integer, got "0"/);
+  assert.match((await run('simulate', 'accuracy', '--mix', 'weird')).err, /unknown mix "weird"; known mixes: typical, near-limit/);
+  assert.match((await run('simulate', 'distributed', '--shape', 'flat')).err, /unknown shape "flat"; known shapes: uniform, hot-key, bursts, node-killed/);
+  assert.match((await run('simulate', 'distributed', '--strategy', 'central')).err, /unknown strategy "central"/);
+  assert.match((await run('simulate', 'distributed', '--redis', 'localhost')).err, /--redis needs a redis:\/\/ URL, got "localhost"/);
+  assert.equal((await run('simulate', 'distributed', '--nodes', 'x')).code, EXIT_USAGE);
 });

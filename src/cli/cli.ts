@@ -2,6 +2,8 @@
 import { readFileSync } from 'node:fs';
 import { runDemo } from '../demo/index.js';
 import { formatResults, SCENARIO_NAMES, simulateAttacks } from '../simulate/index.js';
+import { accuracyCommand, ACCURACY_USAGE } from './simulate-accuracy.js';
+import { distributedCommand, DISTRIBUTED_USAGE } from './simulate-distributed.js';
 
 /** Where a command writes; injected so tests can capture it. */
 export interface Output {
@@ -35,13 +37,17 @@ const demo: Command = {
 };
 
 const SIMULATE_USAGE = `usage: sluice simulate attacks [--seed N] [--users N] [--scenario NAME]...
+       sluice simulate accuracy [--seed N] [--sources N] [--requests N] [--buckets K] [--mix NAME]...
+       sluice simulate distributed [--redis URL] [--nodes N] [--seconds N] [--shape NAME]... [--strategy NAME]...
 
 Replays a population of legitimate users mixed with one attack at a time through a Guard with its
 defaults, on a simulated clock, and prints what got through and which real users were hindered.
   --seed N         seeds every random choice (default 1); the same seed prints the same table
   --users N        legitimate users (default 10000)
   --scenario NAME  run only this scenario (repeatable): ${SCENARIO_NAMES.join(', ')}
-`;
+
+${ACCURACY_USAGE}
+${DISTRIBUTED_USAGE}`;
 
 /** Parses a positive integer flag value, or returns an error message. */
 function positiveFlag(flag: string, value: string | undefined): number | string {
@@ -50,12 +56,14 @@ function positiveFlag(flag: string, value: string | undefined): number | string 
 }
 
 const simulate: Command = {
-  summary: 'replay brute force, credential stuffing and password spraying against the login guard',
+  summary: 'replay attacks on the login guard; measure window accuracy; compare distributed strategies',
   usage: SIMULATE_USAGE,
   async run(args, output) {
     const [what, ...rest] = args;
+    if (what === 'accuracy') return accuracyCommand(rest, output, this.usage);
+    if (what === 'distributed') return distributedCommand(rest, output, this.usage);
     if (what !== 'attacks') {
-      output.err(`sluice simulate: expected 'attacks', got ${JSON.stringify(what ?? '')}\n\n${this.usage}`);
+      output.err(`sluice simulate: expected 'attacks', 'accuracy' or 'distributed', got ${JSON.stringify(what ?? '')}\n\n${this.usage}`);
       return EXIT_USAGE;
     }
     let seed = 1;

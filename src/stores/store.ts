@@ -32,4 +32,6 @@ export interface StoreTable {
 
 export interface Store {
   bind(spec: TableSpec): StoreTable;
+  /** Stores that can run the 'lease' and 'local-sync' strategies' scripts (RedisStore) provide this. */
+  runner?(spec: TableSpec): import('../distributed/runner.js').ScriptRunner;
 }

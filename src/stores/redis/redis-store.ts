@@ -10,10 +10,12 @@
  * const limiter = new Limiter({ policy: { algorithm: 'gcra', limit: 100, window: '1m' }, store });
  */
 import { SluiceError, show } from '../../core/index.js';
+import type { ScriptRunner } from '../../distributed/runner.js';
 import type { Store, TableSpec } from '../store.js';
 import { adapt } from './adapter.js';
 import { RedisGuardState } from './guard-state.js';
 import { checkOnError, type OnError } from './failure.js';
+import { scriptRunner } from './strategy.js';
 import { RedisTable, type RedisStoreStats, type StoreContext } from './table.js';
 
 export interface RedisStoreOptions {
@@ -108,5 +110,10 @@ export class RedisStore implements Store {
 
   bind(spec: TableSpec): RedisTable {
     return new RedisTable(this.ctx, spec);
+  }
+
+  /** For the 'lease' and 'local-sync' strategies: runs their scripts with this store's client and options. */
+  runner(spec: TableSpec): ScriptRunner {
+    return scriptRunner(this.ctx, spec);
   }
 }

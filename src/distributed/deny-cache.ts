@@ -1,0 +1,119 @@
+/**
+ * The local deny cache: a key that was denied is answered here, with zero store calls, until the denial's
+ * retryAfterMs has passed. It only ever denies, never admits, so it is exact for admissions.
+ *
+ * Why a cached denial is the store's own answer: retryAfterMs is the earliest time a retry of the same
+ * cost can pass if nothing but time changes the key's state, and a denial charges nothing. So until then
+ * the store would deny the same cost, or any larger one, again. Smaller costs, peeks (cost 0) and every
+ * other operation go to the store. A reward or reset through this limiter drops the entry; one made by
+ * another node is seen only when the entry expires (the key stays denied a little longer, never admitted).
+ * The deadline is counted from when the request was sent, so a slow reply shortens the entry, never
+ * lengthens it.
+ */
+import { LimitDecision, SluiceError, show } from '../core/index.js';
+import type { Decision, Policy } from '../core/index.js';
+import type { Clock, MaybePromise, StoreTable } from '../stores/store.js';
+
+export interface DenyCacheOptions {
+  /** Most keys held; the oldest entry is dropped first (dropping only costs a store call). Default 10,000. */
+  maxKeys?: number;
+}
+
+interface Entry {
+  /** Local time from which the store may admit this cost again. */
+  until: number;
+  sentAt: number;
+  cost: number;
+  decision: Decision;
+}
+
+export function checkDenyCache(value: unknown, policies: readonly Policy[]): DenyCacheOptions | undefined {
+  if (value === undefined || value === false) return undefined;
+  const options = value === true ? {} : value;
+  if (typeof options !== 'object' || options === null || Object.keys(options).some((k) => k !== 'maxKeys')) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'denyCache' must be true, false or { maxKeys }, got ${show(value)}`);
+  }
+  const maxKeys = (options as DenyCacheOptions).maxKeys;
+  if (maxKeys !== undefined && (typeof maxKeys !== 'number' || !Number.isSafeInteger(maxKeys) || maxKeys <= 0)) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'denyCache.maxKeys' must be a positive integer, got ${show(maxKeys)}`);
+  }
+  // A concurrency denial's retryAfterMs is the oldest lease's timeout, but any release frees a slot
+  // sooner: caching it would deny requests the store admits.
+  const c = policies.find((p) => p.algorithm === 'concurrency');
+  if (c !== undefined) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'denyCache' cannot be used with the concurrency policy ${show(c.name)}: a release frees a slot before retryAfterMs`);
+  }
+  return options as DenyCacheOptions;
+}
+
+export class DenyCacheTable implements StoreTable {
+  readonly sync: boolean;
+  /** Decisions answered from the cache, and decisions passed to the store. */
+  hits = 0;
+  misses = 0;
+  private readonly entries = new Map<string, Entry>();
+  private readonly maxKeys: number;
+
+  constructor(
+    private readonly inner: StoreTable,
+    private readonly clock: Clock,
+    options: DenyCacheOptions,
+  ) {
+    this.sync = inner.sync;
+    this.maxKeys = options.maxKeys ?? 10_000;
+  }
+
+  decide(key: string, cost: number, leaseId: string | undefined): MaybePromise<Decision> {
+    const now = this.clock();
+    if (cost > 0) {
+      const e = this.entries.get(key);
+      if (e !== undefined) {
+        if (now < e.until && cost >= e.cost) {
+          this.hits++;
+          const d = e.decision;
+          const wait = Math.max(1, Math.ceil(e.until - now));
+          return new LimitDecision(false, d.limit, d.remaining, Math.max(0, Math.ceil(d.resetAfterMs - (now - e.sentAt))), wait, 0, d.policy, undefined, d.reason);
+        }
+        if (now >= e.until) this.entries.delete(key);
+      }
+    }
+    this.misses++;
+    const answer = this.inner.decide(key, cost, leaseId);
+    if (answer instanceof Promise) return answer.then((d) => this.learn(key, cost, now, d));
+    return this.learn(key, cost, now, answer);
+  }
+
+  private learn(key: string, cost: number, sentAt: number, d: Decision): Decision {
+    // Failure-policy answers (reason set) say nothing about the key's state, so they are never cached.
+    if (cost > 0 && !d.allowed && d.reason === undefined && d.retryAfterMs > 0) {
+      const e = this.entries.get(key);
+      if (e === undefined && this.entries.size >= this.maxKeys) this.entries.delete(this.entries.keys().next().value!);
+      // Only forwarded costs reach here: an expired entry's, or a smaller one, whose deadline holds for
+      // every larger cost too. Re-inserted, so eviction order is by last denial.
+      this.entries.delete(key);
+      this.entries.set(key, { until: sentAt + d.retryAfterMs, sentAt, cost, decision: d });
+    } else if (d.allowed && cost > 0) {
+      this.entries.delete(key);
+    }
+    return d;
+  }
+
+  adjust(key: string, delta: number): MaybePromise<Decision> {
+    if (delta < 0) this.entries.delete(key); // a refund can make a denied cost pass sooner
+    return this.inner.adjust(key, delta);
+  }
+
+  release(key: string, leaseId: string): MaybePromise<boolean> {
+    return this.inner.release(key, leaseId);
+  }
+
+  reset(key: string): MaybePromise<void> {
+    this.entries.delete(key);
+    return this.inner.reset(key);
+  }
+
+  /** Keys held now (for tests and metrics). */
+  get size(): number {
+    return this.entries.size;
+  }
+}

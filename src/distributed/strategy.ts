@@ -1,0 +1,49 @@
+/**
+ * Picks a limiter's table for its strategy: 'atomic' (the store's own table: one script call per batch of
+ * decisions, exact), 'lease' or 'local-sync' (src/distributed/), optionally behind the local deny cache.
+ */
+import { SluiceError, show } from '../core/index.js';
+import { monotonicClock } from '../clock.js';
+import type { Store, StoreTable, TableSpec } from '../stores/store.js';
+import { checkDenyCache, DenyCacheTable } from './deny-cache.js';
+import { checkLeaseOptions, LeaseTable } from './lease.js';
+import { checkLocalSyncOptions, LocalSyncTable } from './local-sync.js';
+
+export type Strategy = 'atomic' | 'local-sync' | 'lease';
+export const STRATEGIES: readonly Strategy[] = ['atomic', 'local-sync', 'lease'];
+
+export interface StrategyOptions {
+  strategy?: unknown;
+  denyCache?: unknown;
+  lease?: unknown;
+  localSync?: unknown;
+  /** Whether the user gave the clock: if not, strategies read the monotonic clock on every call. */
+  clockGiven: boolean;
+}
+
+export function bindStrategy(store: Store, spec: TableSpec, o: StrategyOptions): StoreTable {
+  const strategy = o.strategy ?? 'atomic';
+  if (!STRATEGIES.includes(strategy as Strategy)) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'strategy' must be one of ${STRATEGIES.map((s) => `'${s}'`).join(', ')}, got ${show(strategy)}`);
+  }
+  if (strategy !== 'lease' && o.lease !== undefined) throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'lease' options need strategy: 'lease', got strategy ${show(strategy)}`);
+  if (strategy !== 'local-sync' && o.localSync !== undefined) throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'localSync' options need strategy: 'local-sync', got strategy ${show(strategy)}`);
+  const deny = checkDenyCache(o.denyCache, spec.policies);
+  // Lease deadlines must not be read from a clock that lags (the coarse clock can, by up to a tick).
+  const clock = o.clockGiven ? spec.clock : monotonicClock;
+  let table: StoreTable;
+  if (strategy === 'atomic') {
+    table = store.bind(spec);
+  } else {
+    if (typeof store.runner !== 'function') {
+      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `strategy ${show(strategy)} needs a RedisStore: it shares a budget between processes; in one process 'atomic' is already local`);
+    }
+    const p = spec.policies[0]!;
+    if (spec.policies.length !== 1 || p.algorithm !== 'fixed-window') {
+      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `strategy ${show(strategy)} works on one fixed-window policy (a budget per window that can be split), got ${spec.policies.map((q) => show(q.algorithm)).join(', ')}`);
+    }
+    const s = { policy: p, clock, runner: store.runner(spec) };
+    table = strategy === 'lease' ? new LeaseTable(s, checkLeaseOptions(o.lease, p.windowMs)) : new LocalSyncTable(s, checkLocalSyncOptions(o.localSync, p.limit));
+  }
+  return deny === undefined ? table : new DenyCacheTable(table, clock, deny);
+}

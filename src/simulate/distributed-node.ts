@@ -1,0 +1,92 @@
+// One node of `sluice simulate distributed`, run as a child process: offers its share of a shape's
+// traffic to a Limiter on a real Redis, one request per macrotask (as requests reach a server, one per
+// I/O callback, so the atomic store gets no batching a real server would not get), and writes every
+// decision to a file with a synchronous write, so the record survives a SIGKILL.
+import { closeSync, openSync, writeSync } from 'node:fs';
+import { Limiter } from '../limiter.js';
+import { RedisStore } from '../stores/redis/index.js';
+import { seededRandom } from '../demo/random.js';
+import { shape, WINDOW_MS, type ShapeName } from './distributed-shapes.js';
+
+interface Config {
+  url: string;
+  prefix: string;
+  strategy: 'atomic' | 'local-sync' | 'lease';
+  shape: ShapeName;
+  node: number;
+  nodes: number;
+  ms: number;
+  out: string;
+  localSync: { threshold?: number; intervalMs?: number } | undefined;
+}
+
+const config = JSON.parse(process.argv[2]!) as Config;
+const s = shape(config.shape);
+const { Redis } = await import('ioredis');
+const client = new Redis(config.url, { lazyConnect: true });
+await client.connect();
+const store = new RedisStore({ client, prefix: config.prefix, timeoutMs: 1000, onError: 'closed', clock: 'client' });
+const limiter = new Limiter({
+  policy: { name: 'p', algorithm: 'fixed-window', limit: s.limit, window: WINDOW_MS },
+  store,
+  clock: () => Date.now(),
+  strategy: config.strategy,
+  ...(config.strategy === 'local-sync' && config.localSync !== undefined ? { localSync: config.localSync } : {}),
+});
+const fd = openSync(config.out, 'a');
+const random = seededRandom(1000 + config.node);
+const latencies: number[] = [];
+let decisions = 0;
+let inFlight = 0;
+
+/**
+ * The window a decision was made in. It was made at some time t in [issued, now], and t + resetAfterMs is
+ * its window's end, a multiple of the window; with replies faster than a window there is one such multiple
+ * at or after issued + resetAfterMs. (Reading the clock on the reply instead would put a decision made
+ * just before a boundary into the next window.)
+ */
+function windowOf(issued: number, resetAfterMs: number): number {
+  return Math.ceil((issued + resetAfterMs) / WINDOW_MS) - 1;
+}
+
+function one(): void {
+  const key = s.keys === 1 ? 0 : Math.floor(random() * s.keys);
+  const t0 = performance.now();
+  const issued = Date.now();
+  inFlight++;
+  void limiter.limit(`k${key}`).then((d) => {
+    inFlight--;
+    latencies.push(performance.now() - t0);
+    decisions++;
+    writeSync(fd, `${key} ${windowOf(issued, d.resetAfterMs)} ${d.allowed ? 1 : 0}\n`);
+  });
+}
+
+process.once('message', async (m: { startAt: number }) => {
+  while (Date.now() < m.startAt) await new Promise((r) => setTimeout(r, 1));
+  const perMs = s.rate / config.nodes / 1000;
+  const end = m.startAt + config.ms;
+  let due = 0;
+  let last = Date.now();
+  while (Date.now() < end) {
+    const now = Date.now();
+    if (s.on(now % 1000)) due += (now - last) * perMs;
+    last = now;
+    while (due >= 1) {
+      due--;
+      await new Promise((r) => setImmediate(r)); // its own macrotask, as a request arriving on a socket
+      one();
+    }
+    await new Promise((r) => setTimeout(r, 1));
+  }
+  while (inFlight > 0) await new Promise((r) => setTimeout(r, 5));
+  closeSync(fd);
+  await (limiter.table as { close?: () => Promise<void> }).close?.();
+  const step = Math.max(1, Math.floor(latencies.length / 20_000)); // an even sample keeps the message small
+  const sample = latencies.filter((_, i) => i % step === 0);
+  process.send!({ decisions, calls: store.stats.calls, sample }, () => {
+    client.disconnect();
+    process.exit(0);
+  });
+});
+process.send!('ready');

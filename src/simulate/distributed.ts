@@ -1,0 +1,159 @@
+// `sluice simulate distributed`: N node processes share each shape's keys on a real Redis, once per
+// strategy, and every decision is written down; the tally compares admissions per key and window with
+// the ideal exact limiter (min(offered, limit) per key and window), and adds Redis calls per decision,
+// decision latency and, for a killed node, how long until its budget is back.
+import { fork } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { formatTable } from '../demo/table.js';
+import { shape, WINDOW_MS, type ShapeName } from './distributed-shapes.js';
+
+export type StrategyName = 'atomic' | 'local-sync' | 'lease';
+export const STRATEGY_NAMES: readonly StrategyName[] = ['atomic', 'local-sync', 'lease'];
+
+export interface DistributedOptions {
+  readonly url: string;
+  readonly nodes: number;
+  readonly seconds: number;
+  readonly shapes: readonly ShapeName[];
+  readonly strategies: readonly StrategyName[];
+  /** local-sync options other than the defaults, for sweeps. */
+  readonly localSync?: { threshold?: number; intervalMs?: number };
+}
+
+export interface RunResult {
+  readonly shape: ShapeName;
+  readonly strategy: StrategyName;
+  decisions: number;
+  overPct: number;
+  underPct: number;
+  callsPerDecision: number;
+  p50: number;
+  p99: number;
+  /** node-killed: ms from the kill to the start of the first window whose whole budget was admitted again. */
+  reclaimMs: number | undefined;
+}
+
+interface NodeReport {
+  decisions: number;
+  calls: number;
+  sample: number[];
+}
+
+const worker = new URL(`./distributed-node.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url);
+
+export async function runOnce(o: DistributedOptions, shapeName: ShapeName, strategy: StrategyName): Promise<RunResult> {
+  const s = shape(shapeName);
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-sim-'));
+  const prefix = `sluice-sim:${process.pid}:${Date.now().toString(36)}:${shapeName}:${strategy}`;
+  const ms = o.seconds * 1000;
+  try {
+    const files = Array.from({ length: o.nodes }, (_, i) => join(dir, `node-${i}.txt`));
+    const children = files.map((out, node) => fork(worker, [JSON.stringify({ url: o.url, prefix, strategy, shape: shapeName, node, nodes: o.nodes, ms, out, localSync: o.localSync })], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] }));
+    await Promise.all(children.map((c) => once(c, 'message')));
+    const reports = children.map((c) => once(c, 'message').then(([m]) => m as NodeReport, () => undefined));
+    // Start on a window boundary plus a little, so every run sees the same windows.
+    const startAt = (Math.floor(Date.now() / WINDOW_MS) + 1) * WINDOW_MS + 100;
+    for (const c of children) c.send({ startAt });
+    let killedAt: number | undefined;
+    if (s.killAt !== undefined) {
+      const at = startAt + ms * s.killAt;
+      while (Date.now() < at) await new Promise((r) => setTimeout(r, 1));
+      children[0]!.kill('SIGKILL');
+      killedAt = Date.now();
+    }
+    const done = (await Promise.all(reports.map((r, i) => (killedAt !== undefined && i === 0 ? undefined : r)))).filter((r): r is NodeReport => r !== undefined);
+    await Promise.all(children.map((c) => (c.exitCode === null && c.signalCode === null ? once(c, 'exit') : undefined)));
+    return tally(s.limit, files, done, killedAt, shapeName, strategy);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function tally(limit: number, files: string[], reports: NodeReport[], killedAt: number | undefined, shapeName: ShapeName, strategy: StrategyName): RunResult {
+  const offered = new Map<string, number>();
+  const admitted = new Map<string, number>();
+  const survivors = new Map<number, number>(); // window -> admissions by nodes other than node 0
+  files.forEach((f, node) => {
+    for (const line of readFileSync(f, 'utf8').split('\n')) {
+      if (line === '') continue;
+      const [key, window, ok] = line.split(' ');
+      const kw = `${key} ${window}`;
+      offered.set(kw, (offered.get(kw) ?? 0) + 1);
+      if (ok === '1') {
+        admitted.set(kw, (admitted.get(kw) ?? 0) + 1);
+        if (node !== 0) survivors.set(Number(window), (survivors.get(Number(window)) ?? 0) + 1);
+      }
+    }
+  });
+  let ideal = 0;
+  let over = 0;
+  let under = 0;
+  let decisions = 0;
+  for (const [kw, n] of offered) {
+    decisions += n;
+    const best = Math.min(n, limit);
+    const got = admitted.get(kw) ?? 0;
+    ideal += best;
+    over += Math.max(0, got - best);
+    under += Math.max(0, best - got);
+  }
+  let reclaimMs: number | undefined;
+  if (killedAt !== undefined) {
+    const first = [...survivors].filter(([w, n]) => w * WINDOW_MS >= killedAt - WINDOW_MS && n >= limit * 0.99).map(([w]) => w).sort((a, b) => a - b)[0];
+    reclaimMs = first === undefined ? undefined : Math.max(0, first * WINDOW_MS - killedAt);
+  }
+  const sample = reports.flatMap((r) => r.sample).sort((a, b) => a - b);
+  const at = (q: number) => sample[Math.min(sample.length - 1, Math.floor(q * sample.length))] ?? 0;
+  const reportedDecisions = reports.reduce((a, r) => a + r.decisions, 0);
+  const calls = reports.reduce((a, r) => a + r.calls, 0);
+  return {
+    shape: shapeName,
+    strategy,
+    decisions,
+    overPct: ideal === 0 ? 0 : (100 * over) / ideal,
+    underPct: ideal === 0 ? 0 : (100 * under) / ideal,
+    callsPerDecision: reportedDecisions === 0 ? 0 : calls / reportedDecisions,
+    p50: at(0.5),
+    p99: at(0.99),
+    reclaimMs,
+  };
+}
+
+export async function simulateDistributed(o: DistributedOptions, onRun?: (r: RunResult) => void): Promise<RunResult[]> {
+  const results: RunResult[] = [];
+  for (const s of o.shapes) {
+    for (const strategy of o.strategies) {
+      const r = await runOnce(o, s, strategy);
+      onRun?.(r);
+      results.push(r);
+    }
+  }
+  return results;
+}
+
+export function formatDistributed(o: DistributedOptions, results: readonly RunResult[]): string {
+  const sync = o.localSync ?? {};
+  const flags = `${sync.threshold !== undefined ? ` --local-sync-threshold ${sync.threshold}` : ''}${sync.intervalMs !== undefined ? ` --local-sync-interval ${sync.intervalMs}` : ''}`;
+  const lines = [`sluice simulate distributed --nodes ${o.nodes} --seconds ${o.seconds}${flags}`, ''];
+  lines.push(`${o.nodes} node processes on one Redis (${o.url.replace(/\/\/[^@]*@/, '//')}); fixed window of 1 s per key; strategies at their defaults${flags ? ' but for the flags above' : ''}.`);
+  const columns = ['shape', 'strategy', 'decisions', 'over-admission', 'under-admission', 'Redis calls/decision', 'p50 ms', 'p99 ms', 'budget back after'].map((header, i) => ({ header, align: i < 2 ? ('left' as const) : ('right' as const) }));
+  const rows = results.map((r) => [
+    r.shape,
+    r.strategy,
+    String(r.decisions),
+    `${r.overPct.toFixed(2)}%`,
+    `${r.underPct.toFixed(2)}%`,
+    r.callsPerDecision.toFixed(4),
+    r.p50.toFixed(3),
+    r.p99.toFixed(3),
+    r.shape !== 'node-killed' ? '-' : r.reclaimMs === undefined ? 'not seen' : `${r.reclaimMs.toFixed(0)} ms`,
+  ]);
+  lines.push('', ...formatTable(columns, rows), '');
+  lines.push('over/under-admission: admissions above/below min(offered, limit) per key and window, as a share of that ideal.');
+  lines.push('Redis calls/decision: script calls over decisions, on the nodes that lived to report.');
+  lines.push('budget back after: from the kill to the first window whose whole limit the survivors admitted.', '');
+  return lines.join('\n');
+}

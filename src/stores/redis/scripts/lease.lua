@@ -1,0 +1,58 @@
+-- sluice lease: grants a node a chunk of a fixed window's global budget (the 'lease' strategy, after
+-- YouTube's Doorman). The node then admits locally until the chunk is spent or the window ends.
+-- The script is the only writer of the budget, and it never grants beyond the limit, so the requests
+-- admitted in a window can never exceed it, whatever the nodes do or however they die.
+--
+-- KEYS[1]: a hash for one key's budget: w = window index, g = granted in window w, and per node:
+--          n:<node> = its outstanding chunk, d:<node> = its latest stated demand. The hash is dropped when
+--          a new window begins, so every demand in it was stated in this window.
+-- ARGV: node id, limit, windowMs, want (the node's demand for the next chunk), unspent (tokens of its
+--       current chunk it gives back), lease window (the window that chunk came from), time ms or ''.
+-- Reply: { granted, window index, ms until the window ends }.
+-- A chunk lives until the window ends: a crashed node's unspent tokens return to the pool then, when
+-- the whole budget does. (Returning them sooner would need to know how many it spent before it died.)
+local key, node = KEYS[1], ARGV[1]
+local limit, windowMs = tonumber(ARGV[2]), tonumber(ARGV[3])
+local want, unspent, leaseWindow = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local now = tonumber(ARGV[7])
+if not now then
+  local tt = redis.call('TIME')
+  now = tonumber(tt[1]) * 1000 + math.floor(tonumber(tt[2]) / 1000)
+end
+local w = math.floor(now / windowMs)
+local stored = tonumber(redis.call('HGET', key, 'w'))
+if stored ~= w then
+  -- A new window: every earlier chunk has ended with it.
+  redis.call('DEL', key)
+  redis.call('HSET', key, 'w', w, 'g', 0)
+end
+local granted = tonumber(redis.call('HGET', key, 'g')) or 0
+local held = tonumber(redis.call('HGET', key, 'n:' .. node)) or 0
+if leaseWindow == w and unspent > 0 then
+  -- Only what this node still holds can come back, so a confused node cannot mint budget.
+  local back = math.min(unspent, held)
+  granted = granted - back
+  held = held - back
+end
+-- Proportional share: what is left, split by the demand of every node heard from in this window.
+redis.call('HSET', key, 'd:' .. node, want)
+local total = 0
+local fields = redis.call('HGETALL', key)
+for i = 1, #fields, 2 do
+  local f = fields[i]
+  if string.sub(f, 1, 2) == 'd:' then total = total + tonumber(fields[i + 1]) end
+end
+local left = limit - granted
+local grant = 0
+if left > 0 and want > 0 then
+  grant = math.floor(left * want / total)
+  if grant < 1 then grant = 1 end -- a small node still makes progress
+  if grant > want then grant = want end
+  if grant > left then grant = left end
+end
+granted = granted + grant
+redis.call('HSET', key, 'g', granted, 'n:' .. node, held + grant)
+local ends = (w + 1) * windowMs
+-- Relative, so a client clock (tests) that is not Redis's own still gets the intended lifetime.
+redis.call('PEXPIRE', key, ends - now + 1000)
+return { grant, w, ends - now }

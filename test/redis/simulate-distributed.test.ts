@@ -1,0 +1,18 @@
+// `sluice simulate distributed` in small: two nodes for one second on the hot key. The atomic strategy is
+// the yardstick (exact, one call per decision); the lease never over-admits and calls Redis far less.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { runOnce } from '../../src/simulate/distributed.js';
+import { redisUrl } from './harness.js';
+
+test('simulate distributed: atomic is exact, lease is exact with 20× fewer calls, on the hot key', { timeout: 60_000 }, async () => {
+  const o = { url: redisUrl(), nodes: 2, seconds: 1, shapes: [], strategies: [] };
+  const atomic = await runOnce(o, 'hot-key', 'atomic');
+  const lease = await runOnce(o, 'hot-key', 'lease');
+  for (const r of [atomic, lease]) {
+    assert.ok(r.decisions > 1000, `${r.strategy}: ${r.decisions} decisions`);
+    assert.equal(r.overPct, 0, `${r.strategy} over-admitted ${r.overPct}%`);
+  }
+  assert.ok(atomic.callsPerDecision > 0.9, `atomic: ${atomic.callsPerDecision} calls per decision`);
+  assert.ok(lease.callsPerDecision * 20 < atomic.callsPerDecision, `lease: ${lease.callsPerDecision} calls per decision`);
+});

@@ -1,5 +1,6 @@
 /**
- * SHA-256 (FIPS 180-4) in plain TypeScript, shared by the verifier, the Node solver and the browser worker.
+ * SHA-256 (FIPS 180-4) in plain TypeScript, shared by the proof-of-work verifier, the Node solver and the
+ * browser worker, and by the login guard's keyed tags (it depends on nothing, so any layer may use it).
  * Why not node:crypto? Each call into it costs about 2 µs of binding overhead, more than the 64 rounds of
  * one block in JS, and proof-of-work hashes are single 40-byte blocks. The property tests check every
  * function here against node:crypto on random inputs.
@@ -59,22 +60,23 @@ const TAIL = new Uint8Array(128);
 const TAIL_VIEW = new DataView(TAIL.buffer);
 
 /**
- * Absorbs `message` into `state` (in place) and pads, as if `prefixBlocks` whole blocks had been absorbed
- * before (HMAC precomputes its keyed first block). Allocates nothing: verification runs it per request.
+ * Absorbs the first `length` bytes of `message` into `state` (in place) and pads, as if `prefixBlocks`
+ * whole blocks had been absorbed before (HMAC precomputes its keyed first block). Allocates nothing:
+ * verification and the login guard run it per request.
  */
-function absorb(state: Int32Array, prefixBlocks: number, message: Uint8Array): void {
-  const whole = message.length - (message.length % 64);
+function absorb(state: Int32Array, prefixBlocks: number, message: Uint8Array, length = message.length): void {
+  const whole = length - (length % 64);
   for (let off = 0; off < whole; off += 64) {
     loadBlock(message, off);
     compress(state);
   }
   // Padding: 0x80, zeros, then the bit length as a 64-bit big-endian integer.
-  const rest = message.length - whole;
+  const rest = length - whole;
   const tailLength = rest < 56 ? 64 : 128;
   TAIL.fill(0, 0, tailLength);
-  TAIL.set(message.subarray(whole));
+  for (let i = 0; i < rest; i++) TAIL[i] = message[whole + i]!;
   TAIL[rest] = 0x80;
-  const bits = (prefixBlocks * 64 + message.length) * 8;
+  const bits = (prefixBlocks * 64 + length) * 8;
   TAIL_VIEW.setUint32(tailLength - 8, Math.floor(bits / 2 ** 32));
   TAIL_VIEW.setUint32(tailLength - 4, bits >>> 0);
   for (let off = 0; off < tailLength; off += 64) {
@@ -130,17 +132,28 @@ export function hmacKey(key: Uint8Array): HmacKey {
 
 /** HMAC-SHA-256 of `message` under a prepared key: two hashes, each starting after its keyed block. */
 export function hmacSha256(key: HmacKey, message: Uint8Array): Uint8Array {
-  const s = HMAC_STATE;
-  s.set(key.inner);
-  absorb(s, 1, message);
-  stateToBytes(s, INNER_DIGEST);
-  s.set(key.outer);
-  absorb(s, 1, INNER_DIGEST);
-  return stateToBytes(s);
+  hmacSha256Words(key, message, message.length, HMAC_STATE);
+  return stateToBytes(HMAC_STATE);
+}
+
+/**
+ * HMAC-SHA-256 of the first `length` bytes of `message` under a prepared key, written to `out` as the
+ * digest's eight big-endian words. Allocates nothing: a message under 56 bytes costs two compressions
+ * (the inner block and the outer one), as the keyed first blocks are precomputed in `key`.
+ */
+export function hmacSha256Words(key: HmacKey, message: Uint8Array, length: number, out: Int32Array): void {
+  out.set(key.inner);
+  absorb(out, 1, message, length);
+  // The outer hash's message is the 32-byte inner digest: with its padding one block, loaded from the words.
+  for (let i = 0; i < 8; i++) W[i] = out[i]!;
+  W[8] = 0x80000000 | 0;
+  W[9] = 0; W[10] = 0; W[11] = 0; W[12] = 0; W[13] = 0; W[14] = 0;
+  W[15] = (64 + 32) * 8; // the keyed block and the digest, in bits
+  out.set(key.outer);
+  compress(out);
 }
 
 const HMAC_STATE = new Int32Array(8);
-const INNER_DIGEST = new Uint8Array(32);
 
 /**
  * A challenge seed prepared for puzzle hashing: its eight words, and the working variables after the

@@ -151,9 +151,14 @@ export function hmacSha256Words(key: HmacKey, message: Uint8Array, length: numbe
   out.set(key.inner);
   if (length < 56) {
     // One padded block, built straight in W: the bytes, 0x80, zeros, the bit length (keyed block included).
-    W.fill(0, 0, 16);
-    for (let i = 0; i < length; i++) W[i >>> 2] |= message[i]! << (24 - 8 * (i & 3));
-    W[length >>> 2] |= 0x80 << (24 - 8 * (length & 3));
+    const whole = length & ~3;
+    let j = 0;
+    let i = 0;
+    for (; i < whole; i += 4) W[j++] = (message[i]! << 24) | (message[i + 1]! << 16) | (message[i + 2]! << 8) | message[i + 3]!;
+    let last = 0x80 << (24 - 8 * (length - whole));
+    for (let shift = 24; i < length; i++, shift -= 8) last |= message[i]! << shift;
+    W[j++] = last;
+    while (j < 15) W[j++] = 0;
     W[15] = (64 + length) * 8;
     compress(out);
   } else absorb(out, 1, message, length);

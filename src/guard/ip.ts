@@ -114,6 +114,14 @@ export function maskIp(ip: IpAddress, prefix: number): Uint8Array {
   return out;
 }
 
+/** `ipText(maskIp(ip, prefix))`, for IPv4 without the intermediate array (the guard tags a subnet per call). */
+export function maskedText(ip: IpAddress, prefix: number): string {
+  if (!ip.v4) return ipText(maskIp(ip, prefix));
+  const b = ip.bytes;
+  const byte = (i: number) => b[12 + i]! & ((0xff00 >> Math.max(0, Math.min(8, prefix - 8 * i))) & 0xff);
+  return `${byte(0)}.${byte(1)}.${byte(2)}.${byte(3)}`;
+}
+
 /** Canonical text: dotted quad for IPv4, eight hex groups for IPv6 (only ever hashed, never stored). */
 export function ipText(bytes: Uint8Array): string {
   if (isMappedV4(bytes)) return `${bytes[12]}.${bytes[13]}.${bytes[14]}.${bytes[15]}`;

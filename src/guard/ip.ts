@@ -118,8 +118,12 @@ export function maskIp(ip: IpAddress, prefix: number): Uint8Array {
 export function maskedText(ip: IpAddress, prefix: number): string {
   if (!ip.v4) return ipText(maskIp(ip, prefix));
   const b = ip.bytes;
-  const byte = (i: number) => b[12 + i]! & ((0xff00 >> Math.max(0, Math.min(8, prefix - 8 * i))) & 0xff);
-  return `${byte(0)}.${byte(1)}.${byte(2)}.${byte(3)}`;
+  return `${b[12]! & v4Mask(prefix, 0)}.${b[13]! & v4Mask(prefix, 1)}.${b[14]! & v4Mask(prefix, 2)}.${b[15]! & v4Mask(prefix, 3)}`;
+}
+
+/** The mask of byte `i` (0–3) of an IPv4 address under a /prefix. */
+function v4Mask(prefix: number, i: number): number {
+  return (0xff00 >> Math.max(0, Math.min(8, prefix - 8 * i))) & 0xff;
 }
 
 /** Canonical text: dotted quad for IPv4, eight hex groups for IPv6 (only ever hashed, never stored). */

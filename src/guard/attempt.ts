@@ -1,6 +1,6 @@
 /** Validates what `check` and `record` receive and turns it into tags, so no plain value goes further. */
 import { SluiceError, show } from '../core/errors.js';
-import { ipText, maskIp, parseIp, type IpAddress } from './ip.js';
+import { ipText, maskedText, parseIp, type IpAddress } from './ip.js';
 import type { KeyedHasher } from './keyed-hash.js';
 
 /** What `guard.check` takes: who is logging in, from where. */
@@ -64,7 +64,7 @@ export function tagAttempt(
   }
   const address = hasher.tag('ip', ipText(ip.bytes));
   const prefix = ip.v4 ? ipv4Subnet : ipv6Subnet;
-  const subnet = hasher.tag('net', `${ipText(maskIp(ip, prefix))}/${prefix}`);
+  const subnet = hasher.tag('net', `${maskedText(ip, prefix)}/${prefix}`);
   const fingerprint = a.fingerprint === undefined ? undefined : hasher.tag('fp', text(call, 'fingerprint', a.fingerprint, MAX_TEXT));
   return { ip, account, address, subnet, fingerprint, location: ip.v4 ? address : subnet };
 }

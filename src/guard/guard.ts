@@ -13,11 +13,12 @@
  */
 import { randomInt } from 'node:crypto';
 import { coarseClock } from '../clock.js';
+import { createAlgorithm } from '../core/algorithms.js';
 import { SluiceError, show } from '../core/errors.js';
+import { compilePolicies } from '../core/policy.js';
 import type { Decision } from '../core/types.js';
-import { Limiter } from '../limiter.js';
 import { MemoryStore } from '../stores/memory.js';
-import type { Clock, Store } from '../stores/store.js';
+import type { Clock, MaybePromise, Store, StoreTable } from '../stores/store.js';
 import { FailureRateMonitor } from './anomaly.js';
 import { outcomeOf, tagAttempt, type LoginAttempt, type LoginOutcome, type TaggedAttempt } from './attempt.js';
 import { backoffMs, type BackoffSchedule } from './backoff.js';
@@ -51,9 +52,14 @@ export class Guard {
   private readonly hasher: KeyedHasher;
   private readonly reputation: Reputation;
   private readonly monitor: FailureRateMonitor;
-  private readonly ipBucket: Limiter;
-  private readonly subnetBucket: Limiter;
-  private readonly pairBucket: Limiter;
+  /**
+   * The token buckets, bound straight to the store (what a Limiter does inside) so that a synchronous
+   * store (MemoryStore) answers without a Promise: a pair on the memory store then awaits nothing but its
+   * two calls. An asynchronous store (RedisStore) returns Promises, which are awaited together as before.
+   */
+  private readonly ipBucket: StoreTable;
+  private readonly subnetBucket: StoreTable;
+  private readonly pairBucket: StoreTable;
   private readonly backoff: BackoffSchedule;
   private readonly sourceSpec: SourceSpec;
 
@@ -83,8 +89,13 @@ export class Guard {
       sigma: c.anomalySigma,
       minFailures: c.anomalyMinFailures,
     });
-    const bucket = (name: string, limit: number, window: string) =>
-      new Limiter({ policy: { name, algorithm: 'token-bucket', limit, window }, store: this.store, clock: this.clock });
+    if (typeof this.store !== 'object' || this.store === null || typeof this.store.bind !== 'function') {
+      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'store' must be a sluice store such as new MemoryStore(), got ${show(this.store)}`);
+    }
+    const bucket = (name: string, limit: number, window: string) => {
+      const policies = compilePolicies([{ name, algorithm: 'token-bucket', limit, window }]);
+      return this.store.bind({ policies, algorithms: policies.map(createAlgorithm), clock: this.clock });
+    };
     this.ipBucket = bucket('guard-ip', c.ipFailuresPerDay, '1d');
     this.subnetBucket = bucket('guard-subnet', c.subnetFailuresPerDay, '1d');
     this.pairBucket = bucket('guard-pair', c.pairFailuresPerHour, '1h');
@@ -109,7 +120,8 @@ export class Guard {
       reasons.push('ip-deny-list');
       raise(floor, 'block', c.blockMs);
     }
-    const account = await this.state.readAccount(t.account, now);
+    const readAccount = this.state.readAccount(t.account, now);
+    const account = isPromise(readAccount) ? await readAccount : readAccount;
     const familiar = isFamiliar(account, t);
     let risk = 0;
 
@@ -119,14 +131,15 @@ export class Guard {
     // all of them instead of one each (and one timeout, not six, when Redis is frozen).
     const stranger = !familiar && !standing.allowed;
     const spec = this.sourceSpec;
-    const [ip, net, pair, ipSource, netSource, fpSource] = await Promise.all([
-      stranger ? this.ipBucket.get(`i:${t.address}`) : undefined,
-      stranger ? this.subnetBucket.get(`n:${t.subnet}`) : undefined,
-      this.pairBucket.get(`p:${t.account}.${t.address}`),
+    const reads = all([
+      stranger ? this.ipBucket.decide(`i:${t.address}`, 0, undefined) : undefined,
+      stranger ? this.subnetBucket.decide(`n:${t.subnet}`, 0, undefined) : undefined,
+      this.pairBucket.decide(`p:${t.account}.${t.address}`, 0, undefined),
       stranger ? this.state.readSource(t.address, now, spec) : undefined,
       stranger ? this.state.readSource(t.subnet, now, spec) : undefined,
       stranger && t.fingerprint !== undefined ? this.state.readSource(t.fingerprint, now, spec) : undefined,
-    ]);
+    ] as const);
+    const [ip, net, pair, ipSource, netSource, fpSource] = isPromise(reads) ? await reads : reads;
     if (ip !== undefined && exhausted(ip)) {
       reasons.push('ip-failures');
       raise(floor, 'block', untilOneToken(ip, c.ipFailuresPerDay, 86_400_000));
@@ -195,7 +208,10 @@ export class Guard {
     // stranger refused (challenge or worse) counts as a failure of its sources and of the global rate.
     if (!familiar && rank(verdict.action) >= rank('challenge')) {
       this.monitor.note(now);
-      if (!standing.allowed) await this.noteSources(t, true, now);
+      if (!standing.allowed) {
+        const noted = this.noteSources(t, true, now);
+        if (isPromise(noted)) await noted;
+      }
     }
     return verdict;
   }
@@ -207,31 +223,35 @@ export class Guard {
     const { success, password } = outcomeOf(outcome);
     const now = this.clock();
     const standing = this.reputation.classify(t.ip);
-    const account = await this.state.readAccount(t.account, now);
+    const readAccount = this.state.readAccount(t.account, now);
+    const account = isPromise(readAccount) ? await readAccount : readAccount;
     const path: Path = isFamiliar(account, t) ? 'familiar' : 'unfamiliar';
     if (success) {
       const familiarNow = t.fingerprint === undefined ? [t.location] : [t.location, t.fingerprint];
       // Independent writes to different records: sent together (see check).
-      await Promise.all([
+      const writes = all([
         this.state.succeedAccount(t.account, path, familiarNow, now, c.familiarMs, c.maxFamiliarSources),
         // A store that cannot forget rejects its reset (RedisStore during an outage); the pair lane then
         // keeps its count, which errs towards caution, and the login still records. Other errors stand.
-        Promise.resolve(this.pairBucket.reset(`p:${t.account}.${t.address}`)).catch(keepUnlessUnavailable),
+        resetKeepingUnavailable(this.pairBucket, `p:${t.account}.${t.address}`),
         this.noteSources(t, false, now),
       ]);
+      if (isPromise(writes)) await writes;
       return { counted: false, consecutiveFailures: path === 'familiar' ? (account?.unfamiliarFailures ?? 0) : 0 };
     }
     const passwordTag = password === undefined ? undefined : this.hasher.passwordTag(t.account, password);
-    const failed = await this.state.failAccount(t.account, path, passwordTag, now, c.failureMemoryMs);
+    const failAccount = this.state.failAccount(t.account, path, passwordTag, now, c.failureMemoryMs);
+    const failed = isPromise(failAccount) ? await failAccount : failAccount;
     if (!failed.counted) return { counted: false, consecutiveFailures: failed.total };
     const waitMs = backoffMs(this.backoff, failed.failures, this.random());
-    await Promise.all([
+    const writes = all([
       waitMs > 0 ? this.state.lockAccount(t.account, path, now + waitMs) : undefined,
-      this.pairBucket.penalty(`p:${t.account}.${t.address}`),
-      standing.allowed ? undefined : this.ipBucket.penalty(`i:${t.address}`),
-      standing.allowed ? undefined : this.subnetBucket.penalty(`n:${t.subnet}`),
+      this.pairBucket.adjust(`p:${t.account}.${t.address}`, 1),
+      standing.allowed ? undefined : this.ipBucket.adjust(`i:${t.address}`, 1),
+      standing.allowed ? undefined : this.subnetBucket.adjust(`n:${t.subnet}`, 1),
       this.noteSources(t, true, now),
     ]);
+    if (isPromise(writes)) await writes;
     this.monitor.note(now);
     return { counted: true, consecutiveFailures: failed.total };
   }
@@ -241,9 +261,10 @@ export class Guard {
     return this.monitor.anomalous(this.clock());
   }
 
-  private async noteSources(t: TaggedAttempt, failed: boolean, now: number): Promise<void> {
+  /** Notes the attempt on its address, subnet and fingerprint: a Promise only if the state answers with one. */
+  private noteSources(t: TaggedAttempt, failed: boolean, now: number): MaybePromise<unknown> {
     const spec = this.sourceSpec;
-    await Promise.all([
+    return all([
       this.state.noteSource(t.address, t.account, failed, now, spec),
       this.state.noteSource(t.subnet, t.account, failed, now, spec),
       t.fingerprint === undefined ? undefined : this.state.noteSource(t.fingerprint, t.account, failed, now, spec),
@@ -258,6 +279,32 @@ export class Guard {
 
 function keepUnlessUnavailable(err: unknown): void {
   if (!(err instanceof SluiceError && err.code === 'ERR_SLUICE_STORE_UNAVAILABLE')) throw err;
+}
+
+/** Resets a bucket; a store that cannot forget (sync throw or rejection alike) leaves it, other errors stand. */
+function resetKeepingUnavailable(table: StoreTable, key: string): MaybePromise<void> {
+  let r: MaybePromise<void>;
+  try {
+    r = table.reset(key);
+  } catch (err) {
+    return keepUnlessUnavailable(err);
+  }
+  return isPromise(r) ? r.catch(keepUnlessUnavailable) : undefined;
+}
+
+function isPromise<T>(x: MaybePromise<T>): x is Promise<T> {
+  return typeof x === 'object' && x !== null && typeof (x as { then?: unknown }).then === 'function';
+}
+
+type Settled<T extends readonly unknown[]> = { -readonly [K in keyof T]: Awaited<T[K]> };
+
+/**
+ * Promise.all for values that are Promises only on an asynchronous store: the values themselves when none
+ * is a Promise (the memory store, no microtask hop), else one Promise of them all (Redis: sent together).
+ */
+function all<T extends readonly unknown[]>(values: T): MaybePromise<Settled<T>> {
+  for (const v of values) if (isPromise(v)) return Promise.all(values) as Promise<Settled<T>>;
+  return values as unknown as Settled<T>;
 }
 
 /** Whether the attempt comes from a location or device that logged in to the account before. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { cidrContains, ipText, maskIp, parseCidr, parseIp, tryParseIp } from './ip.js';
+import { cidrContains, ipText, maskedText, maskIp, parseCidr, parseIp, tryParseIp } from './ip.js';
 
 test('IPv4 parses to the mapped form and prints back', () => {
   const ip = parseIp('203.0.113.7', 'ip');
@@ -69,4 +69,11 @@ test('property: every IPv6 address parses to the bytes of its canonical text', (
       if (!ip.v4) assert.deepEqual(parseIp(ipText(ip.bytes), 'ip').bytes, ip.bytes);
     }),
   );
+});
+
+test('maskedText is ipText(maskIp(...)) for every prefix of either family', () => {
+  for (const text of ['203.0.113.77', '255.255.255.255', '0.0.0.0', '10.200.3.129', '2001:db8:aa:bb:1:2:3:4', '::ffff:1.2.3.4']) {
+    const ip = parseIp(text, 'ip');
+    for (let n = 0; n <= (ip.v4 ? 32 : 128); n++) assert.equal(maskedText(ip, n), ipText(maskIp(ip, n)), `${text}/${n}`);
+  }
 });

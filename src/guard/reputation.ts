@@ -40,6 +40,9 @@ export interface IpStanding {
   readonly hosting: boolean;
 }
 
+/** The standing of every address when no list is configured (the default): one frozen object, not one per call. */
+const NEUTRAL: IpStanding = Object.freeze({ allowed: false, denied: false, hosting: false });
+
 export class Reputation {
   private readonly allow: CidrSet;
   private readonly deny: CidrSet;
@@ -53,6 +56,7 @@ export class Reputation {
 
   /** The address's standing. A deny rule wins over an allow rule covering the same address. */
   classify(ip: IpAddress): IpStanding {
+    if (this.allow.empty && this.deny.empty && this.hosting.empty) return NEUTRAL;
     const denied = !this.deny.empty && this.deny.has(ip);
     return {
       denied,

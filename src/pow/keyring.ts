@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { SluiceError, show } from '../core/errors.js';
 import { LIMITS, MAC_DOMAIN } from './encoding.js';
-import { hmacKey, hmacSha256, type HmacKey } from './sha256.js';
+import { hmacKey, hmacSha256, type HmacKey } from '../crypto/sha256.js';
 
 /** A secret: at least 16 bytes; a string is taken as its UTF-8 bytes. */
 export type SecretValue = string | Uint8Array;

@@ -3,7 +3,7 @@
  * It runs on the calling thread and yields to the event loop between slices, so it can be cancelled.
  */
 import { SluiceError, show } from '../core/errors.js';
-import { puzzleHash48, puzzleSeed } from './sha256.js';
+import { puzzleHash48, puzzleSeed } from '../crypto/sha256.js';
 import { formatSolution, parseToken } from './token.js';
 
 export interface SolveOptions {

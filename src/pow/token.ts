@@ -7,7 +7,7 @@
  */
 import { decodeBase64url, encodeBase64url } from './base64url.js';
 import { decodeChallenge, encodeChallenge, LIMITS, type ChallengeFields } from './encoding.js';
-import { hmacSha256, puzzleHash48, puzzleSeed, type HmacKey } from './sha256.js';
+import { hmacSha256, puzzleHash48, puzzleSeed, type HmacKey } from '../crypto/sha256.js';
 
 /** Longest payload a valid challenge can have; anything longer is rejected before decoding. */
 export const MAX_PAYLOAD_BYTES = 1 + 1 + LIMITS.kidBytes + 1 + LIMITS.algorithmBytes + 1 + LIMITS.saltBytes + 6 + 1 + 6 + 2 + LIMITS.scopeBytes;

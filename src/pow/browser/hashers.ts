@@ -3,14 +3,14 @@
  * 40-byte seed ‖ index ‖ nonce, first 48 bits); they differ only in speed, which bench/pow-browser.mjs
  * measures in Chromium. The shipped worker uses the fastest; the others stay for that measurement.
  */
-import { puzzleHash48, puzzleSeed } from '../sha256.js';
+import { puzzleHash48, puzzleSeed } from '../../crypto/sha256.js';
 
 /** Searches nonces [start, start + count) of sub-puzzle `index`; resolves to the first that passes, or -1. */
 export type Search = (index: number, target: number, start: number, count: number) => number | Promise<number>;
 
 export type HasherName = 'js' | 'webcrypto' | 'hash-wasm';
 
-/** Plain TypeScript SHA-256 (../sha256.ts): one synchronous compression per nonce, no allocation. */
+/** Plain TypeScript SHA-256 (src/crypto/sha256.ts): one synchronous compression per nonce, no allocation. */
 export function jsSearch(seed: Uint8Array): Search {
   const prepared = puzzleSeed(seed);
   return (index, target, start, count) => {

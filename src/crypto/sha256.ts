@@ -1,5 +1,6 @@
 /**
- * SHA-256 (FIPS 180-4) in plain TypeScript, shared by the verifier, the Node solver and the browser worker.
+ * SHA-256 (FIPS 180-4) in plain TypeScript, shared by the proof-of-work verifier, the Node solver and the
+ * browser worker, and by the login guard's keyed tags (it depends on nothing, so any layer may use it).
  * Why not node:crypto? Each call into it costs about 2 µs of binding overhead, more than the 64 rounds of
  * one block in JS, and proof-of-work hashes are single 40-byte blocks. The property tests check every
  * function here against node:crypto on random inputs.
@@ -21,22 +22,28 @@ const IV = new Int32Array([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510
 /** Scratch for the message schedule; single-threaded callers only (each worker has its own module copy). */
 const W = new Int32Array(64);
 
-/** Runs the compression function on the 16 words in W[0..15], updating `state` in place. */
+/**
+ * Runs the compression function on the 16 words in W[0..15], updating `state` in place. The schedule is
+ * extended inside the round loop (one pass instead of two) and Ch and Maj use their two-operation forms:
+ * about a fifth faster than the textbook layout under V8.
+ */
 function compress(state: Int32Array): void {
-  for (let t = 16; t < 64; t++) {
-    const a = W[t - 15]!;
-    const b = W[t - 2]!;
-    const s0 = ((a >>> 7) | (a << 25)) ^ ((a >>> 18) | (a << 14)) ^ (a >>> 3);
-    const s1 = ((b >>> 17) | (b << 15)) ^ ((b >>> 19) | (b << 13)) ^ (b >>> 10);
-    W[t] = (W[t - 16]! + s0 + W[t - 7]! + s1) | 0;
-  }
   let a = state[0]!, b = state[1]!, c = state[2]!, d = state[3]!;
   let e = state[4]!, f = state[5]!, g = state[6]!, h = state[7]!;
   for (let t = 0; t < 64; t++) {
+    let w: number;
+    if (t < 16) w = W[t]!;
+    else {
+      const x = W[t - 15]!;
+      const y = W[t - 2]!;
+      const s0 = ((x >>> 7) | (x << 25)) ^ ((x >>> 18) | (x << 14)) ^ (x >>> 3);
+      const s1 = ((y >>> 17) | (y << 15)) ^ ((y >>> 19) | (y << 13)) ^ (y >>> 10);
+      w = W[t] = (W[t - 16]! + s0 + W[t - 7]! + s1) | 0;
+    }
     const S1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
-    const t1 = (h + S1 + ((e & f) ^ (~e & g)) + K[t]! + W[t]!) | 0;
+    const t1 = (h + S1 + (g ^ (e & (f ^ g))) + K[t]! + w) | 0; // Ch(e, f, g)
     const S0 = ((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10));
-    const t2 = (S0 + ((a & b) ^ (a & c) ^ (b & c))) | 0;
+    const t2 = (S0 + ((a & b) | (c & (a | b)))) | 0; // Maj(a, b, c)
     h = g; g = f; f = e; e = (d + t1) | 0;
     d = c; c = b; b = a; a = (t1 + t2) | 0;
   }
@@ -59,22 +66,23 @@ const TAIL = new Uint8Array(128);
 const TAIL_VIEW = new DataView(TAIL.buffer);
 
 /**
- * Absorbs `message` into `state` (in place) and pads, as if `prefixBlocks` whole blocks had been absorbed
- * before (HMAC precomputes its keyed first block). Allocates nothing: verification runs it per request.
+ * Absorbs the first `length` bytes of `message` into `state` (in place) and pads, as if `prefixBlocks`
+ * whole blocks had been absorbed before (HMAC precomputes its keyed first block). Allocates nothing:
+ * verification and the login guard run it per request.
  */
-function absorb(state: Int32Array, prefixBlocks: number, message: Uint8Array): void {
-  const whole = message.length - (message.length % 64);
+function absorb(state: Int32Array, prefixBlocks: number, message: Uint8Array, length = message.length): void {
+  const whole = length - (length % 64);
   for (let off = 0; off < whole; off += 64) {
     loadBlock(message, off);
     compress(state);
   }
   // Padding: 0x80, zeros, then the bit length as a 64-bit big-endian integer.
-  const rest = message.length - whole;
+  const rest = length - whole;
   const tailLength = rest < 56 ? 64 : 128;
   TAIL.fill(0, 0, tailLength);
-  TAIL.set(message.subarray(whole));
+  for (let i = 0; i < rest; i++) TAIL[i] = message[whole + i]!;
   TAIL[rest] = 0x80;
-  const bits = (prefixBlocks * 64 + message.length) * 8;
+  const bits = (prefixBlocks * 64 + length) * 8;
   TAIL_VIEW.setUint32(tailLength - 8, Math.floor(bits / 2 ** 32));
   TAIL_VIEW.setUint32(tailLength - 4, bits >>> 0);
   for (let off = 0; off < tailLength; off += 64) {
@@ -130,17 +138,40 @@ export function hmacKey(key: Uint8Array): HmacKey {
 
 /** HMAC-SHA-256 of `message` under a prepared key: two hashes, each starting after its keyed block. */
 export function hmacSha256(key: HmacKey, message: Uint8Array): Uint8Array {
-  const s = HMAC_STATE;
-  s.set(key.inner);
-  absorb(s, 1, message);
-  stateToBytes(s, INNER_DIGEST);
-  s.set(key.outer);
-  absorb(s, 1, INNER_DIGEST);
-  return stateToBytes(s);
+  hmacSha256Words(key, message, message.length, HMAC_STATE);
+  return stateToBytes(HMAC_STATE);
+}
+
+/**
+ * HMAC-SHA-256 of the first `length` bytes of `message` under a prepared key, written to `out` as the
+ * digest's eight big-endian words. Allocates nothing: a message under 56 bytes costs two compressions
+ * (the inner block and the outer one), as the keyed first blocks are precomputed in `key`.
+ */
+export function hmacSha256Words(key: HmacKey, message: Uint8Array, length: number, out: Int32Array): void {
+  out.set(key.inner);
+  if (length < 56) {
+    // One padded block, built straight in W: the bytes, 0x80, zeros, the bit length (keyed block included).
+    const whole = length & ~3;
+    let j = 0;
+    let i = 0;
+    for (; i < whole; i += 4) W[j++] = (message[i]! << 24) | (message[i + 1]! << 16) | (message[i + 2]! << 8) | message[i + 3]!;
+    let last = 0x80 << (24 - 8 * (length - whole));
+    for (let shift = 24; i < length; i++, shift -= 8) last |= message[i]! << shift;
+    W[j++] = last;
+    while (j < 15) W[j++] = 0;
+    W[15] = (64 + length) * 8;
+    compress(out);
+  } else absorb(out, 1, message, length);
+  // The outer hash's message is the 32-byte inner digest: with its padding one block, loaded from the words.
+  for (let i = 0; i < 8; i++) W[i] = out[i]!;
+  W[8] = 0x80000000 | 0;
+  W[9] = 0; W[10] = 0; W[11] = 0; W[12] = 0; W[13] = 0; W[14] = 0;
+  W[15] = (64 + 32) * 8; // the keyed block and the digest, in bits
+  out.set(key.outer);
+  compress(out);
 }
 
 const HMAC_STATE = new Int32Array(8);
-const INNER_DIGEST = new Uint8Array(32);
 
 /**
  * A challenge seed prepared for puzzle hashing: its eight words, and the working variables after the

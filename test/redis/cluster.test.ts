@@ -2,51 +2,31 @@
 // afterwards): the conformance suite unchanged through ioredis's Cluster and node-redis's cluster, keys of
 // every identity in one slot (no CROSSSLOT), and a master killed under load.
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
-import { after, before, test } from 'node:test';
-import { Cluster } from 'ioredis';
-import { createCluster } from 'redis';
+import { test } from 'node:test';
 import { Limiter } from '../../src/index.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { escapeId, keyOf, slotOf } from '../../src/stores/redis/keys.js';
 import { storeConformance } from '../contracts/store-conformance.js';
-import { OwnCluster, runPrefix } from './harness.js';
+import { runPrefix, useCluster } from './harness.js';
 
-const cluster = new OwnCluster();
-let io: Cluster;
-let nr: ReturnType<typeof createCluster>;
+const ctx = useCluster();
+const cluster = ctx.cluster;
 const prefix = runPrefix('cluster');
 
-before(async () => {
-  await cluster.start();
-  const nodes = cluster.ports.map((port) => ({ host: '127.0.0.1', port }));
-  io = new Cluster(nodes, { redisOptions: { maxRetriesPerRequest: 1 } });
-  io.on('error', () => {});
-  await once(io, 'ready');
-  nr = createCluster({ rootNodes: cluster.ports.map((port) => ({ url: `redis://127.0.0.1:${port}` })) });
-  nr.on('error', () => {});
-  await nr.connect();
-});
-
-after(async () => {
-  io?.disconnect();
-  await nr?.close().catch(() => {});
-  await cluster.destroy();
-});
 
 const runs = Number(process.env.CONF_RUNS ?? 15);
-storeConformance('redis cluster (ioredis)', () => new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }), { runs });
-storeConformance('redis cluster (node-redis)', () => new RedisStore({ client: nr, prefix, clock: 'client', timeoutMs: 2000 }), { runs });
+storeConformance('redis cluster (ioredis)', () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }), { runs });
+storeConformance('redis cluster (node-redis)', () => new RedisStore({ client: ctx.nr, prefix, clock: 'client', timeoutMs: 2000 }), { runs });
 
 test('redis cluster: the slot computed for a key is the one the cluster computes', async () => {
   for (const id of ['user:42', 'ключ', '🔑', 'a{b}c', '}{', '\\', 'x'.repeat(300)]) {
     const e = escapeId(id);
-    assert.equal(slotOf(e), await io.cluster('KEYSLOT', keyOf(prefix, e, 'p')), id);
+    assert.equal(slotOf(e), await ctx.io.cluster('KEYSLOT', keyOf(prefix, e, 'p')), id);
   }
 });
 
 test('redis cluster: one batch spans many slots, each decided exactly', async () => {
-  const store = new RedisStore({ client: io, prefix, timeoutMs: 2000, onError: 'closed' });
+  const store = new RedisStore({ client: ctx.io, prefix, timeoutMs: 2000, onError: 'closed' });
   const l = new Limiter({ policies: [{ name: 'a', algorithm: 'gcra', limit: 2, window: '1h' }, { name: 'b', algorithm: 'sliding-log', limit: 3, window: '1h' }], store });
   const keys = Array.from({ length: 200 }, (_, i) => `slots:${i}:{${i}}`);
   const first = await Promise.all(keys.flatMap((k) => [l.limit(k), l.limit(k), l.limit(k)]));
@@ -55,7 +35,7 @@ test('redis cluster: one batch spans many slots, each decided exactly', async ()
 });
 
 test('redis cluster: a master killed under load; deciding goes on through the failover', async () => {
-  const store = new RedisStore({ client: io, prefix, timeoutMs: 100, onError: 'open' });
+  const store = new RedisStore({ client: ctx.io, prefix, timeoutMs: 100, onError: 'open' });
   const l = new Limiter({ policy: { name: 'p', algorithm: 'token-bucket', limit: 1_000_000, window: '1h' }, store });
   let decided = 0;
   let fellBack = 0;

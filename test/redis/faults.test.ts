@@ -4,28 +4,17 @@
 // unhandled, and once Redis is back the decisions are exact again.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { Limiter, type Decision } from '../../src/index.js';
 import { CLOSED_RETRY_MS, RedisStore, type OnError } from '../../src/stores/redis/index.js';
-import { freePort, OwnRedis, runPrefix } from './harness.js';
+import { runPrefix, useOwnRedis } from './harness.js';
 
 const TIMEOUT = 50;
-let server: OwnRedis;
-const unhandled: unknown[] = [];
-const onUnhandled = (err: unknown) => unhandled.push(err);
+const own = useOwnRedis();
+const unhandled = own.unhandled;
 
-before(async () => {
-  process.on('unhandledRejection', onUnhandled);
-  server = new OwnRedis(await freePort());
-  await server.start();
-});
-
-after(async () => {
-  process.off('unhandledRejection', onUnhandled);
-  await server.destroy();
-});
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -37,14 +26,14 @@ interface Client {
 
 async function ioredis(): Promise<Client> {
   // Defaults kept on purpose (offline queue on, 20 retries): the store must stay bounded anyway.
-  const c = new Redis({ port: server.port, host: '127.0.0.1' });
+  const c = new Redis({ port: own.server.port, host: '127.0.0.1' });
   c.on('error', () => {});
   await once(c, 'ready');
   return { client: c, offline: () => (c as unknown as { offlineQueue: { length: number } }).offlineQueue.length, close: async () => c.disconnect() };
 }
 
 async function nodeRedis(): Promise<Client> {
-  const c = createClient({ socket: { port: server.port, host: '127.0.0.1' } });
+  const c = createClient({ socket: { port: own.server.port, host: '127.0.0.1' } });
   c.on('error', () => {});
   await c.connect();
   return { client: c, offline: () => 0, close: () => c.disconnect().catch(() => {}) };
@@ -111,7 +100,7 @@ for (const [name, onError, connect] of modes) {
     const l = load(limiter);
     try {
       await sleep(200);
-      await server.stop();
+      await own.server.stop();
       await sleep(100); // the client notices
       l.resetSlowest();
       const from = l.seen.length;
@@ -134,13 +123,13 @@ for (const [name, onError, connect] of modes) {
         for (let i = 0; i < 7; i++) got.push((await limiter.limit(key)).allowed);
         assert.deepEqual(got, [true, true, true, true, true, false, false]);
       }
-      await server.start();
+      await own.server.start();
       await recovered(limiter);
       await exact(store);
     } finally {
       await l.stop();
       await c.close();
-      if (server.proc === undefined) await server.start();
+      if (own.server.proc === undefined) await own.server.start();
     }
     assert.deepEqual(unhandled, []);
   });
@@ -153,7 +142,7 @@ test('Redis frozen (SIGSTOP) mid-load and thawed: every call times out, none pil
   const l = load(limiter);
   try {
     await sleep(200);
-    server.proc!.kill('SIGSTOP');
+    own.server.proc!.kill('SIGSTOP');
     await sleep(100);
     l.resetSlowest();
     const from = l.seen.length;
@@ -165,11 +154,11 @@ test('Redis frozen (SIGSTOP) mid-load and thawed: every call times out, none pil
     assert.ok(l.slowest() < TIMEOUT + 150, `none waited much past the timeout (slowest ${l.slowest().toFixed(1)} ms)`);
     assert.ok(store.stats.calls - calls <= 16, `no more than maxInFlight calls sent to a Redis that does not answer (${store.stats.calls - calls})`);
     assert.ok(store.stats.refused > 0);
-    server.proc!.kill('SIGCONT');
+    own.server.proc!.kill('SIGCONT');
     await recovered(limiter);
     await exact(store);
   } finally {
-    server.proc?.kill('SIGCONT');
+    own.server.proc?.kill('SIGCONT');
     await l.stop();
     await c.close();
   }

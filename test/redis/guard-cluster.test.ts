@@ -2,38 +2,18 @@
 // afterwards): the guard conformance suite through ioredis's Cluster and node-redis's cluster, failing
 // closed so a CROSSSLOT or any other error fails the test, and each source's two keys in one slot.
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
-import { after, before, test } from 'node:test';
-import { Cluster } from 'ioredis';
-import { createCluster } from 'redis';
+import { test } from 'node:test';
 import { Guard, type RedisGuardState } from '../../src/guard/index.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { guardConformance } from '../contracts/guard-conformance.js';
-import { OwnCluster, runPrefix } from './harness.js';
+import { runPrefix, useCluster } from './harness.js';
 
-const cluster = new OwnCluster();
-let io: Cluster;
-let nr: ReturnType<typeof createCluster>;
+const ctx = useCluster();
+const cluster = ctx.cluster;
 const base = runPrefix('guard-cluster');
 let n = 0;
 const stores: RedisStore[] = [];
 
-before(async () => {
-  await cluster.start();
-  const nodes = cluster.ports.map((port) => ({ host: '127.0.0.1', port }));
-  io = new Cluster(nodes, { redisOptions: { maxRetriesPerRequest: 1 } });
-  io.on('error', () => {});
-  await once(io, 'ready');
-  nr = createCluster({ rootNodes: cluster.ports.map((port) => ({ url: `redis://127.0.0.1:${port}` })) });
-  nr.on('error', () => {});
-  await nr.connect();
-});
-
-after(async () => {
-  io?.disconnect();
-  await nr?.close().catch(() => {});
-  await cluster.destroy();
-});
 
 function store(client: () => unknown): RedisStore {
   const s = new RedisStore({ client: client(), prefix: `${base}:${n++}`, clock: 'client', timeoutMs: 2000, onError: 'closed' });
@@ -41,19 +21,19 @@ function store(client: () => unknown): RedisStore {
   return s;
 }
 
-guardConformance('guard on redis cluster (ioredis)', { makeStore: () => store(() => io) });
-guardConformance('guard on redis cluster (node-redis)', { makeStore: () => store(() => nr) });
+guardConformance('guard on redis cluster (ioredis)', { makeStore: () => store(() => ctx.io) });
+guardConformance('guard on redis cluster (node-redis)', { makeStore: () => store(() => ctx.nr) });
 
 test('guard on redis cluster: a source spread over many slots, its two keys always in one', async () => {
-  const s = store(() => io);
+  const s = store(() => ctx.io);
   const guard = new Guard({ secret: 'cluster-secret-0123456789ab', store: s });
   for (let i = 0; i < 40; i++) await guard.record({ account: `user${i}`, ip: `198.51.${i}.7`, success: false });
   const state = guard.state as RedisGuardState;
   const slots = new Set<number>();
   for (let i = 0; i < 40; i++) {
     const [record, distinct] = state.sourceKeys(`probe-${i}`);
-    const slot = await io.cluster('KEYSLOT', record);
-    assert.equal(await io.cluster('KEYSLOT', distinct), slot);
+    const slot = await ctx.io.cluster('KEYSLOT', record);
+    assert.equal(await ctx.io.cluster('KEYSLOT', distinct), slot);
     slots.add(slot as number);
   }
   assert.ok(slots.size > 10, `${slots.size} slots`);

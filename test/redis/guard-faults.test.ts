@@ -4,11 +4,11 @@
 // state is shared again.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { Redis } from 'ioredis';
 import { Guard, RedisGuardState } from '../../src/guard/index.js';
 import { RedisStore, type OnError } from '../../src/stores/redis/index.js';
-import { freePort, OwnRedis, runPrefix } from './harness.js';
+import { runPrefix, useOwnRedis } from './harness.js';
 
 const TIMEOUT = 50;
 /**
@@ -17,25 +17,14 @@ const TIMEOUT = 50;
  * wait TIMEOUT; the rest is slack for a loaded machine.
  */
 const BOUND = 3 * TIMEOUT + 250;
-let server: OwnRedis;
-const unhandled: unknown[] = [];
-const onUnhandled = (err: unknown) => unhandled.push(err);
+const own = useOwnRedis();
+const unhandled = own.unhandled;
 
-before(async () => {
-  process.on('unhandledRejection', onUnhandled);
-  server = new OwnRedis(await freePort());
-  await server.start();
-});
-
-after(async () => {
-  process.off('unhandledRejection', onUnhandled);
-  await server.destroy();
-});
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function setup(onError: OnError) {
-  const client = new Redis({ port: server.port, host: '127.0.0.1' });
+  const client = new Redis({ port: own.server.port, host: '127.0.0.1' });
   client.on('error', () => {});
   await once(client, 'ready');
   const store = new RedisStore({ client, prefix: runPrefix('guard-faults'), timeoutMs: TIMEOUT, onError });
@@ -60,7 +49,7 @@ async function timed<T>(f: () => Promise<T>, ms = BOUND): Promise<T> {
 
 test("onError 'open': Redis killed, check() judges as if nothing were known and record() drops the failure", async () => {
   const { client, guard, state } = await setup('open');
-  await server.stop();
+  await own.server.stop();
   await sleep(100);
   const v = await timed(() => guard.check({ account: 'alice', ip: '192.0.2.9' }));
   assert.deepEqual({ action: v.action, reasons: v.reasons }, { action: 'allow', reasons: [] });
@@ -70,7 +59,7 @@ test("onError 'open': Redis killed, check() judges as if nothing were known and 
   assert.ok(state.stats.fallbacks >= 3 && state.stats.refused >= 3, JSON.stringify(state.stats));
 
   // Back: ioredis reconnects and the state is shared again (the new server starts empty).
-  await server.start();
+  await own.server.start();
   await waitReady(client);
   const calls = state.stats.calls;
   for (let i = 1; i <= 4; i++) await guard.record({ account: 'bob', ip: `203.0.113.${i}`, success: false });
@@ -81,25 +70,25 @@ test("onError 'open': Redis killed, check() judges as if nothing were known and 
 
 test("onError 'open': Redis frozen, every call times out and check() still answers within the bound", async () => {
   const { client, guard, state } = await setup('open');
-  server.proc!.kill('SIGSTOP');
+  own.server.proc!.kill('SIGSTOP');
   try {
     const v = await timed(() => guard.check({ account: 'alice', ip: '192.0.2.9' }));
     assert.equal(v.action, 'allow');
     await timed(() => guard.record({ account: 'alice', ip: '192.0.2.9', success: false }));
     assert.ok(state.stats.timeouts >= 3, JSON.stringify(state.stats));
   } finally {
-    server.proc!.kill('SIGCONT');
+    own.server.proc!.kill('SIGCONT');
   }
   client.disconnect();
 });
 
 test("onError 'closed': check() and record() reject with ERR_SLUICE_STORE_UNAVAILABLE", async () => {
   const { client, guard } = await setup('closed');
-  await server.stop();
+  await own.server.stop();
   await sleep(100);
   await timed(() => assert.rejects(guard.check({ account: 'alice', ip: '192.0.2.9' }), { code: 'ERR_SLUICE_STORE_UNAVAILABLE' }));
   await timed(() => assert.rejects(guard.record({ account: 'alice', ip: '192.0.2.9', success: false }), { code: 'ERR_SLUICE_STORE_UNAVAILABLE' }));
-  await server.start();
+  await own.server.start();
   await waitReady(client);
   client.disconnect();
 });
@@ -107,12 +96,12 @@ test("onError 'closed': check() and record() reject with ERR_SLUICE_STORE_UNAVAI
 test('onError insurance: the guard state goes local while Redis is away, so this process still backs off', async () => {
   const { client, guard, state } = await setup({ insurance: 0.5 });
   assert.equal(state.onError, 'local');
-  await server.stop();
+  await own.server.stop();
   await sleep(100);
   for (let i = 1; i <= 4; i++) await timed(() => guard.record({ account: 'carol', ip: `203.0.113.${i}`, success: false }));
   const v = await timed(() => guard.check({ account: 'carol', ip: '192.0.2.9' }));
   assert.ok(v.reasons.includes('account-backoff'), JSON.stringify(v));
-  await server.start();
+  await own.server.start();
   await waitReady(client);
   client.disconnect();
 });

@@ -5,6 +5,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { once } from 'node:events';
+import { after, before } from 'node:test';
+import { Cluster } from 'ioredis';
+import { createCluster, type RedisClusterType } from 'redis';
 
 export function redisUrl(): string {
   return process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -146,4 +150,50 @@ function clusterOk(port: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * For a test file on its own Redis Cluster: starts an OwnCluster before the file's tests, connects an
+ * ioredis and a node-redis cluster client to it, and tears all three down after. The clients are on the
+ * returned object once `before` has run.
+ */
+export function useCluster(): { cluster: OwnCluster; io: Cluster; nr: RedisClusterType } {
+  const ctx = { cluster: new OwnCluster() } as { cluster: OwnCluster; io: Cluster; nr: RedisClusterType };
+  before(async () => {
+    await ctx.cluster.start();
+    ctx.io = new Cluster(
+      ctx.cluster.ports.map((port) => ({ host: '127.0.0.1', port })),
+      { redisOptions: { maxRetriesPerRequest: 1 } },
+    );
+    ctx.io.on('error', () => {});
+    await once(ctx.io, 'ready');
+    ctx.nr = createCluster({ rootNodes: ctx.cluster.ports.map((port) => ({ url: `redis://127.0.0.1:${port}` })) });
+    ctx.nr.on('error', () => {});
+    await ctx.nr.connect();
+  });
+  after(async () => {
+    ctx.io?.disconnect();
+    await ctx.nr?.close().catch(() => {});
+    await ctx.cluster.destroy();
+  });
+  return ctx;
+}
+
+/**
+ * For a fault test: a redis-server of its own on a spare port, started before the file's tests and
+ * destroyed after, and every unhandled rejection meanwhile collected so the test can assert there were none.
+ */
+export function useOwnRedis(): { server: OwnRedis; unhandled: unknown[] } {
+  const ctx = { unhandled: [] as unknown[] } as { server: OwnRedis; unhandled: unknown[] };
+  const onUnhandled = (err: unknown) => ctx.unhandled.push(err);
+  before(async () => {
+    process.on('unhandledRejection', onUnhandled);
+    ctx.server = new OwnRedis(await freePort());
+    await ctx.server.start();
+  });
+  after(async () => {
+    process.off('unhandledRejection', onUnhandled);
+    await ctx.server.destroy();
+  });
+  return ctx;
 }

@@ -36,6 +36,21 @@ function read(file: string): string {
   return s;
 }
 
+/** One Script (and one SHA) per distinct source. */
+function register(name: string, source: string): Script {
+  let script = scripts.get(source);
+  if (script === undefined) {
+    script = { name, source, sha: createHash('sha1').update(source).digest('hex') };
+    scripts.set(source, script);
+  }
+  return script;
+}
+
+/** A script that is one file as it stands (the lease and local-sync strategies' scripts). */
+export function fileScript(name: string): Script {
+  return register(name, read(name));
+}
+
 /** Whether a table's operations carry lease ids: only concurrency policies take them. */
 export function takesLeases(policies: readonly Policy[]): boolean {
   return policies.some((p) => p.algorithm === 'concurrency');
@@ -56,11 +71,5 @@ export function scriptFor(policies: readonly Policy[], clientClock: boolean): Sc
     '}',
   ].join('\n');
   const source = [read('prelude'), ...files.map(read), constants, read('driver')].join('\n');
-  let script = scripts.get(source);
-  if (script === undefined) {
-    const name = policies.length === 1 ? algorithmCode(policies[0]!).code : 'multi';
-    script = { name, source, sha: createHash('sha1').update(source).digest('hex') };
-    scripts.set(source, script);
-  }
-  return script;
+  return register(policies.length === 1 ? algorithmCode(policies[0]!).code : 'multi', source);
 }

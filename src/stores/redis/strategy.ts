@@ -2,25 +2,13 @@
  * RedisStore's side of the distributed strategies (src/distributed/): a ScriptRunner over the store's
  * client, with the store's prefix, timeout, counters and failure policy, for the lease and local-sync scripts.
  */
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { SluiceError } from '../../core/index.js';
 import type { ScriptRunner } from '../../distributed/runner.js';
 import type { TableSpec } from '../store.js';
 import { Fallback } from './failure.js';
 import { escapeId, keyOf } from './keys.js';
+import { fileScript } from './scripts.js';
 import type { StoreContext } from './table.js';
-
-const loaded = new Map<string, { source: string; sha: string }>();
-function script(name: string): { source: string; sha: string } {
-  let s = loaded.get(name);
-  if (s === undefined) {
-    const source = readFileSync(new URL(`./scripts/${name}.lua`, import.meta.url), 'utf8');
-    s = { source, sha: createHash('sha1').update(source).digest('hex') };
-    loaded.set(name, s);
-  }
-  return s;
-}
 
 export function scriptRunner(ctx: StoreContext, spec: TableSpec): ScriptRunner {
   const fallback = new Fallback(ctx.onError, spec);
@@ -33,7 +21,7 @@ export function scriptRunner(ctx: StoreContext, spec: TableSpec): ScriptRunner {
       return fallback.decide(key, cost, undefined);
     },
     run(name, keys, args) {
-      const s = script(name);
+      const s = fileScript(name);
       if (!adapter.ready()) {
         stats.refused++;
         return Promise.reject(new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', 'RedisStore: the Redis client is not connected'));

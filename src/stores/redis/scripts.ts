@@ -46,9 +46,9 @@ function register(name: string, source: string): Script {
   return script;
 }
 
-/** A script that is one file as it stands (the lease and local-sync strategies' scripts). */
+/** A strategy's script (lease, local-sync): its own file after the shared server-time helper. */
 export function fileScript(name: string): Script {
-  return register(name, read(name));
+  return register(name, `${read('server-time')}\n${read(name)}`);
 }
 
 /** Whether a table's operations carry lease ids: only concurrency policies take them. */

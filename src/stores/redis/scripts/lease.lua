@@ -14,11 +14,7 @@
 local key, node = KEYS[1], ARGV[1]
 local limit, windowMs = tonumber(ARGV[2]), tonumber(ARGV[3])
 local want, unspent, leaseWindow = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local now = tonumber(ARGV[7])
-if not now then
-  local tt = redis.call('TIME')
-  now = tonumber(tt[1]) * 1000 + math.floor(tonumber(tt[2]) / 1000)
-end
+local now = now_ms(ARGV[7])
 local w = math.floor(now / windowMs)
 local stored = tonumber(redis.call('HGET', key, 'w'))
 if stored ~= w then

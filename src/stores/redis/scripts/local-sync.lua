@@ -6,11 +6,7 @@
 -- A count from an earlier window is dropped: that window is over, it limits nothing any more.
 local key = KEYS[1]
 local add, windowMs, from = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local now = tonumber(ARGV[4])
-if not now then
-  local tt = redis.call('TIME')
-  now = tonumber(tt[1]) * 1000 + math.floor(tonumber(tt[2]) / 1000)
-end
+local now = now_ms(ARGV[4])
 local w = math.floor(now / windowMs)
 local stored = tonumber(redis.call('HGET', key, 'w'))
 local count = 0

@@ -1,6 +1,8 @@
 // The distributed strategies across real processes on one Redis: a lease never lets a window admit more
 // than the limit, with four nodes at once and one of them SIGKILLed mid-lease; local-sync stays within
-// limit + nodes × threshold. Every admission is written down by the node as it happens (see the worker).
+// limit + nodes × threshold, the timing-free corollary of its bound (the bound itself, term by term, is
+// checked against a scripted Redis in src/distributed/local-sync.test.ts). Every admission is written down
+// by the node as it happens (see the worker).
 import assert from 'node:assert/strict';
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';

@@ -5,7 +5,8 @@ import { SHAPES, type ShapeName } from '../simulate/distributed-shapes.js';
 
 export const DISTRIBUTED_USAGE = `Runs N node processes against a real Redis for each traffic shape and strategy, and prints over- and
 under-admission against the ideal exact limiter, Redis calls per decision, p50/p99 decision latency and,
-when a node is killed, how long until its budget is back. Keys get a unique prefix; nothing is flushed.
+when a node is killed, how long until a window admits its whole limit again and until Redis settles the
+dead node's lease. Keys get a unique prefix; nothing is flushed.
   --redis URL      the Redis to use (default redis://127.0.0.1:6379); needs ioredis installed
   --nodes N        node processes (default 4)
   --seconds N      length of each run (default 3)

@@ -22,6 +22,8 @@ export interface DistributedOptions {
   readonly strategies: readonly StrategyName[];
   /** local-sync options other than the defaults, for sweeps. */
   readonly localSync?: { threshold?: number; intervalMs?: number };
+  /** lease options other than the defaults, for sweeps. */
+  readonly lease?: { ttlMs?: number };
 }
 
 export interface RunResult {
@@ -58,7 +60,7 @@ export async function runOnce(o: DistributedOptions, shapeName: ShapeName, strat
   const ms = o.seconds * 1000;
   try {
     const files = Array.from({ length: o.nodes }, (_, i) => join(dir, `node-${i}.txt`));
-    const children = files.map((out, node) => fork(worker, [JSON.stringify({ url: o.url, prefix, strategy, shape: shapeName, node, nodes: o.nodes, ms, out, localSync: o.localSync })], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] }));
+    const children = files.map((out, node) => fork(worker, [JSON.stringify({ url: o.url, prefix, strategy, shape: shapeName, node, nodes: o.nodes, ms, out, localSync: o.localSync, lease: o.lease })], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] }));
     await Promise.all(children.map((c) => once(c, 'message')));
     const reports = children.map((c) => once(c, 'message').then(([m]) => m as NodeReport, () => undefined));
     // Start on a window boundary plus a little, so every run sees the same windows.
@@ -167,7 +169,7 @@ export async function simulateDistributed(o: DistributedOptions, onRun?: (r: Run
 
 export function formatDistributed(o: DistributedOptions, results: readonly RunResult[]): string {
   const sync = o.localSync ?? {};
-  const flags = `${sync.threshold !== undefined ? ` --local-sync-threshold ${sync.threshold}` : ''}${sync.intervalMs !== undefined ? ` --local-sync-interval ${sync.intervalMs}` : ''}`;
+  const flags = `${sync.threshold !== undefined ? ` --local-sync-threshold ${sync.threshold}` : ''}${sync.intervalMs !== undefined ? ` --local-sync-interval ${sync.intervalMs}` : ''}${o.lease?.ttlMs !== undefined ? ` --lease-ttl ${o.lease.ttlMs}` : ''}`;
   const lines = [`sluice simulate distributed --nodes ${o.nodes} --seconds ${o.seconds}${flags}`, ''];
   lines.push(`${o.nodes} node processes on one Redis (${o.url.replace(/\/\/[^@]*@/, '//')}); fixed window of 1 s per key; strategies at their defaults${flags ? ' but for the flags above' : ''}.`);
   const columns = ['shape', 'strategy', 'decisions', 'over-admission', 'under-admission', 'Redis calls/decision', 'p50 ms', 'p99 ms', 'full window after', 'lease settled after'].map((header, i) => ({ header, align: i < 2 ? ('left' as const) : ('right' as const) }));

@@ -28,6 +28,7 @@
  * contributes nothing unless its view is at least N̂_i × safetyFactor behind, and 1 per N̂_i × safetyFactor
  * it is behind, at most `threshold`. Hence never more than limit + nodes × threshold (the bound before the
  * allowance adapted), and limit exactly when every view is fewer than N̂ × safetyFactor behind.
+ * (A penalty is charged on top, outside the allowance, as atomic charges it past the limit.)
  * Tested in local-sync.test.ts (every term computed from the views a scripted Redis handed out) and
  * test/redis/strategies.test.ts; measured in `sluice simulate distributed` (README).
  */

@@ -29,7 +29,8 @@ export interface LimiterOptions {
   /**
    * How decisions reach a shared store (README, "Beyond one round trip"). 'atomic' (default): every
    * decision runs the store's script, exact. 'lease': nodes lease chunks of the budget, never above the
-   * limit. 'local-sync': nodes admit locally and flush counts, overshoot at most nodes × threshold.
+   * limit. 'local-sync': nodes admit locally and flush counts, exact near the limit, overshoot at most
+   * nodes × threshold (src/distributed/local-sync.ts states the bound term by term).
    * 'lease' and 'local-sync' need a RedisStore and one fixed-window policy.
    */
   strategy?: Strategy;

@@ -105,4 +105,5 @@ test('sluice simulate accuracy and distributed: usage errors name the flag and v
   assert.match((await run('simulate', 'distributed', '--strategy', 'central')).err, /unknown strategy "central"/);
   assert.match((await run('simulate', 'distributed', '--redis', 'localhost')).err, /--redis needs a redis:\/\/ URL, got "localhost"/);
   assert.equal((await run('simulate', 'distributed', '--nodes', 'x')).code, EXIT_USAGE);
+  assert.match((await run('simulate', 'distributed', '--lease-ttl', '2000')).err, /--lease-ttl must be at most the 1 s window, got 2000/);
 });

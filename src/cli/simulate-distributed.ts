@@ -5,7 +5,8 @@ import { SHAPES, type ShapeName } from '../simulate/distributed-shapes.js';
 
 export const DISTRIBUTED_USAGE = `Runs N node processes against a real Redis for each traffic shape and strategy, and prints over- and
 under-admission against the ideal exact limiter, Redis calls per decision, p50/p99 decision latency and,
-when a node is killed, how long until its budget is back. Keys get a unique prefix; nothing is flushed.
+when a node is killed, how long until a window admits its whole limit again and until Redis settles the
+dead node's lease. Keys get a unique prefix; nothing is flushed.
   --redis URL      the Redis to use (default redis://127.0.0.1:6379); needs ioredis installed
   --nodes N        node processes (default 4)
   --seconds N      length of each run (default 3)
@@ -13,6 +14,7 @@ when a node is killed, how long until its budget is back. Keys get a unique pref
   --strategy NAME  only this strategy (repeatable): ${STRATEGY_NAMES.join(', ')}
   --local-sync-threshold N    local-sync's threshold (default 0.25% of each limit, at least 1)
   --local-sync-interval MS    local-sync's flush interval (default 100)
+  --lease-ttl MS              lease's TTL (default 200: twice its horizon, which is a tenth of the 1 s window)
 `;
 
 interface Output {
@@ -27,16 +29,19 @@ export async function distributedCommand(args: readonly string[], output: Output
   const shapes: ShapeName[] = [];
   const strategies: StrategyName[] = [];
   const localSync: { threshold?: number; intervalMs?: number } = {};
+  const lease: { ttlMs?: number } = {};
   const fail = (why: string) => (output.err(`sluice simulate distributed: ${why}\n\n${usage}`), 2);
   for (let i = 0; i < args.length; i++) {
     const flag = args[i]!;
     const value = args[++i];
-    if (flag === '--nodes' || flag === '--seconds' || flag === '--local-sync-threshold' || flag === '--local-sync-interval') {
+    if (flag === '--nodes' || flag === '--seconds' || flag === '--local-sync-threshold' || flag === '--local-sync-interval' || flag === '--lease-ttl') {
       if (value === undefined || !/^\d+$/.test(value) || Number(value) < 1) return fail(`${flag} needs a positive integer, got ${JSON.stringify(value ?? '')}`);
       if (flag === '--nodes') nodes = Number(value);
       else if (flag === '--seconds') seconds = Number(value);
       else if (flag === '--local-sync-threshold') localSync.threshold = Number(value);
-      else localSync.intervalMs = Number(value);
+      else if (flag === '--local-sync-interval') localSync.intervalMs = Number(value);
+      else if (Number(value) > 1000) return fail(`--lease-ttl must be at most the 1 s window, got ${value}`);
+      else lease.ttlMs = Number(value);
     } else if (flag === '--redis' && value !== undefined && /^rediss?:\/\//.test(value)) url = value;
     else if (flag === '--shape' && SHAPES.includes(value as ShapeName)) shapes.push(value as ShapeName);
     else if (flag === '--strategy' && STRATEGY_NAMES.includes(value as StrategyName)) strategies.push(value as StrategyName);
@@ -51,7 +56,7 @@ export async function distributedCommand(args: readonly string[], output: Output
     output.err('sluice simulate distributed: needs ioredis; install it with `npm install ioredis`\n');
     return 1;
   }
-  const o = { url, nodes, seconds, shapes: shapes.length ? shapes : SHAPES, strategies: strategies.length ? strategies : STRATEGY_NAMES, localSync };
+  const o = { url, nodes, seconds, shapes: shapes.length ? shapes : SHAPES, strategies: strategies.length ? strategies : STRATEGY_NAMES, localSync, lease };
   const results = await simulateDistributed(o, (r) => output.err(`  ${r.shape} / ${r.strategy}: done\n`));
   output.out(formatDistributed(o, results));
   return 0;

@@ -18,6 +18,7 @@ interface Config {
   ms: number;
   out: string;
   localSync: { threshold?: number; intervalMs?: number } | undefined;
+  lease: { ttlMs?: number } | undefined;
 }
 
 const config = JSON.parse(process.argv[2]!) as Config;
@@ -32,6 +33,7 @@ const limiter = new Limiter({
   clock: () => Date.now(),
   strategy: config.strategy,
   ...(config.strategy === 'local-sync' && config.localSync !== undefined ? { localSync: config.localSync } : {}),
+  ...(config.strategy === 'lease' && config.lease !== undefined ? { lease: config.lease } : {}),
 });
 const fd = openSync(config.out, 'a');
 const random = seededRandom(1000 + config.node);
@@ -40,13 +42,20 @@ let decisions = 0;
 let inFlight = 0;
 
 /**
- * The window a decision was made in. It was made at some time t in [issued, now], and t + resetAfterMs is
- * its window's end, a multiple of the window; with replies faster than a window there is one such multiple
- * at or after issued + resetAfterMs. (Reading the clock on the reply instead would put a decision made
- * just before a boundary into the next window.)
+ * The window a decision was made in, read off `resetAfterMs`. The decision was made at some time t in
+ * [issued, now], and t + resetAfterMs is its window's end E, a multiple of the window (the scripts run on
+ * this clock: RedisStore clock 'client').
+ * - atomic: t is the script's time, anywhere in [issued, now]; with replies faster than a window, E is the
+ *   first multiple at or after issued + resetAfterMs (reading the clock on the reply instead would put a
+ *   decision made just before a boundary into the next window).
+ * - lease and local-sync: t is when the node decided, locally or on the reply that decided it, which is
+ *   when the promise settles: E is the last multiple at or before now + resetAfterMs. (The rule above
+ *   misreads a decision that waited behind a slow call longer than a window, on a loaded machine; and a
+ *   reply that came after its window ended says 0, which this rule reads right.)
  */
-function windowOf(issued: number, resetAfterMs: number): number {
-  return Math.ceil((issued + resetAfterMs) / WINDOW_MS) - 1;
+function windowOf(issued: number, now: number, resetAfterMs: number): number {
+  if (config.strategy === 'atomic') return Math.ceil((issued + resetAfterMs) / WINDOW_MS) - 1;
+  return Math.floor((now + resetAfterMs) / WINDOW_MS) - 1;
 }
 
 function one(): void {
@@ -58,7 +67,7 @@ function one(): void {
     inFlight--;
     latencies.push(performance.now() - t0);
     decisions++;
-    writeSync(fd, `${key} ${windowOf(issued, d.resetAfterMs)} ${d.allowed ? 1 : 0}\n`);
+    writeSync(fd, `${key} ${windowOf(issued, Date.now(), d.resetAfterMs)} ${d.allowed ? 1 : 0}\n`);
   });
 }
 

@@ -1,5 +1,6 @@
 // The lease and local-sync keys on Redis: in-process nodes on an injected client clock (far from Redis's
-// own) share one budget, and every key lives until its window ends plus a second, never forever.
+// own) share one budget, and every key lives until its window ends plus a second (local-sync's, one more
+// window: the next window starts from its count of nodes), never forever.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { after, test } from 'node:test';
@@ -29,10 +30,52 @@ for (const strategy of ['lease', 'local-sync'] as const) {
     assert.ok(admitted >= 5 && admitted <= bound, `${admitted} admitted, limit 5`);
     const key = `${prefix}:{k}:p:${strategy === 'lease' ? 'lease' : 'sync'}`;
     const ttl = await client.pttl(key);
-    assert.ok(ttl > 1000 && ttl <= 1750, `${key} expires in ${ttl} ms: the window's 750 ms left plus 1000`);
+    const extra = strategy === 'lease' ? 1000 : 2000;
+    assert.ok(ttl > extra && ttl <= 750 + extra, `${key} expires in ${ttl} ms: the window's 750 ms left plus ${extra}`);
     now += 1000; // the next window: a fresh budget
     let next = 0;
     for (let i = 0; i < 30; i++) if ((await nodes[i % 3]!.limit('k')).allowed) next++;
     assert.ok(next >= 5 && next <= bound, `${next} admitted in the next window`);
   });
 }
+
+test('redis lease: a crashed node is settled at its lease TTL (its demand leaves the split) but its chunk stays spent; a live node gives back what it did not spend', async () => {
+  if (client.status !== 'ready') await once(client, 'ready');
+  const prefix = runPrefix('lease-ttl');
+  let now = 2_000_000; // a window start on the client clock
+  const make = () => new Limiter({
+    policy: { name: 'p', algorithm: 'fixed-window', limit: 1000, window: 1000 },
+    store: new RedisStore({ client, prefix, clock: 'client', onError: 'closed', timeoutMs: 2000 }),
+    clock: () => now,
+    strategy: 'lease',
+    lease: { horizonMs: 100, ttlMs: 200 },
+  });
+  const a = make();
+  const b = make();
+  const idOf = (l: Limiter) => (l.table as unknown as { node: string }).node;
+  const key = `${prefix}:{k}:p:lease`;
+  const field = async (f: string) => client.hget(key, f).then((v) => (v === null ? undefined : Number(v)));
+  for (let i = 0; i < 40; i++) assert.equal((await a.limit('k')).allowed, true); // chunks of 1, 2, 4, ... : a's demand grows
+  const heldByA = (await field(`n:${idOf(a)}`))!;
+  const spentByA = 40;
+  assert.ok(heldByA > spentByA, `a holds ${heldByA} granted, spent ${spentByA}`);
+  assert.ok((await field(`d:${idOf(a)}`))! > 0);
+  // a "crashes": never called again, and its give-back timer never fires. Before its TTL, b's ask still
+  // shares the remainder with a's demand.
+  clearInterval((a.table as unknown as { timer: ReturnType<typeof setInterval> }).timer);
+  now += 100;
+  await b.limit('k');
+  assert.notEqual(await field(`d:${idOf(a)}`), undefined, 'a lease inside its TTL still takes its share');
+  now += 150; // a's lease (granted at 2_000_000 + 0, TTL 200) is over on Redis
+  await b.limit('k');
+  assert.equal(await field(`d:${idOf(a)}`), undefined, 'settled at its TTL: no share of the remainder any more');
+  assert.equal(await field(`e:${idOf(a)}`), undefined);
+  assert.equal(await field(`n:${idOf(a)}`), heldByA, 'its chunk stays counted: Redis cannot know how much of it a spent');
+  const granted = (await field('g'))!;
+  assert.ok(granted >= heldByA && granted <= 1000);
+  // Had a only been slow, not dead: it stopped spending at its TTL, and its next call gives back the rest.
+  now += 10;
+  assert.equal((await a.limit('k')).allowed, true);
+  const secondChunk = (await field(`n:${idOf(a)}`))! - spentByA;
+  assert.equal(await field('g'), granted - (heldByA - spentByA) + secondChunk, `a gave back the ${heldByA - spentByA} it had not spent`);
+});

@@ -10,18 +10,21 @@ const fail = (account: string, ip: string, fingerprint?: string) =>
 test('ten distinct accounts failing from one address within 30 min: challenged, harder than the base', async () => {
   const { guard, advance } = makeGuard({ ratioMinFailures: 10_000 });
   for (let i = 0; i < 9; i++) await guard.record(fail(`user${i}`, v4(1)));
-  assert.deepEqual((await guard.check({ account: 'next', ip: v4(1) })).reasons, []);
+  // Nine are below the short threshold; the day's count (two or more) is the weaker long signal.
+  assert.deepEqual((await guard.check({ account: 'next', ip: v4(1) })).reasons, ['ip-distinct-accounts-long']);
   await guard.record(fail('user9', v4(1)));
   assert.deepEqual(await guard.check({ account: 'next', ip: v4(1) }), {
     action: 'challenge', delayMs: 0, retryAfterMs: 0, challenge: 18, risk: 3, reasons: ['ip-distinct-accounts'],
   });
   // The same account failing again is not another distinct account.
   advance(60 * 60_000 + 1000);
-  assert.deepEqual((await guard.check({ account: 'next', ip: v4(1) })).reasons, [], 'forgotten after the window');
+  assert.deepEqual((await guard.check({ account: 'next', ip: v4(1) })).reasons, ['ip-distinct-accounts-long'], 'the short window forgot them; the day has not');
+  advance(86_400_000);
+  assert.deepEqual((await guard.check({ account: 'next', ip: v4(1) })).reasons, [], 'forgotten after the long window');
 });
 
 test('distinct accounts are counted exactly within a sliding window', async () => {
-  const { guard, advance } = makeGuard({ ratioMinFailures: 10_000, sourceWindow: '10m' });
+  const { guard, advance } = makeGuard({ ratioMinFailures: 10_000, sourceWindow: '10m', ipDistinctAccountsLong: 1000 });
   for (let i = 0; i < 5; i++) await guard.record(fail(`early${i}`, v4(1)));
   advance(6 * 60_000);
   for (let i = 0; i < 5; i++) await guard.record(fail(`late${i}`, v4(1)));
@@ -45,7 +48,7 @@ test('one fingerprint failing on five accounts is fingerprint reuse', async () =
 });
 
 test('failure ratio: ten failures and no success from a source within a day; successes dilute it', async () => {
-  const { guard, advance } = makeGuard({ freeFailures: 100, accountChallengeFailures: 100 });
+  const { guard, advance } = makeGuard({ freeFailures: 100, accountChallengeFailures: 100, ipDistinctAccountsLong: 1000 });
   // Start on a day boundary: the ratio window is a two-generation estimate over epoch-aligned days, so
   // within one day the counts are exact (across a boundary the older day's share fades linearly).
   advance(86_400_000 - (T0 % 86_400_000));
@@ -103,7 +106,7 @@ test('a global failure-rate shift beyond 3 sigma challenges unfamiliar sources o
 
 test('signals add up the ladder: delay, challenge, mfa, block', async () => {
   const weights = { hostingProvider: 1, failureRatio: 2, ipDistinctAccounts: 2, accountFailures: 1 };
-  const { guard } = makeGuard({ weights, hostingRanges: ['203.0.113.0/24'], freeFailures: 1000 });
+  const { guard } = makeGuard({ weights, hostingRanges: ['203.0.113.0/24'], freeFailures: 1000, ipDistinctAccountsLong: 1000 });
   const ip = '203.0.113.5';
   const at = async () => { const v = await guard.check({ account: 'alice', ip }); return [v.action, v.risk, v.delayMs, v.retryAfterMs]; };
   assert.deepEqual(await at(), ['delay', 1, 1000, 0]);
@@ -116,7 +119,7 @@ test('signals add up the ladder: delay, challenge, mfa, block', async () => {
 });
 
 test('a refused stranger counts as a failure of its sources, so refusing an attack does not end its signals', async () => {
-  const { guard } = makeGuard({ hostingRanges: ['203.0.113.0/24'] });
+  const { guard } = makeGuard({ hostingRanges: ['203.0.113.0/24'], ipDistinctAccountsLong: 1000 });
   // Nothing is ever recorded: every attempt is challenged (hosting provider) and never solved.
   for (let i = 0; i < 9; i++) assert.equal((await guard.check({ account: `user${i}`, ip: '203.0.113.9' })).action, 'challenge');
   assert.deepEqual((await guard.check({ account: 'user9', ip: '203.0.113.9' })).reasons, ['hosting-provider']);

@@ -1,5 +1,5 @@
 // Plays one attack mixed into a day (or a week) of legitimate logins through a Guard on a simulated
-// clock, after a warm-up day that teaches the guard its users' homes and the normal failure rate.
+// clock, after three warm-up days that teach the guard its users' homes and the normal failure rates.
 import { seededRandom, randomInt } from '../demo/random.js';
 import { Guard, type GuardOptions, type GuardVerdict } from '../guard/index.js';
 import { MemoryStore } from '../stores/memory.js';

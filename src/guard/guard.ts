@@ -1,8 +1,9 @@
 /**
  * The login guard: call `check` before verifying a password and `record` after. It layers independent
  * throttles (per account, per address, per subnet, per account+address pair) with signals that per-key
- * thresholds miss (distinct accounts per source, failure ratio, a global failure-rate anomaly, IP
- * reputation, fingerprint reuse), and maps them onto the ladder allow → delay → challenge → mfa → block.
+ * thresholds miss (distinct accounts per source over a short and a long window, failure ratio, a global
+ * failure-rate anomaly, an hourly anomaly of failures from unfamiliar sources, IP reputation, fingerprint
+ * reuse), and maps them onto the ladder allow → delay → challenge → mfa → block.
  *
  * @example
  * const guard = new Guard({ secret: process.env.GUARD_SECRET, store: new MemoryStore() });
@@ -222,7 +223,8 @@ export class Guard {
     const verdict = decide(c, floor, risk, reasons);
     // A refused attempt never reaches record(), so an attack that is being refused would drop out of the
     // failure rate and its sources' counts, end the signals, get through again, and so oscillate. A
-    // stranger refused (challenge or worse) counts as a failure of its sources and of the global rate.
+    // stranger refused (challenge or worse) counts as a failure of its sources and of the global and
+    // stranger failure rates.
     if (!familiar && rank(verdict.action) >= rank('challenge')) {
       this.monitor.note(now);
       this.strangerMonitor.note(now);

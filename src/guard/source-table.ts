@@ -3,7 +3,8 @@
  * for floods: a Map from tag to row and one Float64Array slab of fixed-size rows, as the memory store
  * keeps its buckets, so a million sources are a million map entries and no per-source object. A source's
  * first two distinct failed accounts live in its row; only a source failing on more (an attacker, a big
- * NAT) gets an overflow array.
+ * NAT) gets an overflow array. The set is kept for the longer of the two distinct windows and both
+ * counts are read from it.
  *
  * Row: [ratio generation, failures, successes, previous failures, previous successes, last attempt,
  *       distinct count, account hash 0, last seen 0, account hash 1, last seen 1]

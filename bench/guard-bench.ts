@@ -63,7 +63,7 @@ async function flood(addresses: number, options: { maxSources?: number; maxKeys?
 function sourceRecordBytes(sources: number): void {
   const hasher = new KeyedHasher(Buffer.from('bench-secret-0123456789abcdef'));
   const tags = Array.from({ length: sources }, (_, i) => hasher.tag('ip', floodIp(i)));
-  const spec = { distinctWindowMs: 1_800_000, ratioWindowMs: 86_400_000, maxDistinct: 21 };
+  const spec = { distinctWindowMs: 1_800_000, longDistinctWindowMs: 86_400_000, ratioWindowMs: 86_400_000, maxDistinct: 21 };
   const base = heap();
   const state = new MemoryGuardState({ maxSources: sources });
   for (let i = 0; i < sources; i++) state.noteSource(tags[i]!, `victim${i % 1000}`, true, 1_760_000_000_000 + i, spec);

@@ -1,8 +1,9 @@
 /**
  * The login guard: call `check` before verifying a password and `record` after. It layers independent
  * throttles (per account, per address, per subnet, per account+address pair) with signals that per-key
- * thresholds miss (distinct accounts per source, failure ratio, a global failure-rate anomaly, IP
- * reputation, fingerprint reuse), and maps them onto the ladder allow → delay → challenge → mfa → block.
+ * thresholds miss (distinct accounts per source over a short and a long window, failure ratio, a global
+ * failure-rate anomaly, an hourly anomaly of failures from unfamiliar sources, IP reputation, fingerprint
+ * reuse), and maps them onto the ladder allow → delay → challenge → mfa → block.
  *
  * @example
  * const guard = new Guard({ secret: process.env.GUARD_SECRET, store: new MemoryStore() });
@@ -38,7 +39,7 @@ export interface RecordResult {
 
 /** The largest distinct-accounts set any source needs: one past the highest threshold. */
 function distinctCap(c: GuardConfig): number {
-  return Math.max(c.ipDistinctAccounts, c.subnetDistinctAccounts, c.fingerprintDistinctAccounts) + 1;
+  return Math.max(c.ipDistinctAccounts, c.ipDistinctAccountsLong, c.subnetDistinctAccounts, c.fingerprintDistinctAccounts) + 1;
 }
 
 let warnedEphemeral = false;
@@ -52,6 +53,8 @@ export class Guard {
   private readonly hasher: KeyedHasher;
   private readonly reputation: Reputation;
   private readonly monitor: FailureRateMonitor;
+  /** Failures from unfamiliar sources only, on a long time scale: what low-and-slow stuffing moves. */
+  private readonly strangerMonitor: FailureRateMonitor;
   /**
    * The token buckets, bound straight to the store (what a Limiter does inside) so that a synchronous
    * store (MemoryStore) answers without a Promise: a pair on the memory store then awaits nothing but its
@@ -89,6 +92,13 @@ export class Guard {
       sigma: c.anomalySigma,
       minFailures: c.anomalyMinFailures,
     });
+    this.strangerMonitor = new FailureRateMonitor({
+      bucketMs: c.strangerAnomalyBucketMs,
+      span: c.strangerAnomalyBaselineBuckets,
+      warmup: c.strangerAnomalyWarmupBuckets,
+      sigma: c.strangerAnomalySigma,
+      minFailures: c.strangerAnomalyMinFailures,
+    });
     if (typeof this.store !== 'object' || this.store === null || typeof this.store.bind !== 'function') {
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'store' must be a sluice store such as new MemoryStore(), got ${show(this.store)}`);
     }
@@ -100,7 +110,7 @@ export class Guard {
     this.subnetBucket = bucket('guard-subnet', c.subnetFailuresPerDay, '1d');
     this.pairBucket = bucket('guard-pair', c.pairFailuresPerHour, '1h');
     this.backoff = { freeFailures: c.freeFailures, baseMs: c.backoffBaseMs, maxMs: c.backoffMaxMs, jitter: c.backoffJitter };
-    this.sourceSpec = { distinctWindowMs: c.sourceWindowMs, ratioWindowMs: c.ratioWindowMs, maxDistinct: distinctCap(c) };
+    this.sourceSpec = { distinctWindowMs: c.sourceWindowMs, longDistinctWindowMs: c.longSourceWindowMs, ratioWindowMs: c.ratioWindowMs, maxDistinct: distinctCap(c) };
   }
 
   /**
@@ -180,6 +190,10 @@ export class Guard {
       if (ipSource !== undefined && ipSource.distinctFailedAccounts >= c.ipDistinctAccounts) {
         reasons.push('ip-distinct-accounts');
         risk += w.ipDistinctAccounts;
+      } else if (ipSource !== undefined && ipSource.distinctFailedAccountsLong >= c.ipDistinctAccountsLong) {
+        // The same evidence over a day, for a source too slow for the short window; not counted twice.
+        reasons.push('ip-distinct-accounts-long');
+        risk += w.ipDistinctAccountsLong;
       }
       if (netSource !== undefined && netSource.distinctFailedAccounts >= c.subnetDistinctAccounts) {
         reasons.push('subnet-distinct-accounts');
@@ -201,13 +215,19 @@ export class Guard {
         reasons.push('global-failure-anomaly');
         risk += w.globalAnomaly;
       }
+      if (this.strangerMonitor.anomalous(now)) {
+        reasons.push('stranger-failure-anomaly');
+        risk += w.strangerAnomaly;
+      }
     }
     const verdict = decide(c, floor, risk, reasons);
     // A refused attempt never reaches record(), so an attack that is being refused would drop out of the
     // failure rate and its sources' counts, end the signals, get through again, and so oscillate. A
-    // stranger refused (challenge or worse) counts as a failure of its sources and of the global rate.
+    // stranger refused (challenge or worse) counts as a failure of its sources and of the global and
+    // stranger failure rates.
     if (!familiar && rank(verdict.action) >= rank('challenge')) {
       this.monitor.note(now);
+      this.strangerMonitor.note(now);
       if (!standing.allowed) {
         const noted = this.noteSources(t, true, now);
         if (isPromise(noted)) await noted;
@@ -253,6 +273,7 @@ export class Guard {
     ]);
     if (isPromise(writes)) await writes;
     this.monitor.note(now);
+    if (path === 'unfamiliar') this.strangerMonitor.note(now);
     return { counted: true, consecutiveFailures: failed.total };
   }
 

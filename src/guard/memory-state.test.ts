@@ -106,3 +106,20 @@ test('familiar sources: newest first, deduplicated, at most maxFamiliar', () => 
   for (const src of ['a', 'b', 'c', 'a', 'd']) s.succeedAccount('acct', 'familiar', [src], 0, 1000, 3);
   assert.deepEqual(s.readAccount('acct', 1)?.familiar, ['d', 'a', 'c']);
 });
+
+test('one set, two windows: the long count keeps entries the short window forgot, and the newest at the cap', () => {
+  const s = new MemoryGuardState();
+  const both = { distinctWindowMs: 60_000, longDistinctWindowMs: 600_000, ratioWindowMs: 60_000, maxDistinct: 4 };
+  for (let i = 0; i < 3; i++) s.noteSource('src', `old-${i}`, true, i * 1000, both);
+  let v = s.readSource('src', 200_000, both)!;
+  assert.deepEqual([v.distinctFailedAccounts, v.distinctFailedAccountsLong], [0, 3]);
+  // Two more: over the cap of four the oldest goes, so the short count stays exact and the long one reads "at least".
+  s.noteSource('src', 'new-0', true, 200_000, both);
+  v = s.noteSource('src', 'new-1', true, 200_001, both);
+  assert.deepEqual([v.distinctFailedAccounts, v.distinctFailedAccountsLong], [2, 4]);
+  v = s.readSource('src', 600_000 + 2000, both)!;
+  assert.deepEqual([v.distinctFailedAccounts, v.distinctFailedAccountsLong], [0, 2], 'old-1 and old-2 left the long window');
+  // The record lives two of its longest window after its last attempt.
+  assert.ok(s.readSource('src', 200_001 + 2 * 600_000 - 1, both) !== undefined);
+  assert.equal(s.readSource('src', 200_001 + 2 * 600_000, both), undefined);
+});

@@ -14,6 +14,8 @@ export interface SignalWeights {
   accountFailures: number;
   /** `ipDistinctAccounts` accounts failing from one address within `sourceWindow`. */
   ipDistinctAccounts: number;
+  /** `ipDistinctAccountsLong` accounts failing from one address within `longSourceWindow` (when the short count has not fired). */
+  ipDistinctAccountsLong: number;
   /** `subnetDistinctAccounts` accounts failing from one subnet within `sourceWindow`. */
   subnetDistinctAccounts: number;
   /** `fingerprintDistinctAccounts` accounts failing from one device fingerprint. */
@@ -24,6 +26,8 @@ export interface SignalWeights {
   hostingProvider: number;
   /** The global failure rate is beyond `anomalySigma` of its baseline (unfamiliar sources only). */
   globalAnomaly: number;
+  /** Failures from unfamiliar sources per `strangerAnomalyBucket` are beyond `strangerAnomalySigma` of their baseline. */
+  strangerAnomaly: number;
 }
 
 export interface GuardOptions {
@@ -80,6 +84,13 @@ export interface GuardOptions {
   ratioWindow?: number | string;
   /** Distinct accounts failing from one address in the window (SIEM rules: 10–15). Default 10. */
   ipDistinctAccounts?: number;
+  /**
+   * Window of the long distinct-accounts count per address, read from the same capped set as the short
+   * one: a low-and-slow sprayer fails on a couple of accounts an hour per address. Default '1d'.
+   */
+  longSourceWindow?: number | string;
+  /** Distinct accounts failing from one address within `longSourceWindow`. Default 2. */
+  ipDistinctAccountsLong?: number;
   /** Distinct accounts failing from one subnet in the window. Default 20. */
   subnetDistinctAccounts?: number;
   /** Distinct accounts failing from one device fingerprint in the window. Default 5. */
@@ -106,6 +117,21 @@ export interface GuardOptions {
   anomalySigma?: number;
   /** Fewest failures in a bucket that can be an anomaly, so a quiet site does not fire on a handful. Default 10. */
   anomalyMinFailures?: number;
+
+  /**
+   * Width of one bucket of the long-scale monitor, which counts only failures from unfamiliar sources (an
+   * account+location or account+device that never logged in): the time scale that sees low-and-slow
+   * stuffing, which adds about one failure a minute and no per-source or per-account count. Default '1h'.
+   */
+  strangerAnomalyBucket?: number | string;
+  /** Buckets its moving baseline averages over (EWMA span). Default 24 (a day of hours). */
+  strangerAnomalyBaselineBuckets?: number;
+  /** Buckets it must learn before it may fire. Default 12. */
+  strangerAnomalyWarmupBuckets?: number;
+  /** Standard deviations above the baseline that count (OWASP: 3). Default 3. */
+  strangerAnomalySigma?: number;
+  /** Fewest unfamiliar failures in a bucket that can be an anomaly. Default 10. */
+  strangerAnomalyMinFailures?: number;
 
   /** Risk points per signal. */
   weights?: Partial<SignalWeights>;
@@ -153,6 +179,8 @@ export interface GuardConfig {
   readonly sourceWindowMs: number;
   readonly ratioWindowMs: number;
   readonly ipDistinctAccounts: number;
+  readonly longSourceWindowMs: number;
+  readonly ipDistinctAccountsLong: number;
   readonly subnetDistinctAccounts: number;
   readonly fingerprintDistinctAccounts: number;
   readonly failureRatio: number;
@@ -165,6 +193,11 @@ export interface GuardConfig {
   readonly anomalyWarmupBuckets: number;
   readonly anomalySigma: number;
   readonly anomalyMinFailures: number;
+  readonly strangerAnomalyBucketMs: number;
+  readonly strangerAnomalyBaselineBuckets: number;
+  readonly strangerAnomalyWarmupBuckets: number;
+  readonly strangerAnomalySigma: number;
+  readonly strangerAnomalyMinFailures: number;
   readonly weights: SignalWeights;
   readonly delayAt: number;
   readonly challengeAt: number;
@@ -181,20 +214,23 @@ export interface GuardConfig {
 export const DEFAULT_WEIGHTS: SignalWeights = Object.freeze({
   accountFailures: 2,
   ipDistinctAccounts: 3,
+  ipDistinctAccountsLong: 1,
   subnetDistinctAccounts: 2,
   fingerprintReuse: 2,
   failureRatio: 2,
   hostingProvider: 2,
   globalAnomaly: 2,
+  strangerAnomaly: 1,
 });
 
 const KNOWN = new Set([
   'secret', 'store', 'state', 'clock', 'random', 'ipv4Subnet', 'ipv6Subnet', 'freeFailures', 'backoffBase', 'backoffMax',
   'backoffJitter', 'hardStopFailures', 'failureMemory', 'maxDelay', 'accountChallengeFailures', 'familiarFor',
   'maxFamiliarSources', 'ipFailuresPerDay', 'subnetFailuresPerDay', 'pairFailuresPerHour', 'sourceWindow', 'ratioWindow',
-  'ipDistinctAccounts', 'subnetDistinctAccounts', 'fingerprintDistinctAccounts', 'failureRatio', 'ratioMinFailures',
+  'ipDistinctAccounts', 'longSourceWindow', 'ipDistinctAccountsLong', 'subnetDistinctAccounts', 'fingerprintDistinctAccounts', 'failureRatio', 'ratioMinFailures',
   'allowList', 'denyList', 'hostingRanges', 'anomalyBucket', 'anomalyBaselineBuckets', 'anomalyWarmupBuckets',
-  'anomalySigma', 'anomalyMinFailures', 'weights', 'delayAt', 'challengeAt', 'mfaAt', 'blockAt', 'riskDelay',
+  'anomalySigma', 'anomalyMinFailures', 'strangerAnomalyBucket', 'strangerAnomalyBaselineBuckets',
+  'strangerAnomalyWarmupBuckets', 'strangerAnomalySigma', 'strangerAnomalyMinFailures', 'weights', 'delayAt', 'challengeAt', 'mfaAt', 'blockAt', 'riskDelay',
   'challenge', 'powDifficulty', 'powStep', 'powMaxDifficulty', 'blockFor',
 ]);
 
@@ -309,6 +345,8 @@ export function resolveOptions(options: GuardOptions, env: string | undefined): 
     sourceWindowMs: duration(o, 'sourceWindow', '30m'),
     ratioWindowMs: duration(o, 'ratioWindow', '1d'),
     ipDistinctAccounts: integer(o, 'ipDistinctAccounts', 10, 2, 1000),
+    longSourceWindowMs: duration(o, 'longSourceWindow', '1d'),
+    ipDistinctAccountsLong: integer(o, 'ipDistinctAccountsLong', 2, 2, 1000),
     subnetDistinctAccounts: integer(o, 'subnetDistinctAccounts', 20, 2, 1000),
     fingerprintDistinctAccounts: integer(o, 'fingerprintDistinctAccounts', 5, 2, 1000),
     failureRatio: fraction(o, 'failureRatio', 0.8, 0, 1),
@@ -321,6 +359,11 @@ export function resolveOptions(options: GuardOptions, env: string | undefined): 
     anomalyWarmupBuckets: integer(o, 'anomalyWarmupBuckets', 30, 1),
     anomalySigma: fraction(o, 'anomalySigma', 3, 0, 100),
     anomalyMinFailures: integer(o, 'anomalyMinFailures', 10, 1),
+    strangerAnomalyBucketMs: duration(o, 'strangerAnomalyBucket', '1h'),
+    strangerAnomalyBaselineBuckets: integer(o, 'strangerAnomalyBaselineBuckets', 24, 2),
+    strangerAnomalyWarmupBuckets: integer(o, 'strangerAnomalyWarmupBuckets', 12, 1),
+    strangerAnomalySigma: fraction(o, 'strangerAnomalySigma', 3, 0, 100),
+    strangerAnomalyMinFailures: integer(o, 'strangerAnomalyMinFailures', 10, 1),
     weights: weights(o),
     delayAt: integer(o, 'delayAt', 1, 1),
     challengeAt: integer(o, 'challengeAt', 2, 1),
@@ -339,5 +382,7 @@ export function resolveOptions(options: GuardOptions, env: string | undefined): 
   }
   if (config.powMaxDifficulty < config.powDifficulty) invalid(`'powMaxDifficulty' (${config.powMaxDifficulty}) must be at least 'powDifficulty' (${config.powDifficulty})`);
   if (config.anomalyWarmupBuckets > 10 * config.anomalyBaselineBuckets) invalid(`'anomalyWarmupBuckets' must be at most 10 × 'anomalyBaselineBuckets'`);
+  if (config.longSourceWindowMs < config.sourceWindowMs) invalid(`'longSourceWindow' (${config.longSourceWindowMs} ms) must be at least 'sourceWindow' (${config.sourceWindowMs} ms)`);
+  if (config.strangerAnomalyWarmupBuckets > 10 * config.strangerAnomalyBaselineBuckets) invalid(`'strangerAnomalyWarmupBuckets' must be at most 10 × 'strangerAnomalyBaselineBuckets'`);
   return config;
 }

@@ -10,18 +10,21 @@ const fail = (account: string, ip: string, fingerprint?: string) =>
 test('ten distinct accounts failing from one address within 30 min: challenged, harder than the base', async () => {
   const { guard, advance } = makeGuard({ ratioMinFailures: 10_000 });
   for (let i = 0; i < 9; i++) await guard.record(fail(`user${i}`, v4(1)));
-  assert.deepEqual((await guard.check({ account: 'next', ip: v4(1) })).reasons, []);
+  // Nine are below the short threshold; the day's count (two or more) is the weaker long signal.
+  assert.deepEqual((await guard.check({ account: 'next', ip: v4(1) })).reasons, ['ip-distinct-accounts-long']);
   await guard.record(fail('user9', v4(1)));
   assert.deepEqual(await guard.check({ account: 'next', ip: v4(1) }), {
     action: 'challenge', delayMs: 0, retryAfterMs: 0, challenge: 18, risk: 3, reasons: ['ip-distinct-accounts'],
   });
   // The same account failing again is not another distinct account.
   advance(60 * 60_000 + 1000);
-  assert.deepEqual((await guard.check({ account: 'next', ip: v4(1) })).reasons, [], 'forgotten after the window');
+  assert.deepEqual((await guard.check({ account: 'next', ip: v4(1) })).reasons, ['ip-distinct-accounts-long'], 'the short window forgot them; the day has not');
+  advance(86_400_000);
+  assert.deepEqual((await guard.check({ account: 'next', ip: v4(1) })).reasons, [], 'forgotten after the long window');
 });
 
 test('distinct accounts are counted exactly within a sliding window', async () => {
-  const { guard, advance } = makeGuard({ ratioMinFailures: 10_000, sourceWindow: '10m' });
+  const { guard, advance } = makeGuard({ ratioMinFailures: 10_000, sourceWindow: '10m', ipDistinctAccountsLong: 1000 });
   for (let i = 0; i < 5; i++) await guard.record(fail(`early${i}`, v4(1)));
   advance(6 * 60_000);
   for (let i = 0; i < 5; i++) await guard.record(fail(`late${i}`, v4(1)));
@@ -45,7 +48,7 @@ test('one fingerprint failing on five accounts is fingerprint reuse', async () =
 });
 
 test('failure ratio: ten failures and no success from a source within a day; successes dilute it', async () => {
-  const { guard, advance } = makeGuard({ freeFailures: 100, accountChallengeFailures: 100 });
+  const { guard, advance } = makeGuard({ freeFailures: 100, accountChallengeFailures: 100, ipDistinctAccountsLong: 1000 });
   // Start on a day boundary: the ratio window is a two-generation estimate over epoch-aligned days, so
   // within one day the counts are exact (across a boundary the older day's share fades linearly).
   advance(86_400_000 - (T0 % 86_400_000));
@@ -103,7 +106,7 @@ test('a global failure-rate shift beyond 3 sigma challenges unfamiliar sources o
 
 test('signals add up the ladder: delay, challenge, mfa, block', async () => {
   const weights = { hostingProvider: 1, failureRatio: 2, ipDistinctAccounts: 2, accountFailures: 1 };
-  const { guard } = makeGuard({ weights, hostingRanges: ['203.0.113.0/24'], freeFailures: 1000 });
+  const { guard } = makeGuard({ weights, hostingRanges: ['203.0.113.0/24'], freeFailures: 1000, ipDistinctAccountsLong: 1000 });
   const ip = '203.0.113.5';
   const at = async () => { const v = await guard.check({ account: 'alice', ip }); return [v.action, v.risk, v.delayMs, v.retryAfterMs]; };
   assert.deepEqual(await at(), ['delay', 1, 1000, 0]);
@@ -116,10 +119,114 @@ test('signals add up the ladder: delay, challenge, mfa, block', async () => {
 });
 
 test('a refused stranger counts as a failure of its sources, so refusing an attack does not end its signals', async () => {
-  const { guard } = makeGuard({ hostingRanges: ['203.0.113.0/24'] });
+  const { guard } = makeGuard({ hostingRanges: ['203.0.113.0/24'], ipDistinctAccountsLong: 1000 });
   // Nothing is ever recorded: every attempt is challenged (hosting provider) and never solved.
   for (let i = 0; i < 9; i++) assert.equal((await guard.check({ account: `user${i}`, ip: '203.0.113.9' })).action, 'challenge');
   assert.deepEqual((await guard.check({ account: 'user9', ip: '203.0.113.9' })).reasons, ['hosting-provider']);
   // Ten distinct accounts refused from the address within the window, and ten failures with no success.
   assert.deepEqual((await guard.check({ account: 'user10', ip: '203.0.113.9' })).reasons, ['ip-distinct-accounts', 'failure-ratio', 'hosting-provider']);
+});
+
+test('ip-distinct-accounts-long: a slow sprayer failing on two accounts a day from one address; alone a delay', async () => {
+  const { guard, advance } = makeGuard({ ratioMinFailures: 10_000 });
+  await guard.record(fail('user0', v4(1)));
+  advance(3 * 3_600_000); // hours apart: the 30-minute window never holds two
+  assert.deepEqual((await guard.check({ account: 'x', ip: v4(1) })).reasons, []);
+  await guard.record(fail('user1', v4(1)));
+  advance(3 * 3_600_000);
+  assert.deepEqual(await guard.check({ account: 'x', ip: v4(1) }), {
+    action: 'delay', delayMs: 1000, retryAfterMs: 0, challenge: undefined, risk: 1, reasons: ['ip-distinct-accounts-long'],
+  });
+  assert.deepEqual((await guard.check({ account: 'x', ip: v4(2) })).reasons, [], 'a neighbour has its own count');
+  advance(86_400_000 - 3 * 3_600_000 + 1000); // user0 leaves the day
+  assert.deepEqual((await guard.check({ account: 'x', ip: v4(1) })).reasons, []);
+});
+
+test('ip-distinct-accounts-long is configurable and is not counted on top of the short signal', async () => {
+  const { guard, advance } = makeGuard({ ratioMinFailures: 10_000, longSourceWindow: '6h', ipDistinctAccountsLong: 3, weights: { ipDistinctAccountsLong: 2 } });
+  for (let i = 0; i < 3; i++) {
+    await guard.record(fail(`user${i}`, v4(1)));
+    advance(3_600_000);
+  }
+  assert.deepEqual((await guard.check({ account: 'x', ip: v4(1) })).reasons, ['ip-distinct-accounts-long']);
+  assert.equal((await guard.check({ account: 'x', ip: v4(1) })).action, 'challenge');
+  for (let i = 3; i < 13; i++) {
+    await guard.record(fail(`user${i}`, v4(1)));
+    advance(10_000); // six a minute: below the global anomaly's ten
+  }
+  const v = await guard.check({ account: 'x', ip: v4(1) });
+  assert.deepEqual([v.reasons, v.risk], [['ip-distinct-accounts'], 3]);
+  advance(6 * 3_600_000 + 1000);
+  assert.deepEqual((await guard.check({ account: 'x', ip: v4(1) })).reasons, []);
+});
+
+/** Logs in `users` accounts at home, then `hours` hours of `perHour` typos each from home (familiar) and `strangers` failures an hour from new addresses. */
+async function hourlyBaseline(guard: { record(o: object): Promise<unknown> }, advance: (ms: number) => void, hours: number, strangersPerHour: number): Promise<void> {
+  await guard.record({ account: 'alice', ip: v4(7), success: true });
+  for (let h = 0; h < hours; h++) {
+    for (let i = 0; i < 4; i++) {
+      // A strangers' failure every 15 min when strangersPerHour is 4, fewer otherwise; familiar typos never count.
+      if (i < strangersPerHour) await guard.record(fail(`roamer${h}-${i}`, lone(h * 4 + i)));
+      await guard.record(fail('alice', v4(7)));
+      await guard.record({ account: 'alice', ip: v4(7), success: true });
+      advance(15 * 60_000);
+    }
+  }
+}
+
+test('stranger-failure-anomaly: unfamiliar failures per hour beyond 3 sigma of their baseline; familiar sources untouched', async () => {
+  const { guard, advance } = makeGuard();
+  await hourlyBaseline(guard, advance, 24, 1);
+  const quiet = await guard.check({ account: 'bob', ip: lone(9000) });
+  assert.deepEqual(quiet.reasons, []);
+  // Slow stuffing: one failure a minute, each on its own account from its own address. The baseline is
+  // one an hour (threshold max(10 - 1, 1 + 3·1) = 9), so the tenth within the hour fires it.
+  for (let i = 0; i < 9; i++) {
+    await guard.record(fail(`leak${i}`, lone(5000 + i)));
+    advance(60_000);
+  }
+  assert.deepEqual((await guard.check({ account: 'bob', ip: lone(9001) })).reasons, []);
+  await guard.record(fail('leak9', lone(5009)));
+  assert.equal(guard.anomalous(), false, 'ten a bucket of a minute is not the global anomaly');
+  const v = await guard.check({ account: 'bob', ip: lone(9002) });
+  assert.deepEqual([v.action, v.reasons, v.risk], ['delay', ['stranger-failure-anomaly'], 1]);
+  assert.deepEqual((await guard.check({ account: 'alice', ip: v4(7) })).reasons, [], 'the owner at home is not bothered');
+  // The anomaly holds through the next hour, then ends when the failures stop.
+  advance(3_600_000);
+  assert.deepEqual((await guard.check({ account: 'bob', ip: lone(9003) })).reasons, ['stranger-failure-anomaly']);
+  advance(2 * 3_600_000);
+  assert.deepEqual((await guard.check({ account: 'bob', ip: lone(9004) })).reasons, []);
+});
+
+test('stranger-failure-anomaly with a weak per-source signal climbs to a challenge; refused strangers keep it up', async () => {
+  const { guard, advance } = makeGuard({ ratioMinFailures: 10_000 });
+  await hourlyBaseline(guard, advance, 24, 1);
+  for (let i = 0; i < 10; i++) {
+    await guard.record(fail(`spray${i}`, lone(6000 + (i % 2))));
+    advance(2 * 60_000); // slow: never a global (per-minute) anomaly
+  }
+  const v = await guard.check({ account: 'carol', ip: lone(6000) });
+  assert.deepEqual([v.action, v.reasons], ['challenge', ['ip-distinct-accounts-long', 'stranger-failure-anomaly']]);
+  // Nothing more reaches record(): every later attempt is refused, and counted, so the next hour stays anomalous.
+  advance(3_600_000 - 24 * 60_000);
+  for (let i = 0; i < 12; i++) {
+    const { action } = await guard.check({ account: `next${i}`, ip: lone(6000) });
+    assert.ok(action === 'challenge' || action === 'mfa' || action === 'block', action);
+    advance(2 * 60_000);
+  }
+  advance(3_600_000);
+  assert.deepEqual((await guard.check({ account: 'dave', ip: lone(6001) })).reasons, ['ip-distinct-accounts-long', 'stranger-failure-anomaly']);
+});
+
+test('stranger-failure-anomaly needs its warm-up and is configurable', async () => {
+  const { guard, advance } = makeGuard({ strangerAnomalyBucket: '10m', strangerAnomalyBaselineBuckets: 2, strangerAnomalyWarmupBuckets: 3, strangerAnomalyMinFailures: 3, weights: { strangerAnomaly: 2 } });
+  for (let i = 0; i < 3; i++) await guard.record(fail(`early${i}`, lone(i)));
+  assert.deepEqual((await guard.check({ account: 'bob', ip: lone(500) })).reasons, [], 'no baseline yet');
+  // Three quiet buckets after the first are learnt (the baseline falls to 0.1 a bucket), so three fire it.
+  advance(40 * 60_000);
+  for (let i = 0; i < 2; i++) await guard.record(fail(`late${i}`, lone(100 + i)));
+  assert.deepEqual((await guard.check({ account: 'bob', ip: lone(501) })).reasons, []);
+  await guard.record(fail('late2', lone(102)));
+  const v = await guard.check({ account: 'bob', ip: lone(502) });
+  assert.deepEqual([v.action, v.reasons], ['challenge', ['stranger-failure-anomaly']]);
 });

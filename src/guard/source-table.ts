@@ -3,7 +3,8 @@
  * for floods: a Map from tag to row and one Float64Array slab of fixed-size rows, as the memory store
  * keeps its buckets, so a million sources are a million map entries and no per-source object. A source's
  * first two distinct failed accounts live in its row; only a source failing on more (an attacker, a big
- * NAT) gets an overflow array.
+ * NAT) gets an overflow array. The set is kept for the longer of the two distinct windows and both
+ * counts are read from it.
  *
  * Row: [ratio generation, failures, successes, previous failures, previous successes, last attempt,
  *       distinct count, account hash 0, last seen 0, account hash 1, last seen 1]
@@ -53,7 +54,7 @@ export class SourceTable {
   }
 
   note(source: string, account: string, failed: boolean, now: number, spec: SourceSpec): SourceView {
-    this.longestWindowMs = Math.max(this.longestWindowMs, spec.distinctWindowMs, spec.ratioWindowMs);
+    this.longestWindowMs = Math.max(this.longestWindowMs, longestWindow(spec));
     const o = (this.index.get(source) ?? this.insert(source, now)) * SLOTS;
     const s = this.slab;
     roll(s, o, now, spec.ratioWindowMs);
@@ -71,7 +72,7 @@ export class SourceTable {
     const row = this.index.get(source);
     if (row === undefined) return undefined;
     const o = row * SLOTS;
-    if (this.slab[o + LAST_AT]! + 2 * Math.max(spec.distinctWindowMs, spec.ratioWindowMs) <= now) {
+    if (this.slab[o + LAST_AT]! + 2 * longestWindow(spec) <= now) {
       this.drop(source, row);
       return undefined;
     }
@@ -112,7 +113,7 @@ export class SourceTable {
       }
     }
     let k: number;
-    if (oldest >= 0 && oldestSeen + spec.distinctWindowMs <= now) k = oldest; // reuse one past the window
+    if (oldest >= 0 && oldestSeen + setWindow(spec) <= now) k = oldest; // reuse one past both windows
     else if (count < spec.maxDistinct) {
       k = count;
       this.slab[o + DISTINCT] = count + 1;
@@ -137,15 +138,20 @@ export class SourceTable {
     const ratioMs = spec.ratioWindowMs;
     const weight = (ratioMs - (now - s[o + GEN]! * ratioMs)) / ratioMs;
     let distinct = 0;
+    let distinctLong = 0;
+    const longMs = spec.longDistinctWindowMs ?? spec.distinctWindowMs;
     const count = s[o + DISTINCT]!;
     for (let k = 0; k < count; k++) {
       const [a, i] = this.entry(o, k);
-      if (a[i + 1]! + spec.distinctWindowMs > now) distinct++;
+      const seen = a[i + 1]!;
+      if (seen + spec.distinctWindowMs > now) distinct++;
+      if (seen + longMs > now) distinctLong++;
     }
     return {
       failures: s[o + PREV_FAILURES]! * weight + s[o + FAILURES]!,
       successes: s[o + PREV_SUCCESSES]! * weight + s[o + SUCCESSES]!,
       distinctFailedAccounts: distinct,
+      distinctFailedAccountsLong: distinctLong,
     };
   }
 
@@ -181,6 +187,16 @@ export class SourceTable {
     this.overflow.delete(row);
     this.free.push(row);
   }
+}
+
+/** How long a distinct entry can still count: the longer of the two distinct windows. */
+function setWindow(spec: SourceSpec): number {
+  return Math.max(spec.distinctWindowMs, spec.longDistinctWindowMs ?? 0);
+}
+
+/** The longest window a source's record serves; it expires two of these after its last attempt. */
+function longestWindow(spec: SourceSpec): number {
+  return Math.max(setWindow(spec), spec.ratioWindowMs);
 }
 
 /** Moves the row's counts to the ratio-window generation of `now`. */

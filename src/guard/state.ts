@@ -39,9 +39,18 @@ export interface FailOutcome {
 export interface SourceSpec {
   /** Window of the distinct-accounts set. */
   readonly distinctWindowMs: number;
+  /**
+   * Window of the long distinct-accounts count, read from the same set (which is then kept this long):
+   * a low-and-slow source fails on a few accounts an hour, never ten in the short window. Default: the
+   * short window, when the two counts are the same.
+   */
+  readonly longDistinctWindowMs?: number;
   /** Window of the failure and success counts behind the failure ratio. */
   readonly ratioWindowMs: number;
-  /** Distinct accounts tracked exactly; past it the oldest is replaced and the count reads "at least" this. */
+  /**
+   * Distinct accounts tracked exactly; past it the oldest is replaced and a count reads "at least" this.
+   * The newest are kept, so the short count stays exact up to the cap while the set covers the long window.
+   */
   readonly maxDistinct: number;
 }
 
@@ -51,6 +60,8 @@ export interface SourceView {
   readonly successes: number;
   /** Distinct accounts that failed from this source in the distinct window (exact up to the tracked cap). */
   readonly distinctFailedAccounts: number;
+  /** The same in the long distinct window (exact up to the cap, as the newest entries are the ones kept). */
+  readonly distinctFailedAccountsLong: number;
 }
 
 export interface GuardState {

@@ -119,7 +119,7 @@ test('failures are forgotten failureMemory after the last one', async () => {
 });
 
 test('per-address bucket: 100 failures a day, then blocked until one refills (14.4 min)', async () => {
-  const { guard, advance } = makeGuard({ ipDistinctAccounts: 1000, subnetDistinctAccounts: 1000, ratioMinFailures: 10_000 });
+  const { guard, advance } = makeGuard({ ipDistinctAccounts: 1000, ipDistinctAccountsLong: 1000, subnetDistinctAccounts: 1000, ratioMinFailures: 10_000 });
   for (let i = 0; i < 99; i++) await guard.record(fail(`user${i}`, v4(1)));
   assert.equal((await guard.check({ account: 'new', ip: v4(1) })).action, 'allow');
   await guard.record(fail('user99', v4(1)));

@@ -59,3 +59,16 @@ test('options are checked with no silent default', () => {
   }
   assert.throws(() => new Guard({ secret: SECRET, hostingRanges: ['10.0.0.0/40'] }), { code: 'ERR_SLUICE_INVALID_IP', message: /'hostingRanges\[0\]' .* got "10.0.0.0\/40"/ });
 });
+
+test('the low-and-slow options: defaults, and bad values named', () => {
+  const c = resolveOptions({ secret: SECRET }, undefined);
+  assert.deepEqual(
+    [c.longSourceWindowMs, c.ipDistinctAccountsLong, c.strangerAnomalyBucketMs, c.strangerAnomalyBaselineBuckets, c.strangerAnomalyWarmupBuckets, c.strangerAnomalySigma, c.strangerAnomalyMinFailures, c.weights.ipDistinctAccountsLong, c.weights.strangerAnomaly],
+    [86_400_000, 2, 3_600_000, 24, 12, 3, 10, 1, 1],
+  );
+  assert.throws(() => resolveOptions({ secret: SECRET, ipDistinctAccountsLong: 1 }, undefined), { code: 'ERR_SLUICE_INVALID_OPTION', message: /'ipDistinctAccountsLong' must be an integer from 2 to 1000, got 1/ });
+  assert.throws(() => resolveOptions({ secret: SECRET, longSourceWindow: '10m' }, undefined), { code: 'ERR_SLUICE_INVALID_OPTION', message: /'longSourceWindow' \(600000 ms\) must be at least 'sourceWindow'/ });
+  assert.throws(() => resolveOptions({ secret: SECRET, strangerAnomalyBucket: 'soon' }, undefined), { code: 'ERR_SLUICE_INVALID_OPTION', message: /'strangerAnomalyBucket'/ });
+  assert.throws(() => resolveOptions({ secret: SECRET, strangerAnomalyWarmupBuckets: 241 }, undefined), { code: 'ERR_SLUICE_INVALID_OPTION', message: /'strangerAnomalyWarmupBuckets' must be at most 10/ });
+  assert.throws(() => resolveOptions({ secret: SECRET, weights: { strangerAnomaly: -1 } }, undefined), { code: 'ERR_SLUICE_INVALID_OPTION', message: /'weights.strangerAnomaly'/ });
+});

@@ -67,7 +67,7 @@ export function formatResults(options: SimulateOptions, results: readonly Scenar
     `sluice simulate attacks --seed ${options.seed} --users ${options.users}`,
     `${options.users} users (1% with a common password; 60% own IPv4, 25% behind shared NATs, 15% IPv6 privacy addresses;`,
     `80% keep a device cookie), 2 logins a day each, 4% of logins with typos, 3% from another network, 1% on a new device;`,
-    `a warm-up day, then the attack 6 h into the measured period. Guard defaults throughout.`,
+    `three warm-up days of legitimate traffic (not counted), then the attack 6 h into the measured period. Guard defaults throughout.`,
     '',
     'Attackers (an attempt gets through when it reaches password verification: allowed, or delayed and waited out;',
     'the attacker solves no challenge and passes no MFA)',

@@ -1,5 +1,5 @@
 // Plays one attack mixed into a day (or a week) of legitimate logins through a Guard on a simulated
-// clock, after a warm-up day that teaches the guard its users' homes and the normal failure rate.
+// clock, after three warm-up days that teach the guard its users' homes and the normal failure rates.
 import { seededRandom, randomInt } from '../demo/random.js';
 import { Guard, type GuardOptions, type GuardVerdict } from '../guard/index.js';
 import { MemoryStore } from '../stores/memory.js';
@@ -13,6 +13,13 @@ const DAY = 24 * HOUR;
 const GRACE_MS = 5 * 60_000;
 /** A blocked legitimate user tries again after retryAfterMs, this many times at most, then gives up. */
 const MAX_LEGIT_RETRIES = 3;
+/**
+ * Days of legitimate traffic only, before the measured period, not counted in the results. A guard meets
+ * an attack after it has run for a while: it has learnt its users' familiar sources and the normal rate of
+ * failures. Its first day is a fresh deployment's, when every user is a stranger on the first login, which
+ * the hourly stranger-failure baseline takes about two days to forget (EWMA over 24 buckets).
+ */
+const WARMUP_DAYS = 3;
 /** The attack starts this far into the measured period. */
 const ATTACK_OFFSET = 6 * HOUR;
 /** A simulated epoch start, aligned to nothing in particular. */
@@ -70,10 +77,10 @@ export async function runScenario(
     ...guardOptions,
   });
   const heap = new EventHeap<Event>();
-  const start = EPOCH + DAY; // the warm-up day comes first
+  const start = EPOCH + WARMUP_DAYS * DAY; // the warm-up days come first
   const days = attack.days;
-  for (let day = 0; day <= days; day++) {
-    const measured = day > 0;
+  for (let day = 0; day < WARMUP_DAYS + days; day++) {
+    const measured = day >= WARMUP_DAYS;
     for (let u = 0; u < users.length; u++) {
       for (let k = 0; k < population.sessionsPerDay; k++) {
         const t = EPOCH + day * DAY + randomInt(random, 0, DAY - 1);

@@ -46,7 +46,7 @@ export function guardConformance(name: string, b: GuardBackend): void {
   });
 
   test(`${name}: address bucket, pair lane and its reset on success`, async () => {
-    const { guard } = setup(b, { ipFailuresPerDay: 5, freeFailures: 100, accountChallengeFailures: 100, ipDistinctAccounts: 100, subnetDistinctAccounts: 100, ratioMinFailures: 1000 });
+    const { guard } = setup(b, { ipFailuresPerDay: 5, freeFailures: 100, accountChallengeFailures: 100, ipDistinctAccounts: 100, ipDistinctAccountsLong: 100, subnetDistinctAccounts: 100, ratioMinFailures: 1000 });
     for (let i = 0; i < 5; i++) await guard.record(fail(`user${i}`, '198.51.100.1'));
     assert.deepEqual(await guard.check({ account: 'x', ip: '198.51.100.1' }), { action: 'block', delayMs: 0, retryAfterMs: 17_280_000, challenge: undefined, risk: 0, reasons: ['ip-failures'] });
     const pair = setup(b, { freeFailures: 100, accountChallengeFailures: 100, ratioMinFailures: 1000 }).guard;
@@ -63,6 +63,9 @@ export function guardConformance(name: string, b: GuardBackend): void {
     assert.deepEqual((await guard.check({ account: 'x', ip: '198.51.100.1' })).reasons, ['ip-distinct-accounts']);
     assert.deepEqual((await guard.check({ account: 'x', ip: '2001:db8:1:2::ff' })).reasons, ['subnet-distinct-accounts']);
     advance(30 * 60_000);
+    // Past the short window only the day's count is left: the weaker long signal (one set serves both).
+    assert.deepEqual((await guard.check({ account: 'x', ip: '198.51.100.1' })).reasons, ['ip-distinct-accounts-long']);
+    advance(86_400_000 - 30 * 60_000);
     assert.deepEqual((await guard.check({ account: 'x', ip: '198.51.100.1' })).reasons, []);
   });
 

@@ -123,7 +123,8 @@ test('differential: random operations give the same answers on Redis as on the m
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)]!;
   const mem: GuardState = new MemoryGuardState();
   const red: GuardState = new RedisGuardState({ client: io, prefix: fresh(), timeoutMs: 2000, onError: 'closed' });
-  const spec: SourceSpec = { distinctWindowMs: 60_000, ratioWindowMs: 300_000, maxDistinct: 4 };
+  // The long distinct window is read from the same set as the short one, kept for the longer of the two.
+  const spec: SourceSpec = { distinctWindowMs: 60_000, longDistinctWindowMs: 900_000, ratioWindowMs: 300_000, maxDistinct: 4 };
   const accounts = ['a1', 'a2', 'a3'];
   const sources = ['s1', 's2', 's3', 's4'];
   const accountsForSources = ['a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7'];
@@ -171,7 +172,7 @@ function normalize(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(normalize);
   if (typeof v !== 'object') return v;
   const out: Record<string, unknown> = {};
-  for (const k of ['unfamiliarFailures', 'familiarFailures', 'unfamiliarLockedUntil', 'familiarLockedUntil', 'lastFailureAt', 'familiar', 'counted', 'failures', 'total', 'successes', 'distinctFailedAccounts']) {
+  for (const k of ['unfamiliarFailures', 'familiarFailures', 'unfamiliarLockedUntil', 'familiarLockedUntil', 'lastFailureAt', 'familiar', 'counted', 'failures', 'total', 'successes', 'distinctFailedAccounts', 'distinctFailedAccountsLong']) {
     if (!(k in v)) continue;
     const x = (v as Record<string, unknown>)[k];
     out[k] = typeof x === 'number' ? Math.round(x * 1e6) / 1e6 : Array.isArray(x) ? [...x] : x;

@@ -61,8 +61,8 @@ function invalid(message: string): never {
 
 /** Failure counts and the familiar list as the script replies them: [uf, ff, ul, fl, lf, "fam,..."]. */
 type AccountReply = [number, number, string, string, string, string];
-/** [generation, failures, successes, previous failures, previous successes, distinct accounts]. */
-type SourceReply = [string, number, number, number, number, number];
+/** [generation, failures, successes, previous failures, previous successes, distinct accounts, the same in the long window]. */
+type SourceReply = [string, number, number, number, number, number, number];
 
 export class RedisGuardState implements GuardState {
   readonly prefix: string;
@@ -145,7 +145,7 @@ export class RedisGuardState implements GuardState {
       ['noteSource', num(now), ...specArgs(spec), account, failed ? '1' : '0'],
       (r) => sourceView(r as SourceReply, now, spec),
       (l) => l.noteSource(source, account, failed, now, spec),
-      { failures: 0, successes: 0, distinctFailedAccounts: 0 },
+      { failures: 0, successes: 0, distinctFailedAccounts: 0, distinctFailedAccountsLong: 0 },
     );
   }
 
@@ -247,7 +247,7 @@ function tagArg(tag: string | undefined): string {
 }
 
 function specArgs(spec: SourceSpec): string[] {
-  return [num(spec.distinctWindowMs), num(spec.ratioWindowMs), String(spec.maxDistinct)];
+  return [num(spec.distinctWindowMs), num(spec.ratioWindowMs), String(spec.maxDistinct), num(spec.longDistinctWindowMs ?? spec.distinctWindowMs)];
 }
 
 /** The two-generation estimate of source-table.ts: the previous window fades linearly across this one. */
@@ -258,5 +258,6 @@ function sourceView(r: SourceReply, now: number, spec: SourceSpec): SourceView {
     failures: Number(r[3]) * weight + Number(r[1]),
     successes: Number(r[4]) * weight + Number(r[2]),
     distinctFailedAccounts: Number(r[5]),
+    distinctFailedAccountsLong: Number(r[6]),
   };
 }

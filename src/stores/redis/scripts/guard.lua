@@ -8,7 +8,7 @@
 -- forgotten at), exp (record expires at), pw (last wrong password tags, newest first, comma-joined),
 -- fam, famu (familiar source tags and their ends, newest first, comma-joined).
 -- Source hash KEYS[1]: gen, f, s, pf, ps (two-generation ratio counts), last; zset KEYS[2]: account
--- tags that failed from the source, scored by when they last did.
+-- tags that failed from the source, scored by when they last did, kept for the longer distinct window.
 
 local REMEMBERED_PASSWORDS = 3
 local op = ARGV[1]
@@ -92,8 +92,9 @@ local function loadSource(key, idleMs)
 end
 
 -- Counts and window start go back to the caller, which weighs the previous generation (a fraction).
-local function sourceView(s, distinctKey, distinctMs)
-  return { num(s.gen), s.f, s.s, s.pf, s.ps, redis.call('ZCOUNT', distinctKey, '(' .. num(now - distinctMs), '+inf') }
+local function sourceView(s, distinctKey, distinctMs, longMs)
+  return { num(s.gen), s.f, s.s, s.pf, s.ps, redis.call('ZCOUNT', distinctKey, '(' .. num(now - distinctMs), '+inf'),
+    redis.call('ZCOUNT', distinctKey, '(' .. num(now - longMs), '+inf') }
 end
 
 if op == 'readAccount' then
@@ -170,15 +171,17 @@ elseif op == 'succeedAccount' then
   saveAccount(KEYS[1], r)
   return true
 elseif op == 'noteSource' or op == 'readSource' then
-  -- KEYS[2]: the distinct-accounts zset. ARGV: distinctWindowMs, ratioWindowMs, maxDistinct, and for
-  -- noteSource the account tag and '1' for a failure or '0' for a success.
-  local distinctMs, ratioMs, maxDistinct = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-  local idleMs = 2 * math.max(distinctMs, ratioMs)
+  -- KEYS[2]: the distinct-accounts zset. ARGV: distinctWindowMs, ratioWindowMs, maxDistinct,
+  -- longDistinctWindowMs, and for noteSource the account tag and '1' for a failure or '0' for a success.
+  -- One set serves both distinct windows: it keeps entries for the longer one.
+  local distinctMs, ratioMs, maxDistinct, longMs = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+  local setMs = math.max(distinctMs, longMs)
+  local idleMs = 2 * math.max(setMs, ratioMs)
   local s = loadSource(KEYS[1], idleMs)
   if op == 'readSource' then
     if s == nil then return false end
     roll(s, ratioMs)
-    return sourceView(s, KEYS[2], distinctMs)
+    return sourceView(s, KEYS[2], distinctMs, longMs)
   end
   if s == nil then
     s = { gen = 0, f = 0, s = 0, pf = 0, ps = 0, last = 0 }
@@ -186,12 +189,12 @@ elseif op == 'noteSource' or op == 'readSource' then
   end
   roll(s, ratioMs)
   s.last = now
-  if ARGV[7] == '1' then
+  if ARGV[8] == '1' then
     s.f = s.f + 1
     -- Accounts past the window first go, then the newest joins; over the cap the oldest goes, and the
     -- count reads "at least maxDistinct" (as the memory table's full set).
-    redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', num(now - distinctMs))
-    redis.call('ZADD', KEYS[2], num(now), ARGV[6])
+    redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', num(now - setMs))
+    redis.call('ZADD', KEYS[2], num(now), ARGV[7])
     local extra = redis.call('ZCARD', KEYS[2]) - maxDistinct
     if extra > 0 then redis.call('ZREMRANGEBYRANK', KEYS[2], 0, extra - 1) end
     redis.call('PEXPIRE', KEYS[2], math.ceil(idleMs))
@@ -200,6 +203,6 @@ elseif op == 'noteSource' or op == 'readSource' then
   end
   redis.call('HSET', KEYS[1], 'gen', num(s.gen), 'f', s.f, 's', s.s, 'pf', s.pf, 'ps', s.ps, 'last', num(s.last))
   redis.call('PEXPIRE', KEYS[1], math.ceil(idleMs))
-  return sourceView(s, KEYS[2], distinctMs)
+  return sourceView(s, KEYS[2], distinctMs, longMs)
 end
 return redis.error_reply('ERR sluice guard script: unknown operation ' .. tostring(op))

@@ -70,6 +70,6 @@ export function scriptFor(policies: readonly Policy[], clientClock: boolean): Sc
     ...policies.map((p) => `  { alg = ALG['${algorithmCode(p).code}'], limit = ${p.limit}, windowMs = ${p.windowMs}, burst = ${p.burst}, delay = ${p.nodelay ? 0 : p.delay}, sub = ${p.buckets} },`),
     '}',
   ].join('\n');
-  const source = [read('prelude'), ...files.map(read), constants, read('driver')].join('\n');
+  const source = [read('prelude'), ...files.map(read), constants, read('driver'), 'return run(KEYS, ARGV)'].join('\n');
   return register(policies.length === 1 ? algorithmCode(policies[0]!).code : 'multi', source);
 }

@@ -8,10 +8,11 @@
 // interleaved, repeated REPS times, and medians are quoted with min–max.
 //
 // Usage: node bench/redis.mjs [reps=3] [measureMs=4000] [warmupMs=1000]
+// Prints a Markdown table and writes it, with every run's figures, to bench/results/redis-<time>.{md,json}.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const [REPS = 3, MEASURE = 4000, WARMUP = 1000] = process.argv.slice(2).map(Number);
@@ -68,6 +69,7 @@ function measure(impl, inflight) {
   return JSON.parse(out.trim().split('\n').pop());
 }
 
+const load0 = loadavg()[0];
 const results = new Map();
 for (let rep = 1; rep <= REPS; rep++) {
   for (const [impl, inflight] of CASES) {
@@ -91,7 +93,7 @@ const range = (rs, f, fmt) => {
 const version = cli('INFO', 'server').match(/redis_version:(\S+)/)[1];
 
 const lines = [
-  `<!-- node bench/redis.mjs ${REPS} ${MEASURE} ${WARMUP}; ${new Date().toISOString()}; redis ${version}; Node ${process.version}; reps=${REPS}, interleaved, fresh process each -->`,
+  `<!-- node bench/redis.mjs ${REPS} ${MEASURE} ${WARMUP}; ${new Date().toISOString()}; redis ${version}; Node ${process.version}; reps=${REPS}, interleaved, fresh process each; load average ${load0.toFixed(1)} at the start, ${loadavg()[0].toFixed(1)} at the end -->`,
   '',
   '| client | in flight | decisions/s median (min – max) | median latency µs | × PING (same process) | Redis commands / decision | Redis CPU µs / decision | redis-server CPU % | Node CPU % |',
   '|---|---|---|---|---|---|---|---|---|',
@@ -105,5 +107,10 @@ for (const [impl, inflight] of CASES) {
   );
 }
 console.log(lines.join('\n'));
+const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
+writeFileSync(new URL(`./results/redis-${stamp}.md`, import.meta.url), `${lines.join('\n')}\n`);
+writeFileSync(new URL(`./results/redis-${stamp}.json`, import.meta.url), `${JSON.stringify(Object.fromEntries(results), null, 1)}\n`);
+console.error(`wrote bench/results/redis-${stamp}.{md,json}`);
 stop();
 process.exit(0);

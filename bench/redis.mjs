@@ -95,15 +95,15 @@ const version = cli('INFO', 'server').match(/redis_version:(\S+)/)[1];
 const lines = [
   `<!-- node bench/redis.mjs ${REPS} ${MEASURE} ${WARMUP}; ${new Date().toISOString()}; redis ${version}; Node ${process.version}; reps=${REPS}, interleaved, fresh process each; load average ${load0.toFixed(1)} at the start, ${loadavg()[0].toFixed(1)} at the end -->`,
   '',
-  '| client | in flight | decisions/s median (min – max) | median latency µs | × PING (same process) | Redis commands / decision | Redis CPU µs / decision | redis-server CPU % | Node CPU % |',
-  '|---|---|---|---|---|---|---|---|---|',
+  '| client | in flight | decisions/s median (min – max) | median latency µs | PING µs, same process | × PING (same process) | Redis commands / decision | Redis CPU µs / decision | redis-server CPU % | Node CPU % |',
+  '|---|---|---|---|---|---|---|---|---|---|',
 ];
 for (const [impl, inflight] of CASES) {
   const rs = results.get(`${impl}@${inflight}`);
   const lat = inflight === 1 ? median(rs.map((r) => r.medianLatencyUs)) : undefined;
   const ratio = inflight === 1 && impl !== 'ping' ? true : undefined;
   lines.push(
-    `| ${NAMES[impl]} | ${inflight} | ${range(rs, (r) => r.decisionsPerSec, k)} | ${lat === undefined ? '–' : lat.toFixed(1)} | ${ratio === undefined ? '–' : range(rs, (r) => r.pingRatio, (x) => `${x.toFixed(2)}×`)} | ${median(rs.map((r) => r.commandsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuUsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuPct)).toFixed(0)} | ${median(rs.map((r) => r.nodeCpuPct)).toFixed(0)} |`,
+    `| ${NAMES[impl]} | ${inflight} | ${range(rs, (r) => r.decisionsPerSec, k)} | ${lat === undefined ? '–' : lat.toFixed(1)} | ${ratio === undefined ? '–' : median(rs.map((r) => r.sameProcessPingUs)).toFixed(1)} | ${ratio === undefined ? '–' : range(rs, (r) => r.pingRatio, (x) => `${x.toFixed(2)}×`)} | ${median(rs.map((r) => r.commandsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuUsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuPct)).toFixed(0)} | ${median(rs.map((r) => r.nodeCpuPct)).toFixed(0)} |`,
   );
 }
 console.log(lines.join('\n'));

@@ -6,8 +6,11 @@
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
-import { Limiter } from '../src/index.ts';
-import { RedisStore } from '../src/stores/redis/index.ts';
+
+// SLUICE_SRC: another checkout's src/ (bench/redis.mjs's BASE), to compare two versions in one run.
+const src = process.env.SLUICE_SRC ?? new URL('../src', import.meta.url).href;
+const { Limiter } = await import(`${src}/index.ts`);
+const { RedisStore } = await import(`${src}/stores/redis/index.ts`);
 
 const [impl, inflightArg, warmupArg, measureArg] = process.argv.slice(2);
 const INFLIGHT = Number(inflightArg);

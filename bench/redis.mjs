@@ -7,29 +7,38 @@
 // before each run. Every measurement is a fresh process (bench/redis-worker.mjs); the cases are
 // interleaved, repeated REPS times, and medians are quoted with min–max.
 //
-// Usage: node bench/redis.mjs [reps=3] [measureMs=4000] [warmupMs=1000]
+// Usage: [BASE=<another checkout>] node bench/redis.mjs [reps=3] [measureMs=4000] [warmupMs=1000]
+// BASE adds sluice rows for that checkout's src/ (e.g. a worktree of an older commit), measured by this
+// checkout's worker and interleaved with the others, so two versions are compared under the same load.
 // Prints a Markdown table and writes it, with every run's figures, to bench/results/redis-<time>.{md,json}.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 const [REPS = 3, MEASURE = 4000, WARMUP = 1000] = process.argv.slice(2).map(Number);
+const BASE = process.env.BASE;
+const baseCommit = BASE === undefined ? undefined : execFileSync('git', ['-C', BASE, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
 const CASES = [
   ['ping', 1],
   ['rlflex', 1],
   ['sluice-tb', 1],
   ['sluice-gcra', 1],
+  ...(BASE === undefined ? [] : [['base-tb', 1], ['base-gcra', 1]]),
   ['rlflex', 256],
   ['sluice-tb', 256],
   ['sluice-gcra', 256],
+  ...(BASE === undefined ? [] : [['base-tb', 256], ['base-gcra', 256]]),
 ];
 const NAMES = {
   ping: 'PING (ioredis), the round-trip floor',
   rlflex: 'rate-limiter-flexible RateLimiterRedis (fixed window)',
   'sluice-tb': 'sluice RedisStore, token-bucket',
   'sluice-gcra': 'sluice RedisStore, gcra',
+  'base-tb': `sluice at ${baseCommit}, token-bucket`,
+  'base-gcra': `sluice at ${baseCommit}, gcra`,
 };
 
 const port = await new Promise((resolve) => {
@@ -61,9 +70,10 @@ for (let i = 0; ; i++) {
 function measure(impl, inflight) {
   cli('FLUSHALL');
   cli('CONFIG', 'RESETSTAT');
-  const out = execFileSync(process.execPath, ['--import', 'tsx', 'bench/redis-worker.mjs', impl, String(inflight), String(WARMUP), String(MEASURE)], {
+  const base = impl.startsWith('base-');
+  const out = execFileSync(process.execPath, ['--import', 'tsx', 'bench/redis-worker.mjs', base ? impl.replace('base-', 'sluice-') : impl, String(inflight), String(WARMUP), String(MEASURE)], {
     encoding: 'utf8',
-    env: { ...process.env, REDIS_PORT: String(port) },
+    env: { ...process.env, REDIS_PORT: String(port), ...(base ? { SLUICE_SRC: pathToFileURL(join(BASE, 'src')).href } : {}) },
     timeout: 60_000,
   });
   return JSON.parse(out.trim().split('\n').pop());
@@ -93,7 +103,7 @@ const range = (rs, f, fmt) => {
 const version = cli('INFO', 'server').match(/redis_version:(\S+)/)[1];
 
 const lines = [
-  `<!-- node bench/redis.mjs ${REPS} ${MEASURE} ${WARMUP}; ${new Date().toISOString()}; redis ${version}; Node ${process.version}; reps=${REPS}, interleaved, fresh process each; load average ${load0.toFixed(1)} at the start, ${loadavg()[0].toFixed(1)} at the end -->`,
+  `<!-- ${BASE === undefined ? '' : `BASE=<checkout at ${baseCommit}> `}node bench/redis.mjs ${REPS} ${MEASURE} ${WARMUP}; ${new Date().toISOString()}; redis ${version}; Node ${process.version}; reps=${REPS}, interleaved, fresh process each; load average ${load0.toFixed(1)} at the start, ${loadavg()[0].toFixed(1)} at the end -->`,
   '',
   '| client | in flight | decisions/s median (min – max) | median latency µs | PING µs, same process | × PING (same process) | Redis commands / decision | Redis CPU µs / decision | redis-server CPU % | Node CPU % |',
   '|---|---|---|---|---|---|---|---|---|---|',

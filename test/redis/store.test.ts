@@ -193,3 +193,39 @@ test('a server without functions, or an ACL that refuses them, turns the store t
     assert.equal(store.stats.errors, 0);
   }
 });
+
+test('a client that throws while reloading (FUNCTION LOAD, EVAL) gets the failure policy, and no rejection goes unhandled', async () => {
+  const unhandled: unknown[] = [];
+  const onUnhandled = (err: unknown) => unhandled.push(err);
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    const clients = [
+      {
+        status: 'ready',
+        call: (command: string) => {
+          if (command === 'FCALL') return Promise.reject(new Error('ERR Function not found'));
+          throw new Error('connection is closed'); // FUNCTION LOAD throws instead of rejecting
+        },
+        evalsha: async () => [],
+        eval: async () => [],
+      },
+      {
+        status: 'ready',
+        evalsha: () => Promise.reject(new Error('NOSCRIPT No matching script. Please use EVAL.')),
+        eval: () => {
+          throw new Error('connection is closed');
+        },
+      },
+    ];
+    for (const client of clients) {
+      const store = new RedisStore({ client, prefix, onError: 'closed' });
+      const d = await new Limiter({ policy: { name: 'g', algorithm: 'gcra', limit: 5, window: '1s' }, store }).limit('x');
+      assert.equal(d.reason, 'store-error');
+      assert.equal(store.stats.errors, 1);
+    }
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(unhandled, []);
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+  }
+});

@@ -243,7 +243,12 @@ export class RedisTable implements StoreTable {
     this.call(keys, args).then(
       (reply) => this.settle(call, reply, undefined),
       (err: unknown) => {
-        const again = call.settled ? undefined : this.recover(err, keys, args);
+        let again: Promise<unknown> | undefined;
+        try {
+          again = call.settled ? undefined : this.recover(err, keys, args);
+        } catch (thrown) {
+          err = thrown; // a client that throws instead of rejecting: no rejection may go unhandled
+        }
         if (again === undefined) this.settle(call, undefined, err);
         else again.then((reply) => this.settle(call, reply, undefined), (err2: unknown) => this.settle(call, undefined, err2));
       },

@@ -6,8 +6,11 @@
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
-import { Limiter } from '../src/index.ts';
-import { RedisStore } from '../src/stores/redis/index.ts';
+
+// SLUICE_SRC: another checkout's src/ (bench/redis.mjs's BASE), to compare two versions in one run.
+const src = process.env.SLUICE_SRC ?? new URL('../src', import.meta.url).href;
+const { Limiter } = await import(`${src}/index.ts`);
+const { RedisStore } = await import(`${src}/stores/redis/index.ts`);
 
 const [impl, inflightArg, warmupArg, measureArg] = process.argv.slice(2);
 const INFLIGHT = Number(inflightArg);
@@ -20,7 +23,10 @@ const client = new Redis({ host: '127.0.0.1', port: PORT });
 const admin = new Redis({ host: '127.0.0.1', port: PORT });
 await Promise.all([once(client, 'ready'), once(admin, 'ready')]);
 
+// op starts one call and returns its promise; check looks at its answer after the clock has stopped, so
+// a decision is timed exactly as a PING is: the same client, the same loop, one await.
 let op;
+let check = () => {};
 if (impl === 'ping') {
   op = () => client.ping();
 } else if (impl === 'rlflex') {
@@ -32,9 +38,10 @@ if (impl === 'ping') {
   // 1000 per hour: a key is hit at most a few dozen times in a run, so every decision is allowed, and every
   // one writes its state back with a TTL (a limit so high that state is idle at once would skip the write).
   const limiter = new Limiter({ policy: { name: 'p', algorithm, limit: 1000, window: '1h' }, store });
-  op = (key) => limiter.limit(key).then((d) => {
+  op = (key) => limiter.limit(key);
+  check = (d) => {
     if (d.reason !== undefined || !d.allowed) throw new Error(`unexpected decision ${JSON.stringify(d)}`);
-  });
+  };
 }
 
 /** Runs `inflight` sequential loops until `ms` pass; returns calls, elapsed ms and (at 1) each latency. */
@@ -47,8 +54,9 @@ async function drive(ms, record) {
   const loop = async () => {
     while (performance.now() < end) {
       const t = record ? performance.now() : 0;
-      await op(KEYS[next++ % KEYS.length]);
+      const answer = await op(KEYS[next++ % KEYS.length]);
       if (record) lat.push(performance.now() - t);
+      check(answer);
       n++;
     }
   };
@@ -86,20 +94,21 @@ let pingRatio = null;
 let sameProcessPingUs = null;
 if (INFLIGHT === 1) {
   const ping = () => client.ping();
-  const time = async (f, n) => {
+  const time = async (f, n, c) => {
     const lat = [];
     for (let i = 0; i < n; i++) {
       const t = performance.now();
-      await f(KEYS[i % KEYS.length]);
+      const answer = await f(KEYS[i % KEYS.length]);
       lat.push(performance.now() - t);
+      c(answer);
     }
     return lat;
   };
   const mine = [];
   const pings = [];
   for (let b = 0; b < 4; b++) {
-    mine.push(...(await time(op, 2500)));
-    pings.push(...(await time(ping, 2500)));
+    mine.push(...(await time(op, 2500, check)));
+    pings.push(...(await time(ping, 2500, () => {})));
   }
   const med = (xs) => xs.sort((a, b) => a - b)[xs.length >> 1] * 1000;
   sameProcessPingUs = med(pings);

@@ -7,28 +7,38 @@
 // before each run. Every measurement is a fresh process (bench/redis-worker.mjs); the cases are
 // interleaved, repeated REPS times, and medians are quoted with min–max.
 //
-// Usage: node bench/redis.mjs [reps=3] [measureMs=4000] [warmupMs=1000]
+// Usage: [BASE=<another checkout>] node bench/redis.mjs [reps=3] [measureMs=4000] [warmupMs=1000]
+// BASE adds sluice rows for that checkout's src/ (e.g. a worktree of an older commit), measured by this
+// checkout's worker and interleaved with the others, so two versions are compared under the same load.
+// Prints a Markdown table and writes it, with every run's figures, to bench/results/redis-<time>.{md,json}.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 const [REPS = 3, MEASURE = 4000, WARMUP = 1000] = process.argv.slice(2).map(Number);
+const BASE = process.env.BASE;
+const baseCommit = BASE === undefined ? undefined : execFileSync('git', ['-C', BASE, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
 const CASES = [
   ['ping', 1],
   ['rlflex', 1],
   ['sluice-tb', 1],
   ['sluice-gcra', 1],
+  ...(BASE === undefined ? [] : [['base-tb', 1], ['base-gcra', 1]]),
   ['rlflex', 256],
   ['sluice-tb', 256],
   ['sluice-gcra', 256],
+  ...(BASE === undefined ? [] : [['base-tb', 256], ['base-gcra', 256]]),
 ];
 const NAMES = {
   ping: 'PING (ioredis), the round-trip floor',
   rlflex: 'rate-limiter-flexible RateLimiterRedis (fixed window)',
   'sluice-tb': 'sluice RedisStore, token-bucket',
   'sluice-gcra': 'sluice RedisStore, gcra',
+  'base-tb': `sluice at ${baseCommit}, token-bucket`,
+  'base-gcra': `sluice at ${baseCommit}, gcra`,
 };
 
 const port = await new Promise((resolve) => {
@@ -60,14 +70,16 @@ for (let i = 0; ; i++) {
 function measure(impl, inflight) {
   cli('FLUSHALL');
   cli('CONFIG', 'RESETSTAT');
-  const out = execFileSync(process.execPath, ['--import', 'tsx', 'bench/redis-worker.mjs', impl, String(inflight), String(WARMUP), String(MEASURE)], {
+  const base = impl.startsWith('base-');
+  const out = execFileSync(process.execPath, ['--import', 'tsx', 'bench/redis-worker.mjs', base ? impl.replace('base-', 'sluice-') : impl, String(inflight), String(WARMUP), String(MEASURE)], {
     encoding: 'utf8',
-    env: { ...process.env, REDIS_PORT: String(port) },
+    env: { ...process.env, REDIS_PORT: String(port), ...(base ? { SLUICE_SRC: pathToFileURL(join(BASE, 'src')).href } : {}) },
     timeout: 60_000,
   });
   return JSON.parse(out.trim().split('\n').pop());
 }
 
+const load0 = loadavg()[0];
 const results = new Map();
 for (let rep = 1; rep <= REPS; rep++) {
   for (const [impl, inflight] of CASES) {
@@ -91,19 +103,24 @@ const range = (rs, f, fmt) => {
 const version = cli('INFO', 'server').match(/redis_version:(\S+)/)[1];
 
 const lines = [
-  `<!-- node bench/redis.mjs ${REPS} ${MEASURE} ${WARMUP}; ${new Date().toISOString()}; redis ${version}; Node ${process.version}; reps=${REPS}, interleaved, fresh process each -->`,
+  `<!-- ${BASE === undefined ? '' : `BASE=<checkout at ${baseCommit}> `}node bench/redis.mjs ${REPS} ${MEASURE} ${WARMUP}; ${new Date().toISOString()}; redis ${version}; Node ${process.version}; reps=${REPS}, interleaved, fresh process each; load average ${load0.toFixed(1)} at the start, ${loadavg()[0].toFixed(1)} at the end -->`,
   '',
-  '| client | in flight | decisions/s median (min – max) | median latency µs | × PING (same process) | Redis commands / decision | Redis CPU µs / decision | redis-server CPU % | Node CPU % |',
-  '|---|---|---|---|---|---|---|---|---|',
+  '| client | in flight | decisions/s median (min – max) | median latency µs | PING µs, same process | × PING (same process) | Redis commands / decision | Redis CPU µs / decision | redis-server CPU % | Node CPU % |',
+  '|---|---|---|---|---|---|---|---|---|---|',
 ];
 for (const [impl, inflight] of CASES) {
   const rs = results.get(`${impl}@${inflight}`);
   const lat = inflight === 1 ? median(rs.map((r) => r.medianLatencyUs)) : undefined;
   const ratio = inflight === 1 && impl !== 'ping' ? true : undefined;
   lines.push(
-    `| ${NAMES[impl]} | ${inflight} | ${range(rs, (r) => r.decisionsPerSec, k)} | ${lat === undefined ? '–' : lat.toFixed(1)} | ${ratio === undefined ? '–' : range(rs, (r) => r.pingRatio, (x) => `${x.toFixed(2)}×`)} | ${median(rs.map((r) => r.commandsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuUsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuPct)).toFixed(0)} | ${median(rs.map((r) => r.nodeCpuPct)).toFixed(0)} |`,
+    `| ${NAMES[impl]} | ${inflight} | ${range(rs, (r) => r.decisionsPerSec, k)} | ${lat === undefined ? '–' : lat.toFixed(1)} | ${ratio === undefined ? '–' : median(rs.map((r) => r.sameProcessPingUs)).toFixed(1)} | ${ratio === undefined ? '–' : range(rs, (r) => r.pingRatio, (x) => `${x.toFixed(2)}×`)} | ${median(rs.map((r) => r.commandsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuUsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuPct)).toFixed(0)} | ${median(rs.map((r) => r.nodeCpuPct)).toFixed(0)} |`,
   );
 }
 console.log(lines.join('\n'));
+const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
+writeFileSync(new URL(`./results/redis-${stamp}.md`, import.meta.url), `${lines.join('\n')}\n`);
+writeFileSync(new URL(`./results/redis-${stamp}.json`, import.meta.url), `${JSON.stringify(Object.fromEntries(results), null, 1)}\n`);
+console.error(`wrote bench/results/redis-${stamp}.{md,json}`);
 stop();
 process.exit(0);

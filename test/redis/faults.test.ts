@@ -3,6 +3,7 @@
 // every decision comes back within about the timeout, nothing queues without bound, no rejection goes
 // unhandled, and once Redis is back the decisions are exact again.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { test } from 'node:test';
 import { Redis } from 'ioredis';
@@ -164,3 +165,25 @@ test('Redis frozen (SIGSTOP) mid-load and thawed: every call times out, none pil
   }
   assert.deepEqual(unhandled, []);
 });
+
+for (const [name, connect] of [['ioredis', ioredis], ['node-redis', nodeRedis]] as const) {
+  test(`a function library the server lost (FUNCTION FLUSH) is loaded again by the next call: ${name}`, async () => {
+    const c = await connect();
+    const cli = (...args: string[]) => execFileSync('redis-cli', ['-p', String(own.server.port), ...args], { encoding: 'utf8' });
+    try {
+      const store = new RedisStore({ client: c.client, prefix: runPrefix('fflush'), timeoutMs: 1000 });
+      const l = new Limiter({ policy: { name: 'p', algorithm: 'token-bucket', limit: 3, window: '1h' }, store });
+      assert.equal((await l.limit('a')).remaining, 2);
+      assert.match(cli('FUNCTION', 'LIST'), /sluice_/, 'decisions go through FCALL');
+      const reloads = store.stats.reloads;
+      cli('FUNCTION', 'FLUSH');
+      const d = await l.limit('a');
+      assert.equal(d.reason, undefined);
+      assert.equal(d.remaining, 1);
+      assert.equal(store.stats.reloads, reloads + 1);
+      assert.equal(store.stats.errors, 0);
+    } finally {
+      await c.close();
+    }
+  });
+}

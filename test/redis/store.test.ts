@@ -131,3 +131,101 @@ test('concurrent calls are coalesced: one script call for many decisions, in ord
   assert.deepEqual(ds.map((d) => d.remaining), [...Array.from({ length: 50 }, (_, i) => 49 - i), ...Array(10).fill(0)]);
   assert.equal(store.stats.calls, 1);
 });
+
+/** A client with only what the adapter looks for: ioredis's shape, each command logged, then sent to `io`. */
+function loggingClient(calls: string[], fail: { fcall?: string; load?: string; evalsha?: string }) {
+  const send = io.call.bind(io) as (...a: unknown[]) => Promise<unknown>;
+  return {
+    status: 'ready',
+    call: async (command: string, ...args: unknown[]) => {
+      const what = command === 'FCALL' ? 'fcall' : 'load';
+      calls.push(what);
+      const error = fail[what];
+      if (error !== undefined) {
+        if (what === 'fcall') delete fail.fcall; // once, as a server that has just lost the library
+        throw new Error(error);
+      }
+      return send(command, ...args);
+    },
+    evalsha: async (...args: unknown[]) => {
+      calls.push('evalsha');
+      if (fail.evalsha !== undefined) throw new Error(fail.evalsha);
+      return (io.evalsha as (...a: unknown[]) => Promise<unknown>)(...args);
+    },
+    eval: async (...args: unknown[]) => {
+      calls.push('eval');
+      return (io.eval as (...a: unknown[]) => Promise<unknown>)(...args);
+    },
+  };
+}
+
+test('FCALL first; "Function not found", and only it, loads the library with one FUNCTION LOAD and retries', async () => {
+  const calls: string[] = [];
+  const store = new RedisStore({ client: loggingClient(calls, { fcall: 'ERR Function not found' }), prefix });
+  const l = new Limiter({ policy: { name: 'g', algorithm: 'gcra', limit: 5, window: '1s' }, store });
+  const id = `nofunction:${Math.random()}`;
+  assert.equal((await l.limit(id)).remaining, 4);
+  assert.equal((await l.limit(id)).remaining, 3);
+  assert.deepEqual(calls, ['fcall', 'load', 'fcall', 'fcall']);
+  assert.equal(store.stats.reloads, 1);
+  // Any other error is not retried: it goes to the failure policy.
+  calls.length = 0;
+  const busy = new RedisStore({ client: loggingClient(calls, { fcall: 'BUSY Redis is busy running a script' }), prefix, onError: 'closed' });
+  const d = await new Limiter({ policy: { name: 'g', algorithm: 'gcra', limit: 5, window: '1s' }, store: busy }).limit(id);
+  assert.equal(d.reason, 'store-error');
+  assert.deepEqual(calls, ['fcall']);
+});
+
+test('a server without functions, or an ACL that refuses them, turns the store to EVALSHA for good', async () => {
+  const refusals: Array<[{ fcall?: string; load?: string }, string[]]> = [
+    [{ fcall: "ERR unknown command 'FCALL', with args beginning with: " }, ['fcall', 'evalsha']],
+    [{ fcall: "NOPERM User app has no permissions to run the 'fcall' command" }, ['fcall', 'evalsha']],
+    [{ fcall: 'ERR Function not found', load: "NOPERM User app has no permissions to run the 'function|load' command" }, ['fcall', 'load', 'evalsha']],
+  ];
+  for (const [fail, first] of refusals) {
+    const calls: string[] = [];
+    const store = new RedisStore({ client: loggingClient(calls, fail), prefix });
+    const l = new Limiter({ policy: { name: 'g', algorithm: 'gcra', limit: 5, window: '1s' }, store });
+    const id = `evalsha:${Math.random()}`;
+    assert.equal((await l.limit(id)).remaining, 4, JSON.stringify(fail));
+    assert.equal((await l.limit(id)).remaining, 3, JSON.stringify(fail));
+    assert.deepEqual(calls, [...first, 'evalsha'], JSON.stringify(fail));
+    assert.equal(store.stats.errors, 0);
+  }
+});
+
+test('a client that throws while reloading (FUNCTION LOAD, EVAL) gets the failure policy, and no rejection goes unhandled', async () => {
+  const unhandled: unknown[] = [];
+  const onUnhandled = (err: unknown) => unhandled.push(err);
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    const clients = [
+      {
+        status: 'ready',
+        call: (command: string) => {
+          if (command === 'FCALL') return Promise.reject(new Error('ERR Function not found'));
+          throw new Error('connection is closed'); // FUNCTION LOAD throws instead of rejecting
+        },
+        evalsha: async () => [],
+        eval: async () => [],
+      },
+      {
+        status: 'ready',
+        evalsha: () => Promise.reject(new Error('NOSCRIPT No matching script. Please use EVAL.')),
+        eval: () => {
+          throw new Error('connection is closed');
+        },
+      },
+    ];
+    for (const client of clients) {
+      const store = new RedisStore({ client, prefix, onError: 'closed' });
+      const d = await new Limiter({ policy: { name: 'g', algorithm: 'gcra', limit: 5, window: '1s' }, store }).limit('x');
+      assert.equal(d.reason, 'store-error');
+      assert.equal(store.stats.errors, 1);
+    }
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(unhandled, []);
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+  }
+});

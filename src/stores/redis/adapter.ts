@@ -8,12 +8,23 @@ import { SluiceError, show } from '../../core/index.js';
 export interface RedisAdapter {
   readonly kind: 'ioredis' | 'node-redis';
   readonly cluster: boolean;
+  /**
+   * FCALL and FUNCTION LOAD (Redis 7.0 and later), on a client that is not a cluster and can send them.
+   * Not on a cluster: a library must be loaded on every master, and neither client sends a keyless
+   * command to the master of a given slot.
+   */
+  readonly functions: FunctionCalls | undefined;
   /** Whether a command sent now goes to a connection rather than into an offline queue. */
   ready(): boolean;
   evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
   eval(source: string, keys: string[], args: string[]): Promise<unknown>;
   /** Listens to the client's 'error' events (node-redis crashes the process on an unheard one). */
   onError(listener: (err: unknown) => void): void;
+}
+
+export interface FunctionCalls {
+  fcall(fn: string, keys: string[], args: string[]): Promise<unknown>;
+  load(library: string): Promise<unknown>;
 }
 
 type Fn = (...args: unknown[]) => unknown;
@@ -34,9 +45,18 @@ export function adapt(client: unknown): RedisAdapter {
 function ioredis(c: AnyClient): RedisAdapter {
   const evalsha = c.evalsha as Fn;
   const evalScript = c.eval as Fn;
+  const cluster = c.isCluster === true;
+  const send = c.call as Fn | undefined; // any command by name (ioredis 4 and later)
   return {
     kind: 'ioredis',
-    cluster: c.isCluster === true,
+    cluster,
+    functions:
+      cluster || typeof send !== 'function'
+        ? undefined
+        : {
+            fcall: (fn, keys, args) => send.call(c, 'FCALL', fn, keys.length, ...keys, ...args) as Promise<unknown>,
+            load: (library) => send.call(c, 'FUNCTION', 'LOAD', library) as Promise<unknown>,
+          },
     ready: () => c.status === 'ready',
     evalsha: (sha, keys, args) => evalsha.call(c, sha, keys.length, ...keys, ...args) as Promise<unknown>,
     eval: (source, keys, args) => evalScript.call(c, source, keys.length, ...keys, ...args) as Promise<unknown>,
@@ -61,9 +81,18 @@ function listen(c: AnyClient, listener: (err: unknown) => void): void {
 function nodeRedis(c: AnyClient): RedisAdapter {
   const evalSha = c.evalSha as Fn;
   const evalScript = c.eval as Fn;
+  const cluster = 'masters' in c;
+  const send = c.sendCommand as Fn | undefined; // a raw command (node-redis 4 and later)
   return {
     kind: 'node-redis',
-    cluster: 'masters' in c,
+    cluster,
+    functions:
+      cluster || typeof send !== 'function'
+        ? undefined
+        : {
+            fcall: (fn, keys, args) => send.call(c, ['FCALL', fn, String(keys.length), ...keys, ...args]) as Promise<unknown>,
+            load: (library) => send.call(c, ['FUNCTION', 'LOAD', library]) as Promise<unknown>,
+          },
     // v4's cluster has no isReady; it queues nothing unbounded once open.
     ready: () => (c.isReady ?? c.isOpen ?? true) === true,
     evalsha: (sha, keys, args) => evalSha.call(c, sha, { keys, arguments: args }) as Promise<unknown>,

@@ -16,7 +16,7 @@ import { adapt } from './adapter.js';
 import { RedisGuardState } from './guard-state.js';
 import { checkOnError, type OnError } from './failure.js';
 import { scriptRunner } from './strategy.js';
-import { RedisTable, type RedisStoreStats, type StoreContext } from './table.js';
+import { Deadlines, RedisTable, type RedisStoreStats, type StoreContext } from './table.js';
 
 export interface RedisStoreOptions {
   /** An ioredis Redis or Cluster, or a node-redis (v4 or later) client or cluster, connected by you. */
@@ -89,7 +89,9 @@ export class RedisStore implements Store {
       maxBatch: positiveInteger('maxBatch', options.maxBatch, 64),
       maxInFlight: positiveInteger('maxInFlight', options.maxInFlight, 1024),
       stats: this.stats,
+      deadlines: new Deadlines(timeoutMs),
       inFlight: 0,
+      functions: adapter.functions !== undefined,
     };
     adapter.onError(() => this.stats.errors++);
   }

@@ -1,7 +1,8 @@
 /**
  * The Lua scripts: a prelude, one file per algorithm (the twin of its core/ module), and the driver that
  * runs a batch. A table with one policy runs prelude + its algorithm + driver; a table with several runs
- * prelude + every algorithm + driver, the multi-policy script.
+ * prelude + every algorithm + driver, the multi-policy script. Each is sent as EVAL source (EVALSHA), or
+ * loaded as a function library (FCALL), whose setup then runs once instead of on every call.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -9,8 +10,17 @@ import type { Policy } from '../../core/index.js';
 
 export interface Script {
   readonly name: string;
+  /** For EVAL; its SHA1 for EVALSHA. */
   readonly source: string;
   readonly sha: string;
+}
+
+/** An algorithm script, which also loads as a Redis function library (Redis 7.0 and later). */
+export interface LibraryScript extends Script {
+  /** The library's name and its one function's: `sluice_<sha>`, so different code never shares a name. */
+  readonly fn: string;
+  /** For FUNCTION LOAD: the same code, with `run` registered as the function instead of called. */
+  readonly library: string;
 }
 
 /** The algorithm code the driver dispatches on, and the files that define it (in load order). */
@@ -46,6 +56,21 @@ function register(name: string, source: string): Script {
   return script;
 }
 
+const libraries = new Map<string, LibraryScript>();
+
+/** A script whose code ends by defining `run(KEYS, ARGV)`: called when EVAL'd, registered as a function. */
+function registerLibrary(name: string, code: string): LibraryScript {
+  const source = `${code}\nreturn run(KEYS, ARGV)`;
+  let script = libraries.get(source);
+  if (script === undefined) {
+    const { sha } = register(name, source);
+    const fn = `sluice_${sha}`;
+    script = { name, source, sha, fn, library: `#!lua name=${fn}\n${code}\nredis.register_function('${fn}', run)` };
+    libraries.set(source, script);
+  }
+  return script;
+}
+
 /** A strategy's script (lease, local-sync): its own file after the shared server-time helper. */
 export function fileScript(name: string): Script {
   return register(name, `${read('server-time')}\n${read(name)}`);
@@ -60,7 +85,7 @@ export function takesLeases(policies: readonly Policy[]): boolean {
  * The script for a table's policies: its algorithm's own script, or the multi-policy one, with the
  * policies written in as constants. Tables with the same policies share one script (and one SHA).
  */
-export function scriptFor(policies: readonly Policy[], clientClock: boolean): Script {
+export function scriptFor(policies: readonly Policy[], clientClock: boolean): LibraryScript {
   const files = policies.length === 1 ? algorithmCode(policies[0]!).files : FILES;
   const constants = [
     `local CLIENT_TIME = ${clientClock}`,
@@ -70,6 +95,6 @@ export function scriptFor(policies: readonly Policy[], clientClock: boolean): Sc
     ...policies.map((p) => `  { alg = ALG['${algorithmCode(p).code}'], limit = ${p.limit}, windowMs = ${p.windowMs}, burst = ${p.burst}, delay = ${p.nodelay ? 0 : p.delay}, sub = ${p.buckets} },`),
     '}',
   ].join('\n');
-  const source = [read('prelude'), ...files.map(read), constants, read('driver')].join('\n');
-  return register(policies.length === 1 ? algorithmCode(policies[0]!).code : 'multi', source);
+  const code = [read('prelude'), ...files.map(read), constants, read('driver')].join('\n');
+  return registerLibrary(policies.length === 1 ? algorithmCode(policies[0]!).code : 'multi', code);
 }

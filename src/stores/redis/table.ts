@@ -11,7 +11,7 @@ import type { StoreTable, TableSpec } from '../store.js';
 import type { RedisAdapter } from './adapter.js';
 import { Fallback, type OnError } from './failure.js';
 import { escapeId, keyOf, slotOf } from './keys.js';
-import { scriptFor, takesLeases, type Script } from './scripts.js';
+import { scriptFor, takesLeases, type LibraryScript } from './scripts.js';
 
 /** Shared by every table of one store: the client, the options and the counters. */
 export interface StoreContext {
@@ -23,7 +23,11 @@ export interface StoreContext {
   readonly maxBatch: number;
   readonly maxInFlight: number;
   readonly stats: RedisStoreStats;
+  /** The timeouts of this store's script calls. */
+  readonly deadlines: Deadlines;
   inFlight: number;
+  /** Whether script calls go as FCALL: until the server or the user's ACL turns out not to allow it. */
+  functions: boolean;
 }
 
 export interface RedisStoreStats {
@@ -37,11 +41,86 @@ export interface RedisStoreStats {
   errors: number;
   /** Calls refused without being sent: client not ready, or too many calls unanswered. */
   refused: number;
-  /** NOSCRIPT replies, each followed by one EVAL that reloads the script. */
+  /** NOSCRIPT or "Function not found" replies, each followed by one reload (EVAL, FUNCTION LOAD) and retry. */
   reloads: number;
 }
 
+/** A script call awaiting its answer. */
+interface Call {
+  readonly table: RedisTable;
+  readonly ops: Op[];
+  readonly deadline: number;
+  settled: boolean;
+}
+
+/**
+ * The timeouts of a store's script calls: one timer for all of them instead of one per call. A store's
+ * timeout is one constant, so deadlines come in the order calls are sent, and a FIFO holds them. At one
+ * call in flight, a timer per call (set, then cleared by the answer) cost about a sixth of the store's
+ * own CPU per decision.
+ */
+export class Deadlines {
+  private queue: Array<Call | undefined> = [];
+  private head = 0;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private readonly sweepNow = () => this.sweep();
+
+  constructor(private readonly timeoutMs: number) {}
+
+  add(table: RedisTable, ops: Op[]): Call {
+    const call: Call = { table, ops, deadline: performance.now() + this.timeoutMs, settled: false };
+    const q = this.queue;
+    while (this.head < q.length && q[this.head]!.settled) q[this.head++] = undefined; // answered in time
+    if (this.head === q.length) {
+      q.length = 0;
+      this.head = 0;
+    }
+    q.push(call);
+    if (this.timer === undefined) this.timer = setTimeout(this.sweepNow, this.timeoutMs);
+    else this.timer.ref(); // it may have been let go by settle()
+    return call;
+  }
+
+  /** Marks a call answered; with none left unanswered, the timer no longer keeps the process alive. */
+  settle(call: Call, inFlight: number): void {
+    call.settled = true;
+    if (inFlight === 0) this.timer?.unref();
+  }
+
+  private sweep(): void {
+    this.timer = undefined;
+    const now = performance.now();
+    const q = this.queue;
+    while (this.head < q.length) {
+      const call = q[this.head]!;
+      if (!call.settled) {
+        if (call.deadline > now) break;
+        call.settled = true;
+        call.table.expire(call.ops);
+      }
+      q[this.head++] = undefined;
+    }
+    if (this.head === q.length) {
+      q.length = 0;
+      this.head = 0;
+      return;
+    }
+    if (this.head > 1024) {
+      this.queue = q.slice(this.head);
+      this.head = 0;
+    }
+    this.timer = setTimeout(this.sweepNow, Math.max(1, Math.ceil(this.queue[this.head]!.deadline - now)));
+  }
+}
+
 type Code = 'd' | 'a' | 'r' | 'x';
+
+/** Replies that say a function library is not loaded on this server (Redis 7.0 to 8). */
+const FUNCTION_MISSING = /Function not found/i;
+/** FUNCTION LOAD of a library whose name, and so whose code, is already there. */
+const LIBRARY_EXISTS = /already exists/i;
+/** A server without functions (before 7.0), or a user whose ACL does not allow FCALL or FUNCTION LOAD. */
+const FUNCTIONS_REFUSED = /unknown command|NOPERM/i;
 
 interface Op {
   code: Code;
@@ -61,14 +140,16 @@ export class RedisTable implements StoreTable {
   private readonly spec: TableSpec;
   private readonly policies: readonly Policy[];
   private readonly names: string[];
-  private readonly script: Script;
   private readonly leases: boolean;
   private readonly fallback: Fallback;
   /** Scratch verdicts, one per policy, reused for every decoded answer. */
   private readonly verdicts: Verdict[];
+  private readonly script: LibraryScript;
   private queue: Op[] = [];
   private scheduled = false;
   private readonly flushNow = () => this.flush();
+  /** A FUNCTION LOAD of this table's library under way, which every call that found it missing awaits. */
+  private loading: Promise<unknown> | undefined;
 
   constructor(ctx: StoreContext, spec: TableSpec) {
     this.ctx = ctx;
@@ -138,58 +219,116 @@ export class RedisTable implements StoreTable {
       return;
     }
     const keys: string[] = [];
-    const args: string[] = [];
-    const clientClock = ctx.clientClock;
+    // Decisions of cost 1 with neither lease ids nor client times send no arguments at all (driver.lua).
+    let plain = !this.leases && !ctx.clientClock;
     for (const op of ops) {
       for (const k of op.keys) keys.push(k);
-      args.push(op.code === 'd' ? String(op.arg) : op.code + op.arg);
-      if (this.leases) args.push(op.lease);
-      if (clientClock) args.push(op.time);
+      if (plain && (op.code !== 'd' || op.arg !== 1)) plain = false;
+    }
+    const args: string[] = [];
+    if (!plain) {
+      const clientClock = ctx.clientClock;
+      for (const op of ops) {
+        args.push(op.code === 'd' ? String(op.arg) : op.code + op.arg);
+        if (this.leases) args.push(op.lease);
+        if (clientClock) args.push(op.time);
+      }
     }
     ctx.stats.calls++;
     ctx.stats.operations += ops.length;
     ctx.inFlight++;
-    let settled = false;
-    const timer = setTimeout(() => {
-      if (settled) return;
-      settled = true;
-      ctx.stats.timeouts++;
-      this.fail(ops, new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `RedisStore: no answer within 'timeoutMs' ${ctx.timeoutMs}`));
-    }, ctx.timeoutMs);
+    const call = ctx.deadlines.add(this, ops);
+    // Inline arrows, not named consts: the benchmark runs through tsx, whose keepNames would otherwise
+    // define a `name` on each per call, a few hundred ns at one call in flight.
     this.call(keys, args).then(
-      (reply) => {
-        ctx.inFlight--;
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        try {
-          this.answer(ops, reply as number[]);
-        } catch (err) {
-          ctx.stats.errors++;
-          this.fail(ops, err);
-        }
-      },
+      (reply) => this.settle(call, reply, undefined),
       (err: unknown) => {
-        ctx.inFlight--;
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        ctx.stats.errors++;
-        this.fail(ops, err);
+        let again: Promise<unknown> | undefined;
+        try {
+          again = call.settled ? undefined : this.recover(err, keys, args);
+        } catch (thrown) {
+          err = thrown; // a client that throws instead of rejecting: no rejection may go unhandled
+        }
+        if (again === undefined) this.settle(call, undefined, err);
+        else again.then((reply) => this.settle(call, reply, undefined), (err2: unknown) => this.settle(call, undefined, err2));
       },
     );
   }
 
-  /** EVALSHA; on NOSCRIPT, and only then, EVAL the source once, which also caches it on that node. */
-  private call(keys: string[], args: string[]): Promise<unknown> {
-    const { adapter, stats } = this.ctx;
-    let sent: Promise<unknown>;
-    try {
-      sent = adapter.evalsha(this.script.sha, keys, args);
-    } catch (err) {
-      sent = Promise.reject(err); // a client that throws instead of rejecting still gets the failure policy
+  /** A call's answer (or its error, if err is not undefined), unless it has timed out meanwhile. */
+  private settle(call: Call, reply: unknown, err: unknown): void {
+    const ctx = this.ctx;
+    ctx.inFlight--;
+    if (call.settled) return;
+    ctx.deadlines.settle(call, ctx.inFlight);
+    if (err === undefined) {
+      try {
+        this.answer(call.ops, reply as number[]);
+        return;
+      } catch (e) {
+        err = e;
+      }
     }
-    return sent.catch((err: unknown) => {
+    ctx.stats.errors++;
+    this.fail(call.ops, err);
+  }
+
+  /** Called by the store's deadlines when a call got no answer within timeoutMs. */
+  expire(ops: Op[]): void {
+    this.ctx.stats.timeouts++;
+    this.fail(ops, new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `RedisStore: no answer within 'timeoutMs' ${this.ctx.timeoutMs}`));
+  }
+
+  /** FCALL where functions are allowed, else EVALSHA. */
+  private call(keys: string[], args: string[]): Promise<unknown> {
+    const { adapter } = this.ctx;
+    try {
+      const functions = this.ctx.functions ? adapter.functions : undefined;
+      return functions !== undefined ? functions.fcall(this.script.fn, keys, args) : adapter.evalsha(this.script.sha, keys, args);
+    } catch (err) {
+      return Promise.reject(err); // a client that throws instead of rejecting still gets the failure policy
+    }
+  }
+
+  /**
+   * The one retry a failed call gets, or undefined for none. A missing script (NOSCRIPT) or function
+   * ("Function not found": a restarted or new server, a failover, a flush) is reloaded, with one EVAL or
+   * one FUNCTION LOAD, and the call retried once. A server or ACL that does not allow functions turns this
+   * store to EVALSHA for good. No other error is retried.
+   */
+  private recover(err: unknown, keys: string[], args: string[]): Promise<unknown> | undefined {
+    const { adapter, stats } = this.ctx;
+    const message = String((err as Error)?.message ?? err);
+    const functions = this.ctx.functions ? adapter.functions : undefined;
+    if (functions === undefined) {
+      if (!message.startsWith('NOSCRIPT')) return undefined;
+      stats.reloads++;
+      return adapter.eval(this.script.source, keys, args);
+    }
+    if (FUNCTIONS_REFUSED.test(message)) return this.withoutFunctions(keys, args);
+    if (!FUNCTION_MISSING.test(message)) return undefined;
+    stats.reloads++;
+    this.loading ??= functions.load(this.script.library).then(
+      () => (this.loading = undefined),
+      (loadErr: unknown) => {
+        this.loading = undefined;
+        const why = String((loadErr as Error)?.message ?? loadErr);
+        if (!LIBRARY_EXISTS.test(why)) throw loadErr; // loaded meanwhile by another call or process: fine
+      },
+    );
+    return this.loading.then(
+      () => functions.fcall(this.script.fn, keys, args),
+      (loadErr: unknown) => {
+        if (FUNCTIONS_REFUSED.test(String((loadErr as Error)?.message ?? loadErr))) return this.withoutFunctions(keys, args);
+        throw loadErr;
+      },
+    );
+  }
+
+  private withoutFunctions(keys: string[], args: string[]): Promise<unknown> {
+    this.ctx.functions = false;
+    const { adapter, stats } = this.ctx;
+    return adapter.evalsha(this.script.sha, keys, args).catch((err: unknown) => {
       if (!String((err as Error)?.message ?? err).startsWith('NOSCRIPT')) throw err;
       stats.reloads++;
       return adapter.eval(this.script.source, keys, args);

@@ -4,120 +4,196 @@
 -- The table's policies come before this file as constants (P, CLIENT_TIME, LEASES), so that a call carries
 -- only its operations: fewer arguments are a measurable part of a call's cost at one call in flight.
 -- KEYS: per operation, one key per policy.
--- ARGV: per operation, the cost of a decision as a plain number (the common case, parsed with one
---       call), or '<code><number>': 'a' adjust (delta), 'r' release, 'x' reset;
---       then its lease id if LEASES, then its time in ms if CLIENT_TIME.
+-- ARGV: empty when every operation is a decision of cost 1 and the table sends neither lease ids nor
+--       times (the common case: nothing per operation to send, build or parse). Otherwise, per
+--       operation: the cost of a decision as a plain number (parsed with one call), or
+--       '<code><number>': 'a' adjust (delta), 'r' release, 'x' reset; then its lease id if LEASES, then
+--       its time in ms if CLIENT_TIME.
 -- Reply: flat integers; every one costs Redis time to send, so the common case is short. Per decide or
 --        adjust, per policy: allowed and undelayed: remaining + 1, resetAfterMs; denied: -(remaining + 1),
 --        resetAfterMs, retryAfterMs; allowed with a delay: 0, remaining, resetAfterMs, delayMs.
 --        Per release: 1 if the lease was held. Per reset: 0.
+-- Loaded as EVAL source, this file's `run` is called at the end of the chunk; loaded as a function
+-- library, `run` is registered, and everything above it was set up once, at load.
 if CLIENT_TIME then GRACE = 60000 end -- client and Redis clocks run apart: keep state a while longer
 local np = #P
-local slabOnly = true
-for i = 1, np do
-  P[i].alg.init(P[i])
-  if not P[i].n then slabOnly = false end
-end
--- One MGET for the whole batch (bounded, as Lua's unpack is).
-if slabOnly and #KEYS > 0 and #KEYS <= 4000 then
-  local vals = redis.call('MGET', unpack(KEYS))
-  for i = 1, #KEYS do CACHE[KEYS[i]] = vals[i] end
-end
-
-local serverNow
-local function time_of()
-  if not serverNow then
-    local tt = redis.call('TIME')
-    serverNow = tonumber(tt[1]) * 1000 + floor(tonumber(tt[2]) / 1000) -- whole ms keep the buckets exact
-  end
-  return serverNow
-end
-
+-- Scratch, reused by every operation of every call: each operation's verdicts and loaded states.
 local V, ST = {}, {}
 for i = 1, np do V[i] = { next = {} } end
-local out, n = {}, 0
+local READY, PREFETCH = false, true
 
-local function decide(k, now, cost, lease)
+-- Work that needs the standard libraries, so it cannot run at a function library's load.
+local function prepare()
+  bind_libraries()
+  for i = 1, np do
+    P[i].alg.init(P[i])
+    if not P[i].n then PREFETCH = false end -- not fixed-size state: read by the algorithm itself
+  end
+  READY = true
+end
+
+-- Fixed-size ("slab") algorithms define evaluate, adjust and idle on a state the driver loads and saves;
+-- the others (sliding log, concurrency) load, commit and adjust their own keys.
+local function load(p, key, ki)
+  if p.n then return slab_load(key, ki, p.n, p.layout, p.buf) end
+  return p.alg.load(p, key)
+end
+
+local function commit(p, key, ki, st, now, cost, lease, v)
+  if p.n then return slab_save(key, ki, v.next, p.n, p.layout, p.alg.idle(p, v.next), now) end
+  p.alg.commit(p, key, st, now, cost, lease, v)
+end
+
+-- Appends one policy's verdict to out[n + 1 ..]; returns the new n.
+local function reply(v, out, n)
+  if not v.allowed then
+    out[n + 1] = -(v.remaining + 1)
+    out[n + 2] = v.reset
+    out[n + 3] = v.retry
+    return n + 3
+  elseif v.delay ~= 0 then
+    out[n + 1] = 0
+    out[n + 2] = v.remaining
+    out[n + 3] = v.reset
+    out[n + 4] = v.delay
+    return n + 4
+  end
+  out[n + 1] = v.remaining + 1
+  out[n + 2] = v.reset
+  return n + 2
+end
+
+-- One decision of every policy on the keys at keys[k + 1 .. k + np]; appends its reply to out[n + 1 ..].
+local function decide(keys, k, now, cost, lease, out, n)
   local all = true
   for i = 1, np do
-    local p = P[i]
-    local st = p.alg.load(p, KEYS[k + i])
+    local p, ki = P[i], k + i
+    local st = load(p, keys[ki], ki)
     ST[i] = st
     p.alg.evaluate(p, st, now, cost, V[i])
     if not V[i].allowed then all = false end
   end
   if all and cost > 0 then
-    for i = 1, np do P[i].alg.commit(P[i], KEYS[k + i], ST[i], now, cost, lease, V[i]) end
+    for i = 1, np do
+      local ki = k + i
+      commit(P[i], keys[ki], ki, ST[i], now, cost, lease, V[i])
+    end
   end
+  for i = 1, np do n = reply(V[i], out, n) end
+  return n
+end
+
+-- Adjusts every policy's state on the keys at keys[k + 1 .. k + np] by delta, without a limit check.
+local function adjust(keys, k, now, delta)
   for i = 1, np do
-    local v = V[i]
-    if not v.allowed then
-      out[n + 1] = -(v.remaining + 1)
-      out[n + 2] = v.reset
-      out[n + 3] = v.retry
-      n = n + 3
-    elseif v.delay ~= 0 then
-      out[n + 1] = 0
-      out[n + 2] = v.remaining
-      out[n + 3] = v.reset
-      out[n + 4] = v.delay
-      n = n + 4
+    local p, ki = P[i], k + i
+    local key = keys[ki]
+    if p.n then
+      local s = slab_load(key, ki, p.n, p.layout, p.buf)
+      p.alg.adjust(p, s, now, delta)
+      slab_save(key, ki, s, p.n, p.layout, p.alg.idle(p, s), now)
     else
-      out[n + 1] = v.remaining + 1
-      out[n + 2] = v.reset
-      n = n + 2
+      p.alg.adjust(p, key, p.alg.load(p, key), now, delta)
     end
   end
 end
 
-local k, a = 0, 1
-while a <= #ARGV do
-  local op = ARGV[a]
-  local code, arg = 'd', tonumber(op)
-  if not arg then code, arg = string.sub(op, 1, 1), tonumber(string.sub(op, 2)) end
-  a = a + 1
-  local lease = ''
-  if LEASES then
-    lease = ARGV[a]
-    a = a + 1
-  end
+local function run(KEYS, ARGV)
+  if not READY then prepare() end
+  local nk = #KEYS
+  SEEN, DIRTY = {}, {}
+  -- One MGET for the whole batch (bounded, as Lua's unpack is).
+  if PREFETCH and nk <= 4000 then VALS = redis.call('MGET', unpack(KEYS)) else VALS = {} end
   local now
-  if CLIENT_TIME then
-    now = tonumber(ARGV[a])
-    a = a + 1
-  else
-    now = time_of()
+  if not CLIENT_TIME then
+    local tt = redis.call('TIME') -- once per batch
+    now = tonumber(tt[1]) * 1000 + floor(tonumber(tt[2]) / 1000) -- whole ms keep the buckets exact
   end
-  if code == 'd' then
-    decide(k, now, arg, lease)
-  elseif code == 'a' then
-    if arg ~= 0 then
-      for i = 1, np do
-        local p = P[i]
-        p.alg.adjust(p, KEYS[k + i], p.alg.load(p, KEYS[k + i]), now, arg)
+  local plain = #ARGV == 0
+  local out, n = {}, 0
+  -- One fixed-size policy, the common table, takes a decision inline: in a batch, the Lua around the
+  -- SET is about as costly as the SET itself, and every call and argument is a few more VM instructions.
+  -- It does what decide() + commit() + reply() do, in the same order.
+  local p1 = P[1]
+  local inline = np == 1 and p1.n
+  local evaluate, idle, size, layout, s, v = p1.alg.evaluate, p1.alg.idle, p1.n, p1.layout, p1.buf, V[1]
+  local nx = v.next
+  local k, a = 0, 1
+  while k < nk do
+    local code, arg, lease = 'd', 1, ''
+    if not plain then
+      local op = ARGV[a]
+      arg = tonumber(op)
+      if not arg then code, arg = string.sub(op, 1, 1), tonumber(string.sub(op, 2)) end
+      a = a + 1
+      if LEASES then
+        lease = ARGV[a]
+        a = a + 1
+      end
+      if CLIENT_TIME then
+        now = tonumber(ARGV[a])
+        a = a + 1
       end
     end
-    decide(k, now, 0, '')
-  elseif code == 'r' then
-    local held = 0
-    for i = 1, np do
-      local p = P[i]
-      if p.alg.release and p.alg.release(p, KEYS[k + i], lease, now) then held = 1 end
+    if code == 'd' and inline then
+      local ki = k + 1
+      local key = KEYS[ki]
+      evaluate(p1, slab_load(key, ki, size, layout, s), now, arg, v)
+      if not v.allowed then
+        out[n + 1] = -(v.remaining + 1)
+        out[n + 2] = v.reset
+        out[n + 3] = v.retry
+        n = n + 3
+      else
+        if arg > 0 then
+          local t = idle(p1, nx)
+          if t <= now then
+            slab_put(key, ki, false, false)
+          elseif size == 2 then
+            slab_put(key, ki, struct.pack('dd', nx[1], nx[2]), ceil(t - now) + GRACE)
+          elseif size == 1 then
+            slab_put(key, ki, struct.pack('d', nx[1]), ceil(t - now) + GRACE)
+          else
+            slab_put(key, ki, struct.pack(layout, unpack(nx, 1, size)), ceil(t - now) + GRACE)
+          end
+        end
+        if v.delay ~= 0 then
+          out[n + 1] = 0
+          out[n + 2] = v.remaining
+          out[n + 3] = v.reset
+          out[n + 4] = v.delay
+          n = n + 4
+        else
+          out[n + 1] = v.remaining + 1
+          out[n + 2] = v.reset
+          n = n + 2
+        end
+      end
+    elseif code == 'd' then
+      n = decide(KEYS, k, now, arg, lease, out, n)
+    elseif code == 'a' then
+      if arg ~= 0 then adjust(KEYS, k, now, arg) end
+      n = decide(KEYS, k, now, 0, '', out, n)
+    elseif code == 'r' then
+      local held = 0
+      for i = 1, np do
+        local p = P[i]
+        if p.alg.release and p.alg.release(p, KEYS[k + i], lease, now) then held = 1 end
+      end
+      n = n + 1
+      out[n] = held
+    else
+      for i = 1, np do
+        -- Delete now, whatever the type, and forget any state read or pending in this batch.
+        local ki = k + i
+        redis.call('DEL', KEYS[ki])
+        slab_put(KEYS[ki], ki, false, nil)
+      end
+      n = n + 1
+      out[n] = 0
     end
-    n = n + 1
-    out[n] = held
-  else
-    for i = 1, np do
-      -- Delete now, whatever the type, and forget any cached or pending state.
-      local key = KEYS[k + i]
-      redis.call('DEL', key)
-      CACHE[key] = false
-      if PACKED[key] ~= nil then PACKED[key] = false end
-    end
-    n = n + 1
-    out[n] = 0
+    k = k + np
   end
-  k = k + np
+  flush_writes(KEYS)
+  return out
 end
-flush_writes()
-return out

@@ -1,12 +1,6 @@
 -- Fixed window: twin of src/core/fixed-window.ts. State 'dd': [window index, count in that window].
-local function fw_idle(p, s)
-  if s[2] > 0 then return (s[1] + 1) * p.windowMs end
-  return -INF
-end
-
 ALG['fixed-window'] = {
-  init = function(p) p.buf = {}; p.n = 2; p.fmt = 'dd' end,
-  load = function(p, key) return slab_load(key, 2, 'dd', p.buf) end,
+  init = function(p) p.buf = {}; p.n = 2; p.layout = 'dd' end,
   evaluate = function(p, s, now, cost, v)
     local index = floor(now / p.windowMs)
     local count = 0
@@ -27,15 +21,15 @@ ALG['fixed-window'] = {
       v.retry = retry_ms(endsIn)
     end
   end,
-  commit = function(p, key, s, now, cost, lease, v)
-    slab_save(key, v.next, 2, 'dd', fw_idle(p, v.next), now)
-  end,
-  adjust = function(p, key, s, now, delta)
+  adjust = function(p, s, now, delta)
     local index = floor(now / p.windowMs)
     local count = 0
     if s[1] == index then count = s[2] end
     s[1] = index
     s[2] = max(0, count + delta)
-    slab_save(key, s, 2, 'dd', fw_idle(p, s), now)
+  end,
+  idle = function(p, s)
+    if s[2] > 0 then return (s[1] + 1) * p.windowMs end
+    return -INF
   end,
 }

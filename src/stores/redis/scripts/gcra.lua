@@ -28,17 +28,13 @@ local function gcra_evaluate(p, s, now, cost, v)
 end
 
 local gcra = {
-  init = function(p) p.buf = {}; p.n = 1; p.fmt = 'd'; p.full = p.burst * p.windowMs; p.tokenTie = p.windowMs / 1024 end,
-  load = function(p, key) return slab_load(key, 1, 'd', p.buf) end,
+  init = function(p) p.buf = {}; p.n = 1; p.layout = 'd'; p.full = p.burst * p.windowMs; p.tokenTie = p.windowMs / 1024 end,
   evaluate = gcra_evaluate,
-  commit = function(p, key, s, now, cost, lease, v)
-    slab_save(key, v.next, 1, 'd', v.next[1], now)
-  end,
-  adjust = function(p, key, s, now, delta)
+  adjust = function(p, s, now, delta)
     local base = now
     if s[1] > now then base = s[1] end
     s[1] = max(now, base + (delta * p.windowMs) / p.limit)
-    slab_save(key, s, 1, 'd', s[1], now)
   end,
+  idle = function(p, s) return s[1] end,
 }
 ALG['gcra'] = gcra

@@ -5,7 +5,6 @@ ALG['leaky-shaper'] = {
     -- p.delay == 0 encodes nodelay: everything is forwarded at once.
     if p.delay == 0 then p.undelayed = INF else p.undelayed = (p.delay - 1) * p.windowMs end
   end,
-  load = gcra.load,
   evaluate = function(p, s, now, cost, v)
     gcra_evaluate(p, s, now, cost, v)
     if v.allowed then
@@ -15,6 +14,6 @@ ALG['leaky-shaper'] = {
       if ahead > p.undelayed then v.delay = ceil_ms((ahead - p.undelayed) / p.limit) else v.delay = 0 end
     end
   end,
-  commit = gcra.commit,
   adjust = gcra.adjust,
+  idle = gcra.idle,
 }

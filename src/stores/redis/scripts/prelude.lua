@@ -1,10 +1,18 @@
 -- sluice prelude: rounding shared with src/core/time.ts and the packed-state helpers every algorithm uses.
 -- Numbers are doubles, as in JavaScript; every formula below mirrors its TypeScript twin operation for
 -- operation, so both round identically and decide bit for bit alike.
+--
+-- This file, the algorithms and the driver only define things at their top level and never touch a
+-- standard library there: loaded as a Redis function library, the top level runs once, at FUNCTION LOAD,
+-- where Redis 7.0 offers no `math` or `string`. The driver binds these at the start of a call.
 local ALG = {}
-local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
-local INF = math.huge
+local floor, ceil, max, min, fmt
+local INF = 1 / 0
 local GRACE = 0 -- extra TTL (ms); set by the driver when times come from the client
+
+local function bind_libraries()
+  floor, ceil, max, min, fmt = math.floor, math.ceil, math.max, math.min, string.format
+end
 
 local function ceil_ms(ms)
   if ms <= 1e-9 then return 0 end
@@ -17,26 +25,39 @@ local function retry_ms(ms)
   return up
 end
 
--- Fixed-size state: n doubles packed into one string (8 bytes each, exact). Within one batch, such state
--- is read once (the driver prefetches it with one MGET when it can) and written once, at the end, so a
--- batch costs about one command per decision rather than two. Missing or foreign-sized values read as
--- all zeros, the idle state.
-local CACHE, PACKED, TTL, ORDER = {}, {}, {}, {}
+-- Fixed-size state: n doubles packed into one string (8 bytes each, exact), so a key is one GET-able
+-- value and one SET … PX writes it with its TTL: every redis.call is the dearest thing a script does, and
+-- a hash would need HMGET, HSET and PEXPIRE. Within one batch each key is read once (the driver
+-- prefetches the whole batch with one MGET when it can) and written once, when the batch ends.
+--
+-- Per batch, indexed like KEYS: VALS[ki] is the state of KEYS[ki] as of the operation that reads or
+-- writes it there (from the MGET, a GET, or a write), DIRTY[ki] its TTL in ms if that state is still to be
+-- written (false: deleted), and SEEN[key] the index holding a key's newest state. So a key that several
+-- operations of the batch touch is read from the batch, not from Redis, and only its last state is sent.
+-- Missing or foreign-sized values read as all zeros, the idle state.
+local VALS, DIRTY, SEEN
 
 -- Reads into `s` (a table the caller reuses: one operation runs at a time) and returns it.
-local function slab_load(key, n, fmt, s)
-  local raw = CACHE[key]
-  if raw == nil then
-    raw = redis.call('GET', key)
-    CACHE[key] = raw
+local function slab_load(key, ki, n, layout, s)
+  local raw
+  local at = SEEN[key]
+  if at then
+    raw = VALS[at]
+  else
+    raw = VALS[ki]
+    if raw == nil then
+      raw = redis.call('GET', key)
+      VALS[ki] = raw
+      SEEN[key] = ki
+    end
   end
   if raw and #raw == 8 * n then
-    if n == 1 then
-      s[1] = struct.unpack('d', raw)
-    elseif n == 2 then
+    if n == 2 then
       s[1], s[2] = struct.unpack('dd', raw)
+    elseif n == 1 then
+      s[1] = struct.unpack('d', raw)
     else
-      local v = { struct.unpack(fmt, raw) }
+      local v = { struct.unpack(layout, raw) }
       for i = 1, n do s[i] = v[i] end
     end
   else
@@ -45,31 +66,35 @@ local function slab_load(key, n, fmt, s)
   return s
 end
 
--- Records a write (packed == false deletes) to be made when the batch ends.
-local function put(key, packed, ttl)
-  CACHE[key] = packed
-  if PACKED[key] == nil then ORDER[#ORDER + 1] = key end
-  PACKED[key] = packed
-  TTL[key] = ttl
+-- Makes value (a packed state, or false: deleted) the newest state of KEYS[ki]; ttl says what to send
+-- when the batch ends: a TTL in ms with the value, false to delete the key, nil for nothing.
+local function slab_put(key, ki, value, ttl)
+  local at = SEEN[key]
+  if at and at ~= ki then DIRTY[at] = nil end -- superseded by this one
+  SEEN[key] = ki
+  VALS[ki] = value
+  DIRTY[ki] = ttl
 end
 
 -- Stores a state with a TTL equal to the time until it is idle; an idle state is simply deleted.
-local function slab_save(key, s, n, fmt, idle, now)
-  if idle <= now then
-    put(key, false, 0)
-  else
-    local packed
-    if n == 2 then packed = struct.pack('dd', s[1], s[2])
-    elseif n == 1 then packed = struct.pack('d', s[1])
-    else packed = struct.pack(fmt, unpack(s, 1, n)) end
-    put(key, packed, ceil(idle - now) + GRACE)
-  end
+local function slab_save(key, ki, s, n, layout, idle, now)
+  if idle <= now then return slab_put(key, ki, false, false) end
+  local packed
+  if n == 2 then packed = struct.pack('dd', s[1], s[2])
+  elseif n == 1 then packed = struct.pack('d', s[1])
+  else packed = struct.pack(layout, unpack(s, 1, n)) end
+  slab_put(key, ki, packed, ceil(idle - now) + GRACE)
 end
 
-local function flush_writes()
-  for i = 1, #ORDER do
-    local key = ORDER[i]
-    local packed = PACKED[key]
-    if packed then redis.call('SET', key, packed, 'PX', TTL[key]) else redis.call('DEL', key) end
+-- The batch's writes, one per key. The TTL goes as an integer string: Redis 7.0 turns a Lua number
+-- argument into text with "%.17g", which costs more than the formatting here.
+local function flush_writes(keys)
+  for ki = 1, #keys do
+    local ttl = DIRTY[ki]
+    if ttl then
+      redis.call('SET', keys[ki], VALS[ki], 'PX', fmt('%d', ttl))
+    elseif ttl == false then
+      redis.call('DEL', keys[ki])
+    end
   end
 end

@@ -6,7 +6,7 @@ local function save_packed(key, packed, idle, now)
   if idle <= now then
     redis.call('DEL', key)
   else
-    redis.call('SET', key, packed, 'PX', ceil(idle - now) + GRACE)
+    redis.call('SET', key, packed, 'PX', fmt('%d', ceil(idle - now) + GRACE))
   end
 end
 

@@ -47,22 +47,15 @@ local function sw_passes_at(p, s, newest, j, elapsed, cost)
   return (j + p.k + 1) * p.w
 end
 
-local function sw_idle(p, s)
-  local last = sw_newest_nonzero(p, s)
-  if last < 0 then return -INF end
-  return (last + p.k + 1) * p.w
-end
-
 ALG['sliding-window'] = {
   init = function(p)
     p.k = p.sub
     p.w = p.windowMs / p.sub
     p.ring = p.k + 1
     p.n = p.k + 2
-    p.fmt = string.rep('d', p.n)
+    p.layout = string.rep('d', p.n)
     p.buf = {}
   end,
-  load = function(p, key) return slab_load(key, p.n, p.fmt, p.buf) end,
   evaluate = function(p, s, now, cost, v)
     local newest = s[1]
     local j = floor(now / p.w)
@@ -93,10 +86,7 @@ ALG['sliding-window'] = {
       v.retry = retry_ms(sw_passes_at(p, s, newest, j, elapsed, cost) - now)
     end
   end,
-  commit = function(p, key, s, now, cost, lease, v)
-    slab_save(key, v.next, p.n, p.fmt, sw_idle(p, v.next), now)
-  end,
-  adjust = function(p, key, s, now, delta)
+  adjust = function(p, s, now, delta)
     local j = max(floor(now / p.w), s[1])
     local nx = {}
     sw_advance(p, s, j, nx)
@@ -114,6 +104,11 @@ ALG['sliding-window'] = {
         i = i - 1
       end
     end
-    slab_save(key, nx, p.n, p.fmt, sw_idle(p, nx), now)
+    for i = 1, p.n do s[i] = nx[i] end
+  end,
+  idle = function(p, s)
+    local last = sw_newest_nonzero(p, s)
+    if last < 0 then return -INF end
+    return (last + p.k + 1) * p.w
   end,
 }

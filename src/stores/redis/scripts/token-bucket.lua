@@ -6,43 +6,42 @@ local function tb_deficit_at(p, s, at)
   return 0
 end
 
-local function tb_idle(p, s)
-  if s[1] > 0 then return s[2] + s[1] / p.limit end
-  return -INF
-end
-
 local tb = {
-  init = function(p) p.buf = {}; p.n = 2; p.fmt = 'dd'; p.full = p.burst * p.windowMs end,
-  load = function(p, key) return slab_load(key, 2, 'dd', p.buf) end,
+  init = function(p) p.buf = {}; p.n = 2; p.layout = 'dd'; p.full = p.burst * p.windowMs end,
+  -- The hottest code of the store: locals and the refill inlined (it is tb_deficit_at) save table reads
+  -- and a call per decision.
   evaluate = function(p, s, now, cost, v)
+    local limit, windowMs, full = p.limit, p.windowMs, p.full
     local at = s[2]
     if now > at then at = now end -- a clock that steps back never refills twice
-    local deficit = tb_deficit_at(p, s, at)
-    local after = deficit + cost * p.windowMs
+    local deficit = s[1] - (at - s[2]) * limit
+    if deficit < 0 then deficit = 0 end
+    local after = deficit + cost * windowMs
     v.delay = 0
-    if after <= p.full then
+    if after <= full then
       v.allowed = true
-      v.remaining = floor((p.full - after) / p.windowMs)
-      v.reset = ceil_ms(after / p.limit)
+      v.remaining = floor((full - after) / windowMs)
+      v.reset = ceil_ms(after / limit)
       v.retry = 0
-      v.next[1] = after
-      v.next[2] = at
+      local nx = v.next
+      nx[1] = after
+      nx[2] = at
     else
       v.allowed = false
-      v.remaining = max(0, floor((p.full - deficit) / p.windowMs))
-      v.reset = ceil_ms(deficit / p.limit)
-      v.retry = retry_ms((after - p.full) / p.limit)
+      v.remaining = max(0, floor((full - deficit) / windowMs))
+      v.reset = ceil_ms(deficit / limit)
+      v.retry = retry_ms((after - full) / limit)
     end
   end,
-  commit = function(p, key, s, now, cost, lease, v)
-    slab_save(key, v.next, 2, 'dd', tb_idle(p, v.next), now)
-  end,
-  adjust = function(p, key, s, now, delta)
+  adjust = function(p, s, now, delta)
     local at = s[2]
     if now > at then at = now end
     s[1] = max(0, tb_deficit_at(p, s, at) + delta * p.windowMs)
     s[2] = at
-    slab_save(key, s, 2, 'dd', tb_idle(p, s), now)
+  end,
+  idle = function(p, s)
+    if s[1] > 0 then return s[2] + s[1] / p.limit end
+    return -INF
   end,
 }
 ALG['token-bucket'] = tb

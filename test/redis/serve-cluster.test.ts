@@ -24,7 +24,8 @@ describe('sluice serve --redis-cluster: a fleet of two services sharing one Redi
   test('each user gets exactly its limit across both instances, for keys in many hash slots', async () => {
     const cfg = new TempConfig(CONFIG);
     const seeds = ctx.cluster.ports.slice(0, 2).map((p) => `127.0.0.1:${p}`).join(',');
-    const settings = { redisCluster: seeds, redisPrefix: `sluice-serve-cluster-${run}` };
+    // Closed, with a wait no loaded CI machine reaches: a decision that failed open would hide a lost count.
+    const settings = { redisCluster: seeds, redisPrefix: `sluice-serve-cluster-${run}`, failureMode: 'closed' as const, redisTimeoutMs: 5000 };
     const a = await start(cfg.path, { name: 'cluster a', settings }, { grpcPort: -1 });
     const b = await start(cfg.path, { name: 'cluster b', settings }, { grpcPort: -1 });
     try {
@@ -55,7 +56,7 @@ describe('sluice serve --redis-cluster: a fleet of two services sharing one Redi
 
   test('gRPC ShouldRateLimit on one instance and /json on the other count against the same nested rule', async () => {
     const cfg = new TempConfig(CONFIG);
-    const settings = { redisCluster: `127.0.0.1:${ctx.cluster.ports[2]}`, redisPrefix: `sluice-serve-cluster-${run}` };
+    const settings = { redisCluster: `127.0.0.1:${ctx.cluster.ports[2]}`, redisPrefix: `sluice-serve-cluster-${run}`, failureMode: 'closed' as const, redisTimeoutMs: 5000 };
     const a = await start(cfg.path, { name: 'cluster grpc', settings }, { grpcPort: 0 });
     const b = await start(cfg.path, { name: 'cluster json', settings }, { grpcPort: -1 });
     const rls = rlsClient(a.svc.grpcPort!);

@@ -8,9 +8,9 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { Dashboard } from './dashboard.js';
-import { decodeCheck, decodeRlsJson, renderCheck, renderRlsJson } from './json-codec.js';
+import { decodeCheck, decodeRlsJson, decodeRlsJsonFast, renderCheck, renderRlsJson } from './json-codec.js';
 import { BadRequest, StoreUnavailable } from './service.js';
-import type { RateLimitService, RequestDescriptor, RlsResponse } from './service.js';
+import type { RateLimitService, RequestDescriptor, RlsRequest, RlsResponse } from './service.js';
 
 export interface HttpDeps {
   readonly service: RateLimitService;
@@ -78,22 +78,33 @@ export function createHttpServer(deps: HttpDeps): Server {
   function decideJson(req: IncomingMessage, res: ServerResponse, kind: 'json' | 'check'): void {
     readBody(req, deps.maxBodyBytes, (text) => {
       if (text === undefined) return problem(res, 413, `the body is larger than ${deps.maxBodyBytes} bytes`);
+      const fast = kind === 'json' ? decodeRlsJsonFast(text) : undefined;
+      if (fast !== undefined) return decide(res, kind, fast);
       let parsed: unknown;
       try {
         parsed = JSON.parse(text);
       } catch (e) {
         return problem(res, 400, `the body is not valid JSON: ${(e as Error).message}`);
       }
+      let rq: RlsRequest;
       try {
         const domains = service.rules.config.domains;
-        const rq = kind === 'json' ? decodeRlsJson(parsed) : decodeCheck(parsed, domains.size === 1 ? domains.keys().next().value : undefined);
-        const answered = service.shouldRateLimit(rq);
-        if (answered instanceof Promise) answered.then((r) => answer(res, kind, r), (e) => answerError(res, e));
-        else answer(res, kind, answered);
+        rq = kind === 'json' ? decodeRlsJson(parsed) : decodeCheck(parsed, domains.size === 1 ? domains.keys().next().value : undefined);
       } catch (e) {
-        answerError(res, e);
+        return answerError(res, e);
       }
+      decide(res, kind, rq);
     });
+  }
+
+  function decide(res: ServerResponse, kind: 'json' | 'check', rq: RlsRequest): void {
+    try {
+      const answered = service.shouldRateLimit(rq);
+      if (answered instanceof Promise) answered.then((r) => answer(res, kind, r), (e) => answerError(res, e));
+      else answer(res, kind, answered);
+    } catch (e) {
+      answerError(res, e);
+    }
   }
 
   function answer(res: ServerResponse, kind: 'json' | 'check', r: RlsResponse): void {

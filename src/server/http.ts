@@ -26,20 +26,6 @@ export interface HttpDeps {
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
 /**
- * The Content-Length a request declared (its first such field, as `req.headers` keeps it), or NaN. Read
- * from rawHeaders: the first use of `req.headers` builds the whole header object, which a bare server
- * never pays for.
- */
-function declaredLength(req: IncomingMessage): number {
-  const raw = req.rawHeaders;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!;
-    if (name.length === 14 && name.toLowerCase() === 'content-length') return Number(raw[i + 1]);
-  }
-  return NaN;
-}
-
-/**
  * Reads a body of at most `max` bytes and calls back with its text, or with `undefined` once it is too
  * large (having drained it, so the connection can still answer 413). Callbacks, not a Promise: this is the
  * hottest path of /json, and an async chain cost measurably more than the decision. A body of a declared
@@ -47,7 +33,7 @@ function declaredLength(req: IncomingMessage): number {
  * 'data' event, within the parser's pass as a bare server answers, instead of a tick later on 'end'.
  */
 function readBody(req: IncomingMessage, max: number, done: (text: string | undefined) => void): void {
-  const declared = declaredLength(req);
+  const declared = Number(req.headers['content-length']);
   if (declared > max) {
     req.resume();
     return done(undefined);

@@ -25,6 +25,10 @@ test('the canonical Envoy body takes the fast path and decodes as the general pa
     '{"domain":"d","descriptors":[{"entries":[{"key":"a","value":"1"},{"key":"b","value":"2"}]},{"entries":[{"key":"c","value":"3"}],"hits_addend":7}],"hitsAddend":3}',
     ' {\n "descriptors" : [ { "hitsAddend" : 0 , "entries" : [ { "value" : "v" , "key" : "k" } ] } ] ,\t"domain":"d" }\r\n',
     '{"domain":"ünï","descriptors":[{"entries":[{"key":"k","value":"\u2028 x"}]}],"hits_addend":4294967295}',
+    // the compact form, one and several entries and descriptors
+    '{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"}]}]}',
+    '{"domain":"d","descriptors":[{"entries":[{"key":"a","value":"1"},{"key":"b","value":"2"}]},{"entries":[{"key":"c","value":"3"}]}]}',
+    '{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"}]}]} ',
   ];
   for (const t of texts) {
     assert.notEqual(decodeRlsJsonFast(t), undefined, t);
@@ -51,6 +55,13 @@ test('bodies the fast path leaves to the general path', () => {
     '{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"}]}]',
     '\ufeff{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"}]}]}',
     '{"domain":"a\tb","descriptors":[{"entries":[{"key":"k","value":"v"}]}]}',
+    '{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"}]}]}]}',
+    '{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"}]},]}',
+    '{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"},]}]}',
+    '{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"}]}',
+    '{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v}]}]}',
+    '{"domain":"d","descriptors":[{"entries":[{"key":"","value":"v"}]}]}',
+    '{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"a\\"}]}]}',
     '',
   ]) {
     assert.equal(decodeRlsJsonFast(t), undefined, t);

@@ -88,10 +88,67 @@ export function decodeRlsJson(body: unknown): RlsRequest {
  * else (an escape or a control character in a string, an empty string, a `limit` override, a duplicate or
  * unknown field, a hits value that is not plain digits, malformed JSON), and the caller then takes the general
  * path, which decodes or rejects exactly as before: what this accepts, it decodes to the same RlsRequest.
- * Why: JSON.parse plus decodeRlsJson cost about 0.75 µs of the ~2.5 µs sluice spends on a /json request
- * (in-process, bench/serve's bodies), more than the decision; this scan costs about a fifth of that.
+ * Why: JSON.parse plus decodeRlsJson cost about 0.79 µs of the ~2.5 µs sluice spent on a /json request
+ * (in process, bench/serve's bodies), more than the decision; this costs 0.26 µs on the compact form and
+ * 0.40 µs on any other.
  */
 export function decodeRlsJsonFast(text: string): RlsRequest | undefined {
+  return decodeCompact(text) ?? scan(text);
+}
+
+/** A non-empty stretch text[from, to) without escapes or control characters: a JSON string's content as is. */
+function plain(text: string, from: number, to: number): boolean {
+  if (to <= from) return false;
+  for (let j = from; j < to; j++) {
+    const c = text.charCodeAt(j);
+    if (c < 0x20 || c === BACKSLASH) return false;
+  }
+  return true;
+}
+
+/**
+ * The compact form JSON encoders write, in Envoy's field order and without hits_addend:
+ * `{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"},...]},...]}`. Matching its fixed
+ * fragments costs ~0.26 µs against ~0.40 µs for the general scan (in process, bench/serve's bodies).
+ */
+function decodeCompact(s: string): RlsRequest | undefined {
+  if (!s.startsWith('{"domain":"')) return undefined;
+  let i = 11;
+  let q = s.indexOf('"', i);
+  if (!plain(s, i, q) || !s.startsWith('","descriptors":[', q)) return undefined;
+  const domain = s.slice(i, q);
+  i = q + 17;
+  const descriptors: RequestDescriptor[] = [];
+  for (;;) {
+    if (!s.startsWith('{"entries":[', i)) return undefined;
+    i += 12;
+    const entries: Entry[] = [];
+    for (;;) {
+      if (!s.startsWith('{"key":"', i)) return undefined;
+      i += 8;
+      q = s.indexOf('"', i);
+      if (!plain(s, i, q) || !s.startsWith('","value":"', q)) return undefined;
+      const key = s.slice(i, q);
+      i = q + 11;
+      q = s.indexOf('"', i);
+      if (!plain(s, i, q) || s.charCodeAt(q + 1) !== RBRACE) return undefined;
+      entries.push({ key, value: s.slice(i, q) });
+      i = q + 2;
+      if (s.charCodeAt(i) !== COMMA) break;
+      i++;
+    }
+    if (!s.startsWith(']}', i)) return undefined;
+    i += 2;
+    descriptors.push({ entries, limit: undefined, hitsAddend: undefined });
+    if (s.charCodeAt(i) !== COMMA) break;
+    i++;
+  }
+  if (i + 2 !== s.length || !s.startsWith(']}', i)) return undefined;
+  return { domain, descriptors, hitsAddend: 0 };
+}
+
+/** Any order of the fields, any JSON whitespace, hits_addend in either spelling. */
+function scan(text: string): RlsRequest | undefined {
   const p = new Scan(text);
   let domain: string | undefined;
   let descriptors: RequestDescriptor[] | undefined;
@@ -117,6 +174,7 @@ const RBRACE = 0x7d;
 const LBRACKET = 0x5b;
 const RBRACKET = 0x5d;
 const QUOTE = 0x22;
+const COMMA = 0x2c;
 const BACKSLASH = 0x5c;
 
 /** A cursor over JSON text for decodeRlsJsonFast; every method answers undefined/false where it gives up. */
@@ -141,7 +199,7 @@ class Scan {
     return this.take(0x3a);
   }
   comma(): boolean {
-    return this.take(0x2c);
+    return this.take(COMMA);
   }
   /** Only whitespace is left. */
   end(): boolean {

@@ -61,9 +61,12 @@ function readBody(req: IncomingMessage, max: number, done: (text: string | undef
     else (chunks ??= [first]).push(c);
     if (size === whole) finish();
   });
-  req.on('end', () => {
-    if (!finished) finish();
-  });
+  // Without a declared length (chunked, or empty) the body ends at 'end'; with one, 'data' ends it.
+  if (whole < 0) {
+    req.on('end', () => {
+      if (!finished) finish();
+    });
+  }
 }
 
 /** Sends with Content-Length: without it Node frames the body as chunked, one more write per answer. */

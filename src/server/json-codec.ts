@@ -89,7 +89,7 @@ export function decodeRlsJson(body: unknown): RlsRequest {
  * unknown field, a hits value that is not plain digits, malformed JSON), and the caller then takes the general
  * path, which decodes or rejects exactly as before: what this accepts, it decodes to the same RlsRequest.
  * Why: JSON.parse plus decodeRlsJson cost about 0.79 µs of the ~2.5 µs sluice spent on a /json request
- * (in process, bench/serve's bodies), more than the decision; this costs 0.26 µs on the compact form and
+ * (in process, bench/serve's bodies), more than the decision; this costs ~0.21 µs on the compact form and
  * 0.40 µs on any other.
  */
 export function decodeRlsJsonFast(text: string): RlsRequest | undefined {
@@ -107,27 +107,35 @@ function plain(text: string, from: number, to: number): boolean {
 }
 
 /**
+ * `text` holds `literal` at `i`. A slice compared with a constant: ~12 ns a fragment here, where
+ * startsWith(literal, i) took ~20 ns.
+ */
+function at(text: string, i: number, literal: string): boolean {
+  return text.slice(i, i + literal.length) === literal;
+}
+
+/**
  * The compact form JSON encoders write, in Envoy's field order and without hits_addend:
  * `{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"},...]},...]}`. Matching its fixed
- * fragments costs ~0.26 µs against ~0.40 µs for the general scan (in process, bench/serve's bodies).
+ * fragments costs ~0.21 µs against ~0.40 µs for the general scan (in process, bench/serve's bodies).
  */
 function decodeCompact(s: string): RlsRequest | undefined {
-  if (!s.startsWith('{"domain":"')) return undefined;
+  if (!at(s, 0, '{"domain":"')) return undefined;
   let i = 11;
   let q = s.indexOf('"', i);
-  if (!plain(s, i, q) || !s.startsWith('","descriptors":[', q)) return undefined;
+  if (!plain(s, i, q) || !at(s, q, '","descriptors":[')) return undefined;
   const domain = s.slice(i, q);
   i = q + 17;
   const descriptors: RequestDescriptor[] = [];
   for (;;) {
-    if (!s.startsWith('{"entries":[', i)) return undefined;
+    if (!at(s, i, '{"entries":[')) return undefined;
     i += 12;
     const entries: Entry[] = [];
     for (;;) {
-      if (!s.startsWith('{"key":"', i)) return undefined;
+      if (!at(s, i, '{"key":"')) return undefined;
       i += 8;
       q = s.indexOf('"', i);
-      if (!plain(s, i, q) || !s.startsWith('","value":"', q)) return undefined;
+      if (!plain(s, i, q) || !at(s, q, '","value":"')) return undefined;
       const key = s.slice(i, q);
       i = q + 11;
       q = s.indexOf('"', i);
@@ -137,13 +145,13 @@ function decodeCompact(s: string): RlsRequest | undefined {
       if (s.charCodeAt(i) !== COMMA) break;
       i++;
     }
-    if (!s.startsWith(']}', i)) return undefined;
+    if (!at(s, i, ']}')) return undefined;
     i += 2;
     descriptors.push({ entries, limit: undefined, hitsAddend: undefined });
     if (s.charCodeAt(i) !== COMMA) break;
     i++;
   }
-  if (i + 2 !== s.length || !s.startsWith(']}', i)) return undefined;
+  if (i + 2 !== s.length || !at(s, i, ']}')) return undefined;
   return { domain, descriptors, hitsAddend: 0 };
 }
 

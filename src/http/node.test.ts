@@ -100,3 +100,13 @@ test('the same response bytes on a real server', async () => {
     server.close();
   }
 });
+
+test('on this Node the trusted path is taken: the header store is the fast one, not setHeader\'s', () => {
+  const res = response();
+  new NodeHeaders(res).setTrustedHeader('ratelimit', 'x');
+  const own = res as unknown as Record<symbol, object>;
+  const sym = Object.getOwnPropertySymbols(own).find((s) => s.description === 'kOutHeaders');
+  assert.ok(sym !== undefined);
+  assert.notEqual(Object.getPrototypeOf(own[sym]), null); // setHeader's store has a null prototype
+  assert.equal(res.getHeader('ratelimit'), 'x');
+});

@@ -49,13 +49,19 @@ type Fields = Record<string, [string, string]>;
 
 /**
  * Where a ServerResponse keeps the fields setHeader stores: `res[kOutHeaders][lower-case name] = [name,
- * value]`, an internal symbol of node:http since Node 8, found here by its description. undefined if a Node
- * version ever drops it, and every field then goes through setHeader.
+ * value]` in a null-prototype object, an internal symbol of node:http since Node 8, found here by its
+ * description and checked by storing a field through setHeader. undefined if a Node version ever drops or
+ * reshapes it, and every field then goes through setHeader.
  */
 const OUT_HEADERS: symbol | undefined = (() => {
   const probe = new OutgoingMessage() as unknown as Record<symbol, unknown>;
   const sym = Object.getOwnPropertySymbols(probe).find((s) => s.description === 'kOutHeaders');
-  return sym !== undefined && probe[sym] === null ? sym : undefined;
+  if (sym === undefined || probe[sym] !== null) return undefined;
+  (probe as unknown as OutgoingMessage).setHeader('X-Probe', '1');
+  const store = probe[sym] as Record<string, unknown> | null;
+  const entry = store?.['x-probe'];
+  const same = store !== null && typeof store === 'object' && Object.getPrototypeOf(store) === null && Array.isArray(entry) && entry.length === 2 && entry[0] === 'X-Probe' && entry[1] === '1';
+  return same ? sym : undefined;
 })();
 const NODE_SET_HEADER = OutgoingMessage.prototype.setHeader;
 

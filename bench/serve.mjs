@@ -1,12 +1,49 @@
 // `npm run bench:serve`: sluice serve's POST /json (memory store) against the bare node:http ceiling and
 // nginx limit_req serving a static file, all with wrk on loopback in one run, then gRPC ShouldRateLimit
 // with a multi-stream @grpc/grpc-js client. Every server is started, tracked and stopped here.
-// Usage: node bench/serve.mjs [reps=3] [seconds=10]; node bench/serve.mjs --render <results.json> re-renders a run.
+// Usage: node bench/serve.mjs [reps=3] [seconds=10]; node bench/serve.mjs --render <results.json> re-renders a run;
+// node bench/serve.mjs --in-process [dist ...] times the /json JavaScript alone (see inProcess below).
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+if (process.argv[2] === '--in-process') await inProcess(process.argv.slice(3));
+
+/**
+ * `node bench/serve.mjs --in-process [dist ...]`: the JavaScript of one /json decision without the network
+ * (body bytes -> text -> request -> decision -> answer text and its byte length) over the wrk script's 1000
+ * bodies, for each build given (default ./dist; e.g. a copy of main's), in interleaved rounds of CPU time.
+ * For A/B of hot-path changes where wrk on a shared machine is too noisy; it leaves out node:http itself.
+ */
+async function inProcess(dists) {
+  const builds = dists.length > 0 ? dists : [fileURLToPath(new URL('../dist', import.meta.url))];
+  const policies = fileURLToPath(new URL('serve/policies.yaml', import.meta.url));
+  const runs = [];
+  for (const dist of builds) {
+    const imp = (m) => import(join(dist, m));
+    const [{ loadConfig }, { RuleSet }, { RateLimitService }, codec, { MemoryStore }] = await Promise.all(['server/config.js', 'server/rules.js', 'server/service.js', 'server/json-codec.js', 'stores/memory.js'].map(imp));
+    const store = new MemoryStore();
+    const service = new RateLimitService(new RuleSet(loadConfig(policies), { store }), { store, localCache: false });
+    const decode = codec.decodeRlsJsonFast ? (t) => codec.decodeRlsJsonFast(t) ?? codec.decodeRlsJson(JSON.parse(t)) : (t) => codec.decodeRlsJson(JSON.parse(t));
+    runs.push({ dist, one: (body) => Buffer.byteLength(codec.renderRlsJson(service.shouldRateLimit(decode(body.toString())))), ns: [] });
+  }
+  const bodies = Array.from({ length: 1000 }, (_, n) => Buffer.from(`{"domain":"bench","descriptors":[{"entries":[{"key":"remote_address","value":"10.0.${n % 250}.${n + 1}"}]}]}`));
+  let sink = 0;
+  for (let round = 0; round < 30; round++) {
+    for (const r of runs) {
+      const t0 = process.cpuUsage();
+      for (let i = 0; i < 100_000; i++) sink += r.one(bodies[i % 1000]);
+      const t = process.cpuUsage(t0);
+      if (round > 0) r.ns.push(((t.user + t.system) * 1000) / 100_000);
+    }
+  }
+  const sorted = (xs) => [...xs].sort((a, b) => a - b);
+  for (const r of runs) process.stdout.write(`${r.dist}: ${Math.min(...r.ns).toFixed(0)} ns per /json request at best, median ${sorted(r.ns)[r.ns.length >> 1].toFixed(0)} (${r.ns.length} rounds)\n`);
+  if (sink === 0) throw new Error('nothing was rendered');
+  process.exit(0);
+}
 
 const RENDER = process.argv[2] === '--render' ? JSON.parse(readFileSync(process.argv[3], 'utf8')) : undefined;
 const REPS = RENDER ? RENDER.reps : Number(process.argv[2] ?? 3);
@@ -125,7 +162,8 @@ if (!RENDER) {
   process.stderr.write(`sanity: nginx limit_req at 10 r/s rejected ${w.non2xx} of ${w.total}\n`);
 }
 for (let rep = 1; rep <= REPS; rep++) {
-  for (const name of ['bare', 'bareRead', 'sluice', 'nginx']) {
+  // Every other rep in reverse order (ABBA): drift during a rep then favours neither side of a ratio.
+  for (const name of rep % 2 === 1 ? ['bare', 'bareRead', 'sluice', 'nginx'] : ['nginx', 'sluice', 'bareRead', 'bare']) {
     const child = await startServer(name);
     wrk(name, 2); // warm-up: JIT, connections; discarded
     const c0 = cpuSeconds(child.pid);
@@ -165,7 +203,7 @@ md += `${row('sluice serve gRPC ShouldRateLimit, memory store (1 channel, 128 st
 const br = median(results.bareRead.map((r) => r.rps));
 md += `- /json against the bare Node ceiling: **${((sl / bare) * 100).toFixed(0)} %** (target ≥ 85 %); against a bare server that reads and parses the same body: **${((sl / br) * 100).toFixed(0)} %**; against nginx limit_req: **${((sl / ng) * 100).toFixed(0)} %**.\n`;
 md += `- By server CPU per request, the bare ceiling costs **${((median(results.bare.map(cpuUs)) / median(results.sluice.map(cpuUs))) * 100).toFixed(0)} %** of what /json costs (the throughput ratio a server given a whole core would reach).\n`;
-md += `- Per rep (same order, back to back), /json ÷ bare: ${results.sluice.map((r, i) => `${((r.rps / results.bare[i].rps) * 100).toFixed(0)} %`).join(', ')}; 1-minute load average at the end of each sluice run: ${results.sluice.map((r) => r.load.toFixed(1)).join(', ')}.\n`;
+md += `- Per rep (back to back, the order reversed every other rep), /json ÷ bare: ${results.sluice.map((r, i) => `${((r.rps / results.bare[i].rps) * 100).toFixed(0)} %`).join(', ')}; 1-minute load average at the end of each sluice run: ${results.sluice.map((r) => r.load.toFixed(1)).join(', ')}.\n`;
 md += `- p99 of /json at 64 connections: **${median(results.sluice.map((r) => r.p99Ms)).toFixed(2)} ms** (target < 5 ms).\n`;
 md += `- HTTP load: \`${results.sluice[0].cmd}\` (the same script for the bare server); nginx: \`wrk ${WRK.join(' ')} <url>/ok\`; gRPC: \`node bench/serve/grpc-load.mjs <port> ${SECONDS} 128\`.\n`;
 md += `- Sanity: nginx limit_req at 10 r/s rejected ${results.nginxSanity.non2xx} of ${results.nginxSanity.total} requests, so limit_req is in the request path. Every sluice decision here is admitted (one rule, 1000 keys, fixed window of 4·10^9 per hour, so keys stay live in the store): the decision path is what is measured.\n`;

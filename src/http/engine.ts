@@ -199,7 +199,11 @@ export class HttpRateLimiter<Req> {
   writeHeaders(o: Outcome<Req>, to: HeaderTarget): void {
     if (this.dryRun) return;
     o.rule.headers.write(o.decision, to);
-    if (o.limited) to.setHeader('retry-after', `${retryAfterSeconds(o.decision)}`);
+    if (o.limited) {
+      const value = `${retryAfterSeconds(o.decision)}`;
+      if (to.setTrustedHeader !== undefined) to.setTrustedHeader('retry-after', value);
+      else to.setHeader('retry-after', value);
+    }
   }
 
   /** The problem+json body of a refused request. */

@@ -70,6 +70,29 @@ test('sub-second windows are stated as 1 s; names are escaped as sf-strings; non
   });
 });
 
+test('a target with setTrustedHeader gets the same fields through it, except a name Node would refuse', () => {
+  for (const style of ['legacy', 'draft-6', 'draft-7', 'draft-8'] as const) {
+    for (const d of [allowed, denied]) {
+      const trusted: Record<string, string> = {};
+      const checked: string[] = [];
+      const target = { setHeader: (n: string, v: string) => ((trusted[n] = v), checked.push(n)), setTrustedHeader: (n: string, v: string) => (trusted[n] = v) };
+      new HeaderRenderer(style, policies).write(d, target, 1_700_000_000_000);
+      assert.deepEqual(trusted, render(style, d), style);
+      assert.deepEqual(checked, [], style);
+    }
+  }
+  // A policy name with a control character: legacy's X-RateLimit-Resource goes to setHeader, which refuses it.
+  const odd = compilePolicies([{ name: 'a\nb', algorithm: 'gcra', limit: 5, window: '1s' }]);
+  const checked: string[] = [];
+  const target = { setHeader: (n: string) => checked.push(n), setTrustedHeader: () => undefined };
+  new HeaderRenderer('legacy', odd).write(new LimitDecision(true, 5, 4, 100, 0, 0, 'a\nb', undefined, undefined), target);
+  assert.deepEqual(checked, ['x-ratelimit-resource']);
+});
+
+test('draft-7 with a decision whose limit is not its policy\'s still states the decision\'s limit', () => {
+  assert.equal(render('draft-7', new LimitDecision(true, 7, 3, 2000, 0, 0, 'burst', undefined, undefined)).ratelimit, 'limit=7, remaining=3, reset=2');
+});
+
 test('problem+json: RFC 9457 members with the draft-10 quota-exceeded type', () => {
   assert.deepEqual(problemDetails(denied, 429), {
     type: 'https://iana.org/assignments/http-problem-types#quota-exceeded',

@@ -19,7 +19,21 @@ export const HEADER_STYLES: readonly HeaderStyle[] = ['legacy', 'draft-6', 'draf
 /** Where headers go: a Node ServerResponse as it is; adapters wrap `reply.header` or `c.header` in one. */
 export interface HeaderTarget {
   setHeader(name: string, value: string): unknown;
+  /**
+   * Optional: sets a field whose name is a lower-case token and whose value holds only characters a field
+   * value may hold, both checked where they were built, so the target may skip its own validation.
+   * sluice sends every rate-limit field through it except a policy name it could not check up front.
+   */
+  setTrustedHeader?(name: string, value: string): unknown;
 }
+
+function put(to: HeaderTarget, name: string, value: string): void {
+  if (to.setTrustedHeader !== undefined) to.setTrustedHeader(name, value);
+  else to.setHeader(name, value);
+}
+
+/** What Node accepts in a field value (its checkInvalidHeaderChar), checked once per policy name. */
+const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 /** Whole seconds, rounded up: Retry-After and every reset value. */
 export function ceilSeconds(ms: number): number {
@@ -50,8 +64,13 @@ function windowSeconds(p: Policy): number {
 }
 
 interface PolicyText {
+  readonly limit: number;
   /** draft-6/7 item: `10;w=60` */
   readonly short: string;
+  /** draft-7 RateLimit value up to the remaining count: `limit=10, remaining=` */
+  readonly draft7: string;
+  /** The policy name is a valid field value (legacy's X-RateLimit-Resource may skip validation). */
+  readonly nameIsFieldValue: boolean;
   /** draft-8 item: `"name";q=10;w=60` */
   readonly named: string;
   /** draft-8 RateLimit item prefix: `"name";r=` */
@@ -76,42 +95,50 @@ export class HeaderRenderer {
       const short = concurrent ? `${p.limit}` : `${p.limit};w=${windowSeconds(p)}`;
       const id = style === 'draft-8' ? sfString(p.name, style) : JSON.stringify(p.name);
       const named = concurrent ? `${id};q=${p.limit};qu="concurrent-requests"` : `${id};q=${p.limit};w=${windowSeconds(p)}`;
-      this.byName.set(p.name, { short, named, prefix: `${id};r=` });
+      this.byName.set(p.name, { limit: p.limit, short, draft7: `limit=${p.limit}, remaining=`, nameIsFieldValue: FIELD_VALUE.test(p.name), named, prefix: `${id};r=` });
       all.push(named);
     }
     this.allPolicies = all.join(', ');
   }
 
-  /** Writes the headers of `style` for `d`. `nowMs` (wall clock; default now) places the legacy epoch reset. */
+  /**
+   * Writes the headers of `style` for `d`. `nowMs` (wall clock; default now) places the legacy epoch reset.
+   * Every value is built from numbers and from policy texts checked in the constructor, so it goes through
+   * setTrustedHeader where the target has one: on node:http, Node's per-field validation and its
+   * dictionary-mode header store cost more than the decision (see node.ts).
+   */
   write(d: Decision, to: HeaderTarget, nowMs?: number): void {
     switch (this.style) {
       case 'none':
         return;
-      case 'legacy':
-        to.setHeader('x-ratelimit-limit', `${d.limit}`);
-        to.setHeader('x-ratelimit-remaining', `${d.remaining}`);
-        to.setHeader('x-ratelimit-used', `${Math.max(0, d.limit - d.remaining)}`);
-        to.setHeader('x-ratelimit-reset', `${Math.ceil(((nowMs ?? Date.now()) + (d.allowed ? d.resetAfterMs : d.retryAfterMs)) / 1000)}`);
-        to.setHeader('x-ratelimit-resource', d.policy);
+      case 'legacy': {
+        put(to, 'x-ratelimit-limit', `${d.limit}`);
+        put(to, 'x-ratelimit-remaining', `${d.remaining}`);
+        put(to, 'x-ratelimit-used', `${Math.max(0, d.limit - d.remaining)}`);
+        put(to, 'x-ratelimit-reset', `${Math.ceil(((nowMs ?? Date.now()) + (d.allowed ? d.resetAfterMs : d.retryAfterMs)) / 1000)}`);
+        if (this.byName.get(d.policy)?.nameIsFieldValue === true) put(to, 'x-ratelimit-resource', d.policy);
+        else to.setHeader('x-ratelimit-resource', d.policy);
         return;
+      }
       case 'draft-6': {
         const text = this.byName.get(d.policy);
-        if (text !== undefined) to.setHeader('ratelimit-policy', text.short);
-        to.setHeader('ratelimit-limit', `${d.limit}`);
-        to.setHeader('ratelimit-remaining', `${d.remaining}`);
-        to.setHeader('ratelimit-reset', `${resetSeconds(d)}`);
+        if (text !== undefined) put(to, 'ratelimit-policy', text.short);
+        put(to, 'ratelimit-limit', `${d.limit}`);
+        put(to, 'ratelimit-remaining', `${d.remaining}`);
+        put(to, 'ratelimit-reset', `${resetSeconds(d)}`);
         return;
       }
       case 'draft-7': {
         const text = this.byName.get(d.policy);
-        if (text !== undefined) to.setHeader('ratelimit-policy', text.short);
-        to.setHeader('ratelimit', `limit=${d.limit}, remaining=${d.remaining}, reset=${resetSeconds(d)}`);
+        if (text !== undefined) put(to, 'ratelimit-policy', text.short);
+        const head = text !== undefined && text.limit === d.limit ? text.draft7 : `limit=${d.limit}, remaining=`;
+        put(to, 'ratelimit', `${head}${d.remaining}, reset=${resetSeconds(d)}`);
         return;
       }
       case 'draft-8': {
         const text = this.byName.get(d.policy);
-        to.setHeader('ratelimit-policy', this.allPolicies);
-        if (text !== undefined) to.setHeader('ratelimit', `${text.prefix}${d.remaining};t=${resetSeconds(d)}`);
+        put(to, 'ratelimit-policy', this.allPolicies);
+        if (text !== undefined) put(to, 'ratelimit', `${text.prefix}${d.remaining};t=${resetSeconds(d)}`);
         return;
       }
     }

@@ -8,9 +8,9 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { Dashboard } from './dashboard.js';
-import { decodeCheck, decodeRlsJson, renderCheck, renderRlsJson } from './json-codec.js';
+import { decodeCheck, decodeRlsJson, decodeRlsJsonFast, renderCheck, renderRlsJson } from './json-codec.js';
 import { BadRequest, StoreUnavailable } from './service.js';
-import type { RateLimitService, RequestDescriptor, RlsResponse } from './service.js';
+import type { RateLimitService, RequestDescriptor, RlsRequest, RlsResponse } from './service.js';
 
 export interface HttpDeps {
   readonly service: RateLimitService;
@@ -28,31 +28,45 @@ const JSON_HEADERS = { 'content-type': 'application/json' };
 /**
  * Reads a body of at most `max` bytes and calls back with its text, or with `undefined` once it is too
  * large (having drained it, so the connection can still answer 413). Callbacks, not a Promise: this is the
- * hottest path of /json, and an async chain cost measurably more than the decision.
+ * hottest path of /json, and an async chain cost measurably more than the decision. A body of a declared
+ * length is complete at its last byte (llhttp frames it by that length), so it is answered from that
+ * 'data' event, within the parser's pass as a bare server answers, instead of a tick later on 'end'.
  */
 function readBody(req: IncomingMessage, max: number, done: (text: string | undefined) => void): void {
-  if (Number(req.headers['content-length']) > max) {
+  const declared = Number(req.headers['content-length']);
+  if (declared > max) {
     req.resume();
     return done(undefined);
   }
+  const whole = declared > 0 && Number.isSafeInteger(declared) ? declared : -1;
   let size = 0;
   let first: Buffer | undefined;
   let chunks: Buffer[] | undefined;
-  let failed = false;
+  let finished = false;
+  const finish = () => {
+    finished = true;
+    // toString() without an argument is UTF-8 too, and skips the encoding lookup: 67 ns instead of 110 for a
+    // /json body here.
+    done(chunks !== undefined ? Buffer.concat(chunks).toString() : first === undefined ? '' : first.toString());
+  };
   req.on('data', (c: Buffer) => {
-    if (failed) return;
+    if (finished) return;
     size += c.length;
     if (size > max) {
-      failed = true;
+      finished = true;
       first = chunks = undefined;
       return done(undefined);
     }
     if (first === undefined) first = c;
     else (chunks ??= [first]).push(c);
+    if (size === whole) finish();
   });
-  req.on('end', () => {
-    if (!failed) done(chunks !== undefined ? Buffer.concat(chunks).toString('utf8') : first === undefined ? '' : first.toString('utf8'));
-  });
+  // Without a declared length (chunked, or empty) the body ends at 'end'; with one, 'data' ends it.
+  if (whole < 0) {
+    req.on('end', () => {
+      if (!finished) finish();
+    });
+  }
 }
 
 /** Sends with Content-Length: without it Node frames the body as chunked, one more write per answer. */
@@ -78,22 +92,33 @@ export function createHttpServer(deps: HttpDeps): Server {
   function decideJson(req: IncomingMessage, res: ServerResponse, kind: 'json' | 'check'): void {
     readBody(req, deps.maxBodyBytes, (text) => {
       if (text === undefined) return problem(res, 413, `the body is larger than ${deps.maxBodyBytes} bytes`);
+      const fast = kind === 'json' ? decodeRlsJsonFast(text) : undefined;
+      if (fast !== undefined) return decide(res, kind, fast);
       let parsed: unknown;
       try {
         parsed = JSON.parse(text);
       } catch (e) {
         return problem(res, 400, `the body is not valid JSON: ${(e as Error).message}`);
       }
+      let rq: RlsRequest;
       try {
         const domains = service.rules.config.domains;
-        const rq = kind === 'json' ? decodeRlsJson(parsed) : decodeCheck(parsed, domains.size === 1 ? domains.keys().next().value : undefined);
-        const answered = service.shouldRateLimit(rq);
-        if (answered instanceof Promise) answered.then((r) => answer(res, kind, r), (e) => answerError(res, e));
-        else answer(res, kind, answered);
+        rq = kind === 'json' ? decodeRlsJson(parsed) : decodeCheck(parsed, domains.size === 1 ? domains.keys().next().value : undefined);
       } catch (e) {
-        answerError(res, e);
+        return answerError(res, e);
       }
+      decide(res, kind, rq);
     });
+  }
+
+  function decide(res: ServerResponse, kind: 'json' | 'check', rq: RlsRequest): void {
+    try {
+      const answered = service.shouldRateLimit(rq);
+      if (answered instanceof Promise) answered.then((r) => answer(res, kind, r), (e) => answerError(res, e));
+      else answer(res, kind, answered);
+    } catch (e) {
+      answerError(res, e);
+    }
   }
 
   function answer(res: ServerResponse, kind: 'json' | 'check', r: RlsResponse): void {

@@ -86,7 +86,9 @@ export function match(root: Level, entries: readonly Entry[]): DescriptorNode | 
   const last = entries.length - 1;
   for (let i = 0; i <= last; i++) {
     const e = entries[i]!;
-    let node = level.exact.get(`${e.key}\u0000${e.value}`);
+    // A level without key+value descriptors (bench/serve's, and many Envoy configs' first level) skips
+    // building and hashing the joined string: ~60 ns of a ~500 ns decision (in process).
+    let node = level.exact.size === 0 ? undefined : level.exact.get(`${e.key}\u0000${e.value}`);
     if (node === undefined && level.wildcards.length > 0) {
       for (const w of level.wildcards) {
         if (w.key === e.key && e.value.startsWith(w.prefix)) {

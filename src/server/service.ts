@@ -13,6 +13,7 @@ import { UNITS } from './config.js';
 import type { UnitName } from './config.js';
 import { LocalDenyCache } from './deny-cache.js';
 import { NEAR_LIMIT_RATIO, RuleStats } from './rule-stats.js';
+import { integerText } from './number-text.js';
 import { match, stateKey } from './rules.js';
 import type { Entry, Rule, RuleSet } from './rules.js';
 
@@ -297,7 +298,7 @@ function finish(statuses: DescriptorStatus[]): RlsResponse {
 function rateLimitHeaders(s: DescriptorStatus | undefined, over: boolean, retryAfterMs: number): [string, string][] {
   const h: [string, string][] = [];
   if (s !== undefined && s.currentLimit !== undefined) {
-    h.push(['RateLimit-Limit', s.currentLimit.header], ['RateLimit-Remaining', String(s.limitRemaining)], ['RateLimit-Reset', String(Math.ceil(s.durationUntilResetMs / 1000))]);
+    h.push(['RateLimit-Limit', s.currentLimit.header], ['RateLimit-Remaining', integerText(s.limitRemaining)], ['RateLimit-Reset', String(Math.ceil(s.durationUntilResetMs / 1000))]);
   }
   if (over) h.push(['Retry-After', String(Math.max(1, Math.ceil(retryAfterMs / 1000)))]);
   return h;

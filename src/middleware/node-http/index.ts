@@ -8,7 +8,7 @@
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { HttpRateLimiter, isPromise, type LimitedResponse, type Outcome } from '../../http/engine.js';
-import { NodeRequestInfo, passNode, refuseNode } from '../../http/node.js';
+import { NodeHeaders, NodeRequestInfo, passNode, refuseNode } from '../../http/node.js';
 import type { RateLimitOptions } from '../../http/options.js';
 
 export interface NodeRateLimitOptions extends RateLimitOptions<IncomingMessage> {
@@ -32,7 +32,7 @@ export function withRateLimit(handler: RequestListener, options: NodeRateLimitOp
 
   const apply = (o: Outcome<IncomingMessage> | undefined, req: IncomingMessage, res: ServerResponse) => {
     if (o === undefined) return handler(req, res);
-    engine.writeHeaders(o, res);
+    engine.writeHeaders(o, new NodeHeaders(res));
     if (!o.limited) return passNode(engine, o, res, () => handler(req, res));
     if (custom !== undefined) return custom(req, res, engine.limitedResponse(o));
     refuseNode(engine, o, req, res);

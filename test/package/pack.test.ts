@@ -17,7 +17,10 @@ before(() => {
   const tarball = readdirSync(work).find((f) => f.endsWith('.tgz'))!;
   execFileSync('mkdir', ['-p', consumer]);
   writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
-  run('npm', ['install', '--no-audit', '--no-fund', '--offline', join(work, tarball)], consumer);
+  // --prefer-offline, not --offline: after a bare `npm ci` the cache holds the lockfile's tarballs but not the
+  // registry metadata an install needs to resolve the optional dependencies' ranges, and --offline then
+  // skips them silently (they are optional), leaving `sluice serve` without yaml on a fresh machine.
+  run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', join(work, tarball)], consumer);
 });
 
 after(() => rmSync(work, { recursive: true, force: true }));

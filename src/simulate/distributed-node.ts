@@ -26,7 +26,13 @@ const s = shape(config.shape);
 const { Redis } = await import('ioredis');
 const client = new Redis(config.url, { lazyConnect: true });
 await client.connect();
-const store = new RedisStore({ client, prefix: config.prefix, timeoutMs: 1000, onError: 'closed', clock: 'client' });
+// Atomic runs on Redis time, as in production. With each node's own clock ('client'), two nodes' calls can
+// reach Redis out of order across a window boundary, and the key's window then moves back: an
+// over-admission of the harness's clocks, not of sluice, which made 'atomic is exact' fail now and then on
+// a loaded machine. On one host Redis TIME and Date.now() read the same clock, which windowOf relies on.
+// Lease and local-sync keep the nodes' clock: windowOf places their decisions by the deadlines each node
+// computes on it, and a run on Redis time misplaced them by several percent.
+const store = new RedisStore({ client, prefix: config.prefix, timeoutMs: 1000, onError: 'closed', clock: config.strategy === 'atomic' ? 'server' : 'client' });
 const limiter = new Limiter({
   policy: { name: 'p', algorithm: 'fixed-window', limit: s.limit, window: WINDOW_MS },
   store,
@@ -43,8 +49,9 @@ let inFlight = 0;
 
 /**
  * The window a decision was made in, read off `resetAfterMs`. The decision was made at some time t in
- * [issued, now], and t + resetAfterMs is its window's end E, a multiple of the window (the scripts run on
- * this clock: RedisStore clock 'client').
+ * [issued, now], and t + resetAfterMs is its window's end E, a multiple of the window (atomic's scripts
+ * read Redis TIME, the same clock as Date.now() when Redis runs on this host, in whole ms, so t ≥ issued;
+ * lease and local-sync run on this process's Date.now(): RedisStore clock 'client').
  * - atomic: t is the script's time, anywhere in [issued, now]; with replies faster than a window, E is the
  *   first multiple at or after issued + resetAfterMs (reading the clock on the reply instead would put a
  *   decision made just before a boundary into the next window).

@@ -44,6 +44,9 @@ test('a spray split across two processes is caught as one; an account backs off 
   // A third guard, in this process, sees it too, and sees the account's four failures (two from each
   // process, each under freeFailures 3) as a backoff.
   const client = new Redis(redisUrl());
+  // The store refuses calls until the client is ready (no offline queue); on a busy machine the two
+  // workers can answer before this connection is up.
+  await once(client, 'ready');
   try {
     await fail(workers[0]!, [{ account: 'target', ip: '203.0.113.1' }, { account: 'target', ip: '203.0.113.2' }]);
     await fail(workers[1]!, [{ account: 'target', ip: '203.0.113.3' }, { account: 'target', ip: '203.0.113.4' }]);

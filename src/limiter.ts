@@ -88,11 +88,19 @@ export class Limiter {
       : undefined;
   }
 
-  /** Decides one request of `cost` (default 1) for `key`, charging every policy only if all admit. */
-  async limit(key: string, options?: LimitOptions): Promise<Decision> {
-    const cost = options === undefined || options.cost === undefined ? 1 : this.checkCost(options.cost);
-    checkKey(key);
-    return this.table.decide(key, cost, this.leasePrefix === undefined || cost === 0 ? undefined : this.nextLease());
+  /**
+   * Decides one request of `cost` (default 1) for `key`, charging every policy only if all admit. Bad input
+   * rejects, as from an async function. Not `async` itself: an async function that returns a store's
+   * Promise settles through two more microtask hops (~40 ns here) than handing that Promise on.
+   */
+  limit(key: string, options?: LimitOptions): Promise<Decision> {
+    try {
+      const cost = options === undefined || options.cost === undefined ? 1 : this.checkCost(options.cost);
+      checkKey(key);
+      return settled(this.table.decide(key, cost, this.leasePrefix === undefined || cost === 0 ? undefined : this.nextLease()));
+    } catch (e) {
+      return Promise.reject(e);
+    }
   }
 
   /** `limit` without the Promise, for stores that decide synchronously (the memory store). */
@@ -104,9 +112,13 @@ export class Limiter {
   }
 
   /** Peeks: the decision a request of cost 0 would get. Changes nothing. */
-  async get(key: string): Promise<Decision> {
-    checkKey(key);
-    return this.table.decide(key, 0, undefined);
+  get(key: string): Promise<Decision> {
+    try {
+      checkKey(key);
+      return settled(this.table.decide(key, 0, undefined));
+    } catch (e) {
+      return Promise.reject(e);
+    }
   }
 
   /** Forgets all state for `key`. */
@@ -160,6 +172,11 @@ export class Limiter {
     }
     return cost;
   }
+}
+
+/** A store's answer as a Promise: its own if it made one, else one resolved with the decision. */
+function settled(d: Decision | Promise<Decision>): Promise<Decision> {
+  return d instanceof Promise ? d : Promise.resolve(d);
 }
 
 function checkKey(key: unknown): void {

@@ -15,6 +15,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
+import { hostSpeedLine } from './lib/host-speed.mjs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -80,6 +81,7 @@ function measure(impl, inflight) {
 }
 
 const load0 = loadavg()[0];
+const speed = hostSpeedLine();
 const results = new Map();
 for (let rep = 1; rep <= REPS; rep++) {
   for (const [impl, inflight] of CASES) {
@@ -103,7 +105,7 @@ const range = (rs, f, fmt) => {
 const version = cli('INFO', 'server').match(/redis_version:(\S+)/)[1];
 
 const lines = [
-  `<!-- ${BASE === undefined ? '' : `BASE=<checkout at ${baseCommit}> `}node bench/redis.mjs ${REPS} ${MEASURE} ${WARMUP}; ${new Date().toISOString()}; redis ${version}; Node ${process.version}; reps=${REPS}, interleaved, fresh process each; load average ${load0.toFixed(1)} at the start, ${loadavg()[0].toFixed(1)} at the end -->`,
+  `<!-- ${BASE === undefined ? '' : `BASE=<checkout at ${baseCommit}> `}node bench/redis.mjs ${REPS} ${MEASURE} ${WARMUP}; ${new Date().toISOString()}; redis ${version}; Node ${process.version}; reps=${REPS}, interleaved, fresh process each; load average ${load0.toFixed(1)} at the start, ${loadavg()[0].toFixed(1)} at the end; ${speed} -->`,
   '',
   '| client | in flight | decisions/s median (min – max) | median latency µs | PING µs, same process | × PING (same process) | Redis commands / decision | Redis CPU µs / decision | redis-server CPU % | Node CPU % |',
   '|---|---|---|---|---|---|---|---|---|---|',

@@ -8,6 +8,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { hostSpeedLine } from './lib/host-speed.mjs';
 
 if (process.argv[2] === '--in-process') await inProcess(process.argv.slice(3));
 
@@ -196,7 +197,7 @@ const row = (label, rs, unit = 'req/s') => `| ${label} | ${k(median(rs.map((r) =
 const bare = median(results.bare.map((r) => r.rps));
 const sl = median(results.sluice.map((r) => r.rps));
 const ng = median(results.nginx.map((r) => r.rps));
-let md = `<!-- bench/serve.mjs at ${started}: ${os.cpus().length} cores (${os.cpus()[0].model}), Node ${process.version}, ${REPS} reps of ${SECONDS} s after a 2 s warm-up, fresh server per rep -->\n\n`;
+let md = `<!-- bench/serve.mjs at ${started}: ${os.cpus().length} cores (${os.cpus()[0].model}), Node ${process.version}, ${REPS} reps of ${SECONDS} s after a 2 s warm-up, fresh server per rep; ${hostSpeedLine()} -->\n\n`;
 md += `| server | throughput, median (min – max) | p50 ms | p99 ms | server CPU % | server CPU µs per request |\n|---|---|---|---|---|---|\n`;
 md += `${row(SERVERS.bare.label, results.bare)}\n${row(SERVERS.bareRead.label, results.bareRead)}\n${row(SERVERS.sluice.label, results.sluice)}\n${row(SERVERS.nginx.label, results.nginx)}\n`;
 md += `${row('sluice serve gRPC ShouldRateLimit, memory store (1 channel, 128 streams in flight)', results.grpc, 'calls/s')}\n\n`;

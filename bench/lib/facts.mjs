@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
+import { hostSpeed } from './host-speed.mjs';
 
 const version = (root, pkg) => JSON.parse(readFileSync(join(root, 'node_modules', pkg, 'package.json'), 'utf8')).version;
 
@@ -39,6 +40,7 @@ export function machineFacts(root) {
     memoryGiB: +(os.totalmem() / 2 ** 30).toFixed(1),
     kernel: `${os.type()} ${os.release()}`,
     loadavgAtStart: os.loadavg().map((x) => +x.toFixed(2)),
+    hostSpeed: hostSpeed(),
     packages: { 'rate-limiter-flexible': version(root, 'rate-limiter-flexible'), limiter: version(root, 'limiter') },
     sluiceGitHead: gitHead(root),
     sluiceDistSha256: distHash(root),

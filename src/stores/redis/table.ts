@@ -263,7 +263,7 @@ export class RedisTable implements StoreTable {
     ctx.deadlines.settle(call, ctx.inFlight);
     if (err === undefined) {
       try {
-        this.answer(call.ops, reply as number[]);
+        this.answer(call.ops, reply as number[] | number);
         return;
       } catch (e) {
         err = e;
@@ -336,9 +336,17 @@ export class RedisTable implements StoreTable {
   }
 
   /** Turns the script's flat integer reply (format in driver.lua) into each operation's answer. */
-  private answer(ops: Op[], r: number[]): void {
+  private answer(ops: Op[], r: number[] | number): void {
     const np = this.policies.length;
     const verdicts = this.verdicts;
+    if (typeof r === 'number') {
+      // A lone allowed decision, packed into one integer (driver.lua's single()).
+      const op = ops[0]!;
+      if (ops.length !== 1 || np !== 1 || op.code !== 'd') throw new Error(`sluice internal: script replied one number for ${ops.length} operations`);
+      unpack(r, verdicts[0]!);
+      op.resolve(fromVerdict(this.policies[0]!, verdicts[0]!, undefined) as never);
+      return;
+    }
     let i = 0;
     for (const op of ops) {
       if (op.code === 'd' || op.code === 'a') {
@@ -371,17 +379,25 @@ export class RedisTable implements StoreTable {
   }
 }
 
+/** An allowed, undelayed verdict packed as (remaining + 1) * 2^32 + resetAfterMs (driver.lua, PACK_*). */
+function unpack(packed: number, v: Verdict): void {
+  const head = Math.floor(packed / 4294967296);
+  v.allowed = true;
+  v.remaining = head - 1;
+  v.resetAfterMs = packed - head * 4294967296;
+  v.retryAfterMs = 0;
+  v.delayMs = 0;
+}
+
 /** Reads one policy's verdict at r[i] into v; returns the index after it. */
 function read(r: number[], i: number, v: Verdict): number {
   const head = Number(r[i]);
+  if (head > 0) {
+    unpack(head, v);
+    return i + 1;
+  }
   v.retryAfterMs = 0;
   v.delayMs = 0;
-  if (head > 0) {
-    v.allowed = true;
-    v.remaining = head - 1;
-    v.resetAfterMs = Number(r[i + 1]);
-    return i + 2;
-  }
   if (head < 0) {
     v.allowed = false;
     v.remaining = -head - 1;

@@ -10,9 +10,12 @@
 --       '<code><number>': 'a' adjust (delta), 'r' release, 'x' reset; then its lease id if LEASES, then
 --       its time in ms if CLIENT_TIME.
 -- Reply: flat integers; every one costs Redis time to send, so the common case is short. Per decide or
---        adjust, per policy: allowed and undelayed: remaining + 1, resetAfterMs; denied: -(remaining + 1),
---        resetAfterMs, retryAfterMs; allowed with a delay: 0, remaining, resetAfterMs, delayMs.
---        Per release: 1 if the lease was held. Per reset: 0.
+--        adjust, per policy: allowed and undelayed, when remaining + 1 < 2^21 and resetAfterMs < 2^32 (so
+--        the sum is exact in a double): the one integer (remaining + 1) * 2^32 + resetAfterMs; denied:
+--        -(remaining + 1), resetAfterMs, retryAfterMs; any other allowed verdict: 0, remaining,
+--        resetAfterMs, delayMs. Per release: 1 if the lease was held. Per reset: 0.
+--        A call of one decision that single() takes replies with that one integer alone, not in a table:
+--        Redis turns a table reply into protocol with a lookup of each of its special fields first.
 -- Loaded as EVAL source, this file's `run` is called at the end of the chunk; loaded as a function
 -- library, `run` is registered, and everything above it was set up once, at load.
 if CLIENT_TIME then GRACE = 60000 end -- client and Redis clocks run apart: keep state a while longer
@@ -21,6 +24,10 @@ local np = #P
 local V, ST = {}, {}
 for i = 1, np do V[i] = { next = {} } end
 local READY, PREFETCH = false, true
+-- Whether a one-key call without arguments can take single(): one fixed-size policy, Redis time.
+local SINGLE = false
+-- An allowed verdict packs into one integer below 2^53 when remaining + 1 < PACK_HEAD and reset < PACK_RESET.
+local PACK_HEAD, PACK_RESET = 2 ^ 21, 2 ^ 32
 
 -- Work that needs the standard libraries, so it cannot run at a function library's load.
 local function prepare()
@@ -29,6 +36,7 @@ local function prepare()
     P[i].alg.init(P[i])
     if not P[i].n then PREFETCH = false end -- not fixed-size state: read by the algorithm itself
   end
+  SINGLE = np == 1 and P[1].n ~= nil and not CLIENT_TIME
   READY = true
 end
 
@@ -51,16 +59,17 @@ local function reply(v, out, n)
     out[n + 2] = v.reset
     out[n + 3] = v.retry
     return n + 3
-  elseif v.delay ~= 0 then
-    out[n + 1] = 0
-    out[n + 2] = v.remaining
-    out[n + 3] = v.reset
-    out[n + 4] = v.delay
-    return n + 4
   end
-  out[n + 1] = v.remaining + 1
-  out[n + 2] = v.reset
-  return n + 2
+  local head, reset = v.remaining + 1, v.reset
+  if v.delay == 0 and head < PACK_HEAD and reset < PACK_RESET then
+    out[n + 1] = head * PACK_RESET + reset
+    return n + 1
+  end
+  out[n + 1] = 0
+  out[n + 2] = v.remaining
+  out[n + 3] = reset
+  out[n + 4] = v.delay
+  return n + 4
 end
 
 -- One decision of every policy on the keys at keys[k + 1 .. k + np]; appends its reply to out[n + 1 ..].
@@ -98,16 +107,57 @@ local function adjust(keys, k, now, delta)
   end
 end
 
+-- A call of one decision of cost 1 on one fixed-size policy (all the traffic at one call in flight):
+-- what run() does for it, in the same order, without the batch's tables (SEEN, DIRTY, VALS, out), its
+-- loop and write-back; GET, not MGET, and an allowed verdict replied as one integer.
+local function single(key)
+  local p, v = P[1], V[1]
+  local size = p.n
+  local tt = rcall('TIME')
+  local ms = tt[2] / 1000
+  local now = tt[1] * 1000 + (ms - ms % 1)
+  local s = p.buf
+  local raw = rcall('GET', key)
+  if raw and #raw == 8 * size then
+    if size == 2 then s[1], s[2] = sunpack('dd', raw)
+    elseif size == 1 then s[1] = sunpack('d', raw)
+    else
+      local u = { sunpack(p.layout, raw) }
+      for i = 1, size do s[i] = u[i] end
+    end
+  else
+    for i = 1, size do s[i] = 0 end
+  end
+  p.alg.evaluate(p, s, now, 1, v)
+  if not v.allowed then return { -(v.remaining + 1), v.reset, v.retry } end
+  local nx = v.next
+  local t = p.alg.idle(p, nx)
+  if t <= now then
+    rcall('DEL', key)
+  else
+    local packed
+    if size == 2 then packed = spack('dd', nx[1], nx[2])
+    elseif size == 1 then packed = spack('d', nx[1])
+    else packed = spack(p.layout, unpack(nx, 1, size)) end
+    rcall('PSETEX', key, fmt('%d', ceil(t - now) + GRACE), packed)
+  end
+  local head, reset = v.remaining + 1, v.reset
+  if v.delay == 0 and head < PACK_HEAD and reset < PACK_RESET then return head * PACK_RESET + reset end
+  return { 0, v.remaining, reset, v.delay }
+end
+
 local function run(KEYS, ARGV)
   if not READY then prepare() end
   local nk = #KEYS
+  if nk == 1 and SINGLE and #ARGV == 0 then return single(KEYS[1]) end
   SEEN, DIRTY = {}, {}
   -- One MGET for the whole batch (bounded, as Lua's unpack is).
-  if PREFETCH and nk <= 4000 then VALS = redis.call('MGET', unpack(KEYS)) else VALS = {} end
+  if PREFETCH and nk <= 4000 then VALS = rcall('MGET', unpack(KEYS)) else VALS = {} end
   local now
   if not CLIENT_TIME then
-    local tt = redis.call('TIME') -- once per batch
-    now = tonumber(tt[1]) * 1000 + floor(tonumber(tt[2]) / 1000) -- whole ms keep the buckets exact
+    local tt = rcall('TIME') -- once per batch
+    local ms = tt[2] / 1000
+    now = tt[1] * 1000 + (ms - ms % 1) -- whole ms keep the buckets exact
   end
   local plain = #ARGV == 0
   local out, n = {}, 0
@@ -150,23 +200,23 @@ local function run(KEYS, ARGV)
           if t <= now then
             slab_put(key, ki, false, false)
           elseif size == 2 then
-            slab_put(key, ki, struct.pack('dd', nx[1], nx[2]), ceil(t - now) + GRACE)
+            slab_put(key, ki, spack('dd', nx[1], nx[2]), ceil(t - now) + GRACE)
           elseif size == 1 then
-            slab_put(key, ki, struct.pack('d', nx[1]), ceil(t - now) + GRACE)
+            slab_put(key, ki, spack('d', nx[1]), ceil(t - now) + GRACE)
           else
-            slab_put(key, ki, struct.pack(layout, unpack(nx, 1, size)), ceil(t - now) + GRACE)
+            slab_put(key, ki, spack(layout, unpack(nx, 1, size)), ceil(t - now) + GRACE)
           end
         end
-        if v.delay ~= 0 then
+        local head, reset = v.remaining + 1, v.reset
+        if v.delay == 0 and head < PACK_HEAD and reset < PACK_RESET then
+          n = n + 1
+          out[n] = head * PACK_RESET + reset
+        else
           out[n + 1] = 0
           out[n + 2] = v.remaining
-          out[n + 3] = v.reset
+          out[n + 3] = reset
           out[n + 4] = v.delay
           n = n + 4
-        else
-          out[n + 1] = v.remaining + 1
-          out[n + 2] = v.reset
-          n = n + 2
         end
       end
     elseif code == 'd' then
@@ -186,7 +236,7 @@ local function run(KEYS, ARGV)
       for i = 1, np do
         -- Delete now, whatever the type, and forget any state read or pending in this batch.
         local ki = k + i
-        redis.call('DEL', KEYS[ki])
+        rcall('DEL', KEYS[ki])
         slab_put(KEYS[ki], ki, false, nil)
       end
       n = n + 1

@@ -7,11 +7,15 @@
 -- where Redis 7.0 offers no `math` or `string`. The driver binds these at the start of a call.
 local ALG = {}
 local floor, ceil, max, min, fmt
+-- redis.call and struct's pair, bound like the rest: in a function library a global is found through the
+-- globals table's __index, dearer than an upvalue.
+local rcall, spack, sunpack
 local INF = 1 / 0
 local GRACE = 0 -- extra TTL (ms); set by the driver when times come from the client
 
 local function bind_libraries()
   floor, ceil, max, min, fmt = math.floor, math.ceil, math.max, math.min, string.format
+  rcall, spack, sunpack = redis.call, struct.pack, struct.unpack
 end
 
 local function ceil_ms(ms)
@@ -26,7 +30,7 @@ local function retry_ms(ms)
 end
 
 -- Fixed-size state: n doubles packed into one string (8 bytes each, exact), so a key is one GET-able
--- value and one SET … PX writes it with its TTL: every redis.call is the dearest thing a script does, and
+-- value and one PSETEX (SET … PX) writes it with its TTL: every redis.call is the dearest thing a script does, and
 -- a hash would need HMGET, HSET and PEXPIRE. Within one batch each key is read once (the driver
 -- prefetches the whole batch with one MGET when it can) and written once, when the batch ends.
 --
@@ -46,18 +50,18 @@ local function slab_load(key, ki, n, layout, s)
   else
     raw = VALS[ki]
     if raw == nil then
-      raw = redis.call('GET', key)
+      raw = rcall('GET', key)
       VALS[ki] = raw
       SEEN[key] = ki
     end
   end
   if raw and #raw == 8 * n then
     if n == 2 then
-      s[1], s[2] = struct.unpack('dd', raw)
+      s[1], s[2] = sunpack('dd', raw)
     elseif n == 1 then
-      s[1] = struct.unpack('d', raw)
+      s[1] = sunpack('d', raw)
     else
-      local v = { struct.unpack(layout, raw) }
+      local v = { sunpack(layout, raw) }
       for i = 1, n do s[i] = v[i] end
     end
   else
@@ -80,21 +84,23 @@ end
 local function slab_save(key, ki, s, n, layout, idle, now)
   if idle <= now then return slab_put(key, ki, false, false) end
   local packed
-  if n == 2 then packed = struct.pack('dd', s[1], s[2])
-  elseif n == 1 then packed = struct.pack('d', s[1])
-  else packed = struct.pack(layout, unpack(s, 1, n)) end
+  if n == 2 then packed = spack('dd', s[1], s[2])
+  elseif n == 1 then packed = spack('d', s[1])
+  else packed = spack(layout, unpack(s, 1, n)) end
   slab_put(key, ki, packed, ceil(idle - now) + GRACE)
 end
 
 -- The batch's writes, one per key. The TTL goes as an integer string: Redis 7.0 turns a Lua number
--- argument into text with "%.17g", which costs more than the formatting here.
+-- argument into text with "%.17g", which costs more than the formatting here. PSETEX is SET … PX (Redis
+-- calls it deprecated, and keeps it) with one argument less to convert and parse: about 0.8 k fewer Redis
+-- instructions a write.
 local function flush_writes(keys)
   for ki = 1, #keys do
     local ttl = DIRTY[ki]
     if ttl then
-      redis.call('SET', keys[ki], VALS[ki], 'PX', fmt('%d', ttl))
+      rcall('PSETEX', keys[ki], fmt('%d', ttl), VALS[ki])
     elseif ttl == false then
-      redis.call('DEL', keys[ki])
+      rcall('DEL', keys[ki])
     end
   end
 end

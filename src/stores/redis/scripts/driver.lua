@@ -139,7 +139,7 @@ local function single(key)
     if size == 2 then packed = spack('dd', nx[1], nx[2])
     elseif size == 1 then packed = spack('d', nx[1])
     else packed = spack(p.layout, unpack(nx, 1, size)) end
-    rcall('PSETEX', key, fmt('%d', ceil(t - now) + GRACE), packed)
+    rcall('SET', key, packed, 'PX', fmt('%d', ceil(t - now) + GRACE))
   end
   local head, reset = v.remaining + 1, v.reset
   if v.delay == 0 and head < PACK_HEAD and reset < PACK_RESET then return head * PACK_RESET + reset end

@@ -6,6 +6,7 @@
  * so up to 2 × limit pass within a few milliseconds. `sluice demo` and the boundary-attack test show it.
  *
  * State (2 slots): [window index, count in that window]. All zeros is idle.
+ * A clock that steps back before the stored window stands still at its start: it never reopens a window.
  */
 import { ceilMs, retryMs } from './time.js';
 import type { Policy, SlabAlgorithm, Verdict } from './types.js';
@@ -23,10 +24,17 @@ export class FixedWindow implements SlabAlgorithm {
     this.windowMs = policy.windowMs;
   }
 
+  /** `now`, or the start of the stored window if the clock stepped back before it. */
+  private at(s: Float64Array, o: number, now: number): number {
+    const start = s[o]! * this.windowMs;
+    return now > start ? now : start;
+  }
+
   evaluate(s: Float64Array, o: number, now: number, cost: number, v: Verdict): void {
-    const index = Math.floor(now / this.windowMs);
+    const at = this.at(s, o, now);
+    const index = Math.floor(at / this.windowMs);
     const count = s[o] === index ? s[o + 1]! : 0;
-    const endsIn = (index + 1) * this.windowMs - now;
+    const endsIn = (index + 1) * this.windowMs - at;
     const after = count + cost;
     v.allowed = after <= this.limit;
     v.delayMs = 0;
@@ -45,7 +53,7 @@ export class FixedWindow implements SlabAlgorithm {
   }
 
   adjust(s: Float64Array, o: number, now: number, delta: number): void {
-    const index = Math.floor(now / this.windowMs);
+    const index = Math.floor(this.at(s, o, now) / this.windowMs);
     const count = s[o] === index ? s[o + 1]! : 0;
     s[o] = index;
     s[o + 1] = Math.max(0, count + delta);

@@ -24,17 +24,15 @@ export class FixedWindow implements SlabAlgorithm {
     this.windowMs = policy.windowMs;
   }
 
-  /** `now`, or the start of the stored window if the clock stepped back before it. */
-  private at(s: Float64Array, o: number, now: number): number {
-    const start = s[o]! * this.windowMs;
-    return now > start ? now : start;
-  }
-
   evaluate(s: Float64Array, o: number, now: number, cost: number, v: Verdict): void {
-    const at = this.at(s, o, now);
-    const index = Math.floor(at / this.windowMs);
-    const count = s[o] === index ? s[o + 1]! : 0;
-    const endsIn = (index + 1) * this.windowMs - at;
+    const stored = s[o]!;
+    let index = Math.floor(now / this.windowMs);
+    let endsIn = (index + 1) * this.windowMs - now;
+    if (index < stored) {
+      index = stored; // the clock stepped back: stand still at the start of the stored window
+      endsIn = this.windowMs;
+    }
+    const count = stored === index ? s[o + 1]! : 0;
     const after = count + cost;
     v.allowed = after <= this.limit;
     v.delayMs = 0;
@@ -53,7 +51,7 @@ export class FixedWindow implements SlabAlgorithm {
   }
 
   adjust(s: Float64Array, o: number, now: number, delta: number): void {
-    const index = Math.floor(this.at(s, o, now) / this.windowMs);
+    const index = Math.max(Math.floor(now / this.windowMs), s[o]!);
     const count = s[o] === index ? s[o + 1]! : 0;
     s[o] = index;
     s[o + 1] = Math.max(0, count + delta);

@@ -36,8 +36,9 @@ export class SlidingLog implements ObjectAlgorithm<LogState> {
 
   /** `now`, or the newest entry's time if the clock stepped back before it. */
   private at(st: LogState, now: number): number {
-    const last = st.times.length - 1;
-    return last < 0 || now >= st.times[last]! ? now : st.times[last]!;
+    const times = st.times;
+    const newest = times.length > 0 ? times[times.length - 1]! : now;
+    return now < newest ? newest : now;
   }
 
   /** Index of the first entry still inside the window, and the sum of the entries before it. */
@@ -58,7 +59,8 @@ export class SlidingLog implements ObjectAlgorithm<LogState> {
       v.retryAfterMs = 0;
       return;
     }
-    now = this.at(st, now);
+    const last = st.times.length - 1;
+    if (last >= 0 && now < st.times[last]!) now = st.times[last]!; // stepped back: stand still at the newest entry
     const [first, expired] = this.firstLive(st, now);
     const live = st.sum - expired;
     const newest = first < st.times.length ? st.times[st.times.length - 1]! : -Infinity;
@@ -103,9 +105,9 @@ export class SlidingLog implements ObjectAlgorithm<LogState> {
 
   commit(st: LogState | undefined, now: number, cost: number): LogState {
     const state = st ?? new LogState();
-    now = this.at(state, now);
-    this.prune(state, now);
-    this.append(state, now, cost);
+    const at = this.at(state, now);
+    this.prune(state, at);
+    this.append(state, at, cost);
     return state;
   }
 

@@ -1,19 +1,15 @@
 -- Fixed window: twin of src/core/fixed-window.ts. State 'dd': [window index, count in that window].
--- `now`, or the start of the stored window if the clock stepped back before it: it never reopens a window.
-local function fw_at(p, s, now)
-  local start = s[1] * p.windowMs
-  if now > start then return now end
-  return start
-end
-
 ALG['fixed-window'] = {
   init = function(p) p.buf = {}; p.n = 2; p.layout = 'dd' end,
   evaluate = function(p, s, now, cost, v)
-    local at = fw_at(p, s, now)
-    local index = floor(at / p.windowMs)
+    local index = floor(now / p.windowMs)
+    local endsIn = (index + 1) * p.windowMs - now
+    if index < s[1] then
+      index = s[1] -- the clock stepped back: stand still at the start of the stored window
+      endsIn = p.windowMs
+    end
     local count = 0
     if s[1] == index then count = s[2] end
-    local endsIn = (index + 1) * p.windowMs - at
     local after = count + cost
     v.allowed = after <= p.limit
     v.delay = 0
@@ -30,7 +26,7 @@ ALG['fixed-window'] = {
     end
   end,
   adjust = function(p, s, now, delta)
-    local index = floor(fw_at(p, s, now) / p.windowMs)
+    local index = max(floor(now / p.windowMs), s[1])
     local count = 0
     if s[1] == index then count = s[2] end
     s[1] = index

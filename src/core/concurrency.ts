@@ -3,6 +3,10 @@
  * until the caller releases it or `window` (the lease timeout) passes, so a crashed holder cannot leak a
  * slot forever. Stripe keeps the same thing as a sorted set of request ids scored by time.
  *
+ * A clock that steps back before the newest lease was taken stands still at that time, so no lease is
+ * stamped earlier (and so expires sooner) than one already held. Released leases are forgotten, and their
+ * times with them.
+ *
  * State: a LeaseSet object per key; idle when every lease has been released or has expired.
  */
 import { ceilMs, retryMs } from './time.js';
@@ -26,6 +30,15 @@ export class Concurrency implements ObjectAlgorithm<LeaseSet> {
     this.leaseMs = policy.windowMs;
   }
 
+  /** `now`, or the time the newest lease was taken if the clock stepped back before it. */
+  private at(st: LeaseSet | undefined, now: number): number {
+    if (st === undefined) return now;
+    let newest = -Infinity;
+    for (const t of st.expiresAt) if (t > newest) newest = t;
+    // Compared as expiries: rounding is monotonic, so a clock that never steps back is never moved.
+    return now + this.leaseMs >= newest ? now : newest - this.leaseMs;
+  }
+
   private inFlight(st: LeaseSet | undefined, now: number): number {
     let sum = 0;
     if (st !== undefined) for (let i = 0; i < st.ids.length; i++) if (st.expiresAt[i]! > now) sum += st.costs[i]!;
@@ -39,6 +52,7 @@ export class Concurrency implements ObjectAlgorithm<LeaseSet> {
   }
 
   evaluate(st: LeaseSet | undefined, now: number, cost: number, v: Verdict): void {
+    now = this.at(st, now);
     const held = this.inFlight(st, now);
     v.delayMs = 0;
     if (held + cost <= this.limit) {
@@ -81,6 +95,7 @@ export class Concurrency implements ObjectAlgorithm<LeaseSet> {
 
   commit(st: LeaseSet | undefined, now: number, cost: number, leaseId: string | undefined): LeaseSet {
     const state = st ?? new LeaseSet();
+    now = this.at(state, now);
     this.prune(state, now);
     if (leaseId === undefined) throw new Error('sluice internal: a concurrency commit needs a lease id');
     state.ids.push(leaseId);

@@ -6,6 +6,7 @@
  * so up to 2 × limit pass within a few milliseconds. `sluice demo` and the boundary-attack test show it.
  *
  * State (2 slots): [window index, count in that window]. All zeros is idle.
+ * A clock that steps back before the stored window stands still at its start: it never reopens a window.
  */
 import { ceilMs, retryMs } from './time.js';
 import type { Policy, SlabAlgorithm, Verdict } from './types.js';
@@ -24,9 +25,14 @@ export class FixedWindow implements SlabAlgorithm {
   }
 
   evaluate(s: Float64Array, o: number, now: number, cost: number, v: Verdict): void {
-    const index = Math.floor(now / this.windowMs);
-    const count = s[o] === index ? s[o + 1]! : 0;
-    const endsIn = (index + 1) * this.windowMs - now;
+    const stored = s[o]!;
+    let index = Math.floor(now / this.windowMs);
+    let endsIn = (index + 1) * this.windowMs - now;
+    if (index < stored) {
+      index = stored; // the clock stepped back: stand still at the start of the stored window
+      endsIn = this.windowMs;
+    }
+    const count = stored === index ? s[o + 1]! : 0;
     const after = count + cost;
     v.allowed = after <= this.limit;
     v.delayMs = 0;
@@ -45,7 +51,7 @@ export class FixedWindow implements SlabAlgorithm {
   }
 
   adjust(s: Float64Array, o: number, now: number, delta: number): void {
-    const index = Math.floor(now / this.windowMs);
+    const index = Math.max(Math.floor(now / this.windowMs), s[o]!);
     const count = s[o] === index ? s[o + 1]! : 0;
     s[o] = index;
     s[o + 1] = Math.max(0, count + delta);

@@ -5,6 +5,9 @@
  * entries are live (penalties aside); aged-out ones are compacted away once they are half the array, so
  * the arrays hold at most about 2 × limit + 32.
  *
+ * A clock that steps back before the newest entry stands still at it, so the log stays sorted and no entry
+ * is stamped earlier (and so ages out sooner) than one already logged.
+ *
  * State: a LogState object per key; idle when every entry has aged out.
  */
 import { ceilMs, retryMs } from './time.js';
@@ -31,6 +34,13 @@ export class SlidingLog implements ObjectAlgorithm<LogState> {
     this.windowMs = policy.windowMs;
   }
 
+  /** `now`, or the newest entry's time if the clock stepped back before it. */
+  private at(st: LogState, now: number): number {
+    const times = st.times;
+    const newest = times.length > 0 ? times[times.length - 1]! : now;
+    return now < newest ? newest : now;
+  }
+
   /** Index of the first entry still inside the window, and the sum of the entries before it. */
   private firstLive(st: LogState, now: number): [index: number, expiredSum: number] {
     const cutoff = now - this.windowMs;
@@ -49,6 +59,8 @@ export class SlidingLog implements ObjectAlgorithm<LogState> {
       v.retryAfterMs = 0;
       return;
     }
+    const last = st.times.length - 1;
+    if (last >= 0 && now < st.times[last]!) now = st.times[last]!; // stepped back: stand still at the newest entry
     const [first, expired] = this.firstLive(st, now);
     const live = st.sum - expired;
     const newest = first < st.times.length ? st.times[st.times.length - 1]! : -Infinity;
@@ -93,15 +105,16 @@ export class SlidingLog implements ObjectAlgorithm<LogState> {
 
   commit(st: LogState | undefined, now: number, cost: number): LogState {
     const state = st ?? new LogState();
-    this.prune(state, now);
-    this.append(state, now, cost);
+    const at = this.at(state, now);
+    this.prune(state, at);
+    this.append(state, at, cost);
     return state;
   }
 
   adjust(st: LogState | undefined, now: number, delta: number): LogState | undefined {
     if (delta > 0) return this.commit(st, now, delta);
     if (st === undefined) return undefined;
-    this.prune(st, now);
+    this.prune(st, this.at(st, now));
     let refund = -delta; // newest first
     while (refund > 0 && st.times.length > st.head) {
       const last = st.times.length - 1;

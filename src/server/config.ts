@@ -24,6 +24,8 @@ export interface RuleSpec {
   readonly name: string | undefined;
   readonly replaces: readonly string[];
   readonly shadowMode: boolean;
+  /** `detailed_metric`: the rule's metrics are kept per descriptor value, as Envoy's detailed stats key. */
+  readonly detailedMetric: boolean;
   readonly unlimited: boolean;
   /** `requests_per_unit`; 0 rejects every request, as in Envoy. */
   readonly requestsPerUnit: number;
@@ -226,9 +228,9 @@ function loadLevel(w: Walker, node: YamlNode, path: string, parentId: string, do
     const composite = value === undefined ? key : `${key}_${value}`;
     const id = parentId + composite;
     const shadowMode = bool(w, item, 'shadow_mode', here);
-    bool(w, item, 'detailed_metric', here);
+    const detailedMetric = bool(w, item, 'detailed_metric', here);
     const rlNode = item.get('rate_limit', true) as YamlNode | undefined;
-    const rule = rlNode === undefined ? undefined : loadRateLimit(w, rlNode, `${here}.rate_limit`, id, domain, shadowMode);
+    const rule = rlNode === undefined ? undefined : loadRateLimit(w, rlNode, `${here}.rate_limit`, id, domain, shadowMode, detailedMetric);
     if (rule !== undefined) rules.push(rule);
     const children = emptyLevel();
     const nested = item.get('descriptors', true) as YamlNode | undefined;
@@ -247,7 +249,7 @@ function loadLevel(w: Walker, node: YamlNode, path: string, parentId: string, do
   });
 }
 
-function loadRateLimit(w: Walker, node: YamlNode, path: string, id: string, domain: string, shadowMode: boolean): RuleSpec | undefined {
+function loadRateLimit(w: Walker, node: YamlNode, path: string, id: string, domain: string, shadowMode: boolean, detailedMetric: boolean): RuleSpec | undefined {
   if (!isMap(node)) {
     w.at(node, 0, path, `must be a map with 'unit' and 'requests_per_unit', got ${quote(node)}`);
     return undefined;
@@ -279,7 +281,7 @@ function loadRateLimit(w: Walker, node: YamlNode, path: string, id: string, doma
       if (node.has(k)) w.at(get(k), 0, `${path}.${k}`, `'${k}' cannot be set on an unlimited rate limit`);
     }
     if (w.problems.length > before) return undefined;
-    return { id, domain, name, replaces, shadowMode, unlimited: true, requestsPerUnit: 0, unit: 'UNKNOWN', policy: undefined };
+    return { id, domain, name, replaces, shadowMode, detailedMetric, unlimited: true, requestsPerUnit: 0, unit: 'UNKNOWN', policy: undefined };
   }
 
   const unitNode = get('unit');
@@ -336,7 +338,7 @@ function loadRateLimit(w: Walker, node: YamlNode, path: string, id: string, doma
     w.at(burstNode ?? algorithmNode, 0, path, `a rate limit of 0 requests rejects everything; 'algorithm' and 'burst' do not apply`);
     return undefined;
   }
-  return { id, domain, name, replaces, shadowMode, unlimited: false, requestsPerUnit: rpu, unit: reportedUnit, policy };
+  return { id, domain, name, replaces, shadowMode, detailedMetric, unlimited: false, requestsPerUnit: rpu, unit: reportedUnit, policy };
 }
 
 function loadHttpDescriptors(w: Walker, node: YamlNode | undefined): HeaderEntry[][] {

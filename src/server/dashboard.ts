@@ -51,11 +51,16 @@ export class Dashboard {
   private sample(): void {
     const rules: Record<string, [number, number]> = {};
     const next = new Map<string, [number, number]>();
+    // A detailed_metric rule reports one stats object per descriptor value: charted as the rule's sum.
     for (const s of this.service().allStats()) {
-      const now: [number, number] = [s.withinLimit, s.overLimit];
-      const before = this.last.get(s.rule) ?? [0, 0];
+      const now = next.get(s.rule) ?? [0, 0];
+      now[0] += s.withinLimit;
+      now[1] += s.overLimit;
       next.set(s.rule, now);
-      rules[s.rule] = [Math.max(0, now[0] - before[0]), Math.max(0, now[1] - before[1])];
+    }
+    for (const [rule, now] of next) {
+      const before = this.last.get(rule) ?? [0, 0];
+      rules[rule] = [Math.max(0, now[0] - before[0]), Math.max(0, now[1] - before[1])];
     }
     this.last = next;
     const sample = { t: Date.now(), ms: this.sampleMs, rules };

@@ -19,6 +19,11 @@ const COUNTERS: [keyof RuleStats, string, string][] = [
   ['storeErrors', 'sluice_rule_store_errors_total', 'Decisions the store could not make (answered by the failure mode or failed).'],
 ];
 
+/** A rule's labels; a `detailed_metric` rule's series also carry the request's values as `descriptor`. */
+function labelsOf(s: RuleStats): Record<string, string> {
+  return s.descriptor === undefined ? { domain: s.domain, rule: s.rule } : { domain: s.domain, rule: s.rule, descriptor: s.descriptor };
+}
+
 export function createMetrics(stats: () => RuleStats[], extra: { reloads: () => { ok: number; failed: number } }): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -27,7 +32,7 @@ export function createMetrics(stats: () => RuleStats[], extra: { reloads: () => 
       name,
       help,
       type: 'counter',
-      get: async () => ({ name, help, type: 'counter', aggregator: 'sum', values: stats().map((s) => ({ value: s[field] as number, labels: { domain: s.domain, rule: s.rule } })) }),
+      get: async () => ({ name, help, type: 'counter', aggregator: 'sum', values: stats().map((s) => ({ value: s[field] as number, labels: labelsOf(s) })) }),
     } as never);
   }
   const hname = 'sluice_rule_decision_seconds';
@@ -39,7 +44,7 @@ export function createMetrics(stats: () => RuleStats[], extra: { reloads: () => 
     get: async () => {
       const values: Value[] = [];
       for (const s of stats()) {
-        const labels = { domain: s.domain, rule: s.rule };
+        const labels = labelsOf(s);
         let cumulative = 0;
         LATENCY_BUCKETS.forEach((le, i) => {
           cumulative += s.latencyBuckets[i]!;

@@ -31,6 +31,8 @@ export class RuleStats {
   constructor(
     readonly domain: string,
     readonly rule: string,
+    /** Under `detailed_metric`: Envoy's detailed stats key of the requests counted here, or OVERFLOW. */
+    readonly descriptor?: string,
   ) {}
 
   observe(seconds: number): void {
@@ -40,4 +42,54 @@ export class RuleStats {
     this.latencySum += seconds;
     this.latencyCount++;
   }
+}
+
+/** The `descriptor` label of the series that counts the values beyond a rule's cap. */
+export const OVERFLOW = '(other)';
+
+/** Detailed series kept per rule unless `--max-detailed-series` says otherwise. */
+export const DEFAULT_MAX_DETAILED_SERIES = 100;
+
+/**
+ * A `detailed_metric` rule's stats, one RuleStats per descriptor value as Envoy's ratelimit keys its stats
+ * (`domain.key_value.key_value`, the request's values). Values come from clients, so at most `cap` series
+ * are made, first come first kept; hits of any further value count in one OVERFLOW series, which bounds the
+ * memory and the scrape an attacker can cause with unique values.
+ */
+export class DetailedStats {
+  private readonly series = new Map<string, RuleStats>();
+  private readonly overflow: RuleStats;
+
+  constructor(
+    readonly domain: string,
+    readonly rule: string,
+    readonly cap: number,
+  ) {
+    this.overflow = new RuleStats(domain, rule, OVERFLOW);
+  }
+
+  /** The stats of one detailed stats key, or the overflow series once the cap is reached. */
+  of(descriptor: string): RuleStats {
+    let s = this.series.get(descriptor);
+    if (s === undefined) {
+      if (this.series.size >= this.cap) return this.overflow;
+      s = new RuleStats(this.domain, this.rule, descriptor);
+      this.series.set(descriptor, s);
+    }
+    return s;
+  }
+
+  /** Every series, the overflow one only once something has counted in it. */
+  all(): RuleStats[] {
+    const out = [...this.series.values()];
+    if (this.overflow.totalHits > 0 || this.overflow.storeErrors > 0) out.push(this.overflow);
+    return out;
+  }
+}
+
+/** Envoy's detailed stats key: the domain, then `key_value` for every entry of the request's descriptor. */
+export function detailedKey(domain: string, entries: readonly { readonly key: string; readonly value: string }[]): string {
+  let k = domain;
+  for (const e of entries) k += `.${e.key}_${e.value}`;
+  return k;
 }

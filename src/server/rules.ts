@@ -7,7 +7,7 @@ import { Limiter } from '../limiter.js';
 import type { Policy, PolicyOptions } from '../core/index.js';
 import type { Clock, Store } from '../stores/store.js';
 import type { DescriptorNode, DomainConfig, Level, RuleSpec, ServiceConfig } from './config.js';
-import { RuleStats } from './rule-stats.js';
+import { DEFAULT_MAX_DETAILED_SERIES, DetailedStats, RuleStats } from './rule-stats.js';
 
 export interface Entry {
   readonly key: string;
@@ -21,6 +21,8 @@ export class Rule {
     /** Undefined for `unlimited` and for a limit of 0. */
     readonly limiter: Limiter | undefined,
     readonly stats: RuleStats,
+    /** Set for a `detailed_metric` rule: its stats per descriptor value, which replace `stats` in metrics. */
+    readonly detailed: DetailedStats | undefined = undefined,
   ) {}
 }
 
@@ -39,6 +41,8 @@ function toOptions(p: Policy): PolicyOptions {
 export interface RuleSetOptions {
   readonly store: Store;
   readonly clock?: Clock;
+  /** Per `detailed_metric` rule, the most descriptor values given a series of their own (default 100). */
+  readonly maxDetailedSeries?: number;
 }
 
 export class RuleSet {
@@ -52,16 +56,19 @@ export class RuleSet {
     options: RuleSetOptions,
     previous?: RuleSet,
   ) {
+    const cap = options.maxDetailedSeries ?? DEFAULT_MAX_DETAILED_SERIES;
     for (const d of config.domains.values()) {
       for (const spec of d.rules) {
         const old = previous?.rules.get(spec.id);
         if (old !== undefined && signature(old.spec.policy) === signature(spec.policy)) {
-          this.rules.set(spec.id, new Rule(spec, old.limiter, old.stats));
+          const detailed = spec.detailedMetric ? (old.detailed?.cap === cap ? old.detailed : new DetailedStats(spec.domain, spec.id, cap)) : undefined;
+          this.rules.set(spec.id, new Rule(spec, old.limiter, old.stats, detailed));
           this.kept++;
           continue;
         }
         const limiter = spec.policy === undefined ? undefined : new Limiter({ policy: toOptions(spec.policy), store: options.store, ...(options.clock ? { clock: options.clock } : {}) });
-        this.rules.set(spec.id, new Rule(spec, limiter, new RuleStats(spec.domain, spec.id)));
+        const detailed = spec.detailedMetric ? new DetailedStats(spec.domain, spec.id, cap) : undefined;
+        this.rules.set(spec.id, new Rule(spec, limiter, new RuleStats(spec.domain, spec.id), detailed));
       }
     }
   }

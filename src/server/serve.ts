@@ -42,7 +42,7 @@ export async function startService(settings: Settings, options: StartOptions = {
   const log = pino({ level: settings.logLevel, base: { service: 'sluice' } }, (options.logStream ?? process.stdout) as never);
   const config = loadConfig(settings.config); // throws ConfigError: the CLI prints every problem and exits 1
   const backing = await storeFromSettings(settings);
-  let rules = new RuleSet(config, { store: backing.store });
+  let rules = new RuleSet(config, { store: backing.store, maxDetailedSeries: settings.maxDetailedSeries });
   const service = new RateLimitService(rules, { store: backing.store, localCache: backing.kind !== 'memory' });
   const reloads = { ok: 0, failed: 0 };
   const metrics = createMetrics(() => service.allStats(), { reloads: () => reloads });
@@ -73,7 +73,7 @@ export async function startService(settings: Settings, options: StartOptions = {
 
   async function reload(reason: string): Promise<boolean> {
     try {
-      const next = new RuleSet(loadConfig(settings.config), { store: backing.store }, rules);
+      const next = new RuleSet(loadConfig(settings.config), { store: backing.store, maxDetailedSeries: settings.maxDetailedSeries }, rules);
       rules = next;
       service.replaceRules(next);
       reloads.ok++;

@@ -12,7 +12,7 @@ import type { Store } from '../stores/store.js';
 import { UNITS } from './config.js';
 import type { UnitName } from './config.js';
 import { LocalDenyCache } from './deny-cache.js';
-import { NEAR_LIMIT_RATIO, RuleStats } from './rule-stats.js';
+import { detailedKey, NEAR_LIMIT_RATIO, RuleStats } from './rule-stats.js';
 import { integerText } from './number-text.js';
 import { match, stateKey } from './rules.js';
 import type { Entry, Rule, RuleSet } from './rules.js';
@@ -113,9 +113,15 @@ export class RateLimitService {
     this.sync = options.store instanceof MemoryStore;
   }
 
-  /** Every stats object currently reported: the rules' and the overrides'. */
+  /** Every stats object currently reported: the rules' (per descriptor value under detailed_metric) and the overrides'. */
   allStats(): RuleStats[] {
-    return [...[...this.rules.rules.values()].map((r) => r.stats), ...[...this.overrides.values()].map((o) => o.stats)];
+    const out: RuleStats[] = [];
+    for (const r of this.rules.rules.values()) {
+      if (r.detailed === undefined) out.push(r.stats);
+      else out.push(...r.detailed.all());
+    }
+    for (const o of this.overrides.values()) out.push(o.stats);
+    return out;
   }
 
   /** Swaps in a reloaded rule set. Overrides are rebuilt lazily (their base rule may have changed). */
@@ -208,7 +214,10 @@ export class RateLimitService {
   }
 
   private decideOne(t: Target, entries: readonly Entry[], hits: number): DescriptorStatus | Promise<DescriptorStatus> {
-    const stats = t.stats;
+    // Envoy's detailed_metric: the rule's stats key carries the request's values. A limit override counts
+    // on its own stats, as before.
+    const detailed = t.rule?.detailed;
+    const stats = detailed === undefined || t.stats !== t.rule!.stats ? t.stats : detailed.of(detailedKey(t.rule!.spec.domain, entries));
     if (stats === undefined) return { code: 'OK', currentLimit: undefined, limitRemaining: 0, durationUntilResetMs: 0, rule: undefined, shadow: false };
     stats.totalHits += hits;
     const shadow = t.rule?.spec.shadowMode === true;

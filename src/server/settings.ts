@@ -28,6 +28,8 @@ export interface Settings {
   logLevel: string;
   /** Watch the config file(s) and reload on change (SIGHUP always reloads). */
   watch: boolean;
+  /** Per `detailed_metric` rule, the most descriptor values with a metric series of their own. */
+  maxDetailedSeries: number;
   /** Where the login demo (`npm run demo`) runs; the dashboard links to it when set. */
   demoUrl: string | undefined;
 }
@@ -77,6 +79,12 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
   maxBodyBytes: { flag: '--max-body-bytes', env: 'SLUICE_MAX_BODY_BYTES', help: 'largest request body (default 65536)', parse: int(1) },
   logLevel: { flag: '--log-level', env: 'SLUICE_LOG_LEVEL', help: 'trace, debug, info, warn, error or fatal (default info)', parse: str },
   watch: { flag: '--watch', env: 'SLUICE_WATCH', help: 'reload when the config changes (default true)', parse: bool },
+  maxDetailedSeries: {
+    flag: '--max-detailed-series',
+    env: 'SLUICE_MAX_DETAILED_SERIES',
+    help: 'detailed_metric: series per rule before further values share one "(other)" series (default 100)',
+    parse: int(0),
+  },
   demoUrl: {
     flag: '--demo-url',
     env: 'SLUICE_DEMO_URL',
@@ -102,6 +110,7 @@ export const DEFAULTS: Omit<Settings, 'config'> = {
   maxBodyBytes: 65_536,
   logLevel: 'info',
   watch: true,
+  maxDetailedSeries: 100,
   demoUrl: undefined,
 };
 

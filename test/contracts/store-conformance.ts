@@ -82,6 +82,45 @@ export function storeConformance(name: string, makeStore: () => Store, options: 
     });
   }
 
+  test(`${name}: fixed window: a clock stepping back across a boundary does not reopen the window`, async () => {
+    let now = 7_000_000;
+    const l = new Limiter({ policy: { algorithm: 'fixed-window', limit: 2, window: 1000 }, store: makeStore(), clock: () => now });
+    const key = `back:${Math.random()}`;
+    assert.equal((await l.limit(key, { cost: 2 })).allowed, true);
+    now -= 1; // the window before
+    const back = await l.limit(key);
+    assert.deepEqual([back.allowed, back.retryAfterMs], [false, 1000]);
+    now += 1001;
+    assert.equal((await l.limit(key, { cost: 2 })).allowed, true);
+  });
+
+  for (const policy of conformancePolicies) {
+    test(`${name}: ${policy.name} decides as the memory store on a clock that steps back`, async () => {
+      const w = Number(policy.window);
+      const stepArb = fc.record({ dt: fc.integer({ min: -2 * w, max: 2 * w }), cost: fc.integer({ min: 0, max: policy.burst ?? policy.limit }) });
+      await fc.assert(
+        fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 20 }), async (steps) => {
+          let now = 9_000_000;
+          const clock = () => now;
+          const tested = new Limiter({ policy, store: makeStore(), clock });
+          const reference = new Limiter({ policy, store: new MemoryStore(), clock });
+          const key = `back:${Math.random().toString(36).slice(2)}`;
+          try {
+            for (const [i, s] of steps.entries()) {
+              now += s.dt;
+              const got = await tested.limit(key, { cost: s.cost });
+              const want = reference.limitSync(key, { cost: s.cost });
+              assert.deepEqual(comparable(got), comparable(want), `step ${i} at ${now} ${JSON.stringify(s)}`);
+            }
+          } finally {
+            await options.cleanup?.();
+          }
+        }),
+        { numRuns: Math.max(5, Math.floor(runs / 3)) },
+      );
+    });
+  }
+
   test(`${name}: several policies on a key are atomic`, async () => {
     let now = 1_000_000;
     const l = new Limiter({

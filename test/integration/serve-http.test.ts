@@ -15,6 +15,9 @@ descriptors:
     rate_limit: { unit: hour, requests_per_unit: 3, algorithm: token-bucket }
   - key: user
     rate_limit: { unit: hour, requests_per_unit: ${limit} }
+  - key: client
+    detailed_metric: true
+    rate_limit: { unit: hour, requests_per_unit: 2 }
 `;
 
 const { run, skipped } = await variants();
@@ -28,7 +31,7 @@ for (const variant of run) {
     let port: number;
     const u = (s: string) => `${s}-${variant.name.split(' ')[0]}-${process.pid}`;
     before(async () => {
-      ({ svc, logs } = await start(cfg.path, variant, { maxBodyBytes: 1024, watch: true }));
+      ({ svc, logs } = await start(cfg.path, variant, { maxBodyBytes: 1024, watch: true, maxDetailedSeries: 3 }));
       port = svc.httpPort;
     });
     after(async () => {
@@ -104,6 +107,24 @@ for (const variant of run) {
       assert.match(metrics, /sluice_rule_over_limit_total\{domain="web",rule="web.user"\} [1-9]/);
       assert.match(metrics, /sluice_rule_decision_seconds_bucket\{domain="web",rule="web.user",le="\+Inf"\} [1-9]/);
       assert.match(metrics, /process_cpu_user_seconds_total/);
+    });
+
+    test('detailed_metric: each descriptor value gets its own series, up to --max-detailed-series, then "(other)"', async () => {
+      const client = (v: string) => post(port, '/json', { domain: 'web', descriptors: [{ entries: [{ key: 'client', value: v }] }] });
+      await client(u('c1'));
+      await client(u('c1'));
+      await client(u('c1')); // over its limit of 2
+      await client(u('c2'));
+      for (let i = 3; i <= 7; i++) await client(u(`c${i}`)); // c3 takes the last series; c4..c7 fold into "(other)"
+      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      const series = (name: string, d: string) => new RegExp(`${name}\\{domain="web",rule="web.client",descriptor="${d.replace(/[.()]/g, '\\$&')}"\\} (\\d+)`).exec(metrics)?.[1];
+      assert.equal(series('sluice_rule_hits_total', `web.client_${u('c1')}`), '3');
+      assert.equal(series('sluice_rule_over_limit_total', `web.client_${u('c1')}`), '1');
+      assert.equal(series('sluice_rule_hits_total', `web.client_${u('c2')}`), '1');
+      assert.equal(series('sluice_rule_hits_total', `web.client_${u('c3')}`), '1');
+      assert.equal(series('sluice_rule_hits_total', `web.client_${u('c4')}`), undefined, 'past the cap');
+      assert.equal(series('sluice_rule_hits_total', '(other)'), '4');
+      assert.doesNotMatch(metrics, /rule="web.user",descriptor=/, 'a rule without detailed_metric keeps one series');
     });
 
     test('hot reload on file change keeps the state of unchanged rules and applies new limits', async () => {

@@ -67,3 +67,41 @@ test('gcra admitted requests without bound at 1e9 per minute (each step was belo
   while (token.limiter.limitSync('a').allowed && viaBucket < 2000) viaBucket++;
   assert.equal(viaBucket, 1000, 'the token bucket stays exact at that rate');
 });
+
+test('fixed window: a clock stepping back across a boundary does not reopen the window', () => {
+  const { clock, limiter } = at({ algorithm: 'fixed-window', limit: 2, window: 1000 });
+  clock.now = 5_000;
+  assert.equal(limiter.limitSync('a', { cost: 2 }).allowed, true);
+  clock.now = 4_999; // into the window before: it was a fresh window, and admitted 2 more
+  const back = limiter.limitSync('a');
+  assert.equal(back.allowed, false);
+  assert.equal(back.retryAfterMs, 1_000, 'the clock stands still at the start of the stored window');
+  clock.now = 6_000;
+  assert.equal(limiter.limitSync('a', { cost: 2 }).allowed, true);
+});
+
+test('concurrency: a lease taken on a clock stepped back does not time out sooner than the one before it', () => {
+  const { clock, limiter } = at({ algorithm: 'concurrency', limit: 2, window: 1000 });
+  clock.now = 10_000;
+  assert.equal(limiter.limitSync('a').allowed, true);
+  clock.now = 9_500; // this lease timed out at 10_500, freeing a slot while the first is still held
+  assert.equal(limiter.limitSync('a').allowed, true);
+  clock.now = 10_600;
+  assert.equal(limiter.limitSync('a').allowed, false);
+  clock.now = 11_000;
+  assert.equal(limiter.limitSync('a', { cost: 2 }).allowed, true);
+});
+
+test('sliding log: an entry logged on a clock stepped back made the log look idle while an entry was live', () => {
+  const { clock, limiter } = at({ algorithm: 'sliding-log', limit: 2, window: 1000 });
+  clock.now = 10_000;
+  assert.equal(limiter.limitSync('a').allowed, true);
+  clock.now = 9_000; // logged after 10_000, out of order: the log looked idle from 10_000 on
+  assert.equal(limiter.limitSync('a').allowed, true);
+  assert.equal(limiter.limitSync('a').allowed, false);
+  clock.now = 10_500;
+  limiter.limitSync('b'); // a new key sweeps idle ones: 'a' was dropped with 10_000 still in its window
+  assert.equal(limiter.limitSync('a').allowed, false);
+  clock.now = 11_000;
+  assert.equal(limiter.limitSync('a', { cost: 2 }).allowed, true);
+});

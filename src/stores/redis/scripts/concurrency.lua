@@ -22,10 +22,20 @@ local function conc_last_expiry(st, now)
   return last
 end
 
+-- `now`, or the time the newest lease was taken if the clock stepped back before it: no lease is stamped
+-- earlier (and so expires sooner) than one already held. Compared as expiries, as the core does.
+local function conc_at(p, st, now)
+  local newest = -INF
+  for i = 1, st.n do if st.exp[i] > newest then newest = st.exp[i] end end
+  if now + p.windowMs >= newest then return now end
+  return newest - p.windowMs
+end
+
 ALG['concurrency'] = {
   init = function(p) end,
   load = conc_load,
   evaluate = function(p, st, now, cost, v)
+    now = conc_at(p, st, now)
     local held = 0
     for i = 1, st.n do if st.exp[i] > now then held = held + st.costs[i] end end
     v.delay = 0
@@ -52,11 +62,13 @@ ALG['concurrency'] = {
     v.retry = retry_ms(at - now)
   end,
   commit = function(p, key, st, now, cost, lease, v)
+    local at = conc_at(p, st, now)
     local dead = {}
-    for i = 1, st.n do if st.exp[i] <= now then dead[#dead + 1] = st.ids[i] end end
+    for i = 1, st.n do if st.exp[i] <= at then dead[#dead + 1] = st.ids[i] end end
     if #dead > 0 then redis.call('HDEL', key, unpack(dead)) end
-    redis.call('HSET', key, lease, struct.pack('dd', now + p.windowMs, cost))
-    redis.call('PEXPIRE', key, p.windowMs + GRACE) -- the newest lease is the last to expire
+    redis.call('HSET', key, lease, struct.pack('dd', at + p.windowMs, cost))
+    -- The newest lease is the last to expire; the TTL runs on the caller's clock, which may be behind it.
+    redis.call('PEXPIRE', key, ceil(at - now) + p.windowMs + GRACE)
   end,
   -- Leases are ended by release(), not by cost adjustments: penalty and reward leave them alone.
   adjust = function(p, key, st, now, delta) end,

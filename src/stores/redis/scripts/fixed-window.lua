@@ -3,9 +3,13 @@ ALG['fixed-window'] = {
   init = function(p) p.buf = {}; p.n = 2; p.layout = 'dd' end,
   evaluate = function(p, s, now, cost, v)
     local index = floor(now / p.windowMs)
+    local endsIn = (index + 1) * p.windowMs - now
+    if index < s[1] then
+      index = s[1] -- the clock stepped back: stand still at the start of the stored window
+      endsIn = p.windowMs
+    end
     local count = 0
     if s[1] == index then count = s[2] end
-    local endsIn = (index + 1) * p.windowMs - now
     local after = count + cost
     v.allowed = after <= p.limit
     v.delay = 0
@@ -22,7 +26,7 @@ ALG['fixed-window'] = {
     end
   end,
   adjust = function(p, s, now, delta)
-    local index = floor(now / p.windowMs)
+    local index = max(floor(now / p.windowMs), s[1])
     local count = 0
     if s[1] == index then count = s[2] end
     s[1] = index

@@ -27,6 +27,13 @@ local function log_load(p, key)
   return st
 end
 
+-- `now`, or the newest entry's time if the clock stepped back before it: the log stays sorted, and no
+-- entry is stamped earlier (and so ages out sooner) than one already logged.
+local function log_at(st, now)
+  if st.n == 0 or now >= st.times[st.n] then return now end
+  return st.times[st.n]
+end
+
 -- Index of the first entry still inside the window, and the sum of the entries before it.
 local function log_first_live(p, st, now)
   local cutoff = now - p.windowMs
@@ -63,6 +70,8 @@ end
 
 local function log_commit(p, key, st, now, cost)
   st = st or { times = {}, costs = {}, sum = 0, n = 0 }
+  local raw = now
+  now = log_at(st, now)
   log_prune(p, st, now)
   if st.n > 0 and st.times[st.n] == now then
     st.costs[st.n] = st.costs[st.n] + cost
@@ -72,7 +81,7 @@ local function log_commit(p, key, st, now, cost)
     st.costs[st.n] = cost
   end
   st.sum = st.sum + cost
-  log_save(p, key, st, now)
+  log_save(p, key, st, raw)
 end
 
 ALG['sliding-log'] = {
@@ -87,6 +96,7 @@ ALG['sliding-log'] = {
       v.retry = 0
       return
     end
+    now = log_at(st, now)
     local first, expired = log_first_live(p, st, now)
     local live = st.sum - expired
     local newest = -INF
@@ -113,7 +123,7 @@ ALG['sliding-log'] = {
   adjust = function(p, key, st, now, delta)
     if delta > 0 then return log_commit(p, key, st, now, delta) end
     if st == nil then return end
-    log_prune(p, st, now)
+    log_prune(p, st, log_at(st, now))
     local refund = -delta -- newest first
     while refund > 0 and st.n > 0 do
       local take = min(st.costs[st.n], refund)

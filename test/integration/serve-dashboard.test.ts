@@ -55,7 +55,7 @@ describe('dashboard', () => {
     // Steady traffic on two keys: one within its limit, one hammered past it.
     // Fired without waiting: a request still in flight when the service closes after the test rejects, and
     // that is no failure of the dashboard (it was one of this test's, as an unhandled rejection, on a busy host).
-    const fire = (path: string, body: unknown) => void post(svc.httpPort, path, body).catch(() => {});
+    const fire = (path: string, body: object) => void post(svc.httpPort, path, body).catch(() => {});
     let n = 0;
     traffic = setInterval(() => {
       n++;

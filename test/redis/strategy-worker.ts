@@ -30,12 +30,16 @@ await Promise.all(
     while (Date.now() < end) {
       const issued = Date.now();
       const d = await limiter.limit('hot');
+      const answered = Date.now();
       decisions++;
       if (d.allowed) {
         admitted++;
-        // Decided at some t in [issued, now] whose window ends at t + resetAfterMs: read off the window
-        // end, since reading the clock now could put a decision made before a boundary after it.
-        writeSync(fd, `${Math.ceil((issued + d.resetAfterMs) / W) - 1}\n`);
+        // Decided at some t in [issued, answered], in the window that ends at t + resetAfterMs (a multiple of
+        // W: the store runs on this clock). Written as the range of windows that can be: one window unless
+        // the call took a window or more (a stalled host), which the test then resolves.
+        const first = Math.ceil((issued + d.resetAfterMs) / W) - 1;
+        const last = Math.ceil((answered + d.resetAfterMs) / W) - 1;
+        writeSync(fd, `${first} ${last}\n`);
       }
       if (d.reason !== undefined) throw new Error(`fell back: ${d.reason}`);
       await new Promise((r) => setImmediate(r));

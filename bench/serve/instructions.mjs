@@ -14,7 +14,7 @@ const [N1 = 500, N2 = 2500, CONNS = 4] = process.argv.slice(2, 5).map(Number);
 const servers = process.argv.length > 5 ? process.argv.slice(5) : ['bare', 'bare-read', 'dist'];
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const HERE = join(ROOT, 'bench/serve');
-const PORT = 18290;
+const PORT = Number(process.env.PORT ?? 18290);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function command(server) {
@@ -56,7 +56,7 @@ function drive(count, offset) {
 }
 
 async function countFor(server, n) {
-  const child = spawn('valgrind', ['--tool=callgrind', '--callgrind-out-file=/dev/null', process.execPath, '--single-threaded', '--predictable', ...command(server)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${process.env.CG_OUT ?? '/dev/null'}`, process.execPath, '--single-threaded', '--predictable', ...command(server)], { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   child.stderr.on('data', (d) => (err += d));
   const exited = new Promise((r) => child.on('exit', r));
@@ -76,6 +76,10 @@ async function countFor(server, n) {
 
 for (const server of servers) {
   const a = await countFor(server, N1);
+  if (N2 === N1) {
+    process.stdout.write(`${server}: ${a} instructions at ${N1} requests\n`);
+    continue;
+  }
   const b = await countFor(server, N2);
   process.stdout.write(`${server}: ${Math.round((b - a) / (N2 - N1))} instructions per request (${a} at ${N1}, ${b} at ${N2}, ${CONNS} connections)\n`);
 }

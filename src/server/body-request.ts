@@ -49,6 +49,9 @@ export class BodyRequest extends IncomingMessage {
     if (chunk === null) {
       this.bodyDone = undefined;
       const pushed = super.push(null);
+      // The body is consumed: let the stream run to its end now, as Node's resOnFinish would for an unread
+      // body, so the request has ended by the time the answer is out and needs no 'end' listener then.
+      this.resume();
       if (done !== DRAIN) {
         const first = this.bodyFirst;
         const chunks = this.bodyChunks;

@@ -4,6 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { post, start, TempConfig, variants } from './serve-helpers.js';
 import type { LogSink } from './serve-helpers.js';
@@ -97,6 +98,46 @@ for (const variant of run) {
       assert.equal((await fetch(`http://127.0.0.1:${port}/nginx/%E0%A4%A`)).status, 400, 'malformed percent-encoding');
       assert.equal((await fetch(`http://127.0.0.1:${port}/nginx/nope`)).status, 404, 'unknown domain');
       assert.equal((await post(port, '/v1/check', { key: u('still-alive') })).status, 200);
+    });
+
+    test('POST /json and /v1/check on one raw connection: pipelined, chunked, oversized and split bodies each get their answer, in order', async () => {
+      const json = (user: string) => JSON.stringify({ domain: 'web', descriptors: [{ entries: [{ key: 'user', value: u(user) }] }] });
+      const req = (path: string, body: string, framing = `content-length: ${Buffer.byteLength(body)}`) => `POST ${path} HTTP/1.1\r\nhost: x\r\n${framing}\r\n\r\n${body}`;
+      const big = JSON.stringify({ domain: 'web', pad: 'x'.repeat(1100) });
+      const chunked = (body: string) => `${Buffer.byteLength(body).toString(16)}\r\n${body}\r\n0\r\n\r\n`;
+      const split = req('/json', json('split'));
+      const check = req('/v1/check', JSON.stringify({ key: u('split') }));
+      const s = connect(port, '127.0.0.1');
+      await new Promise((r) => s.once('connect', r));
+      s.setNoDelay(true);
+      let text = '';
+      s.on('data', (d) => (text += d.toString()));
+      s.write(req('/json', json('pipe')) + req('/json', chunked(json('pipe')), 'transfer-encoding: chunked') + req('/json', big) + req('/json', chunked(big), 'transfer-encoding: chunked') + check.slice(0, check.length - 20));
+      // The last two requests arrive over several writes, cut inside their bodies.
+      for (const part of [check.slice(-20, -10), check.slice(-10)]) {
+        await new Promise((r) => setImmediate(r));
+        s.write(part);
+      }
+      s.write(split.slice(0, split.length - 5));
+      await new Promise((r) => setImmediate(r));
+      s.write(split.slice(split.length - 5));
+      const answers = async () => {
+        for (;;) {
+          const found = [...text.matchAll(/HTTP\/1\.1 (\d+)[^]*?content-length: (\d+)\r\n[^]*?\r\n\r\n/gi)];
+          if (found.length === 6) {
+            const last = found[5]!;
+            if (text.length >= last.index! + last[0].length + Number(last[2])) return found.map((m) => JSON.parse(text.substr(m.index! + m[0].length, Number(m[2]))) as any).map((b, i) => [Number(found[i]![1]), b]);
+          }
+          await new Promise((r) => s.once('data', r));
+        }
+      };
+      const got = await answers();
+      s.destroy();
+      assert.deepEqual(got.map(([status]) => status), [200, 200, 413, 413, 200, 200]);
+      assert.deepEqual([got[0]![1].statuses[0].limitRemaining, got[1]![1].statuses[0].limitRemaining], [1, undefined], 'both pipelined decisions were charged, in order (proto3 JSON leaves out a zero)');
+      assert.equal(got[2]![1].error, 'the body is larger than 1024 bytes');
+      assert.equal(got[4]![1].allowed, true);
+      assert.equal(got[5]![1].statuses[0].limitRemaining, 1);
     });
 
     test('/healthz, /readyz and /metrics answer', async () => {

@@ -1,0 +1,46 @@
+// Instructions per POST /json of sluice's HTTP layer, server and client in one process and no timers (no
+// dashboard sampling, no default metrics, nothing that grows with wall-clock time), so callgrind's count
+// repeats. The client's share is the same for every build, so differences between builds are the server's.
+// Usage: valgrind --tool=callgrind --callgrind-out-file=/dev/null node --single-threaded --predictable \
+//   bench/serve/instructions-in-process.mjs <dist> <requests>; per request = (count at N2 - count at N1) / (N2 - N1).
+import net from 'node:net';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const [distArg, nArg] = process.argv.slice(2);
+const dist = resolve(distArg ?? 'dist');
+const N = Number(nArg ?? 1000);
+const imp = (m) => import(join(dist, m));
+const [{ createHttpServer }, { loadConfig }, { RuleSet }, { RateLimitService }, { MemoryStore }, { Dashboard }, { Registry }, { default: pino }] = await Promise.all([
+  imp('server/http.js'), imp('server/config.js'), imp('server/rules.js'), imp('server/service.js'), imp('stores/memory.js'), imp('server/dashboard.js'), import('prom-client'), import('pino'),
+]);
+const store = new MemoryStore();
+const service = new RateLimitService(new RuleSet(loadConfig(fileURLToPath(new URL('policies.yaml', import.meta.url))), { store }), { store, localCache: false });
+const server = createHttpServer({ service, metrics: new Registry(), dashboard: new Dashboard(() => service), log: pino({ level: 'silent' }), maxBodyBytes: 65536, ready: async () => true, stopping: () => false });
+await new Promise((r) => server.listen(0, '127.0.0.1', r));
+const port = server.address().port;
+const requests = Array.from({ length: 1000 }, (_, i) => {
+  const body = `{"domain":"bench","descriptors":[{"entries":[{"key":"remote_address","value":"10.0.${(i + 1) % 250}.${i + 1}"}]}]}`;
+  return Buffer.from(`POST /json HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+});
+await new Promise((done, fail) => {
+  const s = net.connect(port, '127.0.0.1');
+  let sent = 0;
+  let buf = '';
+  const next = () => s.write(requests[sent++ % 1000]);
+  s.on('connect', next).on('error', fail);
+  s.on('data', (d) => {
+    buf += d.toString('latin1');
+    for (;;) {
+      const h = buf.indexOf('\r\n\r\n');
+      if (h < 0) return;
+      if (!buf.startsWith('HTTP/1.1 200')) return fail(new Error(buf.slice(0, 200)));
+      const end = h + 4 + Number(/content-length: (\d+)/i.exec(buf.slice(0, h))[1]);
+      if (buf.length < end) return;
+      buf = buf.slice(end);
+      if (sent === N) return s.end(done);
+      next();
+    }
+  });
+});
+server.close();

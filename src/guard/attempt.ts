@@ -1,6 +1,6 @@
 /** Validates what `check` and `record` receive and turns it into tags, so no plain value goes further. */
 import { SluiceError, show } from '../core/errors.js';
-import { ipText, maskedText, parseIp, tryParseIp, type IpAddress } from './ip.js';
+import { ipText, maskedText, parseIp, tryParseIp, v4Mask, type IpAddress } from './ip.js';
 import type { KeyedHasher } from './keyed-hash.js';
 
 /** What `guard.check` takes: who is logging in, from where. */
@@ -65,7 +65,10 @@ export function tagAttempt(
   // form), so it is tagged as given; ::ffff:a.b.c.d and IPv6 are written out canonically first.
   const address = hasher.tag('ip', ip.v4 && !(a.ip as string).includes(':') ? (a.ip as string) : ipText(ip.bytes));
   const prefix = ip.v4 ? ipv4Subnet : ipv6Subnet;
-  const subnet = hasher.tag('net', `${maskedText(ip, prefix)}/${prefix}`);
+  const b = ip.bytes;
+  const subnet = ip.v4
+    ? hasher.tagDottedQuad('net', b[12]! & v4Mask(prefix, 0), b[13]! & v4Mask(prefix, 1), b[14]! & v4Mask(prefix, 2), b[15]! & v4Mask(prefix, 3), prefix)
+    : hasher.tag('net', `${maskedText(ip, prefix)}/${prefix}`);
   const fingerprint = a.fingerprint === undefined ? undefined : hasher.tag('fp', text(call, 'fingerprint', a.fingerprint, MAX_TEXT));
   return { ip, account, address, subnet, fingerprint, location: ip.v4 ? address : subnet };
 }

@@ -1,6 +1,6 @@
 /** Validates what `check` and `record` receive and turns it into tags, so no plain value goes further. */
 import { SluiceError, show } from '../core/errors.js';
-import { ipText, maskedText, parseIp, type IpAddress } from './ip.js';
+import { ipText, maskedText, parseIp, tryParseIp, v4Mask, type IpAddress } from './ip.js';
 import type { KeyedHasher } from './keyed-hash.js';
 
 /** What `guard.check` takes: who is logging in, from where. */
@@ -55,24 +55,27 @@ export function tagAttempt(
   if (typeof input !== 'object' || input === null) bad(call, 'attempt', 'an object { account, ip, fingerprint? }', input);
   const a = input as Record<string, unknown>;
   const account = hasher.tag('acct', text(call, 'account', a.account, MAX_TEXT));
-  let ip: IpAddress;
-  try {
-    ip = parseIp(a.ip, `guard.${call}(): 'ip'`);
-  } catch (error) {
+  // The field name for parseIp's error is built only when there is an error to throw.
+  let ip = typeof a.ip === 'string' ? tryParseIp(a.ip) : undefined;
+  if (ip === undefined) {
     if (typeof a.ip !== 'string') bad(call, 'ip', 'an IPv4 or IPv6 address string', a.ip);
-    throw error;
+    ip = parseIp(a.ip, `guard.${call}(): 'ip'`); // throws ERR_SLUICE_INVALID_IP naming the field
   }
-  const address = hasher.tag('ip', ipText(ip.bytes));
+  // Dotted-quad text that parsed as IPv4 is already canonical (parseIp takes no leading zeros, no other
+  // form), so it is tagged as given; ::ffff:a.b.c.d and IPv6 are written out canonically first.
+  const address = hasher.tag('ip', ip.v4 && !(a.ip as string).includes(':') ? (a.ip as string) : ipText(ip.bytes));
   const prefix = ip.v4 ? ipv4Subnet : ipv6Subnet;
-  const subnet = hasher.tag('net', `${maskedText(ip, prefix)}/${prefix}`);
+  const b = ip.bytes;
+  const subnet = ip.v4
+    ? hasher.tagDottedQuad('net', b[12]! & v4Mask(prefix, 0), b[13]! & v4Mask(prefix, 1), b[14]! & v4Mask(prefix, 2), b[15]! & v4Mask(prefix, 3), prefix)
+    : hasher.tag('net', `${maskedText(ip, prefix)}/${prefix}`);
   const fingerprint = a.fingerprint === undefined ? undefined : hasher.tag('fp', text(call, 'fingerprint', a.fingerprint, MAX_TEXT));
   return { ip, account, address, subnet, fingerprint, location: ip.v4 ? address : subnet };
 }
 
-/** The outcome's `success` and `password`, checked. */
-export function outcomeOf(input: LoginOutcome): { success: boolean; password: string | undefined } {
+/** Checks the outcome's `success` and `password` (no object returned: record reads them itself). */
+export function checkOutcome(input: LoginOutcome): void {
   if (typeof input.success !== 'boolean') bad('record', 'success', 'true or false', input.success);
   const p = input.password;
   if (p !== undefined && (typeof p !== 'string' || p.length > MAX_PASSWORD)) bad('record', 'password', `a string of at most ${MAX_PASSWORD} characters`, typeof p === 'string' ? `<${p.length} characters>` : p);
-  return { success: input.success, password: p };
 }

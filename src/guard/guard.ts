@@ -21,7 +21,7 @@ import type { Decision } from '../core/types.js';
 import { MemoryStore } from '../stores/memory.js';
 import type { Clock, MaybePromise, Store, StoreTable } from '../stores/store.js';
 import { FailureRateMonitor } from './anomaly.js';
-import { outcomeOf, tagAttempt, type LoginAttempt, type LoginOutcome, type TaggedAttempt } from './attempt.js';
+import { checkOutcome, tagAttempt, type LoginAttempt, type LoginOutcome, type TaggedAttempt } from './attempt.js';
 import { backoffMs, type BackoffSchedule } from './backoff.js';
 import { KeyedHasher, tagIn } from './keyed-hash.js';
 import { decide, raise, rank, type Floor, type GuardVerdict } from './ladder.js';
@@ -240,7 +240,8 @@ export class Guard {
   async record(outcome: LoginOutcome): Promise<RecordResult> {
     const c = this.config;
     const t = tagAttempt('record', outcome, this.hasher, c.ipv4Subnet, c.ipv6Subnet);
-    const { success, password } = outcomeOf(outcome);
+    checkOutcome(outcome);
+    const { success, password } = outcome;
     const now = this.clock();
     const standing = this.reputation.classify(t.ip);
     const readAccount = this.state.readAccount(t.account, now);

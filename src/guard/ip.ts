@@ -122,7 +122,7 @@ export function maskedText(ip: IpAddress, prefix: number): string {
 }
 
 /** The mask of byte `i` (0–3) of an IPv4 address under a /prefix. */
-function v4Mask(prefix: number, i: number): number {
+export function v4Mask(prefix: number, i: number): number {
   return (0xff00 >> Math.max(0, Math.min(8, prefix - 8 * i))) & 0xff;
 }
 

@@ -129,21 +129,15 @@ export class MemoryGuardState implements GuardState {
       if (r.unfamiliarFailures === 0) r.lastFailureAt = 0;
     }
     const until = now + familiarMs;
-    for (let i = sources.length - 1; i >= 0; i--) {
-      const tag = sources[i]!;
-      const at = r.familiar.indexOf(tag);
-      if (at >= 0) {
-        r.familiar.splice(at, 1);
-        r.familiarUntil.splice(at, 1);
-      }
-      r.familiar.unshift(tag);
-      r.familiarUntil.unshift(until);
-    }
+    for (let i = sources.length - 1; i >= 0; i--) moveToFront(r, sources[i]!, until);
     if (r.familiar.length > maxFamiliar) {
       r.familiar.length = maxFamiliar;
       r.familiarUntil.length = maxFamiliar;
     }
-    r.expiresAt = Math.max(...r.familiarUntil, r.lastFailureAt > 0 ? r.failuresUntil : now, r.unfamiliarLockedUntil);
+    // The latest of every expiry, by a loop: Math.max(...spread) builds an argument list per success.
+    let expiresAt = Math.max(r.lastFailureAt > 0 ? r.failuresUntil : now, r.unfamiliarLockedUntil);
+    for (const t of r.familiarUntil) if (t > expiresAt) expiresAt = t;
+    r.expiresAt = expiresAt;
   }
 
   /** The next account in sweep (insertion) order, wrapping around. */
@@ -201,6 +195,27 @@ function forgetFailures(r: AccountRecord): void {
   r.lastFailureAt = 0;
   r.failuresUntil = 0;
   r.passwords = null;
+}
+
+/**
+ * Puts `tag` first in the account's familiar list with `until`, removing its older entry: the lists hold
+ * at most a few dozen entries, shifted by hand rather than by splice and unshift (which allocate).
+ */
+function moveToFront(r: AccountRecord, tag: string, until: number): void {
+  const tags = r.familiar;
+  const times = r.familiarUntil;
+  let at = tags.indexOf(tag);
+  if (at < 0) {
+    at = tags.length;
+    tags.push(tag);
+    times.push(until);
+  }
+  for (let j = at; j > 0; j--) {
+    tags[j] = tags[j - 1]!;
+    times[j] = times[j - 1]!;
+  }
+  tags[0] = tag;
+  times[0] = until;
 }
 
 function pruneFamiliar(r: AccountRecord, now: number): void {

@@ -66,3 +66,26 @@ test("the tagger equals node:crypto's HMAC-SHA-256 for random secrets and inputs
   }
   assert.equal(h.tag('ip', 'short again'), reference(secret, 'ip', '\0', 'short again'));
 });
+
+test('the IPv4 subnet tag written in place equals the tag of its text, for every byte value and prefix', () => {
+  const h = new KeyedHasher(Buffer.from('secret-number-one-0123'));
+  for (let x = 0; x < 256; x++) {
+    const [a, b, c, d, prefix] = [x, 255 - x, (x * 7) % 256, (x * 13 + 1) % 256, x % 33];
+    assert.equal(h.tagDottedQuad('net', a, b, c, d, prefix), h.tag('net', `${a}.${b}.${c}.${d}/${prefix}`));
+  }
+  // The scratch is wiped between tags: a long tag, then a short one, then the subnet again.
+  const before = h.tagDottedQuad('net', 10, 0, 0, 0, 8);
+  h.tag('fp', 'z'.repeat(500));
+  assert.equal(h.tagDottedQuad('net', 10, 0, 0, 0, 8), before);
+});
+
+test('an address tags the same as a dotted quad and as IPv4-mapped IPv6, so a host has one tag in state', async () => {
+  for (const [plain, mapped] of [['203.0.113.7', '::ffff:203.0.113.7'], ['10.0.0.1', '::ffff:a00:1'], ['0.0.0.0', '::ffff:0.0.0.0']] as const) {
+    const one = makeGuard();
+    await one.guard.record({ account: 'alice', ip: plain, success: false });
+    const two = makeGuard();
+    await two.guard.record({ account: 'alice', ip: mapped, success: false });
+    assert.equal(one.state.dump(), two.state.dump(), `${plain} and ${mapped}`);
+    assert.deepEqual([...one.store.keys], [...two.store.keys]);
+  }
+});

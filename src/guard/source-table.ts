@@ -91,18 +91,24 @@ export class SourceTable {
 
   // ---- distinct accounts ----
 
-  /** The slab and offset of distinct entry `k` of the row at `o`. */
-  private entry(o: number, k: number): [Float64Array, number] {
-    if (k < INLINE) return [this.slab, o + INLINE_AT + 2 * k];
-    return [this.overflow.get(o / SLOTS)!, 2 * (k - INLINE)];
+  /**
+   * Distinct entry `k` of the row at `o` lives in the slab at `o + INLINE_AT + 2k` when k < INLINE, else in
+   * the row's overflow array at `2(k − INLINE)`. The loops below address both without a [array, index]
+   * pair per entry: that tuple was an allocation per entry on every read and note.
+   */
+  private overflowOf(o: number, count: number): Float64Array | undefined {
+    return count > INLINE ? this.overflow.get(o / SLOTS) : undefined;
   }
 
   private noteDistinct(o: number, hash: number, now: number, spec: SourceSpec): void {
-    const count = this.slab[o + DISTINCT]!;
+    const s = this.slab;
+    const count = s[o + DISTINCT]!;
+    const more = this.overflowOf(o, count);
     let oldest = -1;
     let oldestSeen = Infinity;
     for (let k = 0; k < count; k++) {
-      const [a, i] = this.entry(o, k);
+      const a = k < INLINE ? s : more!;
+      const i = k < INLINE ? o + INLINE_AT + 2 * k : 2 * (k - INLINE);
       if (a[i] === hash) {
         a[i + 1] = now;
         return;
@@ -116,12 +122,17 @@ export class SourceTable {
     if (oldest >= 0 && oldestSeen + setWindow(spec) <= now) k = oldest; // reuse one past both windows
     else if (count < spec.maxDistinct) {
       k = count;
-      this.slab[o + DISTINCT] = count + 1;
+      s[o + DISTINCT] = count + 1;
       if (k >= INLINE) this.reserve(o / SLOTS, k - INLINE + 1, spec.maxDistinct - INLINE);
     } else k = oldest; // full: the count now reads "at least maxDistinct"
-    const [a, i] = this.entry(o, k);
-    a[i] = hash;
-    a[i + 1] = now;
+    if (k < INLINE) {
+      s[o + INLINE_AT + 2 * k] = hash;
+      s[o + INLINE_AT + 2 * k + 1] = now;
+    } else {
+      const a = this.overflow.get(o / SLOTS)!; // reserve() may have replaced it
+      a[2 * (k - INLINE)] = hash;
+      a[2 * (k - INLINE) + 1] = now;
+    }
   }
 
   /** Makes the row's overflow hold `entries`, doubling up to `max`. */
@@ -141,9 +152,9 @@ export class SourceTable {
     let distinctLong = 0;
     const longMs = spec.longDistinctWindowMs ?? spec.distinctWindowMs;
     const count = s[o + DISTINCT]!;
+    const more = this.overflowOf(o, count);
     for (let k = 0; k < count; k++) {
-      const [a, i] = this.entry(o, k);
-      const seen = a[i + 1]!;
+      const seen = k < INLINE ? s[o + INLINE_AT + 2 * k + 1]! : more![2 * (k - INLINE) + 1]!;
       if (seen + spec.distinctWindowMs > now) distinct++;
       if (seen + longMs > now) distinctLong++;
     }

@@ -107,7 +107,7 @@ test('sluice/redis resolves and loads its scripts with no Redis client installed
     const client = {
       status: 'ready',
       evalsha: async () => { throw new Error('NOSCRIPT No matching script'); },
-      eval: async (source) => { evals++; if (!source.includes('redis.call')) throw new Error('no source'); return [5, 1000]; }, // allowed, remaining 4, resetAfterMs 1000
+      eval: async (source) => { evals++; if (!source.includes('redis.call')) throw new Error('no source'); return 5 * 2 ** 32 + 1000; }, // a lone allowed decision: (remaining 4 + 1) · 2^32 + resetAfterMs 1000
     };
     const limiter = new Limiter({ policy: { name: 'p', algorithm: 'gcra', limit: 5, window: '1s' }, store: new RedisStore({ client }) });
     const d = await limiter.limit('k');

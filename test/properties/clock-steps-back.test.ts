@@ -5,44 +5,15 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import type { Decision, PolicyOptions } from '../../src/index.js';
-import { driven, limitArb } from './trace.js';
+import { driven, policyOptionsArb } from './trace.js';
 
 interface Step {
   at: number;
   cost: number;
 }
 
-const policyArb: fc.Arbitrary<PolicyOptions> = fc
-  .record({
-    algorithm: fc.constantFrom(
-      'fixed-window',
-      'sliding-log',
-      'sliding-window',
-      'token-bucket',
-      'gcra',
-      'leaky-bucket',
-      'leaky-bucket-shaper',
-      'concurrency',
-    ),
-    limit: limitArb,
-    windowMs: fc.constantFrom(10, 100, 1000, 60_000),
-    burst: fc.integer({ min: 1, max: 15 }),
-    k: fc.constantFrom(1, 2, 5),
-  })
-  .map((r): PolicyOptions => {
-    switch (r.algorithm) {
-      case 'token-bucket':
-      case 'gcra':
-      case 'leaky-bucket':
-        return { algorithm: r.algorithm, limit: r.limit, window: r.windowMs, burst: r.burst };
-      case 'leaky-bucket-shaper':
-        return { algorithm: 'leaky-bucket', mode: 'shaper', limit: r.limit, window: r.windowMs, burst: r.burst, delay: Math.min(2, r.burst) };
-      case 'sliding-window':
-        return { algorithm: 'sliding-window', limit: r.limit, window: r.windowMs, buckets: r.k };
-      default:
-        return { algorithm: r.algorithm as PolicyOptions['algorithm'], limit: r.limit, window: r.windowMs };
-    }
-  });
+// The shaper with a `delay` too, so its delayed band is stepped through.
+const policyArb = policyOptionsArb({ shaperDelay: true });
 
 /** Times that wander forwards and backwards (never below 0), from a random epoch offset. */
 function steppingTraceArb(windowMs: number, capacity: number, minCost: number, unit: boolean): fc.Arbitrary<Step[]> {

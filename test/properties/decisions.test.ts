@@ -4,39 +4,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import type { PolicyOptions } from '../../src/index.js';
-import { driven, limitArb, play, traceArb } from './trace.js';
+import { driven, play, policyOptionsArb, traceArb } from './trace.js';
 
-const policyArb: fc.Arbitrary<PolicyOptions> = fc
-  .record({
-    algorithm: fc.constantFrom(
-      'fixed-window',
-      'sliding-log',
-      'sliding-window',
-      'token-bucket',
-      'gcra',
-      'leaky-bucket',
-      'leaky-bucket-shaper',
-      'concurrency',
-    ),
-    limit: limitArb,
-    windowMs: fc.constantFrom(10, 100, 1000, 60_000),
-    burst: fc.integer({ min: 1, max: 15 }),
-    k: fc.constantFrom(1, 2, 5),
-  })
-  .map((r): PolicyOptions => {
-    switch (r.algorithm) {
-      case 'token-bucket':
-      case 'gcra':
-      case 'leaky-bucket':
-        return { algorithm: r.algorithm, limit: r.limit, window: r.windowMs, burst: r.burst };
-      case 'leaky-bucket-shaper':
-        return { algorithm: 'leaky-bucket', mode: 'shaper', limit: r.limit, window: r.windowMs, burst: r.burst };
-      case 'sliding-window':
-        return { algorithm: 'sliding-window', limit: r.limit, window: r.windowMs, buckets: r.k };
-      default:
-        return { algorithm: r.algorithm as PolicyOptions['algorithm'], limit: r.limit, window: r.windowMs };
-    }
-  });
+const policyArb = policyOptionsArb();
 
 const capacityOf = (p: PolicyOptions) => p.burst ?? p.limit;
 const caseArb = policyArb.chain((p) => fc.tuple(fc.constant(p), traceArb(Number(p.window), capacityOf(p), 40)));

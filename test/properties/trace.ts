@@ -42,3 +42,41 @@ export function play(policy: PolicyOptions, steps: readonly Step[]): { decisions
 
 export const limitArb = fc.integer({ min: 1, max: 12 });
 export const windowArb = fc.constantFrom(1, 7, 10, 60, 100, 999, 1000, 60_000);
+
+/**
+ * Any policy of any algorithm, the shaper included; with `shaperDelay`, the shaper also gets a `delay`
+ * (nginx's two-stage mode) so that its delayed band is exercised.
+ */
+export function policyOptionsArb({ shaperDelay = false }: { shaperDelay?: boolean } = {}): fc.Arbitrary<PolicyOptions> {
+  return fc
+    .record({
+      algorithm: fc.constantFrom(
+        'fixed-window',
+        'sliding-log',
+        'sliding-window',
+        'token-bucket',
+        'gcra',
+        'leaky-bucket',
+        'leaky-bucket-shaper',
+        'concurrency',
+      ),
+      limit: limitArb,
+      windowMs: fc.constantFrom(10, 100, 1000, 60_000),
+      burst: fc.integer({ min: 1, max: 15 }),
+      k: fc.constantFrom(1, 2, 5),
+    })
+    .map((r): PolicyOptions => {
+      switch (r.algorithm) {
+        case 'token-bucket':
+        case 'gcra':
+        case 'leaky-bucket':
+          return { algorithm: r.algorithm, limit: r.limit, window: r.windowMs, burst: r.burst };
+        case 'leaky-bucket-shaper':
+          return { algorithm: 'leaky-bucket', mode: 'shaper', limit: r.limit, window: r.windowMs, burst: r.burst, ...(shaperDelay ? { delay: Math.min(2, r.burst) } : {}) };
+        case 'sliding-window':
+          return { algorithm: 'sliding-window', limit: r.limit, window: r.windowMs, buckets: r.k };
+        default:
+          return { algorithm: r.algorithm as PolicyOptions['algorithm'], limit: r.limit, window: r.windowMs };
+      }
+    });
+}

@@ -3,31 +3,21 @@
 // run against the memory state; privacy and TTLs of every key left. Unique prefixes; nothing is flushed.
 // Stores and states fail closed here, so a Redis error fails a test instead of being answered quietly.
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
-import { after, test } from 'node:test';
-import { Redis } from 'ioredis';
-import { createClient } from 'redis';
+import { test } from 'node:test';
 import { Guard, MemoryGuardState, RedisGuardState, type GuardState, type Path, type SourceSpec } from '../../src/guard/index.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { guardConformance } from '../contracts/guard-conformance.js';
 import { assertNoPlainValue, privacyTrace } from '../support/privacy.js';
-import { redisUrl, runPrefix } from './harness.js';
+import { connectBothClients, runPrefix } from './harness.js';
 
 const base = runPrefix('guard');
 let n = 0;
 /** A prefix per guard, so each conformance case starts from nothing. */
 const fresh = () => `${base}:${n++}`;
 
-const io = new Redis(redisUrl(), { maxRetriesPerRequest: 1 });
-await once(io, 'ready');
-const nr = createClient({ url: redisUrl() });
-nr.on('error', () => {});
-await nr.connect();
-after(async () => {
-  // Every key has a TTL, but familiar sources keep an account for 30 days: take this run's keys back.
-  for (const k of await io.keys(`${base}:*`)) await io.unlink(k);
-  io.disconnect();
-  await nr.quit();
+// Every key has a TTL, but familiar sources keep an account for 30 days: take this run's keys back.
+const { io, nr } = await connectBothClients(async (client) => {
+  for (const k of await client.keys(`${base}:*`)) await client.unlink(k);
 });
 
 

@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { after, before } from 'node:test';
-import { Cluster } from 'ioredis';
-import { createCluster, type RedisClusterType } from 'redis';
+import { Cluster, Redis } from 'ioredis';
+import { createClient, createCluster, type RedisClientType, type RedisClusterType } from 'redis';
 
 export function redisUrl(): string {
   return process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -150,6 +150,24 @@ function clusterOk(port: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * For a test file on the shared standalone Redis: an ioredis and a node-redis client, connected, and closed
+ * after the file's tests (after `beforeClose`, e.g. to take the run's keys back).
+ */
+export async function connectBothClients(beforeClose?: (io: Redis) => Promise<void>): Promise<{ io: Redis; nr: RedisClientType }> {
+  const io = new Redis(redisUrl(), { maxRetriesPerRequest: 1 });
+  await once(io, 'ready');
+  const nr: RedisClientType = createClient({ url: redisUrl() });
+  nr.on('error', () => {});
+  await nr.connect();
+  after(async () => {
+    await beforeClose?.(io);
+    io.disconnect();
+    await nr.quit();
+  });
+  return { io, nr };
 }
 
 /**

@@ -3,24 +3,13 @@
 // every batch, answers as before. These pin both paths through both clients: the answers, the TTL until
 // idle, a rejection that changes nothing, and verdicts too large to pack.
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
-import { after, test } from 'node:test';
-import { Redis } from 'ioredis';
-import { createClient } from 'redis';
+import { test } from 'node:test';
 import { Limiter } from '../../src/index.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { escapeId, keyOf } from '../../src/stores/redis/keys.js';
-import { redisUrl, runPrefix } from './harness.js';
+import { connectBothClients, runPrefix } from './harness.js';
 
-const io = new Redis(redisUrl());
-await once(io, 'ready');
-const nr = createClient({ url: redisUrl() });
-nr.on('error', () => {});
-await nr.connect();
-after(async () => {
-  io.disconnect();
-  await nr.quit();
-});
+const { io, nr } = await connectBothClients();
 const prefix = runPrefix('lone');
 const clients = { ioredis: io, 'node-redis': nr };
 

@@ -1,23 +1,11 @@
 // RedisStore on a standalone Redis (127.0.0.1:6379 or REDIS_URL), through both clients: the conformance
 // suite unchanged, with the limiter's clock sent to the scripts. Keys carry a unique prefix per run;
 // nothing here flushes the shared server.
-import { once } from 'node:events';
-import { after } from 'node:test';
-import { Redis } from 'ioredis';
-import { createClient } from 'redis';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { storeConformance } from '../contracts/store-conformance.js';
-import { redisUrl, runPrefix } from './harness.js';
+import { connectBothClients, runPrefix } from './harness.js';
 
-const io = new Redis(redisUrl(), { maxRetriesPerRequest: 1 });
-await once(io, 'ready');
-const nr = createClient({ url: redisUrl() });
-nr.on('error', () => {});
-await nr.connect();
-after(async () => {
-  io.disconnect();
-  await nr.quit();
-});
+const { io, nr } = await connectBothClients();
 
 const prefix = runPrefix('conf');
 storeConformance('redis (ioredis)', () => new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }), { runs: Number(process.env.CONF_RUNS ?? 30) });

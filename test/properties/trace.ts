@@ -3,6 +3,8 @@
 import fc from 'fast-check';
 import { Limiter, type Decision, type PolicyOptions } from '../../src/index.js';
 import type { Step } from '../models.js';
+import { ALGORITHMS } from '../../src/core/policy.js';
+import type { AlgorithmName } from '../../src/core/types.js';
 
 export function traceArb(windowMs: number, capacity: number, maxLength = 60): fc.Arbitrary<Step[]> {
   return fc
@@ -50,16 +52,7 @@ export const windowArb = fc.constantFrom(1, 7, 10, 60, 100, 999, 1000, 60_000);
 export function policyOptionsArb({ shaperDelay = false }: { shaperDelay?: boolean } = {}): fc.Arbitrary<PolicyOptions> {
   return fc
     .record({
-      algorithm: fc.constantFrom(
-        'fixed-window',
-        'sliding-log',
-        'sliding-window',
-        'token-bucket',
-        'gcra',
-        'leaky-bucket',
-        'leaky-bucket-shaper',
-        'concurrency',
-      ),
+      algorithm: fc.constantFrom<AlgorithmName | 'leaky-bucket-shaper'>(...ALGORITHMS, 'leaky-bucket-shaper'),
       limit: limitArb,
       windowMs: fc.constantFrom(10, 100, 1000, 60_000),
       burst: fc.integer({ min: 1, max: 15 }),

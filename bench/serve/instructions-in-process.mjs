@@ -1,13 +1,16 @@
 // Instructions per POST /json of sluice's HTTP layer, server and client in one process and no timers (no
 // dashboard sampling, no default metrics, nothing that grows with wall-clock time), so callgrind's count
-// repeats. The client's share is the same for every build, so differences between builds are the server's.
+// repeats. The client's share is the same for every server, so differences between runs are the server's.
 // Usage: valgrind --tool=callgrind --callgrind-out-file=/dev/null node --single-threaded --predictable \
-//   bench/serve/instructions-in-process.mjs <dist> <requests>; per request = (count at N2 - count at N1) / (N2 - N1).
+//   bench/serve/instructions-in-process.mjs <dist> <requests> [sluice|bare|bare-read]
+// per request = (count at N2 - count at N1) / (N2 - N1). `bare` answers a constant without reading the body
+// (bench/serve/bare.mjs), `bare-read` reads and JSON.parses it first (bench/serve/bare-read.mjs).
+import http from 'node:http';
 import net from 'node:net';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const [distArg, nArg] = process.argv.slice(2);
+const [distArg, nArg, serverArg = 'sluice'] = process.argv.slice(2);
 const dist = resolve(distArg ?? 'dist');
 const N = Number(nArg ?? 1000);
 const imp = (m) => import(join(dist, m));
@@ -16,7 +19,26 @@ const [{ createHttpServer }, { loadConfig }, { RuleSet }, { RateLimitService }, 
 ]);
 const store = new MemoryStore();
 const service = new RateLimitService(new RuleSet(loadConfig(fileURLToPath(new URL('policies.yaml', import.meta.url))), { store }), { store, localCache: false });
-const server = createHttpServer({ service, metrics: new Registry(), dashboard: new Dashboard(() => service), log: pino({ level: 'silent' }), maxBodyBytes: 65536, ready: async () => true, stopping: () => false });
+const bareBody = '{"overallCode":"OK","statuses":[{"code":"OK"}]}';
+const bareHeaders = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(bareBody) };
+const servers = {
+  sluice: () => createHttpServer({ service, metrics: new Registry(), dashboard: new Dashboard(() => service), log: pino({ level: 'silent' }), maxBodyBytes: 65536, ready: async () => true, stopping: () => false }),
+  bare: () => http.createServer((req, res) => {
+    res.writeHead(200, bareHeaders);
+    res.end(bareBody);
+  }),
+  'bare-read': () => http.createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      JSON.parse(Buffer.concat(chunks).toString());
+      res.writeHead(200, bareHeaders);
+      res.end(bareBody);
+    });
+  }),
+};
+if (!(serverArg in servers)) throw new Error(`unknown server '${serverArg}'; choose sluice, bare or bare-read`);
+const server = servers[serverArg]();
 await new Promise((r) => server.listen(0, '127.0.0.1', r));
 const port = server.address().port;
 const requests = Array.from({ length: 1000 }, (_, i) => {

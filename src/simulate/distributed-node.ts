@@ -100,7 +100,7 @@ process.once('message', async (m: { startAt: number }) => {
   await (limiter.table as { close?: () => Promise<void> }).close?.();
   const step = Math.max(1, Math.floor(latencies.length / 20_000)); // an even sample keeps the message small
   const sample = latencies.filter((_, i) => i % step === 0);
-  process.send!({ decisions, calls: store.stats.calls, sample }, () => {
+  process.send!({ decisions, calls: store.stats.calls, operations: store.stats.operations, sample }, () => {
     client.disconnect();
     process.exit(0);
   });

@@ -33,6 +33,8 @@ export interface RunResult {
   overPct: number;
   underPct: number;
   callsPerDecision: number;
+  /** Redis operations per decision: 1 for atomic, however its calls were batched. */
+  operationsPerDecision: number;
   p50: number;
   p99: number;
   /**
@@ -48,6 +50,8 @@ export interface RunResult {
 interface NodeReport {
   decisions: number;
   calls: number;
+  /** Operations the node's store sent to Redis; a batched call carries several. */
+  operations: number;
   sample: number[];
 }
 
@@ -142,6 +146,7 @@ function tally(limit: number, files: string[], reports: NodeReport[], killedAt: 
   const at = (q: number) => sample[Math.min(sample.length - 1, Math.floor(q * sample.length))] ?? 0;
   const reportedDecisions = reports.reduce((a, r) => a + r.decisions, 0);
   const calls = reports.reduce((a, r) => a + r.calls, 0);
+  const operations = reports.reduce((a, r) => a + r.operations, 0);
   return {
     shape: shapeName,
     strategy,
@@ -149,6 +154,7 @@ function tally(limit: number, files: string[], reports: NodeReport[], killedAt: 
     overPct: ideal === 0 ? 0 : (100 * over) / ideal,
     underPct: ideal === 0 ? 0 : (100 * under) / ideal,
     callsPerDecision: reportedDecisions === 0 ? 0 : calls / reportedDecisions,
+    operationsPerDecision: reportedDecisions === 0 ? 0 : operations / reportedDecisions,
     p50: at(0.5),
     p99: at(0.99),
     reclaimMs,

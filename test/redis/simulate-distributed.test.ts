@@ -1,5 +1,5 @@
 // `sluice simulate distributed` in small: two nodes for one second on the hot key. The atomic strategy is
-// the yardstick (exact, one call per decision); the lease never over-admits and calls Redis far less.
+// the yardstick (exact, one Redis operation per decision); the lease never over-admits and calls Redis far less.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { runOnce } from '../../src/simulate/distributed.js';
@@ -13,6 +13,8 @@ test('simulate distributed: atomic is exact, lease is exact with 20× fewer call
     assert.ok(r.decisions > 1000, `${r.strategy}: ${r.decisions} decisions`);
     assert.equal(r.overPct, 0, `${r.strategy} over-admitted ${r.overPct}%`);
   }
-  assert.ok(atomic.callsPerDecision > 0.9, `atomic: ${atomic.callsPerDecision} calls per decision`);
+  // Atomic asks Redis once per decision; concurrent ones share a script call when they meet in one tick,
+  // so its calls per decision may fall below 1 (0.83 on a busy host), its operations may not.
+  assert.equal(atomic.operationsPerDecision, 1, `atomic: ${atomic.operationsPerDecision} Redis operations per decision`);
   assert.ok(lease.callsPerDecision * 20 < atomic.callsPerDecision, `lease: ${lease.callsPerDecision} calls per decision`);
 });

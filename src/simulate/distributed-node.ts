@@ -45,6 +45,7 @@ const fd = openSync(config.out, 'a');
 const random = seededRandom(1000 + config.node);
 const latencies: number[] = [];
 let decisions = 0;
+let storeErrors = 0; // decisions answered by onError ('closed'): refused, timed out or failed calls
 let inFlight = 0;
 
 /**
@@ -74,6 +75,7 @@ function one(): void {
     inFlight--;
     latencies.push(performance.now() - t0);
     decisions++;
+    if (d.reason === 'store-error') storeErrors++;
     writeSync(fd, `${key} ${windowOf(issued, Date.now(), d.resetAfterMs)} ${d.allowed ? 1 : 0}\n`);
   });
 }
@@ -100,7 +102,7 @@ process.once('message', async (m: { startAt: number }) => {
   await (limiter.table as { close?: () => Promise<void> }).close?.();
   const step = Math.max(1, Math.floor(latencies.length / 20_000)); // an even sample keeps the message small
   const sample = latencies.filter((_, i) => i % step === 0);
-  process.send!({ decisions, calls: store.stats.calls, operations: store.stats.operations, sample }, () => {
+  process.send!({ decisions, storeErrors, calls: store.stats.calls, operations: store.stats.operations, sample }, () => {
     client.disconnect();
     process.exit(0);
   });

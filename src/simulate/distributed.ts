@@ -33,8 +33,13 @@ export interface RunResult {
   overPct: number;
   underPct: number;
   callsPerDecision: number;
-  /** Redis operations per decision: 1 for atomic, however its calls were batched. */
+  /**
+   * Redis operations sent per decision: 1 for atomic, however its calls were batched, less the decisions
+   * whose call was refused before it was sent (see storeErrorPct).
+   */
   operationsPerDecision: number;
+  /** Decisions answered by the failure policy ('closed' here): calls refused, timed out or failed. */
+  storeErrorPct: number;
   p50: number;
   p99: number;
   /**
@@ -49,6 +54,7 @@ export interface RunResult {
 
 interface NodeReport {
   decisions: number;
+  storeErrors: number;
   calls: number;
   /** Operations the node's store sent to Redis; a batched call carries several. */
   operations: number;
@@ -147,6 +153,7 @@ function tally(limit: number, files: string[], reports: NodeReport[], killedAt: 
   const reportedDecisions = reports.reduce((a, r) => a + r.decisions, 0);
   const calls = reports.reduce((a, r) => a + r.calls, 0);
   const operations = reports.reduce((a, r) => a + r.operations, 0);
+  const storeErrors = reports.reduce((a, r) => a + r.storeErrors, 0);
   return {
     shape: shapeName,
     strategy,
@@ -155,6 +162,7 @@ function tally(limit: number, files: string[], reports: NodeReport[], killedAt: 
     underPct: ideal === 0 ? 0 : (100 * under) / ideal,
     callsPerDecision: reportedDecisions === 0 ? 0 : calls / reportedDecisions,
     operationsPerDecision: reportedDecisions === 0 ? 0 : operations / reportedDecisions,
+    storeErrorPct: reportedDecisions === 0 ? 0 : (100 * storeErrors) / reportedDecisions,
     p50: at(0.5),
     p99: at(0.99),
     reclaimMs,
@@ -178,7 +186,7 @@ export function formatDistributed(o: DistributedOptions, results: readonly RunRe
   const flags = `${sync.threshold !== undefined ? ` --local-sync-threshold ${sync.threshold}` : ''}${sync.intervalMs !== undefined ? ` --local-sync-interval ${sync.intervalMs}` : ''}${o.lease?.ttlMs !== undefined ? ` --lease-ttl ${o.lease.ttlMs}` : ''}`;
   const lines = [`sluice simulate distributed --nodes ${o.nodes} --seconds ${o.seconds}${flags}`, ''];
   lines.push(`${o.nodes} node processes on one Redis (${o.url.replace(/\/\/[^@]*@/, '//')}); fixed window of 1 s per key; strategies at their defaults${flags ? ' but for the flags above' : ''}.`);
-  const columns = ['shape', 'strategy', 'decisions', 'over-admission', 'under-admission', 'Redis calls/decision', 'p50 ms', 'p99 ms', 'full window after', 'lease settled after'].map((header, i) => ({ header, align: i < 2 ? ('left' as const) : ('right' as const) }));
+  const columns = ['shape', 'strategy', 'decisions', 'over-admission', 'under-admission', 'Redis calls/decision', 'store errors', 'p50 ms', 'p99 ms', 'full window after', 'lease settled after'].map((header, i) => ({ header, align: i < 2 ? ('left' as const) : ('right' as const) }));
   const rows = results.map((r) => [
     r.shape,
     r.strategy,
@@ -186,6 +194,7 @@ export function formatDistributed(o: DistributedOptions, results: readonly RunRe
     `${r.overPct.toFixed(2)}%`,
     `${r.underPct.toFixed(2)}%`,
     r.callsPerDecision.toFixed(4),
+    `${r.storeErrorPct.toFixed(2)}%`,
     r.p50.toFixed(3),
     r.p99.toFixed(3),
     r.shape !== 'node-killed' ? '-' : r.reclaimMs === undefined ? 'not seen' : `${r.reclaimMs.toFixed(0)} ms`,
@@ -194,6 +203,7 @@ export function formatDistributed(o: DistributedOptions, results: readonly RunRe
   lines.push('', ...formatTable(columns, rows), '');
   lines.push('over/under-admission: admissions above/below min(offered, limit) per key and window, as a share of that ideal.');
   lines.push('Redis calls/decision: script calls over decisions, on the nodes that lived to report.');
+  lines.push('store errors: decisions answered by the failure policy (\'closed\': denied) because a call was refused, timed out or failed.');
   lines.push('full window after: from the kill to the first window (0: its own) admitting 99% of the limit, the dead node\'s admissions included.');
   lines.push('lease settled after: from the kill until Redis had settled the dead node\'s lease (its TTL passed, or the window ended).', '');
   return lines.join('\n');

@@ -14,7 +14,11 @@ test('simulate distributed: atomic is exact, lease is exact with 20× fewer call
     assert.equal(r.overPct, 0, `${r.strategy} over-admitted ${r.overPct}%`);
   }
   // Atomic asks Redis once per decision; concurrent ones share a script call when they meet in one tick,
-  // so its calls per decision may fall below 1 (0.83 on a busy host), its operations may not.
-  assert.equal(atomic.operationsPerDecision, 1, `atomic: ${atomic.operationsPerDecision} Redis operations per decision`);
+  // so its calls per decision may fall below 1 (0.83 on a busy host), its operations may not, but for
+  // decisions the failure policy answered because their call was refused unsent ('maxInFlight' calls
+  // unanswered: 5.5 % of them on a loaded CI host, where 0.9455 operations per decision failed an
+  // equality). Every decision is one operation or a store error, and never more than one operation.
+  const { operationsPerDecision: ops, storeErrorPct } = atomic;
+  assert.ok(ops <= 1 && ops + storeErrorPct / 100 >= 1 - 1e-9, `atomic: ${ops} Redis operations per decision, ${storeErrorPct}% store errors`);
   assert.ok(lease.callsPerDecision * 20 < atomic.callsPerDecision, `lease: ${lease.callsPerDecision} calls per decision`);
 });

@@ -3,7 +3,7 @@
 // on real IncomingMessage/ServerResponse objects (no socket), through `writeHead` so that the extra
 // headers are serialized too. It isolates what the middleware adds (ns per request) from wrk's noise; divide
 // by the bare server's CPU time per request (bench/http.mjs) for the overhead in percent.
-// Usage: npm run build && node bench/http-micro.mjs [rounds=7]
+// Usage: npm run build && node bench/http-micro.mjs [rounds=7]   (or --count, below)
 import http from 'node:http';
 import net from 'node:net';
 import { withRateLimit } from '../dist/http/index.js';
@@ -12,9 +12,12 @@ const ROUNDS = Number(process.argv[2] ?? 7);
 const N = 300_000;
 const socket = new net.Socket();
 Object.defineProperty(socket, 'remoteAddress', { value: '127.0.0.1' });
+// bench/http-server.mjs's handler: headers given to writeHead, so that the bare handler never creates
+// the response's header store (a setHeader here made the bare run the dearer one: sluice creates that
+// store with fast properties, and the handler's own setHeader then lands in it).
 const handler = (req, res) => {
-  res.setHeader('Content-Type', 'text/plain');
-  res.writeHead(200);
+  res.writeHead(200, { 'Content-Type': 'text/plain' });
+  res.end('ok');
 };
 const policy = { algorithm: 'gcra', limit: 1e9, window: '1d' };
 const variants = {
@@ -37,6 +40,18 @@ function run(fn, n) {
   }
   const t = process.cpuUsage(t0);
   return ((t.user + t.system) * 1000) / n;
+}
+
+// --count <variant> <n>: run only that variant, 50,000 warm-up requests then n, for callgrind, whose counts
+// repeat exactly here (no sockets, no timers): per request = (count(n2) - count(n1)) / (n2 - n1).
+//   valgrind --tool=callgrind --callgrind-out-file=/dev/null node --single-threaded --predictable \
+//     bench/http-micro.mjs --count "sluice, 'draft-7'" 20000
+if (process.argv[2] === '--count') {
+  const fn = variants[process.argv[3]];
+  if (fn === undefined) throw new Error(`unknown variant; choose one of ${Object.keys(variants).join(' | ')}`);
+  run(fn, 50_000);
+  run(fn, Number(process.argv[4]));
+  process.exit(0);
 }
 
 const results = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));

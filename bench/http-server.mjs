@@ -4,7 +4,8 @@
 // Every limiter admits everything (1e9 per day) from the one loopback client, so each request is
 // decided and charged on one hot key and the allowed path is what is measured.
 // Env LIMIT (default 1e9) lowers the limit for the sanity check that the limiter is really in the path.
-// Exits by itself after 120 s, so it can never outlive the benchmark.
+// Env PORT (default 0: any) fixes the port, for bench/http-instructions.mjs.
+// Exits by itself after 120 s (env LIFETIME_MS), so it can never outlive the benchmark.
 import { createServer } from 'node:http';
 
 const config = process.argv[2];
@@ -22,9 +23,14 @@ async function build() {
     case 'node-bare':
       return createServer(ok);
     case 'node-sluice':
-    case 'node-sluice-none': {
+    case 'node-sluice-none':
+    case 'node-sluice-monotonic': {
       const { withRateLimit } = await import('../dist/http/index.js');
-      return createServer(withRateLimit(ok, { policy, headers: config === 'node-sluice' ? 'draft-7' : 'none' }));
+      // -monotonic reads the clock on every decision instead of the default coarse clock, whose 1 ms
+      // interval fires once per request under callgrind (bench/http-instructions.mjs), not once per ~35.
+      const { monotonicClock } = await import('../dist/index.js');
+      const clock = config === 'node-sluice-monotonic' ? { clock: monotonicClock } : {};
+      return createServer(withRateLimit(ok, { policy, headers: config === 'node-sluice-none' ? 'none' : 'draft-7', ...clock }));
     }
     case 'express-bare':
     case 'express-sluice':
@@ -63,7 +69,7 @@ async function build() {
 }
 
 const server = await build();
-server.listen(0, '127.0.0.1', () => process.stdout.write(`${server.address().port}\n`));
+server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => process.stdout.write(`${server.address().port}\n`));
 const stop = () => {
   server.closeAllConnections?.();
   server.close(() => process.exit(0));
@@ -71,4 +77,4 @@ const stop = () => {
 };
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);
-setTimeout(() => process.exit(0), 120_000).unref();
+setTimeout(() => process.exit(0), Number(process.env.LIFETIME_MS ?? 120_000)).unref();

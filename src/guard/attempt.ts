@@ -71,18 +71,20 @@ export interface AttemptTagger {
 
 /**
  * The attempt's tags: those `recent` kept for the same attempt (check's, when record follows it), else
- * computed by tagAttempt and kept there. Only input that passes every check reaches `recent`; anything
- * else goes straight to tagAttempt, which throws the same error as ever naming the field.
+ * computed by tagAttempt. A check keeps what it computed for the record to come; a record takes what it
+ * finds out of the table and keeps nothing, as the attempt is over. Only input that passes every check
+ * reaches `recent`; anything else goes straight to tagAttempt, which throws the same error as ever
+ * naming the field.
  */
 export function tagAttemptRecalling(call: 'check' | 'record', input: unknown, tagger: AttemptTagger, recent: RecentAttempts): TaggedAttempt {
   if (typeof input === 'object' && input !== null) {
     const a = input as Record<string, unknown>;
     const { account, ip, fingerprint } = a;
     if (isText(account, MAX_TEXT) && isText(ip, MAX_IP) && (fingerprint === undefined || isText(fingerprint, MAX_TEXT))) {
-      const known = recent.find(account, ip, fingerprint);
+      const known = recent.find(account, ip, fingerprint, call === 'record');
       if (known !== undefined) return known; // kept only after this same text parsed and tagged
       const t = tagAttempt(call, input, tagger); // throws for an address that does not parse: nothing kept
-      recent.keep(t);
+      if (call === 'check') recent.keep(t);
       return t;
     }
   }

@@ -53,7 +53,7 @@ export class Guard {
   private readonly random: () => number;
   private readonly hasher: KeyedHasher;
   private readonly tagger: AttemptTagger;
-  /** The tags of the last attempts checked or recorded: record() finds check()'s instead of tagging again. */
+  /** The tags of attempts checked and not yet recorded: record() finds check()'s instead of tagging again. */
   private readonly recent = new RecentAttempts();
   private readonly monitor: FailureRateMonitor;
   /** Failures from unfamiliar sources only, on a long time scale: what low-and-slow stuffing moves. */

@@ -19,8 +19,8 @@ const tagger: AttemptTagger = {
 
 /** A table that hashes each attempt as the real one does but never finds one: every call tags afresh. */
 class NeverRecalls extends RecentAttempts {
-  override find(account: string, ip: string, fingerprint: string | undefined): TaggedAttempt | undefined {
-    super.find(account, ip, fingerprint);
+  override find(account: string, ip: string, fingerprint: string | undefined, take: boolean): TaggedAttempt | undefined {
+    super.find(account, ip, fingerprint, take);
     return undefined;
   }
 }
@@ -44,6 +44,22 @@ test('record finds the very tags check computed, and they equal the tags compute
     assert.deepEqual(recorded, tagAttempt('record', attempt, tagger));
   }
   assert.ok(insides(recent).scratch.every((w) => w === 0), 'scratch wiped, the longest wide text included');
+});
+
+test('record takes the tags it found out of the table and keeps none; recording the same attempt again tags it afresh', () => {
+  const recent = new RecentAttempts();
+  const attempt = { account: 'alice@example.com', ip: '198.51.100.7' };
+  const checked = tagAttemptRecalling('check', attempt, tagger, recent);
+  assert.equal(recent.size, 1);
+  assert.equal(tagAttemptRecalling('record', { ...attempt, success: true }, tagger, recent), checked);
+  assert.equal(recent.size, 0, 'taken by the record');
+  const again = tagAttemptRecalling('record', { ...attempt, success: false }, tagger, recent);
+  assert.notEqual(again, checked, 'computed again, not found');
+  assert.deepEqual(again, checked);
+  assert.equal(recent.size, 0, 'a record keeps nothing');
+  // A check leaves its tags for the record that follows, and a second check finds them too.
+  const rechecked = tagAttemptRecalling('check', attempt, tagger, recent);
+  assert.equal(tagAttemptRecalling('check', attempt, tagger, recent), rechecked);
 });
 
 test('attempts that differ in any field, or only in where one field ends, never share tags', () => {
@@ -112,6 +128,7 @@ test('the table stays bounded: at most RECENT_ATTEMPT_SLOTS attempts, however ma
 test('an address that does not parse is never kept: every call throws, the first and the next', () => {
   const recent = new RecentAttempts();
   for (let i = 0; i < 2; i++) {
+    assert.throws(() => tagAttemptRecalling('check', { account: 'alice', ip: '10.0.0.256' }, tagger, recent), { code: 'ERR_SLUICE_INVALID_IP' });
     assert.throws(() => tagAttemptRecalling('record', { account: 'alice', ip: '10.0.0.256', success: false }, tagger, recent), { code: 'ERR_SLUICE_INVALID_IP' });
   }
   assert.equal(recent.size, 0);

@@ -2,7 +2,7 @@
  * The tags of recent attempts, so that `record` finds the tags `check` computed for the same attempt instead
  * of computing the three HMAC-SHA-256 tags (account, address, subnet) again: about 35,000 of a
  * check+record pair's 114,000 instructions, for a SipHash of the attempt's text in each call (about
- * 5,000 each, finding included); a pair went to 87,000 (callgrind, README "### Benchmark").
+ * 5,700 each, packing and probe included); a pair went to 87,000 (callgrind, README "### Benchmark").
  *
  * The privacy rule holds: nothing here is a plain account, address or fingerprint. An attempt is known by
  * a 128-bit SipHash-2-4 of its text under a random key drawn per process (never stored, never shared), and
@@ -15,11 +15,11 @@
  * which without the key is a 2^-128 chance per lookup (less likely than two of the 96-bit tags colliding).
  * A miss (an attempt `check` never saw, or one whose slot a later attempt took) recomputes, as before.
  *
- * Bounded: a direct-mapped table of RECENT_ATTEMPT_SLOTS (1,024) entries, each slot overwritten by the
- * next attempt hashed to it; full, it holds about 0.6 MB (measured: 1,024 entries of tags and bucket keys
- * that nothing else referenced), however many sources the guard tracks. With k logins between a check and
- * its record (k in flight on a busy server), a record misses with a chance of about k / 1,024, and a miss
- * only costs the recomputation this table saves.
+ * Bounded: a direct-mapped table of RECENT_ATTEMPT_SLOTS (1,024) entries, each emptied by its attempt's
+ * record or overwritten by the next attempt checked into its slot. Full, it holds about 0.6 MB (measured:
+ * 1,024 entries of tags and bucket keys that nothing else referenced), however many sources the guard
+ * tracks. With k logins between a check and its record (k in flight on a busy server), a record misses
+ * with a chance of about k / 1,024, and a miss only costs the recomputation this table saves.
  */
 import { randomFillSync } from 'node:crypto';
 import { sipHash128 } from '../crypto/siphash.js';
@@ -52,10 +52,12 @@ export class RecentAttempts {
 
   /**
    * The tags kept for this attempt, or undefined. Either way it remembers the attempt's id, so that
-   * `keep` right after (with nothing else in between) stores the tags computed on a miss. The caller has
-   * checked the lengths: the account and fingerprint at most 1024 characters, the address at most 64.
+   * `keep` right after (with nothing else in between) stores the tags computed on a miss. With `take`,
+   * found tags leave the table (record's call: the attempt is over, and tags that die with it are
+   * cheaper to collect than tags held until their slot is taken). The caller has checked the lengths:
+   * the account and fingerprint at most 1024 characters, the address at most 64.
    */
-  find(account: string, ip: string, fingerprint: string | undefined): TaggedAttempt | undefined {
+  find(account: string, ip: string, fingerprint: string | undefined, take: boolean): TaggedAttempt | undefined {
     const b = this.scratch;
     let n = putText(b, 0, account, 0);
     n = putText(b, n, ip, 0);
@@ -65,13 +67,16 @@ export class RecentAttempts {
     } else n = putText(b, n, fingerprint, 1);
     const id = this.id;
     sipHash128(this.key, b, n, id);
-    for (let i = 0; i < n; i++) b[i] = 0; // no text outlives the call (a loop: fill() is a builtin call, dearer for a few dozen bytes)
+    for (let i = 0; i < n; i++) b[i] = 0; // no text outlives the call
     const slot = id[0]! & (RECENT_ATTEMPT_SLOTS - 1);
     this.slot = slot;
     const ids = this.ids;
     const at = 4 * slot;
     const same = ((ids[at]! ^ id[0]!) | (ids[at + 1]! ^ id[1]!) | (ids[at + 2]! ^ id[2]!) | (ids[at + 3]! ^ id[3]!)) === 0;
-    return same ? this.entries[slot] : undefined;
+    if (!same) return undefined;
+    const found = this.entries[slot];
+    if (take) this.entries[slot] = undefined;
+    return found;
   }
 
   /** Keeps the tags of the attempt `find` was last asked about (and did not know). */

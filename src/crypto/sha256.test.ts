@@ -1,6 +1,7 @@
 // Checks the plain-TS SHA-256, HMAC and puzzle hash against node:crypto on random inputs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { createHash, createHmac } from 'node:crypto';
 import fc from 'fast-check';
 import { hmacKey, hmacSha256, puzzleHash48, puzzleSeed, sha256 } from './sha256.js';
@@ -32,4 +33,9 @@ test('puzzleHash48 is the first 48 bits of SHA-256(seed ‖ u32 index ‖ u32 no
       return puzzleHash48(puzzleSeed(seed), index, nonce | 0) === createHash('sha256').update(input).digest().readUIntBE(0, 6);
     }),
   );
+});
+
+test('the written-out compression function is what its generator writes (no hand edits drift from it)', () => {
+  const run = spawnSync(process.execPath, [new URL('../../scripts/gen-sha256-compress.mjs', import.meta.url).pathname, '--check'], { encoding: 'utf8' });
+  assert.equal(run.status, 0, run.stderr);
 });

@@ -5,7 +5,9 @@
  * one block in JS, and proof-of-work hashes are single 40-byte blocks. The property tests check every
  * function here against node:crypto on random inputs.
  */
+import { compress } from './sha256-compress.js';
 
+/** The round constants (FIPS 180-4 §4.2.2); the compression function has them as literals (sha256-compress.ts). */
 const K = new Int32Array([
   0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
   0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
@@ -19,105 +21,11 @@ const K = new Int32Array([
 
 const IV = new Int32Array([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]);
 
-/** Scratch for the message schedule; single-threaded callers only (each worker has its own module copy). */
-const W = new Int32Array(64);
-
 /**
- * Runs the compression function on the 16 words in W[0..15], updating `state` in place. Unrolled eight
- * rounds at a time, with the eight working variables renamed from round to round instead of shifted
- * (h = g; g = f; ...): after eight rounds every name is back in its role. Rounds 0–15 read the loaded
- * words; rounds 16–63 extend the schedule as they go. Ch and Maj use their two-operation forms. Under V8
- * this is about 1,500 fewer instructions a block than one round per iteration with a branch on t < 16
- * (callgrind, node --single-threaded --predictable), and the login guard computes 12 or 13 blocks a pair.
+ * Scratch for a block's words (and puzzleHash48's message schedule); single-threaded callers only (each
+ * worker has its own module copy).
  */
-function compress(state: Int32Array): void {
-  const w = W;
-  const k = K;
-  let a = state[0]!, b = state[1]!, c = state[2]!, d = state[3]!;
-  let e = state[4]!, f = state[5]!, g = state[6]!, h = state[7]!;
-  let m = 0, t1 = 0, x = 0, y = 0;
-  // Each round: t1 = h + Σ1(e) + Ch(e, f, g) + K[t] + W[t]; d += t1; h = t1 + Σ0(a) + Maj(a, b, c).
-  for (let t = 0; t < 16; t += 8) {
-    m = w[t + 0]!;
-    t1 = (h + (((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7))) + (g ^ (e & (f ^ g))) + k[t + 0]! + m) | 0;
-    d = (d + t1) | 0;
-    h = (t1 + (((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10))) + ((a & b) | (c & (a | b)))) | 0;
-    m = w[t + 1]!;
-    t1 = (g + (((d >>> 6) | (d << 26)) ^ ((d >>> 11) | (d << 21)) ^ ((d >>> 25) | (d << 7))) + (f ^ (d & (e ^ f))) + k[t + 1]! + m) | 0;
-    c = (c + t1) | 0;
-    g = (t1 + (((h >>> 2) | (h << 30)) ^ ((h >>> 13) | (h << 19)) ^ ((h >>> 22) | (h << 10))) + ((h & a) | (b & (h | a)))) | 0;
-    m = w[t + 2]!;
-    t1 = (f + (((c >>> 6) | (c << 26)) ^ ((c >>> 11) | (c << 21)) ^ ((c >>> 25) | (c << 7))) + (e ^ (c & (d ^ e))) + k[t + 2]! + m) | 0;
-    b = (b + t1) | 0;
-    f = (t1 + (((g >>> 2) | (g << 30)) ^ ((g >>> 13) | (g << 19)) ^ ((g >>> 22) | (g << 10))) + ((g & h) | (a & (g | h)))) | 0;
-    m = w[t + 3]!;
-    t1 = (e + (((b >>> 6) | (b << 26)) ^ ((b >>> 11) | (b << 21)) ^ ((b >>> 25) | (b << 7))) + (d ^ (b & (c ^ d))) + k[t + 3]! + m) | 0;
-    a = (a + t1) | 0;
-    e = (t1 + (((f >>> 2) | (f << 30)) ^ ((f >>> 13) | (f << 19)) ^ ((f >>> 22) | (f << 10))) + ((f & g) | (h & (f | g)))) | 0;
-    m = w[t + 4]!;
-    t1 = (d + (((a >>> 6) | (a << 26)) ^ ((a >>> 11) | (a << 21)) ^ ((a >>> 25) | (a << 7))) + (c ^ (a & (b ^ c))) + k[t + 4]! + m) | 0;
-    h = (h + t1) | 0;
-    d = (t1 + (((e >>> 2) | (e << 30)) ^ ((e >>> 13) | (e << 19)) ^ ((e >>> 22) | (e << 10))) + ((e & f) | (g & (e | f)))) | 0;
-    m = w[t + 5]!;
-    t1 = (c + (((h >>> 6) | (h << 26)) ^ ((h >>> 11) | (h << 21)) ^ ((h >>> 25) | (h << 7))) + (b ^ (h & (a ^ b))) + k[t + 5]! + m) | 0;
-    g = (g + t1) | 0;
-    c = (t1 + (((d >>> 2) | (d << 30)) ^ ((d >>> 13) | (d << 19)) ^ ((d >>> 22) | (d << 10))) + ((d & e) | (f & (d | e)))) | 0;
-    m = w[t + 6]!;
-    t1 = (b + (((g >>> 6) | (g << 26)) ^ ((g >>> 11) | (g << 21)) ^ ((g >>> 25) | (g << 7))) + (a ^ (g & (h ^ a))) + k[t + 6]! + m) | 0;
-    f = (f + t1) | 0;
-    b = (t1 + (((c >>> 2) | (c << 30)) ^ ((c >>> 13) | (c << 19)) ^ ((c >>> 22) | (c << 10))) + ((c & d) | (e & (c | d)))) | 0;
-    m = w[t + 7]!;
-    t1 = (a + (((f >>> 6) | (f << 26)) ^ ((f >>> 11) | (f << 21)) ^ ((f >>> 25) | (f << 7))) + (h ^ (f & (g ^ h))) + k[t + 7]! + m) | 0;
-    e = (e + t1) | 0;
-    a = (t1 + (((b >>> 2) | (b << 30)) ^ ((b >>> 13) | (b << 19)) ^ ((b >>> 22) | (b << 10))) + ((b & c) | (d & (b | c)))) | 0;
-  }
-  for (let t = 16; t < 64; t += 8) {
-    x = w[t + -15]!; y = w[t + -2]!;
-    m = w[t + 0] = (w[t + -16]! + (((x >>> 7) | (x << 25)) ^ ((x >>> 18) | (x << 14)) ^ (x >>> 3)) + w[t + -7]! + (((y >>> 17) | (y << 15)) ^ ((y >>> 19) | (y << 13)) ^ (y >>> 10))) | 0;
-    t1 = (h + (((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7))) + (g ^ (e & (f ^ g))) + k[t + 0]! + m) | 0;
-    d = (d + t1) | 0;
-    h = (t1 + (((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10))) + ((a & b) | (c & (a | b)))) | 0;
-    x = w[t + -14]!; y = w[t + -1]!;
-    m = w[t + 1] = (w[t + -15]! + (((x >>> 7) | (x << 25)) ^ ((x >>> 18) | (x << 14)) ^ (x >>> 3)) + w[t + -6]! + (((y >>> 17) | (y << 15)) ^ ((y >>> 19) | (y << 13)) ^ (y >>> 10))) | 0;
-    t1 = (g + (((d >>> 6) | (d << 26)) ^ ((d >>> 11) | (d << 21)) ^ ((d >>> 25) | (d << 7))) + (f ^ (d & (e ^ f))) + k[t + 1]! + m) | 0;
-    c = (c + t1) | 0;
-    g = (t1 + (((h >>> 2) | (h << 30)) ^ ((h >>> 13) | (h << 19)) ^ ((h >>> 22) | (h << 10))) + ((h & a) | (b & (h | a)))) | 0;
-    x = w[t + -13]!; y = w[t + 0]!;
-    m = w[t + 2] = (w[t + -14]! + (((x >>> 7) | (x << 25)) ^ ((x >>> 18) | (x << 14)) ^ (x >>> 3)) + w[t + -5]! + (((y >>> 17) | (y << 15)) ^ ((y >>> 19) | (y << 13)) ^ (y >>> 10))) | 0;
-    t1 = (f + (((c >>> 6) | (c << 26)) ^ ((c >>> 11) | (c << 21)) ^ ((c >>> 25) | (c << 7))) + (e ^ (c & (d ^ e))) + k[t + 2]! + m) | 0;
-    b = (b + t1) | 0;
-    f = (t1 + (((g >>> 2) | (g << 30)) ^ ((g >>> 13) | (g << 19)) ^ ((g >>> 22) | (g << 10))) + ((g & h) | (a & (g | h)))) | 0;
-    x = w[t + -12]!; y = w[t + 1]!;
-    m = w[t + 3] = (w[t + -13]! + (((x >>> 7) | (x << 25)) ^ ((x >>> 18) | (x << 14)) ^ (x >>> 3)) + w[t + -4]! + (((y >>> 17) | (y << 15)) ^ ((y >>> 19) | (y << 13)) ^ (y >>> 10))) | 0;
-    t1 = (e + (((b >>> 6) | (b << 26)) ^ ((b >>> 11) | (b << 21)) ^ ((b >>> 25) | (b << 7))) + (d ^ (b & (c ^ d))) + k[t + 3]! + m) | 0;
-    a = (a + t1) | 0;
-    e = (t1 + (((f >>> 2) | (f << 30)) ^ ((f >>> 13) | (f << 19)) ^ ((f >>> 22) | (f << 10))) + ((f & g) | (h & (f | g)))) | 0;
-    x = w[t + -11]!; y = w[t + 2]!;
-    m = w[t + 4] = (w[t + -12]! + (((x >>> 7) | (x << 25)) ^ ((x >>> 18) | (x << 14)) ^ (x >>> 3)) + w[t + -3]! + (((y >>> 17) | (y << 15)) ^ ((y >>> 19) | (y << 13)) ^ (y >>> 10))) | 0;
-    t1 = (d + (((a >>> 6) | (a << 26)) ^ ((a >>> 11) | (a << 21)) ^ ((a >>> 25) | (a << 7))) + (c ^ (a & (b ^ c))) + k[t + 4]! + m) | 0;
-    h = (h + t1) | 0;
-    d = (t1 + (((e >>> 2) | (e << 30)) ^ ((e >>> 13) | (e << 19)) ^ ((e >>> 22) | (e << 10))) + ((e & f) | (g & (e | f)))) | 0;
-    x = w[t + -10]!; y = w[t + 3]!;
-    m = w[t + 5] = (w[t + -11]! + (((x >>> 7) | (x << 25)) ^ ((x >>> 18) | (x << 14)) ^ (x >>> 3)) + w[t + -2]! + (((y >>> 17) | (y << 15)) ^ ((y >>> 19) | (y << 13)) ^ (y >>> 10))) | 0;
-    t1 = (c + (((h >>> 6) | (h << 26)) ^ ((h >>> 11) | (h << 21)) ^ ((h >>> 25) | (h << 7))) + (b ^ (h & (a ^ b))) + k[t + 5]! + m) | 0;
-    g = (g + t1) | 0;
-    c = (t1 + (((d >>> 2) | (d << 30)) ^ ((d >>> 13) | (d << 19)) ^ ((d >>> 22) | (d << 10))) + ((d & e) | (f & (d | e)))) | 0;
-    x = w[t + -9]!; y = w[t + 4]!;
-    m = w[t + 6] = (w[t + -10]! + (((x >>> 7) | (x << 25)) ^ ((x >>> 18) | (x << 14)) ^ (x >>> 3)) + w[t + -1]! + (((y >>> 17) | (y << 15)) ^ ((y >>> 19) | (y << 13)) ^ (y >>> 10))) | 0;
-    t1 = (b + (((g >>> 6) | (g << 26)) ^ ((g >>> 11) | (g << 21)) ^ ((g >>> 25) | (g << 7))) + (a ^ (g & (h ^ a))) + k[t + 6]! + m) | 0;
-    f = (f + t1) | 0;
-    b = (t1 + (((c >>> 2) | (c << 30)) ^ ((c >>> 13) | (c << 19)) ^ ((c >>> 22) | (c << 10))) + ((c & d) | (e & (c | d)))) | 0;
-    x = w[t + -8]!; y = w[t + 5]!;
-    m = w[t + 7] = (w[t + -9]! + (((x >>> 7) | (x << 25)) ^ ((x >>> 18) | (x << 14)) ^ (x >>> 3)) + w[t + 0]! + (((y >>> 17) | (y << 15)) ^ ((y >>> 19) | (y << 13)) ^ (y >>> 10))) | 0;
-    t1 = (a + (((f >>> 6) | (f << 26)) ^ ((f >>> 11) | (f << 21)) ^ ((f >>> 25) | (f << 7))) + (h ^ (f & (g ^ h))) + k[t + 7]! + m) | 0;
-    e = (e + t1) | 0;
-    a = (t1 + (((b >>> 2) | (b << 30)) ^ ((b >>> 13) | (b << 19)) ^ ((b >>> 22) | (b << 10))) + ((b & c) | (d & (b | c)))) | 0;
-  }
-  state[0] = (state[0]! + a) | 0; state[1] = (state[1]! + b) | 0;
-  state[2] = (state[2]! + c) | 0; state[3] = (state[3]! + d) | 0;
-  state[4] = (state[4]! + e) | 0; state[5] = (state[5]! + f) | 0;
-  state[6] = (state[6]! + g) | 0; state[7] = (state[7]! + h) | 0;
-}
+const W = new Int32Array(64);
 
 /** Loads 64 bytes at `offset` into W[0..15] as big-endian words. */
 function loadBlock(bytes: Uint8Array, offset: number): void {
@@ -140,7 +48,7 @@ function absorb(state: Int32Array, prefixBlocks: number, message: Uint8Array, le
   const whole = length - (length % 64);
   for (let off = 0; off < whole; off += 64) {
     loadBlock(message, off);
-    compress(state);
+    compress(state, W);
   }
   // Padding: 0x80, zeros, then the bit length as a 64-bit big-endian integer.
   const rest = length - whole;
@@ -153,7 +61,7 @@ function absorb(state: Int32Array, prefixBlocks: number, message: Uint8Array, le
   TAIL_VIEW.setUint32(tailLength - 4, bits >>> 0);
   for (let off = 0; off < tailLength; off += 64) {
     loadBlock(TAIL, off);
-    compress(state);
+    compress(state, W);
   }
 }
 
@@ -168,7 +76,7 @@ export function sha256From(state: Int32Array, prefixBlocks: number, message: Uin
 export function sha256Block(block: Uint8Array): Int32Array {
   const s = new Int32Array(IV);
   loadBlock(block, 0);
-  compress(s);
+  compress(s, W);
   return s;
 }
 
@@ -226,7 +134,7 @@ export function hmacSha256Words(key: HmacKey, message: Uint8Array, length: numbe
     W[j++] = last;
     while (j < 15) W[j++] = 0;
     W[15] = (64 + length) * 8;
-    compress(out);
+    compress(out, W);
   } else absorb(out, 1, message, length);
   // The outer hash's message is the 32-byte inner digest: with its padding one block, loaded from the words.
   for (let i = 0; i < 8; i++) W[i] = out[i]!;
@@ -234,7 +142,7 @@ export function hmacSha256Words(key: HmacKey, message: Uint8Array, length: numbe
   W[9] = 0; W[10] = 0; W[11] = 0; W[12] = 0; W[13] = 0; W[14] = 0;
   W[15] = (64 + 32) * 8; // the keyed block and the digest, in bits
   out.set(key.outer);
-  compress(out);
+  compress(out, W);
 }
 
 const HMAC_STATE = new Int32Array(8);

@@ -1,7 +1,9 @@
 /** Validates what `check` and `record` receive and turns it into tags, so no plain value goes further. */
 import { SluiceError, show } from '../core/errors.js';
-import { ipText, maskedText, parseIp, tryParseIp, v4Mask, type IpAddress } from './ip.js';
+import { ipText, maskedText, parseIp, tryParseIp, v4Mask } from './ip.js';
 import type { KeyedHasher } from './keyed-hash.js';
+import type { RecentAttempts } from './recent-attempts.js';
+import type { IpStanding, Reputation } from './reputation.js';
 
 /** What `guard.check` takes: who is logging in, from where. */
 export interface LoginAttempt {
@@ -22,18 +24,28 @@ export interface LoginOutcome extends LoginAttempt {
 
 /** Longest account or fingerprint accepted: longer is a mistake or an attack on the hasher. */
 const MAX_TEXT = 1024;
+/** Longest address text tryParseIp accepts. */
+const MAX_IP = 64;
 /** Longest password accepted, as bcrypt-era limits go (and HMAC cost stays bounded). */
 const MAX_PASSWORD = 4096;
 
-/** An attempt reduced to tags and the parsed address. */
+/**
+ * An attempt reduced to tags: no plain value, not even the parsed address (RecentAttempts keeps these
+ * between check and record, so they must hold nothing the guard state may not).
+ */
 export interface TaggedAttempt {
-  readonly ip: IpAddress;
   readonly account: string;
   readonly address: string;
   readonly subnet: string;
   readonly fingerprint: string | undefined;
   /** The tag familiarity is judged by: the address for IPv4, the subnet for IPv6 (privacy addresses rotate). */
   readonly location: string;
+  /** The address's standing in the allow, deny and hosting lists (fixed at construction, so fixed per address). */
+  readonly standing: IpStanding;
+  /** Bucket keys, built once per attempt: per address, per subnet, per account+address pair. */
+  readonly ipKey: string;
+  readonly subnetKey: string;
+  readonly pairKey: string;
 }
 
 function bad(call: string, field: string, rule: string, value: unknown): never {
@@ -41,17 +53,46 @@ function bad(call: string, field: string, rule: string, value: unknown): never {
 }
 
 function text(call: string, field: string, value: unknown, max: number): string {
-  if (typeof value !== 'string' || value.length === 0 || value.length > max) bad(call, field, `a non-empty string of at most ${max} characters`, value);
+  if (!isText(value, max)) bad(call, field, `a non-empty string of at most ${max} characters`, value);
   return value;
 }
 
-export function tagAttempt(
-  call: 'check' | 'record',
-  input: unknown,
-  hasher: KeyedHasher,
-  ipv4Subnet: number,
-  ipv6Subnet: number,
-): TaggedAttempt {
+function isText(value: unknown, max: number): value is string {
+  return typeof value === 'string' && value.length > 0 && value.length <= max;
+}
+
+/** What tagging an attempt needs: the keyed hasher, the lists, the subnet prefixes. */
+export interface AttemptTagger {
+  readonly hasher: KeyedHasher;
+  readonly reputation: Reputation;
+  readonly ipv4Subnet: number;
+  readonly ipv6Subnet: number;
+}
+
+/**
+ * The attempt's tags: those `recent` kept for the same attempt (check's, when record follows it), else
+ * computed by tagAttempt. A check keeps what it computed for the record to come; a record takes what it
+ * finds out of the table and keeps nothing, as the attempt is over. Only input that passes every check
+ * reaches `recent`; anything else goes straight to tagAttempt, which throws the same error as ever
+ * naming the field.
+ */
+export function tagAttemptRecalling(call: 'check' | 'record', input: unknown, tagger: AttemptTagger, recent: RecentAttempts): TaggedAttempt {
+  if (typeof input === 'object' && input !== null) {
+    const a = input as Record<string, unknown>;
+    const { account, ip, fingerprint } = a;
+    if (isText(account, MAX_TEXT) && isText(ip, MAX_IP) && (fingerprint === undefined || isText(fingerprint, MAX_TEXT))) {
+      const known = recent.find(account, ip, fingerprint, call === 'record');
+      if (known !== undefined) return known; // kept only after this same text parsed and tagged
+      const t = tagAttempt(call, input, tagger); // throws for an address that does not parse: nothing kept
+      if (call === 'check') recent.keep(t);
+      return t;
+    }
+  }
+  return tagAttempt(call, input, tagger);
+}
+
+export function tagAttempt(call: 'check' | 'record', input: unknown, tagger: AttemptTagger): TaggedAttempt {
+  const { hasher, ipv4Subnet, ipv6Subnet } = tagger;
   if (typeof input !== 'object' || input === null) bad(call, 'attempt', 'an object { account, ip, fingerprint? }', input);
   const a = input as Record<string, unknown>;
   const account = hasher.tag('acct', text(call, 'account', a.account, MAX_TEXT));
@@ -70,7 +111,17 @@ export function tagAttempt(
     ? hasher.tagDottedQuad('net', b[12]! & v4Mask(prefix, 0), b[13]! & v4Mask(prefix, 1), b[14]! & v4Mask(prefix, 2), b[15]! & v4Mask(prefix, 3), prefix)
     : hasher.tag('net', `${maskedText(ip, prefix)}/${prefix}`);
   const fingerprint = a.fingerprint === undefined ? undefined : hasher.tag('fp', text(call, 'fingerprint', a.fingerprint, MAX_TEXT));
-  return { ip, account, address, subnet, fingerprint, location: ip.v4 ? address : subnet };
+  return {
+    account,
+    address,
+    subnet,
+    fingerprint,
+    location: ip.v4 ? address : subnet,
+    standing: tagger.reputation.classify(ip),
+    ipKey: `i:${address}`,
+    subnetKey: `n:${subnet}`,
+    pairKey: `p:${account}.${address}`,
+  };
 }
 
 /** Checks the outcome's `success` and `password` (no object returned: record reads them itself). */

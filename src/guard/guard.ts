@@ -21,12 +21,13 @@ import type { Decision } from '../core/types.js';
 import { MemoryStore } from '../stores/memory.js';
 import type { Clock, MaybePromise, Store, StoreTable } from '../stores/store.js';
 import { FailureRateMonitor } from './anomaly.js';
-import { checkOutcome, tagAttempt, type LoginAttempt, type LoginOutcome, type TaggedAttempt } from './attempt.js';
+import { checkOutcome, tagAttemptRecalling, type AttemptTagger, type LoginAttempt, type LoginOutcome, type TaggedAttempt } from './attempt.js';
 import { backoffMs, type BackoffSchedule } from './backoff.js';
 import { KeyedHasher, tagIn } from './keyed-hash.js';
 import { decide, raise, rank, type Floor, type GuardVerdict } from './ladder.js';
 import { MemoryGuardState } from './memory-state.js';
 import { resolveOptions, type GuardConfig, type GuardOptions } from './options.js';
+import { RecentAttempts } from './recent-attempts.js';
 import { Reputation } from './reputation.js';
 import { guardStateOf, type AccountView, type GuardState, type Path, type SourceSpec, type SourceView } from './state.js';
 
@@ -51,7 +52,9 @@ export class Guard {
   private readonly clock: Clock;
   private readonly random: () => number;
   private readonly hasher: KeyedHasher;
-  private readonly reputation: Reputation;
+  private readonly tagger: AttemptTagger;
+  /** The tags of attempts checked and not yet recorded: record() finds check()'s instead of tagging again. */
+  private readonly recent = new RecentAttempts();
   private readonly monitor: FailureRateMonitor;
   /** Failures from unfamiliar sources only, on a long time scale: what low-and-slow stuffing moves. */
   private readonly strangerMonitor: FailureRateMonitor;
@@ -84,7 +87,8 @@ export class Guard {
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'state' must be a GuardState such as new MemoryGuardState(), got ${show(this.state)}`);
     }
     this.hasher = new KeyedHasher(c.secret);
-    this.reputation = new Reputation(c.allowList, c.denyList, c.hostingRanges);
+    const reputation = new Reputation(c.allowList, c.denyList, c.hostingRanges);
+    this.tagger = { hasher: this.hasher, reputation, ipv4Subnet: c.ipv4Subnet, ipv6Subnet: c.ipv6Subnet };
     this.monitor = new FailureRateMonitor({
       bucketMs: c.anomalyBucketMs,
       span: c.anomalyBaselineBuckets,
@@ -121,9 +125,9 @@ export class Guard {
    */
   async check(attempt: LoginAttempt): Promise<GuardVerdict> {
     const c = this.config;
-    const t = tagAttempt('check', attempt, this.hasher, c.ipv4Subnet, c.ipv6Subnet);
+    const t = tagAttemptRecalling('check', attempt, this.tagger, this.recent);
     const now = this.clock();
-    const standing = this.reputation.classify(t.ip);
+    const standing = t.standing;
     const reasons: string[] = [];
     const floor: Floor = { action: 'allow', delayMs: 0, retryAfterMs: 0 };
     if (standing.denied) {
@@ -142,9 +146,9 @@ export class Guard {
     const stranger = !familiar && !standing.allowed;
     const spec = this.sourceSpec;
     const reads = all([
-      stranger ? this.ipBucket.decide(`i:${t.address}`, 0, undefined) : undefined,
-      stranger ? this.subnetBucket.decide(`n:${t.subnet}`, 0, undefined) : undefined,
-      this.pairBucket.decide(`p:${t.account}.${t.address}`, 0, undefined),
+      stranger ? this.ipBucket.decide(t.ipKey, 0, undefined) : undefined,
+      stranger ? this.subnetBucket.decide(t.subnetKey, 0, undefined) : undefined,
+      this.pairBucket.decide(t.pairKey, 0, undefined),
       stranger ? this.state.readSource(t.address, now, spec) : undefined,
       stranger ? this.state.readSource(t.subnet, now, spec) : undefined,
       stranger && t.fingerprint !== undefined ? this.state.readSource(t.fingerprint, now, spec) : undefined,
@@ -239,11 +243,11 @@ export class Guard {
   /** Records the outcome of a verified attempt. Pass the wrong `password` on failure so repeats are not counted. */
   async record(outcome: LoginOutcome): Promise<RecordResult> {
     const c = this.config;
-    const t = tagAttempt('record', outcome, this.hasher, c.ipv4Subnet, c.ipv6Subnet);
+    const t = tagAttemptRecalling('record', outcome, this.tagger, this.recent);
     checkOutcome(outcome);
     const { success, password } = outcome;
     const now = this.clock();
-    const standing = this.reputation.classify(t.ip);
+    const standing = t.standing;
     const readAccount = this.state.readAccount(t.account, now);
     const account = isPromise(readAccount) ? await readAccount : readAccount;
     const path: Path = isFamiliar(account, t) ? 'familiar' : 'unfamiliar';
@@ -254,7 +258,7 @@ export class Guard {
         this.state.succeedAccount(t.account, path, familiarNow, now, c.familiarMs, c.maxFamiliarSources),
         // A store that cannot forget rejects its reset (RedisStore during an outage); the pair lane then
         // keeps its count, which errs towards caution, and the login still records. Other errors stand.
-        resetKeepingUnavailable(this.pairBucket, `p:${t.account}.${t.address}`),
+        resetKeepingUnavailable(this.pairBucket, t.pairKey),
         this.noteSources(t, false, now),
       ]);
       if (isPromise(writes)) await writes;
@@ -267,9 +271,9 @@ export class Guard {
     const waitMs = backoffMs(this.backoff, failed.failures, this.random());
     const writes = all([
       waitMs > 0 ? this.state.lockAccount(t.account, path, now + waitMs) : undefined,
-      this.pairBucket.adjust(`p:${t.account}.${t.address}`, 1),
-      standing.allowed ? undefined : this.ipBucket.adjust(`i:${t.address}`, 1),
-      standing.allowed ? undefined : this.subnetBucket.adjust(`n:${t.subnet}`, 1),
+      this.pairBucket.adjust(t.pairKey, 1),
+      standing.allowed ? undefined : this.ipBucket.adjust(t.ipKey, 1),
+      standing.allowed ? undefined : this.subnetBucket.adjust(t.subnetKey, 1),
       this.noteSources(t, true, now),
     ]);
     if (isPromise(writes)) await writes;

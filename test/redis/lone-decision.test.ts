@@ -5,8 +5,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Limiter } from '../../src/index.js';
+import { compilePolicies } from '../../src/core/policy.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { escapeId, keyOf } from '../../src/stores/redis/keys.js';
+import { scriptFor } from '../../src/stores/redis/scripts.js';
 import { connectBothClients, runPrefix } from './harness.js';
 
 const { io, nr } = await connectBothClients();
@@ -66,6 +68,48 @@ for (const [name, client] of Object.entries(clients)) {
       }
       for (const d of e!) assert.deepEqual([d.allowed, d.remaining, d.resetAfterMs], [true, 2 ** 21 - 1, 3]);
     }
+    assert.equal(store.stats.fallbacks, 0);
+  });
+}
+
+test('a function name fits in an inline Redis string (44 bytes) and still carries the whole SHA1 of its code', async () => {
+  const names = new Set<string>();
+  for (const limit of [1, 2, 1000]) {
+    for (const algorithm of ['token-bucket', 'gcra', 'fixed-window', 'sliding-log'] as const) {
+      const script = scriptFor(compilePolicies([{ name: 'p', algorithm, limit, window: '1h' }]), false);
+      const digits = /^sluice_([0-9a-z]{31})$/.exec(script.fn)?.[1];
+      assert.ok(digits !== undefined && script.fn.length <= 44, script.fn);
+      let sha = 0n;
+      for (const d of digits) sha = sha * 36n + BigInt(parseInt(d, 36));
+      assert.equal(sha.toString(16).padStart(40, '0'), script.sha);
+      assert.ok(script.library.startsWith(`#!lua name=${script.fn}\n`) && script.library.endsWith(`redis.register_function('${script.fn}', run)`));
+      names.add(script.fn);
+    }
+  }
+  assert.equal(names.size, 12);
+  // And the name is what the store calls: a lone decision goes through FCALL of it.
+  const store = new RedisStore({ client: io, prefix, timeoutMs: 2000 });
+  const l = new Limiter({ policy: { name: 'p', algorithm: 'gcra', limit: 7, window: '1h' }, store });
+  assert.equal((await l.limit(`name:${Math.random()}`)).remaining, 6);
+  const listed = (await io.call('FUNCTION', 'LIST', 'LIBRARYNAME', scriptFor(l.policies, false).fn)) as unknown[];
+  assert.equal(listed.length, 1);
+});
+
+for (const [name, client] of Object.entries(clients)) {
+  test(`${name}: lone decisions of two policies of one algorithm, interleaved, each follow their own policy`, async () => {
+    // single() keeps its policy in the library's upvalues: each library (one per policy) has its own.
+    const store = new RedisStore({ client, prefix, timeoutMs: 2000 });
+    const id = `two:${name}:${Math.random()}`;
+    const two = new Limiter({ policy: { name: 'two', algorithm: 'token-bucket', limit: 2, window: '1h' }, store });
+    const five = new Limiter({ policy: { name: 'five', algorithm: 'token-bucket', limit: 5, window: '1h' }, store });
+    const seen: Array<[boolean, number]> = [];
+    for (let i = 0; i < 3; i++) {
+      for (const l of [two, five]) {
+        const d = await l.limit(id);
+        seen.push([d.allowed, d.remaining]);
+      }
+    }
+    assert.deepEqual(seen, [[true, 1], [true, 4], [true, 0], [true, 3], [false, 0], [true, 2]]);
     assert.equal(store.stats.fallbacks, 0);
   });
 }

@@ -3,6 +3,7 @@
 // every batch, answers as before. These pin both paths through both clients: the answers, the TTL until
 // idle, a rejection that changes nothing, and verdicts too large to pack.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import { Limiter } from '../../src/index.js';
 import { compilePolicies } from '../../src/core/policy.js';
@@ -113,3 +114,35 @@ for (const [name, client] of Object.entries(clients)) {
     assert.equal(store.stats.fallbacks, 0);
   });
 }
+
+/**
+ * Runs a decision in a fresh process, on a client shaped like ioredis whose FCALL answers with `reply`
+ * (JavaScript source), or never for 'never'; nothing else holds that process's event loop.
+ */
+function decideInChild(reply: string, timeoutMs: number): { status: number | null; out: string; ms: number } {
+  const src = new URL('../../src/', import.meta.url).href;
+  const code = `
+    const { Limiter } = await import('${src}index.ts');
+    const { RedisStore } = await import('${src}stores/redis/index.ts');
+    const answer = () => ${reply === 'never' ? 'new Promise(() => {})' : reply};
+    const client = { status: 'ready', evalsha: answer, eval: answer, call: answer, on() {} };
+    const store = new RedisStore({ client, timeoutMs: ${timeoutMs}, onError: 'closed' });
+    const d = await new Limiter({ policy: { name: 'p', algorithm: 'gcra', limit: 5, window: '1h' }, store }).limit('k');
+    console.log(JSON.stringify({ allowed: d.allowed, remaining: d.remaining, reason: d.reason ?? null }));`;
+  const t = performance.now();
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { encoding: 'utf8', timeout: 120_000 });
+  return { status: r.status, out: r.stdout.trim(), ms: performance.now() - t };
+}
+
+test('a call nothing else waits for still gets its timeout answer before the process exits, and an answered one does not hold the process for timeoutMs', () => {
+  // The store's deadline timer holds the process while a call is unanswered: without it this process
+  // would exit (code 13, a top-level await never settled) before the failure policy answered.
+  const unanswered = decideInChild('never', 300);
+  assert.equal(unanswered.status, 0, unanswered.out);
+  assert.deepEqual(JSON.parse(unanswered.out), { allowed: false, remaining: 0, reason: 'store-error' });
+  // Answered at once (remaining 4, packed), with a 60 s timeout: the process ends with its work, not 60 s later.
+  const answered = decideInChild(`Promise.resolve(${5 * 2 ** 32 + 720000})`, 60_000);
+  assert.equal(answered.status, 0, answered.out);
+  assert.deepEqual(JSON.parse(answered.out), { allowed: true, remaining: 4, reason: null });
+  assert.ok(answered.ms < 40_000, `the process lasted ${answered.ms.toFixed(0)} ms`);
+});

@@ -17,7 +17,10 @@ export interface Script {
 
 /** An algorithm script, which also loads as a Redis function library (Redis 7.0 and later). */
 export interface LibraryScript extends Script {
-  /** The library's name and its one function's: `sluice_<sha>`, so different code never shares a name. */
+  /**
+   * The library's name and its one function's: `sluice_<sha in base 36>`, so different code never shares
+   * a name.
+   */
   readonly fn: string;
   /** For FUNCTION LOAD: the same code, with `run` registered as the function instead of called. */
   readonly library: string;
@@ -64,7 +67,9 @@ function registerLibrary(name: string, code: string): LibraryScript {
   let script = libraries.get(source);
   if (script === undefined) {
     const { sha } = register(name, source);
-    const fn = `sluice_${sha}`;
+    // The SHA1 in base 36 (31 characters, not 40): FCALL sends the name, and Redis hashes it, on every
+    // call, and a name of up to 44 bytes is stored inline with its object (one allocation, not two).
+    const fn = `sluice_${BigInt(`0x${sha}`).toString(36).padStart(31, '0')}`;
     script = { name, source, sha, fn, library: `#!lua name=${fn}\n${code}\nredis.register_function('${fn}', run)` };
     libraries.set(source, script);
   }

@@ -115,6 +115,9 @@ export class Deadlines {
 
 type Code = 'd' | 'a' | 'r' | 'x';
 
+/** The arguments of a call that needs none: shared by every such call, and frozen, so never written. */
+const NO_ARGS = Object.freeze([]) as unknown as string[];
+
 /** Replies that say a function library is not loaded on this server (Redis 7.0 to 8). */
 const FUNCTION_MISSING = /Function not found/i;
 /** FUNCTION LOAD of a library whose name, and so whose code, is already there. */
@@ -218,14 +221,16 @@ export class RedisTable implements StoreTable {
       this.fail(ops, new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', ctx.adapter.ready() ? `RedisStore: ${ctx.inFlight} script calls unanswered ('maxInFlight' ${ctx.maxInFlight}); refusing more until Redis answers` : 'RedisStore: the Redis client is not connected'));
       return;
     }
-    const keys: string[] = [];
+    // A call of one operation (every call at 1 in flight) sends that operation's keys as they are.
+    const lone = ops.length === 1;
+    const keys: string[] = lone ? ops[0]!.keys : [];
     // Decisions of cost 1 with neither lease ids nor client times send no arguments at all (driver.lua).
     let plain = !this.leases && !ctx.clientClock;
     for (const op of ops) {
-      for (const k of op.keys) keys.push(k);
+      if (!lone) for (const k of op.keys) keys.push(k);
       if (plain && (op.code !== 'd' || op.arg !== 1)) plain = false;
     }
-    const args: string[] = [];
+    const args: string[] = plain ? NO_ARGS : [];
     if (!plain) {
       const clientClock = ctx.clientClock;
       for (const op of ops) {

@@ -26,6 +26,10 @@ for i = 1, np do V[i] = { next = {} } end
 local READY, PREFETCH = false, true
 -- Whether a one-key call without arguments can take single(): one fixed-size policy, Redis time.
 local SINGLE = false
+-- What single() reads on every call, looked up once by prepare(): the one policy, its verdict, its
+-- algorithm's evaluate and idle, its state buffer, size and layout, and the verdict's next state. Each field read is a VM instruction and a
+-- hash lookup; these upvalues cut about 0.5 k Redis instructions from a lone call.
+local P1, V1, NEXT1, EVALUATE1, IDLE1, BUF1, SIZE1, LAYOUT1
 -- An allowed verdict packs into one integer below 2^53 when remaining + 1 < PACK_HEAD and reset < PACK_RESET.
 local PACK_HEAD, PACK_RESET = 2 ^ 21, 2 ^ 32
 
@@ -37,6 +41,10 @@ local function prepare()
     if not P[i].n then PREFETCH = false end -- not fixed-size state: read by the algorithm itself
   end
   SINGLE = np == 1 and P[1].n ~= nil and not CLIENT_TIME
+  if SINGLE then
+    P1, V1, NEXT1 = P[1], V[1], V[1].next
+    EVALUATE1, IDLE1, BUF1, SIZE1, LAYOUT1 = P1.alg.evaluate, P1.alg.idle, P1.buf, P1.n, P1.layout
+  end
   READY = true
 end
 
@@ -122,32 +130,30 @@ end
 -- slab_load, slab_save and reply() through helper functions: counted on redis-server, such helpers cost
 -- 1-2 % more Redis instructions a lone call and 6 % more a batched decision.
 local function single(key)
-  local p, v = P[1], V[1]
-  local size = p.n
+  local p, v, size, s = P1, V1, SIZE1, BUF1
   local now = redis_now()
-  local s = p.buf
   local raw = rcall('GET', key)
   if raw and #raw == 8 * size then
     if size == 2 then s[1], s[2] = sunpack('dd', raw)
     elseif size == 1 then s[1] = sunpack('d', raw)
     else
-      local u = { sunpack(p.layout, raw) }
+      local u = { sunpack(LAYOUT1, raw) }
       for i = 1, size do s[i] = u[i] end
     end
   else
     for i = 1, size do s[i] = 0 end
   end
-  p.alg.evaluate(p, s, now, 1, v)
+  EVALUATE1(p, s, now, 1, v)
   if not v.allowed then return { -(v.remaining + 1), v.reset, v.retry } end
-  local nx = v.next
-  local t = p.alg.idle(p, nx)
+  local nx = NEXT1
+  local t = IDLE1(p, nx)
   if t <= now then
     rcall('DEL', key)
   else
     local packed
     if size == 2 then packed = spack('dd', nx[1], nx[2])
     elseif size == 1 then packed = spack('d', nx[1])
-    else packed = spack(p.layout, unpack(nx, 1, size)) end
+    else packed = spack(LAYOUT1, unpack(nx, 1, size)) end
     rcall('SET', key, packed, 'PX', fmt('%d', ceil(t - now) + GRACE))
   end
   local head, reset = v.remaining + 1, v.reset

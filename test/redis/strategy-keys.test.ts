@@ -79,3 +79,37 @@ test('redis lease: a crashed node is settled at its lease TTL (its demand leaves
   const secondChunk = (await field(`n:${idOf(a)}`))! - spentByA;
   assert.equal(await field('g'), granted - (heldByA - spentByA) + secondChunk, `a gave back the ${heldByA - spentByA} it had not spent`);
 });
+
+// Regression: a lease or local-sync call stamped in an earlier window that reached Redis after a call from
+// the next window moved the key back a window (DEL and a fresh budget), and the next window's next call
+// reset it again: each reset granted the budget anew. Seen as "window admitted 330 > 300" in the
+// four-process lease test on a loaded host, where calls stamped by each node's clock arrive out of order.
+for (const strategy of ['lease', 'local-sync'] as const) {
+  test(`redis ${strategy}: a call stamped in an earlier window, arriving after the next window began, does not reset the budget`, async () => {
+    if (client.status !== 'ready') await once(client, 'ready');
+    const prefix = runPrefix(`stale-${strategy}`);
+    const W = 1000;
+    let later = 5 * W + 100; // nodes a and c: window 5
+    const earlier = 5 * W - 100; // node b: still stamping window 4
+    const make = (clock: () => number) => new Limiter({
+      policy: { name: 'p', algorithm: 'fixed-window', limit: 5, window: W },
+      store: new RedisStore({ client, prefix, clock: 'client', onError: 'closed', timeoutMs: 2000 }),
+      clock,
+      strategy,
+      ...(strategy === 'local-sync' ? { localSync: { threshold: 1 } } : {}),
+    });
+    const a = make(() => later);
+    const b = make(() => earlier);
+    const c = make(() => later);
+    let admittedInWindow5 = 0;
+    for (let i = 0; i < 10; i++) if ((await a.limit('k')).allowed) admittedInWindow5++;
+    await b.limit('k'); // stamped in window 4, answered after window 5 began
+    const key = `${prefix}:{k}:p:${strategy === 'lease' ? 'lease' : 'sync'}`;
+    assert.equal(await client.hget(key, 'w'), '5', 'the key stays in the latest window');
+    later += 10;
+    for (let i = 0; i < 10; i++) if ((await c.limit('k')).allowed) admittedInWindow5++;
+    const bound = strategy === 'lease' ? 5 : 5 + 3 * 1;
+    assert.ok(admittedInWindow5 <= bound, `a and c admitted ${admittedInWindow5} in window 5, limit 5`);
+
+  });
+}

@@ -5,6 +5,11 @@
 //   bench/serve/instructions-in-process.mjs <dist> <requests> [sluice|bare|bare-read]
 // per request = (count at N2 - count at N1) / (N2 - N1). `bare` answers a constant without reading the body
 // (bench/serve/bare.mjs), `bare-read` reads and JSON.parses it first (bench/serve/bare-read.mjs).
+// Take N1 >= 10000 (N1=10000, N2=20000): with --single-threaded TurboFan compiles on the main thread and is
+// counted, and it still tiers up sluice's larger code between 2000 and 6000 requests (20 k of the 41 k
+// instructions per request /json seemed to cost over bare-read there). Optimizing compilation still moves
+// by up to 6 k per request between runs; with --callgrind-out-file=<file>, subtract its inclusive count
+// (`callgrind_annotate --inclusive=yes <file> | grep Runtime_CompileOptimized`) from the total.
 import http from 'node:http';
 import net from 'node:net';
 import { join, resolve } from 'node:path';
@@ -18,7 +23,15 @@ const [{ createHttpServer }, { loadConfig }, { RuleSet }, { RateLimitService }, 
   imp('server/http.js'), imp('server/config.js'), imp('server/rules.js'), imp('server/service.js'), imp('stores/memory.js'), imp('server/dashboard.js'), import('prom-client'), import('pino'),
 ]);
 const store = new MemoryStore();
-const service = new RateLimitService(new RuleSet(loadConfig(fileURLToPath(new URL('policies.yaml', import.meta.url))), { store }), { store, localCache: false });
+// The default coarseClock refreshes on a 1 ms timer. Under valgrind (about 100 times slower) that timer fires
+// about once per request instead of once per ~60 at full speed, and how often depends on the host's speed:
+// it added 0.6-7 k instructions per request, varying from run to run. This clock reads the monotonic clock
+// once per 64 decisions, as coarseClock does under load, with no timer, so the count repeats.
+let reads = 0;
+let cached = 0;
+const countedClock = () => (reads++ % 64 === 0 ? (cached = performance.timeOrigin + performance.now()) : cached);
+const rules = new RuleSet(loadConfig(fileURLToPath(new URL('policies.yaml', import.meta.url))), { store, clock: countedClock });
+const service = new RateLimitService(rules, { store, localCache: false });
 const bareBody = '{"overallCode":"OK","statuses":[{"code":"OK"}]}';
 const bareHeaders = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(bareBody) };
 const servers = {

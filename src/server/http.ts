@@ -8,7 +8,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { Dashboard } from './dashboard.js';
-import { decodeCheck, decodeRlsJson, decodeRlsJsonFast, renderCheck, renderRlsJson } from './json-codec.js';
+import { decodeCheck, decodeRlsJson, decodeRlsJsonFast, renderCheck, renderRlsJson, renderRlsJsonSized } from './json-codec.js';
 import { BadRequest, StoreUnavailable } from './service.js';
 import type { RateLimitService, RequestDescriptor, RlsRequest, RlsResponse } from './service.js';
 
@@ -126,9 +126,10 @@ export function createHttpServer(deps: HttpDeps): Server {
     // /json carries Envoy's headers in its body (responseHeadersToAdd), as envoyproxy/ratelimit's does; only a
     // 429 repeats Retry-After. Every extra header costs Node a validation pass on the hottest path.
     if (kind === 'json' && ok) {
-      // The hottest answer: one literal header object straight into writeHead, Node's fast path.
-      const text = renderRlsJson(r);
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+      // The hottest answer: one literal header object straight into writeHead, Node's fast path, and the byte
+      // length counted while rendering (Buffer.byteLength flattened the answer once more than Node's write).
+      const { text, bytes } = renderRlsJsonSized(r);
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': bytes });
       res.end(text);
     } else if (kind === 'json') send(res, 429, renderRlsJson(r), { 'content-type': 'application/json', 'retry-after': String(Math.max(1, Math.ceil(r.retryAfterMs / 1000))) });
     else send(res, ok ? 200 : 429, renderCheck(r), withRateHeaders(r));

@@ -1,0 +1,75 @@
+// renderRlsJson writes its answer from literal fragments; it must stay byte for byte what JSON.stringify of
+// the protojson object tree writes (lowerCamel names, enums as names, zero values left out), and the byte
+// length it counts on the way is the answer's Content-Length, so it must be Buffer.byteLength exactly.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { renderRlsJson, renderRlsJsonSized } from './json-codec.js';
+import type { CurrentLimit, DescriptorStatus, RlsResponse } from './service.js';
+
+function sized(r: RlsResponse): string {
+  const { text, bytes } = renderRlsJsonSized(r);
+  assert.equal(bytes, Buffer.byteLength(text), text);
+  return text;
+}
+
+/** The object-tree rendering renderRlsJson stands in for. */
+function reference(r: RlsResponse): string {
+  return JSON.stringify({
+    overallCode: r.overallCode,
+    statuses: r.statuses.map((s) => ({
+      code: s.code,
+      currentLimit:
+        s.currentLimit === undefined
+          ? undefined
+          : { name: s.currentLimit.name || undefined, requestsPerUnit: s.currentLimit.requestsPerUnit || undefined, unit: s.currentLimit.unit },
+      limitRemaining: s.limitRemaining || undefined,
+      durationUntilReset: s.durationUntilResetMs === 0 ? undefined : `${s.durationUntilResetMs / 1000}s`,
+    })),
+    responseHeadersToAdd: r.headers.length === 0 ? undefined : r.headers.map(([key, value]) => ({ key, value })),
+  });
+}
+
+const code = fc.constantFrom('OK' as const, 'OVER_LIMIT' as const);
+const text = fc.oneof(fc.constantFrom('', 'per_ip', 'é', '€', '😀', 'a"b', 'a\\b', '\n', '\u2028', '\ud800', '10, 10;w=60'), fc.string({ unit: 'binary', maxLength: 4 }), fc.string({ maxLength: 6 }));
+// Few distinct limits, reused across statuses and answers, as a rule's limit is: its cached text must follow it.
+const limits: CurrentLimit[] = ['', 'per_ip', 'ünï "quoted"', '€ 😀'].flatMap((name) =>
+  [0, 10, 4_000_000_000].flatMap((requestsPerUnit) => (['SECOND', 'HOUR', 'UNKNOWN'] as const).map((unit) => ({ name, requestsPerUnit, unit, header: `${requestsPerUnit}` }))),
+);
+const status: fc.Arbitrary<DescriptorStatus> = fc.record({
+  code,
+  currentLimit: fc.option(fc.constantFrom(...limits), { nil: undefined }),
+  limitRemaining: fc.oneof(fc.constantFrom(0, 3_999_999_999, 4_294_967_295), fc.nat()),
+  durationUntilResetMs: fc.oneof(fc.constantFrom(0, 1, 1000, 2_121_991), fc.nat(), fc.double({ min: 0, max: 1e7, noNaN: true })),
+  rule: fc.constant(undefined),
+  shadow: fc.boolean(),
+});
+const headerName = fc.oneof(fc.constantFrom('RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After'), fc.stringMatching(/^[A-Za-zé€-]{1,12}$/));
+const response: fc.Arbitrary<RlsResponse> = fc.record({
+  overallCode: code,
+  statuses: fc.array(status, { minLength: 1, maxLength: 3 }),
+  headers: fc.array(fc.tuple(headerName, text), { maxLength: 4 }),
+  retryAfterMs: fc.nat(),
+});
+
+test('renderRlsJson writes what JSON.stringify of the protojson object tree writes, and counts its UTF-8 bytes', () => {
+  const limit = limits.find((l) => l.requestsPerUnit === 4_000_000_000 && l.unit === 'HOUR' && l.name === '')!;
+  const answer: RlsResponse = {
+    overallCode: 'OK',
+    statuses: [{ code: 'OK', currentLimit: limit, limitRemaining: 3_999_999_999, durationUntilResetMs: 2_121_991, rule: 'bench.remote_address', shadow: false }],
+    headers: [
+      ['RateLimit-Limit', '4000000000, 4000000000;w=3600'],
+      ['RateLimit-Remaining', '3999999999'],
+      ['RateLimit-Reset', '2122'],
+    ],
+    retryAfterMs: 0,
+  };
+  assert.equal(renderRlsJson(answer), reference(answer));
+  assert.equal(sized(answer), reference(answer));
+  fc.assert(
+    fc.property(response, (r) => {
+      assert.equal(sized(r), reference(r));
+    }),
+    { numRuns: 5000 },
+  );
+});

@@ -43,9 +43,10 @@ function run(fn, n) {
 }
 
 // --count <variant> <n>: run only that variant, 50,000 warm-up requests then n, for callgrind, whose counts
-// repeat exactly here (no sockets, no timers): per request = (count(n2) - count(n1)) / (n2 - n1).
+// repeat exactly here (no sockets, and the loop never yields, so no timer fires): per request =
+// (count(n2) - count(n1)) / (n2 - n1), e.g. at n = 10000 and 30000:
 //   valgrind --tool=callgrind --callgrind-out-file=/dev/null node --single-threaded --predictable \
-//     bench/http-micro.mjs --count "sluice, 'draft-7'" 20000
+//     --predictable-gc-schedule --no-memory-reducer bench/http-micro.mjs --count "sluice, 'draft-7'" 10000
 if (process.argv[2] === '--count') {
   const fn = variants[process.argv[3]];
   if (fn === undefined) throw new Error(`unknown variant; choose one of ${Object.keys(variants).join(' | ')}`);

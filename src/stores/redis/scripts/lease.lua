@@ -22,13 +22,7 @@ local key, node = KEYS[1], ARGV[1]
 local limit, windowMs = tonumber(ARGV[2]), tonumber(ARGV[3])
 local want, unspent, leaseWindow, ttl = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local now = now_ms(ARGV[8])
-local w = math.floor(now / windowMs)
-local stored = tonumber(redis.call('HGET', key, 'w'))
--- A call stamped in a window before the latest one this key has seen (client clocks: two nodes' calls
--- reordered across a boundary on their way here) is taken into the latest: moving the key back a window
--- would reset it, and a budget reset twice is a budget granted twice. (As the algorithms do when a clock
--- steps back: stand still at the latest time recorded.)
-if stored ~= nil and stored > w then w = stored end
+local w, stored = window_at(key, now, windowMs)
 if stored ~= w then
   -- A new window: every earlier chunk has ended with it.
   redis.call('DEL', key)

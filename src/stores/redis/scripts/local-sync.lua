@@ -14,13 +14,7 @@ local key, node = KEYS[1], ARGV[1]
 local add, windowMs, from = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local cost, limit = tonumber(ARGV[5]), tonumber(ARGV[6])
 local now = now_ms(ARGV[7])
-local w = math.floor(now / windowMs)
-local stored = tonumber(redis.call('HGET', key, 'w'))
--- A call stamped in a window before the latest one this key has seen (client clocks: two nodes' calls
--- reordered across a boundary on their way here) is taken into the latest: moving the key back a window
--- would reset it, and a budget reset twice is a budget granted twice. (As the algorithms do when a clock
--- steps back: stand still at the latest time recorded.)
-if stored ~= nil and stored > w then w = stored end
+local w, stored = window_at(key, now, windowMs)
 if stored ~= w then
   -- A new window: keep only how many nodes the last one heard from (the estimate until they sync again).
   local previous = 0

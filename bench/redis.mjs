@@ -1,7 +1,10 @@
 #!/usr/bin/env node
 // Redis benchmark, side by side in one run against the same Redis: sluice RedisStore (token bucket and
 // GCRA) vs rate-limiter-flexible RateLimiterRedis (fixed window), both on ioredis, at 1 and 256 calls
-// in flight, plus a PING round trip at 1 in flight as the latency floor.
+// in flight, plus a PING round trip at 1 in flight as the latency floor, and `redis-benchmark` running a
+// plain token-bucket EVALSHA script (bench/lib/plain-token-bucket.lua) on random keys at -P 16, the peer the
+// issue quotes for the reference machine (about 121 k/s with redis-server at 100 % CPU there), so that
+// Redis CPU per decision can be read as a same-run ratio on a host of another speed.
 //
 // It starts its own redis-server on a spare port (--save "" --appendonly no) and FLUSHALLs only that one
 // before each run. Every measurement is a fresh process (bench/redis-worker.mjs); the cases are
@@ -12,7 +15,7 @@
 // checkout's worker and interleaved with the others, so two versions are compared under the same load.
 // Prints a Markdown table and writes it, with every run's figures, to bench/results/redis-<time>.{md,json}.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { hostSpeedLine } from './lib/host-speed.mjs';
@@ -29,6 +32,7 @@ const CASES = [
   ['sluice-gcra', 1],
   ...(BASE === undefined ? [] : [['base-tb', 1], ['base-gcra', 1]]),
   ['rlflex', 256],
+  ['redis-benchmark', 800],
   ['sluice-tb', 256],
   ['sluice-gcra', 256],
   ...(BASE === undefined ? [] : [['base-tb', 256], ['base-gcra', 256]]),
@@ -36,6 +40,7 @@ const CASES = [
 const NAMES = {
   ping: 'PING (ioredis), the round-trip floor',
   rlflex: 'rate-limiter-flexible RateLimiterRedis (fixed window)',
+  'redis-benchmark': 'redis-benchmark -c 50 -P 16, plain token-bucket EVALSHA, 100 k random keys',
   'sluice-tb': 'sluice RedisStore, token-bucket',
   'sluice-gcra': 'sluice RedisStore, gcra',
   'base-tb': `sluice at ${baseCommit}, token-bucket`,
@@ -68,7 +73,44 @@ for (let i = 0; ; i++) {
   await new Promise((r) => setTimeout(r, 50));
 }
 
+const cpuOf = (info) => ['used_cpu_sys', 'used_cpu_user'].reduce((a, f) => a + Number(new RegExp(`^${f}:([\\d.]+)`, 'm').exec(info)[1]), 0);
+const evalshaOf = (info) => Number(/^cmdstat_evalsha:calls=(\d+)/m.exec(info)?.[1] ?? 0);
+const callsOf = (info) => [...info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].filter((m) => m[1] !== 'info').reduce((a, m) => a + Number(m[2]), 0);
+
+/**
+ * The redis-benchmark peer: a token bucket as a user would write it (HMGET, then HSET and PEXPIRE on an
+ * admission; 1000 per hour, so every call admits and writes), 50 clients of 16 pipelined calls on 100,000
+ * random keys, sized to run about as long as the other cases. Its rate is redis-benchmark's own figure.
+ */
+const PLAIN_TB = readFileSync(new URL('./lib/plain-token-bucket.lua', import.meta.url), 'utf8');
+let plainRequests = 200_000;
+function measureRedisBenchmark() {
+  cli('FLUSHALL');
+  cli('CONFIG', 'RESETSTAT');
+  const sha = cli('SCRIPT', 'LOAD', PLAIN_TB);
+  const run = (n) => execFileSync('redis-benchmark', ['-p', String(port), '-c', '50', '-P', '16', '-r', '100000', '-n', String(n), '--csv',
+    'EVALSHA', sha, '1', 'tb:__rand_int__', '1000', String(1000 / 3_600_000), '1'], { encoding: 'utf8', timeout: 120_000 });
+  run(Math.round(plainRequests * (WARMUP / MEASURE))); // warm-up
+  const i0 = cli('INFO', 'all');
+  const out = run(plainRequests);
+  const i1 = cli('INFO', 'all');
+  const rps = Number(/^"EVALSHA[^"]*","([\d.]+)"/m.exec(out)[1]);
+  const decisions = evalshaOf(i1) - evalshaOf(i0);
+  const runMs = (decisions / rps) * 1000; // redis-benchmark's own clock: its rate is requests over its run
+  plainRequests = Math.max(50_000, Math.round((rps * MEASURE) / 1000)); // the next rep runs about MEASURE ms
+  const cpuSec = cpuOf(i1) - cpuOf(i0);
+  return {
+    decisionsPerSec: rps,
+    medianLatencyUs: null,
+    commandsPerDecision: (callsOf(i1) - callsOf(i0)) / decisions, // EVALSHA and the commands inside it
+    redisCpuUsPerDecision: (cpuSec * 1e6) / decisions,
+    redisCpuPct: (cpuSec * 1000 * 100) / runMs,
+    nodeCpuPct: null, // redis-benchmark is not Node
+  };
+}
+
 function measure(impl, inflight) {
+  if (impl === 'redis-benchmark') return measureRedisBenchmark();
   cli('FLUSHALL');
   cli('CONFIG', 'RESETSTAT');
   const base = impl.startsWith('base-');
@@ -115,8 +157,22 @@ for (const [impl, inflight] of CASES) {
   const lat = inflight === 1 ? median(rs.map((r) => r.medianLatencyUs)) : undefined;
   const ratio = inflight === 1 && impl !== 'ping' ? true : undefined;
   lines.push(
-    `| ${NAMES[impl]} | ${inflight} | ${range(rs, (r) => r.decisionsPerSec, k)} | ${lat === undefined ? '–' : lat.toFixed(1)} | ${ratio === undefined ? '–' : median(rs.map((r) => r.sameProcessPingUs)).toFixed(1)} | ${ratio === undefined ? '–' : range(rs, (r) => r.pingRatio, (x) => `${x.toFixed(2)}×`)} | ${median(rs.map((r) => r.commandsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuUsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuPct)).toFixed(0)} | ${median(rs.map((r) => r.nodeCpuPct)).toFixed(0)} |`,
+    `| ${NAMES[impl]} | ${inflight} | ${range(rs, (r) => r.decisionsPerSec, k)} | ${lat === undefined ? '–' : lat.toFixed(1)} | ${ratio === undefined ? '–' : median(rs.map((r) => r.sameProcessPingUs)).toFixed(1)} | ${ratio === undefined ? '–' : range(rs, (r) => r.pingRatio, (x) => `${x.toFixed(2)}×`)} | ${median(rs.map((r) => r.commandsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuUsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuPct)).toFixed(0)} | ${rs[0].nodeCpuPct === null ? '–' : median(rs.map((r) => r.nodeCpuPct)).toFixed(0)} |`,
   );
+}
+// Redis CPU per decision against the two peers whose figure the issue gives for its reference machine:
+// the same-run ratio carries over to a host of another speed where an absolute figure does not.
+const REFERENCE_US = { rlflex: 6.0, 'redis-benchmark': 1e6 / 121_000 }; // about 6 µs; 121 k/s at 100 % CPU
+const cpuAt256 = (impl) => { const rs = results.get(`${impl}@${impl === 'redis-benchmark' ? 800 : 256}`); return rs && median(rs.map((r) => r.redisCpuUsPerDecision)); };
+lines.push('', 'Redis CPU per decision at 256 in flight as a same-run ratio to each peer, and what that ratio gives on the issue\'s reference machine:', '');
+for (const impl of ['sluice-tb', 'sluice-gcra']) {
+  for (const peer of ['rlflex', 'redis-benchmark']) {
+    const mine = cpuAt256(impl), theirs = cpuAt256(peer);
+    if (mine === undefined || theirs === undefined) continue;
+    lines.push(`- ${NAMES[impl]}: ${mine.toFixed(2)} µs = ${(mine / theirs).toFixed(3)} × ${NAMES[peer]} (${theirs.toFixed(2)} µs); at that ratio to its ${REFERENCE_US[peer].toFixed(2)} µs there: **${((mine / theirs) * REFERENCE_US[peer]).toFixed(2)} µs**`);
+  }
+  const rate = (i) => median(results.get(`${i}@256`)?.map((r) => r.decisionsPerSec) ?? [NaN]);
+  lines.push(`- ${NAMES[impl]}: ${(rate(impl) / rate('rlflex')).toFixed(2)} × rate-limiter-flexible's decisions per second at 256 in flight`);
 }
 console.log(lines.join('\n'));
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');

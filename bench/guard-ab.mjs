@@ -1,0 +1,61 @@
+// Timed A/B of the guard between builds: check+record pairs per second on the memory store, the mix of
+// guard-bench.ts (75 % successes, 50,000 accounts, 20,000 addresses), each measurement in a fresh process
+// (20,000 pairs of warm-up, then `pairs` timed), the builds alternating round by round so that they share
+// the host's state. Quote the per-round ratios: on a shared host the absolute figures drift.
+//
+//   npm run build
+//   git worktree add --detach /tmp/sluice-old <rev> && (cd /tmp/sluice-old && ln -s "$OLDPWD/node_modules" && npm run build)
+//   node bench/guard-ab.mjs <rounds> <pairs> /tmp/sluice-old/dist dist
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
+import { hostSpeedLine } from './lib/host-speed.mjs';
+
+const [roundsArg, pairsArg, ...builds] = process.argv.slice(2);
+
+if (roundsArg === '--one') {
+  // Child: one measurement of one build.
+  const [dist, pairs] = [pairsArg, Number(builds[0])];
+  const { Guard } = await import(new URL(`file://${resolve(dist)}/guard/index.js`).href);
+  const floodIp = (n) => `${11 + (n >>> 16)}.${(n >>> 8) & 255}.${n & 255}.${1 + (n % 250)}`;
+  let now = 1_760_000_000_000;
+  const guard = new Guard({ secret: 'bench-secret-0123456789abcdef', clock: () => now, random: () => 0.5 });
+  let rate = 0;
+  for (const n of [20_000, pairs]) {
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) {
+      now += 1;
+      const account = `user${(i * 7919) % 50_000}@example.com`;
+      const ip = floodIp((i * 104_729) % 20_000);
+      await guard.check({ account, ip });
+      await guard.record({ account, ip, success: i % 4 !== 0, password: i % 4 === 0 ? `pw${i}` : undefined });
+    }
+    rate = n / ((performance.now() - t0) / 1000);
+  }
+  console.log(Math.round(rate));
+  process.exit(0);
+}
+
+const rounds = Number(roundsArg ?? 5);
+const pairs = Number(pairsArg ?? 200_000);
+if (builds.length === 0) builds.push('dist');
+const self = fileURLToPath(import.meta.url);
+console.log(hostSpeedLine());
+const rates = builds.map(() => []);
+for (let r = 0; r < rounds; r++) {
+  const order = builds.map((_, i) => i);
+  if (r % 2 === 1) order.reverse(); // every other round in reverse, so neither build always runs first
+  for (const i of order) {
+    rates[i][r] = Number(execFileSync(process.execPath, [self, '--one', builds[i], String(pairs)], { encoding: 'utf8' }).trim());
+  }
+  console.log(`round ${r + 1}: ${builds.map((b, i) => `${b} ${rates[i][r].toLocaleString('en')}`).join(', ')}`);
+}
+const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+for (let i = 0; i < builds.length; i++) {
+  console.log(`${builds[i]}: median ${median(rates[i]).toLocaleString('en')} pairs/s (${Math.min(...rates[i]).toLocaleString('en')}–${Math.max(...rates[i]).toLocaleString('en')})`);
+}
+for (let i = 1; i < builds.length; i++) {
+  const ratios = rates[i].map((x, r) => x / rates[0][r]);
+  console.log(`${builds[i]} ÷ ${builds[0]}: median of per-round ratios ${median(ratios).toFixed(3)} (${Math.min(...ratios).toFixed(3)}–${Math.max(...ratios).toFixed(3)})`);
+}
+console.log(hostSpeedLine());

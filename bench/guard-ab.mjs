@@ -7,16 +7,15 @@
 //   git worktree add --detach /tmp/sluice-old <rev> && (cd /tmp/sluice-old && ln -s "$OLDPWD/node_modules" && npm run build)
 //   node bench/guard-ab.mjs <rounds> <pairs> /tmp/sluice-old/dist dist
 import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { hostSpeedLine } from './lib/host-speed.mjs';
 
-const [roundsArg, pairsArg, ...builds] = process.argv.slice(2);
-
-if (roundsArg === '--one') {
-  // Child: one measurement of one build.
-  const [dist, pairs] = [pairsArg, Number(builds[0])];
-  const { Guard } = await import(new URL(`file://${resolve(dist)}/guard/index.js`).href);
+if (process.argv[2] === '--one') {
+  // Child: one measurement of one build, `--one <dist> <pairs>`.
+  const dist = process.argv[3];
+  const pairs = Number(process.argv[4]);
+  const { Guard } = await import(pathToFileURL(join(resolve(dist), 'guard/index.js')).href);
   const floodIp = (n) => `${11 + (n >>> 16)}.${(n >>> 8) & 255}.${n & 255}.${1 + (n % 250)}`;
   let now = 1_760_000_000_000;
   const guard = new Guard({ secret: 'bench-secret-0123456789abcdef', clock: () => now, random: () => 0.5 });
@@ -36,6 +35,7 @@ if (roundsArg === '--one') {
   process.exit(0);
 }
 
+const [roundsArg, pairsArg, ...builds] = process.argv.slice(2);
 const rounds = Number(roundsArg ?? 5);
 const pairs = Number(pairsArg ?? 200_000);
 if (builds.length === 0) builds.push('dist');

@@ -49,20 +49,29 @@ type Fields = Record<string, [string, string]>;
 
 /**
  * Where a ServerResponse keeps the fields setHeader stores: `res[kOutHeaders][lower-case name] = [name,
- * value]` in a null-prototype object, an internal symbol of node:http since Node 8, found here by its
- * description and checked by storing a field through setHeader. undefined if a Node version ever drops or
- * reshapes it, and every field then goes through setHeader.
+ * value]` in a null-prototype object, an internal symbol of node:http since Node 8, found by its
+ * description. It is learnt from the first real response a field is set on (`learnOutHeaders`): that field
+ * goes through setHeader, and the store it lands in is checked. `null` until then, `undefined` if this Node
+ * keeps its fields some other way, and every field then goes through setHeader.
+ *
+ * Not learnt at import from a probe `new OutgoingMessage()`, as it once was: importing a module should not
+ * build a response, and one of another shape through OutgoingMessage's constructor and setHeader widened
+ * V8's feedback for node:http's own code, which every request paid for (about 0.5 k instructions of 62 k,
+ * counted with `monotonicClock` by bench/http-instructions.mjs before and after).
  */
-const OUT_HEADERS: symbol | undefined = (() => {
-  const probe = new OutgoingMessage() as unknown as Record<symbol, unknown>;
-  const sym = Object.getOwnPropertySymbols(probe).find((s) => s.description === 'kOutHeaders');
-  if (sym === undefined || probe[sym] !== null) return undefined;
-  (probe as unknown as OutgoingMessage).setHeader('X-Probe', '1');
-  const store = probe[sym] as Record<string, unknown> | null;
-  const entry = store?.['x-probe'];
-  const same = store !== null && typeof store === 'object' && Object.getPrototypeOf(store) === null && Array.isArray(entry) && entry.length === 2 && entry[0] === 'X-Probe' && entry[1] === '1';
+let outHeaders: symbol | undefined | null = null;
+
+/** Sets the field through setHeader, then finds and checks the store it went into (see `outHeaders`). */
+function learnOutHeaders(res: ServerResponse, name: string, value: string): symbol | undefined {
+  res.setHeader(name, value);
+  const own = res as unknown as Record<symbol, unknown>;
+  const sym = Object.getOwnPropertySymbols(own).find((s) => s.description === 'kOutHeaders');
+  if (sym === undefined) return undefined;
+  const store = own[sym] as Record<string, unknown> | null;
+  const entry = store?.[name.toLowerCase()];
+  const same = store !== null && typeof store === 'object' && Object.getPrototypeOf(store) === null && Array.isArray(entry) && entry.length === 2 && entry[0] === name && entry[1] === value;
   return same ? sym : undefined;
-})();
+}
 const NODE_SET_HEADER = OutgoingMessage.prototype.setHeader;
 
 /**
@@ -91,13 +100,17 @@ export class NodeHeaders implements HeaderTarget {
 
   setTrustedHeader(name: string, value: string): void {
     const res = this.res;
-    if (OUT_HEADERS === undefined || res.setHeader !== NODE_SET_HEADER || res.headersSent) {
+    if (outHeaders === undefined || res.setHeader !== NODE_SET_HEADER || res.headersSent) {
       res.setHeader(name, value);
       return;
     }
+    if (outHeaders === null) {
+      outHeaders = learnOutHeaders(res, name, value);
+      return;
+    }
     const own = res as unknown as Record<symbol, Fields | null>;
-    let fields = own[OUT_HEADERS];
-    if (fields === null) own[OUT_HEADERS] = fields = new HeaderFields();
+    let fields = own[outHeaders];
+    if (fields === null) own[outHeaders] = fields = new HeaderFields();
     else if (typeof fields !== 'object') {
       res.setHeader(name, value);
       return;

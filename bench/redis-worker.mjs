@@ -6,6 +6,7 @@
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
+import { commands, cpuSeconds, parseInfo } from './lib/redis-info.mjs';
 
 // SLUICE_SRC: another checkout's src/ (bench/redis.mjs's BASE), to compare two versions in one run.
 const src = process.env.SLUICE_SRC ?? new URL('../src', import.meta.url).href;
@@ -64,18 +65,7 @@ async function drive(ms, record) {
   return { n, ms: performance.now() - start, lat };
 }
 
-function parseInfo(text) {
-  const out = {};
-  for (const line of text.split('\r\n')) {
-    const m = /^cmdstat_([^:]+):calls=(\d+)/.exec(line);
-    if (m) out[`cmd:${m[1]}`] = Number(m[2]);
-    const c = /^(used_cpu_sys|used_cpu_user):([\d.]+)/.exec(line);
-    if (c) out[c[1]] = Number(c[2]);
-  }
-  return out;
-}
 const snapshot = async () => parseInfo(await admin.info('all'));
-const commands = (s) => Object.entries(s).filter(([k]) => k.startsWith('cmd:') && k !== 'cmd:info').reduce((a, [, v]) => a + v, 0);
 
 await drive(WARMUP, false);
 const s0 = await snapshot();
@@ -84,7 +74,7 @@ const r = await drive(MEASURE, INFLIGHT === 1);
 const cpu = process.cpuUsage(cpu0);
 const s1 = await snapshot();
 const sec = r.ms / 1000;
-const cpuSec = s1.used_cpu_sys + s1.used_cpu_user - s0.used_cpu_sys - s0.used_cpu_user;
+const cpuSec = cpuSeconds(s1) - cpuSeconds(s0);
 r.lat.sort((a, b) => a - b);
 
 // At 1 in flight, the latency ratio to PING is measured in this same process, in alternating blocks: on

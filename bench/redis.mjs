@@ -19,6 +19,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { hostSpeedLine } from './lib/host-speed.mjs';
+import { commands, cpuSeconds, parseInfo } from './lib/redis-info.mjs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -73,10 +74,6 @@ for (let i = 0; ; i++) {
   await new Promise((r) => setTimeout(r, 50));
 }
 
-const cpuOf = (info) => ['used_cpu_sys', 'used_cpu_user'].reduce((a, f) => a + Number(new RegExp(`^${f}:([\\d.]+)`, 'm').exec(info)[1]), 0);
-const evalshaOf = (info) => Number(/^cmdstat_evalsha:calls=(\d+)/m.exec(info)?.[1] ?? 0);
-const callsOf = (info) => [...info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].filter((m) => m[1] !== 'info').reduce((a, m) => a + Number(m[2]), 0);
-
 /**
  * The redis-benchmark peer: a token bucket as a user would write it (HMGET, then HSET and PEXPIRE on an
  * admission; 1000 per hour, so every call admits and writes), 50 clients of 16 pipelined calls on 100,000
@@ -91,18 +88,18 @@ function measureRedisBenchmark() {
   const run = (n) => execFileSync('redis-benchmark', ['-p', String(port), '-c', '50', '-P', '16', '-r', '100000', '-n', String(n), '--csv',
     'EVALSHA', sha, '1', 'tb:__rand_int__', '1000', String(1000 / 3_600_000), '1'], { encoding: 'utf8', timeout: 120_000 });
   run(Math.round(plainRequests * (WARMUP / MEASURE))); // warm-up
-  const i0 = cli('INFO', 'all');
+  const i0 = parseInfo(cli('INFO', 'all'));
   const out = run(plainRequests);
-  const i1 = cli('INFO', 'all');
+  const i1 = parseInfo(cli('INFO', 'all'));
   const rps = Number(/^"EVALSHA[^"]*","([\d.]+)"/m.exec(out)[1]);
-  const decisions = evalshaOf(i1) - evalshaOf(i0);
+  const decisions = i1['cmd:evalsha'] - (i0['cmd:evalsha'] ?? 0);
   const runMs = (decisions / rps) * 1000; // redis-benchmark's own clock: its rate is requests over its run
   plainRequests = Math.max(50_000, Math.round((rps * MEASURE) / 1000)); // the next rep runs about MEASURE ms
-  const cpuSec = cpuOf(i1) - cpuOf(i0);
+  const cpuSec = cpuSeconds(i1) - cpuSeconds(i0);
   return {
     decisionsPerSec: rps,
     medianLatencyUs: null,
-    commandsPerDecision: (callsOf(i1) - callsOf(i0)) / decisions, // EVALSHA and the commands inside it
+    commandsPerDecision: (commands(i1) - commands(i0)) / decisions, // EVALSHA and the commands inside it
     redisCpuUsPerDecision: (cpuSec * 1e6) / decisions,
     redisCpuPct: (cpuSec * 1000 * 100) / runMs,
     nodeCpuPct: null, // redis-benchmark is not Node

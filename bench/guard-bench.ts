@@ -3,6 +3,7 @@
 import { Guard, MemoryGuardState } from '../src/guard/index.js';
 import { KeyedHasher } from '../src/guard/keyed-hash.js';
 import { MemoryStore } from '../src/index.js';
+import { ACCOUNTS, ADDRESSES, floodIp } from './lib/guard-mix.mjs';
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error('run with node --expose-gc');
@@ -15,21 +16,17 @@ function heap(): number {
   return m.heapUsed + m.arrayBuffers;
 }
 
-/** The n-th address of a flood: distinct for every n below 2^24, spread over 2^16 /24 subnets. */
-const floodIp = (n: number) => `${11 + (n >>> 16)}.${(n >>> 8) & 255}.${n & 255}.${1 + (n % 250)}`;
 
 async function throughput(pairs: number): Promise<void> {
   let now = 1_760_000_000_000;
   const guard = new Guard({ secret: 'bench-secret-0123456789abcdef', clock: () => now, random: () => 0.5 });
-  const accounts = 50_000;
-  const ips = 20_000;
   // Warm up the JIT on the same mix, then measure.
   for (const n of [20_000, pairs]) {
     const t0 = performance.now();
     for (let i = 0; i < n; i++) {
       now += 1;
-      const account = `user${(i * 7919) % accounts}@example.com`;
-      const ip = floodIp((i * 104_729) % ips);
+      const account = `user${(i * 7919) % ACCOUNTS}@example.com`;
+      const ip = floodIp((i * 104_729) % ADDRESSES);
       await guard.check({ account, ip });
       await guard.record({ account, ip, success: i % 4 !== 0, password: i % 4 === 0 ? `pw${i}` : undefined });
     }

@@ -1,0 +1,3 @@
+export declare const ACCOUNTS: number;
+export declare const ADDRESSES: number;
+export declare const floodIp: (n: number) => string;

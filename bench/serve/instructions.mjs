@@ -2,7 +2,10 @@
 // wall-clock timing is not (a shared, noisy machine): exactly N POST /json requests (wrk's json.lua bodies)
 // over a few keep-alive connections, one in flight per connection.
 // Usage: node bench/serve/instructions.mjs [N1=12000] [N2=36000] [connections=4] [server ...]
-// where a server is `bare`, `bare-read`, or a sluice dist folder (default: bare bare-read dist). N1 must be
+// where a server is `bare`, `bare-read`, or a sluice dist folder (default: bare bare-read dist); CLOCK=monotonic
+// runs sluice with `--clock monotonic`. The default coarse clock's 1 ms tick fires about once per request under
+// callgrind (once per ~60 at full speed), and more often the busier the host: /json counted 76.9 k one evening
+// and 83.6 k the next, the same build. Compare builds with CLOCK=monotonic, which has no timer. N1 must be
 // past the warm-up: below a few thousand requests TurboFan's compiling is counted as if it were per request,
 // and between 4,000 and 12,000 it still added about 7-9 k a request to /json (76.9 k at 12,000-36,000).
 import { join } from 'node:path';
@@ -16,7 +19,7 @@ const HERE = join(ROOT, 'bench/serve');
 const PORT = Number(process.env.PORT ?? 18290);
 
 function command(server) {
-  if (server === 'bare' || server === 'bare-read') return [join(HERE, `${server}.mjs`), String(PORT)];
+  if (server.startsWith('bare')) return [join(HERE, `${server}.mjs`), String(PORT)];
   return [join(ROOT, server, 'cli/main.js'), 'serve', '--config', join(HERE, 'policies.yaml'), '--port', String(PORT), '--grpc-port', String(PORT + 1), '--log-level', 'warn', '--watch', 'false'];
 }
 

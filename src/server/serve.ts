@@ -18,6 +18,7 @@ import { RateLimitService } from './service.js';
 import type { Settings } from './settings.js';
 import { storeFromSettings } from './store-from-settings.js';
 import { MemoryStore } from '../stores/memory.js';
+import { monotonicClock } from '../clock.js';
 
 export interface RunningService {
   readonly httpPort: number;
@@ -42,8 +43,11 @@ export async function startService(settings: Settings, options: StartOptions = {
   const log = pino({ level: settings.logLevel, base: { service: 'sluice' } }, (options.logStream ?? process.stdout) as never);
   const config = loadConfig(settings.config); // throws ConfigError: the CLI prints every problem and exits 1
   const backing = await storeFromSettings(settings);
-  let rules = new RuleSet(config, { store: backing.store, maxDetailedSeries: settings.maxDetailedSeries });
-  const service = new RateLimitService(rules, { store: backing.store, localCache: backing.kind !== 'memory' });
+  // The memory store's clock: the library's default (coarse) unless --clock monotonic. Redis keeps its own time.
+  const clock = settings.clock === 'monotonic' && backing.kind === 'memory' ? { clock: monotonicClock } : {};
+  const ruleOptions = { store: backing.store, maxDetailedSeries: settings.maxDetailedSeries, ...clock };
+  let rules = new RuleSet(config, ruleOptions);
+  const service = new RateLimitService(rules, { store: backing.store, localCache: backing.kind !== 'memory', ...clock });
   const reloads = { ok: 0, failed: 0 };
   const metrics = createMetrics(() => service.allStats(), { reloads: () => reloads });
   const dashboard = new Dashboard(() => service, options.sampleMs, settings.demoUrl);
@@ -73,7 +77,7 @@ export async function startService(settings: Settings, options: StartOptions = {
 
   async function reload(reason: string): Promise<boolean> {
     try {
-      const next = new RuleSet(loadConfig(settings.config), { store: backing.store, maxDetailedSeries: settings.maxDetailedSeries }, rules);
+      const next = new RuleSet(loadConfig(settings.config), ruleOptions, rules);
       rules = next;
       service.replaceRules(next);
       reloads.ok++;

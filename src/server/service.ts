@@ -8,7 +8,7 @@ import { Limiter } from '../limiter.js';
 import { SluiceError } from '../core/index.js';
 import type { AlgorithmName, Decision } from '../core/index.js';
 import { MemoryStore } from '../stores/memory.js';
-import type { Store } from '../stores/store.js';
+import type { Clock, Store } from '../stores/store.js';
 import { UNITS } from './config.js';
 import type { UnitName } from './config.js';
 import { LocalDenyCache } from './deny-cache.js';
@@ -97,6 +97,8 @@ export interface ServiceOptions {
   readonly store: Store;
   /** Answer repeat over-limit keys locally until their retry time (for remote stores). */
   readonly localCache: boolean;
+  /** The clock of limit-override limiters (the rules' own come with the RuleSet); default coarseClock. */
+  readonly clock?: Clock;
 }
 
 export class RateLimitService {
@@ -206,7 +208,7 @@ export class RateLimitService {
     let o = this.overrides.get(id);
     if (o === undefined) {
       if (this.overrides.size >= MAX_OVERRIDES) this.overrides.delete(this.overrides.keys().next().value!);
-      const limiter = policy === undefined ? undefined : new Limiter({ policy: { name: id, ...policy }, store: this.options.store });
+      const limiter = policy === undefined ? undefined : new Limiter({ policy: { name: id, ...policy }, store: this.options.store, ...(this.options.clock ? { clock: this.options.clock } : {}) });
       o = { limiter: limiter!, stats: new RuleStats(domain, id) };
       this.overrides.set(id, o);
     }

@@ -23,6 +23,11 @@ export interface Settings {
   failureMode: 'open' | 'closed';
   /** Memory store bound across all rules. */
   maxKeys: number;
+  /**
+   * The memory store's clock: 'coarse' reads the monotonic clock at most once per 1 ms tick or 64
+   * decisions (the library's default), 'monotonic' on every decision. A Redis store uses Redis's time.
+   */
+  clock: 'coarse' | 'monotonic';
   /** Largest request body accepted, in bytes. */
   maxBodyBytes: number;
   logLevel: string;
@@ -75,6 +80,15 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
       return raw;
     },
   },
+  clock: {
+    flag: '--clock',
+    env: 'SLUICE_CLOCK',
+    help: 'in-memory store: coarse (read once per 1 ms tick or 64 decisions) or monotonic (every decision) (default coarse)',
+    parse: (raw, where) => {
+      if (raw !== 'coarse' && raw !== 'monotonic') throw new SettingsError(`${where} must be coarse or monotonic, got ${JSON.stringify(raw)}`);
+      return raw;
+    },
+  },
   maxKeys: { flag: '--max-keys', env: 'SLUICE_MAX_KEYS', help: 'in-memory store: most keys kept (default 1000000)', parse: int(1) },
   maxBodyBytes: { flag: '--max-body-bytes', env: 'SLUICE_MAX_BODY_BYTES', help: 'largest request body (default 65536)', parse: int(1) },
   logLevel: { flag: '--log-level', env: 'SLUICE_LOG_LEVEL', help: 'trace, debug, info, warn, error or fatal (default info)', parse: str },
@@ -107,6 +121,7 @@ export const DEFAULTS: Omit<Settings, 'config'> = {
   redisConnectTimeoutMs: 3000,
   failureMode: 'open',
   maxKeys: 1_000_000,
+  clock: 'coarse',
   maxBodyBytes: 65_536,
   logLevel: 'info',
   watch: true,

@@ -1,0 +1,13 @@
+// `sluice serve` settings: flags over environment over defaults, and errors that name the setting and value.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { readSettings } from './settings.js';
+
+test('--clock is coarse by default, monotonic on request, from the flag or SLUICE_CLOCK; anything else is refused', () => {
+  assert.equal(readSettings(['--config', 'x.yaml'], {}).clock, 'coarse');
+  assert.equal(readSettings(['--config', 'x.yaml', '--clock', 'monotonic'], {}).clock, 'monotonic');
+  assert.equal(readSettings(['--config', 'x.yaml'], { SLUICE_CLOCK: 'monotonic' }).clock, 'monotonic');
+  assert.equal(readSettings(['--config', 'x.yaml', '--clock=coarse'], { SLUICE_CLOCK: 'monotonic' }).clock, 'coarse', 'the flag beats the environment');
+  assert.throws(() => readSettings(['--config', 'x.yaml', '--clock', 'wall'], {}), /--clock must be coarse or monotonic, got "wall"/);
+  assert.throws(() => readSettings(['--config', 'x.yaml'], { SLUICE_CLOCK: 'fast' }), /SLUICE_CLOCK must be coarse or monotonic, got "fast"/);
+});

@@ -5,7 +5,9 @@ import assert from 'node:assert/strict';
 import { createServer, IncomingMessage, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 import { test } from 'node:test';
-import { NodeHeaders } from './node.js';
+import { HttpRateLimiter, type Outcome } from './engine.js';
+import { HEADER_STYLES } from './headers.js';
+import { NodeHeaders, NodeRequestInfo } from './node.js';
 
 function response(): ServerResponse {
   const req = new IncomingMessage(new Socket());
@@ -58,6 +60,30 @@ test('trusted fields read, override, remove and serialize as setHeader fields do
     set('ratelimit', 'a');
     res.writeHead(200, ['x-one', '1', 'ratelimit', 'b', 'x-one', '2']);
   });
+});
+
+test('every field of every style, allowed and refused, lands as setHeader puts it (node.ts gives each name its own store)', () => {
+  const names = new Set<string>();
+  for (const style of HEADER_STYLES) {
+    const engine = new HttpRateLimiter<IncomingMessage>({ policy: { algorithm: 'gcra', limit: 1, window: '1m' }, headers: style, key: () => 'k' }, 'test');
+    const req = new IncomingMessage(new Socket());
+    for (const refused of [false, true]) {
+      const o = engine.check(req, new NodeRequestInfo(req)) as Outcome<IncomingMessage>;
+      assert.equal(o.limited, refused);
+      // Rendered once and replayed on both sides: legacy's reset reads the wall clock.
+      const fields: [string, string][] = [];
+      const record = (n: string, v: string) => void fields.push([n, v]);
+      engine.writeHeaders(o, { setHeader: record, setTrustedHeader: record });
+      same((_res, set) => {
+        for (const [n, v] of fields) set(n, v);
+      });
+      for (const [n] of fields) names.add(n);
+    }
+  }
+  assert.deepEqual([...names].sort(), [
+    'ratelimit', 'ratelimit-limit', 'ratelimit-policy', 'ratelimit-remaining', 'ratelimit-reset', 'retry-after',
+    'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'x-ratelimit-resource', 'x-ratelimit-used',
+  ]);
 });
 
 test('after headers are sent, or with setHeader wrapped, it is setHeader', () => {

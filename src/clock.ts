@@ -5,10 +5,17 @@
  */
 import type { Clock } from './stores/store.js';
 
-const origin = performance.timeOrigin;
+/**
+ * The Performance object, read once: Node's global `performance` is a lazy accessor property, so every
+ * read of it was a global-IC miss plus a getter call (~0.27 k instructions a decision with
+ * `monotonicClock`). `perf.now()` still calls whatever `now` that object has, so mocking
+ * `performance.now` (t.mock.method(performance, 'now')) still reaches both clocks.
+ */
+const perf = performance;
+const origin = perf.timeOrigin;
 
 /** Reads the monotonic clock on every call (about 35-40 ns here). */
-export const monotonicClock: Clock = () => origin + performance.now();
+export const monotonicClock: Clock = () => origin + perf.now();
 
 /** Decisions served from one reading at most, when no timer tick comes in between. */
 const READS_PER_REFRESH = 64;
@@ -33,7 +40,7 @@ function tick(): void {
 }
 
 function refresh(): number {
-  const now = origin + performance.now();
+  const now = origin + perf.now();
   if (now > cached) cached = now; // performance.now() is monotonic; this keeps the clock so even if mocked
   budget = READS_PER_REFRESH - 1;
   if (ticker === undefined) {

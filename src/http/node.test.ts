@@ -5,7 +5,9 @@ import assert from 'node:assert/strict';
 import { createServer, IncomingMessage, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 import { test } from 'node:test';
-import { NodeHeaders } from './node.js';
+import { HttpRateLimiter, type Outcome } from './engine.js';
+import { HEADER_STYLES } from './headers.js';
+import { NodeHeaders, NodeRequestInfo } from './node.js';
 
 function response(): ServerResponse {
   const req = new IncomingMessage(new Socket());
@@ -58,6 +60,43 @@ test('trusted fields read, override, remove and serialize as setHeader fields do
     set('ratelimit', 'a');
     res.writeHead(200, ['x-one', '1', 'ratelimit', 'b', 'x-one', '2']);
   });
+  // Trusted fields mixed with the handler's own, before and after.
+  same((res, set) => {
+    set('ratelimit', 'a');
+    res.removeHeader('ratelimit');
+    set('ratelimit-policy', 'b');
+    res.setHeader('X-After', '1');
+    set('retry-after', '3');
+  });
+  same((res, set) => {
+    res.setHeader('X-Before', '1'); // Node's own store exists before the first trusted field
+    set('ratelimit', 'a');
+    set('ratelimit-policy', 'b');
+  });
+});
+
+test('every field of every style, allowed and refused, lands as setHeader puts it (node.ts gives each name its own store)', () => {
+  const names = new Set<string>();
+  for (const style of HEADER_STYLES) {
+    const engine = new HttpRateLimiter<IncomingMessage>({ policy: { algorithm: 'gcra', limit: 1, window: '1m' }, headers: style, key: () => 'k' }, 'test');
+    const req = new IncomingMessage(new Socket());
+    for (const refused of [false, true]) {
+      const o = engine.check(req, new NodeRequestInfo(req)) as Outcome<IncomingMessage>;
+      assert.equal(o.limited, refused);
+      // Rendered once and replayed on both sides: legacy's reset reads the wall clock.
+      const fields: [string, string][] = [];
+      const record = (n: string, v: string) => void fields.push([n, v]);
+      engine.writeHeaders(o, { setHeader: record, setTrustedHeader: record });
+      same((_res, set) => {
+        for (const [n, v] of fields) set(n, v);
+      });
+      for (const [n] of fields) names.add(n);
+    }
+  }
+  assert.deepEqual([...names].sort(), [
+    'ratelimit', 'ratelimit-limit', 'ratelimit-policy', 'ratelimit-remaining', 'ratelimit-reset', 'retry-after',
+    'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'x-ratelimit-resource', 'x-ratelimit-used',
+  ]);
 });
 
 test('after headers are sent, or with setHeader wrapped, it is setHeader', () => {
@@ -110,4 +149,15 @@ test('on this Node the trusted path is taken: the header store is the fast one, 
   assert.ok(sym !== undefined);
   assert.notEqual(Object.getPrototypeOf(own[sym]), null); // setHeader's store has a null prototype
   assert.equal(res.getHeader('ratelimit'), 'x');
+});
+
+test('NodeRequestInfo reads a socket\'s peer address once per socket, and none from a socket without one', () => {
+  const socket = new Socket();
+  let reads = 0;
+  Object.defineProperty(socket, 'remoteAddress', { get: () => (reads++, '203.0.113.9') });
+  for (let i = 0; i < 3; i++) assert.equal(new NodeRequestInfo(new IncomingMessage(socket)).remoteAddress, '203.0.113.9');
+  assert.equal(reads, 1); // node.ts: reaching Node's own cache of it costs more than a WeakMap lookup
+  const unconnected = new Socket();
+  assert.equal(new NodeRequestInfo(new IncomingMessage(unconnected)).remoteAddress, undefined);
+  assert.equal(new NodeRequestInfo(new IncomingMessage(unconnected)).remoteAddress, undefined); // not cached as absent
 });

@@ -20,7 +20,10 @@ const PORT = Number(process.env.PORT ?? 18290);
 
 function command(server) {
   if (server.startsWith('bare')) return [join(HERE, `${server}.mjs`), String(PORT)];
-  return [join(ROOT, server, 'cli/main.js'), 'serve', '--config', join(HERE, 'policies.yaml'), '--port', String(PORT), '--grpc-port', String(PORT + 1), '--log-level', 'warn', '--watch', 'false'];
+  // CLOCK reaches sluice as --clock: serve reads --clock or SLUICE_CLOCK, never CLOCK, so without this
+  // CLOCK=monotonic counted the coarse clock's timer after all.
+  const clock = process.env.CLOCK ? ['--clock', process.env.CLOCK] : [];
+  return [join(ROOT, server, 'cli/main.js'), 'serve', '--config', join(HERE, 'policies.yaml'), '--port', String(PORT), '--grpc-port', String(PORT + 1), '--log-level', 'warn', '--watch', 'false', ...clock];
 }
 
 const requests = (port) => Array.from({ length: 1000 }, (_, i) => {

@@ -298,6 +298,14 @@ interface StatusOpening {
   readonly ok: string;
   readonly over: string;
   readonly extraBytes: number;
+  /**
+   * For the common answer (see renderCommon): its text up to the remaining count, and from the reset time's
+   * `s"}` up to RateLimit-Remaining's value, with RateLimit-Limit's value `l.header` in it (undefined when
+   * that value needs escaping), and how many more UTF-8 bytes than UTF-16 units the two hold.
+   */
+  readonly answerHead: string;
+  readonly answerMiddle: string | undefined;
+  readonly answerExtraBytes: number;
 }
 
 const openingsByLimit = new WeakMap<CurrentLimit, StatusOpening>();
@@ -309,7 +317,16 @@ function statusOpening(l: CurrentLimit): StatusOpening {
     if (l.name !== '') limit += `"name":${JSON.stringify(l.name)},`;
     if (l.requestsPerUnit !== 0) limit += `"requestsPerUnit":${l.requestsPerUnit},`;
     limit += `"unit":"${l.unit}"}`;
-    o = { ok: `{"code":"OK"${limit}`, over: `{"code":"OVER_LIMIT"${limit}`, extraBytes: Buffer.byteLength(limit) - limit.length };
+    const extraBytes = Buffer.byteLength(limit) - limit.length;
+    const headerExtra = plainExtraBytes(l.header);
+    o = {
+      ok: `{"code":"OK"${limit}`,
+      over: `{"code":"OVER_LIMIT"${limit}`,
+      extraBytes,
+      answerHead: `{"overallCode":"OK","statuses":[{"code":"OK"${limit},"limitRemaining":`,
+      answerMiddle: headerExtra < 0 ? undefined : `s"}],"responseHeadersToAdd":[{"key":"RateLimit-Limit","value":"${l.header}"},{"key":"RateLimit-Remaining","value":"`,
+      answerExtraBytes: extraBytes + headerExtra,
+    };
     openingsByLimit.set(l, o);
   }
   return o;
@@ -367,6 +384,8 @@ export interface RenderedJson {
  * about 5 k instructions less per answer (callgrind, bench/serve's answers).
  */
 export function renderRlsJsonSized(r: RlsResponse): RenderedJson {
+  const common = renderCommon(r);
+  if (common !== undefined) return common;
   let out = r.overallCode === 'OK' ? '{"overallCode":"OK","statuses":[' : '{"overallCode":"OVER_LIMIT","statuses":[';
   let extraBytes = 0;
   for (let i = 0; i < r.statuses.length; i++) {
@@ -407,6 +426,44 @@ export function renderRlsJsonSized(r: RlsResponse): RenderedJson {
   }
   out += ']}';
   return { text: out, bytes: out.length + extraBytes };
+}
+
+/**
+ * The answer to nearly every /json request, OK on one descriptor with a limit (bench/serve's, and Envoy's on a
+ * single-descriptor route), in 9 pieces where the general rendering adds about 25: the text between the
+ * dynamic values is cached per limit (StatusOpening). Fewer pieces mean fewer string additions here and,
+ * above all, a shallower rope for Node to flatten when it writes the answer (String::SlowFlatten under
+ * WriteUtf8 cost 3.3 k instructions per answer, callgrind). About 2.1 k instructions less per answer
+ * (callgrind, bench/serve: rendering 2.4 k -> 1.1 k, string additions -0.4 k, flattening -0.5 k).
+ * Exactly the general rendering's text; undefined for any other shape.
+ */
+function renderCommon(r: RlsResponse): RenderedJson | undefined {
+  const statuses = r.statuses;
+  const headers = r.headers;
+  if (r.overallCode !== 'OK' || statuses.length !== 1 || headers.length !== 3) return undefined;
+  const s = statuses[0]!;
+  const l = s.currentLimit;
+  if (s.code !== 'OK' || l === undefined || s.limitRemaining === 0 || s.durationUntilResetMs === 0) return undefined;
+  const limitHeader = headers[0]!;
+  const remainingHeader = headers[1]!;
+  const resetHeader = headers[2]!;
+  if (limitHeader[0] !== 'RateLimit-Limit' || remainingHeader[0] !== 'RateLimit-Remaining' || resetHeader[0] !== 'RateLimit-Reset') return undefined;
+  const o = statusOpening(l);
+  if (o.answerMiddle === undefined || limitHeader[1] !== l.header) return undefined;
+  const remainingExtra = plainExtraBytes(remainingHeader[1]);
+  const resetExtra = plainExtraBytes(resetHeader[1]);
+  if (remainingExtra < 0 || resetExtra < 0) return undefined;
+  const text =
+    o.answerHead +
+    integerText(s.limitRemaining) +
+    ',"durationUntilReset":"' +
+    millisAsSeconds(s.durationUntilResetMs) +
+    o.answerMiddle +
+    remainingHeader[1] +
+    '"},{"key":"RateLimit-Reset","value":"' +
+    resetHeader[1] +
+    '"}]}';
+  return { text, bytes: text.length + o.answerExtraBytes + remainingExtra + resetExtra };
 }
 
 /** renderRlsJsonSized's text alone. */

@@ -10,6 +10,7 @@ import { isMap, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
 import type { Node as YamlNode, YAMLMap } from 'yaml';
 import { ALGORITHMS, compilePolicy, parseDuration, SluiceError } from '../core/index.js';
 import type { AlgorithmName, Policy } from '../core/index.js';
+import { internalized } from './intern.js';
 
 /** Envoy's RateLimitResponse.RateLimit.Unit, by name, with its length (ratelimit's UnitToDivider). */
 export const UNITS = { SECOND: 1_000, MINUTE: 60_000, HOUR: 3_600_000, DAY: 86_400_000, MONTH: 30 * 86_400_000, YEAR: 365 * 86_400_000 } as const;
@@ -123,7 +124,7 @@ export function parseConfig(sources: readonly { file: string; text: string }[]):
     if (d === undefined) continue;
     const other = domains.get(d.domain);
     if (other !== undefined) problems.push(`${basename(file)}: duplicate domain '${d.domain}', also in ${basename(other.file)}`);
-    else domains.set(d.domain, d);
+    else domains.set(internalized(d.domain), d); // interned for the lookup per request, as descriptor keys
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return { domains, files: sources.map((s) => s.file) };
@@ -213,11 +214,13 @@ function loadLevel(w: Walker, node: YamlNode, path: string, parentId: string, do
     }
     checkKeys(w, item, here, DESCRIPTOR_KEYS);
     const keyNode = item.get('key', true) as YamlNode | undefined;
-    const key = scalarString(keyNode);
-    if (key === undefined || key === '') {
+    const rawKey = scalarString(keyNode);
+    if (rawKey === undefined || rawKey === '') {
       w.at(keyNode, item.range?.[0] ?? 0, `${here}.key`, keyNode === undefined ? `'key' is required` : `must be a non-empty string, got ${quote(keyNode)}`);
       return;
     }
+    // Interned: a request's decoded key (see decodeRlsJsonFast) then finds it in byKey by pointer.
+    const key = internalized(rawKey);
     const valueNode = item.get('value', true) as YamlNode | undefined;
     let value: string | undefined;
     if (valueNode !== undefined) {

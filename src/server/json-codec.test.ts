@@ -107,3 +107,27 @@ test('property: on any body, the fast path either gives up or agrees with JSON.p
   );
   assert.ok(fast > 300, `only ${fast} of 3000 bodies took the fast path: the property would prove little`);
 });
+
+test('a kept head (the text up to the first value) decodes later bodies exactly as a fresh read would', () => {
+  // decodeCompact keeps the last few heads with their domain and key; a body that starts with one is read
+  // from its first value on. Same answers as the general path, whatever came before, and the same give-ups.
+  const head = (d: string, k: string) => `{"domain":"${d}","descriptors":[{"entries":[{"key":"${k}","value":"`;
+  const tails = ['1"}]}]}', '10.0.1.1"}]}]}', '1"},{"key":"k2","value":"2"}]}]}', '1"}]},{"entries":[{"key":"c","value":"3"}]}]}'];
+  const refused = ['"}]}]}', 'a\\"b"}]}]}', '1"}]}]', '1"}]}]} ', '1"}]}],"hits_addend":2}', '1"}]}]}]}', '1"},]}]}', '1"}],"limit":{}}]}', '1\t"}]}]}', '1'];
+  const pairs = [['bench', 'remote_address'], ['d', 'k'], ['d', 'k2'], ['ünï', 'path'], ['e', 'k'], ['bench', 'remote'], ['d', 'k']];
+  for (let round = 0; round < 3; round++) {
+    for (const [d, k] of pairs) {
+      for (const t of tails) {
+        const text = head(d!, k!) + t;
+        assert.notEqual(decodeRlsJsonFast(text), undefined, text);
+        assert.deepEqual(decodeRlsJsonFast(text), general(text), text);
+      }
+      for (const t of refused) agrees(head(d!, k!) + t); // the compact form gives up; the scan may take it
+    }
+  }
+  // A longer head that starts with a kept one is not mistaken for it.
+  decodeRlsJsonFast(`${head('d', 'k')}1"}]}]}`);
+  const longer = '{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"","x":1}]}]}';
+  assert.equal(decodeRlsJsonFast(longer), undefined);
+});
+

@@ -73,3 +73,32 @@ test('renderRlsJson writes what JSON.stringify of the protojson object tree writ
     { numRuns: 5000 },
   );
 });
+
+test('the common answer (OK on one descriptor with a limit, the three RateLimit headers) renders as the general one does', () => {
+  // renderRlsJsonSized writes this shape from text cached per limit; any value that needs escaping, or a
+  // RateLimit-Limit value other than the limit's own header, must still come out as JSON.stringify writes it.
+  const limit = fc.record({
+    name: fc.constantFrom('', 'per_ip', 'ünï "quoted"', '€ 😀'),
+    requestsPerUnit: fc.constantFrom(0, 10, 4_000_000_000),
+    unit: fc.constantFrom('SECOND' as const, 'HOUR' as const, 'UNKNOWN' as const),
+    header: fc.oneof(fc.constantFrom('10, 10;w=60', '4000000000, 4000000000;w=3600'), text),
+  });
+  const common = fc
+    .tuple(limit, fc.oneof(fc.constantFrom(3_999_999_999, 4_294_967_295), fc.integer({ min: 1 })), fc.oneof(fc.constantFrom(1, 2_121_991), fc.integer({ min: 1 }), fc.double({ min: 0.001, max: 1e7, noNaN: true })), text, text, fc.boolean())
+    .map(([l, remaining, ms, remainingText, resetText, own]): RlsResponse => ({
+      overallCode: 'OK',
+      statuses: [{ code: 'OK', currentLimit: l, limitRemaining: remaining, durationUntilResetMs: ms, rule: 'r', shadow: false }],
+      headers: [
+        ['RateLimit-Limit', own ? l.header : `${l.header}x`],
+        ['RateLimit-Remaining', remainingText],
+        ['RateLimit-Reset', resetText],
+      ],
+      retryAfterMs: 0,
+    }));
+  fc.assert(
+    fc.property(common, (r) => {
+      assert.equal(sized(r), reference(r));
+    }),
+    { numRuns: 3000 },
+  );
+});

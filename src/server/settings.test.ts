@@ -11,3 +11,9 @@ test('--clock is coarse by default, monotonic on request, from the flag or SLUIC
   assert.throws(() => readSettings(['--config', 'x.yaml', '--clock', 'wall'], {}), /--clock must be coarse or monotonic, got "wall"/);
   assert.throws(() => readSettings(['--config', 'x.yaml'], { SLUICE_CLOCK: 'fast' }), /SLUICE_CLOCK must be coarse or monotonic, got "fast"/);
 });
+
+test('--failure-mode takes open or closed and names the value it refuses', () => {
+  assert.equal(readSettings(['--config', 'x.yaml'], {}).failureMode, 'open');
+  assert.equal(readSettings(['--config', 'x.yaml', '--failure-mode', 'closed'], {}).failureMode, 'closed');
+  assert.throws(() => readSettings(['--config', 'x.yaml'], { SLUICE_FAILURE_MODE: 'ajar' }), /SLUICE_FAILURE_MODE must be open or closed, got "ajar"/);
+});

@@ -55,6 +55,11 @@ const str = (raw: string, where: string) => {
   if (raw === '') throw new SettingsError(`${where} must not be empty`);
   return raw;
 };
+/** One of a few words, e.g. 'open' or 'closed'. */
+const oneOf = (...words: string[]) => (raw: string, where: string) => {
+  if (!words.includes(raw)) throw new SettingsError(`${where} must be ${words.join(' or ')}, got ${JSON.stringify(raw)}`);
+  return raw;
+};
 const bool = (raw: string, where: string) => {
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
@@ -75,19 +80,13 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
     flag: '--failure-mode',
     env: 'SLUICE_FAILURE_MODE',
     help: 'when Redis is down: open (admit) or closed (reject; /readyz fails) (default open)',
-    parse: (raw, where) => {
-      if (raw !== 'open' && raw !== 'closed') throw new SettingsError(`${where} must be open or closed, got ${JSON.stringify(raw)}`);
-      return raw;
-    },
+    parse: oneOf('open', 'closed'),
   },
   clock: {
     flag: '--clock',
     env: 'SLUICE_CLOCK',
     help: 'in-memory store: coarse (read once per 1 ms tick or 64 decisions) or monotonic (every decision) (default coarse)',
-    parse: (raw, where) => {
-      if (raw !== 'coarse' && raw !== 'monotonic') throw new SettingsError(`${where} must be coarse or monotonic, got ${JSON.stringify(raw)}`);
-      return raw;
-    },
+    parse: oneOf('coarse', 'monotonic'),
   },
   maxKeys: { flag: '--max-keys', env: 'SLUICE_MAX_KEYS', help: 'in-memory store: most keys kept (default 1000000)', parse: int(1) },
   maxBodyBytes: { flag: '--max-body-bytes', env: 'SLUICE_MAX_BODY_BYTES', help: 'largest request body (default 65536)', parse: int(1) },

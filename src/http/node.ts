@@ -181,12 +181,16 @@ function storeField(fields: Fields, name: string, entry: [string, string]): void
   }
 }
 
+/** `go` for middleware whose continuation is a `next()` taking no arguments: `passNode(…, callNext, next, undefined)`. */
+export const callNext = (next: () => void, _unused?: undefined): void => next();
+
 /**
- * Lets a decided request through: ends its concurrency lease when the response finishes or the connection
- * closes (errors included), and holds a shaped request `delayMs` first. A client that disconnects while held
- * is never passed on, and its charge is refunded so it frees its place.
+ * Lets a decided request through, `go(a, b)`: ends its concurrency lease when the response finishes or the
+ * connection closes (errors included), and holds a shaped request `delayMs` first. A client that disconnects
+ * while held is never passed on, and its charge is refunded so it frees its place. `go` takes its arguments
+ * rather than closing over them, so a request passed at once allocates no closure.
  */
-export function passNode<Req>(engine: HttpRateLimiter<Req>, o: Outcome<Req>, res: ServerResponse, go: () => void): void {
+export function passNode<Req, A, B>(engine: HttpRateLimiter<Req>, o: Outcome<Req>, res: ServerResponse, go: (a: A, b: B) => void, a: A, b: B): void {
   if (res.closed || res.socket?.destroyed === true) {
     // The client left while an asynchronous decision was on its way: nothing to serve, nothing to hold.
     engine.refund(o);
@@ -203,14 +207,14 @@ export function passNode<Req>(engine: HttpRateLimiter<Req>, o: Outcome<Req>, res
     res.once('finish', end);
     res.once('close', end);
   }
-  if (o.delayMs <= 0) return go();
+  if (o.delayMs <= 0) return go(a, b);
   const gone = () => {
     clearTimeout(timer);
     engine.refund(o);
   };
   const timer = setTimeout(() => {
     res.off('close', gone);
-    go();
+    go(a, b);
   }, o.delayMs);
   res.once('close', gone);
 }

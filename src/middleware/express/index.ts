@@ -7,7 +7,7 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { HttpRateLimiter, isPromise, type LimitedResponse, type Outcome } from '../../http/engine.js';
-import { NodeHeaders, NodeRequestInfo, passNode, refuseNode } from '../../http/node.js';
+import { NodeHeaders, NodeRequestInfo, passNode, refuseNode, callNext } from '../../http/node.js';
 import type { RateLimitOptions } from '../../http/options.js';
 
 // The presets and key helpers, so that one import serves: `import { rateLimit, github } from 'sluice/express'`.
@@ -30,7 +30,7 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
   const apply = (o: Outcome<Request> | undefined, req: Request, res: Response, next: NextFunction) => {
     if (o === undefined) return next();
     engine.writeHeaders(o, new NodeHeaders(res));
-    if (!o.limited) return passNode(engine, o, res, next);
+    if (!o.limited) return passNode(engine, o, res, callNext, next, undefined);
     if (custom !== undefined) return custom(req, res, next, engine.limitedResponse(o));
     refuseNode(engine, o, req, res);
   };

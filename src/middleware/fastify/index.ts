@@ -8,7 +8,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { SluiceError, show } from '../../core/errors.js';
 import { HttpRateLimiter, isPromise, type LimitedResponse, type Outcome } from '../../http/engine.js';
-import { NodeRequestInfo, passNode } from '../../http/node.js';
+import { callNext, NodeRequestInfo, passNode } from '../../http/node.js';
 import type { RateLimitOptions } from '../../http/options.js';
 import { PROBLEM_CONTENT_TYPE } from '../../http/problem.js';
 
@@ -43,7 +43,7 @@ export function rateLimit(instance: FastifyInstance, options: FastifyRateLimitOp
   const apply = (o: Outcome<FastifyRequest> | undefined, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) => {
     if (o === undefined) return next();
     engine.writeHeaders(o, { setHeader: (name: string, value: string) => reply.header(name, value) });
-    if (!o.limited) return passNode(engine, o, reply.raw, next);
+    if (!o.limited) return passNode(engine, o, reply.raw, callNext, next, undefined);
     reply.code(engine.status);
     if (custom !== undefined) return void custom(request, reply, engine.limitedResponse(o));
     // A Buffer, so that Fastify adds no charset parameter (RFC 8259 JSON has none).

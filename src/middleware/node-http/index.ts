@@ -33,7 +33,7 @@ export function withRateLimit(handler: RequestListener, options: NodeRateLimitOp
   const apply = (o: Outcome<IncomingMessage> | undefined, req: IncomingMessage, res: ServerResponse) => {
     if (o === undefined) return handler(req, res);
     engine.writeHeaders(o, new NodeHeaders(res));
-    if (!o.limited) return passNode(engine, o, res, () => handler(req, res));
+    if (!o.limited) return passNode(engine, o, res, handler, req, res);
     if (custom !== undefined) return custom(req, res, engine.limitedResponse(o));
     refuseNode(engine, o, req, res);
   };

@@ -32,6 +32,21 @@ async function build() {
       const clock = config === 'node-sluice-monotonic' ? { clock: monotonicClock } : {};
       return createServer(withRateLimit(ok, { policy, headers: config === 'node-sluice-none' ? 'none' : 'draft-7', ...clock }));
     }
+    case 'node-rlf': {
+      // The reference point (7 % below bare there): RateLimiterMemory keyed by the peer address, as
+      // its README wires it into a plain server, refusing with a bare 429 and sending no rate-limit fields.
+      const { RateLimiterMemory } = await import('rate-limiter-flexible');
+      const limiter = new RateLimiterMemory({ points: LIMIT, duration: 86_400 });
+      return createServer((req, res) => {
+        limiter.consume(req.socket.remoteAddress).then(
+          () => ok(req, res),
+          () => {
+            res.writeHead(429);
+            res.end();
+          },
+        );
+      });
+    }
     case 'express-bare':
     case 'express-sluice':
     case 'express-erl': {

@@ -19,6 +19,7 @@ const ALL_CONFIGS = {
   'node-bare': 'node:http, no limiter',
   'node-sluice': 'node:http + sluice/http (GCRA, memory store, draft-7 headers)',
   'node-sluice-none': "node:http + sluice/http (GCRA, memory store, headers: 'none')",
+  'node-rlf': 'node:http + rate-limiter-flexible 11 (RateLimiterMemory, fixed window, no headers)',
   'express-bare': 'Express 5, no limiter',
   'express-erl': 'Express 5 + express-rate-limit 8 (fixed window, memory store, draft-7 headers)',
   'express-sluice': 'Express 5 + sluice/express (GCRA, memory store, draft-7 headers)',
@@ -31,6 +32,8 @@ const CONFIGS = Object.fromEntries(Object.entries(ALL_CONFIGS).filter(([c]) => !
 const PAIRS_ALL = [
   ['node-sluice', 'node-bare', 'sluice on node:http vs the same bare server'],
   ['node-sluice-none', 'node-bare', "sluice on node:http (headers 'none') vs bare"],
+  ['node-rlf', 'node-bare', 'rate-limiter-flexible on node:http vs bare'],
+  ['node-sluice-none', 'node-rlf', "sluice (headers 'none') vs rate-limiter-flexible on node:http"],
   ['express-sluice', 'express-erl', 'sluice vs express-rate-limit on Express'],
   ['express-sluice', 'express-bare', 'sluice on Express vs bare Express'],
   ['fastify-sluice', 'fastify-frl', 'sluice vs @fastify/rate-limit on Fastify'],
@@ -109,7 +112,7 @@ const facts = { date: new Date().toISOString(), nproc: os.cpus().length, cpu: os
 
 // Sanity: with a limit of 10 the limiter must refuse almost everything (it really is in the request path).
 const sanity = {};
-for (const config of ['node-sluice', 'express-sluice', 'express-erl', 'fastify-sluice', 'fastify-frl'].filter((c) => c in CONFIGS && !process.env.NO_SANITY)) {
+for (const config of ['node-sluice', 'node-rlf', 'express-sluice', 'express-erl', 'fastify-sluice', 'fastify-frl'].filter((c) => c in CONFIGS && !process.env.NO_SANITY)) {
   const s = await start(config, { LIMIT: '10' });
   try {
     const r = wrk(s.url, 1, 1, 4);

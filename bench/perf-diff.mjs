@@ -67,7 +67,12 @@ async function listening() {
 /** Samples per symbol, and requests served, for one server. */
 async function record(name) {
   const s = server(name);
-  const child = spawn(process.execPath, ['--perf-basic-prof', ...s.args], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...s.env } });
+  const child = spawn(process.execPath, ['--perf-basic-prof', ...s.args], {
+    // In the scratch directory: --perf-basic-prof also writes an isolate-*.log into the working directory.
+    cwd: dir,
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, ...s.env },
+  });
   const data = join(dir, `${name}.data`);
   try {
     await listening();

@@ -14,6 +14,12 @@ const ok = (req, res) => {
   res.writeHead(200, { 'Content-Type': 'text/plain' });
   res.end('ok');
 };
+// The other common style of a plain handler: fields through setHeader, the body through end(), which adds
+// Content-Length. Node then keeps one header store, so sluice's fields cost no writeHead merge.
+const okSet = (req, res) => {
+  res.setHeader('Content-Type', 'text/plain');
+  res.end('ok');
+};
 // GCRA: the smooth, boundary-free algorithm sluice is compared on; the peers count fixed windows.
 // One day, so that GCRA's step (window/limit) stays above its 1/64 ms resolution at this limit.
 const policy = { algorithm: 'gcra', limit: LIMIT, window: '1d' };
@@ -22,6 +28,12 @@ async function build() {
   switch (config) {
     case 'node-bare':
       return createServer(ok);
+    case 'node-bare-set':
+      return createServer(okSet);
+    case 'node-sluice-set': {
+      const { withRateLimit } = await import('../dist/http/index.js');
+      return createServer(withRateLimit(okSet, { policy, headers: 'draft-7' }));
+    }
     case 'node-sluice':
     case 'node-sluice-none':
     case 'node-sluice-monotonic': {

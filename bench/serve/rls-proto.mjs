@@ -9,7 +9,11 @@ import { fileURLToPath } from 'node:url';
 
 const dist = fileURLToPath(new URL('../../dist/server/', import.meta.url));
 const { decodeRateLimitRequest, encodeRateLimitResponse } = await import(`${dist}rls-proto.js`);
-const { loadRlsDefinition } = await import(`${dist}grpc.js`);
+// The .proto loaded as the service loaded it before the codec (and as test/support/rls-definition.ts does).
+const grpc = await import('@grpc/grpc-js');
+const { loadSync } = await import('@grpc/proto-loader');
+const loadRlsDefinition = () =>
+  grpc.loadPackageDefinition(loadSync('envoy/service/ratelimit/v3/rls.proto', { includeDirs: [fileURLToPath(new URL('../../proto/', import.meta.url))], keepCase: true, longs: Number, enums: String, defaults: false, oneofs: true }));
 const { UNITS } = await import(`${dist}config.js`);
 const { BadRequest } = await import(`${dist}service.js`);
 

@@ -102,7 +102,7 @@ export const EXIT_CONFIG = 1;
 const SERVE_KEYS = ['config', 'host', 'port', 'grpcPort', 'redis', 'redisCluster', 'redisPrefix', 'redisTimeoutMs', 'redisConnectTimeoutMs', 'failureMode', 'maxKeys', 'clock', 'maxBodyBytes', 'logLevel', 'watch', 'maxDetailedSeries', 'demoUrl'] as const;
 
 // The service's modules load only when a service command runs: they need the optional dependencies
-// (yaml, pino, prom-client, @grpc/grpc-js), and `sluice demo` must work without them.
+// (yaml, pino, prom-client), and `sluice demo` must work without them.
 async function serverModules() {
   try {
     const [settings, config] = await Promise.all([import('../server/settings.js'), import('../server/config.js')]);

@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import type * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import type { ServiceDefinition } from '@grpc/proto-loader';
-import { loadRlsDefinition, PROTO_ROOT, RLS_PROTO } from './grpc.js';
+import { loadRlsDefinition, PROTO_ROOT, RLS_PROTO } from '../../test/support/rls-definition.js';
 import { UNITS } from './config.js';
 import type { UnitName } from './config.js';
 import { BadRequest } from './service.js';

@@ -10,7 +10,7 @@ import { pino } from 'pino';
 import type { Logger } from 'pino';
 import { configFiles, ConfigError, loadConfig } from './config.js';
 import { Dashboard } from './dashboard.js';
-import { bindGrpc, createGrpcServer } from './grpc.js';
+import { createGrpcServer } from './grpc.js';
 import { createHttpServer } from './http.js';
 import { createMetrics } from './metrics.js';
 import { RuleSet } from './rules.js';
@@ -67,7 +67,7 @@ export async function startService(settings: Settings, options: StartOptions = {
   let grpcPort: number | undefined;
   if (settings.grpcPort >= 0) {
     grpcServer = createGrpcServer(() => service, log, settings.maxBodyBytes);
-    grpcPort = await bindGrpc(grpcServer, settings.host, settings.grpcPort);
+    grpcPort = await grpcServer.listen(settings.host, settings.grpcPort);
   }
   dashboard.start();
   // The memory store reclaims idle keys as new ones arrive; a rule replaced by a reload gets no new keys, so
@@ -127,11 +127,11 @@ export async function startService(settings: Settings, options: StartOptions = {
       clearInterval(sweeper);
       const httpClosed = new Promise<void>((res) => http.close(() => res()));
       http.closeIdleConnections();
-      const grpcClosed = grpcServer === undefined ? Promise.resolve() : new Promise<void>((res) => grpcServer!.tryShutdown(() => res()));
+      const grpcClosed = grpcServer === undefined ? Promise.resolve() : grpcServer.close();
       const deadline = new Promise<void>((res) => setTimeout(res, graceMs).unref());
       await Promise.race([Promise.all([httpClosed, grpcClosed]), deadline]);
       http.closeAllConnections();
-      grpcServer?.forceShutdown();
+      grpcServer?.destroy();
       await backing.close();
       log.info('stopped');
     },

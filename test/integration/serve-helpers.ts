@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
-import { loadRlsDefinition } from '../../src/server/grpc.js';
+import { loadRlsDefinition } from '../support/rls-definition.js';
 import { startService } from '../../src/server/serve.js';
 import type { RunningService } from '../../src/server/serve.js';
 import { DEFAULTS } from '../../src/server/settings.js';

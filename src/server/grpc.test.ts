@@ -1,0 +1,208 @@
+// The gRPC transport on node:http2, driven by a raw HTTP/2 client so that every frame it answers with can be
+// checked: framing, compression, errors as trailers-only answers, deadlines, and clients that misbehave.
+// The Envoy-facing behaviour through a real gRPC client is in test/integration/serve-grpc.test.ts.
+import assert from 'node:assert/strict';
+import http2 from 'node:http2';
+import { after, before, describe, test } from 'node:test';
+import { deflateSync, gzipSync } from 'node:zlib';
+import pino from 'pino';
+import { createGrpcServer, grpcMessage, GrpcStatus, SHOULD_RATE_LIMIT_PATH, timeoutMs } from './grpc.js';
+import type { GrpcServer } from './grpc.js';
+import { BadRequest, StoreUnavailable } from './service.js';
+import type { RateLimitService, RlsRequest, RlsResponse } from './service.js';
+
+// RateLimitRequest {domain: "bench", descriptors: [{entries: [{key: "remote_address", value: "10.0.0.1"}]}]}
+const REQUEST = Buffer.from('0a0562656e6368121c0a1a0a0e72656d6f74655f61646472657373120831302e302e302e31', 'hex');
+const OK: RlsResponse = { overallCode: 'OK', statuses: [{ code: 'OK', currentLimit: undefined, limitRemaining: 0, durationUntilResetMs: 0, rule: undefined, shadow: false }], headers: [], retryAfterMs: 0 };
+const MAX = 1024;
+
+/** A gRPC message: the compressed flag, the length (4 bytes, big-endian), the bytes. */
+function withLength(message: Buffer, compressed: boolean): Buffer {
+  const prefix = Buffer.alloc(5);
+  prefix[0] = compressed ? 1 : 0;
+  prefix.writeUInt32BE(message.length, 1);
+  return Buffer.concat([prefix, message]);
+}
+
+/** What the service stub does with the next call. */
+let behave: (req: RlsRequest) => RlsResponse | Promise<RlsResponse> = () => OK;
+const calls: RlsRequest[] = [];
+const stub = { shouldRateLimit: (req: RlsRequest) => (calls.push(req), behave(req)) } as unknown as RateLimitService;
+
+interface Answer {
+  status: number;
+  grpcStatus: number | undefined;
+  grpcMessage: string | undefined;
+  /** The grpc-status was in the response headers: a trailers-only answer. */
+  trailersOnly: boolean;
+  data: Buffer;
+}
+
+let server: GrpcServer;
+let session: http2.ClientHttp2Session;
+
+function call(body: Buffer | Buffer[], headers: http2.OutgoingHttpHeaders = {}): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = session.request({ ':method': 'POST', ':path': SHOULD_RATE_LIMIT_PATH, 'content-type': 'application/grpc', te: 'trailers', ...headers });
+    const chunks: Buffer[] = [];
+    let head: http2.IncomingHttpHeaders = {};
+    let tail: http2.IncomingHttpHeaders = {};
+    req.on('response', (h) => (head = h));
+    req.on('trailers', (t) => (tail = t));
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('error', reject);
+    req.on('close', () => {
+      const from = head['grpc-status'] !== undefined ? head : tail;
+      resolve({
+        status: Number(head[':status']),
+        grpcStatus: from['grpc-status'] === undefined ? undefined : Number(from['grpc-status']),
+        grpcMessage: from['grpc-message'] as string | undefined,
+        trailersOnly: head['grpc-status'] !== undefined,
+        data: Buffer.concat(chunks),
+      });
+    });
+    for (const b of Array.isArray(body) ? body : [body]) req.write(b);
+    req.end();
+  });
+}
+
+describe('gRPC transport on node:http2', () => {
+  before(async () => {
+    server = createGrpcServer(() => stub, pino({ level: 'silent' }), MAX);
+    const port = await server.listen('127.0.0.1', 0);
+    session = http2.connect(`http://127.0.0.1:${port}`);
+  });
+  after(async () => {
+    session.close();
+    await server.close();
+  });
+
+  test('a call gets headers, one length-prefixed message and grpc-status 0 in trailers; the request is decoded', async () => {
+    behave = () => OK;
+    calls.length = 0;
+    const a = await call(withLength(REQUEST, false));
+    assert.deepEqual([a.status, a.grpcStatus, a.trailersOnly], [200, 0, false]);
+    assert.equal(a.data[0], 0);
+    assert.equal(a.data.readUInt32BE(1), a.data.length - 5);
+    assert.deepEqual(a.data.subarray(5), Buffer.from([0x08, 0x01, 0x12, 0x02, 0x08, 0x01]), 'overall_code OK, one status with code OK');
+    assert.equal(calls[0]!.domain, 'bench');
+    assert.deepEqual(calls[0]!.descriptors[0]!.entries, [{ key: 'remote_address', value: '10.0.0.1' }]);
+  });
+
+  test('a message split over several DATA frames is put back together', async () => {
+    calls.length = 0;
+    const whole = withLength(REQUEST, false);
+    const a = await call([whole.subarray(0, 3), whole.subarray(3, 20), whole.subarray(20)]);
+    assert.equal(a.grpcStatus, 0);
+    assert.equal(calls[0]!.descriptors[0]!.entries[0]!.value, '10.0.0.1');
+  });
+
+  test('gzip and deflate messages are inflated; an unknown encoding is UNIMPLEMENTED and names the ones served', async () => {
+    assert.equal((await call(withLength(gzipSync(REQUEST), true), { 'grpc-encoding': 'gzip' })).grpcStatus, 0);
+    assert.equal((await call(withLength(deflateSync(REQUEST), true), { 'grpc-encoding': 'deflate' })).grpcStatus, 0);
+    const snappy = await call(withLength(REQUEST, true), { 'grpc-encoding': 'snappy' });
+    assert.deepEqual([snappy.grpcStatus, snappy.trailersOnly], [GrpcStatus.UNIMPLEMENTED, true]);
+    assert.match(snappy.grpcMessage!, /snappy is not supported; use one of identity,deflate,gzip/);
+    const unmarked = await call(withLength(REQUEST, true));
+    assert.equal(unmarked.grpcStatus, GrpcStatus.INTERNAL, 'compressed flag without grpc-encoding');
+    const broken = await call(withLength(Buffer.from('not gzip'), true), { 'grpc-encoding': 'gzip' });
+    assert.equal(broken.grpcStatus, GrpcStatus.INVALID_ARGUMENT);
+    assert.match(broken.grpcMessage!, /does not inflate/);
+  });
+
+  test('regression: a small compressed message that inflates past the limit is RESOURCE_EXHAUSTED, not inflated whole', async () => {
+    const bomb = gzipSync(Buffer.alloc(1_000_000));
+    assert.ok(bomb.length < MAX);
+    const a = await call(withLength(bomb, true), { 'grpc-encoding': 'gzip' });
+    assert.equal(a.grpcStatus, GrpcStatus.RESOURCE_EXHAUSTED);
+    assert.match(a.grpcMessage!, /inflates past the limit of 1024 bytes/);
+  });
+
+  test('framing errors are INVALID_ARGUMENT naming the problem; an oversized message is RESOURCE_EXHAUSTED', async () => {
+    const cases: [Buffer, number, RegExp][] = [
+      [Buffer.alloc(0), GrpcStatus.INVALID_ARGUMENT, /carried no RateLimitRequest/],
+      [Buffer.from([0, 0, 0]), GrpcStatus.INVALID_ARGUMENT, /prefix is cut short: 3 of 5 bytes/],
+      [withLength(REQUEST, false).subarray(0, 20), GrpcStatus.INVALID_ARGUMENT, /message is cut short: 15 of 37 bytes/],
+      [Buffer.concat([withLength(REQUEST, false), withLength(REQUEST, false)]), GrpcStatus.INVALID_ARGUMENT, /exactly one message/],
+      [Buffer.concat([Buffer.from([2]), withLength(REQUEST, false).subarray(1)]), GrpcStatus.INVALID_ARGUMENT, /compressed flag is 2/],
+      [Buffer.from([0, 0, 1, 0, 0]), GrpcStatus.RESOURCE_EXHAUSTED, /larger than the limit of 1024 bytes/],
+      [withLength(Buffer.alloc(MAX + 100), false), GrpcStatus.RESOURCE_EXHAUSTED, /larger than the limit of 1024 bytes/],
+      [withLength(Buffer.from([0x0a, 0xff, 0xff, 0xff]), false), GrpcStatus.INVALID_ARGUMENT, /^malformed RateLimitRequest: /],
+    ];
+    for (const [body, code, message] of cases) {
+      const a = await call(body);
+      assert.deepEqual([a.status, a.grpcStatus, a.trailersOnly], [200, code, true], String(message));
+      assert.match(a.grpcMessage!, message);
+    }
+  });
+
+  test('another path is UNIMPLEMENTED, another method HTTP 405, another content-type HTTP 415', async () => {
+    const other = await call(withLength(REQUEST, false), { ':path': '/grpc.health.v1.Health/Check' });
+    assert.equal(other.grpcStatus, GrpcStatus.UNIMPLEMENTED);
+    assert.match(other.grpcMessage!, /unknown method \/grpc.health.v1.Health\/Check/);
+    assert.equal((await call(Buffer.alloc(0), { ':method': 'PUT' })).status, 405);
+    assert.equal((await call(withLength(REQUEST, false), { 'content-type': 'application/json' })).status, 415);
+  });
+
+  test("the service's errors map to gRPC codes, and grpc-message is percent-encoded UTF-8", async () => {
+    behave = () => {
+      throw new BadRequest("unknown domain 'dömäin 100%'");
+    };
+    const bad = await call(withLength(REQUEST, false));
+    assert.equal(bad.grpcStatus, GrpcStatus.INVALID_ARGUMENT);
+    assert.equal(bad.grpcMessage, "unknown domain 'd%C3%B6m%C3%A4in 100%25'");
+    assert.equal(decodeURIComponent(bad.grpcMessage!), "unknown domain 'dömäin 100%'");
+    behave = () => Promise.reject(new StoreUnavailable('the store could not decide: ECONNREFUSED'));
+    assert.deepEqual([(await call(withLength(REQUEST, false))).grpcStatus], [GrpcStatus.UNAVAILABLE]);
+    behave = () => {
+      throw new TypeError('a bug');
+    };
+    const bug = await call(withLength(REQUEST, false));
+    assert.deepEqual([bug.grpcStatus, bug.grpcMessage], [GrpcStatus.INTERNAL, 'internal error']);
+    behave = () => OK;
+  });
+
+  test('an asynchronous decision still pending at grpc-timeout is DEADLINE_EXCEEDED, and its late answer is dropped', async () => {
+    let settle: (r: RlsResponse) => void = () => {};
+    behave = () => new Promise((resolve) => (settle = resolve));
+    const a = await call(withLength(REQUEST, false), { 'grpc-timeout': '30m' });
+    assert.equal(a.grpcStatus, GrpcStatus.DEADLINE_EXCEEDED);
+    assert.match(a.grpcMessage!, /grpc-timeout of 30 ms/);
+    settle(OK); // answering a stream that is already closed must not throw
+    behave = () => Promise.resolve(OK);
+    assert.equal((await call(withLength(REQUEST, false), { 'grpc-timeout': '5S' })).grpcStatus, 0, 'in time');
+    behave = () => OK;
+  });
+
+  test('a client that resets its call mid-message leaves the server answering the next one', async () => {
+    const req = session.request({ ':method': 'POST', ':path': SHOULD_RATE_LIMIT_PATH, 'content-type': 'application/grpc' });
+    req.on('error', () => {});
+    req.write(withLength(REQUEST, false).subarray(0, 10));
+    await new Promise((r) => setTimeout(r, 20));
+    req.close(http2.constants.NGHTTP2_CANCEL);
+    await new Promise((r) => req.on('close', r));
+    assert.equal((await call(withLength(REQUEST, false))).grpcStatus, 0);
+  });
+
+  test('a client that speaks HTTP/1.1 to the gRPC port loses its connection, not the server its process', async () => {
+    const net = await import('node:net');
+    const port = session.socket.remotePort!;
+    await new Promise<void>((resolve) => {
+      const s = net.connect(port, '127.0.0.1', () => s.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n'));
+      s.on('error', () => resolve());
+      s.on('close', () => resolve());
+      s.resume();
+    });
+    assert.equal((await call(withLength(REQUEST, false))).grpcStatus, 0);
+  });
+});
+
+test('grpc-timeout is read in every unit, at least 1 ms; malformed values mean no deadline', () => {
+  assert.deepEqual(['2H', '3M', '4S', '250m', '1500u', '2000000n', '1n'].map(timeoutMs), [7_200_000, 180_000, 4000, 250, 2, 2, 1]);
+  assert.deepEqual([undefined, '', '10', '123456789S', '1.5S', '10x', ['1S']].map((v) => timeoutMs(v as never)), [undefined, undefined, undefined, undefined, undefined, undefined, undefined]);
+});
+
+test('grpcMessage leaves printable ASCII alone and percent-encodes the rest, % included', () => {
+  assert.equal(grpcMessage("unknown domain 'x'"), "unknown domain 'x'");
+  assert.equal(grpcMessage('50% \r\n é'), '50%25 %0D%0A %C3%A9');
+});

@@ -6,13 +6,13 @@ import http2 from 'node:http2';
 import { after, before, describe, test } from 'node:test';
 import { deflateSync, gzipSync } from 'node:zlib';
 import pino from 'pino';
+import { GOLDEN_REQUEST } from '../../test/support/rls-reference.js';
 import { createGrpcServer, grpcMessage, GrpcStatus, SHOULD_RATE_LIMIT_PATH, timeoutMs } from './grpc.js';
 import type { GrpcServer } from './grpc.js';
 import { BadRequest, StoreUnavailable } from './service.js';
 import type { RateLimitService, RlsRequest, RlsResponse } from './service.js';
 
-// RateLimitRequest {domain: "bench", descriptors: [{entries: [{key: "remote_address", value: "10.0.0.1"}]}]}
-const REQUEST = Buffer.from('0a0562656e6368121c0a1a0a0e72656d6f74655f61646472657373120831302e302e302e31', 'hex');
+const REQUEST = GOLDEN_REQUEST;
 const OK: RlsResponse = { overallCode: 'OK', statuses: [{ code: 'OK', currentLimit: undefined, limitRemaining: 0, durationUntilResetMs: 0, rule: undefined, shadow: false }], headers: [], retryAfterMs: 0 };
 const MAX = 1024;
 

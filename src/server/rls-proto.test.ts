@@ -1,73 +1,26 @@
 // rls-proto.ts replaces protobufjs (through @grpc/proto-loader) plus fromWire/toWire on the gRPC path, so
 // the reference model here is that pipeline as it was: proto-loader's ShouldRateLimit (de)serializers and
-// copies of grpc.ts's fromWire and toWire. Every well-formed request must decode to what the reference gives,
+// grpc.ts's fromWire and toWire (test/support/rls-reference.ts). Every well-formed request must decode to what the reference gives,
 // or to the same BadRequest; every answer must read back, in any proto3 reader, as the reference's does.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import type * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import type { ServiceDefinition } from '@grpc/proto-loader';
-import { loadRlsDefinition, PROTO_ROOT, RLS_PROTO } from '../../test/support/rls-definition.js';
-import { UNITS } from './config.js';
+import { PROTO_ROOT, RLS_PROTO } from '../../test/support/rls-definition.js';
+import { fromWire, method, toWire, TYPICAL_ANSWER } from '../../test/support/rls-reference.js';
+import type { WireRequest } from '../../test/support/rls-reference.js';
 import type { UnitName } from './config.js';
 import { BadRequest } from './service.js';
-import type { DescriptorStatus, RequestDescriptor, RlsRequest, RlsResponse } from './service.js';
+import type { DescriptorStatus, RlsResponse } from './service.js';
 import { decodeRateLimitRequest, encodeRateLimitResponse } from './rls-proto.js';
 
-const pkg = loadRlsDefinition() as unknown as { envoy: { service: { ratelimit: { v3: { RateLimitService: grpc.ServiceClientConstructor } } } } };
-const method = pkg.envoy.service.ratelimit.v3.RateLimitService.service.ShouldRateLimit!;
 /**
  * The answer read back with proto3's defaults filled in. proto-loader's own (defaults: false) tells a zero
  * written on the wire from one left out, which no proto3 reader does (Envoy's included): toWire sets zeros,
  * protobufjs writes them, and the codec leaves them out.
  */
 const readAnswer = (loadSync(RLS_PROTO, { includeDirs: [PROTO_ROOT], keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true })['envoy.service.ratelimit.v3.RateLimitService'] as ServiceDefinition).ShouldRateLimit!.responseDeserialize;
-
-// --- fromWire and toWire as grpc.ts has them before the codec replaces them --------------------------------
-
-interface WireEntry {
-  key?: string;
-  value?: string;
-}
-interface WireDescriptor {
-  entries?: WireEntry[];
-  limit?: { requests_per_unit?: number; unit?: string } | null;
-  hits_addend?: { value?: number } | null;
-}
-interface WireRequest {
-  domain?: string;
-  descriptors?: WireDescriptor[];
-  hits_addend?: number;
-}
-
-function fromWire(w: WireRequest): RlsRequest {
-  const descriptors: RequestDescriptor[] = (w.descriptors ?? []).map((d, i) => {
-    let limit: RequestDescriptor['limit'];
-    if (d.limit) {
-      const unit = d.limit.unit ?? 'UNKNOWN';
-      if (!Object.hasOwn(UNITS, unit)) throw new BadRequest(`descriptors[${i}].limit.unit must be SECOND, MINUTE, HOUR, DAY, MONTH or YEAR, got ${unit}`);
-      limit = { requestsPerUnit: d.limit.requests_per_unit ?? 0, unit: unit as UnitName };
-    }
-    const h = d.hits_addend?.value;
-    if (h !== undefined && !Number.isSafeInteger(h)) throw new BadRequest(`descriptors[${i}].hits_addend is too large: ${h}`);
-    return { entries: (d.entries ?? []).map((e) => ({ key: e.key ?? '', value: e.value ?? '' })), limit, hitsAddend: d.hits_addend ? (h ?? 0) : undefined };
-  });
-  return { domain: w.domain ?? '', descriptors, hitsAddend: w.hits_addend ?? 0 };
-}
-
-function toWire(r: RlsResponse): object {
-  return {
-    overall_code: r.overallCode,
-    statuses: r.statuses.map((s) => ({
-      code: s.code,
-      current_limit: s.currentLimit === undefined ? null : { ...(s.currentLimit.name === '' ? {} : { name: s.currentLimit.name }), requests_per_unit: s.currentLimit.requestsPerUnit, unit: s.currentLimit.unit },
-      limit_remaining: s.limitRemaining,
-      duration_until_reset: s.durationUntilResetMs === 0 ? null : { seconds: Math.floor(s.durationUntilResetMs / 1000), nanos: (s.durationUntilResetMs % 1000) * 1_000_000 },
-    })),
-    response_headers_to_add: r.headers.map(([key, value]) => ({ key, value })),
-  };
-}
 
 // --- helpers ------------------------------------------------------------------------------------------------
 
@@ -280,16 +233,7 @@ test('golden: the bench request', () => {
 });
 
 test('golden: a typical OK answer', () => {
-  const r: RlsResponse = {
-    overallCode: 'OK',
-    statuses: [{ code: 'OK', currentLimit: { name: '', requestsPerUnit: 1000, unit: 'MINUTE', header: '1000, 1000;w=60' }, limitRemaining: 999, durationUntilResetMs: 59_500, rule: 'bench.remote_address', shadow: false }],
-    headers: [
-      ['RateLimit-Limit', '1000, 1000;w=60'],
-      ['RateLimit-Remaining', '999'],
-      ['RateLimit-Reset', '60'],
-    ],
-    retryAfterMs: 0,
-  };
+  const r = TYPICAL_ANSWER;
   // statuses { code OK, current_limit { 1000, MINUTE }, remaining 999, duration { 59 s, 500 000 000 ns } }
   const status = '12 16 0801 1205 08e807 1002 18e707 2208 083b 1080cab5ee01';
   const headers = '1a22 0a0f 526174654c696d69742d4c696d6974 120f 313030302c20313030303b773d3630 1a1a 0a13 526174654c696d69742d52656d61696e696e67 1203 393939 1a15 0a0f 526174654c696d69742d5265736574 1202 3630';

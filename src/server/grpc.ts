@@ -159,7 +159,7 @@ export function createGrpcServer(service: () => RateLimitService, log: Logger, m
 }
 
 function answer(stream: http2.ServerHttp2Stream, r: RlsResponse): void {
-  if (stream.destroyed || stream.headersSent) return; // the caller left, or a deadline answered first
+  if (stream.destroyed || stream.closed || stream.headersSent) return; // the caller left, or a deadline answered first
   const body = encodeRateLimitResponse(r);
   const frame = Buffer.allocUnsafe(5 + body.length);
   frame[0] = 0; // not compressed: the answers are a few hundred bytes
@@ -172,7 +172,7 @@ function answer(stream: http2.ServerHttp2Stream, r: RlsResponse): void {
 
 /** A trailers-only answer: the status and its message, no body. */
 function fail(stream: http2.ServerHttp2Stream, code: number, message: string): void {
-  if (stream.destroyed || stream.headersSent) return;
+  if (stream.destroyed || stream.closed || stream.headersSent) return;
   stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(code), 'grpc-message': grpcMessage(message) }, { endStream: true });
 }
 

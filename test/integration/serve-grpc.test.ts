@@ -175,3 +175,19 @@ for (const variant of run) {
     });
   });
 }
+
+test("shutdown with a client's connection still open (as Envoy keeps one): close() ends it at once instead of waiting out the grace period", async () => {
+  const cfg = new TempConfig(CONFIG);
+  const { svc } = await start(cfg.path, { name: 'memory', settings: {} });
+  const client = rlsClient(svc.grpcPort!);
+  try {
+    assert.equal((await client.call({ domain: 'e2e', descriptors: [d('ldap', 'x')] })).overall_code, 'OK');
+    const t0 = performance.now();
+    await svc.close(30_000);
+    assert.ok(performance.now() - t0 < 5_000, `close() took ${Math.round(performance.now() - t0)} ms with an idle gRPC connection open`);
+    await assert.rejects(client.call({ domain: 'e2e', descriptors: [d('ldap', 'x')] }), (e: grpc.ServiceError) => e.code === grpc.status.UNAVAILABLE);
+  } finally {
+    client.close();
+    cfg.remove();
+  }
+});

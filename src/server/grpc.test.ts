@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { deflateSync, gzipSync } from 'node:zlib';
 import pino from 'pino';
 import { GOLDEN_REQUEST } from '../../test/support/rls-reference.js';
-import { createGrpcServer, grpcMessage, GrpcStatus, SHOULD_RATE_LIMIT_PATH, timeoutMs } from './grpc.js';
+import { createGrpcServer, grpcMessage, GrpcStatus, HEALTH_CHECK_PATH, SHOULD_RATE_LIMIT_PATH, timeoutMs } from './grpc.js';
 import type { GrpcServer } from './grpc.js';
 import { BadRequest, StoreUnavailable } from './service.js';
 import type { RateLimitService, RlsRequest, RlsResponse } from './service.js';
@@ -28,6 +28,8 @@ function withLength(message: Buffer, compressed: boolean): Buffer {
 let behave: (req: RlsRequest) => RlsResponse | Promise<RlsResponse> = () => OK;
 const calls: RlsRequest[] = [];
 const stub = { shouldRateLimit: (req: RlsRequest) => (calls.push(req), behave(req)) } as unknown as RateLimitService;
+/** What the health checks report. */
+let serving: () => Promise<boolean> = async () => true;
 
 interface Answer {
   status: number;
@@ -68,7 +70,7 @@ function call(body: Buffer | Buffer[], headers: http2.OutgoingHttpHeaders = {}):
 
 describe('gRPC transport on node:http2', () => {
   before(async () => {
-    server = createGrpcServer(() => stub, pino({ level: 'silent' }), MAX);
+    server = createGrpcServer(() => stub, pino({ level: 'silent' }), MAX, () => serving());
     const port = await server.listen('127.0.0.1', 0);
     session = http2.connect(`http://127.0.0.1:${port}`);
   });
@@ -137,9 +139,9 @@ describe('gRPC transport on node:http2', () => {
   });
 
   test('another path is UNIMPLEMENTED, another method HTTP 405, another content-type HTTP 415', async () => {
-    const other = await call(withLength(REQUEST, false), { ':path': '/grpc.health.v1.Health/Check' });
+    const other = await call(withLength(REQUEST, false), { ':path': '/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo' });
     assert.equal(other.grpcStatus, GrpcStatus.UNIMPLEMENTED);
-    assert.match(other.grpcMessage!, /unknown method \/grpc.health.v1.Health\/Check/);
+    assert.match(other.grpcMessage!, /unknown method \/grpc.reflection.v1alpha.ServerReflection\/ServerReflectionInfo/);
     assert.equal((await call(Buffer.alloc(0), { ':method': 'PUT' })).status, 405);
     assert.equal((await call(withLength(REQUEST, false), { 'content-type': 'application/json' })).status, 415);
   });
@@ -172,6 +174,26 @@ describe('gRPC transport on node:http2', () => {
     behave = () => Promise.resolve(OK);
     assert.equal((await call(withLength(REQUEST, false), { 'grpc-timeout': '5S' })).grpcStatus, 0, 'in time');
     behave = () => OK;
+  });
+
+  test('grpc.health.v1 Check: SERVING for the server and for the rate limit service, NOT_SERVING when not ready, NOT_FOUND for another service', async () => {
+    const check = (service: string) => {
+      const name = Buffer.from(service);
+      return call(withLength(Buffer.concat([name.length === 0 ? Buffer.alloc(0) : Buffer.from([0x0a, name.length]), name]), false), { ':path': HEALTH_CHECK_PATH });
+    };
+    const whole = await check('');
+    assert.deepEqual([whole.grpcStatus, whole.data.subarray(5)], [0, Buffer.from([0x08, 0x01])]);
+    assert.deepEqual((await check('envoy.service.ratelimit.v3.RateLimitService')).data.subarray(5), Buffer.from([0x08, 0x01]));
+    const other = await check('some.Other');
+    assert.deepEqual([other.grpcStatus, other.grpcMessage], [GrpcStatus.NOT_FOUND, 'unknown service some.Other; this server serves envoy.service.ratelimit.v3.RateLimitService']);
+    serving = async () => false;
+    assert.deepEqual((await check('')).data.subarray(5), Buffer.from([0x08, 0x02]), 'NOT_SERVING');
+    serving = () => Promise.reject(new Error('the store is gone'));
+    assert.deepEqual((await check('')).data.subarray(5), Buffer.from([0x08, 0x02]), 'a failing readiness test is NOT_SERVING');
+    serving = async () => true;
+    const bad = await call(withLength(Buffer.from([0x0a, 0x05, 0x61]), false), { ':path': HEALTH_CHECK_PATH });
+    assert.equal(bad.grpcStatus, GrpcStatus.INVALID_ARGUMENT);
+    assert.match(bad.grpcMessage!, /^malformed HealthCheckRequest: /);
   });
 
   test('a client that resets its call mid-message leaves the server answering the next one', async () => {

@@ -13,22 +13,29 @@
  * another path is UNIMPLEMENTED; an asynchronous decision still pending at the caller's `grpc-timeout` is
  * DEADLINE_EXCEEDED. The transport follows grpc/doc/PROTOCOL-HTTP2.md: a non-POST is HTTP 405, a
  * content-type that is not application/grpc HTTP 415, and gzip and deflate messages are accepted.
+ *
+ * It also answers grpc.health.v1's Check, so that Envoy's grpc_health_check and Kubernetes' gRPC probes
+ * can ask the port they send calls to: SERVING, or NOT_SERVING while /readyz would answer 503.
  */
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { gunzipSync, inflateSync } from 'node:zlib';
 import type { Logger } from 'pino';
-import { decodeRateLimitRequest, encodeRateLimitResponse } from './rls-proto.js';
+import { decodeHealthCheckRequest, decodeRateLimitRequest, encodeRateLimitResponse } from './rls-proto.js';
 import { BadRequest, StoreUnavailable } from './service.js';
 import type { RateLimitService, RlsResponse } from './service.js';
 
-export const SHOULD_RATE_LIMIT_PATH = '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit';
+export const RLS_SERVICE = 'envoy.service.ratelimit.v3.RateLimitService';
+export const SHOULD_RATE_LIMIT_PATH = `/${RLS_SERVICE}/ShouldRateLimit`;
+/** grpc.health.v1's Check, which Envoy's grpc_health_check and Kubernetes' gRPC probes call. */
+export const HEALTH_CHECK_PATH = '/grpc.health.v1.Health/Check';
 
 /** The gRPC status codes this server answers with (grpc/doc/statuscodes.md). */
 export const GrpcStatus = {
   OK: 0,
   INVALID_ARGUMENT: 3,
   DEADLINE_EXCEEDED: 4,
+  NOT_FOUND: 5,
   RESOURCE_EXHAUSTED: 8,
   UNIMPLEMENTED: 12,
   INTERNAL: 13,
@@ -48,7 +55,15 @@ export interface GrpcServer {
   destroy(): void;
 }
 
-export function createGrpcServer(service: () => RateLimitService, log: Logger, maxMessageBytes: number): GrpcServer {
+/** HealthCheckResponse {status: SERVING (1) | NOT_SERVING (2)}. */
+const SERVING = Buffer.from([0x08, 0x01]);
+const NOT_SERVING = Buffer.from([0x08, 0x02]);
+
+/**
+ * `serving` answers health checks: false while shutting down, or while a Redis the service cannot decide
+ * without is unreachable (the same test as /readyz).
+ */
+export function createGrpcServer(service: () => RateLimitService, log: Logger, maxMessageBytes: number, serving: () => Promise<boolean>): GrpcServer {
   const server = http2.createServer();
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on('session', (session) => {
@@ -67,7 +82,8 @@ export function createGrpcServer(service: () => RateLimitService, log: Logger, m
     if (typeof type !== 'string' || !type.startsWith('application/grpc')) {
       return stream.respond({ ':status': 415, 'content-type': 'text/plain' }, { endStream: true });
     }
-    if (path !== SHOULD_RATE_LIMIT_PATH) return fail(stream, GrpcStatus.UNIMPLEMENTED, `unknown method ${String(path)}; this server serves ${SHOULD_RATE_LIMIT_PATH}`);
+    const method = path === SHOULD_RATE_LIMIT_PATH ? shouldRateLimit : path === HEALTH_CHECK_PATH ? healthCheck : undefined;
+    if (method === undefined) return fail(stream, GrpcStatus.UNIMPLEMENTED, `unknown method ${String(path)}; this server serves ${SHOULD_RATE_LIMIT_PATH} and ${HEALTH_CHECK_PATH}`);
     const encoding = headers['grpc-encoding'] ?? 'identity';
     if (encoding !== 'identity' && encoding !== 'gzip' && encoding !== 'deflate') {
       return fail(stream, GrpcStatus.UNIMPLEMENTED, `grpc-encoding ${String(encoding)} is not supported; use one of ${ENCODINGS}`);
@@ -103,29 +119,44 @@ export function createGrpcServer(service: () => RateLimitService, log: Logger, m
         if (e instanceof GrpcError) return fail(stream, e.code, e.message);
         throw e;
       }
-      call(stream, message, deadlineMs);
+      method(stream, message, deadlineMs);
     });
   });
 
-  function call(stream: http2.ServerHttp2Stream, message: Buffer, deadlineMs: number | undefined): void {
+  function shouldRateLimit(stream: http2.ServerHttp2Stream, message: Buffer, deadlineMs: number | undefined): void {
     let answered: RlsResponse | Promise<RlsResponse>;
     try {
       answered = service().shouldRateLimit(decodeRateLimitRequest(message));
     } catch (e) {
       return failWith(stream, e);
     }
-    if (!(answered instanceof Promise)) return answer(stream, answered);
+    if (!(answered instanceof Promise)) return answer(stream, encodeRateLimitResponse(answered));
     // Only an asynchronous (Redis) decision can outlive the caller's deadline; a late answer is dropped.
     const timer = deadlineMs === undefined ? undefined : setTimeout(() => fail(stream, GrpcStatus.DEADLINE_EXCEEDED, `no decision within the call's grpc-timeout of ${deadlineMs} ms`), deadlineMs);
     answered.then(
       (r) => {
         clearTimeout(timer);
-        answer(stream, r);
+        answer(stream, encodeRateLimitResponse(r));
       },
       (e: unknown) => {
         clearTimeout(timer);
         failWith(stream, e);
       },
+    );
+  }
+
+  function healthCheck(stream: http2.ServerHttp2Stream, message: Buffer): void {
+    let name: string;
+    try {
+      name = decodeHealthCheckRequest(message);
+    } catch (e) {
+      return failWith(stream, e);
+    }
+    // The health protocol: '' is the server as a whole; a service it does not serve is NOT_FOUND.
+    if (name !== '' && name !== RLS_SERVICE) return fail(stream, GrpcStatus.NOT_FOUND, `unknown service ${name}; this server serves ${RLS_SERVICE}`);
+    serving().then(
+      (ok) => answer(stream, ok ? SERVING : NOT_SERVING),
+      () => answer(stream, NOT_SERVING),
     );
   }
 
@@ -158,9 +189,9 @@ export function createGrpcServer(service: () => RateLimitService, log: Logger, m
   };
 }
 
-function answer(stream: http2.ServerHttp2Stream, r: RlsResponse): void {
+/** A message answer: headers, the message with its 5-byte prefix, and grpc-status 0 in trailers. */
+function answer(stream: http2.ServerHttp2Stream, body: Buffer): void {
   if (stream.destroyed || stream.closed || stream.headersSent) return; // the caller left, or a deadline answered first
-  const body = encodeRateLimitResponse(r);
   const frame = Buffer.allocUnsafe(5 + body.length);
   frame[0] = 0; // not compressed: the answers are a few hundred bytes
   frame.writeUInt32BE(body.length, 1);

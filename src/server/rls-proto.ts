@@ -39,8 +39,11 @@ let hi = 0;
 /** The first invalid value found (fromWire's message), thrown once the whole message has decoded. */
 let invalid: string | undefined;
 
+/** What is being decoded, for malformed()'s message. */
+let message = 'RateLimitRequest';
+
 function malformed(what: string, at: number): never {
-  throw new BadRequest(`malformed RateLimitRequest: ${what} at byte ${at}`);
+  throw new BadRequest(`malformed ${message}: ${what} at byte ${at}`);
 }
 
 /** A varint's low 32 bits, unsigned; bits 32-63 go to `hi`. Tags and lengths nearly always take one byte. */
@@ -114,6 +117,7 @@ function skip(b: Uint8Array, end: number, tag: number, at: number, known: number
 
 /** Decodes a RateLimitRequest (protobuf bytes, without the 5-byte gRPC prefix) into the service's request. Throws BadRequest on malformed bytes or invalid values. */
 export function decodeRateLimitRequest(bytes: Uint8Array): RlsRequest {
+  message = 'RateLimitRequest';
   pos = 0;
   invalid = undefined;
   const end = bytes.length;
@@ -131,6 +135,24 @@ export function decodeRateLimitRequest(bytes: Uint8Array): RlsRequest {
   // fromWire ran after protobufjs had decoded everything: malformed bytes anywhere win over an invalid value.
   if (invalid !== undefined) throw new BadRequest(invalid);
   return { domain, descriptors, hitsAddend };
+}
+
+/**
+ * grpc.health.v1.HealthCheckRequest {string service = 1}: the service name a health check asks about ('' is
+ * the server as a whole). Malformed bytes throw BadRequest, as for a RateLimitRequest.
+ */
+export function decodeHealthCheckRequest(bytes: Uint8Array): string {
+  message = 'HealthCheckRequest';
+  pos = 0;
+  const end = bytes.length;
+  let service = '';
+  while (pos < end) {
+    const at = pos;
+    const tag = varint(bytes, end);
+    if (tag === 0x0a) service = string(bytes, end, 1);
+    else skip(bytes, end, tag, at, 1);
+  }
+  return service;
 }
 
 /** RateLimitDescriptor, ending at `end`; `i` is its index, for fromWire's messages. */

@@ -66,7 +66,7 @@ export async function startService(settings: Settings, options: StartOptions = {
   let grpcServer: ReturnType<typeof createGrpcServer> | undefined;
   let grpcPort: number | undefined;
   if (settings.grpcPort >= 0) {
-    grpcServer = createGrpcServer(() => service, log, settings.maxBodyBytes);
+    grpcServer = createGrpcServer(() => service, log, settings.maxBodyBytes, async () => !stopping && (await backing.ready()));
     grpcPort = await grpcServer.listen(settings.host, settings.grpcPort);
   }
   dashboard.start();

@@ -176,18 +176,25 @@ for (const variant of run) {
   });
 }
 
-test("shutdown with a client's connection still open (as Envoy keeps one): close() ends it at once instead of waiting out the grace period", async () => {
+test("grpc.health.v1 Check answers SERVING; shutdown with a client's connection still open (as Envoy keeps one) ends it at once instead of waiting out the grace period", async () => {
   const cfg = new TempConfig(CONFIG);
   const { svc } = await start(cfg.path, { name: 'memory', settings: {} });
   const client = rlsClient(svc.grpcPort!);
+  const health = new grpc.Client(`127.0.0.1:${svc.grpcPort!}`, grpc.credentials.createInsecure());
   try {
     assert.equal((await client.call({ domain: 'e2e', descriptors: [d('ldap', 'x')] })).overall_code, 'OK');
+    // HealthCheckRequest {service: ''} is empty on the wire; HealthCheckResponse {status: SERVING} is 08 01.
+    const status = await new Promise<Buffer>((resolve, reject) =>
+      health.makeUnaryRequest('/grpc.health.v1.Health/Check', (b: Buffer) => b, (b: Buffer) => b, Buffer.alloc(0), (e, r) => (e ? reject(e) : resolve(r!))),
+    );
+    assert.deepEqual(status, Buffer.from([0x08, 0x01]));
     const t0 = performance.now();
     await svc.close(30_000);
     assert.ok(performance.now() - t0 < 5_000, `close() took ${Math.round(performance.now() - t0)} ms with an idle gRPC connection open`);
     await assert.rejects(client.call({ domain: 'e2e', descriptors: [d('ldap', 'x')] }), (e: grpc.ServiceError) => e.code === grpc.status.UNAVAILABLE);
   } finally {
     client.close();
+    health.close();
     cfg.remove();
   }
 });

@@ -55,9 +55,19 @@ export interface GrpcServer {
   destroy(): void;
 }
 
-/** HealthCheckResponse {status: SERVING (1) | NOT_SERVING (2)}. */
-const SERVING = Buffer.from([0x08, 0x01]);
-const NOT_SERVING = Buffer.from([0x08, 0x02]);
+/**
+ * A message as gRPC frames it, in place: the 5 bytes left free at its front get the prefix (not compressed,
+ * since the answers are a few hundred bytes; the length, big-endian).
+ */
+function framed(frame: Buffer): Buffer {
+  frame[0] = 0;
+  frame.writeUInt32BE(frame.length - 5, 1);
+  return frame;
+}
+
+/** HealthCheckResponse {status: SERVING (1) | NOT_SERVING (2)}, framed once. */
+const SERVING = framed(Buffer.from([0, 0, 0, 0, 0, 0x08, 0x01]));
+const NOT_SERVING = framed(Buffer.from([0, 0, 0, 0, 0, 0x08, 0x02]));
 
 /**
  * `serving` answers health checks: false while shutting down, or while a Redis the service cannot decide
@@ -130,13 +140,13 @@ export function createGrpcServer(service: () => RateLimitService, log: Logger, m
     } catch (e) {
       return failWith(stream, e);
     }
-    if (!(answered instanceof Promise)) return answer(stream, encodeRateLimitResponse(answered));
+    if (!(answered instanceof Promise)) return answer(stream, framed(encodeRateLimitResponse(answered, 5)));
     // Only an asynchronous (Redis) decision can outlive the caller's deadline; a late answer is dropped.
     const timer = deadlineMs === undefined ? undefined : setTimeout(() => fail(stream, GrpcStatus.DEADLINE_EXCEEDED, `no decision within the call's grpc-timeout of ${deadlineMs} ms`), deadlineMs);
     answered.then(
       (r) => {
         clearTimeout(timer);
-        answer(stream, encodeRateLimitResponse(r));
+        answer(stream, framed(encodeRateLimitResponse(r, 5)));
       },
       (e: unknown) => {
         clearTimeout(timer);
@@ -189,13 +199,9 @@ export function createGrpcServer(service: () => RateLimitService, log: Logger, m
   };
 }
 
-/** A message answer: headers, the message with its 5-byte prefix, and grpc-status 0 in trailers. */
-function answer(stream: http2.ServerHttp2Stream, body: Buffer): void {
+/** A message answer: headers, the framed message, and grpc-status 0 in trailers. */
+function answer(stream: http2.ServerHttp2Stream, frame: Buffer): void {
   if (stream.destroyed || stream.closed || stream.headersSent) return; // the caller left, or a deadline answered first
-  const frame = Buffer.allocUnsafe(5 + body.length);
-  frame[0] = 0; // not compressed: the answers are a few hundred bytes
-  frame.writeUInt32BE(body.length, 1);
-  body.copy(frame, 5);
   stream.respond(ANSWER_HEADERS, { waitForTrailers: true });
   stream.once('wantTrailers', () => stream.sendTrailers(OK_TRAILERS));
   stream.end(frame);

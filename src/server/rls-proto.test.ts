@@ -238,6 +238,10 @@ test('golden: a typical OK answer', () => {
   const status = '12 16 0801 1205 08e807 1002 18e707 2208 083b 1080cab5ee01';
   const headers = '1a22 0a0f 526174654c696d69742d4c696d6974 120f 313030302c20313030303b773d3630 1a1a 0a13 526174654c696d69742d52656d61696e696e67 1203 393939 1a15 0a0f 526174654c696d69742d5265736574 1202 3630';
   assert.equal(encodeRateLimitResponse(r).toString('hex'), bytes(`0801 ${status} ${headers}`).toString('hex'));
+  // With headroom for the gRPC prefix: the same bytes after the gap, which is left to the caller.
+  const withRoom = encodeRateLimitResponse(r, 5);
+  assert.equal(withRoom.length, encodeRateLimitResponse(r).length + 5);
+  assert.equal(withRoom.subarray(5).toString('hex'), bytes(`0801 ${status} ${headers}`).toString('hex'));
 });
 
 test('malformed bytes: each case names what is wrong and where', () => {

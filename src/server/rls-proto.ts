@@ -300,12 +300,13 @@ function fieldSize(contents: number): number {
 }
 
 /**
- * Encodes the service's answer as a RateLimitResponse (protobuf bytes, without the gRPC prefix). As toWire:
+ * Encodes the service's answer as a RateLimitResponse: protobuf bytes after `headroom` bytes left unwritten
+ * at the front, where the caller puts the gRPC message prefix, so the answer is one allocation. As toWire:
  * requests_per_unit and limit_remaining are uint32 (taken `>>> 0`, as protobufjs's fromObject did), and
  * durationUntilResetMs, a whole non-negative number of milliseconds as the service gives it, becomes
  * {seconds: floor(ms / 1000), nanos: (ms % 1000) * 10^6}.
  */
-export function encodeRateLimitResponse(r: RlsResponse): Buffer {
+export function encodeRateLimitResponse(r: RlsResponse, headroom = 0): Buffer {
   // Pass 1. Per status, `sizes` holds: its contents' size, then, with a current_limit, the RateLimit's size
   // and its name's UTF-8 length, then, with a duration, the Duration's size. Per header: its size, the
   // key's and the value's UTF-8 lengths.
@@ -351,10 +352,10 @@ export function encodeRateLimitResponse(r: RlsResponse): Buffer {
   }
 
   // Pass 2, in the same order; every field in number order.
-  const buf = Buffer.allocUnsafe(total);
-  buf[0] = 0x08; // 1: overall_code
-  buf[1] = r.overallCode === 'OK' ? 1 : 2;
-  let p = 2;
+  const buf = Buffer.allocUnsafe(headroom + total);
+  buf[headroom] = 0x08; // 1: overall_code
+  buf[headroom + 1] = r.overallCode === 'OK' ? 1 : 2;
+  let p = headroom + 2;
   k = 0;
   for (let i = 0; i < statuses.length; i++) {
     const s = statuses[i]!;

@@ -1,6 +1,6 @@
 /** The pure core: policies, algorithms and decisions. No I/O, no clock, no timers. */
 export { createAlgorithm } from './algorithms.js';
-export { combine, fromVerdict, LimitDecision } from './decision.js';
+export { combine, fromVerdict, makeDecision } from './decision.js';
 export { parseDuration } from './duration.js';
 export { SluiceError, show, type SluiceErrorCode } from './errors.js';
 export { ALGORITHMS, compilePolicies, compilePolicy } from './policy.js';

@@ -10,7 +10,7 @@
  * The deadline is counted from when the request was sent, so a slow reply shortens the entry, never
  * lengthens it.
  */
-import { LimitDecision, SluiceError, show } from '../core/index.js';
+import { makeDecision, SluiceError, show } from '../core/index.js';
 import type { Decision, Policy } from '../core/index.js';
 import type { Clock, MaybePromise, StoreTable } from '../stores/store.js';
 
@@ -72,7 +72,7 @@ export class DenyCacheTable implements StoreTable {
           this.hits++;
           const d = e.decision;
           const wait = Math.max(1, Math.ceil(e.until - now));
-          return new LimitDecision(false, d.limit, d.remaining, Math.max(0, Math.ceil(d.resetAfterMs - (now - e.sentAt))), wait, 0, d.policy, undefined, d.reason);
+          return makeDecision(false, d.limit, d.remaining, Math.max(0, Math.ceil(d.resetAfterMs - (now - e.sentAt))), wait, 0, d.policy, undefined, d.reason);
         }
         if (now >= e.until) this.entries.delete(key);
       }

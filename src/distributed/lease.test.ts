@@ -3,7 +3,7 @@
 // request was sent; what is left when the TTL passes is given back; demand sizes the next ask.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { compilePolicy, LimitDecision } from '../core/index.js';
+import { compilePolicy, makeDecision } from '../core/index.js';
 import { checkLeaseOptions, LeaseTable } from './lease.js';
 import type { ScriptRunner } from './runner.js';
 
@@ -12,7 +12,7 @@ function scripted(replies: Array<(args: string[]) => number[]>, clock: { now: nu
   const runner: ScriptRunner = {
     clientClock: false,
     keyFor: (k, s) => `t:{${k}}:${s}`,
-    fallback: () => new LimitDecision(false, 0, 0, 0, 1, 0, 'p', undefined, 'store-error'),
+    fallback: () => makeDecision(false, 0, 0, 0, 1, 0, 'p', undefined, 'store-error'),
     async run(_name, _keys, args) {
       asked.push(args);
       clock.now += lagMs; // the reply arrives later than the request left

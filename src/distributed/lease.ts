@@ -22,7 +22,7 @@
  * since its last chunk (doubling a chunk it spent faster than that), and the script grants a
  * proportional share of what is left (lease.lua).
  */
-import { LimitDecision, SluiceError, show } from '../core/index.js';
+import { makeDecision, SluiceError, show } from '../core/index.js';
 import type { Decision } from '../core/index.js';
 import type { StoreTable } from '../stores/store.js';
 import type { StrategySpec } from './runner.js';
@@ -218,7 +218,7 @@ export class LeaseTable implements StoreTable {
     const p = this.spec.policy;
     const resetAfterMs = Math.max(0, Math.ceil(st.deadline - now));
     const spendable = now < st.leaseDeadline ? Math.max(0, st.tokens) : 0;
-    return new LimitDecision(allowed, p.limit, spendable, resetAfterMs, allowed ? 0 : Math.max(1, Math.ceil(st.exhaustedUntil - now)), 0, p.name, undefined, undefined);
+    return makeDecision(allowed, p.limit, spendable, resetAfterMs, allowed ? 0 : Math.max(1, Math.ceil(st.exhaustedUntil - now)), 0, p.name, undefined, undefined);
   }
 
   /** Penalty spends this node's tokens (a debt paid from its next chunk); reward gives back at most what it holds. */

@@ -5,7 +5,7 @@
 // loop's order varies.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { compilePolicy, LimitDecision } from '../core/index.js';
+import { compilePolicy, makeDecision } from '../core/index.js';
 import { seededRandom } from '../demo/random.js';
 import { checkLocalSyncOptions, localAllowance, LocalSyncTable } from './local-sync.js';
 import type { ScriptRunner } from './runner.js';
@@ -30,7 +30,7 @@ async function trial(seed: number, nodes: number, limit: number, options: { thre
   const runner: ScriptRunner = {
     clientClock: true,
     keyFor: (k) => k,
-    fallback: () => new LimitDecision(false, limit, 0, 0, 1, 0, 'p', undefined, 'store-error'),
+    fallback: () => makeDecision(false, limit, 0, 0, 1, 0, 'p', undefined, 'store-error'),
     async run(_name, _keys, args) {
       await turns(Math.floor(random() * 6)); // on the way to Redis
       const [node, add, , from, cost] = args as [string, string, string, string, string];

@@ -32,7 +32,7 @@
  * Tested in local-sync.test.ts (every term computed from the views a scripted Redis handed out) and
  * test/redis/strategies.test.ts; measured in `sluice simulate distributed` (README).
  */
-import { LimitDecision, SluiceError, show } from '../core/index.js';
+import { makeDecision, SluiceError, show } from '../core/index.js';
 import type { Decision } from '../core/index.js';
 import type { StoreTable } from '../stores/store.js';
 import type { StrategyStats } from './lease.js';
@@ -203,7 +203,7 @@ export class LocalSyncTable implements StoreTable {
     const p = this.spec.policy;
     const left = Math.max(0, this.limit - st.known - st.pending - st.inflight);
     const reset = Math.max(0, Math.ceil(st.deadline - now));
-    return new LimitDecision(allowed, p.limit, left, reset, allowed ? 0 : Math.max(1, reset), 0, p.name, undefined, undefined);
+    return makeDecision(allowed, p.limit, left, reset, allowed ? 0 : Math.max(1, reset), 0, p.name, undefined, undefined);
   }
 
   private startTimer(): void {

@@ -9,7 +9,7 @@
  * const res = await gate.run('stripe', () => fetch(url), { cost: 1 });
  */
 import { SluiceError, show } from '../core/index.js';
-import { LimitDecision } from '../core/index.js';
+import { makeDecision } from '../core/index.js';
 import type { Decision, Policy } from '../core/index.js';
 import { Limiter } from '../limiter.js';
 import type { Clock } from '../stores/store.js';
@@ -432,5 +432,5 @@ export class Gate {
 /** The rate policies' decision, carrying the lease the concurrency policies gave; the fewer remaining wins. */
 function withLease(rate: Decision, lease: Decision): Decision {
   const d = lease.remaining < rate.remaining ? lease : rate;
-  return new LimitDecision(true, d.limit, d.remaining, d.resetAfterMs, 0, rate.delayMs, d.policy, lease.leaseId, rate.reason ?? lease.reason);
+  return makeDecision(true, d.limit, d.remaining, d.resetAfterMs, 0, rate.delayMs, d.policy, lease.leaseId, rate.reason ?? lease.reason);
 }

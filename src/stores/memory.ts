@@ -11,7 +11,7 @@
  * is reclaimed with no timer per key. At `maxKeys` a new key evicts an idle key if one is found among the
  * next 32 in sweep order, and otherwise the sampled key closest to idle: the one whose loss forgives least.
  */
-import { combine, LimitDecision, SluiceError, show, Verdict } from '../core/index.js';
+import { combine, makeDecision, SluiceError, show, Verdict } from '../core/index.js';
 import type { Algorithm, Decision, ObjectAlgorithm, Policy, SlabAlgorithm } from '../core/index.js';
 import type { Clock, Store, StoreTable, TableSpec } from './store.js';
 
@@ -133,7 +133,7 @@ export class MemoryTable implements StoreTable {
       if (row === undefined) this.writeRow(this.insert(key, now) * this.rowSlots, v.next);
       else this.writeRow(row * this.rowSlots, v.next);
     }
-    return new LimitDecision(v.allowed, a.policy.limit, v.remaining, v.resetAfterMs, v.retryAfterMs, v.delayMs, a.policy.name, undefined, undefined);
+    return makeDecision(v.allowed, a.policy.limit, v.remaining, v.resetAfterMs, v.retryAfterMs, v.delayMs, a.policy.name, undefined, undefined);
   }
 
   private writeRow(o: number, next: Float64Array): void {

@@ -6,7 +6,7 @@
  * - { insurance: share } decides on a local MemoryStore whose policies hold `share` of each limit and
  *   burst (at least 1): with N app servers behind one Redis, share = 1/N keeps the fleet near the limit.
  */
-import { createAlgorithm, LimitDecision, SluiceError, show } from '../../core/index.js';
+import { createAlgorithm, makeDecision, SluiceError, show } from '../../core/index.js';
 import type { Decision, Policy } from '../../core/index.js';
 import { MemoryStore, type MemoryTable } from '../memory.js';
 import type { TableSpec } from '../store.js';
@@ -53,8 +53,8 @@ export class Fallback {
     if (this.insurance !== undefined) return mark(this.insurance.decide(key, cost, leaseId));
     const p = this.policies[0]!;
     return this.mode === 'open'
-      ? new LimitDecision(true, p.limit, 0, 0, 0, 0, p.name, leaseId, STORE_ERROR)
-      : new LimitDecision(false, p.limit, 0, 0, CLOSED_RETRY_MS, 0, p.name, undefined, STORE_ERROR);
+      ? makeDecision(true, p.limit, 0, 0, 0, 0, p.name, leaseId, STORE_ERROR)
+      : makeDecision(false, p.limit, 0, 0, CLOSED_RETRY_MS, 0, p.name, undefined, STORE_ERROR);
   }
 
   adjust(key: string, delta: number): Decision {
@@ -72,5 +72,5 @@ export class Fallback {
 }
 
 function mark(d: Decision): Decision {
-  return new LimitDecision(d.allowed, d.limit, d.remaining, d.resetAfterMs, d.retryAfterMs, d.delayMs, d.policy, d.leaseId, STORE_ERROR);
+  return makeDecision(d.allowed, d.limit, d.remaining, d.resetAfterMs, d.retryAfterMs, d.delayMs, d.policy, d.leaseId, STORE_ERROR);
 }

@@ -10,10 +10,11 @@ import type { Decision, Policy, Verdict } from './types.js';
 
 /**
  * A Decision as a plain object literal, always built here so that every decision shares one shape.
- * Not a class instance: resolving a Promise with an object looks up `then` on it, and V8 walks the whole
- * prototype chain for that on every call. For a class instance that lookup cost more than the decision
- * itself; on a plain object it is one miss on Object.prototype. `npm run bench` measured `limit()` on a
- * hot key at 1.6-1.8x the decisions per second after this change.
+ * It was a class instance (same nine fields, same 96 bytes); as a literal, `await limit()` on a hot key
+ * ran 1.72x the decisions per second in a paired A/B of the two builds (six pairs, fresh processes) and
+ * the benchmark process ran about half as many scavenges per decision, while callgrind counted only 4 %
+ * fewer instructions. So the gain is in the heap and the Promise machinery (resolving a Promise with an
+ * object looks up `then` along its prototype chain), not in the code here.
  */
 export function makeDecision(
   allowed: boolean,

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { deflateSync, gzipSync } from 'node:zlib';
 import pino from 'pino';
 import { GOLDEN_REQUEST } from '../../test/support/rls-reference.js';
-import { createGrpcServer, grpcMessage, GrpcStatus, HEALTH_CHECK_PATH, SHOULD_RATE_LIMIT_PATH, timeoutMs } from './grpc.js';
+import { createGrpcServer, grpcMessage, GrpcStatus, HEALTH_CHECK_PATH, HEALTH_WATCH_PATH, SHOULD_RATE_LIMIT_PATH, timeoutMs } from './grpc.js';
 import type { GrpcServer } from './grpc.js';
 import { BadRequest, StoreUnavailable } from './service.js';
 import type { RateLimitService, RlsRequest, RlsResponse } from './service.js';
@@ -216,6 +216,126 @@ describe('gRPC transport on node:http2', () => {
       s.resume();
     });
     assert.equal((await call(withLength(REQUEST, false))).grpcStatus, 0);
+  });
+});
+
+/** An open grpc.health.v1 Watch call: the statuses it has streamed, and how it ended. */
+class WatchCall {
+  readonly statuses: number[] = [];
+  grpcStatus: number | undefined;
+  readonly ended: Promise<void>;
+  private waiting: (() => void) | undefined;
+  private pending = Buffer.alloc(0);
+
+  constructor(session: http2.ClientHttp2Session, service: string) {
+    const name = Buffer.from(service);
+    const req = session.request({ ':method': 'POST', ':path': HEALTH_WATCH_PATH, 'content-type': 'application/grpc', te: 'trailers' });
+    req.on('trailers', (t) => (this.grpcStatus = Number(t['grpc-status'])));
+    req.on('data', (c: Buffer) => {
+      this.pending = Buffer.concat([this.pending, c]);
+      while (this.pending.length >= 5 && this.pending.length >= 5 + this.pending.readUInt32BE(1)) {
+        const length = this.pending.readUInt32BE(1);
+        const message = this.pending.subarray(5, 5 + length);
+        this.pending = this.pending.subarray(5 + length);
+        assert.equal(message[0], 0x08, 'HealthCheckResponse.status, field 1, varint');
+        this.statuses.push(message[1]!);
+        this.waiting?.();
+      }
+    });
+    this.ended = new Promise((resolve) => req.on('close', resolve));
+    req.end(withLength(name.length === 0 ? Buffer.alloc(0) : Buffer.concat([Buffer.from([0x0a, name.length]), name]), false));
+  }
+
+  /** Resolves once `n` statuses have arrived. */
+  async count(n: number): Promise<void> {
+    while (this.statuses.length < n) await new Promise<void>((r) => (this.waiting = r));
+  }
+}
+
+describe('grpc.health.v1 Watch', () => {
+  test('streams the status at once, then each change and nothing else; NOT_SERVING and UNAVAILABLE when the server stops', async () => {
+    let ready: boolean | Error = true;
+    let asked = 0;
+    let onAsk: (() => void) | undefined;
+    /** Resolves after `serving` has been asked `n` more times: polls happen, and no message comes of them. */
+    const polls = async (n: number) => {
+      const until = asked + n;
+      while (asked < until) await new Promise<void>((r) => (onAsk = r));
+    };
+    const watched = createGrpcServer(() => stub, pino({ level: 'silent' }), MAX, async () => {
+      asked++;
+      onAsk?.();
+      if (ready instanceof Error) throw ready;
+      return ready;
+    }, 2);
+    const port = await watched.listen('127.0.0.1', 0);
+    const client = http2.connect(`http://127.0.0.1:${port}`);
+    try {
+      const whole = new WatchCall(client, '');
+      await whole.count(1);
+      assert.deepEqual(whole.statuses, [1], 'SERVING at once');
+      await polls(3);
+      assert.deepEqual(whole.statuses, [1], 'an unchanged status is not sent again');
+      ready = false;
+      await whole.count(2);
+      ready = true;
+      await whole.count(3);
+      ready = new Error('the store is gone');
+      await whole.count(4);
+      assert.deepEqual(whole.statuses, [1, 2, 1, 2], 'each change, and a failing readiness test is NOT_SERVING');
+
+      const rls = new WatchCall(client, 'envoy.service.ratelimit.v3.RateLimitService');
+      await rls.count(1);
+      assert.deepEqual(rls.statuses, [2], 'a new Watch starts from the current status');
+      const other = new WatchCall(client, 'some.Other');
+      await other.count(1);
+      await polls(2);
+      assert.deepEqual([other.statuses, other.grpcStatus], [[3], undefined], 'SERVICE_UNKNOWN, and the call stays open');
+
+      ready = true;
+      await Promise.all([whole.count(5), rls.count(2)]);
+      await watched.close();
+      await Promise.all([whole.ended, rls.ended, other.ended]);
+      assert.deepEqual([whole.statuses, whole.grpcStatus], [[1, 2, 1, 2, 1, 2], GrpcStatus.UNAVAILABLE], 'NOT_SERVING, then the call ends');
+      assert.deepEqual([rls.statuses, rls.grpcStatus], [[2, 1, 2], GrpcStatus.UNAVAILABLE]);
+      assert.deepEqual([other.statuses, other.grpcStatus], [[3], GrpcStatus.UNAVAILABLE]);
+    } finally {
+      client.destroy();
+      watched.destroy();
+    }
+  });
+
+  test('a Watch the client cancels is forgotten: the server closes at once and answers other calls meanwhile', async () => {
+    const watched = createGrpcServer(() => stub, pino({ level: 'silent' }), MAX, async () => true, 2);
+    const port = await watched.listen('127.0.0.1', 0);
+    const client = http2.connect(`http://127.0.0.1:${port}`);
+    try {
+      const w = new WatchCall(client, '');
+      await w.count(1);
+      // A second Watch, cancelled at its first message (RST_STREAM, as a gRPC client sends when its
+      // channel stops health checking); the first stays open to the end.
+      const cancelled = new Promise<void>((resolve) => {
+        const req = client.request({ ':method': 'POST', ':path': HEALTH_WATCH_PATH, 'content-type': 'application/grpc', te: 'trailers' });
+        req.on('error', () => {});
+        req.on('data', () => req.close(http2.constants.NGHTTP2_CANCEL));
+        req.on('close', () => resolve());
+        req.end(withLength(Buffer.alloc(0), false));
+      });
+      await cancelled;
+      const a = await new Promise<number>((resolve) => {
+        const req = client.request({ ':method': 'POST', ':path': SHOULD_RATE_LIMIT_PATH, 'content-type': 'application/grpc', te: 'trailers' });
+        req.on('trailers', (t) => resolve(Number(t['grpc-status'])));
+        req.resume();
+        req.end(withLength(REQUEST, false));
+      });
+      assert.equal(a, 0);
+      await watched.close();
+      await w.ended;
+      assert.equal(w.grpcStatus, GrpcStatus.UNAVAILABLE);
+    } finally {
+      client.destroy();
+      watched.destroy();
+    }
   });
 });
 

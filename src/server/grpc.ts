@@ -14,8 +14,10 @@
  * DEADLINE_EXCEEDED. The transport follows grpc/doc/PROTOCOL-HTTP2.md: a non-POST is HTTP 405, a
  * content-type that is not application/grpc HTTP 415, and gzip and deflate messages are accepted.
  *
- * It also answers grpc.health.v1's Check, so that Envoy's grpc_health_check and Kubernetes' gRPC probes
- * can ask the port they send calls to: SERVING, or NOT_SERVING while /readyz would answer 503.
+ * It also serves grpc.health.v1 on the same port: Check, which Envoy's grpc_health_check and Kubernetes'
+ * gRPC probes call, answers SERVING, or NOT_SERVING while /readyz would answer 503; Watch, which gRPC
+ * clients' own health checking (`healthCheckConfig` in a service config) holds open, streams the same
+ * status each time it changes, and NOT_SERVING before the server stops.
  */
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
@@ -29,6 +31,8 @@ export const RLS_SERVICE = 'envoy.service.ratelimit.v3.RateLimitService';
 export const SHOULD_RATE_LIMIT_PATH = `/${RLS_SERVICE}/ShouldRateLimit`;
 /** grpc.health.v1's Check, which Envoy's grpc_health_check and Kubernetes' gRPC probes call. */
 export const HEALTH_CHECK_PATH = '/grpc.health.v1.Health/Check';
+/** grpc.health.v1's Watch: a stream of the status, one message at the start and one at each change. */
+export const HEALTH_WATCH_PATH = '/grpc.health.v1.Health/Watch';
 
 /** The gRPC status codes this server answers with (grpc/doc/statuscodes.md). */
 export const GrpcStatus = {
@@ -65,16 +69,34 @@ function framed(frame: Buffer): Buffer {
   return frame;
 }
 
-/** HealthCheckResponse {status: SERVING (1) | NOT_SERVING (2)}, framed once. */
+/** HealthCheckResponse {status: SERVING (1) | NOT_SERVING (2) | SERVICE_UNKNOWN (3)}, framed once. */
 const SERVING = framed(Buffer.from([0, 0, 0, 0, 0, 0x08, 0x01]));
 const NOT_SERVING = framed(Buffer.from([0, 0, 0, 0, 0, 0x08, 0x02]));
+const SERVICE_UNKNOWN = framed(Buffer.from([0, 0, 0, 0, 0, 0x08, 0x03]));
+
+/** Ends a Watch: the stream's trailers when the server stops (clients then retry, with backoff, elsewhere). */
+const STOPPING_TRAILERS = { 'grpc-status': '14', 'grpc-message': 'the server is shutting down' };
+
+/** One open Watch call and the status it was last sent (undefined until the first). */
+interface Watch {
+  readonly stream: http2.ServerHttp2Stream;
+  /** A service this server does not serve: told SERVICE_UNKNOWN once, and never anything else. */
+  readonly unknown: boolean;
+  last: Buffer | undefined;
+}
 
 /**
  * `serving` answers health checks: false while shutting down, or while a Redis the service cannot decide
- * without is unreachable (the same test as /readyz).
+ * without is unreachable (the same test as /readyz). Open Watch calls learn of a change within
+ * `watchEveryMs`: `serving` is asked that often while any is open, since what it reports (a Redis
+ * reachable or not) has no event to wait on.
  */
-export function createGrpcServer(service: () => RateLimitService, log: Logger, maxMessageBytes: number, serving: () => Promise<boolean>): GrpcServer {
+export function createGrpcServer(service: () => RateLimitService, log: Logger, maxMessageBytes: number, serving: () => Promise<boolean>, watchEveryMs = 1000): GrpcServer {
   const server = http2.createServer();
+  const watches = new Set<Watch>();
+  let poll: NodeJS.Timeout | undefined;
+  let asking = false;
+  let closing = false;
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on('session', (session) => {
     sessions.add(session);
@@ -92,8 +114,8 @@ export function createGrpcServer(service: () => RateLimitService, log: Logger, m
     if (typeof type !== 'string' || !type.startsWith('application/grpc')) {
       return stream.respond({ ':status': 415, 'content-type': 'text/plain' }, { endStream: true });
     }
-    const method = path === SHOULD_RATE_LIMIT_PATH ? shouldRateLimit : path === HEALTH_CHECK_PATH ? healthCheck : undefined;
-    if (method === undefined) return fail(stream, GrpcStatus.UNIMPLEMENTED, `unknown method ${String(path)}; this server serves ${SHOULD_RATE_LIMIT_PATH} and ${HEALTH_CHECK_PATH}`);
+    const method = path === SHOULD_RATE_LIMIT_PATH ? shouldRateLimit : path === HEALTH_CHECK_PATH ? healthCheck : path === HEALTH_WATCH_PATH ? healthWatch : undefined;
+    if (method === undefined) return fail(stream, GrpcStatus.UNIMPLEMENTED, `unknown method ${String(path)}; this server serves ${SHOULD_RATE_LIMIT_PATH}, ${HEALTH_CHECK_PATH} and ${HEALTH_WATCH_PATH}`);
     const encoding = headers['grpc-encoding'] ?? 'identity';
     if (encoding !== 'identity' && encoding !== 'gzip' && encoding !== 'deflate') {
       return fail(stream, GrpcStatus.UNIMPLEMENTED, `grpc-encoding ${String(encoding)} is not supported; use one of ${ENCODINGS}`);
@@ -170,6 +192,68 @@ export function createGrpcServer(service: () => RateLimitService, log: Logger, m
     );
   }
 
+  function healthWatch(stream: http2.ServerHttp2Stream, message: Buffer): void {
+    let name: string;
+    try {
+      name = decodeHealthCheckRequest(message);
+    } catch (e) {
+      return failWith(stream, e);
+    }
+    if (stream.destroyed || stream.closed) return;
+    // The protocol: an unknown service is told SERVICE_UNKNOWN and the call stays open, not failed.
+    const w: Watch = { stream, unknown: name !== '' && name !== RLS_SERVICE, last: undefined };
+    stream.respond(ANSWER_HEADERS, { waitForTrailers: true });
+    stream.once('wantTrailers', () => stream.sendTrailers(STOPPING_TRAILERS));
+    stream.once('close', () => {
+      watches.delete(w);
+      if (watches.size === 0) stopPolling();
+    });
+    watches.add(w);
+    if (w.unknown) return send(w, SERVICE_UNKNOWN);
+    if (closing) {
+      send(w, NOT_SERVING); // a call that slipped in before the GOAWAY: it must not hold the close open
+      return void stream.end();
+    }
+    poll ??= setInterval(askServing, watchEveryMs).unref();
+    askServing();
+  }
+
+  /** Asks `serving` once (never twice at a time) and tells every Watch whose status it changes. */
+  function askServing(): void {
+    if (asking) return;
+    asking = true;
+    serving().then(
+      (ok) => tellAll(ok ? SERVING : NOT_SERVING),
+      () => tellAll(NOT_SERVING),
+    );
+  }
+
+  function tellAll(status: Buffer): void {
+    asking = false;
+    for (const w of watches) if (!w.unknown) send(w, status);
+  }
+
+  function send(w: Watch, status: Buffer): void {
+    if (w.last === status || w.stream.destroyed || w.stream.closed) return;
+    w.last = status;
+    w.stream.write(status);
+  }
+
+  function stopPolling(): void {
+    clearInterval(poll);
+    poll = undefined;
+  }
+
+  /** Every open Watch hears NOT_SERVING, then its call ends UNAVAILABLE, so that the server can close. */
+  function endWatches(): void {
+    closing = true;
+    stopPolling();
+    for (const w of watches) {
+      if (!w.unknown) send(w, NOT_SERVING);
+      if (!w.stream.destroyed && !w.stream.closed) w.stream.end();
+    }
+  }
+
   function failWith(stream: http2.ServerHttp2Stream, e: unknown): void {
     if (e instanceof BadRequest) return fail(stream, GrpcStatus.INVALID_ARGUMENT, e.message);
     if (e instanceof StoreUnavailable) return fail(stream, GrpcStatus.UNAVAILABLE, e.message);
@@ -189,10 +273,12 @@ export function createGrpcServer(service: () => RateLimitService, log: Logger, m
     },
     close() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      endWatches();
       for (const s of sessions) s.close();
       return closed;
     },
     destroy() {
+      stopPolling();
       for (const s of sessions) s.destroy();
       server.close();
     },

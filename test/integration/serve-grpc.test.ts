@@ -176,7 +176,7 @@ for (const variant of run) {
   });
 }
 
-test("grpc.health.v1 Check answers SERVING; shutdown with a client's connection still open (as Envoy keeps one) ends it at once instead of waiting out the grace period", async () => {
+test("grpc.health.v1 Check and Watch answer SERVING; shutdown with a client's connection and a Watch still open (as Envoy and gRPC clients keep them) ends them at once instead of waiting out the grace period", async () => {
   const cfg = new TempConfig(CONFIG);
   const { svc } = await start(cfg.path, { name: 'memory', settings: {} });
   const client = rlsClient(svc.grpcPort!);
@@ -188,9 +188,20 @@ test("grpc.health.v1 Check answers SERVING; shutdown with a client's connection 
       health.makeUnaryRequest('/grpc.health.v1.Health/Check', (b: Buffer) => b, (b: Buffer) => b, Buffer.alloc(0), (e, r) => (e ? reject(e) : resolve(r!))),
     );
     assert.deepEqual(status, Buffer.from([0x08, 0x01]));
+    // A Watch, as a gRPC client's own health checking holds one open: SERVING at once, NOT_SERVING at shutdown.
+    const watched: Buffer[] = [];
+    const watch = health.makeServerStreamRequest('/grpc.health.v1.Health/Watch', (b: Buffer) => b, (b: Buffer) => b, Buffer.alloc(0));
+    const watchEnded = new Promise<number>((resolve) => {
+      watch.on('data', (b: Buffer) => watched.push(b));
+      watch.on('error', (e: grpc.ServiceError) => resolve(e.code));
+      watch.on('end', () => resolve(grpc.status.OK));
+    });
+    await new Promise((resolve) => watch.once('data', resolve));
     const t0 = performance.now();
     await svc.close(30_000);
-    assert.ok(performance.now() - t0 < 5_000, `close() took ${Math.round(performance.now() - t0)} ms with an idle gRPC connection open`);
+    assert.ok(performance.now() - t0 < 5_000, `close() took ${Math.round(performance.now() - t0)} ms with an idle gRPC connection and a Watch open`);
+    assert.equal(await watchEnded, grpc.status.UNAVAILABLE);
+    assert.deepEqual(watched, [Buffer.from([0x08, 0x01]), Buffer.from([0x08, 0x02])]);
     await assert.rejects(client.call({ domain: 'e2e', descriptors: [d('ldap', 'x')] }), (e: grpc.ServiceError) => e.code === grpc.status.UNAVAILABLE);
   } finally {
     client.close();

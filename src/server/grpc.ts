@@ -209,11 +209,11 @@ export function createGrpcServer(service: () => RateLimitService, log: Logger, m
       if (watches.size === 0) stopPolling();
     });
     watches.add(w);
-    if (w.unknown) return send(w, SERVICE_UNKNOWN);
     if (closing) {
-      send(w, NOT_SERVING); // a call that slipped in before the GOAWAY: it must not hold the close open
+      send(w, w.unknown ? SERVICE_UNKNOWN : NOT_SERVING); // a call that slipped in before the GOAWAY must not hold the close open
       return void stream.end();
     }
+    if (w.unknown) return send(w, SERVICE_UNKNOWN);
     poll ??= setInterval(askServing, watchEveryMs).unref();
     askServing();
   }
@@ -230,6 +230,7 @@ export function createGrpcServer(service: () => RateLimitService, log: Logger, m
 
   function tellAll(status: Buffer): void {
     asking = false;
+    if (closing) return; // every Watch has been told NOT_SERVING and ended
     for (const w of watches) if (!w.unknown) send(w, status);
   }
 

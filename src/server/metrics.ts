@@ -24,7 +24,7 @@ function labelsOf(s: RuleStats): Record<string, string> {
   return s.descriptor === undefined ? { domain: s.domain, rule: s.rule } : { domain: s.domain, rule: s.rule, descriptor: s.descriptor };
 }
 
-export function createMetrics(stats: () => RuleStats[], extra: { reloads: () => { ok: number; failed: number } }): Registry {
+export function createMetrics(stats: () => RuleStats[], extra: { reloads: () => { ok: number; failed: number }; globalShadowOverrides?: () => number }): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   for (const [field, name, help] of COUNTERS) {
@@ -60,6 +60,12 @@ export function createMetrics(stats: () => RuleStats[], extra: { reloads: () => 
   for (const [field, name] of [['ok', 'sluice_config_reloads_total'], ['failed', 'sluice_config_reload_failures_total']] as const) {
     const help = field === 'ok' ? 'Config reloads applied.' : 'Config reloads rejected (the old config stayed).';
     registry.registerMetric({ name, help, type: 'counter', get: async () => ({ name, help, type: 'counter', aggregator: 'sum', values: [{ value: extra.reloads()[field], labels: {} }] }) } as never);
+  }
+  const shadowed = extra.globalShadowOverrides;
+  if (shadowed !== undefined) {
+    const name = 'sluice_global_shadow_mode_total';
+    const help = 'Requests answered OK by global shadow mode (--shadow-mode) although a rule was over its limit.';
+    registry.registerMetric({ name, help, type: 'counter', get: async () => ({ name, help, type: 'counter', aggregator: 'sum', values: [{ value: shadowed(), labels: {} }] }) } as never);
   }
   return registry;
 }

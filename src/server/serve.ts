@@ -47,9 +47,9 @@ export async function startService(settings: Settings, options: StartOptions = {
   const clock = settings.clock === 'monotonic' && backing.kind === 'memory' ? { clock: monotonicClock } : {};
   const ruleOptions = { store: backing.store, maxDetailedSeries: settings.maxDetailedSeries, ...clock };
   let rules = new RuleSet(config, ruleOptions);
-  const service = new RateLimitService(rules, { store: backing.store, localCache: backing.kind !== 'memory', ...clock });
+  const service = new RateLimitService(rules, { store: backing.store, localCache: backing.kind !== 'memory', globalShadowMode: settings.shadowMode, ...clock });
   const reloads = { ok: 0, failed: 0 };
-  const metrics = createMetrics(() => service.allStats(), { reloads: () => reloads });
+  const metrics = createMetrics(() => service.allStats(), { reloads: () => reloads, globalShadowOverrides: () => service.globalShadowOverrides });
   const dashboard = new Dashboard(() => service, options.sampleMs, settings.demoUrl);
   let stopping = false;
 
@@ -109,7 +109,7 @@ export async function startService(settings: Settings, options: StartOptions = {
     }
   }
 
-  log.info({ http: httpPort, grpc: grpcPort ?? 'off', store: backing.kind, domains: [...config.domains.keys()], rules: rules.rules.size }, 'sluice serve listening');
+  log.info({ http: httpPort, grpc: grpcPort ?? 'off', store: backing.kind, domains: [...config.domains.keys()], rules: rules.rules.size, ...(settings.shadowMode ? { shadowMode: 'global: every answer is OK' } : {}) }, 'sluice serve listening');
 
   return {
     httpPort,

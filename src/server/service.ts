@@ -100,6 +100,12 @@ export interface ServiceOptions {
   readonly localCache: boolean;
   /** The clock of limit-override limiters (the rules' own come with the RuleSet); default coarseClock. */
   readonly clock?: Clock;
+  /**
+   * Global shadow mode, as envoyproxy/ratelimit's `SHADOW_MODE=true`: every rule decides and counts as
+   * usual, and a request some rule would limit is answered OK anyway (its statuses still say OVER_LIMIT).
+   * For trying a whole config on live traffic.
+   */
+  readonly globalShadowMode?: boolean;
 }
 
 export class RateLimitService {
@@ -107,6 +113,8 @@ export class RateLimitService {
   private readonly deny: LocalDenyCache | undefined;
   /** The memory store decides synchronously: skipping the Promise keeps /json near the bare-HTTP ceiling. */
   private readonly sync: boolean;
+  /** Requests that global shadow mode answered OK although a rule was over its limit (Envoy's global_shadow_mode stat). */
+  globalShadowOverrides = 0;
 
   constructor(
     public rules: RuleSet,
@@ -176,8 +184,15 @@ export class RateLimitService {
       if (s instanceof Promise) pending = true;
       statuses[i] = s;
     }
-    if (pending) return Promise.all(statuses).then(finish);
-    return finish(statuses as DescriptorStatus[]);
+    if (pending) return Promise.all(statuses).then((s) => this.overall(finish(s)));
+    return this.overall(finish(statuses as DescriptorStatus[]));
+  }
+
+  /** The answer as sent: global shadow mode turns an OVER_LIMIT into OK, and drops its Retry-After. */
+  private overall(r: RlsResponse): RlsResponse {
+    if (r.overallCode === 'OK' || this.options.globalShadowMode !== true) return r;
+    this.globalShadowOverrides++;
+    return { overallCode: 'OK', statuses: r.statuses, headers: r.headers.filter(([name]) => name !== 'Retry-After'), retryAfterMs: 0 };
   }
 
   /** A rule's target never changes while the rule lives, so it is built once, not per request. */

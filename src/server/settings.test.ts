@@ -17,3 +17,11 @@ test('--failure-mode takes open or closed and names the value it refuses', () =>
   assert.equal(readSettings(['--config', 'x.yaml', '--failure-mode', 'closed'], {}).failureMode, 'closed');
   assert.throws(() => readSettings(['--config', 'x.yaml'], { SLUICE_FAILURE_MODE: 'ajar' }), /SLUICE_FAILURE_MODE must be open or closed, got "ajar"/);
 });
+
+test('--shadow-mode (global shadow mode) is off by default, on from the flag or SLUICE_SHADOW_MODE, and refuses anything but a boolean', () => {
+  assert.equal(readSettings(['--config', 'x.yaml'], {}).shadowMode, false);
+  assert.equal(readSettings(['--config', 'x.yaml', '--shadow-mode', 'true'], {}).shadowMode, true);
+  assert.equal(readSettings(['--config', 'x.yaml'], { SLUICE_SHADOW_MODE: '1' }).shadowMode, true);
+  assert.equal(readSettings(['--config', 'x.yaml', '--shadow-mode=false'], { SLUICE_SHADOW_MODE: 'true' }).shadowMode, false, 'the flag beats the environment');
+  assert.throws(() => readSettings(['--config', 'x.yaml'], { SLUICE_SHADOW_MODE: 'yes' }), /SLUICE_SHADOW_MODE must be true or false, got "yes"/);
+});

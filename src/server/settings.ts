@@ -37,6 +37,8 @@ export interface Settings {
   maxDetailedSeries: number;
   /** Where the login demo (`npm run demo`) runs; the dashboard links to it when set. */
   demoUrl: string | undefined;
+  /** Global shadow mode (Envoy ratelimit's SHADOW_MODE): answer OK whatever the rules decide, and count it. */
+  shadowMode: boolean;
 }
 
 interface Spec {
@@ -98,6 +100,12 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
     help: 'detailed_metric: series per rule before further values share one "(other)" series (default 100)',
     parse: int(0),
   },
+  shadowMode: {
+    flag: '--shadow-mode',
+    env: 'SLUICE_SHADOW_MODE',
+    help: "global shadow mode, as Envoy ratelimit's SHADOW_MODE: rules decide and count, every answer is OK (default false)",
+    parse: bool,
+  },
   demoUrl: {
     flag: '--demo-url',
     env: 'SLUICE_DEMO_URL',
@@ -126,6 +134,7 @@ export const DEFAULTS: Omit<Settings, 'config'> = {
   watch: true,
   maxDetailedSeries: 100,
   demoUrl: undefined,
+  shadowMode: false,
 };
 
 export class SettingsError extends Error {

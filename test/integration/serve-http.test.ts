@@ -278,3 +278,32 @@ describe('an unreachable Redis with failure mode closed', async () => {
     }
   });
 });
+
+describe('global shadow mode (--shadow-mode, Envoy ratelimit SHADOW_MODE)', () => {
+  for (const variant of run) {
+    test(`a request over the limit gets 200 on /json and passes /v1/check, its status still OVER_LIMIT, and is counted (${variant.name})`, async () => {
+      const cfg = new TempConfig(CONFIG(1));
+      const { svc } = await start(cfg.path, variant, { shadowMode: true, grpcPort: -1 });
+      try {
+        const user = `shadow-${variant.name.split(' ')[0]}-${process.pid}`;
+        const body = { domain: 'web', descriptors: [{ entries: [{ key: 'user', value: user }] }] };
+        assert.equal((await post(svc.httpPort, '/json', body)).status, 200);
+        const over = await post(svc.httpPort, '/json', body);
+        assert.equal(over.status, 200);
+        assert.equal(over.json.overallCode, 'OK');
+        assert.equal(over.json.statuses[0].code, 'OVER_LIMIT', 'the rule still says what it decided, as in Envoy');
+        assert.equal(over.headers.get('retry-after'), null);
+        assert.ok(!over.json.responseHeadersToAdd.some((h: { key: string }) => h.key === 'Retry-After'));
+        const check = await post(svc.httpPort, '/v1/check', { domain: 'web', descriptors: [{ user }] });
+        assert.equal(check.status, 200);
+        assert.deepEqual([check.json.allowed, check.json.statuses[0].allowed], [true, false]);
+        const metrics = await (await fetch(`http://127.0.0.1:${svc.httpPort}/metrics`)).text();
+        assert.match(metrics, /^sluice_global_shadow_mode_total 2$/m);
+        assert.match(metrics, /sluice_rule_over_limit_total\{domain="web",rule="web.user"\} 2/, 'the rule counts what it would have limited');
+      } finally {
+        await svc.close();
+        cfg.remove();
+      }
+    });
+  }
+});

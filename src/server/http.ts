@@ -221,6 +221,7 @@ export function createHttpServer(deps: HttpDeps): Server {
       case '/healthz':
         return send(res, deps.stopping() ? 503 : 200, deps.stopping() ? 'stopping\n' : 'ok\n', { 'content-type': 'text/plain' });
       case '/readyz':
+      case '/healthcheck': // envoyproxy/ratelimit's path for the same question (store reachable, not stopping)
         if (deps.stopping()) return send(res, 503, 'stopping\n', { 'content-type': 'text/plain' });
         deps.ready().then(
           (ok) => send(res, ok ? 200 : 503, ok ? 'ready\n' : 'the store is unreachable and the failure mode is closed\n', { 'content-type': 'text/plain' }),
@@ -247,7 +248,7 @@ export function createHttpServer(deps: HttpDeps): Server {
       nginx(req, res, domain).catch((e) => answerError(res, e));
       return;
     }
-    problem(res, 404, `no route ${method} ${path}; see / for the dashboard, POST /json, POST /v1/check, GET /nginx/<domain>, /healthz, /readyz, /metrics`);
+    problem(res, 404, `no route ${method} ${path}; see / for the dashboard, POST /json, POST /v1/check, GET /nginx/<domain>, /healthz, /readyz (or /healthcheck), /metrics`);
   });
   server.on('clientError', (err, socket) => {
     // Malformed HTTP (bad request line, oversized headers): answer 400 instead of dropping silently.

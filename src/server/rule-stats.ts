@@ -8,7 +8,7 @@
 /** Seconds; a memory-store decision lands in the first buckets, a Redis round trip in the middle ones. */
 export const LATENCY_BUCKETS = [0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25];
 
-/** Envoy's NEAR_LIMIT_RATIO: a hit within the limit counts as near once 80% of the limit is used. */
+/** Envoy's default NEAR_LIMIT_RATIO: a hit within the limit counts as near once 80% of the limit is used. */
 export const NEAR_LIMIT_RATIO = 0.8;
 
 export class RuleStats {

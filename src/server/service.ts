@@ -106,6 +106,8 @@ export interface ServiceOptions {
    * For trying a whole config on live traffic.
    */
   readonly globalShadowMode?: boolean;
+  /** A hit within the limit counts as near once this share of the limit is used (Envoy's NEAR_LIMIT_RATIO); default 0.8. */
+  readonly nearLimitRatio?: number;
 }
 
 export class RateLimitService {
@@ -113,6 +115,7 @@ export class RateLimitService {
   private readonly deny: LocalDenyCache | undefined;
   /** The memory store decides synchronously: skipping the Promise keeps /json near the bare-HTTP ceiling. */
   private readonly sync: boolean;
+  private readonly nearLimitRatio: number;
   /** Requests that global shadow mode answered OK although a rule was over its limit (Envoy's global_shadow_mode stat). */
   globalShadowOverrides = 0;
 
@@ -122,6 +125,7 @@ export class RateLimitService {
   ) {
     this.deny = options.localCache ? new LocalDenyCache() : undefined;
     this.sync = options.store instanceof MemoryStore;
+    this.nearLimitRatio = options.nearLimitRatio ?? NEAR_LIMIT_RATIO;
   }
 
   /** Every stats object currently reported: the rules' (per descriptor value under detailed_metric) and the overrides'. */
@@ -298,7 +302,7 @@ export class RateLimitService {
       return this.over(stats, t, hits, shadow, d.remaining, d.retryAfterMs);
     }
     stats.withinLimit += hits;
-    if (d.limit - d.remaining > NEAR_LIMIT_RATIO * d.limit) stats.nearLimit += hits;
+    if (d.limit - d.remaining > this.nearLimitRatio * d.limit) stats.nearLimit += hits;
     return { code: 'OK', currentLimit: t.current, limitRemaining: d.remaining, durationUntilResetMs: d.resetAfterMs, rule: t.id, shadow: false };
   }
 

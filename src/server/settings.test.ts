@@ -25,3 +25,12 @@ test('--shadow-mode (global shadow mode) is off by default, on from the flag or 
   assert.equal(readSettings(['--config', 'x.yaml', '--shadow-mode=false'], { SLUICE_SHADOW_MODE: 'true' }).shadowMode, false, 'the flag beats the environment');
   assert.throws(() => readSettings(['--config', 'x.yaml'], { SLUICE_SHADOW_MODE: 'yes' }), /SLUICE_SHADOW_MODE must be true or false, got "yes"/);
 });
+
+test('--near-limit-ratio is 0.8 by default and takes a number above 0 and at most 1', () => {
+  assert.equal(readSettings(['--config', 'x.yaml'], {}).nearLimitRatio, 0.8);
+  assert.equal(readSettings(['--config', 'x.yaml', '--near-limit-ratio', '0.5'], {}).nearLimitRatio, 0.5);
+  assert.equal(readSettings(['--config', 'x.yaml'], { SLUICE_NEAR_LIMIT_RATIO: '1' }).nearLimitRatio, 1);
+  for (const bad of ['0', '1.5', '-0.2', 'eighty', '']) {
+    assert.throws(() => readSettings(['--config', 'x.yaml', `--near-limit-ratio=${bad}`], {}), new RegExp(`--near-limit-ratio must be a number above 0 and at most 1, such as 0.8, got ${JSON.stringify(bad).replace('.', '\\.')}`));
+  }
+});

@@ -39,6 +39,8 @@ export interface Settings {
   demoUrl: string | undefined;
   /** Global shadow mode (Envoy ratelimit's SHADOW_MODE): answer OK whatever the rules decide, and count it. */
   shadowMode: boolean;
+  /** Envoy ratelimit's NEAR_LIMIT_RATIO: a hit within the limit counts as near once this share of it is used. */
+  nearLimitRatio: number;
 }
 
 interface Spec {
@@ -56,6 +58,12 @@ const int = (min: number) => (raw: string, where: string) => {
 const str = (raw: string, where: string) => {
   if (raw === '') throw new SettingsError(`${where} must not be empty`);
   return raw;
+};
+/** A fraction above 0 and at most 1, such as 0.8. */
+const ratio = (raw: string, where: string) => {
+  const n = Number(raw);
+  if (!/^(0|1)?(\.\d+)?$/.test(raw) || raw === '' || raw === '.' || !(n > 0 && n <= 1)) throw new SettingsError(`${where} must be a number above 0 and at most 1, such as 0.8, got ${JSON.stringify(raw)}`);
+  return n;
 };
 /** One of a few words, e.g. 'open' or 'closed'. */
 const oneOf = (...words: string[]) => (raw: string, where: string) => {
@@ -106,6 +114,12 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
     help: "global shadow mode, as Envoy ratelimit's SHADOW_MODE: rules decide and count, every answer is OK (default false)",
     parse: bool,
   },
+  nearLimitRatio: {
+    flag: '--near-limit-ratio',
+    env: 'SLUICE_NEAR_LIMIT_RATIO',
+    help: "share of a limit after which a hit within it counts as near (sluice_rule_near_limit_total), as Envoy ratelimit's NEAR_LIMIT_RATIO (default 0.8)",
+    parse: ratio,
+  },
   demoUrl: {
     flag: '--demo-url',
     env: 'SLUICE_DEMO_URL',
@@ -135,6 +149,7 @@ export const DEFAULTS: Omit<Settings, 'config'> = {
   maxDetailedSeries: 100,
   demoUrl: undefined,
   shadowMode: false,
+  nearLimitRatio: 0.8,
 };
 
 export class SettingsError extends Error {

@@ -267,6 +267,7 @@ describe('an unreachable Redis with failure mode closed', async () => {
     const { svc } = await start(cfg.path, { name: 'dead redis', settings: {} }, { redis: 'redis://127.0.0.1:1', failureMode: 'closed', redisConnectTimeoutMs: 200, grpcPort: -1 });
     try {
       assert.equal((await fetch(`http://127.0.0.1:${svc.httpPort}/readyz`)).status, 503);
+      assert.equal((await fetch(`http://127.0.0.1:${svc.httpPort}/healthcheck`)).status, 503, "envoyproxy/ratelimit's path for the same question");
       assert.equal((await fetch(`http://127.0.0.1:${svc.httpPort}/healthz`)).status, 200);
       const r = await post(svc.httpPort, '/v1/check', { key: 'k' });
       assert.equal(r.status, 429);
@@ -285,6 +286,7 @@ describe('global shadow mode (--shadow-mode, Envoy ratelimit SHADOW_MODE)', () =
       const cfg = new TempConfig(CONFIG(1));
       const { svc } = await start(cfg.path, variant, { shadowMode: true, grpcPort: -1 });
       try {
+        assert.equal((await fetch(`http://127.0.0.1:${svc.httpPort}/healthcheck`)).status, 200);
         const user = `shadow-${variant.name.split(' ')[0]}-${process.pid}`;
         const body = { domain: 'web', descriptors: [{ entries: [{ key: 'user', value: user }] }] };
         assert.equal((await post(svc.httpPort, '/json', body)).status, 200);

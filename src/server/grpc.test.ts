@@ -70,7 +70,7 @@ function call(body: Buffer | Buffer[], headers: http2.OutgoingHttpHeaders = {}):
 
 describe('gRPC transport on node:http2', () => {
   before(async () => {
-    server = createGrpcServer(() => stub, pino({ level: 'silent' }), MAX, () => serving());
+    server = createGrpcServer({ service: () => stub, log: pino({ level: 'silent' }), maxMessageBytes: MAX, serving: () => serving() });
     const port = await server.listen('127.0.0.1', 0);
     session = http2.connect(`http://127.0.0.1:${port}`);
   });
@@ -262,12 +262,18 @@ describe('grpc.health.v1 Watch', () => {
       const until = asked + n;
       while (asked < until) await new Promise<void>((r) => (onAsk = r));
     };
-    const watched = createGrpcServer(() => stub, pino({ level: 'silent' }), MAX, async () => {
-      asked++;
-      onAsk?.();
-      if (ready instanceof Error) throw ready;
-      return ready;
-    }, 2);
+    const watched = createGrpcServer({
+      service: () => stub,
+      log: pino({ level: 'silent' }),
+      maxMessageBytes: MAX,
+      serving: async () => {
+        asked++;
+        onAsk?.();
+        if (ready instanceof Error) throw ready;
+        return ready;
+      },
+      watchEveryMs: 2,
+    });
     const port = await watched.listen('127.0.0.1', 0);
     const client = http2.connect(`http://127.0.0.1:${port}`);
     try {
@@ -306,7 +312,7 @@ describe('grpc.health.v1 Watch', () => {
   });
 
   test('a Watch the client cancels is forgotten: the server closes at once and answers other calls meanwhile', async () => {
-    const watched = createGrpcServer(() => stub, pino({ level: 'silent' }), MAX, async () => true, 2);
+    const watched = createGrpcServer({ service: () => stub, log: pino({ level: 'silent' }), maxMessageBytes: MAX, serving: async () => true, watchEveryMs: 2 });
     const port = await watched.listen('127.0.0.1', 0);
     const client = http2.connect(`http://127.0.0.1:${port}`);
     try {
@@ -337,6 +343,36 @@ describe('grpc.health.v1 Watch', () => {
       watched.destroy();
     }
   });
+});
+
+test('a connection past its maximum age gets GOAWAY, keeps its call in flight until the grace runs out, then is cut; a new connection is served', async () => {
+  const aging = createGrpcServer({ service: () => stub, log: pino({ level: 'silent' }), maxMessageBytes: MAX, serving: async () => true, watchEveryMs: 1000, maxConnectionAgeMs: 40, maxConnectionAgeGraceMs: 60 });
+  const port = await aging.listen('127.0.0.1', 0);
+  const client = http2.connect(`http://127.0.0.1:${port}`);
+  try {
+    const goaway = new Promise<number>((resolve) => client.once('goaway', (code: number) => resolve(code)));
+    const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
+    // A Watch stays open: it is the call in flight that only the grace period ends.
+    const w = new WatchCall(client, '');
+    await w.count(1);
+    assert.equal(await goaway, http2.constants.NGHTTP2_NO_ERROR, 'GOAWAY, not an error');
+    await closed;
+    await w.ended;
+    assert.deepEqual(w.statuses, [1]);
+    // A new connection is served as usual.
+    const again = http2.connect(`http://127.0.0.1:${port}`);
+    const status = await new Promise<number>((resolve) => {
+      const req = again.request({ ':method': 'POST', ':path': SHOULD_RATE_LIMIT_PATH, 'content-type': 'application/grpc', te: 'trailers' });
+      req.on('trailers', (t) => resolve(Number(t['grpc-status'])));
+      req.resume();
+      req.end(withLength(REQUEST, false));
+    });
+    again.destroy();
+    assert.equal(status, 0);
+  } finally {
+    client.destroy();
+    aging.destroy();
+  }
 });
 
 test('grpc-timeout is read in every unit, at least 1 ms; malformed values mean no deadline', () => {

@@ -85,13 +85,35 @@ interface Watch {
   last: Buffer | undefined;
 }
 
-/**
- * `serving` answers health checks: false while shutting down, or while a Redis the service cannot decide
- * without is unreachable (the same test as /readyz). Open Watch calls learn of a change within
- * `watchEveryMs`: `serving` is asked that often while any is open, since what it reports (a Redis
- * reachable or not) has no event to wait on.
- */
-export function createGrpcServer(service: () => RateLimitService, log: Logger, maxMessageBytes: number, serving: () => Promise<boolean>, watchEveryMs = 1000): GrpcServer {
+export interface GrpcServerOptions {
+  /** The service that decides; asked per call, since a config reload may replace it. */
+  readonly service: () => RateLimitService;
+  readonly log: Logger;
+  /** The largest message, as sent and once inflated. */
+  readonly maxMessageBytes: number;
+  /**
+   * What health checks report: false while shutting down, or while a Redis the service cannot decide
+   * without is unreachable (the same test as /readyz).
+   */
+  readonly serving: () => Promise<boolean>;
+  /**
+   * Open Watch calls learn of a change within this: `serving` is asked that often while any is open, since
+   * what it reports (a Redis reachable or not) has no event to wait on. Default 1000.
+   */
+  readonly watchEveryMs?: number;
+  /**
+   * A connection this old (±10 %, so that a fleet's clients do not reconnect at once) is sent GOAWAY: its
+   * client opens a new one, re-resolving DNS, which is how long-lived gRPC clients such as Envoy spread
+   * over replicas added since they connected (gRPC's MAX_CONNECTION_AGE, Envoy ratelimit's
+   * GRPC_MAX_CONNECTION_AGE). 0: never. Default 0.
+   */
+  readonly maxConnectionAgeMs?: number;
+  /** After that GOAWAY, how long calls in flight (an open Watch, say) may go on before the connection is cut. */
+  readonly maxConnectionAgeGraceMs?: number;
+}
+
+export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
+  const { service, log, maxMessageBytes, serving, watchEveryMs = 1000, maxConnectionAgeMs = 0, maxConnectionAgeGraceMs = 0 } = options;
   const server = http2.createServer();
   const watches = new Set<Watch>();
   let poll: NodeJS.Timeout | undefined;
@@ -100,7 +122,19 @@ export function createGrpcServer(service: () => RateLimitService, log: Logger, m
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on('session', (session) => {
     sessions.add(session);
-    session.once('close', () => sessions.delete(session));
+    let aged: NodeJS.Timeout | undefined;
+    let cut: NodeJS.Timeout | undefined;
+    if (maxConnectionAgeMs > 0) {
+      aged = setTimeout(() => {
+        session.close(); // GOAWAY: no new calls; the session ends when the calls in flight do
+        cut = setTimeout(() => session.destroy(), maxConnectionAgeGraceMs).unref();
+      }, maxConnectionAgeMs * (0.9 + 0.2 * Math.random())).unref();
+    }
+    session.once('close', () => {
+      sessions.delete(session);
+      clearTimeout(aged);
+      clearTimeout(cut);
+    });
   });
   // A client that breaks HTTP/2 (a bad preface, a protocol error) loses its connection, not the process.
   server.on('sessionError', (e) => log.debug({ err: e.message }, 'gRPC connection error'));

@@ -66,7 +66,14 @@ export async function startService(settings: Settings, options: StartOptions = {
   let grpcServer: ReturnType<typeof createGrpcServer> | undefined;
   let grpcPort: number | undefined;
   if (settings.grpcPort >= 0) {
-    grpcServer = createGrpcServer(() => service, log, settings.maxBodyBytes, async () => !stopping && (await backing.ready()));
+    grpcServer = createGrpcServer({
+      service: () => service,
+      log,
+      maxMessageBytes: settings.maxBodyBytes,
+      serving: async () => !stopping && (await backing.ready()),
+      maxConnectionAgeMs: settings.grpcMaxConnectionAgeMs,
+      maxConnectionAgeGraceMs: settings.grpcMaxConnectionAgeGraceMs,
+    });
     grpcPort = await grpcServer.listen(settings.host, settings.grpcPort);
   }
   dashboard.start();

@@ -34,3 +34,12 @@ test('--near-limit-ratio is 0.8 by default and takes a number above 0 and at mos
     assert.throws(() => readSettings(['--config', 'x.yaml', `--near-limit-ratio=${bad}`], {}), new RegExp(`--near-limit-ratio must be a number above 0 and at most 1, such as 0.8, got ${JSON.stringify(bad).replace('.', '\\.')}`));
   }
 });
+
+test('the gRPC maximum connection age is 24 h with 1 h of grace by default, as in Envoy ratelimit; 0 turns it off; a timer cannot take more than 2^31 - 1 ms', () => {
+  const d = readSettings(['--config', 'x.yaml'], {});
+  assert.deepEqual([d.grpcMaxConnectionAgeMs, d.grpcMaxConnectionAgeGraceMs], [86_400_000, 3_600_000]);
+  assert.equal(readSettings(['--config', 'x.yaml', '--grpc-max-connection-age-ms', '0'], {}).grpcMaxConnectionAgeMs, 0);
+  assert.equal(readSettings(['--config', 'x.yaml'], { SLUICE_GRPC_MAX_CONNECTION_AGE_GRACE_MS: '5000' }).grpcMaxConnectionAgeGraceMs, 5000);
+  assert.throws(() => readSettings(['--config', 'x.yaml', '--grpc-max-connection-age-ms', '3000000000'], {}), /--grpc-max-connection-age-ms must be at most 2147483647 \(24\.8 days\), got "3000000000"/);
+  assert.throws(() => readSettings(['--config', 'x.yaml', '--grpc-max-connection-age-ms', '-5'], {}), /--grpc-max-connection-age-ms must be a whole number of at least 0, got "-5"/);
+});

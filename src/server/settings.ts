@@ -11,6 +11,10 @@ export interface Settings {
   port: number;
   /** gRPC RateLimitService. 0 picks a free port; -1 disables gRPC. */
   grpcPort: number;
+  /** A gRPC connection this old (±10 %) is sent GOAWAY, so clients reconnect and re-resolve; 0 never. */
+  grpcMaxConnectionAgeMs: number;
+  /** After that GOAWAY, how long its calls in flight may go on before the connection is cut. */
+  grpcMaxConnectionAgeGraceMs: number;
   /** redis://host:port/db; unset means the in-memory store. */
   redis: string | undefined;
   /** host:port,host:port of a Redis Cluster's seed nodes. */
@@ -55,6 +59,12 @@ const int = (min: number) => (raw: string, where: string) => {
   if (!/^-?\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min) throw new SettingsError(`${where} must be a whole number of at least ${min}, got ${JSON.stringify(raw)}`);
   return n;
 };
+/** A timer's delay: Node's timers take at most 2^31 - 1 ms (24.8 days) and fire at once beyond it. */
+const delayMs = (raw: string, where: string) => {
+  const n = int(0)(raw, where);
+  if (n > 2_147_483_647) throw new SettingsError(`${where} must be at most 2147483647 (24.8 days), got ${JSON.stringify(raw)}`);
+  return n;
+};
 const str = (raw: string, where: string) => {
   if (raw === '') throw new SettingsError(`${where} must not be empty`);
   return raw;
@@ -81,6 +91,18 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
   host: { flag: '--host', env: 'SLUICE_HOST', help: 'address to listen on (default 127.0.0.1; 0.0.0.0 for all)', parse: str },
   port: { flag: '--port', env: 'SLUICE_PORT', help: 'HTTP port (default 8080)', parse: int(0) },
   grpcPort: { flag: '--grpc-port', env: 'SLUICE_GRPC_PORT', help: 'gRPC port (default 8081; -1 disables gRPC)', parse: int(-1) },
+  grpcMaxConnectionAgeMs: {
+    flag: '--grpc-max-connection-age-ms',
+    env: 'SLUICE_GRPC_MAX_CONNECTION_AGE_MS',
+    help: "send GOAWAY to a gRPC connection this old (±10 %) so that its client reconnects and re-resolves, as Envoy ratelimit's GRPC_MAX_CONNECTION_AGE; 0 never (default 86400000, 24 h)",
+    parse: delayMs,
+  },
+  grpcMaxConnectionAgeGraceMs: {
+    flag: '--grpc-max-connection-age-grace-ms',
+    env: 'SLUICE_GRPC_MAX_CONNECTION_AGE_GRACE_MS',
+    help: 'after that GOAWAY, how long calls in flight may go on before the connection is cut (default 3600000, 1 h)',
+    parse: delayMs,
+  },
   redis: { flag: '--redis', env: 'SLUICE_REDIS', help: 'Redis URL, e.g. redis://127.0.0.1:6379 (default: in-memory store)', parse: str },
   redisCluster: { flag: '--redis-cluster', env: 'SLUICE_REDIS_CLUSTER', help: 'Redis Cluster seed nodes host:port,host:port', parse: str },
   redisPrefix: { flag: '--redis-prefix', env: 'SLUICE_REDIS_PREFIX', help: 'key prefix in Redis (default sluice)', parse: str },
@@ -135,6 +157,8 @@ export const DEFAULTS: Omit<Settings, 'config'> = {
   host: '127.0.0.1',
   port: 8080,
   grpcPort: 8081,
+  grpcMaxConnectionAgeMs: 86_400_000,
+  grpcMaxConnectionAgeGraceMs: 3_600_000,
   redis: undefined,
   redisCluster: undefined,
   redisPrefix: 'sluice',

@@ -75,11 +75,12 @@ test('sluice simulate: usage errors', async () => {
   assert.equal((await run('simulate', 'attacks', '--seed')).code, EXIT_USAGE);
 });
 
-test('sluice serve --help lists every setting with its flag and environment variable', async () => {
+test('regression: sluice serve --help lists every setting of settings.ts with its flag and environment variable (new settings were once left out of the CLI)', async () => {
+  const { SETTINGS } = await import('../server/settings.js');
   const { code, out } = await run('serve', '--help');
   assert.equal(code, 0);
-  for (const [flag, env] of [['--config', 'SLUICE_CONFIG'], ['--port', 'SLUICE_PORT'], ['--grpc-port', 'SLUICE_GRPC_PORT'], ['--redis', 'SLUICE_REDIS'], ['--redis-cluster', 'SLUICE_REDIS_CLUSTER']]) {
-    assert.match(out, new RegExp(`\\n  ${flag} <v> +${env} `));
+  for (const { flag, env } of Object.values(SETTINGS)) {
+    assert.match(out, new RegExp(`\\n  ${flag} <v> +${env} `), `${flag} is missing from sluice serve`);
   }
 });
 

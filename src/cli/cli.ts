@@ -99,7 +99,7 @@ const simulate: Command = {
 /** Exit code for a config that does not validate (or a service that could not start). */
 export const EXIT_CONFIG = 1;
 
-const SERVE_KEYS = ['config', 'host', 'port', 'grpcPort', 'redis', 'redisCluster', 'redisPrefix', 'redisTimeoutMs', 'redisConnectTimeoutMs', 'failureMode', 'maxKeys', 'clock', 'maxBodyBytes', 'logLevel', 'watch', 'maxDetailedSeries', 'demoUrl'] as const;
+const SERVE_KEYS = ['config', 'host', 'port', 'grpcPort', 'grpcMaxConnectionAgeMs', 'grpcMaxConnectionAgeGraceMs', 'grpcTlsCert', 'grpcTlsKey', 'grpcTlsClientCa', 'redis', 'redisCluster', 'redisPrefix', 'redisTimeoutMs', 'redisConnectTimeoutMs', 'failureMode', 'maxKeys', 'clock', 'maxBodyBytes', 'logLevel', 'watch', 'maxDetailedSeries', 'shadowMode', 'nearLimitRatio', 'demoUrl'] as const;
 
 // The service's modules load only when a service command runs: they need the optional dependencies
 // (yaml, pino, prom-client), and `sluice demo` must work without them.
@@ -178,7 +178,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = { demo, serve, 'check
 /** The usage of `serve` lists every setting from the one table in server/settings.ts. */
 export async function serveUsage(): Promise<string> {
   const { settings: S } = await serverModules();
-  return `usage: sluice serve --config <file or folder> [options]\n\nEvery option can also be set by its environment variable; a flag wins.\n\n${S.settingsHelp(SERVE_KEYS)}\n\nSignals: SIGTERM/SIGINT drain and stop; SIGHUP reloads the config.\n`;
+  return `usage: sluice serve --config <file or folder> [options]\n\nEvery option can also be set by its environment variable; a flag wins.\n\n${S.settingsHelp(SERVE_KEYS)}\n\nSignals: SIGTERM/SIGINT drain and stop; SIGHUP reloads the config (and re-reads the gRPC TLS files).\n`;
 }
 
 export function helpText(): string {

@@ -2,7 +2,9 @@
 // checked: framing, compression, errors as trailers-only answers, deadlines, and clients that misbehave.
 // The Envoy-facing behaviour through a real gRPC client is in test/integration/serve-grpc.test.ts.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import http2 from 'node:http2';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { deflateSync, gzipSync } from 'node:zlib';
 import pino from 'pino';
@@ -373,6 +375,76 @@ test('a connection past its maximum age gets GOAWAY, keeps its call in flight un
     client.destroy();
     aging.destroy();
   }
+});
+
+describe('gRPC over TLS', () => {
+  const fixture = (name: string) => readFileSync(fileURLToPath(new URL(`../../test/fixtures/tls/${name}`, import.meta.url)));
+  const CA = fixture('ca.pem');
+  const SERVER = { cert: fixture('server.pem'), key: fixture('server.key') };
+  const CLIENT = { cert: fixture('client.pem'), key: fixture('client.key') };
+  const ROGUE = { cert: fixture('rogue.pem'), key: fixture('rogue.key') };
+
+  /** One ShouldRateLimit call on a fresh TLS connection: its grpc-status, or the connection's error. */
+  function tlsCall(port: number, options: http2.SecureClientSessionOptions): Promise<number | Error> {
+    return new Promise((resolve) => {
+      const s = http2.connect(`https://127.0.0.1:${port}`, { ca: CA, ...options });
+      s.on('error', (e) => resolve(e));
+      const req = s.request({ ':method': 'POST', ':path': SHOULD_RATE_LIMIT_PATH, 'content-type': 'application/grpc', te: 'trailers' });
+      req.on('error', (e) => resolve(e));
+      req.on('trailers', (t) => resolve(Number(t['grpc-status'])));
+      // Under TLS 1.3 a refused client certificate may only show as the call closing with no answer.
+      req.on('close', () => {
+        resolve(new Error('the call closed without a status'));
+        s.close();
+      });
+      s.on('close', () => resolve(new Error('the connection closed without a status')));
+      req.resume();
+      req.end(withLength(REQUEST, false));
+    });
+  }
+
+  test('with a certificate and key, calls are served over TLS and a plain-text client gets nowhere', async () => {
+    const secure = createGrpcServer({ service: () => stub, log: pino({ level: 'silent' }), maxMessageBytes: MAX, serving: async () => true, tls: SERVER });
+    const port = await secure.listen('127.0.0.1', 0);
+    try {
+      behave = () => OK;
+      assert.equal(await tlsCall(port, {}), 0);
+      const plain = await new Promise<unknown>((resolve) => {
+        const s = http2.connect(`http://127.0.0.1:${port}`);
+        s.on('error', resolve);
+        s.on('close', () => resolve('closed'));
+        const req = s.request({ ':method': 'POST', ':path': SHOULD_RATE_LIMIT_PATH, 'content-type': 'application/grpc' });
+        req.on('error', () => {});
+        req.on('response', () => resolve('answered'));
+        req.end(withLength(REQUEST, false));
+      });
+      assert.notEqual(plain, 'answered');
+      assert.throws(() => secure.setTls({ cert: Buffer.from('not a certificate'), key: SERVER.key }), /PEM|certificate|no start line/i);
+      assert.equal(await tlsCall(port, {}), 0, 'a rejected rotation keeps the certificate in use');
+      secure.setTls(SERVER);
+      assert.equal(await tlsCall(port, {}), 0, 'a rotation applies to new connections');
+    } finally {
+      secure.destroy();
+    }
+  });
+
+  test('with a client CA, only clients holding a certificate it signed get through (mutual TLS)', async () => {
+    const mutual = createGrpcServer({ service: () => stub, log: pino({ level: 'silent' }), maxMessageBytes: MAX, serving: async () => true, tls: { ...SERVER, clientCa: CA } });
+    const port = await mutual.listen('127.0.0.1', 0);
+    try {
+      behave = () => OK;
+      assert.equal(await tlsCall(port, CLIENT), 0);
+      assert.ok((await tlsCall(port, {})) instanceof Error, 'no client certificate');
+      assert.ok((await tlsCall(port, ROGUE)) instanceof Error, 'a certificate from another CA');
+    } finally {
+      mutual.destroy();
+    }
+  });
+
+  test('setTls on a server started without TLS says how to get TLS', () => {
+    const plain = createGrpcServer({ service: () => stub, log: pino({ level: 'silent' }), maxMessageBytes: MAX, serving: async () => true });
+    assert.throws(() => plain.setTls(SERVER), /started without TLS; restart it with --grpc-tls-cert and --grpc-tls-key/);
+  });
 });
 
 test('grpc-timeout is read in every unit, at least 1 ms; malformed values mean no deadline', () => {

@@ -57,6 +57,8 @@ export interface GrpcServer {
   close(): Promise<void>;
   /** Ends every connection now. */
   destroy(): void;
+  /** New TLS files for new connections (a rotated certificate); throws on bad PEM, keeping the old ones. */
+  setTls(tls: GrpcTls): void;
 }
 
 /**
@@ -110,11 +112,28 @@ export interface GrpcServerOptions {
   readonly maxConnectionAgeMs?: number;
   /** After that GOAWAY, how long calls in flight (an open Watch, say) may go on before the connection is cut. */
   readonly maxConnectionAgeGraceMs?: number;
+  /** Serve over TLS (HTTP/2 by ALPN only); with `clientCa`, clients must present a certificate it signed. */
+  readonly tls?: GrpcTls;
+}
+
+/** PEM bytes of a certificate chain, its key, and optionally the CA that client certificates must chain to. */
+export interface GrpcTls {
+  readonly cert: Buffer;
+  readonly key: Buffer;
+  readonly clientCa?: Buffer;
+}
+
+function secureOptions(tls: GrpcTls): http2.SecureServerOptions {
+  const mutual = tls.clientCa !== undefined;
+  return { cert: tls.cert, key: tls.key, ...(mutual ? { ca: tls.clientCa, requestCert: true, rejectUnauthorized: true } : {}), minVersion: 'TLSv1.2' };
 }
 
 export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
-  const { service, log, maxMessageBytes, serving, watchEveryMs = 1000, maxConnectionAgeMs = 0, maxConnectionAgeGraceMs = 0 } = options;
-  const server = http2.createServer();
+  const { service, log, maxMessageBytes, serving, watchEveryMs = 1000, maxConnectionAgeMs = 0, maxConnectionAgeGraceMs = 0, tls } = options;
+  // allowHTTP1 stays false: gRPC is HTTP/2 only, and ALPN then refuses an HTTP/1.1 client in the handshake.
+  const server = tls === undefined ? http2.createServer() : http2.createSecureServer(secureOptions(tls));
+  // A failed handshake (no client certificate, an unknown CA, plain text on the TLS port) costs that client its connection.
+  server.on('tlsClientError', (e: Error) => log.debug({ err: e.message }, 'gRPC TLS handshake failed'));
   const watches = new Set<Watch>();
   let poll: NodeJS.Timeout | undefined;
   let asking = false;
@@ -311,6 +330,10 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
       endWatches();
       for (const s of sessions) s.close();
       return closed;
+    },
+    setTls(next) {
+      if (tls === undefined) throw new Error('this gRPC server was started without TLS; restart it with --grpc-tls-cert and --grpc-tls-key');
+      (server as http2.Http2SecureServer).setSecureContext(secureOptions(next));
     },
     destroy() {
       stopPolling();

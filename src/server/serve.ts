@@ -2,19 +2,22 @@
  * Wires `sluice serve` together: config, store, rules, HTTP and gRPC servers, metrics, dashboard, reload on
  * file change, graceful stop. The CLI adds signals; tests call startService() directly.
  */
-import { watch } from 'node:fs';
+import { readFileSync, watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
+import { createSecureContext } from 'node:tls';
 import { pino } from 'pino';
 import type { Logger } from 'pino';
 import { configFiles, ConfigError, loadConfig } from './config.js';
 import { Dashboard } from './dashboard.js';
 import { createGrpcServer } from './grpc.js';
+import type { GrpcTls } from './grpc.js';
 import { createHttpServer } from './http.js';
 import { createMetrics } from './metrics.js';
 import { RuleSet } from './rules.js';
 import { RateLimitService } from './service.js';
+import { SettingsError } from './settings.js';
 import type { Settings } from './settings.js';
 import { storeFromSettings } from './store-from-settings.js';
 import { MemoryStore } from '../stores/memory.js';
@@ -42,6 +45,7 @@ export interface StartOptions {
 export async function startService(settings: Settings, options: StartOptions = {}): Promise<RunningService> {
   const log = pino({ level: settings.logLevel, base: { service: 'sluice' } }, (options.logStream ?? process.stdout) as never);
   const config = loadConfig(settings.config); // throws ConfigError: the CLI prints every problem and exits 1
+  const tls = readGrpcTls(settings); // throws SettingsError naming the file, before anything listens
   const backing = await storeFromSettings(settings);
   // The memory store's clock: the library's default (coarse) unless --clock monotonic. Redis keeps its own time.
   const clock = settings.clock === 'monotonic' && backing.kind === 'memory' ? { clock: monotonicClock } : {};
@@ -73,6 +77,7 @@ export async function startService(settings: Settings, options: StartOptions = {
       serving: async () => !stopping && (await backing.ready()),
       maxConnectionAgeMs: settings.grpcMaxConnectionAgeMs,
       maxConnectionAgeGraceMs: settings.grpcMaxConnectionAgeGraceMs,
+      ...(tls === undefined ? {} : { tls }),
     });
     grpcPort = await grpcServer.listen(settings.host, settings.grpcPort);
   }
@@ -83,6 +88,15 @@ export async function startService(settings: Settings, options: StartOptions = {
   sweeper?.unref();
 
   async function reload(reason: string): Promise<boolean> {
+    if (tls !== undefined && grpcServer !== undefined) {
+      // A rotated certificate (cert-manager, a renewed file) takes effect for new connections.
+      try {
+        grpcServer.setTls(readGrpcTls(settings)!);
+        log.info({ reason, cert: settings.grpcTlsCert }, 'gRPC TLS files re-read');
+      } catch (e) {
+        log.error({ reason, err: (e as Error).message }, 'gRPC TLS files rejected; the previous certificate stays in use');
+      }
+    }
     try {
       const next = new RuleSet(loadConfig(settings.config), ruleOptions, rules);
       rules = next;
@@ -143,4 +157,30 @@ export async function startService(settings: Settings, options: StartOptions = {
       log.info('stopped');
     },
   };
+}
+
+/**
+ * The gRPC TLS files, read now (at start, and again on reload), or undefined without TLS. Every failure names
+ * the setting and the file.
+ */
+function readGrpcTls(settings: Settings): GrpcTls | undefined {
+  if (settings.grpcTlsCert === undefined || settings.grpcTlsKey === undefined) return undefined;
+  const read = (flag: string, file: string): Buffer => {
+    try {
+      return readFileSync(file);
+    } catch (e) {
+      throw new SettingsError(`${flag} ${file}: cannot read it: ${(e as Error).message}`);
+    }
+  };
+  const tls: GrpcTls = {
+    cert: read('--grpc-tls-cert', settings.grpcTlsCert),
+    key: read('--grpc-tls-key', settings.grpcTlsKey),
+    ...(settings.grpcTlsClientCa === undefined ? {} : { clientCa: read('--grpc-tls-client-ca', settings.grpcTlsClientCa) }),
+  };
+  try {
+    createSecureContext({ cert: tls.cert, key: tls.key, ...(tls.clientCa === undefined ? {} : { ca: tls.clientCa }) });
+  } catch (e) {
+    throw new SettingsError(`--grpc-tls-cert ${settings.grpcTlsCert} with --grpc-tls-key ${settings.grpcTlsKey}${settings.grpcTlsClientCa === undefined ? '' : ` and --grpc-tls-client-ca ${settings.grpcTlsClientCa}`}: not a usable certificate, key and CA: ${(e as Error).message}`);
+  }
+  return tls;
 }

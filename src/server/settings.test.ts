@@ -43,3 +43,12 @@ test('the gRPC maximum connection age is 24 h with 1 h of grace by default, as i
   assert.throws(() => readSettings(['--config', 'x.yaml', '--grpc-max-connection-age-ms', '3000000000'], {}), /--grpc-max-connection-age-ms must be at most 2147483647 \(24\.8 days\), got "3000000000"/);
   assert.throws(() => readSettings(['--config', 'x.yaml', '--grpc-max-connection-age-ms', '-5'], {}), /--grpc-max-connection-age-ms must be a whole number of at least 0, got "-5"/);
 });
+
+test('gRPC TLS: the certificate and key go together, and a client CA needs both', () => {
+  const tls = readSettings(['--config', 'x.yaml', '--grpc-tls-cert', 's.pem', '--grpc-tls-key', 's.key', '--grpc-tls-client-ca', 'ca.pem'], {});
+  assert.deepEqual([tls.grpcTlsCert, tls.grpcTlsKey, tls.grpcTlsClientCa], ['s.pem', 's.key', 'ca.pem']);
+  assert.equal(readSettings(['--config', 'x.yaml'], { SLUICE_GRPC_TLS_CERT: 's.pem', SLUICE_GRPC_TLS_KEY: 's.key' }).grpcTlsKey, 's.key');
+  assert.throws(() => readSettings(['--config', 'x.yaml', '--grpc-tls-cert', 's.pem'], {}), /--grpc-tls-cert and --grpc-tls-key go together; only --grpc-tls-cert was given/);
+  assert.throws(() => readSettings(['--config', 'x.yaml'], { SLUICE_GRPC_TLS_KEY: 's.key' }), /only --grpc-tls-key was given/);
+  assert.throws(() => readSettings(['--config', 'x.yaml', '--grpc-tls-client-ca', 'ca.pem'], {}), /--grpc-tls-client-ca needs --grpc-tls-cert and --grpc-tls-key/);
+});

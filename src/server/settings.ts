@@ -15,6 +15,11 @@ export interface Settings {
   grpcMaxConnectionAgeMs: number;
   /** After that GOAWAY, how long its calls in flight may go on before the connection is cut. */
   grpcMaxConnectionAgeGraceMs: number;
+  /** PEM certificate chain and private key files: gRPC over TLS (HTTP/2 negotiated by ALPN). */
+  grpcTlsCert: string | undefined;
+  grpcTlsKey: string | undefined;
+  /** PEM CA file: clients must present a certificate it signed (mutual TLS). */
+  grpcTlsClientCa: string | undefined;
   /** redis://host:port/db; unset means the in-memory store. */
   redis: string | undefined;
   /** host:port,host:port of a Redis Cluster's seed nodes. */
@@ -103,6 +108,9 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
     help: 'after that GOAWAY, how long calls in flight may go on before the connection is cut (default 3600000, 1 h)',
     parse: delayMs,
   },
+  grpcTlsCert: { flag: '--grpc-tls-cert', env: 'SLUICE_GRPC_TLS_CERT', help: 'PEM certificate chain: serve gRPC over TLS (with --grpc-tls-key; SIGHUP re-reads both)', parse: str },
+  grpcTlsKey: { flag: '--grpc-tls-key', env: 'SLUICE_GRPC_TLS_KEY', help: 'PEM private key of --grpc-tls-cert', parse: str },
+  grpcTlsClientCa: { flag: '--grpc-tls-client-ca', env: 'SLUICE_GRPC_TLS_CLIENT_CA', help: 'PEM CA: require client certificates it signed (mutual TLS)', parse: str },
   redis: { flag: '--redis', env: 'SLUICE_REDIS', help: 'Redis URL, e.g. redis://127.0.0.1:6379 (default: in-memory store)', parse: str },
   redisCluster: { flag: '--redis-cluster', env: 'SLUICE_REDIS_CLUSTER', help: 'Redis Cluster seed nodes host:port,host:port', parse: str },
   redisPrefix: { flag: '--redis-prefix', env: 'SLUICE_REDIS_PREFIX', help: 'key prefix in Redis (default sluice)', parse: str },
@@ -159,6 +167,9 @@ export const DEFAULTS: Omit<Settings, 'config'> = {
   grpcPort: 8081,
   grpcMaxConnectionAgeMs: 86_400_000,
   grpcMaxConnectionAgeGraceMs: 3_600_000,
+  grpcTlsCert: undefined,
+  grpcTlsKey: undefined,
+  grpcTlsClientCa: undefined,
   redis: undefined,
   redisCluster: undefined,
   redisPrefix: 'sluice',
@@ -200,6 +211,10 @@ export function readSettings(args: readonly string[], env: NodeJS.ProcessEnv, al
   }
   if (out.config === undefined) throw new SettingsError(`--config (or SLUICE_CONFIG) is required: the YAML file or folder of rate limits`);
   if (out.redis !== undefined && out.redisCluster !== undefined) throw new SettingsError(`give --redis or --redis-cluster, not both`);
+  if ((out.grpcTlsCert === undefined) !== (out.grpcTlsKey === undefined)) {
+    throw new SettingsError(`--grpc-tls-cert and --grpc-tls-key go together; only ${out.grpcTlsCert === undefined ? '--grpc-tls-key' : '--grpc-tls-cert'} was given`);
+  }
+  if (out.grpcTlsClientCa !== undefined && out.grpcTlsCert === undefined) throw new SettingsError(`--grpc-tls-client-ca needs --grpc-tls-cert and --grpc-tls-key: mutual TLS is TLS first`);
   return out as unknown as Settings;
 }
 

@@ -3,6 +3,8 @@
 // hits_addend, the per-descriptor limit override) and gets Envoy's answers.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { rlsClient, start, TempConfig, variants } from './serve-helpers.js';
 import type { RunningService } from '../../src/server/serve.js';
@@ -208,4 +210,28 @@ test("grpc.health.v1 Check and Watch answer SERVING; shutdown with a client's co
     health.close();
     cfg.remove();
   }
+});
+
+test('--grpc-tls-cert, --grpc-tls-key and --grpc-tls-client-ca: a @grpc/grpc-js client with a certificate from the CA is served over mutual TLS, one without is refused; a missing file is named at start', async () => {
+  const tlsFile = (name: string) => fileURLToPath(new URL(`../fixtures/tls/${name}`, import.meta.url));
+  const cfg = new TempConfig(CONFIG);
+  const tls = { grpcTlsCert: tlsFile('server.pem'), grpcTlsKey: tlsFile('server.key'), grpcTlsClientCa: tlsFile('ca.pem') };
+  const { svc, logs } = await start(cfg.path, { name: 'memory', settings: {} }, tls);
+  const ca = readFileSync(tlsFile('ca.pem'));
+  const trusted = rlsClient(svc.grpcPort!, grpc.credentials.createSsl(ca, readFileSync(tlsFile('client.key')), readFileSync(tlsFile('client.pem'))));
+  const anonymous = rlsClient(svc.grpcPort!, grpc.credentials.createSsl(ca));
+  try {
+    assert.equal((await trusted.call({ domain: 'e2e', descriptors: [d('ldap', 'x')] })).overall_code, 'OK');
+    await assert.rejects(anonymous.call({ domain: 'e2e', descriptors: [d('ldap', 'x')] }), (e: grpc.ServiceError) => e.code === grpc.status.UNAVAILABLE);
+    assert.equal(await svc.reload('SIGHUP'), true, 'a reload re-reads the TLS files and the config');
+    assert.ok(logs.lines.some((l) => l.msg === 'gRPC TLS files re-read'));
+    assert.equal((await trusted.call({ domain: 'e2e', descriptors: [d('ldap', 'x')] })).overall_code, 'OK');
+  } finally {
+    trusted.close();
+    anonymous.close();
+    await svc.close();
+  }
+  await assert.rejects(start(cfg.path, { name: 'memory', settings: {} }, { ...tls, grpcTlsKey: '/nonexistent/server.key' }), /--grpc-tls-key \/nonexistent\/server\.key: cannot read it: ENOENT/);
+  await assert.rejects(start(cfg.path, { name: 'memory', settings: {} }, { ...tls, grpcTlsKey: tlsFile('client.key') }), /--grpc-tls-cert .* with --grpc-tls-key .*client\.key.*: not a usable certificate, key and CA: /);
+  cfg.remove();
 });

@@ -63,10 +63,12 @@ export async function start(configPath: string, variant: Variant, extra: Partial
 
 type Unary = (req: object, cb: (err: grpc.ServiceError | null, res: Record<string, unknown>) => void) => void;
 
-export function rlsClient(port: number): { call(req: object): Promise<any>; raw(bytes: Buffer): Promise<any>; close(): void } {
+export function rlsClient(port: number, credentials: grpc.ChannelCredentials = grpc.credentials.createInsecure()): { call(req: object): Promise<any>; raw(bytes: Buffer): Promise<any>; close(): void } {
   const pkg = loadRlsDefinition() as any;
   const Client = pkg.envoy.service.ratelimit.v3.RateLimitService as grpc.ServiceClientConstructor;
-  const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as { ShouldRateLimit: Unary } & grpc.Client;
+  // Over TLS, check the certificate for 'localhost' (the test server's name) rather than send an IP as the server name.
+  const options = credentials._isSecure() ? { 'grpc.ssl_target_name_override': 'localhost' } : {};
+  const client = new Client(`127.0.0.1:${port}`, credentials, options) as unknown as { ShouldRateLimit: Unary } & grpc.Client;
   return {
     call: (req) => new Promise((resolve, reject) => client.ShouldRateLimit(req, (err, res) => (err ? reject(err) : resolve(res)))),
     /** Sends bytes that are not a RateLimitRequest. */

@@ -25,6 +25,13 @@ export interface Settings {
   /** host:port,host:port of a Redis Cluster's seed nodes. */
   redisCluster: string | undefined;
   redisPrefix: string;
+  /** Redis ACL user and password (AUTH), for --redis and --redis-cluster alike; a URL's own win for --redis. */
+  redisUsername: string | undefined;
+  redisPassword: string | undefined;
+  /** TLS to Redis with the system's CAs (a rediss:// URL asks for it too). */
+  redisTls: boolean;
+  /** PEM CA that signed Redis's certificate (a private CA); implies TLS. */
+  redisTlsCa: string | undefined;
   redisTimeoutMs: number;
   /** How long start-up waits for the first Redis connection before serving anyway. */
   redisConnectTimeoutMs: number;
@@ -114,6 +121,15 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
   redis: { flag: '--redis', env: 'SLUICE_REDIS', help: 'Redis URL, e.g. redis://127.0.0.1:6379 (default: in-memory store)', parse: str },
   redisCluster: { flag: '--redis-cluster', env: 'SLUICE_REDIS_CLUSTER', help: 'Redis Cluster seed nodes host:port,host:port', parse: str },
   redisPrefix: { flag: '--redis-prefix', env: 'SLUICE_REDIS_PREFIX', help: 'key prefix in Redis (default sluice)', parse: str },
+  redisUsername: { flag: '--redis-username', env: 'SLUICE_REDIS_USERNAME', help: 'Redis ACL user (default: the default user)', parse: str },
+  redisPassword: {
+    flag: '--redis-password',
+    env: 'SLUICE_REDIS_PASSWORD',
+    help: 'Redis password (AUTH); prefer the environment variable, which ps does not show',
+    parse: str,
+  },
+  redisTls: { flag: '--redis-tls', env: 'SLUICE_REDIS_TLS', help: "TLS to Redis, checked against the system's CAs (default false; a rediss:// URL turns it on)", parse: bool },
+  redisTlsCa: { flag: '--redis-tls-ca', env: 'SLUICE_REDIS_TLS_CA', help: "PEM CA that signed Redis's certificate; implies --redis-tls", parse: str },
   redisTimeoutMs: { flag: '--redis-timeout-ms', env: 'SLUICE_REDIS_TIMEOUT_MS', help: 'longest wait for Redis per call (default 50)', parse: int(1) },
   redisConnectTimeoutMs: { flag: '--redis-connect-timeout-ms', env: 'SLUICE_REDIS_CONNECT_TIMEOUT_MS', help: 'start-up wait for Redis before serving anyway (default 3000)', parse: int(0) },
   failureMode: {
@@ -173,6 +189,10 @@ export const DEFAULTS: Omit<Settings, 'config'> = {
   redis: undefined,
   redisCluster: undefined,
   redisPrefix: 'sluice',
+  redisUsername: undefined,
+  redisPassword: undefined,
+  redisTls: false,
+  redisTlsCa: undefined,
   redisTimeoutMs: 50,
   redisConnectTimeoutMs: 3000,
   failureMode: 'open',

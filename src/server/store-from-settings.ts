@@ -3,8 +3,10 @@
  * (`sluice/redis`, loaded only when asked for, with ioredis) for --redis / --redis-cluster. Everything Redis-
  * specific the service needs (readiness, shutdown) is answered here too.
  */
+import { readFileSync } from 'node:fs';
 import { MemoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/store.js';
+import { SettingsError } from './settings.js';
 import type { Settings } from './settings.js';
 
 export interface ServiceStore {
@@ -57,7 +59,7 @@ export async function storeFromSettings(settings: Settings): Promise<ServiceStor
   const Redis = (ioredis.default ?? ioredis.Redis) as { new (url: string, o: object): RedisClientLike; Cluster: new (nodes: object[], o: object) => RedisClientLike };
   // Commands fail fast while Redis is down (no offline queue, one retry), so the failure policy answers
   // within timeoutMs instead of requests piling up behind a reconnect.
-  const clientOptions = { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false };
+  const clientOptions = { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false, ...connectionOptions(settings) };
   let client: RedisClientLike;
   let kind: ServiceStore['kind'];
   if (settings.redisCluster !== undefined) {
@@ -65,7 +67,10 @@ export async function storeFromSettings(settings: Settings): Promise<ServiceStor
       const i = hp.lastIndexOf(':');
       return { host: hp.slice(0, i), port: Number(hp.slice(i + 1)) };
     });
-    client = new Redis.Cluster(nodes, { enableOfflineQueue: false, redisOptions: clientOptions });
+    // Over TLS the nodes are reached by the names they announce, so that their certificates match (ElastiCache and
+    // other managed clusters): ioredis must not swap the names for addresses first.
+    const dnsLookup = 'tls' in clientOptions ? { dnsLookup: (address: string, done: (e: null, a: string) => void) => done(null, address) } : {};
+    client = new Redis.Cluster(nodes, { enableOfflineQueue: false, redisOptions: clientOptions, ...dnsLookup });
     kind = 'redis-cluster';
   } else {
     client = new Redis(settings.redis!, clientOptions);
@@ -97,4 +102,23 @@ export async function storeFromSettings(settings: Settings): Promise<ServiceStor
       client.disconnect();
     },
   };
+}
+
+/**
+ * AUTH and TLS for every Redis connection, from --redis-username, --redis-password, --redis-tls and
+ * --redis-tls-ca. For --redis, a user or password in the URL wins (ioredis fills options in from the URL
+ * first); TLS is on if either the URL (rediss://) or these ask for it.
+ */
+function connectionOptions(settings: Settings): { username?: string; password?: string; tls?: { ca?: Buffer } } {
+  const o: { username?: string; password?: string; tls?: { ca?: Buffer } } = {};
+  if (settings.redisUsername !== undefined) o.username = settings.redisUsername;
+  if (settings.redisPassword !== undefined) o.password = settings.redisPassword;
+  if (settings.redisTlsCa !== undefined) {
+    try {
+      o.tls = { ca: readFileSync(settings.redisTlsCa) };
+    } catch (e) {
+      throw new SettingsError(`--redis-tls-ca ${settings.redisTlsCa}: cannot read it: ${(e as Error).message}`);
+    }
+  } else if (settings.redisTls) o.tls = {};
+  return o;
 }

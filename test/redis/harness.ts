@@ -42,9 +42,9 @@ function isFree(port: number): Promise<boolean> {
   });
 }
 
-export function ping(port: number): boolean {
+export function ping(port: number, cliArgs: readonly string[] = []): boolean {
   try {
-    return execFileSync('redis-cli', ['-p', String(port), 'PING'], { encoding: 'utf8', timeout: 2000, stdio: ['ignore', 'pipe', 'ignore'] }).trim() === 'PONG';
+    return execFileSync('redis-cli', ['-p', String(port), ...cliArgs, 'PING'], { encoding: 'utf8', timeout: 2000, stdio: ['ignore', 'pipe', 'ignore'] }).trim() === 'PONG';
   } catch {
     return false;
   }
@@ -63,11 +63,12 @@ export class OwnRedis {
   proc: ChildProcess | undefined;
   readonly dir = mkdtempSync(join(tmpdir(), 'sluice-redis-'));
 
-  constructor(readonly port: number, private readonly extra: string[] = []) {}
+  /** `cliArgs`: what redis-cli needs to PING it, e.g. `-a <password>` under requirepass. */
+  constructor(readonly port: number, private readonly extra: string[] = [], private readonly cliArgs: string[] = []) {}
 
   async start(): Promise<void> {
     this.proc = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, '--logfile', join(this.dir, 'redis.log'), ...this.extra], { stdio: 'ignore' });
-    await waitFor(() => ping(this.port), 10_000, `redis-server on ${this.port}`);
+    await waitFor(() => ping(this.port, this.cliArgs), 10_000, `redis-server on ${this.port}`);
   }
 
   /** Kills the process (SIGKILL: as abrupt as a crash) and waits until it is gone. */

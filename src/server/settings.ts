@@ -24,6 +24,8 @@ export interface Settings {
   redis: string | undefined;
   /** host:port,host:port of a Redis Cluster's seed nodes. */
   redisCluster: string | undefined;
+  /** <master name>@host:port,host:port of Redis Sentinels: the primary they name, followed across failovers. */
+  redisSentinel: string | undefined;
   redisPrefix: string;
   /** Redis ACL user and password (AUTH), for --redis and --redis-cluster alike; a URL's own win for --redis. */
   redisUsername: string | undefined;
@@ -120,6 +122,15 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
   grpcTlsClientCa: { flag: '--grpc-tls-client-ca', env: 'SLUICE_GRPC_TLS_CLIENT_CA', help: 'PEM CA: require client certificates it signed (mutual TLS)', parse: str },
   redis: { flag: '--redis', env: 'SLUICE_REDIS', help: 'Redis URL, e.g. redis://127.0.0.1:6379 (default: in-memory store)', parse: str },
   redisCluster: { flag: '--redis-cluster', env: 'SLUICE_REDIS_CLUSTER', help: 'Redis Cluster seed nodes host:port,host:port', parse: str },
+  redisSentinel: {
+    flag: '--redis-sentinel',
+    env: 'SLUICE_REDIS_SENTINEL',
+    help: 'Redis Sentinels, <master name>@host:port,host:port: decide on the primary they name, across failovers',
+    parse: (raw, where) => {
+      if (!/^[^@\s]+@[^\s,:]+:\d+(,[^\s,:]+:\d+)*$/.test(raw)) throw new SettingsError(`${where} must be <master name>@host:port[,host:port...], e.g. mymaster@10.0.0.1:26379,10.0.0.2:26379, got ${JSON.stringify(raw)}`);
+      return raw;
+    },
+  },
   redisPrefix: { flag: '--redis-prefix', env: 'SLUICE_REDIS_PREFIX', help: 'key prefix in Redis (default sluice)', parse: str },
   redisUsername: { flag: '--redis-username', env: 'SLUICE_REDIS_USERNAME', help: 'Redis ACL user (default: the default user)', parse: str },
   redisPassword: {
@@ -188,6 +199,7 @@ export const DEFAULTS: Omit<Settings, 'config'> = {
   grpcTlsClientCa: undefined,
   redis: undefined,
   redisCluster: undefined,
+  redisSentinel: undefined,
   redisPrefix: 'sluice',
   redisUsername: undefined,
   redisPassword: undefined,
@@ -230,7 +242,9 @@ export function readSettings(args: readonly string[], env: NodeJS.ProcessEnv, al
     out[k] = SETTINGS[k].parse(raw, flag);
   }
   if (out.config === undefined) throw new SettingsError(`--config (or SLUICE_CONFIG) is required: the YAML file or folder of rate limits`);
-  if (out.redis !== undefined && out.redisCluster !== undefined) throw new SettingsError(`give --redis or --redis-cluster, not both`);
+  const backends = (['redis', 'redisCluster', 'redisSentinel'] as const).filter((k) => out[k] !== undefined);
+  if (backends.length > 1) throw new SettingsError(`give one of --redis, --redis-cluster or --redis-sentinel, not ${backends.map((k) => SETTINGS[k].flag).join(' and ')}`);
+  if (out.redisSentinel !== undefined && (out.redisTls === true || out.redisTlsCa !== undefined)) throw new SettingsError(`--redis-sentinel with --redis-tls or --redis-tls-ca is not supported yet: TLS to Sentinels is untested here`);
   if ((out.grpcTlsCert === undefined) !== (out.grpcTlsKey === undefined)) {
     throw new SettingsError(`--grpc-tls-cert and --grpc-tls-key go together; only ${out.grpcTlsCert === undefined ? '--grpc-tls-key' : '--grpc-tls-cert'} was given`);
   }

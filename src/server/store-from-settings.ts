@@ -11,7 +11,7 @@ import type { Settings } from './settings.js';
 
 export interface ServiceStore {
   readonly store: Store;
-  readonly kind: 'memory' | 'redis' | 'redis-cluster';
+  readonly kind: 'memory' | 'redis' | 'redis-cluster' | 'redis-sentinel';
   /** False while a configured Redis cannot be reached and failing closed would reject everything. */
   ready(): Promise<boolean>;
   close(): Promise<void>;
@@ -51,27 +51,30 @@ interface RedisClientLike {
 }
 
 export async function storeFromSettings(settings: Settings): Promise<ServiceStore> {
-  if (settings.redis === undefined && settings.redisCluster === undefined) {
+  if (settings.redis === undefined && settings.redisCluster === undefined && settings.redisSentinel === undefined) {
     return { store: new MemoryStore({ maxKeys: settings.maxKeys }), kind: 'memory', ready: async () => true, close: async () => {} };
   }
   const redisModule = await load(REDIS_STORE_MODULE, 'this build of sluice has no Redis store (sluice/redis)');
   const ioredis = await load(IOREDIS, '--redis needs the ioredis package: npm install ioredis');
-  const Redis = (ioredis.default ?? ioredis.Redis) as { new (url: string, o: object): RedisClientLike; Cluster: new (nodes: object[], o: object) => RedisClientLike };
+  const Redis = (ioredis.default ?? ioredis.Redis) as { new (url: string, o: object): RedisClientLike; new (o: object): RedisClientLike; Cluster: new (nodes: object[], o: object) => RedisClientLike };
   // Commands fail fast while Redis is down (no offline queue, one retry), so the failure policy answers
   // within timeoutMs instead of requests piling up behind a reconnect.
   const clientOptions = { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false, ...connectionOptions(settings) };
   let client: RedisClientLike;
   let kind: ServiceStore['kind'];
   if (settings.redisCluster !== undefined) {
-    const nodes = settings.redisCluster.split(',').map((hp) => {
-      const i = hp.lastIndexOf(':');
-      return { host: hp.slice(0, i), port: Number(hp.slice(i + 1)) };
-    });
+    const nodes = hostPorts(settings.redisCluster);
     // Over TLS the nodes are reached by the names they announce, so that their certificates match (ElastiCache and
     // other managed clusters): ioredis must not swap the names for addresses first.
     const dnsLookup = 'tls' in clientOptions ? { dnsLookup: (address: string, done: (e: null, a: string) => void) => done(null, address) } : {};
     client = new Redis.Cluster(nodes, { enableOfflineQueue: false, redisOptions: clientOptions, ...dnsLookup });
     kind = 'redis-cluster';
+  } else if (settings.redisSentinel !== undefined) {
+    // The Sentinels name the primary; on a failover ioredis asks them again and reconnects to the new one.
+    // The Redis AUTH settings are the primary's and replicas'; the Sentinels themselves are asked without.
+    const at = settings.redisSentinel.indexOf('@');
+    client = new Redis({ ...clientOptions, name: settings.redisSentinel.slice(0, at), sentinels: hostPorts(settings.redisSentinel.slice(at + 1)) });
+    kind = 'redis-sentinel';
   } else {
     client = new Redis(settings.redis!, clientOptions);
     kind = 'redis';
@@ -121,4 +124,12 @@ function connectionOptions(settings: Settings): { username?: string; password?: 
     }
   } else if (settings.redisTls) o.tls = {};
   return o;
+}
+
+/** `host:port,host:port` as ioredis takes it. */
+function hostPorts(list: string): { host: string; port: number }[] {
+  return list.split(',').map((hp) => {
+    const i = hp.lastIndexOf(':');
+    return { host: hp.slice(0, i), port: Number(hp.slice(i + 1)) };
+  });
 }

@@ -1,0 +1,94 @@
+// `sluice serve --redis-sentinel` end to end: a primary, its replica and a Sentinel, all this file's own on
+// spare ports. The service finds the primary through the Sentinel, decides there, and after the primary is
+// killed and the Sentinel promotes the replica it decides on the new primary, with the counts the replica
+// had copied: nothing restarts, nothing is reconfigured.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort, OwnRedis, ping } from './harness.js';
+import { post, start, TempConfig } from '../integration/serve-helpers.js';
+
+const CONFIG = `domain: api
+descriptors:
+  - key: user
+    rate_limit: { unit: hour, requests_per_unit: 2 }
+`;
+
+/** Polls `cond` every 50 ms for up to `ms`: for processes this test does not control the timing of. */
+async function until(cond: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The primary's port as the Sentinel names it. */
+function primaryPort(sentinelPort: number): number {
+  const out = execFileSync('redis-cli', ['-p', String(sentinelPort), 'SENTINEL', 'get-master-addr-by-name', 'sluice-primary'], { encoding: 'utf8', timeout: 2000 });
+  return Number(out.trim().split('\n')[1]);
+}
+
+describe('sluice serve --redis-sentinel', () => {
+  let primary: OwnRedis;
+  let replica: OwnRedis;
+  let sentinel: ChildProcess | undefined;
+  let sentinelPort: number;
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-sentinel-'));
+  const cfg = new TempConfig(CONFIG);
+
+  before(async () => {
+    primary = new OwnRedis(await freePort());
+    await primary.start();
+    replica = new OwnRedis(await freePort(), ['--replicaof', '127.0.0.1', String(primary.port)]);
+    await replica.start();
+    sentinelPort = await freePort();
+    const conf = join(dir, 'sentinel.conf'); // a Sentinel rewrites its config file, so it gets one of its own
+    writeFileSync(conf, [
+      `port ${sentinelPort}`,
+      'bind 127.0.0.1',
+      `dir ${dir}`,
+      `sentinel monitor sluice-primary 127.0.0.1 ${primary.port} 1`,
+      'sentinel down-after-milliseconds sluice-primary 500',
+      'sentinel failover-timeout sluice-primary 5000',
+      '',
+    ].join('\n'));
+    sentinel = spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' });
+    await until(() => ping(sentinelPort), 10_000, 'the Sentinel');
+    await until(() => primaryPort(sentinelPort) === primary.port, 10_000, 'the Sentinel to know the primary');
+  });
+  after(async () => {
+    if (sentinel !== undefined && sentinel.exitCode === null) {
+      const gone = new Promise((r) => sentinel!.once('exit', r));
+      sentinel.kill('SIGKILL');
+      await gone;
+    }
+    await replica.destroy();
+    await primary.destroy();
+    rmSync(dir, { recursive: true, force: true });
+    cfg.remove();
+  });
+
+  test('decides on the primary the Sentinel names, and on the promoted replica after the primary dies', async () => {
+    const settings = { redisSentinel: `sluice-primary@127.0.0.1:${sentinelPort}`, redisPrefix: `sluice-sentinel-${process.pid}`, failureMode: 'closed' as const, redisTimeoutMs: 2000, grpcPort: -1 };
+    const { svc } = await start(cfg.path, { name: 'sentinel', settings });
+    const check = (user: string) => post(svc.httpPort, '/v1/check', { domain: 'api', descriptors: [{ user }] }).then((r) => r.status);
+    try {
+      assert.equal((await fetch(`http://127.0.0.1:${svc.httpPort}/readyz`)).status, 200);
+      assert.deepEqual([await check('ann'), await check('ann')], [200, 200]);
+      const keys = execFileSync('redis-cli', ['-p', String(primary.port), '--scan', '--pattern', `sluice-sentinel-${process.pid}*`], { encoding: 'utf8' });
+      assert.notEqual(keys.trim(), '', 'the counts live on the primary');
+      // Let the replica copy them, then kill the primary as a crash would.
+      await until(() => execFileSync('redis-cli', ['-p', String(replica.port), '--scan', '--pattern', `sluice-sentinel-${process.pid}*`], { encoding: 'utf8' }).trim() !== '', 5000, 'replication');
+      await primary.stop();
+      await until(() => primaryPort(sentinelPort) === replica.port, 20_000, 'the Sentinel to promote the replica');
+      await until(async () => (await check('bob')) === 200, 20_000, 'the service to decide on the new primary');
+      assert.equal(await check('ann'), 429, "ann's two requests were copied to the replica before it was promoted: her third is refused");
+    } finally {
+      await svc.close();
+    }
+  });
+});

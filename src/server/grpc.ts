@@ -230,13 +230,19 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
     );
   }
 
-  function healthCheck(stream: http2.ServerHttp2Stream, message: Buffer): void {
-    let name: string;
+  /** The HealthCheckRequest's service name, or undefined once a malformed request has been failed. */
+  function healthServiceName(stream: http2.ServerHttp2Stream, message: Buffer): string | undefined {
     try {
-      name = decodeHealthCheckRequest(message);
+      return decodeHealthCheckRequest(message);
     } catch (e) {
-      return failWith(stream, e);
+      failWith(stream, e);
+      return undefined;
     }
+  }
+
+  function healthCheck(stream: http2.ServerHttp2Stream, message: Buffer): void {
+    const name = healthServiceName(stream, message);
+    if (name === undefined) return;
     // The health protocol: '' is the server as a whole; a service it does not serve is NOT_FOUND.
     if (name !== '' && name !== RLS_SERVICE) return fail(stream, GrpcStatus.NOT_FOUND, `unknown service ${name}; this server serves ${RLS_SERVICE}`);
     serving().then(
@@ -246,13 +252,8 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
   }
 
   function healthWatch(stream: http2.ServerHttp2Stream, message: Buffer): void {
-    let name: string;
-    try {
-      name = decodeHealthCheckRequest(message);
-    } catch (e) {
-      return failWith(stream, e);
-    }
-    if (stream.destroyed || stream.closed) return;
+    const name = healthServiceName(stream, message);
+    if (name === undefined || stream.destroyed || stream.closed) return;
     // The protocol: an unknown service is told SERVICE_UNKNOWN and the call stays open, not failed.
     const w: Watch = { stream, unknown: name !== '' && name !== RLS_SERVICE, last: undefined };
     stream.respond(ANSWER_HEADERS, { waitForTrailers: true });

@@ -55,7 +55,7 @@ export async function storeFromSettings(settings: Settings): Promise<ServiceStor
     return { store: new MemoryStore({ maxKeys: settings.maxKeys }), kind: 'memory', ready: async () => true, close: async () => {} };
   }
   const redisModule = await load(REDIS_STORE_MODULE, 'this build of sluice has no Redis store (sluice/redis)');
-  const ioredis = await load(IOREDIS, '--redis needs the ioredis package: npm install ioredis');
+  const ioredis = await load(IOREDIS, '--redis, --redis-cluster and --redis-sentinel need the ioredis package: npm install ioredis');
   const Redis = (ioredis.default ?? ioredis.Redis) as { new (url: string, o: object): RedisClientLike; new (o: object): RedisClientLike; Cluster: new (nodes: object[], o: object) => RedisClientLike };
   // Commands fail fast while Redis is down (no offline queue, one retry), so the failure policy answers
   // within timeoutMs instead of requests piling up behind a reconnect.

@@ -232,6 +232,10 @@ class WatchCall {
   constructor(session: http2.ClientHttp2Session, service: string) {
     const name = Buffer.from(service);
     const req = session.request({ ':method': 'POST', ':path': HEALTH_WATCH_PATH, 'content-type': 'application/grpc', te: 'trailers' });
+    this.req = req;
+    req.on('error', () => {});
+    // A refusal is a trailers-only answer: its grpc-status comes with the headers.
+    req.on('response', (h) => h['grpc-status'] !== undefined && (this.grpcStatus = Number(h['grpc-status'])));
     req.on('trailers', (t) => (this.grpcStatus = Number(t['grpc-status'])));
     req.on('data', (c: Buffer) => {
       this.pending = Buffer.concat([this.pending, c]);
@@ -246,6 +250,13 @@ class WatchCall {
     });
     this.ended = new Promise((resolve) => req.on('close', resolve));
     req.end(withLength(name.length === 0 ? Buffer.alloc(0) : Buffer.concat([Buffer.from([0x0a, name.length]), name]), false));
+  }
+
+  private readonly req: http2.ClientHttp2Stream;
+
+  /** Ends the call from the client's side (RST_STREAM CANCEL). */
+  cancel(): void {
+    this.req.close(http2.constants.NGHTTP2_CANCEL);
   }
 
   /** Resolves once `n` statuses have arrived. */
@@ -310,6 +321,27 @@ describe('grpc.health.v1 Watch', () => {
     } finally {
       client.destroy();
       watched.destroy();
+    }
+  });
+
+  test('past maxWatches open Watch calls, one more is RESOURCE_EXHAUSTED, and a freed place can be taken again', async () => {
+    const capped = createGrpcServer({ service: () => stub, log: pino({ level: 'silent' }), maxMessageBytes: MAX, serving: async () => true, watchEveryMs: 1000, maxWatches: 2 });
+    const port = await capped.listen('127.0.0.1', 0);
+    const client = http2.connect(`http://127.0.0.1:${port}`);
+    try {
+      const [a, b] = [new WatchCall(client, ''), new WatchCall(client, '')];
+      await Promise.all([a.count(1), b.count(1)]);
+      const refused = new WatchCall(client, '');
+      await refused.ended;
+      assert.deepEqual([refused.statuses, refused.grpcStatus], [[], GrpcStatus.RESOURCE_EXHAUSTED]);
+      a.cancel();
+      await a.ended;
+      const again = new WatchCall(client, '');
+      await again.count(1);
+      assert.deepEqual(again.statuses, [1]);
+    } finally {
+      client.destroy();
+      capped.destroy();
     }
   });
 

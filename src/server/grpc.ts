@@ -104,6 +104,11 @@ export interface GrpcServerOptions {
    */
   readonly watchEveryMs?: number;
   /**
+   * Open Watch calls the server holds at most; one more is RESOURCE_EXHAUSTED. A gRPC client holds one per
+   * channel, so this only stops a client that opens them without end. Default 1000.
+   */
+  readonly maxWatches?: number;
+  /**
    * A connection this old (±10 %, so that a fleet's clients do not reconnect at once) is sent GOAWAY: its
    * client opens a new one, re-resolving DNS, which is how long-lived gRPC clients such as Envoy spread
    * over replicas added since they connected (gRPC's MAX_CONNECTION_AGE, Envoy ratelimit's
@@ -129,7 +134,7 @@ function secureOptions(tls: GrpcTls): http2.SecureServerOptions {
 }
 
 export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
-  const { service, log, maxMessageBytes, serving, watchEveryMs = 1000, maxConnectionAgeMs = 0, maxConnectionAgeGraceMs = 0, tls } = options;
+  const { service, log, maxMessageBytes, serving, watchEveryMs = 1000, maxWatches = 1000, maxConnectionAgeMs = 0, maxConnectionAgeGraceMs = 0, tls } = options;
   // allowHTTP1 stays false: gRPC is HTTP/2 only, and ALPN then refuses an HTTP/1.1 client in the handshake.
   const server = tls === undefined ? http2.createServer() : http2.createSecureServer(secureOptions(tls));
   // A failed handshake (no client certificate, an unknown CA, plain text on the TLS port) costs that client its connection.
@@ -254,6 +259,7 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
   function healthWatch(stream: http2.ServerHttp2Stream, message: Buffer): void {
     const name = healthServiceName(stream, message);
     if (name === undefined || stream.destroyed || stream.closed) return;
+    if (watches.size >= maxWatches) return fail(stream, GrpcStatus.RESOURCE_EXHAUSTED, `this server already holds ${maxWatches} open Watch calls; use Check, or close one`);
     // The protocol: an unknown service is told SERVICE_UNKNOWN and the call stays open, not failed.
     const w: Watch = { stream, unknown: name !== '' && name !== RLS_SERVICE, last: undefined };
     stream.respond(ANSWER_HEADERS, { waitForTrailers: true });

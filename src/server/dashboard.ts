@@ -77,10 +77,11 @@ export class Dashboard {
     req.on('close', () => this.clients.delete(res));
   }
 
-  configView(): { files: readonly string[]; domains: { domain: string; file: string; source: string; rules: { id: string; limit: string; shadow: boolean }[] }[] } {
+  configView(): { files: readonly string[]; globalShadowMode: boolean; domains: { domain: string; file: string; source: string; rules: { id: string; limit: string; shadow: boolean }[] }[] } {
     const svc = this.service();
     return {
       files: svc.rules.config.files,
+      globalShadowMode: svc.globalShadowMode,
       domains: [...svc.rules.config.domains.values()].map((d) => ({
         domain: d.domain,
         file: d.file,
@@ -168,6 +169,7 @@ function draw() {
 }
 fetch('/config').then((r) => r.json()).then((cfg) => {
   const rules = document.getElementById('rules'), conf = document.getElementById('config');
+  if (cfg.globalShadowMode) { const b = document.createElement('p'); b.id = 'global-shadow'; b.textContent = 'global shadow mode (--shadow-mode): every answer is OK; "limited" is what the rules would have refused'; rules.appendChild(b); }
   for (const d of cfg.domains) {
     for (const r of d.rules) { const p = document.createElement('div'); p.innerHTML = '<code></code>'; p.firstChild.textContent = r.id + ': ' + r.limit + (r.shadow ? ' (shadow)' : ''); rules.appendChild(p); }
     const c = document.createElement('div'); c.className = 'card';

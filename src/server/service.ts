@@ -116,6 +116,11 @@ export class RateLimitService {
   /** The memory store decides synchronously: skipping the Promise keeps /json near the bare-HTTP ceiling. */
   private readonly sync: boolean;
   private readonly nearLimitRatio: number;
+  /** Whether every answer is OK whatever the rules decide (--shadow-mode). */
+  get globalShadowMode(): boolean {
+    return this.options.globalShadowMode === true;
+  }
+
   /** Requests that global shadow mode answered OK although a rule was over its limit (Envoy's global_shadow_mode stat). */
   globalShadowOverrides = 0;
 
@@ -194,7 +199,7 @@ export class RateLimitService {
 
   /** The answer as sent: global shadow mode turns an OVER_LIMIT into OK, and drops its Retry-After. */
   private overall(r: RlsResponse): RlsResponse {
-    if (r.overallCode === 'OK' || this.options.globalShadowMode !== true) return r;
+    if (r.overallCode === 'OK' || !this.globalShadowMode) return r;
     this.globalShadowOverrides++;
     return { overallCode: 'OK', statuses: r.statuses, headers: r.headers.filter(([name]) => name !== 'Retry-After'), retryAfterMs: 0 };
   }

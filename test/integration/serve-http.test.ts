@@ -301,6 +301,7 @@ describe('global shadow mode (--shadow-mode, Envoy ratelimit SHADOW_MODE)', () =
         assert.deepEqual([check.json.allowed, check.json.statuses[0].allowed], [true, false]);
         const metrics = await (await fetch(`http://127.0.0.1:${svc.httpPort}/metrics`)).text();
         assert.match(metrics, /^sluice_global_shadow_mode_total 2$/m);
+        assert.equal((await (await fetch(`http://127.0.0.1:${svc.httpPort}/config`)).json()).globalShadowMode, true, 'the dashboard says so');
         assert.match(metrics, /sluice_rule_over_limit_total\{domain="web",rule="web.user"\} 2/, 'the rule counts what it would have limited');
       } finally {
         await svc.close();

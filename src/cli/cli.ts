@@ -99,7 +99,7 @@ const simulate: Command = {
 /** Exit code for a config that does not validate (or a service that could not start). */
 export const EXIT_CONFIG = 1;
 
-const SERVE_KEYS = ['config', 'host', 'port', 'grpcPort', 'grpcMaxConnectionAgeMs', 'grpcMaxConnectionAgeGraceMs', 'grpcTlsCert', 'grpcTlsKey', 'grpcTlsClientCa', 'redis', 'redisCluster', 'redisSentinel', 'redisPrefix', 'redisUsername', 'redisPassword', 'redisTls', 'redisTlsCa', 'redisTimeoutMs', 'redisConnectTimeoutMs', 'failureMode', 'maxKeys', 'clock', 'maxBodyBytes', 'logLevel', 'watch', 'maxDetailedSeries', 'shadowMode', 'nearLimitRatio', 'demoUrl'] as const;
+const SERVE_KEYS = ['config', 'mergeDomainConfig', 'host', 'port', 'grpcPort', 'grpcMaxConnectionAgeMs', 'grpcMaxConnectionAgeGraceMs', 'grpcTlsCert', 'grpcTlsKey', 'grpcTlsClientCa', 'redis', 'redisCluster', 'redisSentinel', 'redisPrefix', 'redisUsername', 'redisPassword', 'redisTls', 'redisTlsCa', 'redisTimeoutMs', 'redisConnectTimeoutMs', 'failureMode', 'maxKeys', 'clock', 'maxBodyBytes', 'logLevel', 'watch', 'maxDetailedSeries', 'shadowMode', 'nearLimitRatio', 'demoUrl'] as const;
 
 // The service's modules load only when a service command runs: they need the optional dependencies
 // (yaml, pino, prom-client), and `sluice demo` must work without them.
@@ -149,18 +149,19 @@ const serve: Command = {
 
 const checkConfig: Command = {
   summary: 'validate a service config and list every problem with file:line:column',
-  usage: 'usage: sluice check-config --config <file or folder>\n\nValidates without serving. Prints every problem, one per line, and exits 1 if there is any.\n',
+  usage: 'usage: sluice check-config --config <file or folder> [--merge-domain-config true]\n\nValidates without serving. Prints every problem, one per line, and exits 1 if there is any.\n',
   async run(args, output) {
     const { settings: S, config: C } = await serverModules();
     let path: string;
+    let mergeDomains: boolean;
     try {
-      path = S.readSettings(args, process.env, ['config']).config;
+      ({ config: path, mergeDomainConfig: mergeDomains } = S.readSettings(args, process.env, ['config', 'mergeDomainConfig']));
     } catch (e) {
       output.err(`sluice check-config: ${(e as Error).message}\n`);
       return EXIT_USAGE;
     }
     try {
-      const cfg = C.loadConfig(path);
+      const cfg = C.loadConfig(path, { mergeDomains });
       const rules = [...cfg.domains.values()].reduce((n, d) => n + d.rules.length, 0);
       output.out(`ok: ${cfg.files.length} file(s), ${cfg.domains.size} domain(s), ${rules} rule(s)\n`);
       return 0;

@@ -87,7 +87,51 @@ descriptors:
 
 test('two files with one domain are a problem naming both files', () => {
   const text = 'domain: same\ndescriptors: []\n';
-  assert.throws(() => parseConfig([{ file: 'a.yaml', text }, { file: 'b.yaml', text }]), (e: unknown) => e instanceof ConfigError && e.problems[0] === `b.yaml: duplicate domain 'same', also in a.yaml`);
+  assert.throws(() => parseConfig([{ file: 'a.yaml', text }, { file: 'b.yaml', text }]), (e: unknown) => e instanceof ConfigError && e.problems[0] === `b.yaml: duplicate domain 'same', also in a.yaml (--merge-domain-config merges them)`);
+});
+
+test('mergeDomains (Envoy MERGE_DOMAIN_CONFIG): files naming one domain add up, and a top-level descriptor defined twice is still a problem naming both files', () => {
+  const a = `domain: api
+descriptors:
+  - key: user
+    rate_limit: { unit: minute, requests_per_unit: 5 }
+  - key: path
+    value: /v1/*
+    rate_limit: { unit: minute, requests_per_unit: 7 }
+http_descriptors:
+  - [{ key: user, header: x-user }]
+`;
+  const b = `domain: api
+descriptors:
+  - key: tenant
+    value: acme
+    descriptors:
+      - key: user
+        rate_limit: { unit: second, requests_per_unit: 1 }
+http_descriptors:
+  - [{ key: tenant, header: x-tenant }]
+`;
+  const cfg = parseConfig([{ file: 'a.yaml', text: a }, { file: 'b.yaml', text: b }], { mergeDomains: true });
+  const d = cfg.domains.get('api')!;
+  assert.deepEqual(d.rules.map((r) => r.id), ['api.user', 'api.path_/v1/*', 'api.tenant_acme.user']);
+  assert.deepEqual([d.root.byKey.has('user'), d.root.exact.has('tenant\u0000acme'), d.root.wildcards.length], [true, true, 1]);
+  assert.equal(d.httpDescriptors.length, 2);
+  assert.equal(d.file, 'a.yaml, b.yaml');
+  const again = `domain: api
+descriptors:
+  - key: user
+    rate_limit: { unit: hour, requests_per_unit: 1 }
+  - key: path
+    value: /v1/*
+    rate_limit: { unit: hour, requests_per_unit: 1 }
+`;
+  assert.throws(
+    () => parseConfig([{ file: 'a.yaml', text: a }, { file: 'b.yaml', text: b }, { file: 'c.yaml', text: again }], { mergeDomains: true }),
+    (e: unknown) =>
+      e instanceof ConfigError &&
+      e.problems.includes(`c.yaml: domain 'api': descriptor key 'user' (no value) is also defined in a.yaml, b.yaml`) &&
+      e.problems.includes(`c.yaml: domain 'api': descriptor key 'path' value '/v1/*' is also defined in a.yaml, b.yaml`),
+  );
 });
 
 test('sluice check-config exits 1 and lists the problems; 0 on a valid file', () => {

@@ -109,22 +109,31 @@ export function configFiles(path: string): string[] {
   return files;
 }
 
-/** Reads and validates a config file or folder. Throws ConfigError listing every problem. */
-export function loadConfig(path: string): ServiceConfig {
-  const files = configFiles(path);
-  return parseConfig(files.map((file) => ({ file, text: readFileSync(file, 'utf8') })));
+export interface ConfigOptions {
+  /**
+   * Envoy ratelimit's MERGE_DOMAIN_CONFIG: files that name the same domain add up to one domain. A top-level
+   * descriptor defined in two of them is still an error, and a `replaces` names a rule of its own file.
+   */
+  readonly mergeDomains?: boolean;
 }
 
-/** Validates config texts (one domain per file). Throws ConfigError listing every problem. */
-export function parseConfig(sources: readonly { file: string; text: string }[]): ServiceConfig {
+/** Reads and validates a config file or folder. Throws ConfigError listing every problem. */
+export function loadConfig(path: string, options: ConfigOptions = {}): ServiceConfig {
+  const files = configFiles(path);
+  return parseConfig(files.map((file) => ({ file, text: readFileSync(file, 'utf8') })), options);
+}
+
+/** Validates config texts (one domain per file, unless merged). Throws ConfigError listing every problem. */
+export function parseConfig(sources: readonly { file: string; text: string }[], options: ConfigOptions = {}): ServiceConfig {
   const problems: string[] = [];
   const domains = new Map<string, DomainConfig>();
   for (const { file, text } of sources) {
     const d = parseDomain(file, text, problems);
     if (d === undefined) continue;
     const other = domains.get(d.domain);
-    if (other !== undefined) problems.push(`${basename(file)}: duplicate domain '${d.domain}', also in ${basename(other.file)}`);
-    else domains.set(internalized(d.domain), d); // interned for the lookup per request, as descriptor keys
+    if (other === undefined) domains.set(internalized(d.domain), d); // interned for the lookup per request, as descriptor keys
+    else if (options.mergeDomains === true) domains.set(other.domain, mergeDomain(other, d, problems));
+    else problems.push(`${basename(file)}: duplicate domain '${d.domain}', also in ${basename(other.file)} (--merge-domain-config merges them)`);
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return { domains, files: sources.map((s) => s.file) };
@@ -195,6 +204,34 @@ function parseDomainInto(file: string, text: string, problems: string[]): Domain
   const httpDescriptors = loadHttpDescriptors(w, root.get('http_descriptors', true) as YamlNode | undefined);
   if (domain === undefined || domain === '') return undefined;
   return { domain, file, root: top, rules, httpDescriptors, source: text };
+}
+
+/** One domain from two files' parts: their top-level descriptors side by side, a key defined twice a problem. */
+function mergeDomain(a: DomainConfig, b: DomainConfig, problems: string[]): DomainConfig {
+  const twice = (what: string) => problems.push(`${basename(b.file)}: domain '${b.domain}': ${what} is also defined in ${a.file.split(', ').map((f) => basename(f)).join(', ')}`);
+  const exact = new Map(a.root.exact);
+  for (const [k, node] of b.root.exact) {
+    if (exact.has(k)) twice(`descriptor key '${node.key}' value '${node.value}'`);
+    else exact.set(k, node);
+  }
+  const byKey = new Map(a.root.byKey);
+  for (const [k, node] of b.root.byKey) {
+    if (byKey.has(k)) twice(`descriptor key '${k}' (no value)`);
+    else byKey.set(k, node);
+  }
+  const wildcards = [...a.root.wildcards];
+  for (const w of b.root.wildcards) {
+    if (wildcards.some((x) => x.key === w.key && x.prefix === w.prefix)) twice(`descriptor key '${w.key}' value '${w.prefix}*'`);
+    else wildcards.push(w);
+  }
+  return {
+    domain: a.domain,
+    file: `${a.file}, ${b.file}`,
+    root: { exact, wildcards, byKey },
+    rules: [...a.rules, ...b.rules],
+    httpDescriptors: [...a.httpDescriptors, ...b.httpDescriptors],
+    source: `${a.source}\n# ---- ${basename(b.file)} ----\n${b.source}`,
+  };
 }
 
 function emptyLevel(): Level {

@@ -44,7 +44,7 @@ export interface StartOptions {
 
 export async function startService(settings: Settings, options: StartOptions = {}): Promise<RunningService> {
   const log = pino({ level: settings.logLevel, base: { service: 'sluice' } }, (options.logStream ?? process.stdout) as never);
-  const config = loadConfig(settings.config); // throws ConfigError: the CLI prints every problem and exits 1
+  const config = loadConfig(settings.config, { mergeDomains: settings.mergeDomainConfig }); // throws ConfigError: the CLI prints every problem and exits 1
   const tls = readGrpcTls(settings); // throws SettingsError naming the file, before anything listens
   const backing = await storeFromSettings(settings);
   // The memory store's clock: the library's default (coarse) unless --clock monotonic. Redis keeps its own time.
@@ -98,7 +98,7 @@ export async function startService(settings: Settings, options: StartOptions = {
       }
     }
     try {
-      const next = new RuleSet(loadConfig(settings.config), ruleOptions, rules);
+      const next = new RuleSet(loadConfig(settings.config, { mergeDomains: settings.mergeDomainConfig }), ruleOptions, rules);
       rules = next;
       service.replaceRules(next);
       reloads.ok++;

@@ -6,6 +6,8 @@
 export interface Settings {
   /** YAML file or folder of YAML files. */
   config: string;
+  /** Envoy ratelimit's MERGE_DOMAIN_CONFIG: files naming one domain add up instead of clashing. */
+  mergeDomainConfig: boolean;
   host: string;
   /** HTTP: /json, /v1/check, /nginx/<domain>, /healthz, /readyz, /metrics, dashboard. 0 picks a free port. */
   port: number;
@@ -102,6 +104,12 @@ const bool = (raw: string, where: string) => {
 
 export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
   config: { flag: '--config', env: 'SLUICE_CONFIG', help: 'YAML config file or folder (Envoy ratelimit format)', parse: str },
+  mergeDomainConfig: {
+    flag: '--merge-domain-config',
+    env: 'SLUICE_MERGE_DOMAIN_CONFIG',
+    help: "files naming the same domain add up to one (a descriptor defined twice is still an error), as Envoy ratelimit's MERGE_DOMAIN_CONFIG (default false)",
+    parse: bool,
+  },
   host: { flag: '--host', env: 'SLUICE_HOST', help: 'address to listen on (default 127.0.0.1; 0.0.0.0 for all)', parse: str },
   port: { flag: '--port', env: 'SLUICE_PORT', help: 'HTTP port (default 8080)', parse: int(0) },
   grpcPort: { flag: '--grpc-port', env: 'SLUICE_GRPC_PORT', help: 'gRPC port (default 8081; -1 disables gRPC)', parse: int(-1) },
@@ -189,6 +197,7 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
 };
 
 export const DEFAULTS: Omit<Settings, 'config'> = {
+  mergeDomainConfig: false,
   host: '127.0.0.1',
   port: 8080,
   grpcPort: 8081,

@@ -4,7 +4,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { post, start, TempConfig, variants } from './serve-helpers.js';
 import type { LogSink } from './serve-helpers.js';
@@ -308,5 +310,23 @@ describe('global shadow mode (--shadow-mode, Envoy ratelimit SHADOW_MODE)', () =
         cfg.remove();
       }
     });
+  }
+});
+
+test('--merge-domain-config: a folder whose files share a domain serves both files\' rules; without it the start is refused naming both files', async () => {
+  const cfg = new TempConfig('domain: web\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 1 }\n', 'a.yaml');
+  writeFileSync(join(cfg.dir, 'b.yaml'), 'domain: web\ndescriptors:\n  - key: team\n    rate_limit: { unit: hour, requests_per_unit: 2 }\n');
+  try {
+    await assert.rejects(start(cfg.dir, { name: 'memory', settings: {} }, { grpcPort: -1 }), /b\.yaml: duplicate domain 'web', also in a\.yaml \(--merge-domain-config merges them\)/);
+    const { svc } = await start(cfg.dir, { name: 'memory', settings: {} }, { grpcPort: -1, mergeDomainConfig: true });
+    try {
+      const check = (key: string) => post(svc.httpPort, '/v1/check', { domain: 'web', descriptors: [{ [key]: 'x' }] }).then((r) => r.status);
+      assert.deepEqual([await check('user'), await check('user')], [200, 429], 'a.yaml: 1 per hour');
+      assert.deepEqual([await check('team'), await check('team'), await check('team')], [200, 200, 429], 'b.yaml: 2 per hour');
+    } finally {
+      await svc.close();
+    }
+  } finally {
+    cfg.remove();
   }
 });

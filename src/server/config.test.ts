@@ -3,6 +3,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig, parseConfig } from './config.js';
 
@@ -142,4 +145,21 @@ test('sluice check-config exits 1 and lists the problems; 0 on a valid file', ()
   const good = spawnSync(process.execPath, ['--import', 'tsx', main, 'check-config', '--config', fixture('sluice_extensions')], { encoding: 'utf8' });
   assert.equal(good.status, 0, good.stderr);
   assert.equal(good.stdout, 'ok: 1 file(s), 1 domain(s), 2 rule(s)\n');
+});
+
+test('sluice check-config --merge-domain-config validates a folder whose files share a domain', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-merge-'));
+  try {
+    writeFileSync(join(dir, 'a.yaml'), 'domain: web\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 1 }\n');
+    writeFileSync(join(dir, 'b.yaml'), 'domain: web\ndescriptors:\n  - key: team\n    rate_limit: { unit: hour, requests_per_unit: 2 }\n');
+    const main = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
+    const apart = spawnSync(process.execPath, ['--import', 'tsx', main, 'check-config', '--config', dir], { encoding: 'utf8' });
+    assert.equal(apart.status, 1);
+    assert.match(apart.stderr, /b\.yaml: duplicate domain 'web', also in a\.yaml/);
+    const merged = spawnSync(process.execPath, ['--import', 'tsx', main, 'check-config', '--config', dir, '--merge-domain-config', 'true'], { encoding: 'utf8' });
+    assert.equal(merged.status, 0, merged.stderr);
+    assert.equal(merged.stdout, 'ok: 2 file(s), 1 domain(s), 2 rule(s)\n');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -380,13 +380,14 @@ describe('grpc.health.v1 Watch', () => {
 });
 
 test('a connection past its maximum age gets GOAWAY, keeps its call in flight until the grace runs out, then is cut; a new connection is served', async () => {
-  const aging = createGrpcServer({ service: () => stub, log: pino({ level: 'silent' }), maxMessageBytes: MAX, serving: async () => true, watchEveryMs: 1000, maxConnectionAgeMs: 40, maxConnectionAgeGraceMs: 60 });
+  const aging = createGrpcServer({ service: () => stub, log: pino({ level: 'silent' }), maxMessageBytes: MAX, serving: async () => true, watchEveryMs: 1000, maxConnectionAgeMs: 500, maxConnectionAgeGraceMs: 300 });
   const port = await aging.listen('127.0.0.1', 0);
   const client = http2.connect(`http://127.0.0.1:${port}`);
   try {
     const goaway = new Promise<number>((resolve) => client.once('goaway', (code: number) => resolve(code)));
     const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
-    // A Watch stays open: it is the call in flight that only the grace period ends.
+    // A Watch stays open: it is the call in flight that only the grace period ends. (The age is long enough
+    // for the Watch to be open well before the GOAWAY, even on a loaded machine.)
     const w = new WatchCall(client, '');
     await w.count(1);
     assert.equal(await goaway, http2.constants.NGHTTP2_NO_ERROR, 'GOAWAY, not an error');

@@ -127,13 +127,20 @@ export function loadConfig(path: string, options: ConfigOptions = {}): ServiceCo
 export function parseConfig(sources: readonly { file: string; text: string }[], options: ConfigOptions = {}): ServiceConfig {
   const problems: string[] = [];
   const domains = new Map<string, DomainConfig>();
+  /** With mergeDomains: the files each domain has come from so far, for the problems of the next one. */
+  const filesOf = new Map<string, string[]>();
   for (const { file, text } of sources) {
     const d = parseDomain(file, text, problems);
     if (d === undefined) continue;
     const other = domains.get(d.domain);
-    if (other === undefined) domains.set(internalized(d.domain), d); // interned for the lookup per request, as descriptor keys
-    else if (options.mergeDomains === true) domains.set(other.domain, mergeDomain(other, d, problems));
-    else problems.push(`${basename(file)}: duplicate domain '${d.domain}', also in ${basename(other.file)} (--merge-domain-config merges them)`);
+    if (other === undefined) {
+      domains.set(internalized(d.domain), d); // interned for the lookup per request, as descriptor keys
+      filesOf.set(d.domain, [basename(file)]);
+    } else if (options.mergeDomains === true) {
+      const earlier = filesOf.get(d.domain)!;
+      domains.set(other.domain, mergeDomain(other, d, earlier, problems));
+      earlier.push(basename(file));
+    } else problems.push(`${basename(file)}: duplicate domain '${d.domain}', also in ${basename(other.file)} (--merge-domain-config merges them)`);
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return { domains, files: sources.map((s) => s.file) };
@@ -207,8 +214,8 @@ function parseDomainInto(file: string, text: string, problems: string[]): Domain
 }
 
 /** One domain from two files' parts: their top-level descriptors side by side, a key defined twice a problem. */
-function mergeDomain(a: DomainConfig, b: DomainConfig, problems: string[]): DomainConfig {
-  const twice = (what: string) => problems.push(`${basename(b.file)}: domain '${b.domain}': ${what} is also defined in ${a.file.split(', ').map((f) => basename(f)).join(', ')}`);
+function mergeDomain(a: DomainConfig, b: DomainConfig, earlierFiles: readonly string[], problems: string[]): DomainConfig {
+  const twice = (what: string) => problems.push(`${basename(b.file)}: domain '${b.domain}': ${what} is also defined in ${earlierFiles.join(', ')}`);
   const exact = new Map(a.root.exact);
   for (const [k, node] of b.root.exact) {
     if (exact.has(k)) twice(`descriptor key '${node.key}' value '${node.value}'`);

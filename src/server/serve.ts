@@ -2,7 +2,7 @@
  * Wires `sluice serve` together: config, store, rules, HTTP and gRPC servers, metrics, dashboard, reload on
  * file change, graceful stop. The CLI adds signals; tests call startService() directly.
  */
-import { readFileSync, watch } from 'node:fs';
+import { watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -17,7 +17,7 @@ import { createHttpServer } from './http.js';
 import { createMetrics } from './metrics.js';
 import { RuleSet } from './rules.js';
 import { RateLimitService } from './service.js';
-import { SettingsError } from './settings.js';
+import { readSettingFile, SettingsError } from './settings.js';
 import type { Settings } from './settings.js';
 import { storeFromSettings } from './store-from-settings.js';
 import { MemoryStore } from '../stores/memory.js';
@@ -165,17 +165,10 @@ export async function startService(settings: Settings, options: StartOptions = {
  */
 function readGrpcTls(settings: Settings): GrpcTls | undefined {
   if (settings.grpcTlsCert === undefined || settings.grpcTlsKey === undefined) return undefined;
-  const read = (flag: string, file: string): Buffer => {
-    try {
-      return readFileSync(file);
-    } catch (e) {
-      throw new SettingsError(`${flag} ${file}: cannot read it: ${(e as Error).message}`);
-    }
-  };
   const tls: GrpcTls = {
-    cert: read('--grpc-tls-cert', settings.grpcTlsCert),
-    key: read('--grpc-tls-key', settings.grpcTlsKey),
-    ...(settings.grpcTlsClientCa === undefined ? {} : { clientCa: read('--grpc-tls-client-ca', settings.grpcTlsClientCa) }),
+    cert: readSettingFile('--grpc-tls-cert', settings.grpcTlsCert),
+    key: readSettingFile('--grpc-tls-key', settings.grpcTlsKey),
+    ...(settings.grpcTlsClientCa === undefined ? {} : { clientCa: readSettingFile('--grpc-tls-client-ca', settings.grpcTlsClientCa) }),
   };
   try {
     createSecureContext({ cert: tls.cert, key: tls.key, ...(tls.clientCa === undefined ? {} : { ca: tls.clientCa }) });

@@ -193,9 +193,12 @@ export class RateLimitService {
       if (s instanceof Promise) pending = true;
       statuses[i] = s;
     }
-    if (pending) return Promise.all(statuses).then((s) => this.overall(finish(s)));
+    if (pending) return Promise.all(statuses).then(this.finishAll);
     return this.overall(finish(statuses as DescriptorStatus[]));
   }
+
+  /** finish() then overall(), bound once: an asynchronous (Redis) request allocates no closure for it. */
+  private readonly finishAll = (statuses: DescriptorStatus[]): RlsResponse => this.overall(finish(statuses));
 
   /** The answer as sent: global shadow mode turns an OVER_LIMIT into OK, and drops its Retry-After. */
   private overall(r: RlsResponse): RlsResponse {

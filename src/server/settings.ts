@@ -2,6 +2,7 @@
  * Every setting of `sluice serve` in one place: its flag, its environment variable, its default. A flag
  * beats the environment, which beats the default (as envoyproxy/ratelimit's settings.go lists its env).
  */
+import { readFileSync } from 'node:fs';
 
 export interface Settings {
   /** YAML file or folder of YAML files. */
@@ -230,6 +231,15 @@ export const DEFAULTS: Omit<Settings, 'config'> = {
 
 export class SettingsError extends Error {
   override readonly name = 'SettingsError';
+}
+
+/** The bytes of a file a setting names (a certificate, a key, a CA); a failure names the setting and the file. */
+export function readSettingFile(flag: string, file: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (e) {
+    throw new SettingsError(`${flag} ${file}: cannot read it: ${(e as Error).message}`);
+  }
 }
 
 /** Reads flags (`--port 9000` or `--port=9000`) over environment variables over defaults. */

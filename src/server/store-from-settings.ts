@@ -3,10 +3,9 @@
  * (`sluice/redis`, loaded only when asked for, with ioredis) for --redis / --redis-cluster. Everything Redis-
  * specific the service needs (readiness, shutdown) is answered here too.
  */
-import { readFileSync } from 'node:fs';
 import { MemoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/store.js';
-import { SettingsError } from './settings.js';
+import { readSettingFile } from './settings.js';
 import type { Settings } from './settings.js';
 
 export interface ServiceStore {
@@ -116,13 +115,8 @@ function connectionOptions(settings: Settings): { username?: string; password?: 
   const o: { username?: string; password?: string; tls?: { ca?: Buffer } } = {};
   if (settings.redisUsername !== undefined) o.username = settings.redisUsername;
   if (settings.redisPassword !== undefined) o.password = settings.redisPassword;
-  if (settings.redisTlsCa !== undefined) {
-    try {
-      o.tls = { ca: readFileSync(settings.redisTlsCa) };
-    } catch (e) {
-      throw new SettingsError(`--redis-tls-ca ${settings.redisTlsCa}: cannot read it: ${(e as Error).message}`);
-    }
-  } else if (settings.redisTls) o.tls = {};
+  if (settings.redisTlsCa !== undefined) o.tls = { ca: readSettingFile('--redis-tls-ca', settings.redisTlsCa) };
+  else if (settings.redisTls) o.tls = {};
   return o;
 }
 

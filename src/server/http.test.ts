@@ -7,8 +7,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { createServer } from 'node:http';
+import { connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { once } from 'node:events';
 import { startService } from './serve.js';
 import { DEFAULTS } from './settings.js';
+import { ServeRequest } from './http.js';
 
 const CONFIG = `domain: web
 descriptors:
@@ -47,5 +52,63 @@ test('POST /json answers ASCII and non-ASCII bodies with their exact UTF-8 bytes
   } finally {
     await svc.close(0);
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// What ServeRequest relies on: node:http's parser hands each body chunk to the request's push() and ends
+// the body with push(null). Should a Node release stop doing so, this fails here by name instead of
+// /json hanging.
+test('ServeRequest: with a body sink, node:http hands it every chunk and the end, and the stream still ends; without one the body flows as data events', async () => {
+  const seen: string[] = [];
+  const server = createServer({ IncomingMessage: ServeRequest }, (req, res) => {
+    if (req.url === '/sink') {
+      const parts: Buffer[] = [];
+      req.bodyReader = {
+        data: (c) => parts.push(c),
+        end: () => {
+          assert.ok(parts.length >= 3, `the body came in ${parts.length} chunks`);
+          seen.push(`sink ${Buffer.concat(parts).toString()}`);
+          res.end('ok');
+        },
+      };
+      req.on('data', () => seen.push('data event on a sunk body'));
+      req.on('end', () => seen.push('sink stream end'));
+      req.resume();
+    } else {
+      const parts: Buffer[] = [];
+      req.on('data', (c: Buffer) => parts.push(c));
+      req.on('end', () => {
+        seen.push(`stream ${Buffer.concat(parts).toString()}`);
+        res.end('ok');
+      });
+    }
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  try {
+    const é = Buffer.from('é');
+    for (const path of ['/sink', '/stream']) {
+      const s = connect(port, '127.0.0.1');
+      await once(s, 'connect');
+      let answer = '';
+      s.on('data', (d: Buffer) => (answer += d.toString('latin1')));
+      // A chunked body in three writes, with a two-byte character cut between two of them.
+      s.write(`POST ${path} HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n3\r\nab`);
+      await new Promise((r) => setTimeout(r, 20));
+      s.write(Buffer.concat([Buffer.from('c\r\n3\r\n'), é.subarray(0, 1)]));
+      await new Promise((r) => setTimeout(r, 20));
+      s.write(Buffer.concat([é.subarray(1), Buffer.from('x\r\n0\r\n\r\n')]));
+      const deadline = Date.now() + 5000;
+      while (!answer.endsWith('ok')) {
+        assert.ok(Date.now() < deadline, `no answer to ${path}: ${JSON.stringify(seen)}`);
+        await Promise.race([once(s, 'data'), new Promise((r) => setTimeout(r, 100))]);
+      }
+      s.destroy();
+    }
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(seen.sort(), ['sink abcéx', 'sink stream end', 'stream abcéx'].sort());
+  } finally {
+    server.closeAllConnections();
+    server.close();
   }
 });

@@ -3,8 +3,8 @@
  * POST /json and /v1/check, GET /nginx/<domain> for auth_request, /healthz, /readyz, /metrics, and the
  * dashboard (/, /events, /config).
  */
-import { createServer } from 'node:http';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer, IncomingMessage } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { Dashboard } from './dashboard.js';
@@ -31,63 +31,83 @@ type BodyDone = (res: ServerResponse, kind: BodyKind, text: string | undefined) 
 
 /**
  * Reads a body of at most `max` bytes and calls back with its text, or with `undefined` once it is too
- * large (having drained it, so the connection can still answer 413). Callbacks, not a Promise: this is the
- * hottest path of /json, and an async chain cost measurably more than the decision. A body of a declared
- * length is complete at its last byte (llhttp frames it by that length), so it is answered from that
- * 'data' event, within the parser's pass as a bare server answers, instead of a tick later on 'end'.
+ * large (then the rest is dropped as it arrives, so the connection can still answer 413). Callbacks, not
+ * a Promise: this is the hottest path of /json, and an async chain cost measurably more than the decision.
  */
-function readBody(req: IncomingMessage, res: ServerResponse, kind: BodyKind, max: number, done: BodyDone): void {
-  const declared = Number(req.headers['content-length']);
-  if (declared > max) {
+function readBody(req: ServeRequest, res: ServerResponse, kind: BodyKind, max: number, done: BodyDone): void {
+  if (Number(req.headers['content-length']) > max) {
     req.resume();
     return done(res, kind, undefined);
   }
-  const whole = declared > 0 && Number.isSafeInteger(declared) ? declared : -1;
-  const body = new BodyReader(res, kind, max, whole, done);
-  req.on('data', (c: Buffer) => body.data(c));
-  // Without a declared length (chunked, or empty) the body ends at 'end'; with one, 'data' ends it.
-  if (whole < 0) req.on('end', () => body.end());
+  req.bodyReader = new BodyReader(res, kind, max, done);
 }
 
 /**
- * One body being read. An object with one listener closure over it, rather than a closure per step
- * (the 'data' listener, the finish step, the caller's continuation): each closure a request creates is
- * an allocation plus a CompileLazy trampoline on its first call, which a Linux perf profile under wrk
- * put at ~0.1 µs a request (`node bench/perf-diff.mjs serve-bare serve-json`).
+ * A request that can hand its body straight to a reader. node:http's parser gives each body chunk to the
+ * request's `push()` (the Readable implementer's method) and ends the body with `push(null)`, within the
+ * same pass over the socket's bytes that emitted 'request'. Through 'data' events, each chunk is first
+ * buffered in the stream (the first push is synchronous to the stream), flowed a tick later by `resume()`,
+ * and then emitted; taken here in `push()`, the body costs nothing beyond its bytes, and /json is decided
+ * in the parser's pass, as a bare server that answers at once would be. A subclass (http.createServer's
+ * `IncomingMessage` option) keeps every request one shape: an own `push` per request made Node's stream
+ * code megamorphic and cost more than it saved. A request without a reader behaves as any other.
  */
-class BodyReader {
+export class ServeRequest extends IncomingMessage {
+  bodyReader: BodySink | undefined = undefined;
+
+  // `any` is Readable.push's own signature.
+  override push(chunk: any, encoding?: BufferEncoding): boolean {
+    const reader = this.bodyReader;
+    if (reader === undefined) return super.push(chunk, encoding);
+    if (chunk !== null) {
+      reader.data(chunk as Buffer);
+      return true;
+    }
+    this.bodyReader = undefined;
+    reader.end();
+    // The stream itself ends empty, so 'end' still comes to anyone who listens (and Node's dump of an
+    // unread body, when the answer finishes, finds nothing to drop).
+    return super.push(null);
+  }
+}
+
+/** Where a ServeRequest's body goes instead of its stream: each chunk, then the end. */
+export interface BodySink {
+  data(chunk: Buffer): void;
+  end(): void;
+}
+
+/**
+ * One body being read: its chunks until the parser ends it, or until it passes `max`, which answers at
+ * once and drops the rest.
+ */
+class BodyReader implements BodySink {
   private size = 0;
   private first: Buffer | undefined = undefined;
   private chunks: Buffer[] | undefined = undefined;
-  private finished = false;
+  private tooLarge = false;
 
   constructor(
     private readonly res: ServerResponse,
     private readonly kind: BodyKind,
     private readonly max: number,
-    private readonly whole: number,
     private readonly done: BodyDone,
   ) {}
 
   data(c: Buffer): void {
-    if (this.finished) return;
+    if (this.tooLarge) return;
     this.size += c.length;
     if (this.size > this.max) {
-      this.finished = true;
+      this.tooLarge = true;
       this.first = this.chunks = undefined;
       return this.done(this.res, this.kind, undefined);
     }
     if (this.first === undefined) this.first = c;
     else (this.chunks ??= [this.first]).push(c);
-    if (this.size === this.whole) this.finish();
   }
 
   end(): void {
-    if (!this.finished) this.finish();
-  }
-
-  private finish(): void {
-    this.finished = true;
+    if (this.tooLarge) return;
     const { first, chunks } = this;
     // toString() without an argument is UTF-8 too, and skips the encoding lookup: 67 ns instead of 110 for a
     // /json body here.
@@ -136,7 +156,7 @@ export function createHttpServer(deps: HttpDeps): Server {
     decide(res, kind, rq);
   }
 
-  function post(req: IncomingMessage, res: ServerResponse, method: string, path: string, kind: BodyKind): void {
+  function post(req: ServeRequest, res: ServerResponse, method: string, path: string, kind: BodyKind): void {
     if (method !== 'POST') return send(res, 405, JSON.stringify({ error: `${path} takes POST` }), { ...JSON_HEADERS, allow: 'POST' });
     readBody(req, res, kind, deps.maxBodyBytes, decideBody);
   }
@@ -208,7 +228,7 @@ export function createHttpServer(deps: HttpDeps): Server {
     }
   }
 
-  const server = createServer((req, res) => {
+  const server = createServer({ IncomingMessage: ServeRequest }, (req, res) => {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);

@@ -53,9 +53,10 @@ test('gRPC TLS: the certificate and key go together, and a client CA needs both'
   assert.throws(() => readSettings(['--config', 'x.yaml', '--grpc-tls-client-ca', 'ca.pem'], {}), /--grpc-tls-client-ca needs --grpc-tls-cert and --grpc-tls-key/);
 });
 
-test('--redis-sentinel takes <master name>@host:port,...; one Redis backend at a time; no TLS with Sentinels yet', () => {
+test('--redis-sentinel takes <master name>@host:port,...; one Redis backend at a time; TLS settings go with it', () => {
   assert.equal(readSettings(['--config', 'x.yaml', '--redis-sentinel', 'mymaster@10.0.0.1:26379,10.0.0.2:26379'], {}).redisSentinel, 'mymaster@10.0.0.1:26379,10.0.0.2:26379');
   assert.throws(() => readSettings(['--config', 'x.yaml', '--redis-sentinel', '10.0.0.1:26379'], {}), /--redis-sentinel must be <master name>@host:port\[,host:port\.\.\.\], e\.g\. .*got "10\.0\.0\.1:26379"/);
   assert.throws(() => readSettings(['--config', 'x.yaml', '--redis', 'redis://x', '--redis-sentinel', 'm@h:1'], {}), /give one of --redis, --redis-cluster or --redis-sentinel, not --redis and --redis-sentinel/);
-  assert.throws(() => readSettings(['--config', 'x.yaml', '--redis-sentinel', 'm@h:1', '--redis-tls', 'true'], {}), /--redis-sentinel with --redis-tls or --redis-tls-ca is not supported yet/);
+  const tls = readSettings(['--config', 'x.yaml', '--redis-sentinel', 'm@h:1', '--redis-tls', 'true'], {});
+  assert.deepEqual([tls.redisSentinel, tls.redisTls], ['m@h:1', true]);
 });

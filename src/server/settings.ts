@@ -263,7 +263,6 @@ export function readSettings(args: readonly string[], env: NodeJS.ProcessEnv, al
   if (out.config === undefined) throw new SettingsError(`--config (or SLUICE_CONFIG) is required: the YAML file or folder of rate limits`);
   const backends = (['redis', 'redisCluster', 'redisSentinel'] as const).filter((k) => out[k] !== undefined);
   if (backends.length > 1) throw new SettingsError(`give one of --redis, --redis-cluster or --redis-sentinel, not ${backends.map((k) => SETTINGS[k].flag).join(' and ')}`);
-  if (out.redisSentinel !== undefined && (out.redisTls === true || out.redisTlsCa !== undefined)) throw new SettingsError(`--redis-sentinel with --redis-tls or --redis-tls-ca is not supported yet: TLS to Sentinels is untested here`);
   if ((out.grpcTlsCert === undefined) !== (out.grpcTlsKey === undefined)) {
     throw new SettingsError(`--grpc-tls-cert and --grpc-tls-key go together; only ${out.grpcTlsCert === undefined ? '--grpc-tls-key' : '--grpc-tls-cert'} was given`);
   }

@@ -71,8 +71,11 @@ export async function storeFromSettings(settings: Settings): Promise<ServiceStor
   } else if (settings.redisSentinel !== undefined) {
     // The Sentinels name the primary; on a failover ioredis asks them again and reconnects to the new one.
     // The Redis AUTH settings are the primary's and replicas'; the Sentinels themselves are asked without.
+    // With TLS both hops use it, with the same CA: a deployment that encrypts its Redis encrypts its
+    // Sentinels too (tls-replication), and ioredis otherwise reaches a TLS primary in plain text.
     const at = settings.redisSentinel.indexOf('@');
-    client = new Redis({ ...clientOptions, name: settings.redisSentinel.slice(0, at), sentinels: hostPorts(settings.redisSentinel.slice(at + 1)) });
+    const tls = 'tls' in clientOptions ? { enableTLSForSentinelMode: true, sentinelTLS: clientOptions.tls } : {};
+    client = new Redis({ ...clientOptions, ...tls, name: settings.redisSentinel.slice(0, at), sentinels: hostPorts(settings.redisSentinel.slice(at + 1)) });
     kind = 'redis-sentinel';
   } else {
     client = new Redis(settings.redis!, clientOptions);

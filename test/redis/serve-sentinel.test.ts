@@ -1,13 +1,14 @@
 // `sluice serve --redis-sentinel` end to end: a primary, its replica and a Sentinel, all this file's own on
 // spare ports. The service finds the primary through the Sentinel, decides there, and after the primary is
 // killed and the Sentinel promotes the replica it decides on the new primary, with the counts the replica
-// had copied: nothing restarts, nothing is reconfigured.
+// had copied: nothing restarts, nothing is reconfigured. Then a Sentinel on TLS only, naming a TLS primary.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { freePort, OwnRedis, ping } from './harness.js';
 import { post, start, TempConfig } from '../integration/serve-helpers.js';
 
@@ -26,10 +27,14 @@ async function until(cond: () => boolean | Promise<boolean>, ms: number, what: s
   }
 }
 
-/** The primary's port as the Sentinel names it. */
-function primaryPort(sentinelPort: number): number {
-  const out = execFileSync('redis-cli', ['-p', String(sentinelPort), 'SENTINEL', 'get-master-addr-by-name', 'sluice-primary'], { encoding: 'utf8', timeout: 2000 });
-  return Number(out.trim().split('\n')[1]);
+/** The primary's port as the Sentinel names it (`cli`: what redis-cli needs to reach it, e.g. TLS). */
+function primaryPort(sentinelPort: number, cli: string[] = []): number {
+  try {
+    const out = execFileSync('redis-cli', [...cli, '-p', String(sentinelPort), 'SENTINEL', 'get-master-addr-by-name', 'sluice-primary'], { encoding: 'utf8', timeout: 2000 });
+    return Number(out.trim().split('\n')[1]);
+  } catch {
+    return NaN;
+  }
 }
 
 describe('sluice serve --redis-sentinel', () => {
@@ -89,6 +94,82 @@ describe('sluice serve --redis-sentinel', () => {
       assert.equal(await check('ann'), 429, "ann's two requests were copied to the replica before it was promoted: her third is refused");
     } finally {
       await svc.close();
+    }
+  });
+});
+
+// The same over TLS, as managed and Helm-deployed Sentinels often run: the Sentinel listens on a TLS port
+// only and reaches the primary over TLS (tls-replication), the primary's TLS port is the one it names, and
+// both certificates come from the test CA (test/fixtures/tls). --redis-tls-ca is used for both hops.
+describe('sluice serve --redis-sentinel over TLS', () => {
+  const tlsFile = (name: string) => fileURLToPath(new URL(`../fixtures/tls/${name}`, import.meta.url));
+  const tlsCli = ['--tls', '--cacert', tlsFile('ca.pem')];
+  let primary: OwnRedis;
+  let primaryTlsPort: number;
+  let sentinel: ChildProcess | undefined;
+  let sentinelPort: number;
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-sentinel-tls-'));
+  const cfg = new TempConfig(CONFIG);
+  const certs = [`tls-cert-file ${tlsFile('server.pem')}`, `tls-key-file ${tlsFile('server.key')}`, `tls-ca-cert-file ${tlsFile('ca.pem')}`, 'tls-auth-clients no'];
+
+  before(async () => {
+    primaryTlsPort = await freePort();
+    primary = new OwnRedis(await freePort(), ['--tls-port', String(primaryTlsPort), ...certs.flatMap((l) => { const [k, v] = l.split(' '); return [`--${k}`, v!]; })]);
+    await primary.start();
+    sentinelPort = await freePort();
+    const conf = join(dir, 'sentinel.conf');
+    writeFileSync(conf, [
+      'port 0',
+      `tls-port ${sentinelPort}`,
+      ...certs,
+      'tls-replication yes',
+      'bind 127.0.0.1',
+      `dir ${dir}`,
+      `sentinel monitor sluice-primary 127.0.0.1 ${primaryTlsPort} 1`,
+      'sentinel down-after-milliseconds sluice-primary 500',
+      '',
+    ].join('\n'));
+    sentinel = spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' });
+    await until(() => ping(sentinelPort, tlsCli), 10_000, 'the Sentinel on its TLS port');
+    await until(() => primaryPort(sentinelPort, tlsCli) === primaryTlsPort, 10_000, 'the Sentinel to know the primary');
+  });
+  after(async () => {
+    if (sentinel !== undefined && sentinel.exitCode === null) {
+      const gone = new Promise((r) => sentinel!.once('exit', r));
+      sentinel.kill('SIGKILL');
+      await gone;
+    }
+    await primary.destroy();
+    rmSync(dir, { recursive: true, force: true });
+    cfg.remove();
+  });
+
+  test('--redis-tls-ca: the Sentinel and the primary it names are both reached over TLS, checked against that CA', async () => {
+    const prefix = `sluice-sentinel-tls-${process.pid}`;
+    const settings = { redisSentinel: `sluice-primary@127.0.0.1:${sentinelPort}`, redisTlsCa: tlsFile('ca.pem'), redisPrefix: prefix, failureMode: 'closed' as const, redisTimeoutMs: 2000, grpcPort: -1 };
+    const { svc } = await start(cfg.path, { name: 'sentinel tls', settings });
+    const check = (user: string) => post(svc.httpPort, '/v1/check', { domain: 'api', descriptors: [{ user }] }).then((r) => r.status);
+    try {
+      assert.equal((await fetch(`http://127.0.0.1:${svc.httpPort}/readyz`)).status, 200);
+      assert.deepEqual([await check('ann'), await check('ann'), await check('ann')], [200, 200, 429]);
+      const keys = execFileSync('redis-cli', ['-p', String(primary.port), '--scan', '--pattern', `${prefix}*`], { encoding: 'utf8' });
+      assert.notEqual(keys.trim(), '', 'the counts live on the primary');
+    } finally {
+      await svc.close();
+    }
+  });
+
+  test('without the CA (the system CAs only) the Sentinel is not trusted: not ready, and decisions are denied (failure mode closed)', async () => {
+    const settings = { redisSentinel: `sluice-primary@127.0.0.1:${sentinelPort}`, redisTls: true, redisPrefix: `sluice-sentinel-tls-untrusted-${process.pid}`, failureMode: 'closed' as const, redisTimeoutMs: 1000, redisConnectTimeoutMs: 1000, grpcPort: -1 };
+    const { svc } = await start(cfg.path, { name: 'sentinel tls untrusted', settings });
+    try {
+      assert.equal((await fetch(`http://127.0.0.1:${svc.httpPort}/readyz`)).status, 503);
+      assert.equal(await check(svc.httpPort), 429);
+    } finally {
+      await svc.close();
+    }
+    function check(port: number) {
+      return post(port, '/v1/check', { domain: 'api', descriptors: [{ user: 'ann' }] }).then((r) => r.status);
     }
   });
 });

@@ -281,6 +281,14 @@ test('the packed bin validates the shipped example config, and the tarball carri
   assert.match(listing, /package\/proto\/envoy\/service\/ratelimit\/v3\/rls\.proto/);
 });
 
+test("every file the README links to is in the tarball, so its links resolve where npm shows it", () => {
+  const listing = new Set(run('tar', ['-tzf', join(work, readdirSync(work).find((f) => f.endsWith('.tgz'))!)], work).split('\n'));
+  const readme = readFileSync(join(consumer, 'node_modules/sluice/README.md'), 'utf8');
+  const targets = [...readme.matchAll(/\]\(([^)#\s]+)(?:#[^)]*)?\)/g)].map((m) => m[1]!).filter((t) => !/^[a-z]+:/.test(t));
+  assert.ok(targets.length > 3, `found ${targets.length} relative links`);
+  for (const t of targets) assert.ok(listing.has(`package/${t.replace(/^\.\//, '')}`), `README links to ${t}, which the tarball lacks`);
+});
+
 test('the root export imports no package at all: the service-only dependencies stay out of the core', () => {
   // Walk the static import graph of the packed dist/index.js; every import must be relative or node:.
   const root = join(consumer, 'node_modules/sluice/dist');

@@ -46,9 +46,9 @@ function readBody(req: ServeRequest, res: ServerResponse, kind: BodyKind, max: n
  * A request that can hand its body straight to a reader. node:http's parser gives each body chunk to the
  * request's `push()` (the Readable implementer's method) and ends the body with `push(null)`, within the
  * same pass over the socket's bytes that emitted 'request'. Through 'data' events, each chunk is first
- * buffered in the stream (the first push is synchronous to the stream), flowed a tick later by `resume()`,
- * and then emitted; taken here in `push()`, the body costs nothing beyond its bytes, and /json is decided
- * in the parser's pass, as a bare server that answers at once would be. A subclass (http.createServer's
+ * buffered in the stream (until its first read, a stream takes pushes as synchronous), flowed a tick later
+ * by `resume()`, and then emitted; taken here in `push()`, the body costs nothing beyond its bytes, and
+ * /json is decided in the parser's pass (callgrind: about 1 k instructions less per request). A subclass (http.createServer's
  * `IncomingMessage` option) keeps every request one shape: an own `push` per request made Node's stream
  * code megamorphic and cost more than it saved. A request without a reader behaves as any other.
  */

@@ -27,6 +27,14 @@ async function until(cond: () => boolean | Promise<boolean>, ms: number, what: s
   }
 }
 
+/** Kills a process this file started (a Sentinel) and waits until it is gone. */
+async function kill(p: ChildProcess | undefined): Promise<void> {
+  if (p === undefined || p.exitCode !== null) return;
+  const gone = new Promise((r) => p.once('exit', r));
+  p.kill('SIGKILL');
+  await gone;
+}
+
 /** The primary's port as the Sentinel names it (`cli`: what redis-cli needs to reach it, e.g. TLS). */
 function primaryPort(sentinelPort: number, cli: string[] = []): number {
   try {
@@ -66,11 +74,7 @@ describe('sluice serve --redis-sentinel', () => {
     await until(() => primaryPort(sentinelPort) === primary.port, 10_000, 'the Sentinel to know the primary');
   });
   after(async () => {
-    if (sentinel !== undefined && sentinel.exitCode === null) {
-      const gone = new Promise((r) => sentinel!.once('exit', r));
-      sentinel.kill('SIGKILL');
-      await gone;
-    }
+    await kill(sentinel);
     await replica.destroy();
     await primary.destroy();
     rmSync(dir, { recursive: true, force: true });
@@ -134,11 +138,7 @@ describe('sluice serve --redis-sentinel over TLS', () => {
     await until(() => primaryPort(sentinelPort, tlsCli) === primaryTlsPort, 10_000, 'the Sentinel to know the primary');
   });
   after(async () => {
-    if (sentinel !== undefined && sentinel.exitCode === null) {
-      const gone = new Promise((r) => sentinel!.once('exit', r));
-      sentinel.kill('SIGKILL');
-      await gone;
-    }
+    await kill(sentinel);
     await primary.destroy();
     rmSync(dir, { recursive: true, force: true });
     cfg.remove();

@@ -80,7 +80,8 @@ export class StoreUnavailable extends Error {
   override readonly name = 'StoreUnavailable';
 }
 
-const MAX_UINT32 = 4_294_967_295;
+/** uint32's largest value: Envoy's limit_remaining for an unlimited rule, and the largest hits_addend. */
+export const MAX_UINT32 = 4_294_967_295;
 /** Distinct request-level overrides kept; beyond it the oldest is forgotten (a client cannot grow memory). */
 const MAX_OVERRIDES = 1024;
 

@@ -137,6 +137,36 @@ descriptors:
   );
 });
 
+test('mergeDomains: a replaces may name a rule of another file of the domain; a name no file has is a problem at its place', () => {
+  const a = `domain: api
+descriptors:
+  - key: ip
+    rate_limit: { name: per_ip, unit: minute, requests_per_unit: 100 }
+`;
+  const b = `domain: api
+descriptors:
+  - key: user
+    rate_limit:
+      unit: minute
+      requests_per_unit: 10
+      replaces: [{ name: per_ip }]
+`;
+  const cfg = parseConfig([{ file: 'a.yaml', text: a }, { file: 'b.yaml', text: b }], { mergeDomains: true });
+  assert.deepEqual(cfg.domains.get('api')!.rules.find((r) => r.id === 'api.user')!.replaces, ['per_ip']);
+  // Either file order: b's replaces is resolved once every file of the domain is read.
+  parseConfig([{ file: 'b.yaml', text: b }, { file: 'a.yaml', text: a }], { mergeDomains: true });
+  const typo = b.replace('name: per_ip', 'name: per_ipp');
+  assert.throws(
+    () => parseConfig([{ file: 'a.yaml', text: a }, { file: 'b.yaml', text: typo }], { mergeDomains: true }),
+    (e: unknown) => e instanceof ConfigError && e.problems.length === 1 && e.problems[0] === `b.yaml:7:18: descriptors[0].rate_limit.replaces[0]: replaces 'per_ipp', but no rate_limit in domain 'api' has that name`,
+  );
+  // Without merging, each file stands alone (and the second one's domain clashes).
+  assert.throws(
+    () => parseConfig([{ file: 'b.yaml', text: b }]),
+    (e: unknown) => e instanceof ConfigError && e.problems[0] === `b.yaml:7:18: descriptors[0].rate_limit.replaces[0]: replaces 'per_ip', but no rate_limit in domain 'api' has that name`,
+  );
+});
+
 test('sluice check-config exits 1 and lists the problems; 0 on a valid file', () => {
   const main = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
   const bad = spawnSync(process.execPath, ['--import', 'tsx', main, 'check-config', '--config', fixture('bad_limit_unit')], { encoding: 'utf8' });

@@ -112,7 +112,7 @@ export function configFiles(path: string): string[] {
 export interface ConfigOptions {
   /**
    * Envoy ratelimit's MERGE_DOMAIN_CONFIG: files that name the same domain add up to one domain. A top-level
-   * descriptor defined in two of them is still an error, and a `replaces` names a rule of its own file.
+   * descriptor defined in two of them is still an error; a `replaces` may name a rule of any of them.
    */
   readonly mergeDomains?: boolean;
 }
@@ -129,9 +129,13 @@ export function parseConfig(sources: readonly { file: string; text: string }[], 
   const domains = new Map<string, DomainConfig>();
   /** With mergeDomains: the files each domain has come from so far, for the problems of the next one. */
   const filesOf = new Map<string, string[]>();
+  /** `replaces` entries naming no rule of their own file: with mergeDomains, another file may have it. */
+  const unresolved: { domain: string; name: string; problem: string }[] = [];
   for (const { file, text } of sources) {
-    const d = parseDomain(file, text, problems);
-    if (d === undefined) continue;
+    const parsed = parseDomain(file, text, problems, options.mergeDomains === true);
+    if (parsed === undefined) continue;
+    const d = parsed.config;
+    for (const r of parsed.unresolvedReplaces) unresolved.push({ domain: d.domain, ...r });
     const other = domains.get(d.domain);
     if (other === undefined) {
       domains.set(internalized(d.domain), d); // interned for the lookup per request, as descriptor keys
@@ -141,6 +145,9 @@ export function parseConfig(sources: readonly { file: string; text: string }[], 
       domains.set(other.domain, mergeDomain(other, d, earlier, problems));
       earlier.push(basename(file));
     } else problems.push(`${basename(file)}: duplicate domain '${d.domain}', also in ${basename(other.file)} (--merge-domain-config merges them)`);
+  }
+  for (const r of unresolved) {
+    if (!domains.get(r.domain)?.rules.some((rule) => rule.name === r.name)) problems.push(r.problem);
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return { domains, files: sources.map((s) => s.file) };
@@ -156,9 +163,14 @@ class Walker {
   ) {}
 
   at(node: YamlNode | null | undefined, fallbackOffset: number, path: string, message: string): void {
+    this.problems.push(this.problem(node, fallbackOffset, path, message));
+  }
+
+  /** `file:line:col: path: message` for a node. */
+  problem(node: YamlNode | null | undefined, fallbackOffset: number, path: string, message: string): string {
     const offset = node?.range?.[0] ?? fallbackOffset;
     const { line, col } = this.lines.linePos(offset);
-    this.problems.push(`${this.name}:${line}:${col}: ${path ? `${path}: ` : ''}${message}`);
+    return `${this.name}:${line}:${col}: ${path ? `${path}: ` : ''}${message}`;
   }
 }
 
@@ -170,16 +182,25 @@ function byPosition(a: string, b: string): number {
   return Number(pa[1]) - Number(pb[1]) || Number(pa[2]) - Number(pb[2]);
 }
 
-function parseDomain(file: string, text: string, all: string[]): DomainConfig | undefined {
+/**
+ * A domain's file parsed: its config, and, when merging, the `replaces` that name no rule of that file
+ * (with their problem, reported if no other file of the domain has the rule either).
+ */
+interface ParsedDomain {
+  readonly config: DomainConfig;
+  readonly unresolvedReplaces: readonly { name: string; problem: string }[];
+}
+
+function parseDomain(file: string, text: string, all: string[], deferReplaces: boolean): ParsedDomain | undefined {
   const problems: string[] = [];
   try {
-    return parseDomainInto(file, text, problems);
+    return parseDomainInto(file, text, problems, deferReplaces);
   } finally {
     all.push(...problems.sort(byPosition));
   }
 }
 
-function parseDomainInto(file: string, text: string, problems: string[]): DomainConfig | undefined {
+function parseDomainInto(file: string, text: string, problems: string[], deferReplaces: boolean): ParsedDomain | undefined {
   const w = new Walker(basename(file), problems);
   const doc = parseDocument(text, { lineCounter: w.lines, prettyErrors: false, uniqueKeys: true });
   if (doc.errors.length > 0) {
@@ -205,12 +226,16 @@ function parseDomainInto(file: string, text: string, problems: string[]): Domain
   const descriptors = root.get('descriptors', true) as YamlNode | undefined;
   if (descriptors !== undefined) loadLevel(w, descriptors, 'descriptors', `${domain ?? ''}.`, domain ?? '', top, rules);
   const names = new Set(rules.map((r) => r.name).filter((n) => n !== undefined));
+  const unresolvedReplaces: { name: string; problem: string }[] = [];
   for (const r of w.replacesSeen) {
-    if (!names.has(r.name)) w.at(r.node, 0, r.path, `replaces '${r.name}', but no rate_limit in domain '${domain}' has that name`);
+    if (names.has(r.name)) continue;
+    const problem = w.problem(r.node, 0, r.path, `replaces '${r.name}', but no rate_limit in domain '${domain}' has that name`);
+    if (deferReplaces) unresolvedReplaces.push({ name: r.name, problem });
+    else problems.push(problem);
   }
   const httpDescriptors = loadHttpDescriptors(w, root.get('http_descriptors', true) as YamlNode | undefined);
   if (domain === undefined || domain === '') return undefined;
-  return { domain, file, root: top, rules, httpDescriptors, source: text };
+  return { config: { domain, file, root: top, rules, httpDescriptors, source: text }, unresolvedReplaces };
 }
 
 /** One domain from two files' parts: their top-level descriptors side by side, a key defined twice a problem. */

@@ -130,7 +130,7 @@ export async function startService(settings: Settings, options: StartOptions = {
     }
   }
 
-  log.info({ http: httpPort, grpc: grpcPort ?? 'off', store: backing.kind, domains: [...config.domains.keys()], rules: rules.rules.size, ...(settings.shadowMode ? { shadowMode: 'global: every answer is OK' } : {}) }, 'sluice serve listening');
+  log.info({ http: httpPort, grpc: grpcPort ?? 'off', store: backing.kind, ...(settings.redisPerSecond !== undefined ? { perSecondStore: 'redis' } : {}), domains: [...config.domains.keys()], rules: rules.rules.size, ...(settings.shadowMode ? { shadowMode: 'global: every answer is OK' } : {}) }, 'sluice serve listening');
 
   return {
     httpPort,

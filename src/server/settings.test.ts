@@ -53,6 +53,13 @@ test('gRPC TLS: the certificate and key go together, and a client CA needs both'
   assert.throws(() => readSettings(['--config', 'x.yaml', '--grpc-tls-client-ca', 'ca.pem'], {}), /--grpc-tls-client-ca needs --grpc-tls-cert and --grpc-tls-key/);
 });
 
+test('--redis-per-second takes a redis:// or rediss:// URL, and only beside a main Redis', () => {
+  assert.equal(readSettings(['--config', 'x.yaml', '--redis', 'redis://a:6379', '--redis-per-second', 'rediss://:pw@b:6380'], {}).redisPerSecond, 'rediss://:pw@b:6380');
+  assert.equal(readSettings(['--config', 'x.yaml', '--redis-cluster', 'a:7000'], { SLUICE_REDIS_PER_SECOND: 'redis://b:6380' }).redisPerSecond, 'redis://b:6380');
+  assert.throws(() => readSettings(['--config', 'x.yaml', '--redis', 'redis://a:6379', '--redis-per-second', 'b:6380'], {}), /--redis-per-second must be a redis:\/\/ or rediss:\/\/ URL, got "b:6380"/);
+  assert.throws(() => readSettings(['--config', 'x.yaml', '--redis-per-second', 'redis://b:6380'], {}), /--redis-per-second needs a main Redis \(--redis, --redis-cluster or --redis-sentinel\)/);
+});
+
 test('--redis-sentinel takes <master name>@host:port,...; one Redis backend at a time; TLS settings go with it', () => {
   assert.equal(readSettings(['--config', 'x.yaml', '--redis-sentinel', 'mymaster@10.0.0.1:26379,10.0.0.2:26379'], {}).redisSentinel, 'mymaster@10.0.0.1:26379,10.0.0.2:26379');
   assert.throws(() => readSettings(['--config', 'x.yaml', '--redis-sentinel', '10.0.0.1:26379'], {}), /--redis-sentinel must be <master name>@host:port\[,host:port\.\.\.\], e\.g\. .*got "10\.0\.0\.1:26379"/);

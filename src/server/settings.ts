@@ -29,6 +29,11 @@ export interface Settings {
   redisCluster: string | undefined;
   /** <master name>@host:port,host:port of Redis Sentinels: the primary they name, followed across failovers. */
   redisSentinel: string | undefined;
+  /**
+   * Envoy ratelimit's REDIS_PERSECOND: a Redis URL of its own for the rules whose windows are all at most a
+   * second (unit: second), whose many short-lived keys then stay off the main Redis.
+   */
+  redisPerSecond: string | undefined;
   redisPrefix: string;
   /** Redis ACL user and password (AUTH), for --redis and --redis-cluster alike; a URL's own win for --redis. */
   redisUsername: string | undefined;
@@ -130,6 +135,15 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
   grpcTlsKey: { flag: '--grpc-tls-key', env: 'SLUICE_GRPC_TLS_KEY', help: 'PEM private key of --grpc-tls-cert', parse: str },
   grpcTlsClientCa: { flag: '--grpc-tls-client-ca', env: 'SLUICE_GRPC_TLS_CLIENT_CA', help: 'PEM CA: require client certificates it signed (mutual TLS)', parse: str },
   redis: { flag: '--redis', env: 'SLUICE_REDIS', help: 'Redis URL, e.g. redis://127.0.0.1:6379 (default: in-memory store)', parse: str },
+  redisPerSecond: {
+    flag: '--redis-per-second',
+    env: 'SLUICE_REDIS_PER_SECOND',
+    help: "a second Redis URL for rules whose windows are at most 1 s, as Envoy ratelimit's REDIS_PERSECOND (needs a main Redis; credentials and rediss:// from its own URL)",
+    parse: (raw, where) => {
+      if (!/^rediss?:\/\/[^\s]+$/.test(raw)) throw new SettingsError(`${where} must be a redis:// or rediss:// URL, got ${JSON.stringify(raw)}`);
+      return raw;
+    },
+  },
   redisCluster: { flag: '--redis-cluster', env: 'SLUICE_REDIS_CLUSTER', help: 'Redis Cluster seed nodes host:port,host:port', parse: str },
   redisSentinel: {
     flag: '--redis-sentinel',
@@ -210,6 +224,7 @@ export const DEFAULTS: Omit<Settings, 'config'> = {
   redis: undefined,
   redisCluster: undefined,
   redisSentinel: undefined,
+  redisPerSecond: undefined,
   redisPrefix: 'sluice',
   redisUsername: undefined,
   redisPassword: undefined,
@@ -263,6 +278,7 @@ export function readSettings(args: readonly string[], env: NodeJS.ProcessEnv, al
   if (out.config === undefined) throw new SettingsError(`--config (or SLUICE_CONFIG) is required: the YAML file or folder of rate limits`);
   const backends = (['redis', 'redisCluster', 'redisSentinel'] as const).filter((k) => out[k] !== undefined);
   if (backends.length > 1) throw new SettingsError(`give one of --redis, --redis-cluster or --redis-sentinel, not ${backends.map((k) => SETTINGS[k].flag).join(' and ')}`);
+  if (out.redisPerSecond !== undefined && backends.length === 0) throw new SettingsError(`--redis-per-second needs a main Redis (--redis, --redis-cluster or --redis-sentinel) for the rules of longer windows`);
   if ((out.grpcTlsCert === undefined) !== (out.grpcTlsKey === undefined)) {
     throw new SettingsError(`--grpc-tls-cert and --grpc-tls-key go together; only ${out.grpcTlsCert === undefined ? '--grpc-tls-key' : '--grpc-tls-cert'} was given`);
   }

@@ -4,7 +4,7 @@
  * specific the service needs (readiness, shutdown) is answered here too.
  */
 import { MemoryStore } from '../stores/memory.js';
-import type { Store } from '../stores/store.js';
+import type { Store, StoreTable, TableSpec } from '../stores/store.js';
 import { readSettingFile } from './settings.js';
 import type { Settings } from './settings.js';
 
@@ -81,32 +81,65 @@ export async function storeFromSettings(settings: Settings): Promise<ServiceStor
     client = new Redis(settings.redis!, clientOptions);
     kind = 'redis';
   }
-  const events = client as unknown as { on(e: string, f: () => void): void; once(e: string, f: () => void): void };
-  events.on('error', () => {}); // reported through ready() and metrics
-  // With no offline queue a command sent before the connection is up fails at once, so wait for it
-  // (briefly: a Redis that is down at start-up is the failure mode's to answer, not a reason not to start).
-  await new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, settings.redisConnectTimeoutMs);
-    events.once('ready', () => {
-      clearTimeout(t);
-      resolve();
-    });
-  });
+  const clients = [client];
   const RedisStore = redisModule.RedisStore as new (o: object) => Store;
-  const store = new RedisStore({ client, prefix: settings.redisPrefix, timeoutMs: settings.redisTimeoutMs, onError: settings.failureMode });
+  const storeOf = (c: RedisClientLike) => new RedisStore({ client: c, prefix: settings.redisPrefix, timeoutMs: settings.redisTimeoutMs, onError: settings.failureMode });
+  let store = storeOf(client);
+  if (settings.redisPerSecond !== undefined) {
+    // Its own URL's credentials and scheme only: the main Redis's AUTH settings are not its. The CA of
+    // --redis-tls-ca is, when its URL is rediss://.
+    const tls = settings.redisPerSecond.startsWith('rediss:') && settings.redisTlsCa !== undefined ? { tls: { ca: readSettingFile('--redis-tls-ca', settings.redisTlsCa) } } : {};
+    const perSecond = new Redis(settings.redisPerSecond, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false, ...tls });
+    clients.push(perSecond);
+    store = new PerSecondSplit(store, storeOf(perSecond));
+  }
+  await Promise.all(clients.map((c) => connected(c, settings.redisConnectTimeoutMs)));
   return {
     store,
     kind,
     async ready() {
       if (settings.failureMode === 'open') return true;
       const timeout = new Promise<false>((resolve) => setTimeout(resolve, 500, false).unref());
-      return Promise.race([client.ping().then(() => true, () => false), timeout]);
+      const pings = Promise.all(clients.map((c) => c.ping())).then(() => true, () => false);
+      return Promise.race([pings, timeout]);
     },
     async close() {
-      await Promise.race([client.quit().catch(() => {}), new Promise((r) => setTimeout(r, 1000).unref())]);
-      client.disconnect();
+      await Promise.race([Promise.all(clients.map((c) => c.quit().catch(() => {}))), new Promise((r) => setTimeout(r, 1000).unref())]);
+      for (const c of clients) c.disconnect();
     },
   };
+}
+
+/**
+ * Resolves once a client is connected, or after `ms`. With no offline queue a command sent before the
+ * connection is up fails at once, so start-up waits for it; briefly, since a Redis that is down at start-up
+ * is the failure mode's to answer, not a reason not to start.
+ */
+function connected(client: RedisClientLike, ms: number): Promise<void> {
+  const events = client as unknown as { on(e: string, f: () => void): void; once(e: string, f: () => void): void };
+  events.on('error', () => {}); // reported through ready() and metrics
+  return new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    events.once('ready', () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+}
+
+/**
+ * Envoy ratelimit's per-second Redis: a limiter whose every window is at most a second keeps its state in
+ * `perSecond`, any other in `main`. A store binds per limiter, so a rule's keys all live on one side.
+ */
+export class PerSecondSplit implements Store {
+  constructor(
+    readonly main: Store,
+    readonly perSecond: Store,
+  ) {}
+
+  bind(spec: TableSpec): StoreTable {
+    return (spec.policies.every((p) => p.windowMs <= 1000) ? this.perSecond : this.main).bind(spec);
+  }
 }
 
 /**

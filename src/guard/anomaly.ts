@@ -8,7 +8,11 @@
  *   does not become the new normal, and the start of each bucket (few failures yet) is not a gap.
  * - The deviation is at least sqrt(mean), the Poisson floor, so a near-zero variance on a quiet site
  *   does not make a couple of typos an anomaly; and at least `minFailures` must fail within the bucket.
- * - It is per process. Each node sees its share of traffic; the share moves with it, so the test holds.
+ * - By default it is per process: each node sees its share of traffic, and the share moves with it, so the
+ *   test holds. Shared (the guard's `anomalyScope: 'fleet'`), it counts the fleet's failures instead: what it
+ *   notes waits in `unshared` until the guard adds it to the shared count, and the count it tests is the
+ *   shared total as last read plus what it has not shared yet. A bucket is folded into the baseline with the
+ *   count known when it ends, so the fleet's last sync interval of a bucket may be missing from it.
  */
 
 export interface AnomalySettings {
@@ -31,6 +35,8 @@ export class FailureRateMonitor {
   private variance = 0;
   private learnt = 0;
   private previousAnomalous = false;
+  /** Failures noted and not yet added to the shared count, by bucket (shared mode only). */
+  private readonly unshared = new Map<number, number>();
 
   constructor(settings: AnomalySettings) {
     this.s = settings;
@@ -43,11 +49,46 @@ export class FailureRateMonitor {
     this.count++;
   }
 
+  /**
+   * Shared mode: what to add to the shared counts, by bucket, and the current bucket (with 0 if nothing
+   * is to be added) so that its total is read back. Taken out: give it back with `unshare` if the adding fails.
+   */
+  takeUnshared(now: number): [bucket: number, count: number][] {
+    this.advance(now);
+    // A bucket older than the one before is folded everywhere by now: adding to it would change nothing.
+    const adds: [number, number][] = [...this.unshared].filter(([b]) => b >= this.bucket - 1);
+    this.unshared.clear();
+    if (!adds.some(([b]) => b === this.bucket)) adds.push([this.bucket, 0]);
+    return adds;
+  }
+
+  /** Shared mode: gives back counts that could not be added, to be added by the next sync. */
+  unshare(adds: readonly (readonly [bucket: number, count: number])[]): void {
+    for (const [b, n] of adds) if (n > 0) this.unshared.set(b, (this.unshared.get(b) ?? 0) + n);
+  }
+
+  /** Shared mode: the fleet's total for `bucket`; if it is the current one, it becomes the count tested. */
+  applyShared(bucket: number, total: number): void {
+    if (bucket === this.bucket) this.count = total + (this.unshared.get(bucket) ?? 0);
+  }
+
+  /** Shared mode: notes a failure as note() does, and keeps it to be added to the shared count. */
+  noteShared(now: number): void {
+    this.note(now);
+    this.unshared.set(this.bucket, (this.unshared.get(this.bucket) ?? 0) + 1);
+  }
+
   /** Whether failures are anomalous at `now`. */
   anomalous(now: number): boolean {
     this.advance(now);
     if (this.learnt < this.s.warmup) return false;
     return this.previousAnomalous || this.exceeds(this.count);
+  }
+
+  /** Failures in the current bucket at `now`, as this monitor knows them (the fleet's, when shared). */
+  currentCount(now: number): number {
+    this.advance(now);
+    return this.count;
   }
 
   /** The failure count above which a bucket is anomalous (for reports and tests). */

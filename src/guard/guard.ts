@@ -68,6 +68,8 @@ export class Guard {
   private readonly pairBucket: StoreTable;
   private readonly backoff: BackoffSchedule;
   private readonly sourceSpec: SourceSpec;
+  /** With `anomalyScope: 'fleet'`: the timer that shares the anomaly counts (unref'd; close() stops it). */
+  private syncTimer: ReturnType<typeof setInterval> | undefined;
 
   constructor(options: GuardOptions) {
     this.config = resolveOptions(options, process.env.NODE_ENV);
@@ -103,6 +105,15 @@ export class Guard {
       sigma: c.strangerAnomalySigma,
       minFailures: c.strangerAnomalyMinFailures,
     });
+    if (c.anomalyScope === 'fleet') {
+      if (typeof this.state.shareFailures !== 'function') {
+        throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'anomalyScope' 'fleet' needs a state that shares failure counts (a RedisStore's, or one MemoryGuardState given to every guard); this state has no shareFailures()`);
+      }
+      if (c.anomalySyncEveryMs > 0) {
+        this.syncTimer = setInterval(() => void this.syncAnomaly(), c.anomalySyncEveryMs);
+        this.syncTimer.unref();
+      }
+    }
     if (typeof this.store !== 'object' || this.store === null || typeof this.store.bind !== 'function') {
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'store' must be a sluice store such as new MemoryStore(), got ${show(this.store)}`);
     }
@@ -230,8 +241,7 @@ export class Guard {
     // stranger refused (challenge or worse) counts as a failure of its sources and of the global and
     // stranger failure rates.
     if (!familiar && rank(verdict.action) >= rank('challenge')) {
-      this.monitor.note(now);
-      this.strangerMonitor.note(now);
+      this.noteFailure(now, true);
       if (!standing.allowed) {
         const noted = this.noteSources(t, true, now);
         if (isPromise(noted)) await noted;
@@ -277,14 +287,61 @@ export class Guard {
       this.noteSources(t, true, now),
     ]);
     if (isPromise(writes)) await writes;
-    this.monitor.note(now);
-    if (path === 'unfamiliar') this.strangerMonitor.note(now);
+    this.noteFailure(now, path === 'unfamiliar');
     return { counted: true, consecutiveFailures: failed.total };
+  }
+
+  /** A failure for the anomaly monitors: the global one, and the stranger one if it came from an unfamiliar source. */
+  private noteFailure(now: number, unfamiliar: boolean): void {
+    const shared = this.config.anomalyScope === 'fleet';
+    if (shared) this.monitor.noteShared(now);
+    else this.monitor.note(now);
+    if (!unfamiliar) return;
+    if (shared) this.strangerMonitor.noteShared(now);
+    else this.strangerMonitor.note(now);
+  }
+
+  /**
+   * With `anomalyScope: 'fleet'`: adds this guard's failures to the shared counts and reads the fleet's
+   * totals back, for both monitors (the timer calls it every `anomalySyncEvery`). If the state fails, the
+   * counts are kept for the next call and the monitors go on with their own count and the last total read.
+   */
+  async syncAnomaly(): Promise<void> {
+    if (this.config.anomalyScope !== 'fleet') return;
+    const now = this.clock();
+    await Promise.all([
+      this.shareOne('global', this.monitor, this.config.anomalyBucketMs, now),
+      this.shareOne('stranger', this.strangerMonitor, this.config.strangerAnomalyBucketMs, now),
+    ]);
+  }
+
+  private async shareOne(name: string, monitor: FailureRateMonitor, bucketMs: number, now: number): Promise<void> {
+    const adds = monitor.takeUnshared(now);
+    let totals: number[];
+    try {
+      // Kept for three buckets: the current one, the one before (still being added to by slow syncs), and one spare.
+      totals = await this.state.shareFailures!(name, adds, 3 * bucketMs, now);
+    } catch {
+      monitor.unshare(adds);
+      return;
+    }
+    adds.forEach(([bucket], i) => monitor.applyShared(bucket, totals[i]!));
+  }
+
+  /** Stops the timer of `anomalyScope: 'fleet'` (it never keeps a process alive, being unref'd). */
+  close(): void {
+    if (this.syncTimer !== undefined) clearInterval(this.syncTimer);
+    this.syncTimer = undefined;
   }
 
   /** Whether global failures are anomalous now (for dashboards and the simulator). */
   anomalous(): boolean {
     return this.monitor.anomalous(this.clock());
+  }
+
+  /** Failures in the current global anomaly bucket, as this guard knows them (the fleet's with `anomalyScope: 'fleet'`). */
+  failuresThisBucket(): number {
+    return this.monitor.currentCount(this.clock());
   }
 
   /** Notes the attempt on its address, subnet and fingerprint: a Promise only if the state answers with one. */

@@ -50,6 +50,8 @@ export class MemoryGuardState implements GuardState {
    * entries as holes at the front of the table until it rehashes, so each call would scan every hole.
    */
   private accountEvictor: MapIterator<string> | undefined;
+  /** shareFailures' counts: by monitor and bucket, with when each expires. A few per monitor at a time. */
+  private readonly failureCounts = new Map<string, { count: number; expiresAt: number }>();
 
   constructor(options: MemoryGuardStateOptions = {}) {
     if (typeof options !== 'object' || options === null) {
@@ -171,6 +173,21 @@ export class MemoryGuardState implements GuardState {
 
   readSource(source: string, now: number, spec: SourceSpec): SourceView | undefined {
     return this.sources.read(source, now, spec);
+  }
+
+  /** Guards of one process sharing this state share their anomaly counts, as guards on one Redis do. */
+  shareFailures(monitor: string, adds: readonly (readonly [bucket: number, count: number])[], ttlMs: number, now: number): number[] {
+    for (const [k, v] of this.failureCounts) if (v.expiresAt <= now) this.failureCounts.delete(k);
+    return adds.map(([bucket, count]) => {
+      const key = `${monitor}\u0000${bucket}`;
+      const held = this.failureCounts.get(key) ?? { count: 0, expiresAt: now + ttlMs };
+      if (count > 0) {
+        held.count += count;
+        held.expiresAt = now + ttlMs;
+        this.failureCounts.set(key, held);
+      }
+      return held.count;
+    });
   }
 
   /** Everything held, as JSON: for audits and the privacy test (it must hold no plain value). */

@@ -117,6 +117,14 @@ export interface GuardOptions {
   anomalySigma?: number;
   /** Fewest failures in a bucket that can be an anomaly, so a quiet site does not fire on a handful. Default 10. */
   anomalyMinFailures?: number;
+  /**
+   * 'process' (default): each guard's anomaly monitors count the failures it records. 'fleet': every guard
+   * on the same shared state (a RedisStore's, or one MemoryGuardState) counts them all, adding its own to
+   * the shared count and reading the total every `anomalySyncEvery`. Applies to both monitors.
+   */
+  anomalyScope?: 'process' | 'fleet';
+  /** With `anomalyScope: 'fleet'`, how often counts are shared. 0: only when `syncAnomaly()` is called. Default '1s'. */
+  anomalySyncEvery?: number | string;
 
   /**
    * Width of one bucket of the long-scale monitor, which counts only failures from unfamiliar sources (an
@@ -193,6 +201,8 @@ export interface GuardConfig {
   readonly anomalyWarmupBuckets: number;
   readonly anomalySigma: number;
   readonly anomalyMinFailures: number;
+  readonly anomalyScope: 'process' | 'fleet';
+  readonly anomalySyncEveryMs: number;
   readonly strangerAnomalyBucketMs: number;
   readonly strangerAnomalyBaselineBuckets: number;
   readonly strangerAnomalyWarmupBuckets: number;
@@ -229,7 +239,7 @@ const KNOWN = new Set([
   'maxFamiliarSources', 'ipFailuresPerDay', 'subnetFailuresPerDay', 'pairFailuresPerHour', 'sourceWindow', 'ratioWindow',
   'ipDistinctAccounts', 'longSourceWindow', 'ipDistinctAccountsLong', 'subnetDistinctAccounts', 'fingerprintDistinctAccounts', 'failureRatio', 'ratioMinFailures',
   'allowList', 'denyList', 'hostingRanges', 'anomalyBucket', 'anomalyBaselineBuckets', 'anomalyWarmupBuckets',
-  'anomalySigma', 'anomalyMinFailures', 'strangerAnomalyBucket', 'strangerAnomalyBaselineBuckets',
+  'anomalySigma', 'anomalyMinFailures', 'anomalyScope', 'anomalySyncEvery', 'strangerAnomalyBucket', 'strangerAnomalyBaselineBuckets',
   'strangerAnomalyWarmupBuckets', 'strangerAnomalySigma', 'strangerAnomalyMinFailures', 'weights', 'delayAt', 'challengeAt', 'mfaAt', 'blockAt', 'riskDelay',
   'challenge', 'powDifficulty', 'powStep', 'powMaxDifficulty', 'blockFor',
 ]);
@@ -266,6 +276,12 @@ function duration(o: GuardOptions, field: keyof GuardOptions, fallback: string):
   } catch (error) {
     invalid(`'${field}' must be milliseconds or a duration such as '1s', '15m' or '1d', got ${show(v)}`);
   }
+}
+
+function scope(v: unknown): 'process' | 'fleet' {
+  if (v === undefined) return 'process';
+  if (v !== 'process' && v !== 'fleet') invalid(`'anomalyScope' must be 'process' or 'fleet', got ${show(v)}`);
+  return v;
 }
 
 function cidrList(o: GuardOptions, field: 'allowList' | 'denyList' | 'hostingRanges'): readonly string[] {
@@ -359,6 +375,8 @@ export function resolveOptions(options: GuardOptions, env: string | undefined): 
     anomalyWarmupBuckets: integer(o, 'anomalyWarmupBuckets', 30, 1),
     anomalySigma: fraction(o, 'anomalySigma', 3, 0, 100),
     anomalyMinFailures: integer(o, 'anomalyMinFailures', 10, 1),
+    anomalyScope: scope(o.anomalyScope),
+    anomalySyncEveryMs: o.anomalySyncEvery === 0 ? 0 : duration(o, 'anomalySyncEvery', '1s'),
     strangerAnomalyBucketMs: duration(o, 'strangerAnomalyBucket', '1h'),
     strangerAnomalyBaselineBuckets: integer(o, 'strangerAnomalyBaselineBuckets', 24, 2),
     strangerAnomalyWarmupBuckets: integer(o, 'strangerAnomalyWarmupBuckets', 12, 1),

@@ -2,7 +2,11 @@
 // fingerprint; failure ratio; IP reputation; the global failure-rate anomaly.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { lone, makeGuard, T0, v4, v6 } from '../../test/support/guard-kit.js';
+import { lone, makeGuard, SECRET, T0, v4, v6 } from '../../test/support/guard-kit.js';
+import { Guard } from './guard.js';
+import { MemoryGuardState } from './memory-state.js';
+import type { GuardState } from './state.js';
+import { MemoryStore } from '../stores/memory.js';
 
 const fail = (account: string, ip: string, fingerprint?: string) =>
   fingerprint === undefined ? { account, ip, success: false } : { account, ip, fingerprint, success: false };
@@ -229,4 +233,71 @@ test('stranger-failure-anomaly needs its warm-up and is configurable', async () 
   await guard.record(fail('late2', lone(102)));
   const v = await guard.check({ account: 'bob', ip: lone(502) });
   assert.deepEqual([v.action, v.reasons], ['challenge', ['stranger-failure-anomaly']]);
+});
+
+test("anomalyScope 'fleet': two guards on one state count the fleet's failures, and see a shift that neither sees alone", async () => {
+  let now = T0;
+  const pair = (scope: 'process' | 'fleet') => {
+    const state = new MemoryGuardState();
+    const options = { secret: SECRET, state, clock: () => now, random: () => 0, anomalyScope: scope, anomalySyncEvery: 0, anomalyBaselineBuckets: 20, anomalyWarmupBuckets: 10 } as const;
+    return [new Guard({ ...options, store: new MemoryStore() }), new Guard({ ...options, store: new MemoryStore() })] as const;
+  };
+  const fleet = pair('fleet');
+  const alone = pair('process');
+  let n = 0;
+  const failures = async (guard: Guard, count: number) => {
+    for (let i = 0; i < count; i++, n++) await guard.record(fail(`user${n}`, lone(n)));
+  };
+  const sync = async ([a, b]: readonly [Guard, Guard]) => {
+    await a.syncAnomaly();
+    await b.syncAnomaly();
+    await a.syncAnomaly(); // a reads b's additions too
+  };
+  // Fifteen minutes of baseline: three failures a minute on each server, six in the fleet.
+  for (let m = 0; m < 15; m++) {
+    for (const g of [...fleet, ...alone]) await failures(g, 3);
+    await sync(fleet);
+    assert.deepEqual([fleet[0].failuresThisBucket(), fleet[1].failuresThisBucket(), alone[0].failuresThisBucket()], [6, 6, 3]);
+    now += 60_000;
+  }
+  // Then eight a minute on each: sixteen in the fleet, against a baseline of six (threshold 13.3); eight
+  // on a server is below its own threshold (the minimum of ten failures).
+  for (const g of [...fleet, ...alone]) await failures(g, 8);
+  assert.deepEqual([fleet[0].anomalous(), fleet[1].anomalous()], [false, false], 'before sharing, each knows its own eight');
+  await sync(fleet);
+  assert.deepEqual([fleet[0].failuresThisBucket(), fleet[1].failuresThisBucket()], [16, 16]);
+  assert.deepEqual([fleet[0].anomalous(), fleet[1].anomalous()], [true, true], 'the fleet sees the shift');
+  assert.deepEqual([alone[0].anomalous(), alone[1].anomalous()], [false, false], 'per process, neither does');
+});
+
+test("anomalyScope 'fleet': a state that cannot share counts is refused; a failing share keeps the counts for the next", async () => {
+  // A state of its own kind, as a user might write, that keeps no shared counts.
+  const inner = new MemoryGuardState();
+  const noShare: GuardState = {
+    readAccount: (...a) => inner.readAccount(...a),
+    failAccount: (...a) => inner.failAccount(...a),
+    lockAccount: (...a) => inner.lockAccount(...a),
+    succeedAccount: (...a) => inner.succeedAccount(...a),
+    noteSource: (...a) => inner.noteSource(...a),
+    readSource: (...a) => inner.readSource(...a),
+  };
+  assert.throws(() => new Guard({ secret: SECRET, state: noShare, anomalyScope: 'fleet' }), /'anomalyScope' 'fleet' needs a state that shares failure counts/);
+  assert.throws(() => new Guard({ secret: SECRET, anomalyScope: 'fleets' as 'fleet' }), /'anomalyScope' must be 'process' or 'fleet', got "fleets"/);
+  let now = T0;
+  const state = new MemoryGuardState();
+  let down = true;
+  const flaky = Object.assign(Object.create(state) as MemoryGuardState, {
+    shareFailures: (...args: Parameters<MemoryGuardState['shareFailures']>) => (down ? Promise.reject(new Error('Redis is down')) : state.shareFailures(...args)),
+  });
+  const a = new Guard({ secret: SECRET, state: flaky, clock: () => now, anomalyScope: 'fleet', anomalySyncEvery: 0 });
+  const b = new Guard({ secret: SECRET, state, clock: () => now, anomalyScope: 'fleet', anomalySyncEvery: 0 });
+  for (let i = 0; i < 4; i++) await a.record(fail(`u${i}`, lone(i)));
+  await a.syncAnomaly();
+  assert.equal(a.failuresThisBucket(), 4, 'its own count while the state fails');
+  down = false;
+  await a.syncAnomaly();
+  await b.syncAnomaly();
+  assert.equal(b.failuresThisBucket(), 4, 'the four were shared once the state answered');
+  now += 1;
+  a.close();
 });

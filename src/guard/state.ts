@@ -90,6 +90,13 @@ export interface GuardState {
   noteSource(source: string, account: string, failed: boolean, now: number, spec: SourceSpec): MaybePromise<SourceView>;
   /** The source's view now, or undefined if it has none. */
   readSource(source: string, now: number, spec: SourceSpec): MaybePromise<SourceView | undefined>;
+  /**
+   * The fleet's failure counts for an anomaly monitor (`anomalyScope: 'fleet'`): adds each `[bucket, count]`
+   * to the count every guard on this state shares for `monitor`, and returns the buckets' totals after it,
+   * in order. A bucket's count lives `ttlMs` after its last addition. States that are not shared need not
+   * have it.
+   */
+  shareFailures?(monitor: string, adds: readonly (readonly [bucket: number, count: number])[], ttlMs: number, now: number): MaybePromise<number[]>;
 }
 
 /**

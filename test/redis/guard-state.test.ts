@@ -97,6 +97,29 @@ test('every call touches keys of one hash tag (one Cluster slot)', () => {
   assert.equal(state.accountKey('t1'), 'p:{ga:t1}');
 });
 
+test("anomalyScope 'fleet' on Redis: guards on their own clients and one prefix count each other's failures, in keys that expire", async () => {
+  const prefix = fresh();
+  const now = 1_700_000_123_456;
+  const guardOn = (client: typeof io | typeof nr) =>
+    new Guard({ secret: 'fleet-secret-0123456789', store: new RedisStore({ client, prefix, clock: 'client', timeoutMs: 2000, onError: 'closed' }), clock: () => now, random: () => 0, anomalyScope: 'fleet', anomalySyncEvery: 0 });
+  const a = guardOn(io);
+  const b = guardOn(nr);
+  for (let i = 0; i < 5; i++) await a.record({ account: `a${i}`, ip: `10.0.0.${i + 1}`, success: false });
+  for (let i = 0; i < 7; i++) await b.record({ account: `b${i}`, ip: `10.0.1.${i + 1}`, success: false });
+  assert.deepEqual([a.failuresThisBucket(), b.failuresThisBucket()], [5, 7], 'each its own before sharing');
+  await a.syncAnomaly();
+  await b.syncAnomaly();
+  await a.syncAnomaly();
+  assert.deepEqual([a.failuresThisBucket(), b.failuresThisBucket()], [12, 12]);
+  const state = new RedisGuardState({ client: io, prefix });
+  for (const [monitor, bucketMs] of [['global', 60_000], ['stranger', 3_600_000]] as const) {
+    const key = state.failureCountKey(monitor, Math.floor(now / bucketMs));
+    assert.equal(await io.get(key), '12', `${monitor}: every failure was from an unfamiliar source`);
+    const ttl = await io.pttl(key);
+    assert.ok(ttl > 0 && ttl <= 3 * bucketMs, `${key} expires (PTTL ${ttl})`);
+  }
+});
+
 /** A seeded generator (mulberry32), so a failing run can be replayed. */
 function rng(seed: number) {
   return () => {

@@ -163,6 +163,25 @@ export class RedisGuardState implements GuardState {
    * One script call within timeoutMs, its reply parsed. When Redis cannot answer, `onError` decides: the
    * `open` answer, a rejection, or the same call on this process's local state.
    */
+  /** The key of a monitor's failure count in one anomaly bucket: one hash tag per monitor, one slot. */
+  failureCountKey(monitor: string, bucket: number): string {
+    return `${this.prefix}:{gf:${escapeId(monitor)}}:${num(bucket)}`;
+  }
+
+  /**
+   * Adds to and reads the fleet's failure counts (one call for every bucket given). Unlike the account and
+   * source calls it has no failure policy of its own: it rejects, and the guard keeps what it could not
+   * share for the next call, deciding meanwhile on its own count and the last shared one.
+   */
+  async shareFailures(monitor: string, adds: readonly (readonly [bucket: number, count: number])[], ttlMs: number): Promise<number[]> {
+    if (adds.length === 0) return [];
+    const reply = (await this.call(
+      adds.map(([bucket]) => this.failureCountKey(monitor, bucket)),
+      ['shareFailures', num(Math.ceil(ttlMs)), ...adds.map(([, count]) => num(count))],
+    )) as unknown[];
+    return reply.map(Number);
+  }
+
   private async run<T>(keys: string[], args: string[], parse: (reply: unknown) => T, local: (l: MemoryGuardState) => T, open: T): Promise<T> {
     let reply: unknown;
     try {

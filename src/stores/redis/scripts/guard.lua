@@ -205,4 +205,20 @@ elseif op == 'noteSource' or op == 'readSource' then
   redis.call('PEXPIRE', KEYS[1], math.ceil(idleMs))
   return sourceView(s, KEYS[2], distinctMs, longMs)
 end
+if op == 'shareFailures' then
+  -- The fleet's failure count per anomaly bucket: KEYS are buckets of one monitor (one hash tag), ARGV[2]
+  -- their time to live, ARGV[3..] what to add to each. Returns each bucket's total after the additions.
+  local ttl = ARGV[2]
+  local out = {}
+  for i, key in ipairs(KEYS) do
+    local add = tonumber(ARGV[i + 2])
+    if add > 0 then
+      out[i] = redis.call('INCRBY', key, add)
+      redis.call('PEXPIRE', key, ttl)
+    else
+      out[i] = tonumber(redis.call('GET', key) or '0')
+    end
+  end
+  return out
+end
 return redis.error_reply('ERR sluice guard script: unknown operation ' .. tostring(op))

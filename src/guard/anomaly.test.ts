@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import fc from 'fast-check';
 import { FailureRateMonitor } from './anomaly.js';
 
 const settings = { bucketMs: 60_000, span: 60, warmup: 30, sigma: 3, minFailures: 10 };
@@ -56,4 +57,45 @@ test('silence longer than ten spans resets the baseline and the warm-up', () => 
   for (let i = 0; i < 100; i++) m.note(later + i);
   assert.equal(m.anomalous(later + 100), false);
   assert.equal(m.baselineBuckets, 0);
+});
+
+// Shared mode against a model of the fleet: monitors that note failures and sync, in any order and at any
+// time, through a shared count per bucket (what MemoryGuardState and Redis keep).
+test('shared: a monitor never counts more than the fleet failed; after every monitor syncs twice, each counts exactly what the fleet did', () => {
+  const event = fc.oneof(
+    fc.record({ kind: fc.constant('note' as const), who: fc.nat(2), dt: fc.nat(30_000) }),
+    fc.record({ kind: fc.constant('sync' as const), who: fc.nat(2), dt: fc.nat(30_000) }),
+    fc.record({ kind: fc.constant('sync-fails' as const), who: fc.nat(2), dt: fc.nat(30_000) }),
+  );
+  fc.assert(
+    fc.property(fc.array(event, { maxLength: 200 }), (events) => {
+      const monitors = [0, 1, 2].map(() => new FailureRateMonitor(settings));
+      const shared = new Map<number, number>();
+      const truth = new Map<number, number>();
+      const sync = (m: FailureRateMonitor, now: number, fails = false) => {
+        const adds = m.takeUnshared(now);
+        if (fails) return m.unshare(adds);
+        const totals = adds.map(([b, n]) => {
+          shared.set(b, (shared.get(b) ?? 0) + n);
+          return shared.get(b)!;
+        });
+        adds.forEach(([b], i) => m.applyShared(b, totals[i]!));
+      };
+      let now = 1_700_000_000_000;
+      for (const e of events) {
+        now += e.dt;
+        const m = monitors[e.who]!;
+        if (e.kind === 'note') {
+          m.noteShared(now);
+          const b = Math.floor(now / settings.bucketMs);
+          truth.set(b, (truth.get(b) ?? 0) + 1);
+        } else sync(m, now, e.kind === 'sync-fails');
+        const bucket = Math.floor(now / settings.bucketMs);
+        for (const x of monitors) assert.ok(x.currentCount(now) <= (truth.get(bucket) ?? 0));
+      }
+      for (let round = 0; round < 2; round++) for (const m of monitors) sync(m, now);
+      const bucket = Math.floor(now / settings.bucketMs);
+      for (const m of monitors) assert.equal(m.currentCount(now), truth.get(bucket) ?? 0);
+    }),
+  );
 });

@@ -109,10 +109,6 @@ export class Guard {
       if (typeof this.state.shareFailures !== 'function') {
         throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'anomalyScope' 'fleet' needs a state that shares failure counts (a RedisStore's, or one MemoryGuardState given to every guard); this state has no shareFailures()`);
       }
-      if (c.anomalySyncEveryMs > 0) {
-        this.syncTimer = setInterval(() => void this.syncAnomaly(), c.anomalySyncEveryMs);
-        this.syncTimer.unref();
-      }
     }
     if (typeof this.store !== 'object' || this.store === null || typeof this.store.bind !== 'function') {
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'store' must be a sluice store such as new MemoryStore(), got ${show(this.store)}`);
@@ -126,6 +122,11 @@ export class Guard {
     this.pairBucket = bucket('guard-pair', c.pairFailuresPerHour, '1h');
     this.backoff = { freeFailures: c.freeFailures, baseMs: c.backoffBaseMs, maxMs: c.backoffMaxMs, jitter: c.backoffJitter };
     this.sourceSpec = { distinctWindowMs: c.sourceWindowMs, longDistinctWindowMs: c.longSourceWindowMs, ratioWindowMs: c.ratioWindowMs, maxDistinct: distinctCap(c) };
+    // Last, once nothing above can throw: a guard that failed to construct leaves no timer behind.
+    if (c.anomalyScope === 'fleet' && c.anomalySyncEveryMs > 0) {
+      this.syncTimer = setInterval(() => void this.syncAnomaly(), c.anomalySyncEveryMs);
+      this.syncTimer.unref();
+    }
   }
 
   /**

@@ -400,6 +400,11 @@ export function resolveOptions(options: GuardOptions, env: string | undefined): 
   }
   if (config.powMaxDifficulty < config.powDifficulty) invalid(`'powMaxDifficulty' (${config.powMaxDifficulty}) must be at least 'powDifficulty' (${config.powDifficulty})`);
   if (config.anomalyWarmupBuckets > 10 * config.anomalyBaselineBuckets) invalid(`'anomalyWarmupBuckets' must be at most 10 × 'anomalyBaselineBuckets'`);
+  // A timer takes at most 2^31 - 1 ms (longer fires at once, every millisecond), and syncing less often
+  // than a bucket lasts would leave whole buckets unshared.
+  if (config.anomalySyncEveryMs > Math.min(config.anomalyBucketMs, 2 ** 31 - 1)) {
+    invalid(`'anomalySyncEvery' must be at most 'anomalyBucket' (${config.anomalyBucketMs} ms), got ${show(o.anomalySyncEvery)}`);
+  }
   if (config.longSourceWindowMs < config.sourceWindowMs) invalid(`'longSourceWindow' (${config.longSourceWindowMs} ms) must be at least 'sourceWindow' (${config.sourceWindowMs} ms)`);
   if (config.strangerAnomalyWarmupBuckets > 10 * config.strangerAnomalyBaselineBuckets) invalid(`'strangerAnomalyWarmupBuckets' must be at most 10 × 'strangerAnomalyBaselineBuckets'`);
   return config;

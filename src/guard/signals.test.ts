@@ -283,6 +283,7 @@ test("anomalyScope 'fleet': a state that cannot share counts is refused; a faili
   };
   assert.throws(() => new Guard({ secret: SECRET, state: noShare, anomalyScope: 'fleet' }), /'anomalyScope' 'fleet' needs a state that shares failure counts/);
   assert.throws(() => new Guard({ secret: SECRET, anomalyScope: 'fleets' as 'fleet' }), /'anomalyScope' must be 'process' or 'fleet', got "fleets"/);
+  assert.throws(() => new Guard({ secret: SECRET, anomalyScope: 'fleet', anomalySyncEvery: '2m' }), /'anomalySyncEvery' must be at most 'anomalyBucket' \(60000 ms\), got "2m"/);
   let now = T0;
   const state = new MemoryGuardState();
   let down = true;

@@ -36,7 +36,7 @@ const demo: Command = {
   },
 };
 
-const SIMULATE_USAGE = `usage: sluice simulate attacks [--seed N] [--users N] [--scenario NAME]...
+const SIMULATE_USAGE = `usage: sluice simulate attacks [--seed N] [--users N] [--servers N] [--anomaly-scope process|fleet] [--scenario NAME]...
        sluice simulate accuracy [--seed N] [--sources N] [--requests N] [--buckets K] [--mix NAME]...
        sluice simulate distributed [--redis URL] [--nodes N] [--seconds N] [--shape NAME]... [--strategy NAME]...
 
@@ -44,6 +44,8 @@ Replays a population of legitimate users mixed with one attack at a time through
 defaults, on a simulated clock, and prints what got through and which real users were hindered.
   --seed N         seeds every random choice (default 1); the same seed prints the same table
   --users N        legitimate users (default 10000)
+  --servers N      app servers sharing the guard's state and store, logins spread over them (default 1)
+  --anomaly-scope process|fleet   the guards' anomalyScope (default process)
   --scenario NAME  run only this scenario (repeatable): ${SCENARIO_NAMES.join(', ')}
 
 ${ACCURACY_USAGE}
@@ -68,27 +70,33 @@ const simulate: Command = {
     }
     let seed = 1;
     let users = 10_000;
+    let servers = 1;
+    let anomalyScope: 'process' | 'fleet' = 'process';
     const only: string[] = [];
     for (let i = 0; i < rest.length; i++) {
       const flag = rest[i]!;
       const value = rest[++i];
-      if (flag === '--seed' || flag === '--users') {
+      if (flag === '--seed' || flag === '--users' || flag === '--servers') {
         const n = positiveFlag(flag, value);
         if (typeof n === 'string') {
           output.err(`${n}\n\n${this.usage}`);
           return EXIT_USAGE;
         }
         if (flag === '--seed') seed = n;
-        else users = n;
+        else if (flag === '--users') users = n;
+        else servers = n;
+      } else if (flag === '--anomaly-scope' && (value === 'process' || value === 'fleet')) {
+        anomalyScope = value;
       } else if (flag === '--scenario' && value !== undefined && SCENARIO_NAMES.includes(value)) {
         only.push(value);
       } else {
-        const why = flag === '--scenario' ? `unknown scenario ${JSON.stringify(value ?? '')}` : `unexpected argument ${JSON.stringify(flag)}`;
+        const why =
+          flag === '--scenario' ? `unknown scenario ${JSON.stringify(value ?? '')}` : flag === '--anomaly-scope' ? `--anomaly-scope takes process or fleet, got ${JSON.stringify(value ?? '')}` : `unexpected argument ${JSON.stringify(flag)}`;
         output.err(`sluice simulate: ${why}\n\n${this.usage}`);
         return EXIT_USAGE;
       }
     }
-    const options = { seed, users, only };
+    const options = { seed, users, only, servers, anomalyScope };
     const results = await simulateAttacks(options, (r) => output.err(`  ${r.name}: done\n`));
     output.out(formatResults(options, results));
     return 0;

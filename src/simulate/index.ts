@@ -11,6 +11,10 @@ export interface SimulateOptions {
   readonly users: number;
   /** Only these scenarios (by name); all when empty. */
   readonly only: readonly string[];
+  /** App servers: guards sharing one state and store (as on one Redis), logins spread over them. Default 1. */
+  readonly servers?: number;
+  /** The guards' anomalyScope. Default 'process'. */
+  readonly anomalyScope?: 'process' | 'fleet';
 }
 
 export const SCENARIO_NAMES = ['brute-force', 'credential-stuffing', 'spraying-200-ips', 'spraying-one-/64', 'brute-force-slow', 'stuffing-slow', 'spraying-slow'];
@@ -38,7 +42,7 @@ export async function simulateAttacks(options: SimulateOptions, onResult?: (r: S
   const results: ScenarioResult[] = [];
   for (const attack of attacks) {
     // Seeded by the scenario's place in the full list, so running a subset replays the same scenario.
-    const r = await runScenario(attack, users, population, options.seed + 100 + SCENARIO_NAMES.indexOf(attack.name));
+    const r = await runScenario(attack, users, population, options.seed + 100 + SCENARIO_NAMES.indexOf(attack.name), { anomalyScope: options.anomalyScope ?? 'process' }, options.servers ?? 1);
     onResult?.(r);
     results.push(r);
   }
@@ -64,7 +68,7 @@ export function formatResults(options: SimulateOptions, results: readonly Scenar
   ]);
   const right = 'right' as const;
   return [
-    `sluice simulate attacks --seed ${options.seed} --users ${options.users}`,
+    `sluice simulate attacks --seed ${options.seed} --users ${options.users}${(options.servers ?? 1) > 1 ? ` --servers ${options.servers}` : ''}${options.anomalyScope === 'fleet' ? ' --anomaly-scope fleet' : ''}`,
     `${options.users} users (1% with a common password; 60% own IPv4, 25% behind shared NATs, 15% IPv6 privacy addresses;`,
     `80% keep a device cookie), 2 logins a day each, 4% of logins with typos, 3% from another network, 1% on a new device;`,
     `three warm-up days of legitimate traffic (not counted), then the attack 6 h into the measured period. Guard defaults throughout.`,

@@ -1,7 +1,7 @@
 // Plays one attack mixed into a day (or a week) of legitimate logins through a Guard on a simulated
 // clock, after three warm-up days that teach the guard its users' homes and the normal failure rates.
 import { seededRandom, randomInt } from '../demo/random.js';
-import { Guard, type GuardOptions, type GuardVerdict } from '../guard/index.js';
+import { Guard, MemoryGuardState, type GuardOptions, type GuardVerdict } from '../guard/index.js';
 import { MemoryStore } from '../stores/memory.js';
 import type { Attack, AttackAttempt } from './attacks.js';
 import { EventHeap } from './heap.js';
@@ -24,6 +24,8 @@ const WARMUP_DAYS = 3;
 const ATTACK_OFFSET = 6 * HOUR;
 /** A simulated epoch start, aligned to nothing in particular. */
 const EPOCH = 1_750_000_000_000;
+/** With several servers and anomalyScope 'fleet': how often they share their anomaly counts (the default '1s'). */
+const SYNC_MS = 1000;
 
 export interface ScenarioResult {
   readonly name: string;
@@ -66,16 +68,29 @@ export async function runScenario(
   population: PopulationSettings,
   seed: number,
   guardOptions: GuardOptions = {},
+  servers = 1,
 ): Promise<ScenarioResult> {
   const random = seededRandom(seed);
   let now = EPOCH;
-  const guard = new Guard({
-    secret: 'simulator-secret-not-for-production',
-    store: new MemoryStore({ maxKeys: 4_000_000 }),
-    clock: () => now,
-    random: seededRandom(seed ^ 0x5eed),
-    ...guardOptions,
-  });
+  // N app servers on one shared state and store, as N processes on one Redis: each login goes to the next
+  // server in turn. What differs between them is only what is per process: the anomaly monitors, unless
+  // anomalyScope is 'fleet', whose counts are then shared every simulated second (SYNC_MS).
+  const store = new MemoryStore({ maxKeys: 4_000_000 });
+  const state = new MemoryGuardState();
+  const fleet = Array.from({ length: servers }, (_, i) =>
+    new Guard({
+      secret: 'simulator-secret-not-for-production',
+      store,
+      state,
+      clock: () => now,
+      random: seededRandom(seed ^ (0x5eed + i)),
+      anomalySyncEvery: 0,
+      ...guardOptions,
+    }),
+  );
+  let turn = 0;
+  const next = () => fleet[turn++ % servers]!;
+  let nextSync = EPOCH;
   const heap = new EventHeap<Event>();
   const start = EPOCH + WARMUP_DAYS * DAY; // the warm-up days come first
   const days = attack.days;
@@ -118,11 +133,15 @@ export async function runScenario(
 
   for (let e = heap.pop(); e !== undefined; e = heap.pop()) {
     now = e.t;
+    if (now >= nextSync && servers > 1) {
+      for (const g of fleet) await g.syncAnomaly(); // nothing unless anomalyScope is 'fleet'
+      nextSync = now + SYNC_MS;
+    }
     switch (e.kind) {
       case 'legit': {
         const { s } = e;
         const u = users[s.user]!;
-        const v = await guard.check({ account: u.account, ip: s.ip, fingerprint: s.fingerprint });
+        const v = await next().check({ account: u.account, ip: s.ip, fingerprint: s.fingerprint });
         decisions++;
         if (e.measured) {
           active.add(s.user);
@@ -142,9 +161,9 @@ export async function runScenario(
         const u = users[s.user]!;
         const typo = s.typos[e.step];
         if (typo === undefined) {
-          await guard.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: true });
+          await next().record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: true });
         } else {
-          await guard.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: false, password: typo });
+          await next().record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: false, password: typo });
           heap.push({ t: e.t + randomInt(random, 3_000, 15_000), seq: 0, kind: 'legit', s, step: e.step + 1, retries: 0, measured: e.measured });
         }
         break;
@@ -153,7 +172,7 @@ export async function runScenario(
         // An attacker stops on an account once in: later guesses there would measure nothing.
         if (compromised.has(e.a.account)) break;
         made++;
-        const v = await guard.check({ account: e.a.account, ip: e.a.ip });
+        const v = await next().check({ account: e.a.account, ip: e.a.ip });
         decisions++;
         const refused = v.action === 'challenge' || v.action === 'mfa' || v.action === 'block';
         const sinceStart = e.t - attackStart;
@@ -170,7 +189,7 @@ export async function runScenario(
       case 'attack-verify': {
         through++;
         const { a } = e;
-        await guard.record({ account: a.account, ip: a.ip, success: a.valid, password: a.valid ? undefined : a.password });
+        await next().record({ account: a.account, ip: a.ip, success: a.valid, password: a.valid ? undefined : a.password });
         if (a.valid) compromised.add(a.account);
         break;
       }

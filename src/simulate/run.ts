@@ -58,9 +58,9 @@ export interface ScenarioResult {
 
 type Event =
   | { t: number; seq: number; kind: 'legit'; s: Session; step: number; retries: number; measured: boolean }
-  | { t: number; seq: number; kind: 'legit-verify'; s: Session; step: number; measured: boolean }
+  | { t: number; seq: number; kind: 'legit-verify'; s: Session; step: number; measured: boolean; server: number }
   | { t: number; seq: number; kind: 'attack'; a: AttackAttempt }
-  | { t: number; seq: number; kind: 'attack-verify'; a: AttackAttempt };
+  | { t: number; seq: number; kind: 'attack-verify'; a: AttackAttempt; server: number };
 
 export async function runScenario(
   attack: Attack,
@@ -88,8 +88,9 @@ export async function runScenario(
       ...guardOptions,
     }),
   );
+  // Logins go to the servers in turn; a login's check and its record go to the same one.
   let turn = 0;
-  const next = () => fleet[turn++ % servers]!;
+  const next = () => turn++ % servers;
   let nextSync = EPOCH;
   const heap = new EventHeap<Event>();
   const start = EPOCH + WARMUP_DAYS * DAY; // the warm-up days come first
@@ -141,7 +142,8 @@ export async function runScenario(
       case 'legit': {
         const { s } = e;
         const u = users[s.user]!;
-        const v = await next().check({ account: u.account, ip: s.ip, fingerprint: s.fingerprint });
+        const server = next();
+        const v = await fleet[server]!.check({ account: u.account, ip: s.ip, fingerprint: s.fingerprint });
         decisions++;
         if (e.measured) {
           active.add(s.user);
@@ -153,7 +155,7 @@ export async function runScenario(
           break;
         }
         // A person solves the challenge or the MFA prompt, waits out the delay, and the password is checked.
-        heap.push({ t: e.t + v.delayMs, seq: 0, kind: 'legit-verify', s, step: e.step, measured: e.measured });
+        heap.push({ t: e.t + v.delayMs, seq: 0, kind: 'legit-verify', s, step: e.step, measured: e.measured, server });
         break;
       }
       case 'legit-verify': {
@@ -161,9 +163,9 @@ export async function runScenario(
         const u = users[s.user]!;
         const typo = s.typos[e.step];
         if (typo === undefined) {
-          await next().record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: true });
+          await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: true });
         } else {
-          await next().record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: false, password: typo });
+          await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: false, password: typo });
           heap.push({ t: e.t + randomInt(random, 3_000, 15_000), seq: 0, kind: 'legit', s, step: e.step + 1, retries: 0, measured: e.measured });
         }
         break;
@@ -172,7 +174,8 @@ export async function runScenario(
         // An attacker stops on an account once in: later guesses there would measure nothing.
         if (compromised.has(e.a.account)) break;
         made++;
-        const v = await next().check({ account: e.a.account, ip: e.a.ip });
+        const server = next();
+        const v = await fleet[server]!.check({ account: e.a.account, ip: e.a.ip });
         decisions++;
         const refused = v.action === 'challenge' || v.action === 'mfa' || v.action === 'block';
         const sinceStart = e.t - attackStart;
@@ -183,13 +186,13 @@ export async function runScenario(
           if (refused) refusedAfterGrace++;
         }
         // The attacker does not solve challenges or MFA; it does wait out a delay.
-        if (!refused) heap.push({ t: e.t + v.delayMs, seq: 0, kind: 'attack-verify', a: e.a });
+        if (!refused) heap.push({ t: e.t + v.delayMs, seq: 0, kind: 'attack-verify', a: e.a, server });
         break;
       }
       case 'attack-verify': {
         through++;
         const { a } = e;
-        await next().record({ account: a.account, ip: a.ip, success: a.valid, password: a.valid ? undefined : a.password });
+        await fleet[e.server]!.record({ account: a.account, ip: a.ip, success: a.valid, password: a.valid ? undefined : a.password });
         if (a.valid) compromised.add(a.account);
         break;
       }

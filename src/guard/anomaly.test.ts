@@ -69,7 +69,7 @@ test('shared: a monitor never counts more than the fleet failed; after every mon
   );
   fc.assert(
     fc.property(fc.array(event, { maxLength: 200 }), (events) => {
-      const monitors = [0, 1, 2].map(() => new FailureRateMonitor(settings));
+      const monitors = [0, 1, 2].map(() => new FailureRateMonitor({ ...settings, shared: true }));
       const shared = new Map<number, number>();
       const truth = new Map<number, number>();
       const sync = (m: FailureRateMonitor, now: number, fails = false) => {
@@ -86,7 +86,7 @@ test('shared: a monitor never counts more than the fleet failed; after every mon
         now += e.dt;
         const m = monitors[e.who]!;
         if (e.kind === 'note') {
-          m.noteShared(now);
+          m.note(now);
           const b = Math.floor(now / settings.bucketMs);
           truth.set(b, (truth.get(b) ?? 0) + 1);
         } else sync(m, now, e.kind === 'sync-fails');

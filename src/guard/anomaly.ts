@@ -21,6 +21,8 @@ export interface AnomalySettings {
   readonly warmup: number;
   readonly sigma: number;
   readonly minFailures: number;
+  /** Counts the fleet's failures (the guard's `anomalyScope: 'fleet'`): what it notes is kept to be shared. */
+  readonly shared?: boolean;
 }
 
 /** A bucket gap longer than this many spans resets the baseline rather than folding in zeros one by one. */
@@ -43,10 +45,11 @@ export class FailureRateMonitor {
     this.alpha = 2 / (settings.span + 1);
   }
 
-  /** Counts one failure at `now`. */
+  /** Counts one failure at `now` (and, shared, keeps it to be added to the shared count). */
   note(now: number): void {
     this.advance(now);
     this.count++;
+    if (this.s.shared === true) this.unshared.set(this.bucket, (this.unshared.get(this.bucket) ?? 0) + 1);
   }
 
   /**
@@ -70,12 +73,6 @@ export class FailureRateMonitor {
   /** Shared mode: the fleet's total for `bucket`; if it is the current one, it becomes the count tested. */
   applyShared(bucket: number, total: number): void {
     if (bucket === this.bucket) this.count = total + (this.unshared.get(bucket) ?? 0);
-  }
-
-  /** Shared mode: notes a failure as note() does, and keeps it to be added to the shared count. */
-  noteShared(now: number): void {
-    this.note(now);
-    this.unshared.set(this.bucket, (this.unshared.get(this.bucket) ?? 0) + 1);
   }
 
   /** Whether failures are anomalous at `now`. */

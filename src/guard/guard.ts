@@ -97,6 +97,7 @@ export class Guard {
       warmup: c.anomalyWarmupBuckets,
       sigma: c.anomalySigma,
       minFailures: c.anomalyMinFailures,
+      shared: c.anomalyScope === 'fleet',
     });
     this.strangerMonitor = new FailureRateMonitor({
       bucketMs: c.strangerAnomalyBucketMs,
@@ -104,6 +105,7 @@ export class Guard {
       warmup: c.strangerAnomalyWarmupBuckets,
       sigma: c.strangerAnomalySigma,
       minFailures: c.strangerAnomalyMinFailures,
+      shared: c.anomalyScope === 'fleet',
     });
     if (c.anomalyScope === 'fleet') {
       if (typeof this.state.shareFailures !== 'function') {
@@ -242,7 +244,8 @@ export class Guard {
     // stranger refused (challenge or worse) counts as a failure of its sources and of the global and
     // stranger failure rates.
     if (!familiar && rank(verdict.action) >= rank('challenge')) {
-      this.noteFailure(now, true);
+      this.monitor.note(now);
+      this.strangerMonitor.note(now);
       if (!standing.allowed) {
         const noted = this.noteSources(t, true, now);
         if (isPromise(noted)) await noted;
@@ -288,18 +291,9 @@ export class Guard {
       this.noteSources(t, true, now),
     ]);
     if (isPromise(writes)) await writes;
-    this.noteFailure(now, path === 'unfamiliar');
+    this.monitor.note(now);
+    if (path === 'unfamiliar') this.strangerMonitor.note(now);
     return { counted: true, consecutiveFailures: failed.total };
-  }
-
-  /** A failure for the anomaly monitors: the global one, and the stranger one if it came from an unfamiliar source. */
-  private noteFailure(now: number, unfamiliar: boolean): void {
-    const shared = this.config.anomalyScope === 'fleet';
-    if (shared) this.monitor.noteShared(now);
-    else this.monitor.note(now);
-    if (!unfamiliar) return;
-    if (shared) this.strangerMonitor.noteShared(now);
-    else this.strangerMonitor.note(now);
   }
 
   /**

@@ -102,6 +102,11 @@ const oneOf = (...words: string[]) => (raw: string, where: string) => {
   if (!words.includes(raw)) throw new SettingsError(`${where} must be ${words.join(' or ')}, got ${JSON.stringify(raw)}`);
   return raw;
 };
+/** A text value that must match `pattern`; the error says what it must be (`shape`). */
+const matching = (pattern: RegExp, shape: string) => (raw: string, where: string) => {
+  if (!pattern.test(raw)) throw new SettingsError(`${where} must be ${shape}, got ${JSON.stringify(raw)}`);
+  return raw;
+};
 const bool = (raw: string, where: string) => {
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
@@ -139,20 +144,14 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
     flag: '--redis-per-second',
     env: 'SLUICE_REDIS_PER_SECOND',
     help: "a second Redis URL for rules whose windows are at most 1 s, as Envoy ratelimit's REDIS_PERSECOND (needs a main Redis; credentials and rediss:// from its own URL)",
-    parse: (raw, where) => {
-      if (!/^rediss?:\/\/[^\s]+$/.test(raw)) throw new SettingsError(`${where} must be a redis:// or rediss:// URL, got ${JSON.stringify(raw)}`);
-      return raw;
-    },
+    parse: matching(/^rediss?:\/\/[^\s]+$/, 'a redis:// or rediss:// URL'),
   },
   redisCluster: { flag: '--redis-cluster', env: 'SLUICE_REDIS_CLUSTER', help: 'Redis Cluster seed nodes host:port,host:port', parse: str },
   redisSentinel: {
     flag: '--redis-sentinel',
     env: 'SLUICE_REDIS_SENTINEL',
     help: 'Redis Sentinels, <master name>@host:port,host:port: decide on the primary they name, across failovers',
-    parse: (raw, where) => {
-      if (!/^[^@\s]+@[^\s,:]+:\d+(,[^\s,:]+:\d+)*$/.test(raw)) throw new SettingsError(`${where} must be <master name>@host:port[,host:port...], e.g. mymaster@10.0.0.1:26379,10.0.0.2:26379, got ${JSON.stringify(raw)}`);
-      return raw;
-    },
+    parse: matching(/^[^@\s]+@[^\s,:]+:\d+(,[^\s,:]+:\d+)*$/, '<master name>@host:port[,host:port...], e.g. mymaster@10.0.0.1:26379,10.0.0.2:26379'),
   },
   redisPrefix: { flag: '--redis-prefix', env: 'SLUICE_REDIS_PREFIX', help: 'key prefix in Redis (default sluice)', parse: str },
   redisUsername: { flag: '--redis-username', env: 'SLUICE_REDIS_USERNAME', help: 'Redis ACL user (default: the default user)', parse: str },

@@ -112,3 +112,39 @@ test('ServeRequest: with a body sink, node:http hands it every chunk and the end
     server.close();
   }
 });
+
+// ServeRequest ends a sunk body's stream itself (marked consumed, then read(0)), so node:http has nothing
+// to dump when the answer finishes. The request must still end and close exactly once, on a kept-alive
+// connection too, and nothing may resume it.
+test('ServeRequest: a sunk body ends its stream by itself, is never resumed by node:http, and the connection serves the next request', async () => {
+  const events: string[] = [];
+  const server = createServer({ IncomingMessage: ServeRequest }, (req, res) => {
+    const n = events.length;
+    req.bodyReader = { data: () => {}, end: () => res.end('ok') };
+    req.on('resume', () => events.push(`resume ${n}`));
+    req.on('end', () => events.push('end'));
+    req.on('close', () => events.push(req.readableEnded ? 'close' : 'close before end'));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  try {
+    const s = connect(port, '127.0.0.1');
+    await once(s, 'connect');
+    let answer = '';
+    s.on('data', (d: Buffer) => (answer += d.toString('latin1')));
+    for (let i = 1; i <= 2; i++) {
+      s.write(`POST /json HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\n{}`);
+      const deadline = Date.now() + 5000;
+      while (answer.split('\r\n\r\nok').length - 1 < i) {
+        assert.ok(Date.now() < deadline, `no answer ${i}: ${JSON.stringify(events)}`);
+        await Promise.race([once(s, 'data'), new Promise((r) => setTimeout(r, 100))]);
+      }
+    }
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    assert.deepEqual(events, ['end', 'close', 'end', 'close']);
+    s.destroy();
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
+});

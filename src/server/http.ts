@@ -65,9 +65,15 @@ export class ServeRequest extends IncomingMessage {
     }
     this.bodyReader = undefined;
     reader.end();
-    // The stream itself ends empty, so 'end' still comes to anyone who listens (and Node's dump of an
-    // unread body, when the answer finishes, finds nothing to drop).
-    return super.push(null);
+    // The stream itself ends empty, so 'end' and 'close' still come to anyone who listens.
+    const more = super.push(null);
+    // The body was read here, so the stream is ended as a read to its end would: marked consumed, as
+    // IncomingMessage's own _read marks it, and read(0) of an ended, empty stream schedules 'end' now.
+    // Otherwise node:http "dumps" the request when the answer finishes (resume(), a tick to flow, another
+    // to read(0)) to reach the same 'end'.
+    (this as unknown as { _consuming: boolean })._consuming = true;
+    this.read(0);
+    return more;
   }
 }
 

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { renderRlsJson, renderRlsJsonSized } from './json-codec.js';
+import { Answer } from './service.js';
 import type { CurrentLimit, DescriptorStatus, RlsResponse } from './service.js';
 
 function sized(r: RlsResponse): string {
@@ -100,5 +101,43 @@ test('the common answer (OK on one descriptor with a limit, the three RateLimit 
       assert.equal(sized(r), reference(r));
     }),
     { numRuns: 3000 },
+  );
+});
+
+test("the service's own Answer, whose headers are built only when read, renders as the same answer with its headers built", () => {
+  // /json renders an Answer's common shape from its tightest status, without its headers: the text must be
+  // what the headers it would build give.
+  const limit = fc.record({
+    name: fc.constantFrom('', 'per_ip', 'ünï "quoted"', '€ 😀'),
+    requestsPerUnit: fc.constantFrom(0, 10, 4_000_000_000),
+    unit: fc.constantFrom('SECOND' as const, 'HOUR' as const, 'UNKNOWN' as const),
+    header: fc.oneof(fc.constantFrom('10, 10;w=60', '4000000000, 4000000000;w=3600'), text),
+  });
+  const one = fc.record({
+    code,
+    currentLimit: fc.option(limit, { nil: undefined }),
+    limitRemaining: fc.oneof(fc.constantFrom(0, 1, 3_999_999_999, 4_294_967_295, 1e21), fc.nat()),
+    durationUntilResetMs: fc.oneof(fc.constantFrom(0, 1, 999, 1000, 2_121_991), fc.nat(), fc.double({ min: 0, max: 1e7, noNaN: true })),
+    rule: fc.constant('r'),
+    shadow: fc.boolean(),
+  });
+  const answer = fc.tuple(fc.array(one, { minLength: 1, maxLength: 3 }), fc.boolean()).map(([statuses, shadowed]) => {
+    const over = statuses.some((s) => s.code === 'OVER_LIMIT');
+    let tightest: DescriptorStatus | undefined;
+    for (const s of statuses) if (s.currentLimit !== undefined && (tightest === undefined || s.limitRemaining < tightest.limitRemaining)) tightest = s;
+    const retryAfterMs = Math.max(0, ...statuses.filter((s) => s.code === 'OVER_LIMIT').map((s) => s.durationUntilResetMs));
+    // Global shadow mode answers OK, with no Retry-After.
+    return shadowed ? new Answer('OK', statuses, tightest, 0, false) : new Answer(over ? 'OVER_LIMIT' : 'OK', statuses, tightest, retryAfterMs, over);
+  });
+  fc.assert(
+    fc.property(answer, (a) => {
+      const rendered = sized(a); // before anything reads a.headers
+      assert.equal(rendered, reference(a));
+      const r = a.tightest;
+      if (r?.currentLimit !== undefined) {
+        assert.deepEqual(a.headers.slice(0, 3), [['RateLimit-Limit', r.currentLimit.header], ['RateLimit-Remaining', String(r.limitRemaining)], ['RateLimit-Reset', String(Math.ceil(r.durationUntilResetMs / 1000))]]);
+      }
+    }),
+    { numRuns: 5000 },
   );
 });

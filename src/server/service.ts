@@ -205,6 +205,7 @@ export class RateLimitService {
   private overall(r: RlsResponse): RlsResponse {
     if (r.overallCode === 'OK' || !this.globalShadowMode) return r;
     this.globalShadowOverrides++;
+    if (r instanceof Answer) return new Answer('OK', r.statuses, r.tightest, 0, false);
     return { overallCode: 'OK', statuses: r.statuses, headers: r.headers.filter(([name]) => name !== 'Retry-After'), retryAfterMs: 0 };
   }
 
@@ -322,7 +323,7 @@ export class RateLimitService {
   }
 }
 
-function finish(statuses: DescriptorStatus[]): RlsResponse {
+function finish(statuses: DescriptorStatus[]): Answer {
   let over = false;
   let retryAfterMs = 0;
   let tightest: DescriptorStatus | undefined;
@@ -333,15 +334,43 @@ function finish(statuses: DescriptorStatus[]): RlsResponse {
     }
     if (s.currentLimit !== undefined && (tightest === undefined || s.limitRemaining < tightest.limitRemaining)) tightest = s;
   }
-  return { overallCode: over ? 'OVER_LIMIT' : 'OK', statuses, headers: rateLimitHeaders(tightest, over, retryAfterMs), retryAfterMs };
+  return new Answer(over ? 'OVER_LIMIT' : 'OK', statuses, tightest, retryAfterMs, over);
+}
+
+/**
+ * The service's own RlsResponse. Its headers are built on first read: /json's common answer is rendered
+ * from `tightest` directly (json-render.ts), and building four small arrays and two number texts that
+ * nothing reads cost about as much as rendering them.
+ */
+export class Answer implements RlsResponse {
+  private built: readonly (readonly [string, string])[] | undefined = undefined;
+
+  constructor(
+    readonly overallCode: Code,
+    readonly statuses: readonly DescriptorStatus[],
+    /** The status the RateLimit headers describe: the one with a limit and the least remaining. */
+    readonly tightest: DescriptorStatus | undefined,
+    readonly retryAfterMs: number,
+    /** Whether the headers carry Retry-After (not when global shadow mode answered OK). */
+    private readonly retryAfter: boolean,
+  ) {}
+
+  get headers(): readonly (readonly [string, string])[] {
+    return (this.built ??= rateLimitHeaders(this.tightest, this.retryAfter, this.retryAfterMs));
+  }
 }
 
 /** Envoy ratelimit's response headers (draft-03 names), for the descriptor with the least remaining. */
 function rateLimitHeaders(s: DescriptorStatus | undefined, over: boolean, retryAfterMs: number): [string, string][] {
   const h: [string, string][] = [];
   if (s !== undefined && s.currentLimit !== undefined) {
-    h.push(['RateLimit-Limit', s.currentLimit.header], ['RateLimit-Remaining', integerText(s.limitRemaining)], ['RateLimit-Reset', String(Math.ceil(s.durationUntilResetMs / 1000))]);
+    h.push(['RateLimit-Limit', s.currentLimit.header], ['RateLimit-Remaining', integerText(s.limitRemaining)], ['RateLimit-Reset', resetSeconds(s)]);
   }
   if (over) h.push(['Retry-After', String(Math.max(1, Math.ceil(retryAfterMs / 1000)))]);
   return h;
+}
+
+/** RateLimit-Reset's value: whole seconds until the status's reset, rounded up. */
+export function resetSeconds(s: DescriptorStatus): string {
+  return String(Math.ceil(s.durationUntilResetMs / 1000));
 }

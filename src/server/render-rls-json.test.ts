@@ -45,6 +45,13 @@ const status: fc.Arbitrary<DescriptorStatus> = fc.record({
   rule: fc.constant(undefined),
   shadow: fc.boolean(),
 });
+/** A limit made fresh for each answer, with any RateLimit-Limit header text, escaping or not. */
+const anyLimit: fc.Arbitrary<CurrentLimit> = fc.record({
+  name: fc.constantFrom('', 'per_ip', 'ünï "quoted"', '€ 😀'),
+  requestsPerUnit: fc.constantFrom(0, 10, 4_000_000_000),
+  unit: fc.constantFrom('SECOND' as const, 'HOUR' as const, 'UNKNOWN' as const),
+  header: fc.oneof(fc.constantFrom('10, 10;w=60', '4000000000, 4000000000;w=3600'), text),
+});
 const headerName = fc.oneof(fc.constantFrom('RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After'), fc.stringMatching(/^[A-Za-zé€-]{1,12}$/));
 const response: fc.Arbitrary<RlsResponse> = fc.record({
   overallCode: code,
@@ -78,14 +85,8 @@ test('renderRlsJson writes what JSON.stringify of the protojson object tree writ
 test('the common answer (OK on one descriptor with a limit, the three RateLimit headers) renders as the general one does', () => {
   // renderRlsJsonSized writes this shape from text cached per limit; any value that needs escaping, or a
   // RateLimit-Limit value other than the limit's own header, must still come out as JSON.stringify writes it.
-  const limit = fc.record({
-    name: fc.constantFrom('', 'per_ip', 'ünï "quoted"', '€ 😀'),
-    requestsPerUnit: fc.constantFrom(0, 10, 4_000_000_000),
-    unit: fc.constantFrom('SECOND' as const, 'HOUR' as const, 'UNKNOWN' as const),
-    header: fc.oneof(fc.constantFrom('10, 10;w=60', '4000000000, 4000000000;w=3600'), text),
-  });
   const common = fc
-    .tuple(limit, fc.oneof(fc.constantFrom(3_999_999_999, 4_294_967_295), fc.integer({ min: 1 })), fc.oneof(fc.constantFrom(1, 2_121_991), fc.integer({ min: 1 }), fc.double({ min: 0.001, max: 1e7, noNaN: true })), text, text, fc.boolean())
+    .tuple(anyLimit, fc.oneof(fc.constantFrom(3_999_999_999, 4_294_967_295), fc.integer({ min: 1 })), fc.oneof(fc.constantFrom(1, 2_121_991), fc.integer({ min: 1 }), fc.double({ min: 0.001, max: 1e7, noNaN: true })), text, text, fc.boolean())
     .map(([l, remaining, ms, remainingText, resetText, own]): RlsResponse => ({
       overallCode: 'OK',
       statuses: [{ code: 'OK', currentLimit: l, limitRemaining: remaining, durationUntilResetMs: ms, rule: 'r', shadow: false }],
@@ -107,15 +108,9 @@ test('the common answer (OK on one descriptor with a limit, the three RateLimit 
 test("the service's own Answer, whose headers are built only when read, renders as the same answer with its headers built", () => {
   // /json renders an Answer's common shape from its tightest status, without its headers: the text must be
   // what the headers it would build give.
-  const limit = fc.record({
-    name: fc.constantFrom('', 'per_ip', 'ünï "quoted"', '€ 😀'),
-    requestsPerUnit: fc.constantFrom(0, 10, 4_000_000_000),
-    unit: fc.constantFrom('SECOND' as const, 'HOUR' as const, 'UNKNOWN' as const),
-    header: fc.oneof(fc.constantFrom('10, 10;w=60', '4000000000, 4000000000;w=3600'), text),
-  });
   const one = fc.record({
     code,
-    currentLimit: fc.option(limit, { nil: undefined }),
+    currentLimit: fc.option(anyLimit, { nil: undefined }),
     limitRemaining: fc.oneof(fc.constantFrom(0, 1, 3_999_999_999, 4_294_967_295, 1e21), fc.nat()),
     durationUntilResetMs: fc.oneof(fc.constantFrom(0, 1, 999, 1000, 2_121_991), fc.nat(), fc.double({ min: 0, max: 1e7, noNaN: true })),
     rule: fc.constant('r'),

@@ -202,11 +202,10 @@ export class RateLimitService {
   private readonly finishAll = (statuses: DescriptorStatus[]): RlsResponse => this.overall(finish(statuses));
 
   /** The answer as sent: global shadow mode turns an OVER_LIMIT into OK, and drops its Retry-After. */
-  private overall(r: RlsResponse): RlsResponse {
+  private overall(r: Answer): Answer {
     if (r.overallCode === 'OK' || !this.globalShadowMode) return r;
     this.globalShadowOverrides++;
-    if (r instanceof Answer) return new Answer('OK', r.statuses, r.tightest, 0, false);
-    return { overallCode: 'OK', statuses: r.statuses, headers: r.headers.filter(([name]) => name !== 'Retry-After'), retryAfterMs: 0 };
+    return new Answer('OK', r.statuses, r.tightest, 0, false);
   }
 
   /** A rule's target never changes while the rule lives, so it is built once, not per request. */

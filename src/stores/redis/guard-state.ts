@@ -159,10 +159,6 @@ export class RedisGuardState implements GuardState {
     );
   }
 
-  /**
-   * One script call within timeoutMs, its reply parsed. When Redis cannot answer, `onError` decides: the
-   * `open` answer, a rejection, or the same call on this process's local state.
-   */
   /** The key of a monitor's failure count in one anomaly bucket: one hash tag per monitor, one slot. */
   failureCountKey(monitor: string, bucket: number): string {
     return `${this.prefix}:{gf:${escapeId(monitor)}}:${num(bucket)}`;
@@ -182,6 +178,10 @@ export class RedisGuardState implements GuardState {
     return reply.map(Number);
   }
 
+  /**
+   * One script call within timeoutMs, its reply parsed. When Redis cannot answer, `onError` decides: the
+   * `open` answer, a rejection, or the same call on this process's local state.
+   */
   private async run<T>(keys: string[], args: string[], parse: (reply: unknown) => T, local: (l: MemoryGuardState) => T, open: T): Promise<T> {
     let reply: unknown;
     try {

@@ -30,6 +30,12 @@ async function build() {
       return createServer(ok);
     case 'node-bare-set':
       return createServer(okSet);
+    case 'node-bare-imported': {
+      // The bare server with sluice's middleware module loaded but never called: a control for how much of
+      // a count moves with the heap's layout alone (bench/cg-profile.mjs; docs/benchmarks.md).
+      await import('../dist/http/index.js');
+      return createServer(ok);
+    }
     case 'node-sluice-set': {
       const { withRateLimit } = await import('../dist/http/index.js');
       return createServer(withRateLimit(okSet, { policy, headers: 'draft-7' }));

@@ -8,7 +8,7 @@
  * createServer(withRateLimit((req, res) => res.end('ok'), { policy: { algorithm: 'gcra', limit: 10, window: '1m' } })).listen(3000);
  */
 export { rateLimit, withRateLimit, type NodeRateLimitOptions } from '../middleware/node-http/index.js';
-export { HttpRateLimiter, Outcome, type LimitedResponse } from './engine.js';
+export { HttpRateLimiter, type LimitedResponse, type Outcome } from './engine.js';
 export type { CostOption, KeyOption, LimitedEvent, LimitRule, RateLimitOptions, RequestInfo, RouteRule } from './options.js';
 export { CidrSet, ipKey, normalizeIp, resolveClient, forwardedHops, xForwardedForHops } from './client-ip.js';
 export { HeaderRenderer, HEADER_STYLES, retryAfterSeconds, type HeaderStyle, type HeaderTarget } from './headers.js';

@@ -1,6 +1,7 @@
 // Client addresses: parsing, IPv4-mapped unwrapping, IPv6 subnets, CIDR sets and forwarding chains read from the right.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import fc from 'fast-check';
 import { CidrSet, forwardedHops, hopAddress, ipKey, normalizeIp, parseIPv4, resolveClient, xForwardedForHops } from './client-ip.js';
 
 test('IPv4 parses strictly: four decimal octets, no leading zeros', () => {
@@ -26,6 +27,14 @@ test('IPv4-mapped IPv6 is unwrapped by its bits, whatever the notation (CVE-2026
   // An address that merely ends in a dotted quad is IPv6 and is grouped as such.
   assert.equal(ipKey('2001:db8:1234:5678::1.2.3.4'), '2001:db8:1234:5678::/64');
   assert.equal(ipKey('64:ff9b::1.2.3.4'), '64:ff9b::/64');
+});
+
+test('ipKey keeps IPv4 as given and never mistakes an IPv6 text for IPv4', () => {
+  // An IPv6 text taken for IPv4 (a dotted tail, a leading digit group) would come back as given; the IPv6
+  // path returns its canonical text, which differs for every non-canonical form the generators make.
+  fc.assert(fc.property(fc.ipV4(), (a) => assert.equal(ipKey(a), a)), { numRuns: 2000 });
+  const v6 = fc.oneof(fc.ipV6(), fc.ipV6().map((a) => a.toUpperCase()), fc.ipV4().map((a) => `::ffff:${a}`), fc.ipV4().map((a) => `1:2::${a}`));
+  fc.assert(fc.property(v6, (a) => assert.equal(ipKey(a, false), normalizeIp(a))), { numRuns: 5000 });
 });
 
 test('IPv6 clients are grouped by the subnet (default /64)', () => {

@@ -148,26 +148,26 @@ export class Guard {
       reasons.push('ip-deny-list');
       raise(floor, 'block', c.blockMs);
     }
-    const readAccount = this.state.readAccount(t.account, now);
-    const account = isPromise(readAccount) ? await readAccount : readAccount;
-    const familiar = isFamiliar(account, t);
-    let risk = 0;
-
     // Hard throttles. A familiar source skips the per-source ones: it has logged in to this account before,
     // and the account's owner must keep a way in while strangers hammer the account or share the address.
-    // Every read below is independent of the others, so they go out together: on Redis one round trip for
-    // all of them instead of one each (and one timeout, not six, when Redis is frozen).
+    // Every read is independent of the others, so they go out together: on Redis one round trip for all of
+    // them instead of one each (and one timeout, not seven, when Redis is frozen). Which reads a check
+    // needs depends on the account (is the source familiar?), so on an asynchronous state they are all sent
+    // with the account's read, as for a stranger, and a familiar source's are dropped unread: reads change
+    // nothing, and a few lookups more for Redis cost less than a second round trip for the login.
+    const readAccount = this.state.readAccount(t.account, now);
+    let account: AccountView | undefined;
+    let read: SourceReads | undefined;
+    if (isPromise(readAccount) && !standing.allowed) [account, read] = await Promise.all([readAccount, this.sourceReads(t, now, true)]);
+    else account = isPromise(readAccount) ? await readAccount : readAccount;
+    const familiar = isFamiliar(account, t);
     const stranger = !familiar && !standing.allowed;
-    const spec = this.sourceSpec;
-    const reads = all([
-      stranger ? this.ipBucket.decide(t.ipKey, 0, undefined) : undefined,
-      stranger ? this.subnetBucket.decide(t.subnetKey, 0, undefined) : undefined,
-      this.pairBucket.decide(t.pairKey, 0, undefined),
-      stranger ? this.state.readSource(t.address, now, spec) : undefined,
-      stranger ? this.state.readSource(t.subnet, now, spec) : undefined,
-      stranger && t.fingerprint !== undefined ? this.state.readSource(t.fingerprint, now, spec) : undefined,
-    ] as const);
-    const [ip, net, pair, ipSource, netSource, fpSource] = isPromise(reads) ? await reads : reads;
+    if (read === undefined) {
+      const reads = this.sourceReads(t, now, stranger);
+      read = isPromise(reads) ? await reads : reads;
+    }
+    const [ip, net, pair, ipSource, netSource, fpSource] = stranger ? read : [undefined, undefined, read[2], undefined, undefined, undefined];
+    let risk = 0;
     if (ip !== undefined && exhausted(ip)) {
       reasons.push('ip-failures');
       raise(floor, 'block', untilOneToken(ip, c.ipFailuresPerDay, 86_400_000));
@@ -252,6 +252,19 @@ export class Guard {
       }
     }
     return verdict;
+  }
+
+  /** The reads of check(): the per-source ones only for a stranger; the account+address pair's always. */
+  private sourceReads(t: TaggedAttempt, now: number, stranger: boolean): MaybePromise<SourceReads> {
+    const spec = this.sourceSpec;
+    return all([
+      stranger ? this.ipBucket.decide(t.ipKey, 0, undefined) : undefined,
+      stranger ? this.subnetBucket.decide(t.subnetKey, 0, undefined) : undefined,
+      this.pairBucket.decide(t.pairKey, 0, undefined),
+      stranger ? this.state.readSource(t.address, now, spec) : undefined,
+      stranger ? this.state.readSource(t.subnet, now, spec) : undefined,
+      stranger && t.fingerprint !== undefined ? this.state.readSource(t.fingerprint, now, spec) : undefined,
+    ] as const);
   }
 
   /** Records the outcome of a verified attempt. Pass the wrong `password` on failure so repeats are not counted. */
@@ -375,6 +388,9 @@ function isPromise<T>(x: MaybePromise<T>): x is Promise<T> {
 }
 
 type Settled<T extends readonly unknown[]> = { -readonly [K in keyof T]: Awaited<T[K]> };
+
+/** What check() reads besides the account: the address's, subnet's and pair's buckets, and three source records. */
+type SourceReads = [Decision | undefined, Decision | undefined, Decision, SourceView | undefined, SourceView | undefined, SourceView | undefined];
 
 /**
  * Promise.all for values that are Promises only on an asynchronous store: the values themselves when none

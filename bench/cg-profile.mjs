@@ -6,7 +6,7 @@
 // Usage: npm run build && node bench/cg-profile.mjs <A> [B] [N1=12000] [N2=36000] [rows=40]
 // A and B are bench/http-server.mjs configs (node-bare, node-sluice, node-sluice-none, node-rlf, ...) or
 // serve:<dist folder> / serve:bare for `sluice serve`'s /json as bench/serve/instructions.mjs drives it.
-// About 10 minutes a config (two counts under callgrind). PORT picks the port (default 18391).
+// Several minutes a config (two counts under callgrind; about 4 here). PORT picks the port (default 18391).
 // CALLERS=<regex> adds, for each function whose name matches, who calls it and at what inclusive cost.
 // HTTP_SERVER=<path from the root> runs another server script taking the same config argument.
 // <config>@<checkout> runs the config from another checkout (its bench/ and dist/), for an A/B of two builds:

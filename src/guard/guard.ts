@@ -29,7 +29,7 @@ import { MemoryGuardState } from './memory-state.js';
 import { resolveOptions, type GuardConfig, type GuardOptions } from './options.js';
 import { RecentAttempts } from './recent-attempts.js';
 import { Reputation } from './reputation.js';
-import { guardStateOf, type AccountView, type GuardState, type Path, type SourceSpec, type SourceView } from './state.js';
+import { guardStateOf, type AccountView, type GuardState, type JudgedFailure, type Path, type SourceSpec, type SourceView } from './state.js';
 
 /** What `guard.record` reports back: whether the failure counted (a repeated wrong password does not). */
 export interface RecordResult {
@@ -275,25 +275,38 @@ export class Guard {
     const { success, password } = outcome;
     const now = this.clock();
     const standing = t.standing;
-    const readAccount = this.state.readAccount(t.account, now);
-    const account = isPromise(readAccount) ? await readAccount : readAccount;
-    const path: Path = isFamiliar(account, t) ? 'familiar' : 'unfamiliar';
+    // The attempt's location and device tags: the path (familiar or not) is judged from them, and a success
+    // makes them familiar. A state that judges the path itself (Redis: in the same script call) saves the
+    // read before the write, a round trip; any other is read first.
+    const sources = t.fingerprint === undefined ? [t.location] : [t.location, t.fingerprint];
+    const state = this.state;
+    let path: Path | undefined;
+    let unfamiliarBefore = 0;
+    if (state.succeedAccountJudged === undefined || state.failAccountJudged === undefined) {
+      const readAccount = state.readAccount(t.account, now);
+      const account = isPromise(readAccount) ? await readAccount : readAccount;
+      path = isFamiliar(account, t) ? 'familiar' : 'unfamiliar';
+      unfamiliarBefore = account?.unfamiliarFailures ?? 0;
+    }
     if (success) {
-      const familiarNow = t.fingerprint === undefined ? [t.location] : [t.location, t.fingerprint];
       // Independent writes to different records: sent together (see check).
       const writes = all([
-        this.state.succeedAccount(t.account, path, familiarNow, now, c.familiarMs, c.maxFamiliarSources),
+        path === undefined
+          ? state.succeedAccountJudged!(t.account, sources, now, c.familiarMs, c.maxFamiliarSources)
+          : state.succeedAccount(t.account, path, sources, now, c.familiarMs, c.maxFamiliarSources),
         // A store that cannot forget rejects its reset (RedisStore during an outage); the pair lane then
         // keeps its count, which errs towards caution, and the login still records. Other errors stand.
         resetKeepingUnavailable(this.pairBucket, t.pairKey),
         this.noteSources(t, false, now),
-      ]);
-      if (isPromise(writes)) await writes;
-      return { counted: false, consecutiveFailures: path === 'familiar' ? (account?.unfamiliarFailures ?? 0) : 0 };
+      ] as const);
+      const [judged] = isPromise(writes) ? await writes : writes;
+      if (judged !== undefined) [path, unfamiliarBefore] = [judged.path, judged.unfamiliarFailuresBefore];
+      return { counted: false, consecutiveFailures: path === 'familiar' ? unfamiliarBefore : 0 };
     }
     const passwordTag = password === undefined ? undefined : this.hasher.passwordTag(t.account, password);
-    const failAccount = this.state.failAccount(t.account, path, passwordTag, now, c.failureMemoryMs);
+    const failAccount = path === undefined ? state.failAccountJudged!(t.account, sources, passwordTag, now, c.failureMemoryMs) : state.failAccount(t.account, path, passwordTag, now, c.failureMemoryMs);
     const failed = isPromise(failAccount) ? await failAccount : failAccount;
+    if (path === undefined) path = (failed as JudgedFailure).path;
     if (!failed.counted) return { counted: false, consecutiveFailures: failed.total };
     const waitMs = backoffMs(this.backoff, failed.failures, this.random());
     const writes = all([

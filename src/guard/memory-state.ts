@@ -9,7 +9,8 @@
  */
 import { SluiceError, show } from '../core/errors.js';
 import { SourceTable } from './source-table.js';
-import type { AccountView, FailOutcome, GuardState, Path, SourceSpec, SourceView } from './state.js';
+import { tagIn } from './keyed-hash.js';
+import type { AccountView, FailOutcome, GuardState, JudgedFailure, JudgedSuccess, Path, SourceSpec, SourceView } from './state.js';
 
 export interface MemoryGuardStateOptions {
   /** Most account records kept. Default 1,000,000. */
@@ -111,6 +112,19 @@ export class MemoryGuardState implements GuardState {
     }
     r.expiresAt = Math.max(r.expiresAt, now + memoryMs);
     return { counted: true, failures: path === 'familiar' ? r.familiarFailures : r.unfamiliarFailures, total: r.familiarFailures + r.unfamiliarFailures };
+  }
+
+  failAccountJudged(account: string, sources: readonly string[], passwordTag: string | undefined, now: number, memoryMs: number): JudgedFailure {
+    const path = judgePath(this.liveAccount(account, now), sources);
+    return { ...this.failAccount(account, path, passwordTag, now, memoryMs), path };
+  }
+
+  succeedAccountJudged(account: string, sources: readonly string[], now: number, familiarMs: number, maxFamiliar: number): JudgedSuccess {
+    const before = this.liveAccount(account, now);
+    const path = judgePath(before, sources);
+    const unfamiliarFailuresBefore = before?.unfamiliarFailures ?? 0; // read before succeedAccount changes the record
+    this.succeedAccount(account, path, sources, now, familiarMs, maxFamiliar);
+    return { path, unfamiliarFailuresBefore };
   }
 
   lockAccount(account: string, path: Path, until: number): void {
@@ -242,4 +256,11 @@ function pruneFamiliar(r: AccountRecord, now: number): void {
       r.familiarUntil.splice(i, 1);
     }
   }
+}
+
+/** The path of an attempt from `sources` (its location and device tags): familiar if the account knows any. */
+export function judgePath(account: AccountView | undefined, sources: readonly string[]): Path {
+  if (account === undefined || account.familiar.length === 0) return 'unfamiliar';
+  for (const s of sources) if (tagIn(s, account.familiar)) return 'familiar';
+  return 'unfamiliar';
 }

@@ -60,14 +60,21 @@ class Wire {
   }
 }
 
-function remoteState(wire: Wire, inner: MemoryGuardState): GuardState {
-  return {
+/** A state on the wire; `judging` adds the optional calls that judge an attempt's path themselves, as Redis's do. */
+function remoteState(wire: Wire, inner: MemoryGuardState, judging = true): GuardState {
+  const state: GuardState = {
     readAccount: (...a) => wire.send('readAccount', () => inner.readAccount(...a)),
     failAccount: (...a) => wire.send('failAccount', () => inner.failAccount(...a)),
     lockAccount: (...a) => wire.send('lockAccount', () => inner.lockAccount(...a)),
     succeedAccount: (...a) => wire.send('succeedAccount', () => inner.succeedAccount(...a)),
     noteSource: (...a) => wire.send('noteSource', () => inner.noteSource(...a)),
     readSource: (...a) => wire.send('readSource', () => inner.readSource(...a)),
+  };
+  if (!judging) return state;
+  return {
+    ...state,
+    failAccountJudged: (...a) => wire.send('failAccountJudged', () => inner.failAccountJudged(...a)),
+    succeedAccountJudged: (...a) => wire.send('succeedAccountJudged', () => inner.succeedAccountJudged(...a)),
   };
 }
 
@@ -143,4 +150,31 @@ test('a state that fails while the source reads are out rejects check once, with
   };
   const guard = new Guard({ secret: SECRET, state, store: remoteStore(wire, new MemoryStore()), clock: () => T0, random: () => 0 });
   await assert.rejects(wire.drive(guard.check({ account: 'alice', ip: lone(1) })), /Redis is down/);
+});
+
+test('record waits for one round trip on a success and two on a counted failure, with the same results', async () => {
+  for (const judging of [true, false]) {
+    let now = T0;
+    const wire = new Wire();
+    const remote = new Guard({ secret: SECRET, state: remoteState(wire, new MemoryGuardState(), judging), store: remoteStore(wire, new MemoryStore()), clock: () => now, random: () => 0 });
+    const local = new Guard({ secret: SECRET, clock: () => now, random: () => 0 });
+    const record = async (outcome: { account: string; ip: string; success: boolean; password?: string }) => {
+      const { value, rounds } = await wire.drive(remote.record(outcome));
+      assert.deepEqual(value, await local.record(outcome), JSON.stringify(outcome));
+      return rounds;
+    };
+    // A state that judges the path itself answers in the call that writes; one that cannot is read first.
+    const extra = judging ? 0 : 1;
+    assert.equal(await record({ account: 'alice', ip: lone(1), success: true }), 1 + extra, 'a success');
+    for (let i = 0; i < 3; i++) {
+      assert.equal(await record({ account: 'alice', ip: lone(2), success: false, password: `guess${i}` }), 2 + extra, 'a stranger\'s counted failure');
+      assert.equal(await record({ account: 'alice', ip: lone(1), success: false, password: `typo${i}` }), 2 + extra, 'the owner\'s counted failure');
+      now += 1_000;
+    }
+    assert.equal(await record({ account: 'alice', ip: lone(2), success: false, password: 'guess2' }), 1 + extra, 'a repeated password (one of the last three): counted nowhere');
+    // The owner's success at home reports the strangers' failures since, and forgives only the owner's own.
+    assert.equal(await record({ account: 'alice', ip: lone(1), success: true }), 1 + extra, 'the owner\'s success');
+    const after = await wire.drive(remote.check({ account: 'alice', ip: lone(2) }));
+    assert.deepEqual(after.value, await local.check({ account: 'alice', ip: lone(2) }));
+  }
 });

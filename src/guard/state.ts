@@ -64,6 +64,18 @@ export interface SourceView {
   readonly distinctFailedAccountsLong: number;
 }
 
+/** What failAccountJudged answers: the outcome, and the path the state judged the attempt to be on. */
+export interface JudgedFailure extends FailOutcome {
+  readonly path: Path;
+}
+
+/** What succeedAccountJudged answers. */
+export interface JudgedSuccess {
+  readonly path: Path;
+  /** Strangers' failures on the account just before this success. */
+  readonly unfamiliarFailuresBefore: number;
+}
+
 export interface GuardState {
   /** The account's record, or undefined if it has none (never seen, or expired). */
   readAccount(account: string, now: number): MaybePromise<AccountView | undefined>;
@@ -83,6 +95,17 @@ export interface GuardState {
    * free tries every time the owner logs in.
    */
   succeedAccount(account: string, path: Path, sources: readonly string[], now: number, familiarMs: number, maxFamiliar: number): MaybePromise<void>;
+  /**
+   * Optional, for a remote state: failAccount with the path judged in the same call from the account's own
+   * familiar list (familiar if any of `sources`, the attempt's location and device tags, is on it), so that
+   * record() does not wait for a read first. Returns the path it judged with the outcome.
+   */
+  failAccountJudged?(account: string, sources: readonly string[], passwordTag: string | undefined, now: number, memoryMs: number): MaybePromise<JudgedFailure>;
+  /**
+   * Optional, for a remote state: succeedAccount with the path judged in the same call, as failAccountJudged.
+   * Returns the path and the strangers' failure count the account had before this success.
+   */
+  succeedAccountJudged?(account: string, sources: readonly string[], now: number, familiarMs: number, maxFamiliar: number): MaybePromise<JudgedSuccess>;
   /**
    * Notes one attempt from `source` (an address, subnet or fingerprint tag): a failure on `account`, or a
    * success. Returns the view after it. The record expires two of its longer window after its last attempt.

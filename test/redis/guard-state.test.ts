@@ -130,7 +130,7 @@ function rng(seed: number) {
   };
 }
 
-test('differential: random operations give the same answers on Redis as on the memory state', async () => {
+test('differential: random operations give the same answers on Redis as on the memory state (the judged ones too)', async () => {
   const seed = Number(process.env.GUARD_SEED ?? 7);
   const r = rng(seed);
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)]!;
@@ -148,7 +148,7 @@ test('differential: random operations give the same answers on Redis as on the m
     const a = pick(accounts);
     const s = pick(sources);
     const path = pick(paths);
-    const op = Math.floor(r() * 6);
+    const op = Math.floor(r() * 8);
     // Every argument is drawn before either state runs, so both see the same call.
     const pw = pick(['p1', 'p2', 'p3', 'p4', undefined]);
     const lockFor = pick([1000, 60_000, 2_000_000]);
@@ -169,8 +169,13 @@ test('differential: random operations give the same answers on Redis as on the m
           return st.succeedAccount(a, path, familiar, now, 1_200_000, 2);
         case 4:
           return st.noteSource(s, who, failed, now, spec);
-        default:
+        case 5:
           return st.readSource(s, now, spec);
+        case 6:
+          // The path judged from the account's familiar list, in the call that writes.
+          return st.failAccountJudged!(a, familiar, pw, now, 900_000);
+        default:
+          return st.succeedAccountJudged!(a, familiar, now, 1_200_000, 2);
       }
     };
     const m = normalize(await call(mem));
@@ -185,7 +190,7 @@ function normalize(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(normalize);
   if (typeof v !== 'object') return v;
   const out: Record<string, unknown> = {};
-  for (const k of ['unfamiliarFailures', 'familiarFailures', 'unfamiliarLockedUntil', 'familiarLockedUntil', 'lastFailureAt', 'familiar', 'counted', 'failures', 'total', 'successes', 'distinctFailedAccounts', 'distinctFailedAccountsLong']) {
+  for (const k of ['unfamiliarFailures', 'familiarFailures', 'unfamiliarLockedUntil', 'familiarLockedUntil', 'lastFailureAt', 'familiar', 'counted', 'failures', 'total', 'successes', 'distinctFailedAccounts', 'distinctFailedAccountsLong', 'path', 'unfamiliarFailuresBefore']) {
     if (!(k in v)) continue;
     const x = (v as Record<string, unknown>)[k];
     out[k] = typeof x === 'number' ? Math.round(x * 1e6) / 1e6 : Array.isArray(x) ? [...x] : x;

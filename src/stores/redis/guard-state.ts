@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { SluiceError, show } from '../../core/index.js';
 import { MemoryGuardState } from '../../guard/memory-state.js';
-import type { AccountView, FailOutcome, GuardState, Path, SourceSpec, SourceView } from '../../guard/state.js';
+import type { AccountView, FailOutcome, GuardState, JudgedFailure, JudgedSuccess, Path, SourceSpec, SourceView } from '../../guard/state.js';
 import { adapt, type RedisAdapter } from './adapter.js';
 import { escapeId } from './keys.js';
 
@@ -122,6 +122,37 @@ export class RedisGuardState implements GuardState {
     );
   }
 
+  /** failAccount with the path judged by the script from the account's familiar list: one call, not a read and a write. */
+  failAccountJudged(account: string, sources: readonly string[], passwordTag: string | undefined, now: number, memoryMs: number): Promise<JudgedFailure> {
+    checkSourceTags(sources);
+    return this.run(
+      [this.accountKey(account)],
+      ['failAccount', num(now), 'j', tagArg(passwordTag), num(memoryMs), ...sources],
+      (r) => {
+        const [counted, failures, total, path] = r as [number, number, number, string];
+        return { counted: Number(counted) === 1, failures: Number(failures), total: Number(total), path: pathOf(path) };
+      },
+      (l) => l.failAccountJudged(account, sources, passwordTag, now, memoryMs),
+      // Open: as readAccount and failAccount open, a stranger's failure that is not remembered.
+      { counted: true, failures: 0, total: 0, path: 'unfamiliar' },
+    );
+  }
+
+  /** succeedAccount with the path judged by the script, as failAccountJudged. */
+  succeedAccountJudged(account: string, sources: readonly string[], now: number, familiarMs: number, maxFamiliar: number): Promise<JudgedSuccess> {
+    checkSourceTags(sources);
+    return this.run(
+      [this.accountKey(account)],
+      ['succeedAccount', num(now), 'j', num(familiarMs), String(maxFamiliar), ...sources],
+      (r) => {
+        const [path, before] = r as [string, number];
+        return { path: pathOf(path), unfamiliarFailuresBefore: Number(before) };
+      },
+      (l) => l.succeedAccountJudged(account, sources, now, familiarMs, maxFamiliar),
+      { path: 'unfamiliar', unfamiliarFailuresBefore: 0 },
+    );
+  }
+
   async lockAccount(account: string, path: Path, until: number): Promise<void> {
     // No `now` here (the interface passes none): the script moves the key's TTL by as much as the lock
     // moves the record's end, so it needs none.
@@ -129,7 +160,7 @@ export class RedisGuardState implements GuardState {
   }
 
   async succeedAccount(account: string, path: Path, sources: readonly string[], now: number, familiarMs: number, maxFamiliar: number): Promise<void> {
-    for (const s of sources) if (s === '' || s.includes(',')) invalid(`source tag must be a non-empty string without ',', got ${show(s)}`);
+    checkSourceTags(sources);
     await this.run(
       [this.accountKey(account)],
       ['succeedAccount', num(now), code(path), num(familiarMs), String(maxFamiliar), ...sources],
@@ -257,6 +288,15 @@ function num(n: number): string {
 
 function code(path: Path): string {
   return path === 'familiar' ? 'f' : 'u';
+}
+
+function pathOf(code: string): Path {
+  return code === 'f' ? 'familiar' : 'unfamiliar';
+}
+
+/** Source tags travel comma-joined in the account hash, so none may be empty or hold a comma. */
+function checkSourceTags(sources: readonly string[]): void {
+  for (const s of sources) if (s === '' || s.includes(',')) invalid(`source tag must be a non-empty string without ',', got ${show(s)}`);
 }
 
 function tagArg(tag: string | undefined): string {

@@ -71,7 +71,19 @@ local function view(r)
 end
 
 local function outcome(counted, r, path)
-  return { counted, path == 'f' and r.ff or r.uf, r.ff + r.uf }
+  return { counted, path == 'f' and r.ff or r.uf, r.ff + r.uf, path }
+end
+
+-- Path 'j' (judge): the attempt's path from the account's own familiar list, as memory-state's judgePath:
+-- familiar ('f') if any of the attempt's tags, ARGV[first..], is on it, else 'u'.
+local function judge(r, first)
+  if r == nil then return 'u' end
+  for i = first, #ARGV do
+    for j = 1, #r.fam do
+      if r.fam[j] == ARGV[i] then return 'f' end
+    end
+  end
+  return 'u'
 end
 
 -- Sources: the ratio counts move to the generation of `now`, exactly as source-table.ts's roll().
@@ -102,9 +114,11 @@ if op == 'readAccount' then
   if r == nil then return false end
   return view(r)
 elseif op == 'failAccount' then
-  -- ARGV: path ('f' or 'u'), password tag ('' for none), memoryMs
+  -- ARGV: path ('f', 'u', or 'j' with the attempt's tags from ARGV[6]), password tag ('' for none), memoryMs.
+  -- Replies counted, failures on the path, total, and the path.
   local path, tag, memoryMs = ARGV[3], ARGV[4], tonumber(ARGV[5])
   local r = loadAccount(KEYS[1])
+  if path == 'j' then path = judge(r, 6) end
   if tag ~= '' and r ~= nil then
     for i = 1, #r.pw do
       if r.pw[i] == tag then return outcome(0, r, path) end
@@ -139,9 +153,14 @@ elseif op == 'lockAccount' then
   end
   return true
 elseif op == 'succeedAccount' then
-  -- ARGV: path, familiarMs, maxFamiliar, source tags newest first
+  -- ARGV: path ('f', 'u', or 'j' to judge it from the source tags), familiarMs, maxFamiliar, source tags
+  -- newest first. With 'j' it replies the path and the strangers' failures before this success.
   local path, familiarMs, maxFamiliar = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
-  local r = loadAccount(KEYS[1]) or newAccount()
+  local judged = path == 'j'
+  local r = loadAccount(KEYS[1])
+  if judged then path = judge(r, 6) end
+  local ufBefore = r and r.uf or 0
+  r = r or newAccount()
   if path == 'u' then
     forget(r)
   else
@@ -169,6 +188,7 @@ elseif op == 'succeedAccount' then
   for i = 1, #r.famu do exp = math.max(exp, r.famu[i]) end
   r.exp = exp
   saveAccount(KEYS[1], r)
+  if judged then return { path, ufBefore } end
   return true
 elseif op == 'noteSource' or op == 'readSource' then
   -- KEYS[2]: the distinct-accounts zset. ARGV: distinctWindowMs, ratioWindowMs, maxDistinct,

@@ -80,6 +80,21 @@ export function rlsClient(port: number, credentials: grpc.ChannelCredentials = g
   };
 }
 
+/**
+ * Waits until the service's /readyz answers 200. startService waits for its Redis client for at most
+ * redisConnectTimeoutMs; a Cluster client on a loaded machine can take longer to learn the slots, and with
+ * failure mode 'closed' a request before that is refused (a flaky 429 in serve-cluster.test.ts, once).
+ */
+export async function untilReady(port: number, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const status = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status, () => 0);
+    if (status === 200) return;
+    if (Date.now() > deadline) throw new Error(`the service on port ${port} was not ready after ${ms} ms (/readyz ${status})`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 export async function post(port: number, path: string, body: string | object, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; json: any }> {
   const res = await fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json', ...headers } });
   const text = await res.text();

@@ -5,7 +5,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { useCluster } from './harness.js';
-import { post, rlsClient, start, TempConfig } from '../integration/serve-helpers.js';
+import { post, rlsClient, start, TempConfig, untilReady } from '../integration/serve-helpers.js';
 
 const CONFIG = `domain: api
 descriptors:
@@ -29,6 +29,7 @@ describe('sluice serve --redis-cluster: a fleet of two services sharing one Redi
     const a = await start(cfg.path, { name: 'cluster a', settings }, { grpcPort: -1 });
     const b = await start(cfg.path, { name: 'cluster b', settings }, { grpcPort: -1 });
     try {
+      for (const s of [a, b]) await untilReady(s.svc.httpPort);
       // 40 users spread over the cluster's three masters; 8 requests each, alternating between the instances.
       const users = Array.from({ length: 40 }, (_, i) => `u${i}-${run}`);
       const admitted = new Map<string, number>();
@@ -61,12 +62,13 @@ describe('sluice serve --redis-cluster: a fleet of two services sharing one Redi
     const b = await start(cfg.path, { name: 'cluster json', settings }, { grpcPort: -1 });
     const rls = rlsClient(a.svc.grpcPort!);
     try {
+      for (const s of [a, b]) await untilReady(s.svc.httpPort);
       const descriptors = [{ entries: [{ key: 'tenant', value: `t-${run}` }, { key: 'route', value: '/orders' }] }];
       const first = await rls.call({ domain: 'api', descriptors, hits_addend: 2 });
       assert.equal(first.overall_code, 'OK');
       assert.equal(first.statuses[0].limit_remaining, 1);
       const second = await post(b.svc.httpPort, '/json', { domain: 'api', descriptors });
-      assert.equal(second.status, 200);
+      assert.equal(second.status, 200, JSON.stringify(second.json));
       assert.equal(second.json.statuses[0].limitRemaining ?? 0, 0, 'proto3 JSON leaves a zero out');
       const third = await rls.call({ domain: 'api', descriptors });
       assert.equal(third.overall_code, 'OVER_LIMIT');

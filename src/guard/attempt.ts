@@ -40,6 +40,8 @@ export interface TaggedAttempt {
   readonly fingerprint: string | undefined;
   /** The tag familiarity is judged by: the address for IPv4, the subnet for IPv6 (privacy addresses rotate). */
   readonly location: string;
+  /** The tags a login is judged familiar by, and that a success makes familiar: the location, then the device's. */
+  readonly sources: readonly string[];
   /** The address's standing in the allow, deny and hosting lists (fixed at construction, so fixed per address). */
   readonly standing: IpStanding;
   /** Bucket keys, built once per attempt: per address, per subnet, per account+address pair. */
@@ -111,12 +113,14 @@ export function tagAttempt(call: 'check' | 'record', input: unknown, tagger: Att
     ? hasher.tagDottedQuad('net', b[12]! & v4Mask(prefix, 0), b[13]! & v4Mask(prefix, 1), b[14]! & v4Mask(prefix, 2), b[15]! & v4Mask(prefix, 3), prefix)
     : hasher.tag('net', `${maskedText(ip, prefix)}/${prefix}`);
   const fingerprint = a.fingerprint === undefined ? undefined : hasher.tag('fp', text(call, 'fingerprint', a.fingerprint, MAX_TEXT));
+  const location = ip.v4 ? address : subnet;
   return {
     account,
     address,
     subnet,
     fingerprint,
-    location: ip.v4 ? address : subnet,
+    location,
+    sources: fingerprint === undefined ? [location] : [location, fingerprint],
     standing: tagger.reputation.classify(ip),
     ipKey: `i:${address}`,
     subnetKey: `n:${subnet}`,

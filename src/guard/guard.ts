@@ -23,13 +23,13 @@ import type { Clock, MaybePromise, Store, StoreTable } from '../stores/store.js'
 import { FailureRateMonitor } from './anomaly.js';
 import { checkOutcome, tagAttemptRecalling, type AttemptTagger, type LoginAttempt, type LoginOutcome, type TaggedAttempt } from './attempt.js';
 import { backoffMs, type BackoffSchedule } from './backoff.js';
-import { KeyedHasher, tagIn } from './keyed-hash.js';
+import { KeyedHasher } from './keyed-hash.js';
 import { decide, raise, rank, type Floor, type GuardVerdict } from './ladder.js';
 import { MemoryGuardState } from './memory-state.js';
 import { resolveOptions, type GuardConfig, type GuardOptions } from './options.js';
 import { RecentAttempts } from './recent-attempts.js';
 import { Reputation } from './reputation.js';
-import { guardStateOf, type AccountView, type GuardState, type JudgedFailure, type Path, type SourceSpec, type SourceView } from './state.js';
+import { guardStateOf, judgePath, type AccountView, type GuardState, type JudgedFailure, type Path, type SourceSpec, type SourceView } from './state.js';
 
 /** What `guard.record` reports back: whether the failure counted (a repeated wrong password does not). */
 export interface RecordResult {
@@ -87,12 +87,12 @@ export class Guard {
     this.store = options.store ?? new MemoryStore();
     // An explicit state wins; else the store's own (a RedisStore's, on the same Redis); else memory.
     this.state = options.state ?? guardStateOf(this.store) ?? new MemoryGuardState();
-    // In memory a read before the write costs no round trip, and the two plain calls cost less than the
-    // judged one (which reads too and builds its answer): 0.90x the pairs per second in a timed A/B.
-    this.judging = !(this.state instanceof MemoryGuardState) && this.state.failAccountJudged !== undefined && this.state.succeedAccountJudged !== undefined;
     if (typeof this.state !== 'object' || this.state === null || typeof this.state.failAccount !== 'function') {
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'state' must be a GuardState such as new MemoryGuardState(), got ${show(this.state)}`);
     }
+    // In memory a read before the write costs no round trip, and the two plain calls cost less than the
+    // judged one (which reads too and builds its answer): 0.90x the pairs per second in a timed A/B.
+    this.judging = !(this.state instanceof MemoryGuardState) && this.state.failAccountJudged !== undefined && this.state.succeedAccountJudged !== undefined;
     this.hasher = new KeyedHasher(c.secret);
     const reputation = new Reputation(c.allowList, c.denyList, c.hostingRanges);
     this.tagger = { hasher: this.hasher, reputation, ipv4Subnet: c.ipv4Subnet, ipv6Subnet: c.ipv6Subnet };
@@ -165,7 +165,7 @@ export class Guard {
     let read: SourceReads | undefined;
     if (isPromise(readAccount) && !standing.allowed) [account, read] = await Promise.all([readAccount, this.sourceReads(t, now, true)]);
     else account = isPromise(readAccount) ? await readAccount : readAccount;
-    const familiar = isFamiliar(account, t);
+    const familiar = judgePath(account, t.sources) === 'familiar';
     const stranger = !familiar && !standing.allowed;
     if (read === undefined) {
       const reads = this.sourceReads(t, now, stranger);
@@ -280,25 +280,24 @@ export class Guard {
     const { success, password } = outcome;
     const now = this.clock();
     const standing = t.standing;
-    // The attempt's location and device tags: the path (familiar or not) is judged from them, and a success
-    // makes them familiar. A remote state that judges the path itself (Redis: in the same script call) saves
-    // the read before the write, a round trip; any other is read first.
-    const sources = t.fingerprint === undefined ? [t.location] : [t.location, t.fingerprint];
+    // The path (familiar or not) is judged from the attempt's location and device tags. A remote state that
+    // judges it itself (Redis: in the same script call) saves the read before the write, a round trip; any
+    // other is read first.
     const state = this.state;
     let path: Path | undefined;
     let unfamiliarBefore = 0;
     if (!this.judging) {
       const readAccount = state.readAccount(t.account, now);
       const account = isPromise(readAccount) ? await readAccount : readAccount;
-      path = isFamiliar(account, t) ? 'familiar' : 'unfamiliar';
+      path = judgePath(account, t.sources);
       unfamiliarBefore = account?.unfamiliarFailures ?? 0;
     }
     if (success) {
       // Independent writes to different records: sent together (see check).
       const writes = all([
         path === undefined
-          ? state.succeedAccountJudged!(t.account, sources, now, c.familiarMs, c.maxFamiliarSources)
-          : state.succeedAccount(t.account, path, sources, now, c.familiarMs, c.maxFamiliarSources),
+          ? state.succeedAccountJudged!(t.account, t.sources, now, c.familiarMs, c.maxFamiliarSources)
+          : state.succeedAccount(t.account, path, t.sources, now, c.familiarMs, c.maxFamiliarSources),
         // A store that cannot forget rejects its reset (RedisStore during an outage); the pair lane then
         // keeps its count, which errs towards caution, and the login still records. Other errors stand.
         resetKeepingUnavailable(this.pairBucket, t.pairKey),
@@ -309,7 +308,7 @@ export class Guard {
       return { counted: false, consecutiveFailures: path === 'familiar' ? unfamiliarBefore : 0 };
     }
     const passwordTag = password === undefined ? undefined : this.hasher.passwordTag(t.account, password);
-    const failAccount = path === undefined ? state.failAccountJudged!(t.account, sources, passwordTag, now, c.failureMemoryMs) : state.failAccount(t.account, path, passwordTag, now, c.failureMemoryMs);
+    const failAccount = path === undefined ? state.failAccountJudged!(t.account, t.sources, passwordTag, now, c.failureMemoryMs) : state.failAccount(t.account, path, passwordTag, now, c.failureMemoryMs);
     const failed = isPromise(failAccount) ? await failAccount : failAccount;
     if (path === undefined) path = (failed as JudgedFailure).path;
     if (!failed.counted) return { counted: false, consecutiveFailures: failed.total };
@@ -417,14 +416,6 @@ type SourceReads = [Decision | undefined, Decision | undefined, Decision, Source
 function all<T extends readonly unknown[]>(values: T): MaybePromise<Settled<T>> {
   for (const v of values) if (isPromise(v)) return Promise.all(values) as Promise<Settled<T>>;
   return values as unknown as Settled<T>;
-}
-
-/** Whether the attempt comes from a location or device that logged in to the account before. */
-function isFamiliar(account: AccountView | undefined, t: TaggedAttempt): boolean {
-  if (account === undefined || account.familiar.length === 0) return false;
-  const byLocation = tagIn(t.location, account.familiar);
-  const byDevice = t.fingerprint !== undefined && tagIn(t.fingerprint, account.familiar);
-  return byLocation || byDevice;
 }
 
 /**

@@ -9,8 +9,7 @@
  */
 import { SluiceError, show } from '../core/errors.js';
 import { SourceTable } from './source-table.js';
-import { tagIn } from './keyed-hash.js';
-import type { AccountView, FailOutcome, GuardState, JudgedFailure, JudgedSuccess, Path, SourceSpec, SourceView } from './state.js';
+import { judgePath, type AccountView, type FailOutcome, type GuardState, type JudgedFailure, type JudgedSuccess, type Path, type SourceSpec, type SourceView } from './state.js';
 
 export interface MemoryGuardStateOptions {
   /** Most account records kept. Default 1,000,000. */
@@ -258,9 +257,3 @@ function pruneFamiliar(r: AccountRecord, now: number): void {
   }
 }
 
-/** The path of an attempt from `sources` (its location and device tags): familiar if the account knows any. */
-export function judgePath(account: AccountView | undefined, sources: readonly string[]): Path {
-  if (account === undefined || account.familiar.length === 0) return 'unfamiliar';
-  for (const s of sources) if (tagIn(s, account.familiar)) return 'familiar';
-  return 'unfamiliar';
-}

@@ -8,6 +8,7 @@
  * account name, an address or a password. Every record expires; see each method for when.
  */
 import type { MaybePromise } from '../stores/store.js';
+import { tagIn } from './keyed-hash.js';
 
 /** Which of an account's two independent failure counters an attempt belongs to (as Entra smart lockout). */
 export type Path = 'familiar' | 'unfamiliar';
@@ -135,4 +136,15 @@ export interface GuardStateSource {
 export function guardStateOf(store: unknown): GuardState | undefined {
   const f = (store as Partial<GuardStateSource> | null)?.guardState;
   return typeof f === 'function' ? f.call(store) : undefined;
+}
+
+/**
+ * The path of an attempt from `sources` (its location and device tags): familiar if the account knows any.
+ * Every tag is compared, as tagIn compares every entry, so the time taken does not say which one matched.
+ */
+export function judgePath(account: AccountView | undefined, sources: readonly string[]): Path {
+  if (account === undefined || account.familiar.length === 0) return 'unfamiliar';
+  let familiar = false;
+  for (const s of sources) if (tagIn(s, account.familiar)) familiar = true;
+  return familiar ? 'familiar' : 'unfamiliar';
 }

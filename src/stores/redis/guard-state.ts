@@ -112,10 +112,7 @@ export class RedisGuardState implements GuardState {
     return this.run(
       [this.accountKey(account)],
       ['failAccount', num(now), code(path), tagArg(passwordTag), num(memoryMs)],
-      (r) => {
-        const [counted, failures, total] = r as [number, number, number];
-        return { counted: Number(counted) === 1, failures: Number(failures), total: Number(total) };
-      },
+      failOutcome,
       (l) => l.failAccount(account, path, passwordTag, now, memoryMs),
       // Open: the failure is not remembered, so there is nothing to back off from; the buckets still count it.
       { counted: true, failures: 0, total: 0 },
@@ -128,10 +125,7 @@ export class RedisGuardState implements GuardState {
     return this.run(
       [this.accountKey(account)],
       ['failAccount', num(now), 'j', tagArg(passwordTag), num(memoryMs), ...sources],
-      (r) => {
-        const [counted, failures, total, path] = r as [number, number, number, string];
-        return { counted: Number(counted) === 1, failures: Number(failures), total: Number(total), path: pathOf(path) };
-      },
+      (r) => ({ ...failOutcome(r), path: pathOf((r as FailReply)[3]) }),
       (l) => l.failAccountJudged(account, sources, passwordTag, now, memoryMs),
       // Open: as readAccount and failAccount open, a stranger's failure that is not remembered.
       { counted: true, failures: 0, total: 0, path: 'unfamiliar' },
@@ -288,6 +282,14 @@ function num(n: number): string {
 
 function code(path: Path): string {
   return path === 'familiar' ? 'f' : 'u';
+}
+
+/** failAccount's reply: counted (1 or 0), failures on the path, total, and the path ('f' or 'u'). */
+type FailReply = [number, number, number, string];
+
+function failOutcome(reply: unknown): FailOutcome {
+  const [counted, failures, total] = reply as FailReply;
+  return { counted: Number(counted) === 1, failures: Number(failures), total: Number(total) };
 }
 
 function pathOf(code: string): Path {

@@ -20,6 +20,10 @@ const okSet = (req, res) => {
   res.setHeader('Content-Type', 'text/plain');
   res.end('ok');
 };
+// The shortest plain handler, as sluice's own examples write it: no field of its own, the body through end().
+const okEnd = (req, res) => {
+  res.end('ok');
+};
 // GCRA: the smooth, boundary-free algorithm sluice is compared on; the peers count fixed windows.
 // One day, so that GCRA's step (window/limit) stays above its 1/64 ms resolution at this limit.
 const policy = { algorithm: 'gcra', limit: LIMIT, window: '1d' };
@@ -30,15 +34,38 @@ async function build() {
       return createServer(ok);
     case 'node-bare-set':
       return createServer(okSet);
+    case 'node-bare-end':
+      return createServer(okEnd);
     case 'node-bare-imported': {
       // The bare server with sluice's middleware module loaded but never called: a control for how much of
       // a count moves with the heap's layout alone (bench/cg-profile.mjs; docs/benchmarks.md).
       await import('../dist/http/index.js');
       return createServer(ok);
     }
-    case 'node-sluice-set': {
+    case 'node-fields':
+    case 'node-fields-end': {
+      // The floor of sending draft-7 fields at all: no limiter, the same two fields sluice sends for this
+      // policy (constant values of the same length), stored the way sluice stores them. What node:http then
+      // does with them (serializing, matching, writing ~100 more bytes) is the same for any limiter that sends
+      // them; what node-sluice adds on top of this is sluice's own deciding and rendering.
+      const { NodeHeaders } = await import('../dist/http/node.js');
+      const policyText = `${LIMIT};w=86400`;
+      const rateText = `limit=${LIMIT}, remaining=${LIMIT - 1}, reset=1`;
+      const inner = config === 'node-fields' ? ok : okEnd;
+      return createServer((req, res) => {
+        const to = new NodeHeaders(res);
+        to.setTrustedHeader('ratelimit-policy', policyText);
+        to.setTrustedHeader('ratelimit', rateText);
+        inner(req, res);
+      });
+    }
+    case 'node-sluice-set':
+    case 'node-sluice-end':
+    case 'node-sluice-end-monotonic': {
       const { withRateLimit } = await import('../dist/http/index.js');
-      return createServer(withRateLimit(okSet, { policy, headers: 'draft-7' }));
+      const { monotonicClock } = await import('../dist/index.js');
+      const clock = config.endsWith('-monotonic') ? { clock: monotonicClock } : {};
+      return createServer(withRateLimit(config === 'node-sluice-set' ? okSet : okEnd, { policy, headers: 'draft-7', ...clock }));
     }
     case 'node-sluice':
     case 'node-sluice-none':

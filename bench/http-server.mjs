@@ -59,23 +59,19 @@ async function build() {
         inner(req, res);
       });
     }
+    case 'node-sluice':
+    case 'node-sluice-none':
+    case 'node-sluice-monotonic':
     case 'node-sluice-set':
     case 'node-sluice-end':
     case 'node-sluice-end-monotonic': {
       const { withRateLimit } = await import('../dist/http/index.js');
-      const { monotonicClock } = await import('../dist/index.js');
-      const clock = config.endsWith('-monotonic') ? { clock: monotonicClock } : {};
-      return createServer(withRateLimit(config === 'node-sluice-set' ? okSet : okEnd, { policy, headers: 'draft-7', ...clock }));
-    }
-    case 'node-sluice':
-    case 'node-sluice-none':
-    case 'node-sluice-monotonic': {
-      const { withRateLimit } = await import('../dist/http/index.js');
       // -monotonic reads the clock on every decision instead of the default coarse clock, whose 1 ms
       // interval fires once per request under callgrind (bench/http-instructions.mjs), not once per ~35.
       const { monotonicClock } = await import('../dist/index.js');
-      const clock = config === 'node-sluice-monotonic' ? { clock: monotonicClock } : {};
-      return createServer(withRateLimit(ok, { policy, headers: config === 'node-sluice-none' ? 'none' : 'draft-7', ...clock }));
+      const clock = config.endsWith('-monotonic') ? { clock: monotonicClock } : {};
+      const handler = config === 'node-sluice-set' ? okSet : config.startsWith('node-sluice-end') ? okEnd : ok;
+      return createServer(withRateLimit(handler, { policy, headers: config === 'node-sluice-none' ? 'none' : 'draft-7', ...clock }));
     }
     case 'node-rlf': {
       // The reference point (7 % below bare there): RateLimiterMemory keyed by the peer address, as

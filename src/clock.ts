@@ -3,7 +3,7 @@
  * read performance.timeOrigin + performance.now(), so windows still align to the epoch, but a wall-clock
  * jump (NTP step, manual change) after start-up moves nothing.
  */
-import type { Clock } from './stores/store.js';
+import type { Clock } from './core/types.js';
 
 /**
  * The Performance object, read once: Node's global `performance` is a lazy accessor property, so every

@@ -15,7 +15,8 @@ import type { DenyCacheOptions } from './distributed/deny-cache.js';
 import type { LeaseOptions } from './distributed/lease.js';
 import type { LocalSyncOptions } from './distributed/local-sync.js';
 import { MemoryStore } from './stores/memory.js';
-import type { Clock, Store, StoreTable } from './stores/store.js';
+import type { Clock } from './core/types.js';
+import type { Store, StoreTable } from './stores/store.js';
 
 export interface LimiterOptions {
   /** One policy; or give `policies`. */

@@ -12,4 +12,5 @@ export { LogState, SlidingLog } from './sliding-log.js';
 export { SlidingWindow } from './sliding-window.js';
 export { TokenBucket } from './token-bucket.js';
 export { Verdict } from './types.js';
-export type { Algorithm, AlgorithmName, Decision, ObjectAlgorithm, Policy, PolicyOptions, SlabAlgorithm } from './types.js';
+export type { Algorithm, AlgorithmName, Clock, Decision, ObjectAlgorithm, Policy, PolicyOptions, SlabAlgorithm } from './types.js';
+export { isPromise, then, type MaybePromise } from './maybe-promise.js';

@@ -116,3 +116,6 @@ export interface ObjectAlgorithm<S = unknown> {
 }
 
 export type Algorithm = SlabAlgorithm | ObjectAlgorithm;
+
+/** Milliseconds on a monotonic, epoch-aligned timeline. */
+export type Clock = () => number;

@@ -11,8 +11,8 @@
  * lengthens it.
  */
 import { makeDecision, SluiceError, show } from '../core/index.js';
-import type { Decision, Policy } from '../core/index.js';
-import type { Clock, MaybePromise, StoreTable } from '../stores/store.js';
+import type { Clock, Decision, MaybePromise, Policy } from '../core/index.js';
+import type { StoreTable } from '../stores/store.js';
 
 export interface DenyCacheOptions {
   /** Most keys held; the oldest entry is dropped first (dropping only costs a store call). Default 10,000. */

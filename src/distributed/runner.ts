@@ -4,7 +4,7 @@
  * it, so src/distributed/ never imports a Redis client.
  */
 import type { Decision, Policy } from '../core/index.js';
-import type { Clock } from '../stores/store.js';
+import type { Clock } from '../core/types.js';
 
 export interface ScriptRunner {
   /** Runs script `name` (scripts/<name>.lua) with these keys and arguments; rejects on error or timeout. */

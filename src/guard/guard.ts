@@ -17,9 +17,10 @@ import { coarseClock } from '../clock.js';
 import { createAlgorithm } from '../core/algorithms.js';
 import { SluiceError, show } from '../core/errors.js';
 import { compilePolicies } from '../core/policy.js';
-import type { Decision } from '../core/types.js';
 import { MemoryStore } from '../stores/memory.js';
-import type { Clock, MaybePromise, Store, StoreTable } from '../stores/store.js';
+import { isPromise, type MaybePromise } from '../core/maybe-promise.js';
+import type { Clock, Decision } from '../core/types.js';
+import type { Store, StoreTable } from '../stores/store.js';
 import { FailureRateMonitor } from './anomaly.js';
 import { checkOutcome, tagAttemptRecalling, type AttemptTagger, type LoginAttempt, type LoginOutcome, type TaggedAttempt } from './attempt.js';
 import { backoffMs, type BackoffSchedule } from './backoff.js';
@@ -398,10 +399,6 @@ function resetKeepingUnavailable(table: StoreTable, key: string): MaybePromise<v
     return keepUnlessUnavailable(err);
   }
   return isPromise(r) ? r.catch(keepUnlessUnavailable) : undefined;
-}
-
-function isPromise<T>(x: MaybePromise<T>): x is Promise<T> {
-  return typeof x === 'object' && x !== null && typeof (x as { then?: unknown }).then === 'function';
 }
 
 type Settled<T extends readonly unknown[]> = { -readonly [K in keyof T]: Awaited<T[K]> };

@@ -5,7 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import { parseDuration } from '../core/duration.js';
 import { SluiceError, show } from '../core/errors.js';
-import type { Clock, Store } from '../stores/store.js';
+import type { Clock } from '../core/types.js';
+import type { Store } from '../stores/store.js';
 import type { GuardState } from './state.js';
 
 /** Risk points each signal adds; see the README, "The ladder". */

@@ -7,7 +7,7 @@
  * Every key and value passed in is already an HMAC tag (see keyed-hash.ts): an implementation never sees an
  * account name, an address or a password. Every record expires; see each method for when.
  */
-import type { MaybePromise } from '../stores/store.js';
+import type { MaybePromise } from '../core/maybe-promise.js';
 import { tagIn } from './keyed-hash.js';
 
 /** Which of an account's two independent failure counters an attempt belongs to (as Entra smart lockout). */

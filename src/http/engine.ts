@@ -5,18 +5,18 @@
  * synchronous callbacks never touch a Promise.
  */
 import { show } from '../core/errors.js';
+import { isPromise, then, type MaybePromise } from '../core/maybe-promise.js';
 import type { Decision } from '../core/types.js';
 import { MemoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/store.js';
 import { CidrSet, forwardedHops, resolveClient, xForwardedForHops } from './client-ip.js';
 import { HEADER_STYLES, retryAfterSeconds, type HeaderStyle, type HeaderTarget } from './headers.js';
-import { isPromise, then, type MaybePromise } from './maybe-promise.js';
 import type { LimitedEvent, RateLimitOptions, RequestInfo, RouteRule } from './options.js';
 import { fail, Rule } from './rule.js';
 import { problemDetails, type ProblemDetails } from './problem.js';
 import { warned, warnOnce } from './warnings.js';
 
-export { isPromise } from './maybe-promise.js';
+export { isPromise } from '../core/maybe-promise.js';
 
 const COMMON_OPTIONS = [
   'policy', 'policies', 'limiter', 'key', 'cost', 'routes', 'store', 'clock', 'trustProxy', 'proxyHeader',

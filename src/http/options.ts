@@ -1,7 +1,7 @@
 /** The options every HTTP adapter takes, and the request view adapters hand to the shared engine. */
-import type { Decision, PolicyOptions } from '../core/types.js';
+import type { Clock, Decision, PolicyOptions } from '../core/types.js';
 import type { Limiter } from '../limiter.js';
-import type { Clock, Store } from '../stores/store.js';
+import type { Store } from '../stores/store.js';
 import type { HeaderStyle } from './headers.js';
 
 /** What sluice reads from a request, whatever the framework. Adapters implement it; callbacks receive it. */

@@ -5,7 +5,7 @@ import { Limiter } from '../limiter.js';
 import type { Store } from '../stores/store.js';
 import { ipKey } from './client-ip.js';
 import { HeaderRenderer, type HeaderStyle } from './headers.js';
-import { then, type MaybePromise } from './maybe-promise.js';
+import { then, type MaybePromise } from '../core/maybe-promise.js';
 import type { CostOption, KeyOption, LimitRule, RateLimitOptions, RequestInfo, RouteRule } from './options.js';
 
 export function fail(message: string): never {

@@ -12,7 +12,7 @@ import { SluiceError, show } from '../core/index.js';
 import { makeDecision } from '../core/index.js';
 import type { Decision, Policy } from '../core/index.js';
 import { Limiter } from '../limiter.js';
-import type { Clock } from '../stores/store.js';
+import type { Clock } from '../core/types.js';
 import { checkCost, checkKey, checkPriority, checkSignal, resolveGateOptions, type GateOptions, type GateStats, type WaitOptions } from './options.js';
 import { DeadlineList, KeyLine, Waiter } from './queue.js';
 import type { Timers } from './timers.js';

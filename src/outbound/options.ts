@@ -4,7 +4,8 @@ import { compilePolicies, SluiceError, show } from '../core/index.js';
 import type { Policy, PolicyOptions } from '../core/index.js';
 import type { LimiterOptions } from '../limiter.js';
 import { MemoryStore } from '../stores/memory.js';
-import type { Clock, Store } from '../stores/store.js';
+import type { Clock } from '../core/types.js';
+import type { Store } from '../stores/store.js';
 import { realTimers, type Timers } from './timers.js';
 
 export interface GateOptions {

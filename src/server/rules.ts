@@ -5,7 +5,8 @@
  */
 import { Limiter } from '../limiter.js';
 import type { Policy, PolicyOptions } from '../core/index.js';
-import type { Clock, Store } from '../stores/store.js';
+import type { Clock } from '../core/types.js';
+import type { Store } from '../stores/store.js';
 import type { DescriptorNode, DomainConfig, Level, RuleSpec, ServiceConfig } from './config.js';
 import { DEFAULT_MAX_DETAILED_SERIES, DetailedStats, RuleStats } from './rule-stats.js';
 

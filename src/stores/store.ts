@@ -2,12 +2,10 @@
  * The store contract: a store keeps per-key state and applies an algorithm's verdicts atomically. It never
  * does rate-limit arithmetic itself; that lives in core/ (and, for Redis, in each algorithm's Lua twin).
  */
-import type { Algorithm, Decision, Policy } from '../core/index.js';
+import type { Algorithm, Clock, Decision, MaybePromise, Policy } from '../core/index.js';
 
-export type MaybePromise<T> = T | Promise<T>;
-
-/** Milliseconds on a monotonic, epoch-aligned timeline. */
-export type Clock = () => number;
+// Defined in core/; re-exported because the store contract is written in them.
+export type { Clock, MaybePromise } from '../core/index.js';
 
 export interface TableSpec {
   readonly policies: readonly Policy[];

@@ -4,3 +4,4 @@
 import { cpSync } from 'node:fs';
 
 cpSync('src/stores/redis/scripts', 'dist/stores/redis/scripts', { recursive: true });
+cpSync('src/guard/redis/guard.lua', 'dist/guard/redis/guard.lua');

@@ -12,9 +12,8 @@ export type { GuardAction, GuardVerdict } from './ladder.js';
 export type { GuardOptions, SignalWeights } from './options.js';
 export { DEFAULT_WEIGHTS } from './options.js';
 export type { AccountView, FailOutcome, GuardState, GuardStateSource, Path, SourceSpec, SourceView } from './state.js';
-// The Redis guard state lives with the Redis store (the guard depends only on GuardState); re-exported
-// here so guard users find it. It imports no Redis client: the app passes its own.
-export { RedisGuardState, type GuardStateOnError, type RedisGuardStateOptions, type RedisGuardStateStats } from '../stores/redis/guard-state.js';
+// The guard's state on Redis. It imports no Redis client: the app passes its own, or a RedisStore.
+export { RedisGuardState, type GuardStateOnError, type RedisGuardStateOptions, type RedisGuardStateStats } from './redis/state.js';
 export { MemoryGuardState, type MemoryGuardStateOptions } from './memory-state.js';
 export { backoffMs, type BackoffSchedule } from './backoff.js';
 export { hcaptcha, recaptcha, SiteverifyCaptcha, SITEVERIFY_URLS, turnstile, type CaptchaProvider, type CaptchaResult, type SiteverifyOptions } from './captcha.js';

@@ -38,7 +38,8 @@ export interface GuardOptions {
   store?: Store;
   /**
    * Where accounts' failure counts, familiar sources and per-source signals live. Default: the store's own
-   * when it has one (a RedisStore gives a RedisGuardState on the same client and prefix), else MemoryGuardState.
+   * when it has one (for a RedisStore, a RedisGuardState on the same client and prefix, one per store),
+   * else MemoryGuardState.
    */
   state?: GuardState;
   /** Milliseconds; tests inject one. Default `coarseClock`. */

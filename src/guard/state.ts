@@ -2,7 +2,7 @@
  * The guard-state contract: what the guard keeps beyond token buckets (those live in a sluice Store), as a
  * few semantic operations rather than get/set, so that each is one atomic step in any backend: in memory
  * (memory-state.ts), or on Redis as one script call on the keys of one account or one source, which share
- * a hash tag (src/stores/redis/guard-state.ts); nothing here needs a transaction across two records.
+ * a hash tag (redis/state.ts); nothing here needs a transaction across two records.
  *
  * Every key and value passed in is already an HMAC tag (see keyed-hash.ts): an implementation never sees an
  * account name, an address or a password. Every record expires; see each method for when.
@@ -124,9 +124,10 @@ export interface GuardState {
 }
 
 /**
- * A Store that can keep guard state beside its buckets (RedisStore does). A Guard given such a store and
- * no `state` takes its state from the store, so `new Guard({ secret, store })` shares everything the store
- * shares; the guard never needs to know which backend that is.
+ * A Store that can keep guard state beside its buckets. A Guard given such a store and no `state` takes
+ * its state from the store, so `new Guard({ secret, store })` shares everything the store shares. A
+ * RedisStore does not implement this (the store knows nothing of the guard): the Guard builds the
+ * guard's Redis state on the store's client itself (redis/state.ts, redisGuardStateOf).
  */
 export interface GuardStateSource {
   guardState(): GuardState;

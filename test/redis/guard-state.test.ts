@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Guard, MemoryGuardState, RedisGuardState, type GuardState, type Path, type SourceSpec } from '../../src/guard/index.js';
+import * as sluiceRedis from '../../src/stores/redis/index.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { guardConformance } from '../contracts/guard-conformance.js';
 import { assertNoPlainValue, privacyTrace } from '../support/privacy.js';
@@ -53,15 +54,21 @@ guardConformance('redis guard state (node-redis, taken from the store)', {
   makeStore: () => new RedisStore({ client: nr, prefix: fresh(), clock: 'client', timeoutMs: 2000, onError: 'closed' }),
 });
 
-test('a Guard given a RedisStore and no state keeps its state on the same Redis and prefix', () => {
+test('a Guard given a RedisStore and no state keeps its state on the same Redis and prefix, one state per store', () => {
   const store = new RedisStore({ client: io, prefix: fresh(), onError: { insurance: 0.5 } });
   const guard = new Guard({ secret: 'wiring-secret-0123456789', store });
   assert.ok(guard.state instanceof RedisGuardState);
-  assert.equal(guard.state, store.guardState());
+  assert.equal(guard.state, new Guard({ secret: 'wiring-secret-0123456789', store }).state);
+  assert.notEqual(guard.state, new Guard({ secret: 'wiring-secret-0123456789', store: new RedisStore({ client: io, prefix: store.prefix }) }).state);
   assert.equal((guard.state as RedisGuardState).prefix, store.prefix);
   assert.equal((guard.state as RedisGuardState).onError, 'local');
   const mine = new MemoryGuardState();
   assert.equal(new Guard({ secret: 'wiring-secret-0123456789', store, state: mine }).state, mine);
+});
+
+test('sluice/redis carries no guard code: the guard state is exported from sluice/guard only', () => {
+  assert.deepEqual(Object.keys(sluiceRedis).filter((k) => /guard/i.test(k)), []);
+  assert.equal('guardState' in RedisStore.prototype, false);
 });
 
 test('RedisGuardState options: each bad one is an error naming the field and the value', () => {

@@ -3,4 +3,3 @@ export { RedisStore, type RedisStoreOptions } from './redis-store.js';
 export type { OnError } from './failure.js';
 export type { RedisStoreStats } from './table.js';
 export { CLOSED_RETRY_MS, STORE_ERROR } from './failure.js';
-export { RedisGuardState, type GuardStateOnError, type RedisGuardStateOptions, type RedisGuardStateStats } from './guard-state.js';

@@ -13,7 +13,6 @@ import { SluiceError, show } from '../../core/index.js';
 import type { ScriptRunner } from '../../distributed/runner.js';
 import type { Store, TableSpec } from '../store.js';
 import { adapt } from './adapter.js';
-import { RedisGuardState } from './guard-state.js';
 import { checkOnError, type OnError } from './failure.js';
 import { scriptRunner } from './strategy.js';
 import { Deadlines, RedisTable, type RedisStoreStats, type StoreContext } from './table.js';
@@ -56,9 +55,9 @@ export class RedisStore implements Store {
   readonly onError: OnError;
   /** Counters for metrics: calls, operations, fallbacks (outage answers), timeouts, errors, refusals. */
   readonly stats: RedisStoreStats = { calls: 0, operations: 0, fallbacks: 0, timeouts: 0, errors: 0, refused: 0, reloads: 0 };
+  /** The client this store was given: features that keep their own state on the same Redis (the guard's) use it. */
+  readonly client: unknown;
   private readonly ctx: StoreContext;
-  private readonly client: unknown;
-  private guard: RedisGuardState | undefined;
 
   constructor(options: RedisStoreOptions) {
     if (typeof options !== 'object' || options === null) invalid(`options must be an object such as { client }, got ${show(options)}`);
@@ -94,20 +93,6 @@ export class RedisStore implements Store {
       functions: adapter.functions !== undefined,
     };
     adapter.onError(() => this.stats.errors++);
-  }
-
-  /**
-   * The guard state on this store's client, prefix and timeout (a Guard given this store and no `state`
-   * takes it). Its onError follows the store's: 'open' stays open, 'closed' rejects, and insurance
-   * keeps local state while Redis is away. One per store.
-   */
-  guardState(): RedisGuardState {
-    return (this.guard ??= new RedisGuardState({
-      client: this.client,
-      prefix: this.prefix,
-      timeoutMs: this.timeoutMs,
-      onError: typeof this.onError === 'object' ? 'local' : this.onError,
-    }));
   }
 
   bind(spec: TableSpec): RedisTable {

@@ -1,22 +1,23 @@
 /**
  * RedisGuardState: the login guard's state (src/guard/state.ts) on Redis, so every app server sees every
- * other's failures. One script (scripts/guard.lua) runs each method atomically on the keys of one account
- * or one source, which share a hash tag, so a Cluster never answers CROSSSLOT. See the README, "Guard".
+ * other's failures. One script (guard.lua, beside this file) runs each method atomically on the keys of
+ * one account or one source, which share a hash tag, so a Cluster never answers CROSSSLOT.
  *
- * It lives beside RedisStore rather than in src/guard/ so that the guard depends only on the GuardState
- * interface and never on Redis; this file is the outer layer that knows both.
+ * It lives in the guard, not beside RedisStore: the store knows nothing of the guard (sluice/redis carries
+ * no guard code), and the guard builds this state on a RedisStore's client when given one (redisGuardStateOf).
  *
  * @example
  * const store = new RedisStore({ client: new Redis() });
- * const guard = new Guard({ secret, store }); // uses store.guardState(): buckets and state both on Redis
+ * const guard = new Guard({ secret, store }); // buckets and state both on Redis, one state per store
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { SluiceError, show } from '../../core/index.js';
-import { MemoryGuardState } from '../../guard/memory-state.js';
-import type { AccountView, FailOutcome, GuardState, JudgedFailure, JudgedSuccess, Path, SourceSpec, SourceView } from '../../guard/state.js';
-import { adapt, type RedisAdapter } from './adapter.js';
-import { escapeId } from './keys.js';
+import { MemoryGuardState } from '../memory-state.js';
+import type { AccountView, FailOutcome, GuardState, JudgedFailure, JudgedSuccess, Path, SourceSpec, SourceView } from '../state.js';
+import { adapt, type RedisAdapter } from '../../stores/redis/adapter.js';
+import { escapeId } from '../../stores/redis/keys.js';
+import { RedisStore } from '../../stores/redis/redis-store.js';
 
 /**
  * When Redis cannot answer within timeoutMs (down, frozen, not connected):
@@ -52,7 +53,7 @@ export interface RedisGuardStateStats {
 }
 
 const KNOWN = new Set(['client', 'prefix', 'timeoutMs', 'onError']);
-const SOURCE = readFileSync(new URL('./scripts/guard.lua', import.meta.url), 'utf8');
+const SOURCE = readFileSync(new URL('./guard.lua', import.meta.url), 'utf8');
 const SHA = createHash('sha1').update(SOURCE).digest('hex');
 
 function invalid(message: string): never {
@@ -321,4 +322,22 @@ function sourceView(r: SourceReply, now: number, spec: SourceSpec): SourceView {
     distinctFailedAccounts: Number(r[5]),
     distinctFailedAccountsLong: Number(r[6]),
   };
+}
+
+/** One state per store, so every Guard given the same RedisStore shares one (as its buckets do). */
+const perStore = new WeakMap<RedisStore, RedisGuardState>();
+
+/**
+ * The guard state on a RedisStore's client, prefix and timeout, or undefined if `store` is not a
+ * RedisStore. Its onError follows the store's: 'open' stays open, 'closed' rejects, and insurance keeps
+ * local state while Redis is away. A Guard given a RedisStore and no `state` takes this one.
+ */
+export function redisGuardStateOf(store: unknown): RedisGuardState | undefined {
+  if (!(store instanceof RedisStore)) return undefined;
+  let state = perStore.get(store);
+  if (state === undefined) {
+    state = new RedisGuardState({ client: store.client, prefix: store.prefix, timeoutMs: store.timeoutMs, onError: typeof store.onError === 'object' ? 'local' : store.onError });
+    perStore.set(store, state);
+  }
+  return state;
 }

@@ -17,6 +17,7 @@ const COUNTERS: [keyof RuleStats, string, string][] = [
   ['shadowMode', 'sluice_rule_shadow_mode_total', 'Over-limit hits answered OK because the rule is in shadow mode.'],
   ['overLimitWithLocalCache', 'sluice_rule_over_limit_with_local_cache_total', 'Over-limit hits answered from the local deny cache.'],
   ['storeErrors', 'sluice_rule_store_errors_total', 'Decisions the store could not make (answered by the failure mode or failed).'],
+  ['storeFull', 'sluice_rule_store_full_total', 'New keys the memory store had no room for, every key it could evict denying (decided by --memory-on-full).'],
 ];
 
 /** A rule's labels; a `detailed_metric` rule's series also carry the request's values as `descriptor`. */

@@ -23,6 +23,8 @@ export class RuleStats {
   overLimitWithLocalCache = 0;
   /** Decisions the store could not make (timeout, connection loss): answered by the failure policy or failed. */
   storeErrors = 0;
+  /** New keys the memory store had no room for (every key it could evict was denying): decided by its onFull. */
+  storeFull = 0;
   /** Decisions (not hits) timed, per bucket in LATENCY_BUCKETS, plus +Inf as the last slot. */
   readonly latencyBuckets = new Float64Array(LATENCY_BUCKETS.length + 1);
   latencySum = 0;

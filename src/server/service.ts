@@ -306,7 +306,9 @@ export class RateLimitService {
 
   private status(stats: RuleStats, t: Target, key: string, hits: number, shadow: boolean, d: Decision, t0: number): DescriptorStatus {
     stats.observe((monotonicClock() - t0) / 1000);
-    if (d.reason !== undefined) stats.storeErrors++; // decided by the store's failure policy, not by the rule
+    // Decided by the store, not by the rule: a full memory store (onFull), or its failure policy.
+    if (d.reason === 'store-full') stats.storeFull++;
+    else if (d.reason !== undefined) stats.storeErrors++;
     if (!d.allowed) {
       if (this.deny !== undefined && d.reason === undefined && d.retryAfterMs > 0) this.deny.add(t.id!, key, hits, t0 + d.retryAfterMs);
       return this.over(stats, t, hits, shadow, d.remaining, d.retryAfterMs);

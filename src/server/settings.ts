@@ -49,6 +49,8 @@ export interface Settings {
   failureMode: 'open' | 'closed';
   /** Memory store bound across all rules. */
   maxKeys: number;
+  /** A new key when the memory store is at --max-keys and every key it could evict is denying. */
+  memoryOnFull: 'allow' | 'deny';
   /**
    * The memory store's clock: 'coarse' reads the monotonic clock at most once per 1 ms tick or 64
    * decisions (the library's default), 'monotonic' on every decision. A Redis store uses Redis's time.
@@ -178,6 +180,12 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
     parse: oneOf('coarse', 'monotonic'),
   },
   maxKeys: { flag: '--max-keys', env: 'SLUICE_MAX_KEYS', help: 'in-memory store: most keys kept (default 1000000)', parse: int(1) },
+  memoryOnFull: {
+    flag: '--memory-on-full',
+    env: 'SLUICE_MEMORY_ON_FULL',
+    help: "in-memory store at --max-keys with every key it could evict denying: deny or allow a new key, untracked (default deny)",
+    parse: oneOf('allow', 'deny'),
+  },
   maxBodyBytes: { flag: '--max-body-bytes', env: 'SLUICE_MAX_BODY_BYTES', help: 'largest request body (default 65536)', parse: int(1) },
   logLevel: { flag: '--log-level', env: 'SLUICE_LOG_LEVEL', help: 'trace, debug, info, warn, error or fatal (default info)', parse: str },
   watch: { flag: '--watch', env: 'SLUICE_WATCH', help: 'reload when the config changes (default true)', parse: bool },
@@ -233,6 +241,7 @@ export const DEFAULTS: Omit<Settings, 'config'> = {
   redisConnectTimeoutMs: 3000,
   failureMode: 'open',
   maxKeys: 1_000_000,
+  memoryOnFull: 'deny',
   clock: 'coarse',
   maxBodyBytes: 65_536,
   logLevel: 'info',

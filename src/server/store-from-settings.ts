@@ -51,7 +51,7 @@ interface RedisClientLike {
 
 export async function storeFromSettings(settings: Settings): Promise<ServiceStore> {
   if (settings.redis === undefined && settings.redisCluster === undefined && settings.redisSentinel === undefined) {
-    return { store: new MemoryStore({ maxKeys: settings.maxKeys }), kind: 'memory', ready: async () => true, close: async () => {} };
+    return { store: new MemoryStore({ maxKeys: settings.maxKeys, onFull: settings.memoryOnFull }), kind: 'memory', ready: async () => true, close: async () => {} };
   }
   const redisModule = await load(REDIS_STORE_MODULE, 'this build of sluice has no Redis store (sluice/redis)');
   const ioredis = await load(IOREDIS, '--redis, --redis-cluster and --redis-sentinel need the ioredis package: npm install ioredis');

@@ -87,8 +87,9 @@ test('rows freed by eviction are reused clean', () => {
     store,
     clock: () => clock.now,
   });
-  limiter.limitSync('a', { cost: 2 });
-  limiter.limitSync('b', { cost: 2 });
+  // Half spent, so neither denies and either may go (a denying key would be kept).
+  limiter.limitSync('a', { cost: 1 });
+  limiter.limitSync('b', { cost: 1 });
   limiter.limitSync('c', { cost: 1 }); // evicts one of a, b
   const fresh = ['a', 'b'].filter((k) => limiter.limitSync(k, { cost: 0 }).remaining === 2);
   assert.equal(fresh.length, 1, 'exactly one of a, b was evicted, and reads as unused');

@@ -9,7 +9,11 @@
  * Bounds: at most `maxKeys` keys across all limiters sharing the store. Each new key first sweeps two
  * entries in insertion order and drops those that are idle (their state is as if unused), so expired state
  * is reclaimed with no timer per key. At `maxKeys` a new key evicts an idle key if one is found among the
- * next 32 in sweep order, and otherwise the sampled key closest to idle: the one whose loss forgives least.
+ * next 32 in sweep order, and otherwise the sampled key closest to idle that is not denying: the one whose
+ * loss forgives least. A key that denies now (a request of cost 1 would get retryAfterMs > 0, a ban
+ * included) is never evicted, so minting fresh keys cannot buy a denied key its reset (nginx's limit_req
+ * answers 503 rather than forget a key over its limit). When every sampled key denies, the new key is not
+ * tracked: it is decided by `onFull`, with `reason: 'store-full'`.
  */
 import { combine, makeDecision, SluiceError, show, Verdict } from '../core/index.js';
 import type { Algorithm, Decision, ObjectAlgorithm, Policy, SlabAlgorithm } from '../core/index.js';
@@ -18,6 +22,20 @@ import type { Clock, Store, StoreTable, TableSpec } from './store.js';
 export interface MemoryStoreOptions {
   /** Most keys kept across every limiter using this store. Default 1,000,000. */
   maxKeys?: number;
+  /**
+   * A new key when the store is at `maxKeys` and every key it could evict is denying: 'deny' (default)
+   * refuses it, as nginx's limit_req does, since an untracked key would otherwise pass every time; 'allow'
+   * admits it without tracking it. Either way the decision carries `reason: 'store-full'`.
+   */
+  onFull?: 'allow' | 'deny';
+}
+
+/** What the memory store counts. */
+export interface MemoryStoreStats {
+  /** Keys dropped to make room at `maxKeys` (idle sweeps not counted). */
+  evicted: number;
+  /** New keys decided by `onFull` because every key the store could evict was denying. */
+  storeFull: number;
 }
 
 const SWEEP_PER_INSERT = 2;
@@ -25,8 +43,12 @@ const EVICTION_SAMPLE = 32;
 
 export class MemoryStore implements Store {
   readonly maxKeys: number;
+  readonly onFull: 'allow' | 'deny';
   /** Keys held across all tables. */
   size = 0;
+  readonly stats: MemoryStoreStats = { evicted: 0, storeFull: 0 };
+  /** After a makeRoom() that failed: the soonest a sampled denying key stops denying (ms from now). */
+  fullRetryMs = 0;
   private readonly tables: MemoryTable[] = [];
 
   constructor(options: MemoryStoreOptions = {}) {
@@ -38,6 +60,11 @@ export class MemoryStore implements Store {
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `MemoryStore 'maxKeys' must be a positive integer, got ${show(maxKeys)}`);
     }
     this.maxKeys = maxKeys;
+    const onFull = options.onFull ?? 'deny';
+    if (onFull !== 'allow' && onFull !== 'deny') {
+      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `MemoryStore 'onFull' must be 'allow' or 'deny', got ${show(onFull)}`);
+    }
+    this.onFull = onFull;
   }
 
   bind(spec: TableSpec): MemoryTable {
@@ -46,10 +73,19 @@ export class MemoryStore implements Store {
     return table;
   }
 
-  /** Makes room for one key: from `preferred` if it holds any, else from the fullest table. */
-  makeRoom(preferred: MemoryTable, now: number): void {
-    const from = preferred.size > 0 ? preferred : this.tables.reduce((a, b) => (b.size > a.size ? b : a));
-    from.evictOne(now);
+  /**
+   * Makes room for one key: from `preferred` if it can, else from the other tables, fullest first. False
+   * when every key sampled is denying (then `fullRetryMs` says how soon one stops).
+   */
+  makeRoom(preferred: MemoryTable, now: number): boolean {
+    this.fullRetryMs = Infinity;
+    if (preferred.size > 0 && preferred.evictOne(now)) return true;
+    if (this.tables.length > 1) {
+      const others = this.tables.filter((t) => t !== preferred && t.size > 0).sort((a, b) => b.size - a.size);
+      for (const t of others) if (t.evictOne(now)) return true;
+    }
+    this.stats.storeFull++;
+    return false;
   }
 
   /** Drops every idle key now, in every table. Returns how many were dropped. */
@@ -73,6 +109,8 @@ export class MemoryTable implements StoreTable {
   private readonly objects: unknown[][];
   private readonly rowSlots: number;
   private readonly verdicts: Verdict[];
+  /** Scratch verdicts for asking whether a key denies now, apart from `verdicts`, which may hold a pending commit. */
+  private readonly probes: Verdict[];
   /** A row of zeros: the state of a key never seen, evaluated without creating it. */
   private readonly idleRow: Float64Array;
   private slab: Float64Array;
@@ -92,6 +130,7 @@ export class MemoryTable implements StoreTable {
     this.objects = this.algorithms.map(() => []);
     this.rowSlots = slots;
     this.verdicts = this.algorithms.map((a) => new Verdict(a.kind === 'slab' ? a.slots : 0));
+    this.probes = this.algorithms.map((a) => new Verdict(a.kind === 'slab' ? a.slots : 0));
     this.idleRow = new Float64Array(Math.max(1, slots));
     this.slab = new Float64Array(Math.max(1, slots) * 1024);
     const only = this.algorithms[0]!;
@@ -117,8 +156,19 @@ export class MemoryTable implements StoreTable {
       else a.evaluate(row === undefined ? undefined : this.objects[i]![row], now, cost, v);
       if (!v.allowed) allowed = false;
     }
-    if (allowed && cost > 0) this.commit(row ?? this.insert(key, now), now, cost, leaseId);
+    if (allowed && cost > 0) {
+      const r = row ?? this.insert(key, now);
+      if (r < 0) return this.full(this.policies[0]!, this.verdicts[0]!);
+      this.commit(r, now, cost, leaseId);
+    }
     return combine(this.policies, this.verdicts, leaseId);
+  }
+
+  /** The decision for a new key the store had no room for (every key it could evict is denying). */
+  private full(policy: Policy, v: Verdict): Decision {
+    if (this.store.onFull === 'allow') return makeDecision(true, policy.limit, v.remaining, v.resetAfterMs, 0, v.delayMs, policy.name, undefined, 'store-full');
+    const retryMs = this.store.fullRetryMs;
+    return makeDecision(false, policy.limit, 0, retryMs, retryMs, 0, policy.name, undefined, 'store-full');
   }
 
   /** decide() for one slab policy, the common case, with nothing on the path that it does not need. */
@@ -130,8 +180,12 @@ export class MemoryTable implements StoreTable {
     if (row === undefined) a.evaluate(this.idleRow, 0, now, cost, v);
     else a.evaluate(slab, row * this.rowSlots, now, cost, v);
     if (v.allowed && cost > 0) {
-      if (row === undefined) this.writeRow(this.insert(key, now) * this.rowSlots, v.next);
-      else this.writeRow(row * this.rowSlots, v.next);
+      if (row !== undefined) this.writeRow(row * this.rowSlots, v.next);
+      else {
+        const r = this.insert(key, now);
+        if (r < 0) return this.full(a.policy, v);
+        this.writeRow(r * this.rowSlots, v.next);
+      }
     }
     return makeDecision(v.allowed, a.policy.limit, v.remaining, v.resetAfterMs, v.retryAfterMs, v.delayMs, a.policy.name, undefined, undefined);
   }
@@ -158,6 +212,11 @@ export class MemoryTable implements StoreTable {
     const now = this.clock();
     if (delta !== 0) {
       const row = this.index.get(key) ?? (delta > 0 ? this.insert(key, now) : undefined);
+      if (row !== undefined && row < 0) {
+        // No room to charge a new key: the peek below stands, marked as the store's, not the policies'.
+        const d = this.decide(key, 0, undefined);
+        return { ...d, reason: 'store-full' };
+      }
       if (row !== undefined) {
         for (let i = 0; i < this.algorithms.length; i++) {
           const a = this.algorithms[i]!;
@@ -188,9 +247,10 @@ export class MemoryTable implements StoreTable {
 
   // ---- rows, sweeping and eviction ----
 
+  /** A row for a new key, or -1 when the store is full of denying keys. */
   private insert(key: string, now: number): number {
     this.sweep(now, SWEEP_PER_INSERT);
-    if (this.store.size >= this.store.maxKeys) this.store.makeRoom(this, now);
+    if (this.store.size >= this.store.maxKeys && !this.store.makeRoom(this, now)) return -1;
     let row = this.freeRows.pop();
     if (row === undefined) {
       row = this.rows++;
@@ -261,8 +321,28 @@ export class MemoryTable implements StoreTable {
     return dropped;
   }
 
-  /** Drops one key: the first idle one in a sample, else the sampled key closest to idle. */
-  evictOne(now: number): void {
+  /**
+   * How long the key in `row` denies a request of cost 1 from `now` on (a ban included): 0 when it would
+   * admit one. Probes every policy without touching the state.
+   */
+  private denyingFor(row: number, now: number): number {
+    let wait = 0;
+    for (let i = 0; i < this.algorithms.length; i++) {
+      const a = this.algorithms[i]!;
+      const p = this.probes[i]!;
+      if (a.kind === 'slab') a.evaluate(this.slab, row * this.rowSlots + this.offsets[i]!, now, 1, p);
+      else a.evaluate(this.objects[i]![row], now, 1, p);
+      if (!p.allowed && p.retryAfterMs > wait) wait = p.retryAfterMs;
+    }
+    return wait;
+  }
+
+  /**
+   * Drops one key from a sample in sweep order: the first idle one, else the sampled key closest to idle
+   * that is not denying. False when every sampled key is denying; the store's `fullRetryMs` then holds
+   * the soonest one of them stops.
+   */
+  evictOne(now: number): boolean {
     let victim: [string, number] | undefined;
     let victimIdleAt = Infinity;
     const sample = Math.min(EVICTION_SAMPLE, this.index.size);
@@ -274,10 +354,16 @@ export class MemoryTable implements StoreTable {
         break;
       }
       if (at < victimIdleAt) {
-        victim = entry;
-        victimIdleAt = at;
+        const wait = this.denyingFor(entry[1], now);
+        if (wait === 0) {
+          victim = entry;
+          victimIdleAt = at;
+        } else if (wait < this.store.fullRetryMs) this.store.fullRetryMs = wait;
       }
     }
-    if (victim !== undefined) this.drop(victim[0], victim[1]);
+    if (victim === undefined) return false;
+    this.drop(victim[0], victim[1]);
+    this.store.stats.evicted++;
+    return true;
   }
 }

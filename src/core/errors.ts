@@ -1,6 +1,6 @@
 /**
  * One error class for everything sluice rejects. Every message names the field and quotes the value, and
- * every error carries a stable `code` plus a `help` pointer into the README's "Error codes" section.
+ * every error carries a stable `code` plus a `help` pointer into docs/errors.md.
  */
 export type SluiceErrorCode =
   | 'ERR_SLUICE_INVALID_POLICY'
@@ -26,7 +26,7 @@ export class SluiceError extends Error {
     super(`[sluice] ${message}`);
     this.name = 'SluiceError';
     this.code = code;
-    this.help = `README.md#${code.toLowerCase()}`;
+    this.help = `docs/errors.md#${code.toLowerCase()}`;
   }
 }
 

@@ -336,7 +336,7 @@ function weights(o: GuardOptions): SignalWeights {
 export function resolveOptions(options: GuardOptions, env: string | undefined): GuardConfig {
   if (typeof options !== 'object' || options === null) invalid(`options must be an object, got ${show(options)}`);
   for (const field of Object.keys(options)) {
-    if (!KNOWN.has(field)) invalid(`has no option '${field}'; see the README, "Guard", for the list`);
+    if (!KNOWN.has(field)) invalid(`has no option '${field}'; see docs/guard.md for the list`);
   }
   const o = options;
   const { bytes, ephemeral } = secretBytes(o.secret, env);

@@ -8,7 +8,7 @@ const emitted = new Set<SluiceWarningCode>();
 export function warnOnce(code: SluiceWarningCode, message: string): void {
   if (emitted.has(code)) return;
   emitted.add(code);
-  process.emitWarning(`[sluice] ${message} See README.md#${code.toLowerCase()}`, { type: 'SluiceWarning', code });
+  process.emitWarning(`[sluice] ${message} See docs/errors.md#${code.toLowerCase()}`, { type: 'SluiceWarning', code });
 }
 
 /** Whether `code` was already emitted in this process. */

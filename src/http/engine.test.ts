@@ -29,6 +29,14 @@ test('bad options are SluiceErrors that name the option and quote the value', ()
     [{ routes: [{ name: 'a', policy }, { name: 'a', policy }] }, /'routes'\[1\].name must be a unique non-empty string, got "a"/],
     [{ routes: [{ policy, burst: 3 } as never] }, /'routes'\[0\]: unknown field 'burst'/],
     [{ windowMs: 1000 } as never, /unknown rateLimit option 'windowMs'; known options are/],
+    [{ deny: 'evil' as never }, /'deny' must be an array of addresses and CIDRs, or \{ addresses, keys \}, got "evil"/],
+    [{ allow: { users: ['a'] } as never }, /'allow': unknown field 'users'; known fields are addresses, keys/],
+    [{ allow: { keys: [''] } }, /'allow.keys' must be an array of non-empty strings, got \[""\]/],
+    [{ deny: { addresses: ['10.0.0.0/99'] } }, /'deny.addresses\[0\]' has a prefix length outside 0-32/],
+    [{ denyStatus: 302 }, /'denyStatus' must be an HTTP error status \(400-599\), got 302/],
+    [{ skipFailedRequests: 1 as never }, /'skipFailedRequests' must be true or false, got 1/],
+    [{ requestWasSuccessful: () => true }, /'requestWasSuccessful' has no effect without 'skipFailedRequests' or 'skipSuccessfulRequests'/],
+    [{ skipSuccessfulRequests: true, requestWasSuccessful: 'yes' as never }, /'requestWasSuccessful' must be a function \(req, res\) => boolean, got "yes"/],
   ];
   for (const [options, message] of cases) {
     assert.throws(() => make(options), { name: 'SluiceError', code: 'ERR_SLUICE_INVALID_OPTION', message }, String(message));

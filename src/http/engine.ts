@@ -11,16 +11,17 @@ import { MemoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/store.js';
 import { CidrSet, forwardedHops, resolveClient, xForwardedForHops } from './client-ip.js';
 import { HEADER_STYLES, retryAfterSeconds, type HeaderStyle, type HeaderTarget } from './headers.js';
-import type { LimitedEvent, RateLimitOptions, RequestInfo, RouteRule } from './options.js';
+import type { AccessList, LimitedEvent, RateLimitInfo, RateLimitOptions, Refusal, RequestInfo, RouteRule, SuccessTest } from './options.js';
 import { fail, Rule } from './rule.js';
-import { problemDetails, type ProblemDetails } from './problem.js';
+import { forbiddenProblem, problemDetails, type ProblemDetails } from './problem.js';
 import { warned, warnOnce } from './warnings.js';
 
 export { isPromise } from '../core/maybe-promise.js';
 
 const COMMON_OPTIONS = [
   'policy', 'policies', 'limiter', 'key', 'cost', 'routes', 'store', 'clock', 'trustProxy', 'proxyHeader',
-  'ipv6Subnet', 'headers', 'status', 'dryRun', 'skip', 'allow', 'onLimited', 'warnings',
+  'ipv6Subnet', 'headers', 'status', 'dryRun', 'skip', 'allow', 'onLimited', 'warnings', 'deny', 'denyStatus',
+  'skipFailedRequests', 'skipSuccessfulRequests', 'requestWasSuccessful',
 ];
 const ROUTE_OPTIONS = new Set(['name', 'method', 'path', 'match', 'policy', 'policies', 'limiter', 'key', 'cost']);
 
@@ -30,8 +31,10 @@ export interface LimitedResponse {
   readonly key: string;
   readonly decision: Decision;
   readonly route: string | undefined;
-  /** The configured status (default 429). */
+  /** The status to answer with: `status` (default 429), or `denyStatus` (default 403) for a deny-listed request. */
   readonly status: number;
+  /** 'limited' (over a limit) or 'denied' (on the deny list). */
+  readonly refusal: Refusal;
   readonly retryAfterSeconds: number;
   /** The problem+json body sluice would send. */
   readonly problem: ProblemDetails;
@@ -42,20 +45,35 @@ export interface LimitedResponse {
  * inline the class's constructor into the decision (its inlining budget was spent on the store's code), and
  * the call cost ~300 instructions a request, where a literal is allocated inline (bench/cg-profile.mjs).
  */
-export interface Outcome<Req> {
+export interface Outcome<Req> extends RateLimitInfo {
   readonly rule: Rule<Req>;
-  readonly key: string;
-  readonly cost: number;
-  readonly decision: Decision;
-  /** Refuse it (false in dry run). */
-  readonly limited: boolean;
   /** Hold it this long before passing it on (0 in dry run). */
   readonly delayMs: number;
+  /** The status to refuse it with. */
+  readonly status: number;
+  /** Its charge was given back (a held client left, or its response is skipped): never twice. */
+  refunded: boolean;
 }
 
+/** A deny-listed request's decision: no policy decided it, and no retry will pass. */
+const DENIED: Decision = Object.freeze({
+  allowed: false,
+  limit: 0,
+  remaining: 0,
+  resetAfterMs: 0,
+  retryAfterMs: 0,
+  delayMs: 0,
+  policy: '',
+  leaseId: undefined,
+  reason: 'deny-list',
+});
+
 /** The engine behind every adapter. `extra` lists the adapter's own option names. */
-export class HttpRateLimiter<Req> {
+export class HttpRateLimiter<Req, Res = unknown> {
   readonly status: number;
+  readonly denyStatus: number;
+  /** Some response is to be judged after it is sent (`skipFailedRequests`/`skipSuccessfulRequests`). */
+  readonly watchesResponses: boolean;
   readonly dryRun: boolean;
   readonly style: HeaderStyle;
   private readonly rules: Rule<Req>[] = [];
@@ -63,11 +81,18 @@ export class HttpRateLimiter<Req> {
   private readonly trusted: CidrSet;
   private readonly proxyHeader: 'x-forwarded-for' | 'forwarded';
   private readonly allow: CidrSet | undefined;
+  private readonly deny: CidrSet | undefined;
+  private readonly allowKeys: ReadonlySet<string> | undefined;
+  private readonly denyKeys: ReadonlySet<string> | undefined;
+  private readonly skipFailed: boolean;
+  private readonly skipSuccessful: boolean;
+  private readonly success: SuccessTest<Req, Res>;
   private readonly skip: RateLimitOptions<Req>['skip'];
   private readonly onLimited: RateLimitOptions<Req>['onLimited'];
   private readonly warnings: boolean;
 
-  constructor(options: RateLimitOptions<Req>, adapter: string, extra: readonly string[] = []) {
+  /** `statusOf` reads the status of the adapter's response, for the default `requestWasSuccessful`. */
+  constructor(options: RateLimitOptions<Req, Res>, adapter: string, extra: readonly string[] = [], statusOf?: (res: Res) => number) {
     if (typeof options !== 'object' || options === null) fail(`${adapter} options must be an object, got ${show(options)}`);
     const known = new Set([...COMMON_OPTIONS, ...extra]);
     for (const field of Object.keys(options)) {
@@ -91,7 +116,25 @@ export class HttpRateLimiter<Req> {
     if (this.proxyHeader !== 'x-forwarded-for' && this.proxyHeader !== 'forwarded') {
       fail(`'proxyHeader' must be 'x-forwarded-for' or 'forwarded', got ${show(options.proxyHeader)}`);
     }
-    this.allow = options.allow === undefined ? undefined : new CidrSet(options.allow, 'allow');
+    const allow = accessList(options.allow, 'allow');
+    const deny = accessList(options.deny, 'deny');
+    this.allow = allow.addresses;
+    this.allowKeys = allow.keys;
+    this.deny = deny.addresses;
+    this.denyKeys = deny.keys;
+    const denyStatus = options.denyStatus ?? 403;
+    if (!Number.isInteger(denyStatus) || denyStatus < 400 || denyStatus > 599) fail(`'denyStatus' must be an HTTP error status (400-599), got ${show(denyStatus)}`);
+    this.denyStatus = denyStatus;
+    for (const name of ['skipFailedRequests', 'skipSuccessfulRequests'] as const) {
+      if (options[name] !== undefined && typeof options[name] !== 'boolean') fail(`'${name}' must be true or false, got ${show(options[name])}`);
+    }
+    this.skipFailed = options.skipFailedRequests === true;
+    this.skipSuccessful = options.skipSuccessfulRequests === true;
+    this.watchesResponses = this.skipFailed || this.skipSuccessful;
+    const judge = options.requestWasSuccessful;
+    if (judge !== undefined && typeof judge !== 'function') fail(`'requestWasSuccessful' must be a function (req, res) => boolean, got ${show(judge)}`);
+    if (judge !== undefined && !this.watchesResponses) fail(`'requestWasSuccessful' has no effect without 'skipFailedRequests' or 'skipSuccessfulRequests'`);
+    this.success = judge ?? ((_req, res) => (statusOf === undefined ? 200 : statusOf(res)) < 400);
     for (const name of ['skip', 'onLimited'] as const) {
       if (options[name] !== undefined && typeof options[name] !== 'function') fail(`'${name}' must be a function, got ${show(options[name])}`);
     }
@@ -154,7 +197,10 @@ export class HttpRateLimiter<Req> {
    */
   check(req: Req, info: RequestInfo): MaybePromise<Outcome<Req> | undefined> {
     info.ip = this.clientIp(info);
-    if (this.allow !== undefined && info.ip !== '' && this.allow.has(info.ip)) return undefined;
+    if (info.ip !== '') {
+      if (this.deny !== undefined && this.deny.has(info.ip)) return this.denied(this.fallback ?? this.rules[0]!, undefined);
+      if (this.allow !== undefined && this.allow.has(info.ip)) return undefined;
+    }
     if (this.skip !== undefined) {
       return then(this.skip(req, info), (skipped) => (skipped ? undefined : this.decide(req, info)));
     }
@@ -172,6 +218,15 @@ export class HttpRateLimiter<Req> {
       }
     }
     if (rule === undefined) return undefined;
+    if (this.allowKeys !== undefined || this.denyKeys !== undefined) {
+      return then(rule.identity(req, info), (id) => {
+        if (id !== undefined) {
+          if (this.denyKeys?.has(id) === true) return this.denied(rule, rule.route);
+          if (this.allowKeys?.has(id) === true) return undefined;
+        }
+        return this.withKey(req, info, rule, rule.keyFrom(id, info));
+      });
+    }
     const key = rule.keyOf(req, info);
     if (isPromise(key)) return key.then((k) => this.withKey(req, info, rule, k));
     return this.withKey(req, info, rule, key);
@@ -195,12 +250,18 @@ export class HttpRateLimiter<Req> {
     }
     const limited = !this.dryRun && !d.allowed;
     const delayMs = this.dryRun || !d.allowed ? 0 : d.delayMs;
-    return { rule, key, cost, decision: d, limited, delayMs };
+    return { rule, key, route: rule.route, cost, decision: d, limited, refusal: limited ? 'limited' : undefined, delayMs, status: this.status, refunded: false };
+  }
+
+  /** A deny-listed request: refused before anything is counted (passed, uncounted, in dry run). */
+  private denied(rule: Rule<Req>, route: string | undefined): Outcome<Req> | undefined {
+    if (this.dryRun) return undefined;
+    return { rule, key: '', route, cost: 0, decision: DENIED, limited: true, refusal: 'denied', delayMs: 0, status: this.denyStatus, refunded: true };
   }
 
   /** Writes the rate-limit headers (none in dry run), plus Retry-After when the request is refused. */
   writeHeaders(o: Outcome<Req>, to: HeaderTarget): void {
-    if (this.dryRun) return;
+    if (this.dryRun || o.refusal === 'denied') return;
     o.rule.headers.write(o.decision, to);
     if (o.limited) {
       const value = `${retryAfterSeconds(o.decision)}`;
@@ -211,7 +272,7 @@ export class HttpRateLimiter<Req> {
 
   /** The problem+json body of a refused request. */
   problem(o: Outcome<Req>): ProblemDetails {
-    return problemDetails(o.decision, this.status);
+    return o.refusal === 'denied' ? forbiddenProblem(o.status) : problemDetails(o.decision, o.status);
   }
 
   /**
@@ -219,7 +280,34 @@ export class HttpRateLimiter<Req> {
    * A failed refund is swallowed: the charge then simply ages out. (Its lease is ended by `release`.)
    */
   refund(o: Outcome<Req>): void {
+    if (o.refunded) return;
+    o.refunded = true;
     if (o.cost > 0) o.rule.limiter.reward(o.key, o.cost).catch(() => {});
+  }
+
+  /**
+   * A passed request's response is over: `completed` false when it was aborted or errored (a failure).
+   * Refunds the charge when `skipFailedRequests` or `skipSuccessfulRequests` skips such a response. A
+   * `requestWasSuccessful` that throws or rejects leaves the charge as it is.
+   */
+  responded(o: Outcome<Req>, req: Req, res: Res, completed: boolean): void {
+    if (o.refunded) return;
+    if (!completed) {
+      if (this.skipFailed) this.refund(o);
+      return;
+    }
+    let ok: MaybePromise<boolean>;
+    try {
+      ok = this.success(req, res);
+    } catch {
+      return;
+    }
+    if (isPromise(ok)) ok.then((s) => this.settle(o, s), () => {});
+    else this.settle(o, ok);
+  }
+
+  private settle(o: Outcome<Req>, success: boolean): void {
+    if (success ? this.skipSuccessful : this.skipFailed) this.refund(o);
   }
 
   /** What a custom `handler` for a refused request receives. */
@@ -227,8 +315,9 @@ export class HttpRateLimiter<Req> {
     return {
       key: o.key,
       decision: o.decision,
-      route: o.rule.route,
-      status: this.status,
+      route: o.route,
+      status: o.status,
+      refusal: o.refusal ?? 'limited',
       retryAfterSeconds: retryAfterSeconds(o.decision),
       problem: this.problem(o),
     };
@@ -246,7 +335,24 @@ function hasForwarding(info: RequestInfo): boolean {
   return info.header('x-forwarded-for') !== undefined || info.header('forwarded') !== undefined;
 }
 
-function pick<Req>(o: RateLimitOptions<Req>): RouteRule<Req> {
+/** An `allow` or `deny` option, compiled: the address set and the key set, each undefined when empty. */
+function accessList(v: readonly string[] | AccessList | undefined, field: string): { addresses: CidrSet | undefined; keys: ReadonlySet<string> | undefined } {
+  if (v === undefined) return { addresses: undefined, keys: undefined };
+  if (Array.isArray(v)) return { addresses: v.length === 0 ? undefined : new CidrSet(v, field), keys: undefined };
+  if (typeof v !== 'object' || v === null) fail(`'${field}' must be an array of addresses and CIDRs, or { addresses, keys }, got ${show(v)}`);
+  const list = v as AccessList;
+  for (const f of Object.keys(list)) {
+    if (f !== 'addresses' && f !== 'keys') fail(`'${field}': unknown field '${f}'; known fields are addresses, keys`);
+  }
+  const keys = list.keys;
+  if (keys !== undefined && (!Array.isArray(keys) || keys.some((k) => typeof k !== 'string' || k === ''))) {
+    fail(`'${field}.keys' must be an array of non-empty strings, got ${show(keys)}`);
+  }
+  const addresses = list.addresses === undefined || list.addresses.length === 0 ? undefined : new CidrSet(list.addresses, `${field}.addresses`);
+  return { addresses, keys: keys === undefined || keys.length === 0 ? undefined : new Set(keys) };
+}
+
+function pick<Req, Res>(o: RateLimitOptions<Req, Res>): RouteRule<Req> {
   const r: RouteRule<Req> = {};
   if (o.policy !== undefined) r.policy = o.policy;
   if (o.policies !== undefined) r.policies = o.policies;

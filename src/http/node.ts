@@ -190,7 +190,7 @@ export const callNext = (next: () => void, _unused?: undefined): void => next();
  * while held is never passed on, and its charge is refunded so it frees its place. `go` takes its arguments
  * rather than closing over them, so a request passed at once allocates no closure.
  */
-export function passNode<Req, A, B>(engine: HttpRateLimiter<Req>, o: Outcome<Req>, res: ServerResponse, go: (a: A, b: B) => void, a: A, b: B): void {
+export function passNode<Req, Res, A, B>(engine: HttpRateLimiter<Req, Res>, o: Outcome<Req>, res: ServerResponse, go: (a: A, b: B) => void, a: A, b: B): void {
   if (res.closed || res.socket?.destroyed === true) {
     // The client left while an asynchronous decision was on its way: nothing to serve, nothing to hold.
     engine.refund(o);
@@ -219,10 +219,25 @@ export function passNode<Req, A, B>(engine: HttpRateLimiter<Req>, o: Outcome<Req
   res.once('close', gone);
 }
 
-/** Sends the default refusal: the configured status with an application/problem+json body (none for HEAD). */
-export function refuseNode<Req>(engine: HttpRateLimiter<Req>, o: Outcome<Req>, req: IncomingMessage, res: ServerResponse): void {
+/**
+ * For `skipFailedRequests`/`skipSuccessfulRequests`: judges the response once it is over (finished, or
+ * closed before it finished: a failure). `req` and `res` are what `requestWasSuccessful` receives.
+ */
+export function watchNode<Req, Res>(engine: HttpRateLimiter<Req, Res>, o: Outcome<Req>, req: Req, res: Res, raw: ServerResponse): void {
+  let seen = false;
+  const end = (completed: boolean) => {
+    if (seen) return;
+    seen = true;
+    engine.responded(o, req, res, completed);
+  };
+  raw.once('finish', () => end(true));
+  raw.once('close', () => end(raw.writableFinished));
+}
+
+/** Sends the default refusal: the outcome's status with an application/problem+json body (none for HEAD). */
+export function refuseNode<Req, Res>(engine: HttpRateLimiter<Req, Res>, o: Outcome<Req>, req: IncomingMessage, res: ServerResponse): void {
   const body = JSON.stringify(engine.problem(o));
-  res.statusCode = engine.status;
+  res.statusCode = o.status;
   res.setHeader('Content-Type', PROBLEM_CONTENT_TYPE);
   res.setHeader('Content-Length', Buffer.byteLength(body));
   res.end(req.method === 'HEAD' ? undefined : body);

@@ -66,7 +66,42 @@ export interface LimitedEvent {
   readonly retryAfterSeconds: number;
 }
 
-export interface RateLimitOptions<Req> extends LimitRule<Req> {
+/**
+ * Who an allow or deny list names. A plain array lists addresses and CIDRs; `keys` lists request keys as the
+ * `key` option produces them before sluice prefixes or hashes them: what a key function returns, or the
+ * value of the `{ header }` (an API key as the client sent it).
+ */
+export interface AccessList {
+  /** Client addresses and CIDRs, e.g. '203.0.113.7', '10.0.0.0/8', '2001:db8::/32'. */
+  addresses?: readonly string[];
+  /** Request keys, e.g. user ids or API keys. */
+  keys?: readonly string[];
+}
+
+/** What handlers find on the request (`req.rateLimit`, `request.rateLimit`, `c.get('rateLimit')`). */
+export interface RateLimitInfo {
+  /** The key the request was counted under (route-prefixed; an API key hashed). */
+  readonly key: string;
+  /** The route that decided, or undefined for the top-level rule. */
+  readonly route: string | undefined;
+  readonly cost: number;
+  /** The deciding policy's answer: limit, remaining, resetAfterMs, retryAfterMs, ... */
+  readonly decision: Decision;
+  /** The request is refused (false in dry run). */
+  readonly limited: boolean;
+  /** Why it is refused: 'limited' (over a limit), 'denied' (on the deny list); undefined when it passes. */
+  readonly refusal: Refusal | undefined;
+}
+
+export type Refusal = 'limited' | 'denied';
+
+/**
+ * Whether a request's response counts as a success for `skipFailedRequests`/`skipSuccessfulRequests`:
+ * `req` is the framework's request, `res` its response (Express/node:http `res`, Fastify `reply`, Hono `c.res`).
+ */
+export type SuccessTest<Req, Res> = (req: Req, res: Res) => boolean | Promise<boolean>;
+
+export interface RateLimitOptions<Req, Res = unknown> extends LimitRule<Req> {
   /** Per-route rules, tried in order before the top-level rule. */
   routes?: RouteRule<Req>[];
   /** Store for the limiters built from `policy`/`policies`. Default: one new MemoryStore shared by them. */
@@ -87,8 +122,18 @@ export interface RateLimitOptions<Req> extends LimitRule<Req> {
   dryRun?: boolean;
   /** Return true to let a request through unlimited and uncounted. */
   skip?: (req: Req, info: RequestInfo) => boolean | Promise<boolean>;
-  /** Client addresses or CIDRs never limited (an allow list). */
-  allow?: readonly string[];
+  /** Never limited nor counted: client addresses or CIDRs (an array), or `{ addresses, keys }`. */
+  allow?: readonly string[] | AccessList;
+  /** Refused with `denyStatus` before any counting: addresses or CIDRs (an array), or `{ addresses, keys }`. Wins over `allow`. */
+  deny?: readonly string[] | AccessList;
+  /** Status of a deny-listed request. Default 403. */
+  denyStatus?: number;
+  /** Give back the charge of a request whose response failed (status >= 400 by default), was aborted or errored. */
+  skipFailedRequests?: boolean;
+  /** Give back the charge of a request whose response succeeded (status < 400 by default). */
+  skipSuccessfulRequests?: boolean;
+  /** What counts as a success for the two options above. Default: the response status is below 400. */
+  requestWasSuccessful?: SuccessTest<Req, Res>;
   /** Called for every request over the limit, before the response; in dry run too. */
   onLimited?: (req: Req, event: LimitedEvent) => void;
   /** Emit one-time configuration warnings (process 'warning' events). Default true. */

@@ -28,3 +28,8 @@ export function problemDetails(d: Decision, status: number): ProblemDetails {
     'violated-policies': [d.policy],
   };
 }
+
+/** The problem details of a deny-listed request. */
+export function forbiddenProblem(status: number): ProblemDetails {
+  return { type: 'about:blank', title: 'Forbidden', status, detail: 'The client is not allowed to make this request.', 'violated-policies': [] };
+}

@@ -68,6 +68,11 @@ export class Rule<Req> {
     this.match = rule.match;
   }
 
+  /** The decision attached to a request holds its Rule: `JSON.stringify(req.rateLimit)` leaves it out. */
+  toJSON(): undefined {
+    return undefined;
+  }
+
   matches(req: Req, info: RequestInfo): boolean {
     return (
       (this.methods === undefined || this.methods.has(info.method)) &&
@@ -77,23 +82,37 @@ export class Rule<Req> {
   }
 
   keyOf(req: Req, info: RequestInfo): MaybePromise<string> {
+    if (this.keyFn !== undefined) return then(this.identity(req, info), (id) => this.keyFrom(id, info));
+    return this.keyFrom(this.identity(req, info) as string | undefined, info);
+  }
+
+  /**
+   * The request's identity as the `key` option gives it, before any prefix or hash: what the key function
+   * returned, or the key header's value; undefined when the request is keyed by its address.
+   */
+  identity(req: Req, info: RequestInfo): MaybePromise<string | undefined> {
     if (this.keyFn !== undefined) {
       return then(this.keyFn(req, info), (k) => {
-        if (k === undefined || k === '') return this.prefix + this.ipKeyOf(info);
+        if (k === undefined || k === '') return undefined;
         if (typeof k !== 'string') {
           throw new SluiceError('ERR_SLUICE_INVALID_KEY', `the 'key' function must return a string or undefined, got ${show(k)}`);
         }
-        return this.prefix + k;
+        return k;
       });
     }
     if (this.keyHeader !== undefined) {
       const value = info.header(this.keyHeader);
-      if (value !== undefined && value !== '') {
-        // A secret never lands in the store, only a digest of it.
-        return `${this.prefix}h:${createHash('sha256').update(value).digest('base64url').slice(0, 22)}`;
-      }
+      if (value !== undefined && value !== '') return value;
     }
-    return this.prefix + this.ipKeyOf(info);
+    return undefined;
+  }
+
+  /** The stored key of an identity (see `identity`). */
+  keyFrom(id: string | undefined, info: RequestInfo): string {
+    if (id === undefined) return this.prefix + this.ipKeyOf(info);
+    // A secret never lands in the store, only a digest of it.
+    if (this.keyFn === undefined) return `${this.prefix}h:${createHash('sha256').update(id).digest('base64url').slice(0, 22)}`;
+    return this.prefix + id;
   }
 
   private ipKeyOf(info: RequestInfo): string {

@@ -31,13 +31,17 @@ export interface AdapterHarness {
   name: string;
   /**
    * Starts an app with the adapter configured by `options` and these routes: GET / and POST /login answer
-   * 'ok'; GET /slow answers after `gate` opens; GET /boom throws; POST /graphql answers 'ok' after parsing JSON.
+   * 'ok'; GET /slow answers after `gate` opens; GET /boom throws; POST /graphql answers 'ok' after parsing JSON;
+   * GET /missing answers 404; GET /info answers JSON `{ key, route, cost, remaining, limited }` read from the
+   * decision the adapter attached to the request, in the framework's idiom (`route` null when undefined).
    */
   serve(options: Record<string, unknown>, gate: Gate, host?: string): Promise<Running>;
   /** How a callback reads this framework's parsed JSON body; undefined if the adapter cannot see one. */
   body?: (req: never) => unknown;
   /** Options this adapter needs so that a cost function can read the body (Fastify: hook 'preHandler'). */
   bodyOptions?: Record<string, unknown>;
+  /** The status of the response object `requestWasSuccessful` receives on this framework. */
+  responseStatus: (res: never) => number;
 }
 
 /** Listens on port 0 and returns the URL (127.0.0.1 even on '::') and a close that drops kept-alive sockets. */
@@ -378,6 +382,125 @@ export function testAdapter(h: AdapterHarness): void {
     await withServer({ policy: { algorithm: 'gcra', limit: 1, window: '1m' }, key: { header: 'x-api-key' } }, async ({ url }) => {
       const s = async (k: string) => (await fetch(`${url}/`, { headers: { 'x-api-key': k } }).then((r) => (r.text(), r))).status;
       assert.deepEqual([await s('alpha'), await s('beta'), await s('alpha')], [200, 200, 429]);
+    });
+  });
+
+  async function get(url: string, init?: RequestInit): Promise<Response> {
+    const r = await fetch(url, init);
+    await r.text();
+    return r;
+  }
+
+  test(`${name}: skipFailedRequests gives back the charge of a 4xx, a 5xx and an aborted request`, async () => {
+    const { limiter } = gcra(2);
+    const left = async () => (await limiter.get('127.0.0.1')).remaining;
+    await withServer({ limiter, skipFailedRequests: true }, async ({ url }, gate) => {
+      for (let i = 0; i < 3; i++) {
+        assert.equal((await get(`${url}/missing`)).status, 404);
+        await until(async () => (await left()) === 2, 'the 404 to be refunded');
+      }
+      assert.equal((await get(`${url}/boom`)).status, 500);
+      await until(async () => (await left()) === 2, 'the 500 to be refunded');
+      const abort = new AbortController();
+      const slow = fetch(`${url}/slow`, { signal: abort.signal }).catch((e: Error) => e);
+      await until(async () => (await left()) === 1, 'the slow request to be charged');
+      abort.abort();
+      assert.ok((await slow) instanceof Error);
+      await until(async () => (await left()) === 2, 'the aborted request to be refunded');
+      gate.open();
+      // Successes still count.
+      assert.deepEqual([(await get(`${url}/`)).status, (await get(`${url}/`)).status, (await get(`${url}/`)).status], [200, 200, 429]);
+    });
+  });
+
+  test(`${name}: skipSuccessfulRequests counts only failures`, async () => {
+    const { limiter } = gcra(2);
+    const left = async () => (await limiter.get('127.0.0.1')).remaining;
+    await withServer({ limiter, skipSuccessfulRequests: true }, async ({ url }) => {
+      for (let i = 0; i < 3; i++) {
+        assert.equal((await get(`${url}/`)).status, 200);
+        await until(async () => (await left()) === 2, 'the 200 to be refunded');
+      }
+      assert.equal((await get(`${url}/missing`)).status, 404);
+      assert.equal((await get(`${url}/missing`)).status, 404);
+      assert.equal(await left(), 0);
+      const refused = await get(`${url}/`);
+      assert.equal(refused.status, 429);
+      // A refused request charged nothing, so nothing is given back either.
+      assert.equal(await left(), 0);
+    });
+  });
+
+  test(`${name}: requestWasSuccessful decides what is skipped, sync or async, with the framework's req and res`, async () => {
+    for (const async of [false, true]) {
+      const { limiter } = gcra(1);
+      const seen: number[] = [];
+      const judge = (_req: unknown, res: never) => {
+        const status = h.responseStatus(res);
+        seen.push(status);
+        return status === 404; // a 404 is "success" here, and skipped
+      };
+      await withServer(
+        { limiter, skipSuccessfulRequests: true, requestWasSuccessful: async ? async (req: unknown, res: never) => judge(req, res) : judge },
+        async ({ url }) => {
+          assert.equal((await get(`${url}/missing`)).status, 404);
+          await until(async () => (await limiter.get('127.0.0.1')).remaining === 1, 'the 404 to be refunded');
+          assert.equal((await get(`${url}/`)).status, 200);
+          await until(() => seen.length === 2, 'the 200 to be judged');
+          assert.equal((await get(`${url}/`)).status, 429);
+          assert.deepEqual(seen, [404, 200]);
+        },
+      );
+    }
+  });
+
+  test(`${name}: deny lists refuse addresses and keys with 403 before counting; allow lists pass keys uncounted`, async () => {
+    const { limiter } = gcra(1);
+    await withServer({ limiter, deny: ['127.0.0.0/8', '::1'], allow: ['127.0.0.1'] }, async ({ url }) => {
+      const r = await fetch(`${url}/`);
+      assert.equal(r.status, 403);
+      assert.equal(r.headers.get('content-type'), 'application/problem+json');
+      assert.equal(r.headers.get('ratelimit'), null);
+      assert.equal(r.headers.get('retry-after'), null);
+      assert.deepEqual(await r.json(), { type: 'about:blank', title: 'Forbidden', status: 403, detail: 'The client is not allowed to make this request.', 'violated-policies': [] });
+      assert.equal((await limiter.get('127.0.0.1')).remaining, 1);
+    });
+    const keyed = { policy: { algorithm: 'gcra', limit: 1, window: '1m' }, key: { header: 'x-api-key' } };
+    await withServer({ ...keyed, deny: { keys: ['stolen'] }, allow: { keys: ['partner'] }, denyStatus: 401 }, async ({ url }) => {
+      const s = async (k: string) => (await get(`${url}/`, { headers: { 'x-api-key': k } })).status;
+      assert.deepEqual([await s('stolen'), await s('stolen')], [401, 401]);
+      const partner = await get(`${url}/`, { headers: { 'x-api-key': 'partner' } });
+      assert.equal(partner.headers.get('ratelimit'), null);
+      assert.deepEqual([await s('partner'), await s('partner'), await s('alpha'), await s('alpha')], [200, 200, 200, 429]);
+    });
+    // Key lists match what a key function returns, per route; dry run lets a denied request through.
+    const byUser = { policy: { algorithm: 'gcra', limit: 5, window: '1m' }, key: (_req: unknown, info: { header(n: string): string | undefined }) => info.header('x-user') };
+    await withServer({ ...byUser, deny: { keys: ['mallory'], addresses: ['192.0.2.0/24'] } }, async ({ url }) => {
+      assert.equal((await get(`${url}/`, { headers: { 'x-user': 'mallory' } })).status, 403);
+      assert.equal((await get(`${url}/`, { headers: { 'x-user': 'alice' } })).status, 200);
+    });
+    await withServer({ ...byUser, dryRun: true, deny: { keys: ['mallory'] } }, async ({ url }) => {
+      assert.equal((await get(`${url}/`, { headers: { 'x-user': 'mallory' } })).status, 200);
+    });
+  });
+
+  test(`${name}: the decision is attached to the request for handlers`, async () => {
+    const { limiter } = gcra(5);
+    await withServer({ limiter }, async ({ url }) => {
+      await get(`${url}/`);
+      const r = await fetch(`${url}/info`);
+      assert.deepEqual(await r.json(), { key: '127.0.0.1', route: null, cost: 1, remaining: 3, limited: false });
+    });
+    await withServer(
+      { clock: manualClock().clock, routes: [{ name: 'info', path: '/info', cost: 2, policy: { algorithm: 'gcra', limit: 5, window: '1m' } }] },
+      async ({ url }) => {
+        const r = await fetch(`${url}/info`);
+        assert.deepEqual(await r.json(), { key: 'info:127.0.0.1', route: 'info', cost: 2, remaining: 3, limited: false });
+      },
+    );
+    // A request no rule decides carries no decision.
+    await withServer({ routes: [{ name: 'root', path: '/', policy: { algorithm: 'gcra', limit: 5, window: '1m' } }] }, async ({ url }) => {
+      assert.deepEqual(await (await fetch(`${url}/info`)).json(), { route: null });
     });
   });
 

@@ -17,6 +17,10 @@ function app(make: Factory, options: ExpressRateLimitOptions, gate: Gate) {
   a.post('/login', (_req, res) => void res.send('ok'));
   a.post('/graphql', (_req, res) => void res.send('ok'));
   a.get('/slow', (_req, res) => void gate.opened.then(() => res.send('ok')));
+  a.get('/info', (req, res) => {
+    const i = req.rateLimit;
+    res.json({ key: i?.key, route: i?.route ?? null, cost: i?.cost, remaining: i?.decision.remaining, limited: i?.limited });
+  });
   a.get('/boom', () => {
     throw new Error('boom');
   });
@@ -30,6 +34,7 @@ for (const [name, make] of [['express 5', express], ['express 4', express4 as un
     name,
     serve: (options, gate, host) => listen(createServer(app(make, options as ExpressRateLimitOptions, gate)), host),
     body: ((req: Request) => req.body) as never,
+    responseStatus: ((res: express.Response) => res.statusCode) as never,
   });
 }
 

@@ -1,7 +1,7 @@
 // sluice/fastify on a real Fastify 5 server: the shared adapter suite, plus the plugin's own options.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import Fastify, { type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { testAdapter, type Gate, type Running } from '../../../test/contracts/http-adapter.js';
 import { rateLimit, type FastifyRateLimitOptions } from './index.js';
 
@@ -14,6 +14,10 @@ async function serve(options: FastifyRateLimitOptions, gate: Gate, host = '127.0
   app.get('/slow', async () => {
     await gate.opened;
     return 'ok';
+  });
+  app.get('/info', async (request) => {
+    const i = request.rateLimit;
+    return { key: i?.key, route: i?.route ?? null, cost: i?.cost, remaining: i?.decision.remaining, limited: i?.limited };
   });
   app.get('/boom', async () => {
     throw new Error('boom');
@@ -28,6 +32,7 @@ testAdapter({
   serve: (options, gate, host) => serve(options as FastifyRateLimitOptions, gate, host),
   body: ((req: FastifyRequest) => req.body) as never,
   bodyOptions: { hook: 'preHandler' },
+  responseStatus: ((reply: FastifyReply) => reply.statusCode) as never,
 });
 
 test('fastify: registered in an encapsulated scope, it limits that scope only', async () => {

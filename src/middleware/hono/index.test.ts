@@ -5,7 +5,7 @@ import { createAdaptorServer } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { Hono, type Context } from 'hono';
 import { listen, testAdapter, type Gate, type Running } from '../../../test/contracts/http-adapter.js';
-import { rateLimit, type HonoRateLimitOptions } from './index.js';
+import { rateLimit, type HonoRateLimitOptions, type RateLimitInfo } from './index.js';
 import type { Server } from 'node:http';
 
 function app(options: HonoRateLimitOptions, gate: Gate): Hono {
@@ -18,6 +18,11 @@ function app(options: HonoRateLimitOptions, gate: Gate): Hono {
     await gate.opened;
     return c.text('ok');
   });
+  a.get('/info', (c) => {
+    const i = c.get('rateLimit') as RateLimitInfo | undefined;
+    return c.json({ key: i?.key, route: i?.route ?? null, cost: i?.cost, remaining: i?.decision.remaining, limited: i?.limited });
+  });
+  a.get('/missing', (c) => c.text('nope', 404));
   a.get('/boom', () => {
     throw new Error('boom');
   });
@@ -33,6 +38,7 @@ testAdapter({
   name: 'hono',
   serve: (options, gate, host) => serve(app(options as HonoRateLimitOptions, gate), host),
   body: (async (c: Context) => c.req.json()) as never,
+  responseStatus: ((res: Response) => res.status) as never,
 });
 
 test('hono: an explicit getConnInfo, and a custom handler', async () => {

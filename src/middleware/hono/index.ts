@@ -8,7 +8,7 @@
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import { HttpRateLimiter, type LimitedResponse, type Outcome } from '../../http/engine.js';
-import type { RateLimitOptions, RequestInfo } from '../../http/options.js';
+import type { RateLimitInfo, RateLimitOptions, RequestInfo } from '../../http/options.js';
 import { PROBLEM_CONTENT_TYPE } from '../../http/problem.js';
 
 // The presets and key helpers, so that one import serves: `import { rateLimit, github } from 'sluice/hono'`.
@@ -16,12 +16,20 @@ export { ipKey } from '../../http/client-ip.js';
 export { graphqlCost } from '../../http/graphql-cost.js';
 export { github, stripe } from '../../http/presets.js';
 export type { LimitedResponse } from '../../http/engine.js';
-export type { LimitedEvent, RequestInfo, RouteRule } from '../../http/options.js';
+export type { AccessList, LimitedEvent, RateLimitInfo, RequestInfo, RouteRule } from '../../http/options.js';
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** Set by sluice's rateLimit on every request it decided (not on skipped or allow-listed ones). */
+    rateLimit: RateLimitInfo;
+  }
+}
 
 /** Hono's GetConnInfo shape: what each runtime adapter's `getConnInfo` returns. */
 export type GetConnInfo = (c: Context) => { remote: { address?: string | undefined } };
 
-export interface HonoRateLimitOptions extends RateLimitOptions<Context> {
+/** `requestWasSuccessful` receives the context and the response the handlers made (`c.res`). */
+export interface HonoRateLimitOptions extends RateLimitOptions<Context, Response> {
   /** The runtime's connection info helper. Default: the socket of @hono/node-server. */
   getConnInfo?: GetConnInfo;
   /** Builds the refusal yourself; rate-limit headers and Retry-After are already set on `c`. */
@@ -82,29 +90,55 @@ function hold(ms: number, signal: AbortSignal): Promise<boolean> {
 
 /** Hono middleware that decides each request. Errors (a throwing key function, a store failure) go to `app.onError`. */
 export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler {
-  const engine = new HttpRateLimiter<Context>(options, 'rateLimit', ['getConnInfo', 'handler']);
+  const engine = new HttpRateLimiter<Context, Response>(options, 'rateLimit', ['getConnInfo', 'handler'], (res) => res.status);
   const conn = options.getConnInfo ?? nodeConnInfo;
   const custom = options.handler;
 
   const refuse = async (c: Context, o: Outcome<Context>, headers: [string, string][]): Promise<Response> => {
     for (const [name, value] of headers) c.header(name, value);
     if (custom !== undefined) {
-      c.status(engine.status as never);
+      c.status(o.status as never);
       return custom(c, engine.limitedResponse(o));
     }
     const type = { 'Content-Type': PROBLEM_CONTENT_TYPE };
-    if (c.req.method === 'HEAD') return c.body(null, engine.status as never, type);
-    return c.body(JSON.stringify(engine.problem(o)), engine.status as never, type);
+    if (c.req.method === 'HEAD') return c.body(null, o.status as never, type);
+    return c.body(JSON.stringify(engine.problem(o)), o.status as never, type);
+  };
+
+  /**
+   * Runs the handlers; with skip options, judges their response. A thrown error, or a client that leaves
+   * before the handlers are done (judged then, not when they finally return), is a failure.
+   */
+  const run = async (c: Context, o: Outcome<Context>, next: () => Promise<void>): Promise<void> => {
+    if (!engine.watchesResponses) return next();
+    const signal = c.req.raw.signal;
+    let judged = false;
+    const judge = (completed: boolean) => {
+      if (judged) return;
+      judged = true;
+      signal.removeEventListener('abort', aborted);
+      engine.responded(o, c, c.res, completed);
+    };
+    const aborted = () => judge(false);
+    signal.addEventListener('abort', aborted, { once: true });
+    try {
+      await next();
+    } catch (e) {
+      judge(false);
+      throw e;
+    }
+    judge(c.error === undefined && !signal.aborted);
   };
 
   return async (c, next) => {
     const o = await engine.check(c, new HonoRequestInfo(c, conn));
     if (o === undefined) return next();
+    c.set('rateLimit', o);
     const headers: [string, string][] = [];
     engine.writeHeaders(o, { setHeader: (name: string, value: string) => headers.push([name, value]) });
     if (o.limited) return refuse(c, o, headers);
     if (o.delayMs <= 0 && o.decision.leaseId === undefined) {
-      await next();
+      await run(c, o, next);
       for (const [name, value] of headers) c.header(name, value);
       return;
     }
@@ -129,7 +163,7 @@ export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler {
         engine.refund(o); // the client left while held: free its place, never pass it on
         return new Response(null, { status: 499 });
       }
-      await next();
+      await run(c, o, next);
       for (const [name, value] of headers) c.header(name, value);
     } finally {
       if (leased && (outgoing === undefined || released)) {

@@ -12,6 +12,12 @@ function app(gate: Gate) {
     else if (path === '/boom') {
       res.statusCode = 500;
       res.end('boom');
+    } else if (path === '/missing') {
+      res.statusCode = 404;
+      res.end('nope');
+    } else if (path === '/info') {
+      const i = req.rateLimit;
+      res.end(JSON.stringify({ key: i?.key, route: i?.route ?? null, cost: i?.cost, remaining: i?.decision.remaining, limited: i?.limited }));
     } else res.end('ok');
   };
 }
@@ -24,6 +30,7 @@ const quiet500 = (_e: unknown, _req: IncomingMessage, res: ServerResponse) => {
 testAdapter({
   name: 'node:http',
   serve: (options, gate, host) => listen(createServer(withRateLimit(app(gate), { onError: quiet500, ...options } as NodeRateLimitOptions)), host),
+  responseStatus: ((res: ServerResponse) => res.statusCode) as never,
 });
 
 test('node:http: the decorator form and a custom handler', async () => {

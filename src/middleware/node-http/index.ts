@@ -8,10 +8,17 @@
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { HttpRateLimiter, isPromise, type LimitedResponse, type Outcome } from '../../http/engine.js';
-import { NodeHeaders, NodeRequestInfo, passNode, refuseNode } from '../../http/node.js';
-import type { RateLimitOptions } from '../../http/options.js';
+import { NodeHeaders, NodeRequestInfo, passNode, refuseNode, watchNode } from '../../http/node.js';
+import type { RateLimitInfo, RateLimitOptions } from '../../http/options.js';
 
-export interface NodeRateLimitOptions extends RateLimitOptions<IncomingMessage> {
+declare module 'http' {
+  interface IncomingMessage {
+    /** Set by sluice's withRateLimit on every request it decided (not on skipped or allow-listed ones). */
+    rateLimit?: RateLimitInfo;
+  }
+}
+
+export interface NodeRateLimitOptions extends RateLimitOptions<IncomingMessage, ServerResponse> {
   /** Sends the refusal yourself; rate-limit headers and Retry-After are already set. Default: problem+json. */
   handler?: (req: IncomingMessage, res: ServerResponse, limited: LimitedResponse) => void;
   /** Called when deciding fails (a key function throws, the store is down). Default: log it, answer a bare 500. */
@@ -20,7 +27,7 @@ export interface NodeRateLimitOptions extends RateLimitOptions<IncomingMessage> 
 
 /** Returns a listener that decides each request, then calls `handler` (or refuses, or holds, as decided). */
 export function withRateLimit(handler: RequestListener, options: NodeRateLimitOptions): RequestListener {
-  const engine = new HttpRateLimiter<IncomingMessage>(options, 'withRateLimit', ['handler', 'onError']);
+  const engine = new HttpRateLimiter<IncomingMessage, ServerResponse>(options, 'withRateLimit', ['handler', 'onError'], (res) => res.statusCode);
   const custom = options.handler;
   const onError =
     options.onError ??
@@ -32,8 +39,12 @@ export function withRateLimit(handler: RequestListener, options: NodeRateLimitOp
 
   const apply = (o: Outcome<IncomingMessage> | undefined, req: IncomingMessage, res: ServerResponse) => {
     if (o === undefined) return handler(req, res);
+    req.rateLimit = o;
     engine.writeHeaders(o, new NodeHeaders(res));
-    if (!o.limited) return passNode(engine, o, res, handler, req, res);
+    if (!o.limited) {
+      if (engine.watchesResponses) watchNode(engine, o, req, res, res);
+      return passNode(engine, o, res, handler, req, res);
+    }
     if (custom !== undefined) return custom(req, res, engine.limitedResponse(o));
     refuseNode(engine, o, req, res);
   };

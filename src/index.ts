@@ -30,6 +30,7 @@ export {
   type Algorithm,
   type AlgorithmName,
   type Decision,
+  type LimitOverride,
   type Policy,
   type PolicyOptions,
   type SluiceErrorCode,

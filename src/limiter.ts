@@ -8,8 +8,8 @@
  * if (!d.allowed) reply429(d.retryAfterMs);
  */
 import { coarseClock } from './clock.js';
-import { compilePolicies, createAlgorithm, SluiceError, show } from './core/index.js';
-import type { Decision, Policy, PolicyOptions } from './core/index.js';
+import { compilePolicies, createAlgorithm, createOverride, overridePolicy, SluiceError, show } from './core/index.js';
+import type { Algorithm, Decision, LimitOverride, Policy, PolicyOptions } from './core/index.js';
 import { bindStrategy, type Strategy } from './distributed/strategy.js';
 import type { DenyCacheOptions } from './distributed/deny-cache.js';
 import type { LeaseOptions } from './distributed/lease.js';
@@ -46,7 +46,16 @@ export interface LimiterOptions {
 export interface LimitOptions {
   /** Weight of the request (GraphQL points, bytes, ...). A non-negative integer; 0 peeks. Default 1. */
   cost?: number;
+  /**
+   * Per-call limits, by policy name: this call is decided with that limit (a tenant's plan, say) on the
+   * same state as calls without one. A number, or `{ limit, burst }`; a bucket's burst otherwise scales
+   * with the limit. See docs/algorithms.md, "Per-call limits".
+   */
+  limits?: Readonly<Record<string, LimitOverride>>;
 }
+
+/** Distinct per-call limits remembered per policy (each a compiled policy and its algorithm). */
+const OVERRIDES_KEPT = 256;
 
 const KNOWN_OPTIONS = new Set(['policy', 'policies', 'store', 'clock', 'strategy', 'denyCache', 'lease', 'localSync']);
 
@@ -59,6 +68,9 @@ export class Limiter {
   private readonly capacity: number;
   private readonly leasePrefix: string | undefined;
   private leaseSeq = 0;
+  private readonly algorithms: readonly Algorithm[];
+  /** Per policy: the algorithms of per-call limits seen lately, by limit and burst. */
+  private readonly overrides: Map<string, Algorithm>[];
 
   constructor(options: LimiterOptions) {
     if (typeof options !== 'object' || options === null) {
@@ -81,7 +93,9 @@ export class Limiter {
     if (typeof this.store !== 'object' || this.store === null || typeof this.store.bind !== 'function') {
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'store' must be a sluice store such as new MemoryStore(), got ${show(this.store)}`);
     }
-    const spec = { policies: this.policies, algorithms: this.policies.map(createAlgorithm), clock };
+    this.algorithms = this.policies.map(createAlgorithm);
+    this.overrides = this.policies.map(() => new Map());
+    const spec = { policies: this.policies, algorithms: this.algorithms, clock };
     this.table = bindStrategy(this.store, spec, { ...options, clockGiven: options.clock !== undefined });
     this.capacity = Math.min(...this.policies.map((p) => p.capacity));
     this.leasePrefix = this.policies.some((p) => p.algorithm === 'concurrency')
@@ -96,6 +110,7 @@ export class Limiter {
    */
   limit(key: string, options?: LimitOptions): Promise<Decision> {
     try {
+      if (options !== undefined && options.limits !== undefined) return settled(this.decideWith(key, options));
       const cost = options === undefined || options.cost === undefined ? 1 : this.checkCost(options.cost);
       checkKey(key);
       return settled(this.table.decide(key, cost, this.leasePrefix === undefined || cost === 0 ? undefined : this.nextLease()));
@@ -106,10 +121,51 @@ export class Limiter {
 
   /** `limit` without the Promise, for stores that decide synchronously (the memory store). */
   limitSync(key: string, options?: LimitOptions): Decision {
+    if (!this.table.sync) throw new SluiceError('ERR_SLUICE_SYNC_UNSUPPORTED', `limitSync() needs a synchronous store such as MemoryStore; this store answers asynchronously, use limit()`);
+    if (options !== undefined && options.limits !== undefined) return this.decideWith(key, options) as Decision;
     const cost = options === undefined || options.cost === undefined ? 1 : this.checkCost(options.cost);
     checkKey(key);
-    if (!this.table.sync) throw new SluiceError('ERR_SLUICE_SYNC_UNSUPPORTED', `limitSync() needs a synchronous store such as MemoryStore; this store answers asynchronously, use limit()`);
     return this.table.decide(key, cost, this.leasePrefix === undefined || cost === 0 ? undefined : this.nextLease()) as Decision;
+  }
+
+  /** A decision with per-call limits: validated, then decided on the same state with the overriding algorithms. */
+  private decideWith(key: string, options: LimitOptions): Decision | Promise<Decision> {
+    const algorithms = this.overriding(options.limits);
+    const cost = options.cost === undefined ? 1 : this.checkCost(options.cost, algorithms);
+    checkKey(key);
+    const leaseId = this.leasePrefix === undefined || cost === 0 ? undefined : this.nextLease();
+    if (algorithms === this.algorithms) return this.table.decide(key, cost, leaseId);
+    if (this.table.decideWith === undefined) {
+      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `per-call 'limits' need strategy 'atomic' on a store that supports them (MemoryStore, RedisStore); this limiter's table does not`);
+    }
+    return this.table.decideWith(key, cost, leaseId, algorithms);
+  }
+
+  /** The algorithms a call with `limits` is decided with: this limiter's own where a policy is not named. */
+  private overriding(limits: unknown): readonly Algorithm[] {
+    if (typeof limits !== 'object' || limits === null || Array.isArray(limits)) {
+      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'limits' must be an object of limits by policy name, such as { ${show(this.policies[0]!.name)}: 100 }, got ${show(limits)}`);
+    }
+    let out: Algorithm[] | undefined;
+    for (const name of Object.keys(limits)) {
+      const i = this.policies.findIndex((p) => p.name === name);
+      if (i < 0) {
+        throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'limits' names no policy of this limiter: ${show(name)}; its policies are ${this.policies.map((p) => show(p.name)).join(', ')}`);
+      }
+      const value = (limits as Record<string, unknown>)[name];
+      const id = overrideId(value);
+      const seen = this.overrides[i]!;
+      let a = id === '' ? undefined : seen.get(id);
+      if (a === undefined) {
+        const base = this.policies[i]!;
+        const variant = overridePolicy(base, value);
+        a = variant === base ? this.algorithms[i]! : createOverride(base, variant);
+        if (seen.size >= OVERRIDES_KEPT) seen.delete(seen.keys().next().value!);
+        seen.set(id, a);
+      }
+      if (a !== this.algorithms[i]) (out ??= [...this.algorithms])[i] = a;
+    }
+    return out ?? this.algorithms;
   }
 
   /** Peeks: the decision a request of cost 0 would get. Changes nothing. */
@@ -153,12 +209,13 @@ export class Limiter {
     return this.leasePrefix === undefined ? undefined : this.leasePrefix + (++this.leaseSeq).toString(36);
   }
 
-  private checkCost(cost: unknown): number {
+  private checkCost(cost: unknown, algorithms?: readonly Algorithm[]): number {
     if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
       throw new SluiceError('ERR_SLUICE_INVALID_COST', `'cost' must be a non-negative integer, got ${show(cost)}`);
     }
-    if (cost > this.capacity) {
-      const p = this.policies.find((q) => cost > q.capacity)!;
+    const policies = algorithms === undefined ? this.policies : algorithms.map((a) => a.policy);
+    if (algorithms === undefined ? cost > this.capacity : policies.some((q) => cost > q.capacity)) {
+      const p = policies.find((q) => cost > q.capacity)!;
       throw new SluiceError(
         'ERR_SLUICE_COST_EXCEEDS_CAPACITY',
         `'cost' ${cost} can never pass policy ${show(p.name)}, whose capacity is ${p.capacity}; split the request or raise ${p.algorithm === 'token-bucket' || p.algorithm === 'gcra' || p.algorithm === 'leaky-bucket' ? "'burst'" : "'limit'"}`,
@@ -173,6 +230,15 @@ export class Limiter {
     }
     return cost;
   }
+}
+
+/** The cache id of a per-call limit, '' for one not to cache (anything but numbers is validated afresh). */
+function overrideId(value: unknown): string {
+  if (typeof value === 'number') return String(value);
+  if (typeof value !== 'object' || value === null) return '';
+  const { limit, burst } = value as { limit?: unknown; burst?: unknown };
+  if (typeof limit !== 'number' || (burst !== undefined && typeof burst !== 'number') || Object.keys(value).length > 2) return '';
+  return `${limit}/${burst}`;
 }
 
 /** A store's answer as a Promise: its own if it made one, else one resolved with the decision. */

@@ -12,13 +12,14 @@ export interface Model {
   decide(key: string, now: number, cost: number): boolean;
 }
 
+/** `limit` (and `burst`), where given, is the call's own limit: per-call limits share the key's state. */
 export class FixedWindowModel implements Model {
   private readonly counts = new Map<string, number>();
   constructor(private readonly limit: number, private readonly windowMs: number) {}
-  decide(key: string, now: number, cost: number): boolean {
+  decide(key: string, now: number, cost: number, limit = this.limit): boolean {
     const id = `${key}@${Math.floor(now / this.windowMs)}`;
     const used = this.counts.get(id) ?? 0;
-    if (used + cost > this.limit) return false;
+    if (used + cost > limit) return false;
     this.counts.set(id, used + cost);
     return true;
   }
@@ -33,8 +34,8 @@ export class SlidingLogModel implements Model {
     for (const r of this.admitted.get(key) ?? []) if (r.at > now - this.windowMs && r.at <= now) sum += r.cost;
     return sum;
   }
-  decide(key: string, now: number, cost: number): boolean {
-    if (this.countIn(key, now) + cost > this.limit) return false;
+  decide(key: string, now: number, cost: number, limit = this.limit): boolean {
+    if (this.countIn(key, now) + cost > limit) return false;
     if (cost > 0) {
       const log = this.admitted.get(key) ?? [];
       log.push({ at: now, cost });
@@ -102,10 +103,42 @@ export class SlidingCounterModel implements Model {
     const [full, old, insideMs] = this.parts(key, now);
     return full * this.w + old * insideMs;
   }
-  decide(key: string, now: number, cost: number): boolean {
-    if (this.scaledEstimate(key, now) + cost * this.w > this.limit * this.w) return false;
+  decide(key: string, now: number, cost: number, limit = this.limit): boolean {
+    if (this.scaledEstimate(key, now) + cost * this.w > limit * this.w) return false;
     const id = `${key}@${Math.floor(now / this.w)}`;
     this.counts.set(id, (this.counts.get(id) ?? 0) + cost);
+    return true;
+  }
+}
+
+/**
+ * GCRA as the textbook has it (one theoretical arrival time per key): with T = W / limit and
+ * τ = T·(burst − 1), a request of cost c passes iff now >= max(TAT, now) + c·T − τ − T, and then
+ * TAT := max(TAT, now) + c·T. Its state is a time, so a call with another limit and burst reads the same
+ * TAT with its own T and τ: the reference for every bucket under per-call limits (the token bucket keeps
+ * how far from full it is in time too). Exact where W / limit is whole milliseconds.
+ */
+export class GcraModel implements Model {
+  private readonly tat = new Map<string, number>();
+  constructor(private readonly limit: number, private readonly windowMs: number, private readonly burst: number) {}
+  decide(key: string, now: number, cost: number, limit = this.limit, burst = this.burst): boolean {
+    const t = this.windowMs / limit;
+    const base = Math.max(this.tat.get(key) ?? now, now);
+    if (now < base + cost * t - t * (burst - 1) - t) return false;
+    if (cost > 0) this.tat.set(key, base + cost * t);
+    return true;
+  }
+}
+
+/** Requests in flight, none released: each admitted cost is held for `window` ms. */
+export class ConcurrencyModel implements Model {
+  private readonly leases = new Map<string, { until: number; cost: number }[]>();
+  constructor(private readonly limit: number, private readonly windowMs: number) {}
+  decide(key: string, now: number, cost: number, limit = this.limit): boolean {
+    const held = (this.leases.get(key) ?? []).filter((l) => l.until > now);
+    if (held.reduce((sum, l) => sum + l.cost, 0) + cost > limit) return false;
+    if (cost > 0) held.push({ until: now + this.windowMs, cost });
+    this.leases.set(key, held);
     return true;
   }
 }

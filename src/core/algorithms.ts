@@ -5,7 +5,7 @@ import { Gcra } from './gcra.js';
 import { leakyBucket } from './leaky-bucket.js';
 import { SlidingLog } from './sliding-log.js';
 import { SlidingWindow } from './sliding-window.js';
-import { TokenBucket } from './token-bucket.js';
+import { RescaledTokenBucket, TokenBucket } from './token-bucket.js';
 import type { Algorithm, Policy } from './types.js';
 
 export function createAlgorithm(policy: Policy): Algorithm {
@@ -25,4 +25,15 @@ export function createAlgorithm(policy: Policy): Algorithm {
     case 'concurrency':
       return new Concurrency(policy);
   }
+}
+
+/**
+ * The algorithm that decides a call with a per-call limit (`variant`, from core/override.ts) on the state
+ * of `base`. Only the token bucket (and the leaky-bucket meter, its twin) keeps state in units of its
+ * limit; every other algorithm's state reads the same under any limit.
+ */
+export function createOverride(base: Policy, variant: Policy): Algorithm {
+  if (variant === base) return createAlgorithm(base);
+  const meter = base.algorithm === 'token-bucket' || (base.algorithm === 'leaky-bucket' && base.mode === 'meter');
+  return meter && variant.limit !== base.limit ? new RescaledTokenBucket(variant, base.limit) : createAlgorithm(variant);
 }

@@ -1,5 +1,6 @@
 /** The pure core: policies, algorithms and decisions. No I/O, no clock, no timers. */
-export { createAlgorithm } from './algorithms.js';
+export { createAlgorithm, createOverride } from './algorithms.js';
+export { overridePolicy, scaledBurst, type LimitOverride } from './override.js';
 export { combine, fromVerdict, makeDecision } from './decision.js';
 export { parseDuration } from './duration.js';
 export { SluiceError, show, type SluiceErrorCode } from './errors.js';
@@ -10,7 +11,7 @@ export { Gcra } from './gcra.js';
 export { LeakyBucketMeter, LeakyBucketShaper } from './leaky-bucket.js';
 export { LogState, SlidingLog } from './sliding-log.js';
 export { SlidingWindow } from './sliding-window.js';
-export { TokenBucket } from './token-bucket.js';
+export { RescaledTokenBucket, TokenBucket } from './token-bucket.js';
 export { Verdict } from './types.js';
 export type { Algorithm, AlgorithmName, Clock, Decision, ObjectAlgorithm, Policy, PolicyOptions, SlabAlgorithm } from './types.js';
 export { isPromise, then, type MaybePromise } from './maybe-promise.js';

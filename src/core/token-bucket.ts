@@ -62,3 +62,48 @@ export class TokenBucket implements SlabAlgorithm {
     return s[o]! > 0 ? s[o + 1]! + s[o]! / this.limit : -Infinity;
   }
 }
+
+/**
+ * A token bucket asked with another limit than its policy's (per-call limits, core/override.ts), on the
+ * same state. The deficit stays in the units of the policy's own limit (`unit`), so that calls with and
+ * without an override share it: it is the time until the bucket is full (deficit / unit), which this limit
+ * turns into its own deficit (time × limit) and back. Only built for an override; the policy's own
+ * decisions never pay for the conversion.
+ */
+export class RescaledTokenBucket extends TokenBucket {
+  private readonly unit: number;
+  private readonly callLimit: number;
+  private readonly callWindowMs: number;
+  private readonly callFull: number;
+
+  constructor(policy: Policy, unit: number) {
+    super({ ...policy, limit: unit });
+    this.unit = unit;
+    this.callLimit = policy.limit;
+    this.callWindowMs = policy.windowMs;
+    this.callFull = policy.burst * policy.windowMs;
+    (this as { policy: Policy }).policy = policy;
+  }
+
+  override evaluate(s: Float64Array, o: number, now: number, cost: number, v: Verdict): void {
+    const at = now > s[o + 1]! ? now : s[o + 1]!;
+    const stored = s[o]! - (at - s[o + 1]!) * this.unit;
+    const deficit = stored > 0 ? (stored * this.callLimit) / this.unit : 0;
+    const after = deficit + cost * this.callWindowMs;
+    const w = this.callWindowMs;
+    v.delayMs = 0;
+    if (after <= this.callFull) {
+      v.allowed = true;
+      v.remaining = Math.floor((this.callFull - after) / w);
+      v.resetAfterMs = ceilMs(after / this.callLimit);
+      v.retryAfterMs = 0;
+      v.next[0] = (after * this.unit) / this.callLimit;
+      v.next[1] = at;
+    } else {
+      v.allowed = false;
+      v.remaining = Math.max(0, Math.floor((this.callFull - deficit) / w));
+      v.resetAfterMs = ceilMs(deficit / this.callLimit);
+      v.retryAfterMs = retryMs((after - this.callFull) / this.callLimit);
+    }
+  }
+}

@@ -61,6 +61,18 @@ export class DenyCacheTable implements StoreTable {
   ) {
     this.sync = inner.sync;
     this.maxKeys = options.maxKeys ?? 10_000;
+    const decideWith = inner.decideWith?.bind(inner);
+    this.decideWith =
+      decideWith === undefined
+        ? undefined
+        : (key, cost, leaseId, algorithms) => {
+            const answer = decideWith(key, cost, leaseId, algorithms);
+            const seen = (d: Decision): Decision => {
+              if (d.allowed && cost > 0) this.entries.delete(key);
+              return d;
+            };
+            return answer instanceof Promise ? answer.then(seen) : seen(answer);
+          };
   }
 
   decide(key: string, cost: number, leaseId: string | undefined): MaybePromise<Decision> {
@@ -82,6 +94,12 @@ export class DenyCacheTable implements StoreTable {
     if (answer instanceof Promise) return answer.then((d) => this.learn(key, cost, now, d));
     return this.learn(key, cost, now, answer);
   }
+
+  /**
+   * Per-call limits go to the store: another limit may admit what the cached denial denied. An admission
+   * drops the key's entry, as the state moved.
+   */
+  readonly decideWith: StoreTable['decideWith'];
 
   private learn(key: string, cost: number, sentAt: number, d: Decision): Decision {
     // Failure-policy answers (reason set) say nothing about the key's state, so they are never cached.

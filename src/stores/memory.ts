@@ -143,11 +143,19 @@ export class MemoryTable implements StoreTable {
 
   decide(key: string, cost: number, leaseId: string | undefined): Decision {
     if (this.single !== undefined) return this.decideSingle(this.single, key, cost);
+    return this.decideAll(key, cost, leaseId, this.algorithms, this.policies);
+  }
+
+  /** decide() with per-call limits: `algorithms` decide on this table's state in place of its own. */
+  decideWith(key: string, cost: number, leaseId: string | undefined, algorithms: readonly Algorithm[]): Decision {
+    return this.decideAll(key, cost, leaseId, algorithms, algorithms.map((a) => a.policy));
+  }
+
+  private decideAll(key: string, cost: number, leaseId: string | undefined, algorithms: readonly Algorithm[], policies: readonly Policy[]): Decision {
     const now = this.clock();
     const row = this.index.get(key);
     const s = row === undefined ? this.idleRow : this.slab;
     const base = row === undefined ? 0 : row * this.rowSlots;
-    const algorithms = this.algorithms;
     let allowed = true;
     for (let i = 0; i < algorithms.length; i++) {
       const a = algorithms[i]!;
@@ -158,10 +166,10 @@ export class MemoryTable implements StoreTable {
     }
     if (allowed && cost > 0) {
       const r = row ?? this.insert(key, now);
-      if (r < 0) return this.full(this.policies[0]!, this.verdicts[0]!);
-      this.commit(r, now, cost, leaseId);
+      if (r < 0) return this.full(policies[0]!, this.verdicts[0]!);
+      this.commit(r, now, cost, leaseId, algorithms);
     }
-    return combine(this.policies, this.verdicts, leaseId);
+    return combine(policies, this.verdicts, leaseId);
   }
 
   /** The decision for a new key the store had no room for (every key it could evict is denying). */
@@ -195,10 +203,10 @@ export class MemoryTable implements StoreTable {
     for (let j = 0; j < next.length; j++) slab[o + j] = next[j]!;
   }
 
-  private commit(row: number, now: number, cost: number, leaseId: string | undefined): void {
+  private commit(row: number, now: number, cost: number, leaseId: string | undefined, algorithms: readonly Algorithm[]): void {
     const base = row * this.rowSlots;
-    for (let i = 0; i < this.algorithms.length; i++) {
-      const a = this.algorithms[i]!;
+    for (let i = 0; i < algorithms.length; i++) {
+      const a = algorithms[i]!;
       if (a.kind === 'slab') {
         this.writeRow(base + this.offsets[i]!, this.verdicts[i]!.next);
       } else {

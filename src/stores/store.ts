@@ -20,6 +20,12 @@ export interface StoreTable {
   readonly sync: boolean;
   /** Decides every policy for `key`; charges all of them only if all admit and cost > 0. */
   decide(key: string, cost: number, leaseId: string | undefined): MaybePromise<Decision>;
+  /**
+   * decide() with per-call limits: `algorithms` (one per policy, in order; core createOverride) decide on
+   * the key's state in place of the table's own. Tables that cannot leave it out, and the limiter refuses
+   * per-call limits on them.
+   */
+  decideWith?(key: string, cost: number, leaseId: string | undefined, algorithms: readonly Algorithm[]): MaybePromise<Decision>;
   /** Charges (delta > 0) or refunds (delta < 0) without a limit check, then peeks. */
   adjust(key: string, delta: number): MaybePromise<Decision>;
   /** Ends a concurrency lease early. */

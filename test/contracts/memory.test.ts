@@ -1,5 +1,8 @@
 // The memory store against the conformance suite.
 import { MemoryStore } from '../../src/index.js';
 import { storeConformance } from './store-conformance.js';
+import { memory, overrideConformance } from './override-conformance.js';
 
 storeConformance('memory', () => new MemoryStore());
+
+overrideConformance('memory', memory, 200);

@@ -39,7 +39,7 @@ async function build() {
     case 'node-bare-imported': {
       // The bare server with sluice's middleware module loaded but never called: a control for how much of
       // a count moves with the heap's layout alone (bench/cg-profile.mjs; docs/benchmarks.md).
-      await import('../dist/http/index.js');
+      await import('../dist/middleware/node-http/index.js');
       return createServer(ok);
     }
     case 'node-fields':
@@ -65,7 +65,7 @@ async function build() {
     case 'node-sluice-set':
     case 'node-sluice-end':
     case 'node-sluice-end-monotonic': {
-      const { withRateLimit } = await import('../dist/http/index.js');
+      const { withRateLimit } = await import('../dist/middleware/node-http/index.js');
       // -monotonic reads the clock on every decision instead of the default coarse clock, whose 1 ms
       // interval fires once per request under callgrind (bench/http-instructions.mjs), not once per ~35.
       const { monotonicClock } = await import('../dist/index.js');

@@ -1,7 +1,7 @@
 // `sluice demo`: plays the same traces through every algorithm and renders the measured comparison as text.
 import { compareOnTrace, LEASE_BYTES, LOG_ENTRY_BYTES, SHORT_WINDOW_MS, type Measurement } from './compare.js';
 import { BURST, CONCURRENCY, LIMIT, WINDOW_MS } from './scale.js';
-import { formatTable, type Column } from './table.js';
+import { formatTable, type Column } from '../support/table.js';
 import { shaperNote, takeaway, timesLimit } from './takeaways.js';
 import { demoTraces, type Trace } from './traces.js';
 

@@ -1,5 +1,5 @@
 // The traffic traces `sluice demo` plays through every algorithm: deterministic request times (ms) and costs.
-import { randomInt, seededRandom } from './random.js';
+import { randomInt, seededRandom } from '../support/random.js';
 import { LIMIT, WINDOW_MS } from './scale.js';
 
 export interface TraceRequest {

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { Limiter, MemoryStore, SluiceError } from '../index.js';
 import type { PolicyOptions, Store, StoreTable, TableSpec } from '../index.js';
-import type { DenyCacheTable } from './deny-cache.js';
+import { DeniedKeys, type DenyCacheTable } from './deny-cache.js';
 
 /** A MemoryStore that counts the calls its table gets. */
 class CountingStore implements Store {
@@ -95,4 +95,29 @@ test('the deny cache holds at most maxKeys keys and refuses concurrency policies
   assert.throws(() => new Limiter({ policy: { algorithm: 'gcra', limit: 1, window: 1000 }, denyCache: { maxKeys: 0 } }), /'denyCache.maxKeys' must be a positive integer, got 0/);
   assert.throws(() => new Limiter({ policy: { algorithm: 'gcra', limit: 1, window: 1000 }, strategy: 'central' as never }), /'strategy' must be one of 'atomic', 'local-sync', 'lease', got "central"/);
   assert.throws(() => new Limiter({ policy: { algorithm: 'gcra', limit: 1, window: 1000 }, strategy: 'lease' }), /strategy "lease" needs a RedisStore/);
+});
+
+// DeniedKeys is also the service's local cache (server/service.ts), keyed by rule and key, cleared when full.
+test('a refusal is repeated until its retry time, for requests at least as heavy', () => {
+  const c = new DeniedKeys(100_000, 'start-again');
+  const wait = (key: string, cost: number, now: number) => {
+    const d = c.covering(key, cost, now);
+    return d === undefined ? 0 : d.until - now;
+  };
+  c.remember('rule\u0000k', { until: 1_000, cost: 3 });
+  assert.equal(wait('rule\u0000k', 3, 400), 600);
+  assert.equal(wait('rule\u0000k', 5, 400), 600);
+  assert.equal(wait('rule\u0000k', 2, 400), 0, 'a lighter request may pass: ask the store');
+  assert.equal(wait('other\u0000k', 3, 400), 0, 'rules do not share refusals');
+  assert.equal(wait('rule\u0000k', 3, 1_000), 0, 'expired at the retry time');
+  assert.equal(c.size, 0, 'and forgotten');
+});
+
+test('bounded: at maxEntries it starts again rather than grow', () => {
+  const c = new DeniedKeys(3, 'start-again');
+  for (let i = 0; i < 3; i++) c.remember(`r\u0000k${i}`, { until: 100, cost: 1 });
+  assert.equal(c.size, 3);
+  c.remember('r\u0000k3', { until: 100, cost: 1 });
+  assert.equal(c.size, 1);
+  assert.equal(c.covering('r\u0000k3', 1, 0)?.until, 100);
 });

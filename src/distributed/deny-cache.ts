@@ -19,12 +19,64 @@ export interface DenyCacheOptions {
   maxKeys?: number;
 }
 
-interface Entry {
+/** One remembered denial: the store denied `cost` (and so denies any larger cost) until `until`. */
+export interface Denial {
   /** Local time from which the store may admit this cost again. */
-  until: number;
-  sentAt: number;
-  cost: number;
-  decision: Decision;
+  readonly until: number;
+  readonly cost: number;
+}
+
+/**
+ * The deny cache's memory, shared by the limiter's table below and the service's local cache
+ * (server/service.ts): bounded, and it only ever answers with a denial the store gave. When full,
+ * 'drop-oldest' forgets the key denied longest ago; 'start-again' forgets every key (the service's cache,
+ * which is cleared as one block like Envoy's fixed-size one).
+ */
+export class DeniedKeys<E extends Denial = Denial> {
+  private readonly entries = new Map<string, E>();
+
+  constructor(
+    private readonly maxKeys: number,
+    private readonly whenFull: 'drop-oldest' | 'start-again',
+  ) {}
+
+  /** The denial that still answers `cost` for `key` at `now`, or undefined; an expired one is forgotten. */
+  covering(key: string, cost: number, now: number): E | undefined {
+    const e = this.entries.get(key);
+    if (e === undefined) return undefined;
+    if (now >= e.until) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return cost >= e.cost ? e : undefined;
+  }
+
+  /** Remembers a denial, replacing the key's last one (re-inserted, so eviction order is by last denial). */
+  remember(key: string, denial: E): void {
+    if (this.entries.size >= this.maxKeys) {
+      if (this.whenFull === 'start-again') this.entries.clear();
+      else if (!this.entries.has(key)) this.entries.delete(this.entries.keys().next().value!);
+    }
+    this.entries.delete(key);
+    this.entries.set(key, denial);
+  }
+
+  forget(key: string): void {
+    this.entries.delete(key);
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
+interface Entry extends Denial {
+  readonly sentAt: number;
+  readonly decision: Decision;
 }
 
 export function checkDenyCache(value: unknown, policies: readonly Policy[]): DenyCacheOptions | undefined {
@@ -51,8 +103,7 @@ export class DenyCacheTable implements StoreTable {
   /** Decisions answered from the cache, and decisions passed to the store. */
   hits = 0;
   misses = 0;
-  private readonly entries = new Map<string, Entry>();
-  private readonly maxKeys: number;
+  private readonly entries: DeniedKeys<Entry>;
 
   constructor(
     private readonly inner: StoreTable,
@@ -60,7 +111,7 @@ export class DenyCacheTable implements StoreTable {
     options: DenyCacheOptions,
   ) {
     this.sync = inner.sync;
-    this.maxKeys = options.maxKeys ?? 10_000;
+    this.entries = new DeniedKeys(options.maxKeys ?? 10_000, 'drop-oldest');
     const decideWith = inner.decideWith?.bind(inner);
     this.decideWith =
       decideWith === undefined
@@ -68,7 +119,7 @@ export class DenyCacheTable implements StoreTable {
         : (key, cost, leaseId, algorithms) => {
             const answer = decideWith(key, cost, leaseId, algorithms);
             const seen = (d: Decision): Decision => {
-              if (d.allowed && cost > 0) this.entries.delete(key);
+              if (d.allowed && cost > 0) this.entries.forget(key);
               return d;
             };
             return answer instanceof Promise ? answer.then(seen) : seen(answer);
@@ -77,17 +128,12 @@ export class DenyCacheTable implements StoreTable {
 
   decide(key: string, cost: number, leaseId: string | undefined): MaybePromise<Decision> {
     const now = this.clock();
-    if (cost > 0) {
-      const e = this.entries.get(key);
-      if (e !== undefined) {
-        if (now < e.until && cost >= e.cost) {
-          this.hits++;
-          const d = e.decision;
-          const wait = Math.max(1, Math.ceil(e.until - now));
-          return makeDecision(false, d.limit, d.remaining, Math.max(0, Math.ceil(d.resetAfterMs - (now - e.sentAt))), wait, 0, d.policy, undefined, d.reason);
-        }
-        if (now >= e.until) this.entries.delete(key);
-      }
+    const e = cost > 0 ? this.entries.covering(key, cost, now) : undefined;
+    if (e !== undefined) {
+      this.hits++;
+      const d = e.decision;
+      const wait = Math.max(1, Math.ceil(e.until - now));
+      return makeDecision(false, d.limit, d.remaining, Math.max(0, Math.ceil(d.resetAfterMs - (now - e.sentAt))), wait, 0, d.policy, undefined, d.reason);
     }
     this.misses++;
     const answer = this.inner.decide(key, cost, leaseId);
@@ -104,20 +150,17 @@ export class DenyCacheTable implements StoreTable {
   private learn(key: string, cost: number, sentAt: number, d: Decision): Decision {
     // Failure-policy answers (reason set) say nothing about the key's state, so they are never cached.
     if (cost > 0 && !d.allowed && d.reason === undefined && d.retryAfterMs > 0) {
-      const e = this.entries.get(key);
-      if (e === undefined && this.entries.size >= this.maxKeys) this.entries.delete(this.entries.keys().next().value!);
       // Only forwarded costs reach here: an expired entry's, or a smaller one, whose deadline holds for
-      // every larger cost too. Re-inserted, so eviction order is by last denial.
-      this.entries.delete(key);
-      this.entries.set(key, { until: sentAt + d.retryAfterMs, sentAt, cost, decision: d });
+      // every larger cost too.
+      this.entries.remember(key, { until: sentAt + d.retryAfterMs, sentAt, cost, decision: d });
     } else if (d.allowed && cost > 0) {
-      this.entries.delete(key);
+      this.entries.forget(key);
     }
     return d;
   }
 
   adjust(key: string, delta: number): MaybePromise<Decision> {
-    if (delta < 0) this.entries.delete(key); // a refund can make a denied cost pass sooner
+    if (delta < 0) this.entries.forget(key); // a refund can make a denied cost pass sooner
     return this.inner.adjust(key, delta);
   }
 
@@ -126,7 +169,7 @@ export class DenyCacheTable implements StoreTable {
   }
 
   reset(key: string): MaybePromise<void> {
-    this.entries.delete(key);
+    this.entries.forget(key);
     return this.inner.reset(key);
   }
 

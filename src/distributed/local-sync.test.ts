@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { compilePolicy, makeDecision } from '../core/index.js';
-import { seededRandom } from '../demo/random.js';
+import { seededRandom } from '../support/random.js';
 import { checkLocalSyncOptions, localAllowance, LocalSyncTable } from './local-sync.js';
 import type { ScriptRunner } from './runner.js';
 

@@ -1,13 +1,7 @@
 /**
- * `sluice/http`: rate limiting for plain node:http, and the pieces every adapter shares (client keys,
- * header rendering, problem details, presets).
- *
- * @example
- * import { createServer } from 'node:http';
- * import { withRateLimit } from 'sluice/http';
- * createServer(withRateLimit((req, res) => res.end('ok'), { policy: { algorithm: 'gcra', limit: 10, window: '1m' } })).listen(3000);
+ * The pieces every HTTP adapter shares: the engine, client keys, header rendering, problem details and
+ * presets. `sluice/http` (middleware/node-http/index.ts) exports them beside the node:http adapter.
  */
-export { rateLimit, withRateLimit, type NodeRateLimitOptions } from '../middleware/node-http/index.js';
 export { HttpRateLimiter, type LimitedResponse, type Outcome } from './engine.js';
 export type { CostOption, KeyOption, LimitedEvent, LimitRule, RateLimitOptions, RequestInfo, RouteRule } from './options.js';
 export { CidrSet, ipKey, normalizeIp, resolveClient, forwardedHops, xForwardedForHops } from './client-ip.js';

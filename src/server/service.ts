@@ -11,9 +11,9 @@ import { MemoryStore } from '../stores/memory.js';
 import type { Clock } from '../core/types.js';
 import type { Store } from '../stores/store.js';
 import { monotonicClock } from '../clock.js';
+import { DeniedKeys } from '../distributed/deny-cache.js';
 import { UNITS } from './config.js';
 import type { UnitName } from './config.js';
-import { LocalDenyCache } from './deny-cache.js';
 import { detailedKey, NEAR_LIMIT_RATIO, RuleStats } from './rule-stats.js';
 import { integerText } from './number-text.js';
 import { match, stateKey } from './rules.js';
@@ -114,7 +114,11 @@ export interface ServiceOptions {
 
 export class RateLimitService {
   private overrides = new Map<string, { limiter: Limiter; stats: RuleStats }>();
-  private readonly deny: LocalDenyCache | undefined;
+  /**
+   * Envoy's local cache (LOCAL_CACHE_SIZE_IN_BYTES): a rule's key the store said is over its limit stays
+   * over until its retry time, for requests at least as heavy, answered without a round trip.
+   */
+  private readonly deny: DeniedKeys | undefined;
   /** The memory store decides synchronously: skipping the Promise keeps /json near the bare-HTTP ceiling. */
   private readonly sync: boolean;
   private readonly nearLimitRatio: number;
@@ -130,7 +134,7 @@ export class RateLimitService {
     public rules: RuleSet,
     private readonly options: ServiceOptions,
   ) {
-    this.deny = options.localCache ? new LocalDenyCache() : undefined;
+    this.deny = options.localCache ? new DeniedKeys(100_000, 'start-again') : undefined;
     this.sync = options.store instanceof MemoryStore;
     this.nearLimitRatio = options.nearLimitRatio ?? NEAR_LIMIT_RATIO;
   }
@@ -268,11 +272,11 @@ export class RateLimitService {
     // instructions a read, and this reads the time twice per decision for the latency histogram.
     const t0 = monotonicClock();
     if (this.deny !== undefined) {
-      const waitMs = this.deny.check(t.id!, key, hits, t0);
-      if (waitMs > 0) {
+      const denied = this.deny.covering(`${t.id!}\u0000${key}`, hits, t0);
+      if (denied !== undefined) {
         stats.overLimitWithLocalCache += hits;
         stats.observe((monotonicClock() - t0) / 1000);
-        return this.over(stats, t, hits, shadow, 0, waitMs);
+        return this.over(stats, t, hits, shadow, 0, denied.until - t0);
       }
     }
     if (hits > limiter.policies[0]!.capacity) {
@@ -310,7 +314,7 @@ export class RateLimitService {
     if (d.reason === 'store-full') stats.storeFull++;
     else if (d.reason !== undefined) stats.storeErrors++;
     if (!d.allowed) {
-      if (this.deny !== undefined && d.reason === undefined && d.retryAfterMs > 0) this.deny.add(t.id!, key, hits, t0 + d.retryAfterMs);
+      if (this.deny !== undefined && d.reason === undefined && d.retryAfterMs > 0) this.deny.remember(`${t.id!}\u0000${key}`, { until: t0 + d.retryAfterMs, cost: hits });
       return this.over(stats, t, hits, shadow, d.remaining, d.retryAfterMs);
     }
     stats.withinLimit += hits;

@@ -3,7 +3,7 @@
 // near-limit: 90% Poisson at 1–30%; 5% steady just above the limit (1.01–1.10×, jittered);
 //             5% bursting to 2× the limit in on/off cycles (on and off each 0.5–2 windows).
 // Every source starts at a random phase, so epoch-aligned windows fall anywhere in its traffic.
-import { seededRandom } from '../demo/random.js';
+import { seededRandom } from '../support/random.js';
 
 export type MixName = 'typical' | 'near-limit';
 export const MIXES: readonly MixName[] = ['typical', 'near-limit'];

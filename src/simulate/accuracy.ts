@@ -4,7 +4,7 @@
 // Sources are independent (one key each), so each is replayed alone, through the pure core algorithms.
 import { compilePolicy, createAlgorithm, LogState, Verdict } from '../core/index.js';
 import type { ObjectAlgorithm, SlabAlgorithm } from '../core/index.js';
-import { formatTable } from '../demo/table.js';
+import { formatTable } from '../support/table.js';
 import { arrivals, meanLoad, MIXES, planSources, type MixName } from './accuracy-traffic.js';
 
 export interface AccuracyOptions {

@@ -3,7 +3,7 @@
 // trade-off the README documents (delays only by default; a challenge for every stranger at weight 2).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { seededRandom } from '../demo/random.js';
+import { seededRandom } from '../support/random.js';
 import { makeAttacks } from './attacks.js';
 import { DEFAULT_POPULATION, makeUsers } from './population.js';
 import { runScenario } from './run.js';

@@ -1,7 +1,7 @@
 // The attacks the simulator replays, each as a list of timed attempts: classic brute force, credential
 // stuffing, password spraying from many IPv4 addresses and from one rotating IPv6 /64, and low-and-slow
 // variants of each, spread over a week.
-import { randomInt } from '../demo/random.js';
+import { randomInt } from '../support/random.js';
 import { COMMON_PASSWORDS, privacyAddress, randomIpv4, type User } from './population.js';
 
 export interface AttackAttempt {

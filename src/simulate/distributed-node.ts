@@ -5,7 +5,7 @@
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { Limiter } from '../limiter.js';
 import { RedisStore } from '../stores/redis/index.js';
-import { seededRandom } from '../demo/random.js';
+import { seededRandom } from '../support/random.js';
 import { shape, WINDOW_MS, type ShapeName } from './distributed-shapes.js';
 
 interface Config {

@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { formatTable } from '../demo/table.js';
+import { formatTable } from '../support/table.js';
 import { shape, WINDOW_MS, type ShapeName } from './distributed-shapes.js';
 
 export type StrategyName = 'atomic' | 'local-sync' | 'lease';

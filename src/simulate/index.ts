@@ -1,7 +1,7 @@
 // `sluice simulate attacks`: builds the population and the attacks from one seed, plays each scenario
 // through a Guard with its defaults, and prints what got through and whom it hindered.
-import { seededRandom } from '../demo/random.js';
-import { formatTable } from '../demo/table.js';
+import { seededRandom } from '../support/random.js';
+import { formatTable } from '../support/table.js';
 import { makeAttacks } from './attacks.js';
 import { DEFAULT_POPULATION, makeUsers, type PopulationSettings } from './population.js';
 import { runScenario, type ScenarioResult } from './run.js';

@@ -1,6 +1,6 @@
 // The legitimate population: accounts, their passwords, homes (own IPv4, shared NAT, IPv6 privacy
 // addresses), devices, and login sessions with the typos real people make.
-import { randomInt } from '../demo/random.js';
+import { randomInt } from '../support/random.js';
 
 /** The three passwords a sprayer tries; a small share of users really has one of them. */
 export const COMMON_PASSWORDS = ['123456', 'password', 'qwerty123'] as const;

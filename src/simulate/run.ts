@@ -1,6 +1,6 @@
 // Plays one attack mixed into a day (or a week) of legitimate logins through a Guard on a simulated
 // clock, after three warm-up days that teach the guard its users' homes and the normal failure rates.
-import { seededRandom, randomInt } from '../demo/random.js';
+import { seededRandom, randomInt } from '../support/random.js';
 import { Guard, MemoryGuardState, type GuardOptions, type GuardVerdict } from '../guard/index.js';
 import { MemoryStore } from '../stores/memory.js';
 import type { Attack, AttackAttempt } from './attacks.js';

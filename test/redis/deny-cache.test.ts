@@ -7,7 +7,7 @@ import { after, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { Limiter } from '../../src/index.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
-import { seededRandom } from '../../src/demo/random.js';
+import { seededRandom } from '../../src/support/random.js';
 import { redisUrl, runPrefix } from './harness.js';
 
 const client = new Redis(redisUrl());

@@ -1,5 +1,6 @@
 /**
- * sluice for plain `node:http`: wraps a request listener so that every request is decided first.
+ * `sluice/http`: rate limiting for plain `node:http` (a wrapped request listener decides every request
+ * first), and the pieces every adapter shares, re-exported from http/.
  *
  * @example
  * import { createServer } from 'node:http';
@@ -10,6 +11,8 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import { HttpRateLimiter, isPromise, type LimitedResponse, type Outcome } from '../../http/engine.js';
 import { NodeHeaders, NodeRequestInfo, passNode, refuseNode, watchNode } from '../../http/node.js';
 import type { RateLimitInfo, RateLimitOptions } from '../../http/options.js';
+
+export * from '../../http/index.js';
 
 declare module 'http' {
   interface IncomingMessage {

@@ -1,4 +1,4 @@
-// A small seeded PRNG (mulberry32) so that every demo trace is the same on every run; no Math.random.
+// A small seeded PRNG (mulberry32), so that every demo trace and simulation is the same on every run; no Math.random.
 
 /** Returns a generator of floats in [0, 1), fully determined by `seed`. */
 export function seededRandom(seed: number): () => number {

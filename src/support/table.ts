@@ -1,4 +1,4 @@
-// Aligned plain-text tables for the demo: text columns left-aligned, number columns right-aligned.
+// Aligned plain-text tables for the demo's and the simulations' reports: text columns left-aligned, number columns right-aligned.
 
 export interface Column {
   readonly header: string;

@@ -4,6 +4,7 @@
  * jump (NTP step, manual change) after start-up moves nothing.
  */
 import type { Clock } from './core/types.js';
+import { unrefTimer } from './runtime.js';
 
 /**
  * The Performance object, read once: Node's global `performance` is a lazy accessor property, so every
@@ -26,6 +27,8 @@ let cached = 0;
 let budget = 0;
 let idleTicks = 0;
 let ticker: ReturnType<typeof setInterval> | undefined;
+/** Set where no timer can be unref'd (Workers): a ticking timer would keep the host busy, so read every time. */
+let untickable = false;
 
 function tick(): void {
   if (budget === 0) {
@@ -39,14 +42,32 @@ function tick(): void {
   budget = 0; // the next read refreshes
 }
 
+/** Starts the tick timer, unref'd; false (and no timer) where that cannot be done. */
+function startTicker(): boolean {
+  let t: ReturnType<typeof setInterval>;
+  try {
+    t = setInterval(tick, 1);
+  } catch {
+    return false; // workerd refuses timers outside a request
+  }
+  if (unrefTimer(t)) {
+    ticker = t;
+    return true;
+  }
+  clearInterval(t);
+  return false;
+}
+
 function refresh(): number {
   const now = origin + perf.now();
   if (now > cached) cached = now; // performance.now() is monotonic; this keeps the clock so even if mocked
-  budget = READS_PER_REFRESH - 1;
-  if (ticker === undefined) {
-    ticker = setInterval(tick, 1);
-    ticker.unref();
+  if (untickable) return cached;
+  if (ticker === undefined && !startTicker()) {
+    // Without a tick nothing would bound a cached reading's age, so every read goes to the clock.
+    untickable = true;
+    return cached;
   }
+  budget = READS_PER_REFRESH - 1;
   return cached;
 }
 
@@ -55,7 +76,8 @@ function refresh(): number {
  * 64 decisions. Like nginx's cached time (ngx_current_msec, refreshed once per event-loop iteration), it
  * saves the clock read on the hot path; the reading it returns is never older than the current
  * event-loop turn plus 1 ms, nor older than 64 decisions. It never goes backwards. A 1 ms unref'd timer
- * runs while decisions are being made and stops after a second without any.
+ * runs while decisions are being made and stops after a second without any. Where no timer can be
+ * unref'd (Workers), it reads the monotonic clock on every call.
  */
 export const coarseClock: Clock = () => {
   if (budget > 0) {

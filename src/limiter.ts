@@ -14,6 +14,7 @@ import { bindStrategy, type Strategy } from './distributed/strategy.js';
 import type { DenyCacheOptions } from './distributed/deny-cache.js';
 import type { LeaseOptions } from './distributed/lease.js';
 import type { LocalSyncOptions } from './distributed/local-sync.js';
+import { instanceTag } from './runtime.js';
 import { MemoryStore } from './stores/memory.js';
 import type { Clock } from './core/types.js';
 import type { Store, StoreTable } from './stores/store.js';
@@ -99,7 +100,7 @@ export class Limiter {
     this.table = bindStrategy(this.store, spec, { ...options, clockGiven: options.clock !== undefined });
     this.capacity = Math.min(...this.policies.map((p) => p.capacity));
     this.leasePrefix = this.policies.some((p) => p.algorithm === 'concurrency')
-      ? `${process.pid.toString(36)}.${Math.floor(Math.random() * 2 ** 32).toString(36)}.`
+      ? `${instanceTag()}.`
       : undefined;
   }
 

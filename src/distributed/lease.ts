@@ -24,6 +24,7 @@
  */
 import { makeDecision, SluiceError, show } from '../core/index.js';
 import type { Decision } from '../core/index.js';
+import { instanceTag, unrefTimer } from '../runtime.js';
 import type { StoreTable } from '../stores/store.js';
 import type { StrategySpec } from './runner.js';
 
@@ -86,7 +87,7 @@ export class LeaseTable implements StoreTable {
   private readonly keys = new Map<string, KeyLease>();
   private readonly limit: number;
   private readonly windowMs: number;
-  private readonly node = `${process.pid.toString(36)}.${Math.floor(Math.random() * 2 ** 32).toString(36)}`;
+  private readonly node = instanceTag();
   private timer: ReturnType<typeof setInterval> | undefined;
 
   constructor(
@@ -179,7 +180,7 @@ export class LeaseTable implements StoreTable {
   private startTimer(): void {
     if (this.timer !== undefined) return;
     this.timer = setInterval(() => this.giveBackExpired(), Math.max(1, this.options.ttlMs / 2));
-    this.timer.unref();
+    unrefTimer(this.timer);
   }
 
   /** Gives back the remainder of every chunk whose TTL has passed in a window still running. */

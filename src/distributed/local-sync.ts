@@ -34,6 +34,7 @@
  */
 import { makeDecision, SluiceError, show } from '../core/index.js';
 import type { Decision } from '../core/index.js';
+import { instanceTag, unrefTimer } from '../runtime.js';
 import type { StoreTable } from '../stores/store.js';
 import type { StrategyStats } from './lease.js';
 import type { StrategySpec } from './runner.js';
@@ -105,7 +106,7 @@ export class LocalSyncTable implements StoreTable {
   readonly stats: StrategyStats = { calls: 0, decisions: 0, fallbacks: 0 };
   private readonly keys = new Map<string, KeyCount>();
   private readonly limit: number;
-  private readonly node = `${process.pid.toString(36)}.${Math.floor(Math.random() * 2 ** 32).toString(36)}`;
+  private readonly node = instanceTag();
   private timer: ReturnType<typeof setInterval> | undefined;
 
   constructor(
@@ -209,7 +210,7 @@ export class LocalSyncTable implements StoreTable {
   private startTimer(): void {
     if (this.timer !== undefined) return;
     this.timer = setInterval(() => this.tick(), this.options.intervalMs);
-    this.timer.unref();
+    unrefTimer(this.timer);
   }
 
   /** Flushes every key with a pending count; forgets keys whose window has ended with nothing pending. */

@@ -12,11 +12,11 @@
  * // ... delay, challenge or mfa as v says, then verify the password ...
  * await guard.record({ account, ip, success: ok, password: ok ? undefined : password });
  */
-import { randomInt } from 'node:crypto';
 import { coarseClock } from '../clock.js';
 import { createAlgorithm } from '../core/algorithms.js';
 import { SluiceError, show } from '../core/errors.js';
 import { compilePolicies } from '../core/policy.js';
+import { emitWarning, nodeEnv, randomUnit, unrefTimer } from '../runtime.js';
 import { MemoryStore } from '../stores/memory.js';
 import { isPromise, type MaybePromise } from '../core/maybe-promise.js';
 import type { Clock, Decision } from '../core/types.js';
@@ -76,15 +76,15 @@ export class Guard {
   private syncTimer: ReturnType<typeof setInterval> | undefined;
 
   constructor(options: GuardOptions) {
-    this.config = resolveOptions(options, process.env.NODE_ENV);
+    this.config = resolveOptions(options, nodeEnv());
     const c = this.config;
     if (c.secretIsEphemeral && !warnedEphemeral) {
       warnedEphemeral = true;
-      process.emitWarning('Guard has no secret, so it made a random one: its state will not survive a restart nor be shared between servers. Pass `secret` (required when NODE_ENV=production).', { code: 'WRN_SLUICE_GUARD_EPHEMERAL_SECRET' });
+      emitWarning('Guard has no secret, so it made a random one: its state will not survive a restart nor be shared between servers. Pass `secret` (required when NODE_ENV=production).', { code: 'WRN_SLUICE_GUARD_EPHEMERAL_SECRET' });
     }
     this.clock = options.clock ?? coarseClock;
     if (typeof this.clock !== 'function') throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'clock' must be a function returning milliseconds, got ${show(this.clock)}`);
-    this.random = options.random ?? (() => randomInt(0, 2 ** 32) / 2 ** 32);
+    this.random = options.random ?? randomUnit;
     if (typeof this.random !== 'function') throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'random' must be a function returning [0, 1), got ${show(this.random)}`);
     this.store = options.store ?? new MemoryStore();
     // An explicit state wins; else the store's own (a RedisStore: the guard's Redis state on its client); else memory.
@@ -134,7 +134,7 @@ export class Guard {
     // Last, once nothing above can throw: a guard that failed to construct leaves no timer behind.
     if (c.anomalyScope === 'fleet' && c.anomalySyncEveryMs > 0) {
       this.syncTimer = setInterval(() => void this.syncAnomaly(), c.anomalySyncEveryMs);
-      this.syncTimer.unref();
+      unrefTimer(this.syncTimer);
     }
   }
 

@@ -2,7 +2,7 @@
  * The guard's options: every threshold with its default and where the default comes from, validated once
  * at construction. A bad or unknown field is an error naming it; nothing silently falls back.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, utf8 } from '../runtime.js';
 import { parseDuration } from '../core/duration.js';
 import { SluiceError, show } from '../core/errors.js';
 import type { Clock } from '../core/types.js';
@@ -305,7 +305,7 @@ function secretBytes(secret: unknown, env: string | undefined): { bytes: Uint8Ar
     return { bytes: randomBytes(32), ephemeral: true };
   }
   let bytes: Uint8Array;
-  if (typeof secret === 'string') bytes = Buffer.from(secret, 'utf8');
+  if (typeof secret === 'string') bytes = utf8(secret);
   else if (secret instanceof Uint8Array) bytes = secret;
   else throw new SluiceError('ERR_SLUICE_GUARD_SECRET', `Guard 'secret' must be a string or bytes, got ${show(secret)}`);
   if (bytes.length < MIN_SECRET_BYTES) {

@@ -21,7 +21,6 @@
  * tracks. With k logins between a check and its record (k in flight on a busy server), a record misses
  * with a chance of about k / 1,024, and a miss only costs the recomputation this table saves.
  */
-import { randomFillSync } from 'node:crypto';
 import { sipHash128 } from '../crypto/siphash.js';
 import type { TaggedAttempt } from './attempt.js';
 
@@ -33,7 +32,7 @@ const MAX_BYTES = 3 * (1024 + 64 + 1024) + 3 * 2;
 
 export class RecentAttempts {
   /** The SipHash key: 128 random bits, for this process only. */
-  private readonly key = randomFillSync(new Int32Array(4));
+  private readonly key = crypto.getRandomValues(new Int32Array(4));
   /** The message hashed for an attempt (see putText); all zero between calls. */
   private readonly scratch = new Uint8Array(MAX_BYTES);
   /** Each slot's attempt id (its SipHash), four words a slot. */

@@ -3,6 +3,7 @@
  * list (always blocked) and hosting-provider ranges (raise risk). Lookups cost one mask and one Set probe
  * per distinct prefix length in a list, so thousands of provider ranges stay cheap.
  */
+import { hex } from '../runtime.js';
 import { maskIp, parseCidr, type IpAddress } from './ip.js';
 
 class CidrSet {
@@ -15,7 +16,7 @@ class CidrSet {
       const bits = c.v4 ? 96 + c.prefix : c.prefix;
       let set = this.byPrefix.get(bits);
       if (set === undefined) this.byPrefix.set(bits, (set = new Set()));
-      set.add(Buffer.from(c.network).toString('hex'));
+      set.add(hex(c.network));
     });
   }
 
@@ -28,7 +29,7 @@ class CidrSet {
       // A v4 rule (bits >= 96 with the ::ffff: prefix in its network) cannot match a v6 address, and the
       // reverse: the masked bytes then differ in the ::ffff: part, so no family check is needed.
       const masked = maskIp({ bytes: ip.bytes, v4: false }, bits);
-      if (set.has(Buffer.from(masked).toString('hex'))) return true;
+      if (set.has(hex(masked))) return true;
     }
     return false;
   }

@@ -1,6 +1,8 @@
 /** A compiled rule (the top level, or one route): its limiter, key, cost, route test and header texts. */
-import { createHash } from 'node:crypto';
 import { SluiceError, show } from '../core/errors.js';
+import { sha256 } from '../crypto/sha256.js';
+import { encodeBase64url } from '../pow/base64url.js';
+import { utf8 } from '../runtime.js';
 import { Limiter } from '../limiter.js';
 import type { Store } from '../stores/store.js';
 import { ipKey } from './client-ip.js';
@@ -111,7 +113,7 @@ export class Rule<Req> {
   keyFrom(id: string | undefined, info: RequestInfo): string {
     if (id === undefined) return this.prefix + this.ipKeyOf(info);
     // A secret never lands in the store, only a digest of it.
-    if (this.keyFn === undefined) return `${this.prefix}h:${createHash('sha256').update(id).digest('base64url').slice(0, 22)}`;
+    if (this.keyFn === undefined) return `${this.prefix}h:${encodeBase64url(sha256(utf8(id))).slice(0, 22)}`;
     return this.prefix + id;
   }
 

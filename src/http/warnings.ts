@@ -1,4 +1,5 @@
 /** One-time configuration warnings, sent as process 'warning' events with a stable code. */
+import { emitWarning } from '../runtime.js';
 
 export type SluiceWarningCode = 'WRN_SLUICE_FORWARDED_HEADER_IGNORED';
 
@@ -8,7 +9,7 @@ const emitted = new Set<SluiceWarningCode>();
 export function warnOnce(code: SluiceWarningCode, message: string): void {
   if (emitted.has(code)) return;
   emitted.add(code);
-  process.emitWarning(`[sluice] ${message} See docs/errors.md#${code.toLowerCase()}`, { type: 'SluiceWarning', code });
+  emitWarning(`[sluice] ${message} See docs/errors.md#${code.toLowerCase()}`, { type: 'SluiceWarning', code });
 }
 
 /** Whether `code` was already emitted in this process. */

@@ -2,8 +2,8 @@
  * createChallenge: a stateless, signed proof-of-work challenge. Nothing is stored when it is issued; the
  * token carries every parameter under an HMAC, so any server holding the key can verify it later.
  */
-import { randomBytes } from 'node:crypto';
 import { SluiceError, show } from '../core/errors.js';
+import { randomBytes } from '../runtime.js';
 import { DEFAULT_PUZZLES, expectedWork, MAX_WORK_PER_PUZZLE, targetFor } from './difficulty.js';
 import { ALGORITHM, LIMITS, VERSION } from './encoding.js';
 import { resolveSecret, type Secret } from './keyring.js';

@@ -3,8 +3,8 @@
  * (kid) it was signed with; verification looks the kid up, so challenges signed with an old key keep
  * verifying while that key stays in the ring.
  */
-import { randomBytes } from 'node:crypto';
 import { SluiceError, show } from '../core/errors.js';
+import { nodeEnv, randomBytes } from '../runtime.js';
 import { LIMITS, MAC_DOMAIN } from './encoding.js';
 import { hmacKey, hmacSha256, type HmacKey } from '../crypto/sha256.js';
 
@@ -56,7 +56,7 @@ export function resolveSecret(secret: unknown, where: string): ResolvedKeyring {
     return ring;
   }
   if (secret === undefined) {
-    if (process.env.NODE_ENV === 'production') {
+    if (nodeEnv() === 'production') {
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${where}: 'secret' is required when NODE_ENV=production; pass at least ${MIN_SECRET_BYTES} random bytes (e.g. from an environment variable), got undefined`);
     }
     devSecret ??= randomBytes(32);

@@ -3,8 +3,8 @@
  * solution input, however broken, resolves to a reason; only bad options (a programming error) or a
  * failing store reject.
  */
-import { timingSafeEqual } from 'node:crypto';
 import { SluiceError, show } from '../core/errors.js';
+import { bytesEqual } from '../runtime.js';
 import { encodeBase64url } from './base64url.js';
 import { ALGORITHM } from './encoding.js';
 import { resolveSecret, type Secret } from './keyring.js';
@@ -50,7 +50,7 @@ export async function verifySolution(solution: unknown, options: VerifyOptions):
   if (parsed === undefined || parsed.fields.algorithm !== ALGORITHM) return fail('malformed');
   const key = ring.keys.get(parsed.fields.kid);
   if (key === undefined) return fail('bad-signature');
-  if (!timingSafeEqual(macOf(key, parsed.payload), parsed.mac)) return fail('bad-signature');
+  if (!bytesEqual(macOf(key, parsed.payload), parsed.mac)) return fail('bad-signature');
   // Only signed fields are trusted from here on.
   const { fields } = parsed;
   if (fields.scope !== scope) return fail('wrong-scope');

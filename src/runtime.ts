@@ -1,0 +1,90 @@
+/**
+ * What sluice needs from its host, taken from the standard globals where a platform lacks Node's: Workers
+ * have no `process` and no `Buffer`, and Workers and Deno return numbers from `setInterval` (no `unref`).
+ * Web Crypto's `getRandomValues` is on Node 20+, Bun, Deno and workerd alike. Nothing here reads a global
+ * at import time, so importing sluice never fails on a platform that lacks one.
+ */
+
+interface NodeishProcess {
+  pid?: number;
+  env?: Record<string, string | undefined>;
+  emitWarning?: (message: string, options: { type?: string; code?: string }) => void;
+}
+
+interface DenoGlobal {
+  unrefTimer?: (id: number) => void;
+}
+
+const host = globalThis as { process?: NodeishProcess; Deno?: DenoGlobal };
+
+/** Tells one limiter instance's lease ids from another's: the pid where there is one, and 32 random bits. */
+export function instanceTag(): string {
+  const pid = host.process?.pid;
+  const random = Math.floor(Math.random() * 2 ** 32).toString(36);
+  return typeof pid === 'number' ? `${pid.toString(36)}.${random}` : random;
+}
+
+/**
+ * Lets the process exit while `timer` is pending: `unref()` on Node and Bun, `Deno.unrefTimer` on Deno.
+ * Returns false where a timer cannot be unref'd (Workers, where timers end with the request anyway).
+ */
+export function unrefTimer(timer: unknown): boolean {
+  if (typeof timer === 'object' && timer !== null && typeof (timer as { unref?: unknown }).unref === 'function') {
+    (timer as { unref(): void }).unref();
+    return true;
+  }
+  if (typeof timer === 'number' && typeof host.Deno?.unrefTimer === 'function') {
+    host.Deno.unrefTimer(timer);
+    return true;
+  }
+  return false;
+}
+
+/** `NODE_ENV`, where the platform has environment variables in `process.env`. */
+export function nodeEnv(): string | undefined {
+  return host.process?.env?.NODE_ENV;
+}
+
+/** A process warning on Node (and Bun and Deno, which have `process.emitWarning`), else console.warn. */
+export function emitWarning(message: string, options: { type?: string; code: string }): void {
+  const emit = host.process?.emitWarning;
+  if (typeof emit === 'function') emit.call(host.process, message, options);
+  else console.warn(`${options.type ?? 'Warning'} [${options.code}]: ${message}`);
+}
+
+/** `n` random bytes from Web Crypto (which takes at most 65,536 bytes a call). */
+export function randomBytes(n: number): Uint8Array {
+  const out = new Uint8Array(n);
+  for (let o = 0; o < n; o += 65_536) crypto.getRandomValues(out.subarray(o, Math.min(n, o + 65_536)));
+  return out;
+}
+
+/** A uniform float in [0, 1) from 32 random bits. */
+export function randomUnit(): number {
+  return crypto.getRandomValues(new Uint32Array(1))[0]! / 2 ** 32;
+}
+
+const encoder = new TextEncoder();
+
+/** UTF-8 bytes of `text` (a lone surrogate becomes U+FFFD, as with Buffer.from). */
+export function utf8(text: string): Uint8Array {
+  return encoder.encode(text);
+}
+
+/** Lowercase hex of `bytes`. */
+export function hex(bytes: Uint8Array): string {
+  let s = '';
+  for (let i = 0; i < bytes.length; i++) s += (bytes[i]! < 16 ? '0' : '') + bytes[i]!.toString(16);
+  return s;
+}
+
+/**
+ * Whether two byte strings are equal, in time that depends on their length only (what node:crypto's
+ * timingSafeEqual does; unequal lengths are simply unequal here rather than an error).
+ */
+export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a[i]! ^ b[i]!;
+  return diff === 0;
+}

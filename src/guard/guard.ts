@@ -29,7 +29,6 @@ import { decide, raise, rank, type Floor, type GuardVerdict } from './ladder.js'
 import { MemoryGuardState } from './memory-state.js';
 import { resolveOptions, type GuardConfig, type GuardOptions } from './options.js';
 import { RecentAttempts } from './recent-attempts.js';
-import { redisGuardStateOf } from './redis/state.js';
 import { Reputation } from './reputation.js';
 import { guardStateOf, judgePath, type AccountView, type GuardState, type JudgedFailure, type Path, type SourceSpec, type SourceView } from './state.js';
 
@@ -88,7 +87,7 @@ export class Guard {
     if (typeof this.random !== 'function') throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'random' must be a function returning [0, 1), got ${show(this.random)}`);
     this.store = options.store ?? new MemoryStore();
     // An explicit state wins; else the store's own (a RedisStore: the guard's Redis state on its client); else memory.
-    this.state = options.state ?? guardStateOf(this.store) ?? redisGuardStateOf(this.store) ?? new MemoryGuardState();
+    this.state = options.state ?? guardStateOf(this.store) ?? new MemoryGuardState();
     if (typeof this.state !== 'object' || this.state === null || typeof this.state.failAccount !== 'function') {
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'state' must be a GuardState such as new MemoryGuardState(), got ${show(this.state)}`);
     }

@@ -1,7 +1,7 @@
 // Test helpers for the guard: a guard on a hand-moved clock with no jitter, and a store that records keys.
 import { MemoryStore } from '../../src/stores/memory.js';
 import type { Store, StoreTable, TableSpec } from '../../src/stores/store.js';
-import { Guard } from '../../src/guard/guard.js';
+import { Guard } from '../../src/guard/index.js';
 import { MemoryGuardState } from '../../src/guard/memory-state.js';
 import type { GuardOptions } from '../../src/guard/options.js';
 

@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { SluiceError, show } from '../../core/index.js';
 import { MemoryGuardState } from '../memory-state.js';
-import type { AccountView, FailOutcome, GuardState, JudgedFailure, JudgedSuccess, Path, SourceSpec, SourceView } from '../state.js';
+import { registerGuardStateMaker, type AccountView, type FailOutcome, type GuardState, type JudgedFailure, type JudgedSuccess, type Path, type SourceSpec, type SourceView } from '../state.js';
 import { adapt, type RedisAdapter } from '../../stores/redis/adapter.js';
 import { escapeId } from '../../stores/redis/keys.js';
 import { RedisStore } from '../../stores/redis/redis-store.js';
@@ -341,3 +341,5 @@ export function redisGuardStateOf(store: unknown): RedisGuardState | undefined {
   }
   return state;
 }
+
+registerGuardStateMaker(redisGuardStateOf);

@@ -1,16 +1,14 @@
 /**
  * Spent store on Redis: one `SET key 1 NX PX ttl` per redemption, atomic across every server sharing the
- * Redis. The client is duck-typed, so neither ioredis nor node-redis is a dependency of sluice.
+ * Redis, sent through the Redis connection layer's client adapter (src/stores/redis/adapter.ts). The
+ * client is duck-typed, so neither ioredis nor node-redis is a dependency of sluice.
  */
 import { SluiceError, show } from '../core/errors.js';
+import { dialectOf, setIfAbsent, type RedisDialect, type RedisSetClient } from '../stores/redis/adapter.js';
 import type { SpentStore } from './spent-store.js';
 
 /** The one method used: ioredis `set(key, value, 'PX', ms, 'NX')` or node-redis `set(key, value, { PX, NX })`. */
-export interface RedisSetClient {
-  set(...args: any[]): Promise<unknown>;
-}
-
-export type RedisDialect = 'ioredis' | 'node-redis';
+export type { RedisDialect, RedisSetClient };
 
 export interface RedisSpentStoreOptions {
   client: RedisSetClient;
@@ -35,7 +33,7 @@ export class RedisSpentStore implements SpentStore {
     if (typeof this.prefix !== 'string') {
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `RedisSpentStore: 'prefix' must be a string, got ${show(options.prefix)}`);
     }
-    const dialect = options.dialect ?? detect(client);
+    const dialect = options.dialect ?? dialectOf(client);
     if (dialect !== 'ioredis' && dialect !== 'node-redis') {
       // Guessing wrong would be silent and dangerous: node-redis ignores ioredis-style string arguments,
       // which would drop NX and let every solution replay.
@@ -44,18 +42,9 @@ export class RedisSpentStore implements SpentStore {
     this.dialect = dialect;
   }
 
-  async spend(id: string, expiresAt: number, now: number): Promise<boolean> {
+  spend(id: string, expiresAt: number, now: number): Promise<boolean> {
     const key = this.prefix + id;
     const ttlMs = Math.max(1, Math.ceil(expiresAt - now));
-    const reply = this.dialect === 'ioredis'
-      ? await this.client.set(key, '1', 'PX', ttlMs, 'NX')
-      : await this.client.set(key, '1', { PX: ttlMs, NX: true });
-    return reply === 'OK';
+    return setIfAbsent(this.client, this.dialect, key, '1', ttlMs);
   }
-}
-
-function detect(client: object): RedisDialect | undefined {
-  if ('isOpen' in client) return 'node-redis';
-  if ('status' in client && typeof (client as { status: unknown }).status === 'string') return 'ioredis';
-  return undefined;
 }

@@ -3,6 +3,7 @@
  * does rate-limit arithmetic itself; that lives in core/ (and, for Redis, in each algorithm's Lua twin).
  */
 import type { Algorithm, Clock, Decision, MaybePromise, Policy } from '../core/index.js';
+import type { ScriptRunner } from './script-runner.js';
 
 // Defined in core/; re-exported because the store contract is written in them.
 export type { Clock, MaybePromise } from '../core/index.js';
@@ -37,5 +38,5 @@ export interface StoreTable {
 export interface Store {
   bind(spec: TableSpec): StoreTable;
   /** Stores that can run the 'lease' and 'local-sync' strategies' scripts (RedisStore) provide this. */
-  runner?(spec: TableSpec): import('../distributed/runner.js').ScriptRunner;
+  runner?(spec: TableSpec): ScriptRunner;
 }

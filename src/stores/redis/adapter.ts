@@ -1,7 +1,9 @@
 /**
  * One tiny interface over the two Node Redis clients: ioredis (Redis and Cluster) and node-redis v4 and
- * later (client and cluster). Arguments are always strings, which both accept. Cluster routing is the
- * client's: every call's keys share one hash slot, and both clients route a script call by its first key.
+ * later (client and cluster), and the one place that tells them apart. Arguments are always strings,
+ * which both accept. Cluster routing is the client's: every call's keys share one hash slot, and both
+ * clients route a script call by its first key. Only the connection layer (connection.ts) and
+ * `setIfAbsent` call a client; features go through those.
  */
 import { SluiceError, show } from '../../core/index.js';
 
@@ -30,16 +32,45 @@ export interface FunctionCalls {
 type Fn = (...args: unknown[]) => unknown;
 type AnyClient = Record<string, unknown> & { on?: Fn };
 
-export function adapt(client: unknown): RedisAdapter {
+/** How a client takes its arguments: ioredis flat (`set(k, v, 'PX', ms, 'NX')`), node-redis with an options object. */
+export type RedisDialect = 'ioredis' | 'node-redis';
+
+/**
+ * The dialect of a client, or undefined when it cannot be told: ioredis clients and clusters have a
+ * string `status`, node-redis ones `isOpen` (clients) or `evalSha` (clients and clusters).
+ */
+export function dialectOf(client: unknown): RedisDialect | undefined {
+  if (typeof client !== 'object' || client === null) return undefined;
   const c = client as AnyClient;
-  if (typeof client === 'object' && client !== null) {
-    if (typeof c.evalsha === 'function' && typeof c.status === 'string') return ioredis(c);
-    if (typeof c.evalSha === 'function') return nodeRedis(c);
-  }
+  if (typeof c.status === 'string') return 'ioredis';
+  if ('isOpen' in c || typeof c.evalSha === 'function') return 'node-redis';
+  return undefined;
+}
+
+/** `owner` names the option in errors: `RedisStore 'client' must be ...`. */
+export function adapt(client: unknown, owner = 'RedisStore'): RedisAdapter {
+  const c = client as AnyClient;
+  const dialect = dialectOf(client);
+  if (dialect === 'ioredis' && typeof c.evalsha === 'function') return ioredis(c);
+  if (dialect === 'node-redis' && typeof c.evalSha === 'function') return nodeRedis(c);
   throw new SluiceError(
     'ERR_SLUICE_INVALID_OPTION',
-    `RedisStore 'client' must be an ioredis Redis or Cluster, or a node-redis client or cluster, got ${show(typeof client === 'object' && client !== null ? (client.constructor?.name ?? 'an object') : client)}`,
+    `${owner} 'client' must be an ioredis Redis or Cluster, or a node-redis client or cluster, got ${show(typeof client === 'object' && client !== null ? (client.constructor?.name ?? 'an object') : client)}`,
   );
+}
+
+/** A client's `set`, the one method `setIfAbsent` calls (so a client that only has that will do). */
+export interface RedisSetClient {
+  set(...args: any[]): Promise<unknown>;
+}
+
+/**
+ * `SET key value NX PX ttlMs` in the client's dialect; true when the key was set. The dialect must be
+ * right: node-redis ignores ioredis-style string arguments, which would drop NX.
+ */
+export async function setIfAbsent(client: RedisSetClient, dialect: RedisDialect, key: string, value: string, ttlMs: number): Promise<boolean> {
+  const reply = dialect === 'ioredis' ? await client.set(key, value, 'PX', ttlMs, 'NX') : await client.set(key, value, { PX: ttlMs, NX: true });
+  return reply === 'OK';
 }
 
 function ioredis(c: AnyClient): RedisAdapter {

@@ -10,12 +10,12 @@
  * const limiter = new Limiter({ policy: { algorithm: 'gcra', limit: 100, window: '1m' }, store });
  */
 import { SluiceError, show } from '../../core/index.js';
-import type { ScriptRunner } from '../../distributed/runner.js';
+import type { ScriptRunner } from '../script-runner.js';
 import type { Store, TableSpec } from '../store.js';
-import { adapt } from './adapter.js';
+import { RedisConnection } from './connection.js';
 import { checkOnError, type OnError } from './failure.js';
 import { scriptRunner } from './strategy.js';
-import { Deadlines, RedisTable, type RedisStoreStats, type StoreContext } from './table.js';
+import { RedisTable, type RedisStoreStats, type StoreContext } from './table.js';
 
 export interface RedisStoreOptions {
   /** An ioredis Redis or Cluster, or a node-redis (v4 or later) client or cluster, connected by you. */
@@ -65,7 +65,6 @@ export class RedisStore implements Store {
       if (!KNOWN.has(field)) invalid(`unknown option '${field}'; known options are ${[...KNOWN].join(', ')}`);
     }
     if (options.client === undefined) invalid(`'client' is required: an ioredis or node-redis client`);
-    const adapter = adapt(options.client);
     const prefix = options.prefix ?? 'sluice';
     if (typeof prefix !== 'string' || prefix.length === 0 || /[{}]/.test(prefix)) {
       invalid(`'prefix' must be a non-empty string without '{' or '}' (the identity is the key's hash tag), got ${show(prefix)}`);
@@ -79,20 +78,10 @@ export class RedisStore implements Store {
     this.timeoutMs = timeoutMs;
     this.onError = onError;
     this.client = options.client;
-    this.ctx = {
-      adapter,
-      prefix,
-      timeoutMs,
-      onError,
-      clientClock: clock === 'client',
-      maxBatch: positiveInteger('maxBatch', options.maxBatch, 64),
-      maxInFlight: positiveInteger('maxInFlight', options.maxInFlight, 1024),
-      stats: this.stats,
-      deadlines: new Deadlines(timeoutMs),
-      inFlight: 0,
-      functions: adapter.functions !== undefined,
-    };
-    adapter.onError(() => this.stats.errors++);
+    const maxBatch = positiveInteger('maxBatch', options.maxBatch, 64);
+    const maxInFlight = positiveInteger('maxInFlight', options.maxInFlight, 1024);
+    const connection = new RedisConnection({ client: options.client, timeoutMs, maxInFlight, owner: 'RedisStore', stats: this.stats });
+    this.ctx = { connection, prefix, onError, clientClock: clock === 'client', maxBatch, stats: this.stats };
   }
 
   bind(spec: TableSpec): RedisTable {

@@ -1,0 +1,235 @@
+/**
+ * The Redis connection layer: the one place in sluice that sends to a Redis client. A RedisConnection
+ * wraps one ioredis or node-redis client (adapter.ts) with what every feature keeping state on Redis
+ * needs: readiness, one deadline per call (deadlines.ts), a bound on calls awaiting an answer, counters,
+ * and running a script: FCALL where the server allows functions and the script is a library, EVALSHA
+ * otherwise; a missing script (NOSCRIPT) or function ("Function not found") is reloaded and the call
+ * retried once, and no other error is retried.
+ *
+ * A feature with Lua of its own (the guard's state, say) defines its script once and runs it here:
+ *
+ * @example
+ * import { defineScript } from './script.js';
+ * const GUARD = defineScript('guard', source);
+ * const connection = new RedisConnection({ client, timeoutMs: 50, owner: 'RedisGuardState' });
+ * const reply = await connection.run(GUARD, keys, args);
+ * // rejects with ERR_SLUICE_STORE_UNAVAILABLE when the client is not connected, too many calls are
+ * // unanswered, or no answer comes within timeoutMs; with the reply's error when Redis answers one
+ *
+ * `send` is the same call without a Promise, for a caller that answers many operations from one reply
+ * (the limiter's batched tables).
+ */
+import { SluiceError } from '../../core/index.js';
+import { adapt, type RedisAdapter } from './adapter.js';
+import { Deadlines, type Pending } from './deadlines.js';
+import { isLibrary, type Script } from './script.js';
+
+/** What a connection counts. A store passes its own stats object (with more fields) to count into. */
+export interface ConnectionStats {
+  /** Script calls sent. */
+  calls: number;
+  /** Calls that got no answer within timeoutMs, and calls (or client events) that failed with an error. */
+  timeouts: number;
+  errors: number;
+  /** Calls refused without being sent: client not ready, or too many calls unanswered. */
+  refused: number;
+  /** NOSCRIPT or "Function not found" replies, each followed by one reload (EVAL, FUNCTION LOAD) and retry. */
+  reloads: number;
+}
+
+export interface RedisConnectionOptions {
+  /** An ioredis Redis or Cluster, or a node-redis (v4 or later) client or cluster. */
+  client: unknown;
+  /** Longest wait for an answer per call. */
+  timeoutMs: number;
+  /** Most calls awaiting an answer; beyond it calls are refused instead of queueing. Default: no bound. */
+  maxInFlight?: number;
+  /** The feature's name, which starts every error message: 'RedisStore', 'RedisGuardState'. */
+  owner: string;
+  /** Counters to add to (a store's stats object); default a fresh one, at `connection.stats`. */
+  stats?: ConnectionStats;
+}
+
+/**
+ * Called once per call: with the reply, or with `failed` true and the error (a SluiceError
+ * ERR_SLUICE_STORE_UNAVAILABLE when refused or timed out; the client's error otherwise). `tag` is the
+ * value given to `send`, so one function serves every call without a closure per call.
+ */
+export type Done<T> = (tag: T, reply: unknown, failed: boolean, err: unknown) => void;
+
+interface Call<T> extends Pending {
+  readonly done: Done<T>;
+  readonly tag: T;
+}
+
+/** Replies that say a function library is not loaded on this server (Redis 7.0 to 8). */
+const FUNCTION_MISSING = /Function not found/i;
+/** FUNCTION LOAD of a library whose name, and so whose code, is already there. */
+const LIBRARY_EXISTS = /already exists/i;
+/** A server without functions (before 7.0), or a user whose ACL does not allow FCALL or FUNCTION LOAD. */
+const FUNCTIONS_REFUSED = /unknown command|NOPERM/i;
+
+const message = (err: unknown): string => String((err as Error)?.message ?? err);
+
+export class RedisConnection {
+  readonly owner: string;
+  readonly timeoutMs: number;
+  readonly maxInFlight: number;
+  readonly stats: ConnectionStats;
+  /** Whether the client is a cluster: every call's keys must then share one hash slot. */
+  readonly cluster: boolean;
+  /** Calls sent and not yet answered by Redis (answered late after a timeout included). */
+  inFlight = 0;
+  private readonly adapter: RedisAdapter;
+  private readonly deadlines: Deadlines<Call<any>>;
+  /** Whether library scripts go as FCALL: until the server or the user's ACL turns out not to allow it. */
+  private functions: boolean;
+  /** FUNCTION LOADs under way, by library, which every call that found its library missing awaits. */
+  private readonly loading = new Map<string, Promise<unknown>>();
+
+  constructor(options: RedisConnectionOptions) {
+    this.owner = options.owner;
+    this.adapter = adapt(options.client, options.owner);
+    this.cluster = this.adapter.cluster;
+    this.timeoutMs = options.timeoutMs;
+    this.maxInFlight = options.maxInFlight ?? Infinity;
+    this.stats = options.stats ?? { calls: 0, timeouts: 0, errors: 0, refused: 0, reloads: 0 };
+    this.functions = this.adapter.functions !== undefined;
+    this.deadlines = new Deadlines<Call<any>>(this.timeoutMs, (call) => {
+      this.stats.timeouts++;
+      call.done(call.tag, undefined, true, new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `${this.owner}: no answer within 'timeoutMs' ${this.timeoutMs}`));
+    });
+    this.adapter.onError(() => this.stats.errors++);
+  }
+
+  /** Whether a call sent now goes to a connection (rather than being refused as not connected). */
+  ready(): boolean {
+    return this.adapter.ready();
+  }
+
+  /** Runs `script` on `keys` (one hash slot) with `args` within timeoutMs; see the file's comment. */
+  run(script: Script, keys: string[], args: string[]): Promise<unknown> {
+    return new Promise((resolve, reject) => this.send(script, keys, args, settlePromise, { resolve, reject }));
+  }
+
+  /**
+   * `run` without a Promise: `done(tag, ...)` is called exactly once, synchronously when the call is
+   * refused, else when the reply, the error or the deadline comes. Returns whether the call was sent.
+   */
+  send<T>(script: Script, keys: string[], args: string[], done: Done<T>, tag: T): boolean {
+    const stats = this.stats;
+    if (!this.adapter.ready() || this.inFlight >= this.maxInFlight) {
+      stats.refused++;
+      done(tag, undefined, true, this.refusal());
+      return false;
+    }
+    stats.calls++;
+    this.inFlight++;
+    const call: Call<T> = { deadline: this.deadlines.deadline(), settled: false, done, tag };
+    this.deadlines.add(call);
+    // Inline arrows, not named consts: the benchmark runs through tsx, whose keepNames would otherwise
+    // define a `name` on each per call, a few hundred ns at one call in flight.
+    this.invoke(script, keys, args).then(
+      (reply) => this.settle(call, reply, false, undefined),
+      (err: unknown) => {
+        let again: Promise<unknown> | undefined;
+        try {
+          again = call.settled ? undefined : this.recover(script, err, keys, args);
+        } catch (thrown) {
+          err = thrown; // a client that throws instead of rejecting: no rejection may go unhandled
+        }
+        if (again === undefined) this.settle(call, undefined, true, err);
+        else again.then((reply) => this.settle(call, reply, false, undefined), (err2: unknown) => this.settle(call, undefined, true, err2));
+      },
+    );
+    return true;
+  }
+
+  private refusal(): SluiceError {
+    return new SluiceError(
+      'ERR_SLUICE_STORE_UNAVAILABLE',
+      this.adapter.ready()
+        ? `${this.owner}: ${this.inFlight} script calls unanswered ('maxInFlight' ${this.maxInFlight}); refusing more until Redis answers`
+        : `${this.owner}: the Redis client is not connected`,
+    );
+  }
+
+  /** A call's answer, unless it has timed out meanwhile. */
+  private settle<T>(call: Call<T>, reply: unknown, failed: boolean, err: unknown): void {
+    this.inFlight--;
+    if (call.settled) return;
+    this.deadlines.settle(call, this.inFlight);
+    if (failed) this.stats.errors++;
+    call.done(call.tag, reply, failed, err);
+  }
+
+  /** FCALL for a library where functions are allowed, else EVALSHA. */
+  private invoke(script: Script, keys: string[], args: string[]): Promise<unknown> {
+    const { adapter } = this;
+    try {
+      const functions = this.functions ? adapter.functions : undefined;
+      return functions !== undefined && isLibrary(script) ? functions.fcall(script.fn, keys, args) : adapter.evalsha(script.sha, keys, args);
+    } catch (err) {
+      return Promise.reject(err); // a client that throws instead of rejecting still gets the failure policy
+    }
+  }
+
+  /**
+   * The one retry a failed call gets, or undefined for none. A missing script (NOSCRIPT) or function
+   * ("Function not found": a restarted or new server, a failover, a flush) is reloaded, with one EVAL or
+   * one FUNCTION LOAD, and the call retried once. A server or ACL that does not allow functions turns this
+   * connection to EVALSHA for good. No other error is retried.
+   */
+  private recover(script: Script, err: unknown, keys: string[], args: string[]): Promise<unknown> | undefined {
+    const { adapter, stats } = this;
+    const why = message(err);
+    const functions = this.functions ? adapter.functions : undefined;
+    if (functions === undefined || !isLibrary(script)) {
+      if (!why.startsWith('NOSCRIPT')) return undefined;
+      stats.reloads++;
+      return adapter.eval(script.source, keys, args);
+    }
+    if (FUNCTIONS_REFUSED.test(why)) return this.withoutFunctions(script, keys, args);
+    if (!FUNCTION_MISSING.test(why)) return undefined;
+    stats.reloads++;
+    let loading = this.loading.get(script.fn);
+    if (loading === undefined) {
+      loading = functions.load(script.library).then(
+        () => this.loading.delete(script.fn),
+        (loadErr: unknown) => {
+          this.loading.delete(script.fn);
+          if (!LIBRARY_EXISTS.test(message(loadErr))) throw loadErr; // loaded meanwhile by another call or process: fine
+        },
+      );
+      this.loading.set(script.fn, loading);
+    }
+    return loading.then(
+      () => functions.fcall(script.fn, keys, args),
+      (loadErr: unknown) => {
+        if (FUNCTIONS_REFUSED.test(message(loadErr))) return this.withoutFunctions(script, keys, args);
+        throw loadErr;
+      },
+    );
+  }
+
+  private withoutFunctions(script: Script, keys: string[], args: string[]): Promise<unknown> {
+    this.functions = false;
+    const { adapter, stats } = this;
+    return adapter.evalsha(script.sha, keys, args).catch((err: unknown) => {
+      if (!message(err).startsWith('NOSCRIPT')) throw err;
+      stats.reloads++;
+      return adapter.eval(script.source, keys, args);
+    });
+  }
+}
+
+export interface Settlers {
+  resolve(reply: unknown): void;
+  reject(err: unknown): void;
+}
+
+/** The Done of `run`: settles the Promise whose resolve and reject are the tag. */
+export function settlePromise(p: Settlers, reply: unknown, failed: boolean, err: unknown): void {
+  if (failed) p.reject(err);
+  else p.resolve(reply);
+}

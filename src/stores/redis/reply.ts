@@ -1,0 +1,67 @@
+/**
+ * Reply decoding: driver.lua's flat integer reply turned into each operation's answer (format in
+ * driver.lua): a packed integer for an allowed, undelayed verdict, else the verdict's fields.
+ */
+import { combine, fromVerdict, type Verdict } from '../../core/index.js';
+import type { Policy } from '../../core/index.js';
+import type { Op } from './batch.js';
+
+/** Resolves each operation of a batch from the script's reply; `verdicts` is scratch, one per policy. Throws on a malformed reply. */
+export function answer(ops: Op[], r: number[] | number, policies: readonly Policy[], verdicts: Verdict[]): void {
+  const np = policies.length;
+  if (typeof r === 'number') {
+    // A lone allowed decision, packed into one integer (driver.lua's single()).
+    const op = ops[0]!;
+    if (ops.length !== 1 || np !== 1 || op.code !== 'd') throw new Error(`sluice internal: script replied one number for ${ops.length} operations`);
+    unpack(r, verdicts[0]!);
+    op.resolve(fromVerdict(policies[0]!, verdicts[0]!, undefined) as never);
+    return;
+  }
+  let i = 0;
+  for (const op of ops) {
+    if (op.code === 'd' || op.code === 'a') {
+      for (let j = 0; j < np; j++) i = read(r, i, verdicts[j]!);
+      const leaseId = op.code === 'd' && op.arg > 0 && op.lease !== '' ? op.lease : undefined;
+      op.resolve((np === 1 ? fromVerdict(policies[0]!, verdicts[0]!, leaseId) : combine(policies, verdicts, leaseId)) as never);
+    } else if (op.code === 'r') {
+      op.resolve((Number(r[i++]) === 1) as never);
+    } else {
+      i++;
+      op.resolve(undefined as never);
+    }
+  }
+  if (i !== r.length) throw new Error(`sluice internal: script replied ${r.length} numbers, read ${i}`);
+}
+
+/** An allowed, undelayed verdict packed as (remaining + 1) * 2^32 + resetAfterMs (driver.lua, PACK_*). */
+function unpack(packed: number, v: Verdict): void {
+  const head = Math.floor(packed / 4294967296);
+  v.allowed = true;
+  v.remaining = head - 1;
+  v.resetAfterMs = packed - head * 4294967296;
+  v.retryAfterMs = 0;
+  v.delayMs = 0;
+}
+
+/** Reads one policy's verdict at r[i] into v; returns the index after it. */
+function read(r: number[], i: number, v: Verdict): number {
+  const head = Number(r[i]);
+  if (head > 0) {
+    unpack(head, v);
+    return i + 1;
+  }
+  v.retryAfterMs = 0;
+  v.delayMs = 0;
+  if (head < 0) {
+    v.allowed = false;
+    v.remaining = -head - 1;
+    v.resetAfterMs = Number(r[i + 1]);
+    v.retryAfterMs = Number(r[i + 2]);
+    return i + 3;
+  }
+  v.allowed = true;
+  v.remaining = Number(r[i + 1]);
+  v.resetAfterMs = Number(r[i + 2]);
+  v.delayMs = Number(r[i + 3]);
+  return i + 4;
+}

@@ -1,0 +1,58 @@
+/**
+ * A Lua script as the connection layer sends it: EVAL source and its SHA1 for EVALSHA, and, for a script
+ * that also loads as a function library (Redis 7.0 and later), the library and its function's name for
+ * FUNCTION LOAD and FCALL. Any feature with Lua of its own defines its scripts here and runs them through
+ * a RedisConnection (connection.ts).
+ */
+import { createHash } from 'node:crypto';
+
+export interface Script {
+  readonly name: string;
+  /** For EVAL; its SHA1 for EVALSHA. */
+  readonly source: string;
+  readonly sha: string;
+}
+
+/** A script that also loads as a Redis function library; the connection sends it by FCALL where it can. */
+export interface LibraryScript extends Script {
+  /**
+   * The library's name and its one function's: `sluice_<sha in base 36>`, so different code never shares
+   * a name.
+   */
+  readonly fn: string;
+  /** For FUNCTION LOAD: the same code, with `run` registered as the function instead of called. */
+  readonly library: string;
+}
+
+const scripts = new Map<string, Script>();
+
+/** A script sent by EVALSHA (EVAL when Redis does not have it). One Script, and one SHA, per distinct source. */
+export function defineScript(name: string, source: string): Script {
+  let script = scripts.get(source);
+  if (script === undefined) {
+    script = { name, source, sha: createHash('sha1').update(source).digest('hex') };
+    scripts.set(source, script);
+  }
+  return script;
+}
+
+const libraries = new Map<string, LibraryScript>();
+
+/** A script whose code ends by defining `run(KEYS, ARGV)`: called when EVAL'd, registered as a function. */
+export function defineLibrary(name: string, code: string): LibraryScript {
+  const source = `${code}\nreturn run(KEYS, ARGV)`;
+  let script = libraries.get(source);
+  if (script === undefined) {
+    const { sha } = defineScript(name, source);
+    // The SHA1 in base 36 (31 characters, not 40): FCALL sends the name, and Redis hashes it, on every
+    // call, and a name of up to 44 bytes is stored inline with its object (one allocation, not two).
+    const fn = `sluice_${BigInt(`0x${sha}`).toString(36).padStart(31, '0')}`;
+    script = { name, source, sha, fn, library: `#!lua name=${fn}\n${code}\nredis.register_function('${fn}', run)` };
+    libraries.set(source, script);
+  }
+  return script;
+}
+
+export function isLibrary(script: Script): script is LibraryScript {
+  return (script as LibraryScript).fn !== undefined;
+}

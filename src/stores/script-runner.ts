@@ -1,0 +1,18 @@
+/**
+ * What a distributed strategy (src/distributed/) needs from its store: run one named Lua script on one
+ * key with a timeout, count the calls, and answer through the store's failure policy when Redis cannot.
+ * RedisStore provides it. The contract lives with the stores, so stores never import distributed/ and
+ * distributed/ never imports a Redis client.
+ */
+import type { Decision } from '../core/index.js';
+
+export interface ScriptRunner {
+  /** Runs script `name` (scripts/<name>.lua) with these keys and arguments; rejects on error or timeout. */
+  run(name: 'lease' | 'local-sync', keys: string[], args: string[]): Promise<unknown>;
+  /** The Redis key for `key` under `suffix`, in the store's `prefix:{id}:...` layout. */
+  keyFor(key: string, suffix: string): string;
+  /** The failure policy's answer to a decision Redis could not make. */
+  fallback(key: string, cost: number): Decision;
+  /** 'client' sends the limiter's clock to the scripts (tests); 'server' lets them read Redis TIME. */
+  readonly clientClock: boolean;
+}

@@ -22,7 +22,7 @@ function problems(name: string): readonly string[] {
 }
 
 const EXPECTED: Record<string, string[]> = {
-  bad_limit_unit: [`bad_limit_unit.yaml:5:13: descriptors[0].rate_limit.unit: invalid rate limit unit 'fortnight'; use second, minute, hour, day, month or year`],
+  bad_limit_unit: [`bad_limit_unit.yaml:5:13: descriptors[0].rate_limit.unit: invalid rate limit unit 'fortnight'; use second, minute, hour, day, week, month or year`],
   misspelled_key: [`misspelled_key.yaml:4:5: descriptors[0]: unknown key 'ratelimit'; did you mean 'rate_limit'?`],
   duplicate_key: [`duplicate_key.yaml:8:10: descriptors[1]: duplicate descriptor composite key 'test-domain.key1_value1'`],
   bad_yaml: [`bad_yaml.yaml:5:3: invalid YAML: Flow map in block collection must be sufficiently indented and end with a }`],

@@ -13,7 +13,7 @@ import type { AlgorithmName, Policy } from '../core/index.js';
 import { internalized } from './intern.js';
 
 /** Envoy's RateLimitResponse.RateLimit.Unit, by name, with its length (ratelimit's UnitToDivider). */
-export const UNITS = { SECOND: 1_000, MINUTE: 60_000, HOUR: 3_600_000, DAY: 86_400_000, MONTH: 30 * 86_400_000, YEAR: 365 * 86_400_000 } as const;
+export const UNITS = { SECOND: 1_000, MINUTE: 60_000, HOUR: 3_600_000, DAY: 86_400_000, WEEK: 7 * 86_400_000, MONTH: 30 * 86_400_000, YEAR: 365 * 86_400_000 } as const;
 export type UnitName = keyof typeof UNITS;
 
 /** A `rate_limit` block, validated. */
@@ -27,6 +27,25 @@ export interface RuleSpec {
   readonly shadowMode: boolean;
   /** `detailed_metric`: the rule's metrics are kept per descriptor value, as Envoy's detailed stats key. */
   readonly detailedMetric: boolean;
+  /**
+   * `value_to_metric` on some descriptor of the rule's path: per level, the configured composite key
+   * (`key`, `key_value`, `key_prefix*`) that names the rule's metrics, or undefined where the request's
+   * own value goes in (`key_<value>`). Undefined when no level sets it.
+   */
+  readonly metricPath: readonly (string | undefined)[] | undefined;
+  /**
+   * `share_threshold` on a wildcard descriptor of the rule's path: per level, the pattern (`files/*`) that
+   * stands for every value it matches in the state key, so they share one limit; undefined where the
+   * value keys the state as usual. Undefined when no level sets it.
+   */
+  readonly sharedValues: readonly (string | undefined)[] | undefined;
+  /**
+   * `quota_mode`: over its limit, the rule does not deny on its own; the request is denied only when every
+   * quota-mode descriptor of it is over (envoyproxy/ratelimit's soft quota).
+   */
+  readonly quotaMode: boolean;
+  /** The descriptor's `metadata` as written (accepted; not sent, see docs/service.md). */
+  readonly metadata: Readonly<Record<string, unknown>> | undefined;
   readonly unlimited: boolean;
   /** `requests_per_unit`; 0 rejects every request, as in Envoy. */
   readonly requestsPerUnit: number;
@@ -86,7 +105,7 @@ export class ConfigError extends Error {
 }
 
 const ROOT_KEYS = ['domain', 'descriptors', 'http_descriptors'];
-const DESCRIPTOR_KEYS = ['key', 'value', 'rate_limit', 'shadow_mode', 'detailed_metric', 'descriptors'];
+const DESCRIPTOR_KEYS = ['key', 'value', 'rate_limit', 'shadow_mode', 'detailed_metric', 'value_to_metric', 'share_threshold', 'quota_mode', 'metadata', 'descriptors'];
 const RATE_LIMIT_KEYS = ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces', 'algorithm', 'burst', 'window'];
 /** The service decides and answers; it cannot hold a request (shaper) or learn when one ends (concurrency). */
 const SERVICE_ALGORITHMS = ALGORITHMS.filter((a) => a !== 'concurrency');
@@ -224,7 +243,7 @@ function parseDomainInto(file: string, text: string, problems: string[], deferRe
   const rules: RuleSpec[] = [];
   const top = emptyLevel();
   const descriptors = root.get('descriptors', true) as YamlNode | undefined;
-  if (descriptors !== undefined) loadLevel(w, descriptors, 'descriptors', `${domain ?? ''}.`, domain ?? '', top, rules);
+  if (descriptors !== undefined) loadLevel(w, descriptors, 'descriptors', `${domain ?? ''}.`, domain ?? '', top, rules, []);
   const names = new Set(rules.map((r) => r.name).filter((n) => n !== undefined));
   const unresolvedReplaces: { name: string; problem: string }[] = [];
   for (const r of w.replacesSeen) {
@@ -270,7 +289,15 @@ function emptyLevel(): Level {
   return { exact: new Map(), wildcards: [], byKey: new Map() };
 }
 
-function loadLevel(w: Walker, node: YamlNode, path: string, parentId: string, domain: string, level: Level, rules: RuleSpec[]): void {
+/** What a descriptor level contributes to the rules below it: its metric name part and its shared pattern. */
+interface Step {
+  /** The configured composite (`key`, `key_value`), or undefined with `value_to_metric` (the request's value goes in). */
+  readonly metric: string | undefined;
+  /** With `share_threshold` on a wildcard, the pattern that stands for every value it matches. */
+  readonly shared: string | undefined;
+}
+
+function loadLevel(w: Walker, node: YamlNode, path: string, parentId: string, domain: string, level: Level, rules: RuleSpec[], trail: readonly Step[]): void {
   if (!isSeq(node)) {
     w.at(node, 0, path, `must be a list of descriptors, got ${quote(node)}`);
     return;
@@ -301,12 +328,28 @@ function loadLevel(w: Walker, node: YamlNode, path: string, parentId: string, do
     const id = parentId + composite;
     const shadowMode = bool(w, item, 'shadow_mode', here);
     const detailedMetric = bool(w, item, 'detailed_metric', here);
+    const valueToMetric = bool(w, item, 'value_to_metric', here);
+    const quotaMode = bool(w, item, 'quota_mode', here);
+    const shareThreshold = bool(w, item, 'share_threshold', here);
+    if (shareThreshold && value?.endsWith('*') !== true) {
+      w.at(item.get('share_threshold', true) as YamlNode, 0, `${here}.share_threshold`, `shares one limit among the values a wildcard matches, so 'value' must end in '*' (got ${value === undefined ? 'no value' : `'${value}'`})`);
+    }
+    const metadata = loadMetadata(w, item.get('metadata', true) as YamlNode | undefined, `${here}.metadata`);
+    const steps = [...trail, { metric: valueToMetric ? undefined : composite, shared: shareThreshold ? value : undefined }];
     const rlNode = item.get('rate_limit', true) as YamlNode | undefined;
-    const rule = rlNode === undefined ? undefined : loadRateLimit(w, rlNode, `${here}.rate_limit`, id, domain, shadowMode, detailedMetric);
+    const extras = {
+      shadowMode,
+      detailedMetric,
+      quotaMode,
+      metadata,
+      metricPath: steps.some((s) => s.metric === undefined) ? steps.map((s) => s.metric) : undefined,
+      sharedValues: steps.some((s) => s.shared !== undefined) ? steps.map((s) => s.shared) : undefined,
+    };
+    const rule = rlNode === undefined ? undefined : loadRateLimit(w, rlNode, `${here}.rate_limit`, id, domain, extras);
     if (rule !== undefined) rules.push(rule);
     const children = emptyLevel();
     const nested = item.get('descriptors', true) as YamlNode | undefined;
-    if (nested !== undefined) loadLevel(w, nested, `${here}.descriptors`, `${id}.`, domain, children, rules);
+    if (nested !== undefined) loadLevel(w, nested, `${here}.descriptors`, `${id}.`, domain, children, rules, steps);
     const dn: DescriptorNode = { key, value, rule, children };
     const dupe = value === undefined ? level.byKey.has(key) : level.exact.has(`${key}\u0000${value}`);
     if (dupe) {
@@ -321,7 +364,19 @@ function loadLevel(w: Walker, node: YamlNode, path: string, parentId: string, do
   });
 }
 
-function loadRateLimit(w: Walker, node: YamlNode, path: string, id: string, domain: string, shadowMode: boolean, detailedMetric: boolean): RuleSpec | undefined {
+/** The per-descriptor settings a rule takes from its descriptor and the path to it. */
+type RuleExtras = Pick<RuleSpec, 'shadowMode' | 'detailedMetric' | 'quotaMode' | 'metadata' | 'metricPath' | 'sharedValues'>;
+
+function loadMetadata(w: Walker, node: YamlNode | undefined, path: string): Record<string, unknown> | undefined {
+  if (node === undefined) return undefined;
+  if (!isMap(node)) {
+    w.at(node, 0, path, `must be a map, got ${quote(node)}`);
+    return undefined;
+  }
+  return node.toJSON() as Record<string, unknown>;
+}
+
+function loadRateLimit(w: Walker, node: YamlNode, path: string, id: string, domain: string, extras: RuleExtras): RuleSpec | undefined {
   if (!isMap(node)) {
     w.at(node, 0, path, `must be a map with 'unit' and 'requests_per_unit', got ${quote(node)}`);
     return undefined;
@@ -353,7 +408,7 @@ function loadRateLimit(w: Walker, node: YamlNode, path: string, id: string, doma
       if (node.has(k)) w.at(get(k), 0, `${path}.${k}`, `'${k}' cannot be set on an unlimited rate limit`);
     }
     if (w.problems.length > before) return undefined;
-    return { id, domain, name, replaces, shadowMode, detailedMetric, unlimited: true, requestsPerUnit: 0, unit: 'UNKNOWN', policy: undefined };
+    return { id, domain, name, replaces, ...extras, unlimited: true, requestsPerUnit: 0, unit: 'UNKNOWN', policy: undefined };
   }
 
   const unitNode = get('unit');
@@ -361,7 +416,7 @@ function loadRateLimit(w: Walker, node: YamlNode, path: string, id: string, doma
   if (unitNode !== undefined) {
     const u = scalarString(unitNode)?.toUpperCase();
     if (u === undefined || !Object.hasOwn(UNITS, u)) {
-      w.at(unitNode, 0, `${path}.unit`, `invalid rate limit unit ${quote(unitNode)}; use second, minute, hour, day, month or year`);
+      w.at(unitNode, 0, `${path}.unit`, `invalid rate limit unit ${quote(unitNode)}; use second, minute, hour, day, week, month or year`);
     } else unit = u as UnitName;
   }
   const windowNode = get('window');
@@ -410,7 +465,7 @@ function loadRateLimit(w: Walker, node: YamlNode, path: string, id: string, doma
     w.at(burstNode ?? algorithmNode, 0, path, `a rate limit of 0 requests rejects everything; 'algorithm' and 'burst' do not apply`);
     return undefined;
   }
-  return { id, domain, name, replaces, shadowMode, detailedMetric, unlimited: false, requestsPerUnit: rpu, unit: reportedUnit, policy };
+  return { id, domain, name, replaces, ...extras, unlimited: false, requestsPerUnit: rpu, unit: reportedUnit, policy };
 }
 
 function loadHttpDescriptors(w: Walker, node: YamlNode | undefined): HeaderEntry[][] {

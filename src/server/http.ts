@@ -212,7 +212,11 @@ export function createHttpServer(deps: HttpDeps): Server {
   /** nginx auth_request: 200 passes; 403 (mapped to 429 by `error_page 403 = @ratelimited`) denies. */
   async function nginx(req: IncomingMessage, res: ServerResponse, domainName: string): Promise<void> {
     const domain = service.rules.domain(domainName);
-    if (domain === undefined) return problem(res, 404, `unknown domain '${domainName}'`);
+    if (domain === undefined) {
+      // As the RLS answers it: OK (pass), unless --strict-domains.
+      service.unknownDomainRequests++;
+      return service.strictDomains ? problem(res, 404, `unknown domain '${domainName}'`) : send(res, 200, '', {});
+    }
     const descriptors: RequestDescriptor[] = [];
     for (const spec of domain.httpDescriptors) {
       const entries = [];

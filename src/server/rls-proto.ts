@@ -292,7 +292,7 @@ function writeUtf8(buf: Buffer, p: number, s: string): number {
 }
 
 /** Enum RateLimitResponse.RateLimit.Unit by name. */
-const UNIT_NUMBER: Readonly<Record<UnitName | 'UNKNOWN', number>> = { UNKNOWN: 0, SECOND: 1, MINUTE: 2, HOUR: 3, DAY: 4, MONTH: 5, YEAR: 6 };
+const UNIT_NUMBER: Readonly<Record<UnitName | 'UNKNOWN', number>> = { UNKNOWN: 0, SECOND: 1, MINUTE: 2, HOUR: 3, DAY: 4, MONTH: 5, YEAR: 6, WEEK: 7 };
 
 /** A length-delimited field's whole size: its tag byte, its length prefix and its contents. */
 function fieldSize(contents: number): number {

@@ -28,8 +28,15 @@ export class Rule {
 }
 
 /** What state and stats a rule carries over a reload: same id, same policy. */
-function signature(p: Policy | undefined): string {
-  return p === undefined ? '-' : `${p.algorithm}/${p.limit}/${p.windowMs}/${p.burst}/${p.buckets}`;
+function signature(spec: RuleSpec): string {
+  const p = spec.policy;
+  const shared = spec.sharedValues === undefined ? '' : `|${spec.sharedValues.join('\u0000')}`;
+  return (p === undefined ? '-' : `${p.algorithm}/${p.limit}/${p.windowMs}/${p.burst}/${p.buckets}`) + shared;
+}
+
+/** Whether a rule's metrics are kept per descriptor value (`detailed_metric` or `value_to_metric`). */
+function perValue(spec: RuleSpec): boolean {
+  return spec.detailedMetric || spec.metricPath !== undefined;
 }
 
 /** Back from a compiled policy to the options that compile to it. */
@@ -61,14 +68,14 @@ export class RuleSet {
     for (const d of config.domains.values()) {
       for (const spec of d.rules) {
         const old = previous?.rules.get(spec.id);
-        if (old !== undefined && signature(old.spec.policy) === signature(spec.policy)) {
-          const detailed = spec.detailedMetric ? (old.detailed?.cap === cap ? old.detailed : new DetailedStats(spec.domain, spec.id, cap)) : undefined;
+        if (old !== undefined && signature(old.spec) === signature(spec)) {
+          const detailed = perValue(spec) ? (old.detailed?.cap === cap ? old.detailed : new DetailedStats(spec.domain, spec.id, cap)) : undefined;
           this.rules.set(spec.id, new Rule(spec, old.limiter, old.stats, detailed));
           this.kept++;
           continue;
         }
         const limiter = spec.policy === undefined ? undefined : new Limiter({ policy: toOptions(spec.policy), store: options.store, ...(options.clock ? { clock: options.clock } : {}) });
-        const detailed = spec.detailedMetric ? new DetailedStats(spec.domain, spec.id, cap) : undefined;
+        const detailed = perValue(spec) ? new DetailedStats(spec.domain, spec.id, cap) : undefined;
         this.rules.set(spec.id, new Rule(spec, limiter, new RuleStats(spec.domain, spec.id), detailed));
       }
     }
@@ -116,11 +123,36 @@ export function match(root: Level, entries: readonly Entry[]): DescriptorNode | 
 
 /**
  * The state key within a rule: the entry values (the keys are fixed by the rule's place in the tree).
- * Length-prefixed when there are several, so no value can forge another descriptor's key.
+ * Length-prefixed when there are several, so no value can forge another descriptor's key. `shared` (the
+ * rule's `share_threshold` patterns, per level) puts the pattern in place of each value it matched, so
+ * every value under `files/*` counts against one limit.
  */
-export function stateKey(entries: readonly Entry[]): string {
-  if (entries.length === 1) return entries[0]!.value;
+export function stateKey(entries: readonly Entry[], shared?: readonly (string | undefined)[]): string {
+  if (shared === undefined) {
+    if (entries.length === 1) return entries[0]!.value;
+    let k = '';
+    for (const e of entries) k += `${e.value.length}:${e.value}`;
+    return k;
+  }
+  const value = (i: number) => shared[i] ?? entries[i]!.value;
+  if (entries.length === 1) return value(0);
   let k = '';
-  for (const e of entries) k += `${e.value.length}:${e.value}`;
+  for (let i = 0; i < entries.length; i++) {
+    const v = value(i);
+    k += `${v.length}:${v}`;
+  }
+  return k;
+}
+
+/**
+ * `value_to_metric`'s stats key: the domain, then each level's configured composite key, with the
+ * request's value (`key_value`) at the levels that set it.
+ */
+export function valueMetricKey(domain: string, path: readonly (string | undefined)[], entries: readonly Entry[]): string {
+  let k = domain;
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i]!;
+    k += `.${path[i] ?? `${e.key}_${e.value}`}`;
+  }
   return k;
 }

@@ -51,7 +51,7 @@ export async function startService(settings: Settings, options: StartOptions = {
   const clock = settings.clock === 'monotonic' && backing.kind === 'memory' ? { clock: monotonicClock } : {};
   const ruleOptions = { store: backing.store, maxDetailedSeries: settings.maxDetailedSeries, ...clock };
   let rules = new RuleSet(config, ruleOptions);
-  const service = new RateLimitService(rules, { store: backing.store, localCache: backing.kind !== 'memory', globalShadowMode: settings.shadowMode, nearLimitRatio: settings.nearLimitRatio, ...clock });
+  const service = new RateLimitService(rules, { store: backing.store, localCache: backing.kind !== 'memory', globalShadowMode: settings.shadowMode, strictDomains: settings.strictDomains, nearLimitRatio: settings.nearLimitRatio, ...clock });
   const reloads = { ok: 0, failed: 0 };
   const metrics = createMetrics(() => service.allStats(), { reloads: () => reloads, globalShadowOverrides: () => service.globalShadowOverrides });
   const dashboard = new Dashboard(() => service, options.sampleMs, settings.demoUrl);

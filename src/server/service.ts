@@ -16,7 +16,7 @@ import { UNITS } from './config.js';
 import type { UnitName } from './config.js';
 import { detailedKey, NEAR_LIMIT_RATIO, RuleStats } from './rule-stats.js';
 import { integerText } from './number-text.js';
-import { match, stateKey } from './rules.js';
+import { match, stateKey, valueMetricKey } from './rules.js';
 import type { Entry, Rule, RuleSet } from './rules.js';
 
 export interface RequestDescriptor {
@@ -60,6 +60,8 @@ export interface DescriptorStatus {
   readonly rule: string | undefined;
   /** Over the limit but answered OK: the rule is in shadow mode. */
   readonly shadow: boolean;
+  /** Set for a `quota_mode` rule: whether it is within or over its limit (over answers OK unless every quota is over). */
+  readonly quota?: 'within' | 'over';
 }
 
 export interface RlsResponse {
@@ -110,6 +112,12 @@ export interface ServiceOptions {
   readonly globalShadowMode?: boolean;
   /** A hit within the limit counts as near once this share of the limit is used (Envoy's NEAR_LIMIT_RATIO); default 0.8. */
   readonly nearLimitRatio?: number;
+  /**
+   * Answer a domain no config names with BadRequest (400, INVALID_ARGUMENT). By default it is answered
+   * OK, every descriptor unlimited, as envoyproxy/ratelimit does (a rule set rolled out before its
+   * config then fails open, not shut).
+   */
+  readonly strictDomains?: boolean;
 }
 
 export class RateLimitService {
@@ -139,6 +147,14 @@ export class RateLimitService {
     this.nearLimitRatio = options.nearLimitRatio ?? NEAR_LIMIT_RATIO;
   }
 
+  /** Whether a domain no config names is an error (--strict-domains) rather than OK. */
+  get strictDomains(): boolean {
+    return this.options.strictDomains === true;
+  }
+
+  /** Requests for a domain no config names, answered OK (not strict) or refused (strict). */
+  unknownDomainRequests = 0;
+
   /** Every stats object currently reported: the rules' (per descriptor value under detailed_metric) and the overrides'. */
   allStats(): RuleStats[] {
     const out: RuleStats[] = [];
@@ -160,7 +176,13 @@ export class RateLimitService {
   shouldRateLimit(req: RlsRequest): RlsResponse | Promise<RlsResponse> {
     const domain = this.rules.domain(req.domain);
     if (req.domain === '') throw new BadRequest(`'domain' must not be empty`);
-    if (domain === undefined) throw new BadRequest(`unknown domain '${req.domain}'; configured domains: ${[...this.rules.config.domains.keys()].join(', ')}`);
+    if (domain === undefined) {
+      this.unknownDomainRequests++;
+      if (this.strictDomains) throw new BadRequest(`unknown domain '${req.domain}'; configured domains: ${[...this.rules.config.domains.keys()].join(', ')}`);
+      if (req.descriptors.length === 0) throw new BadRequest(`'descriptors' must not be empty`);
+      // Envoy: no limit applies to any descriptor of a domain it does not know.
+      return this.overall(finish(req.descriptors.map(() => UNMATCHED)));
+    }
     if (req.descriptors.length === 0) throw new BadRequest(`'descriptors' must not be empty`);
     const n = req.descriptors.length;
     const targets: Target[] = new Array(n);
@@ -253,8 +275,8 @@ export class RateLimitService {
     // Envoy's detailed_metric: the rule's stats key carries the request's values. A limit override counts
     // on its own stats, as before.
     const detailed = t.rule?.detailed;
-    const stats = detailed === undefined || t.stats !== t.rule!.stats ? t.stats : detailed.of(detailedKey(t.rule!.spec.domain, entries));
-    if (stats === undefined) return { code: 'OK', currentLimit: undefined, limitRemaining: 0, durationUntilResetMs: 0, rule: undefined, shadow: false };
+    const stats = detailed === undefined || t.stats !== t.rule!.stats ? t.stats : detailed.of(metricKey(t.rule!.spec, entries));
+    if (stats === undefined) return UNMATCHED;
     stats.totalHits += hits;
     const shadow = t.rule?.spec.shadowMode === true;
     if (t.rule?.spec.unlimited === true) {
@@ -267,7 +289,7 @@ export class RateLimitService {
       const unitMs = t.current!.unit === 'UNKNOWN' ? 1000 : UNITS[t.current!.unit];
       return this.over(stats, t, hits, shadow, 0, unitMs - (Date.now() % unitMs));
     }
-    const key = stateKey(entries);
+    const key = stateKey(entries, t.rule?.spec.sharedValues);
     // src/clock.ts reads the Performance object once; the global `performance` is a lazy accessor, ~0.27 k
     // instructions a read, and this reads the time twice per decision for the latency histogram.
     const t0 = monotonicClock();
@@ -319,20 +341,59 @@ export class RateLimitService {
     }
     stats.withinLimit += hits;
     if (d.limit - d.remaining > this.nearLimitRatio * d.limit) stats.nearLimit += hits;
+    if (t.rule?.spec.quotaMode === true) {
+      return { code: 'OK', currentLimit: t.current, limitRemaining: d.remaining, durationUntilResetMs: d.resetAfterMs, rule: t.id, shadow: false, quota: 'within' };
+    }
     return { code: 'OK', currentLimit: t.current, limitRemaining: d.remaining, durationUntilResetMs: d.resetAfterMs, rule: t.id, shadow: false };
   }
 
   private over(stats: RuleStats, t: Target, hits: number, shadow: boolean, remaining: number, waitMs: number): DescriptorStatus {
     stats.overLimit += hits;
     if (shadow) stats.shadowMode += hits;
+    // quota_mode: over answers OK here; finish() denies when every quota of the request is over.
+    if (!shadow && t.rule?.spec.quotaMode === true) {
+      return { code: 'OK', currentLimit: t.current, limitRemaining: remaining, durationUntilResetMs: Math.ceil(waitMs), rule: t.id, shadow: false, quota: 'over' };
+    }
     return { code: shadow ? 'OK' : 'OVER_LIMIT', currentLimit: t.current, limitRemaining: remaining, durationUntilResetMs: Math.ceil(waitMs), rule: t.id, shadow };
   }
 }
 
-function finish(statuses: DescriptorStatus[]): Answer {
+/** A descriptor no rule limits (or of a domain no config names): OK, with no limit to report. */
+const UNMATCHED: DescriptorStatus = Object.freeze({ code: 'OK', currentLimit: undefined, limitRemaining: 0, durationUntilResetMs: 0, rule: undefined, shadow: false });
+
+/** The stats key of a per-value rule: Envoy's detailed key, or value_to_metric's. */
+function metricKey(spec: Rule['spec'], entries: readonly Entry[]): string {
+  return spec.detailedMetric || spec.metricPath === undefined ? detailedKey(spec.domain, entries) : valueMetricKey(spec.domain, spec.metricPath, entries);
+}
+
+/**
+ * quota_mode (envoyproxy/ratelimit#1045, #1059): a quota over its limit does not deny the request, unless
+ * every quota-mode descriptor of the request is over; then those statuses are OVER_LIMIT too.
+ */
+function settleQuotas(statuses: DescriptorStatus[]): DescriptorStatus[] {
+  let quotas = 0;
+  let over = 0;
+  for (const s of statuses) {
+    if (s.quota !== undefined) {
+      quotas++;
+      if (s.quota === 'over') over++;
+    }
+  }
+  if (quotas === 0 || over < quotas) return statuses;
+  return statuses.map((s) => (s.quota === 'over' ? { ...s, code: 'OVER_LIMIT' as const } : s));
+}
+
+function finish(all: DescriptorStatus[]): Answer {
   let over = false;
   let retryAfterMs = 0;
   let tightest: DescriptorStatus | undefined;
+  let statuses = all;
+  for (const s of all) {
+    if (s.quota === 'over') {
+      statuses = settleQuotas(all);
+      break;
+    }
+  }
   for (const s of statuses) {
     if (s.code === 'OVER_LIMIT') {
       over = true;

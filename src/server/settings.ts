@@ -67,6 +67,8 @@ export interface Settings {
   demoUrl: string | undefined;
   /** Global shadow mode (Envoy ratelimit's SHADOW_MODE): answer OK whatever the rules decide, and count it. */
   shadowMode: boolean;
+  /** Answer a request for a domain no config names with an error (400, INVALID_ARGUMENT) instead of Envoy's OK. */
+  strictDomains: boolean;
   /** Envoy ratelimit's NEAR_LIMIT_RATIO: a hit within the limit counts as near once this share of it is used. */
   nearLimitRatio: number;
 }
@@ -201,6 +203,12 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
     help: "global shadow mode, as Envoy ratelimit's SHADOW_MODE: rules decide and count, every answer is OK (default false)",
     parse: bool,
   },
+  strictDomains: {
+    flag: '--strict-domains',
+    env: 'SLUICE_STRICT_DOMAINS',
+    help: "answer a domain no config names with 400 / INVALID_ARGUMENT; by default it is OK, as Envoy ratelimit answers (default false)",
+    parse: bool,
+  },
   nearLimitRatio: {
     flag: '--near-limit-ratio',
     env: 'SLUICE_NEAR_LIMIT_RATIO',
@@ -249,6 +257,7 @@ export const DEFAULTS: Omit<Settings, 'config'> = {
   maxDetailedSeries: 100,
   demoUrl: undefined,
   shadowMode: false,
+  strictDomains: false,
   nearLimitRatio: 0.8,
 };
 

@@ -164,7 +164,8 @@ for (const variant of run) {
 
     test('bad requests get INVALID_ARGUMENT naming the problem', async () => {
       const code = async (p: Promise<unknown>) => p.then(() => assert.fail('expected an error'), (e: grpc.ServiceError) => [e.code, e.details]);
-      assert.deepEqual(await code(client.call({ domain: 'nope', descriptors: [d('a', 'b')] })), [grpc.status.INVALID_ARGUMENT, `unknown domain 'nope'; configured domains: e2e`]);
+      // An unknown domain is OK, as envoyproxy/ratelimit answers it (--strict-domains refuses it).
+      assert.equal((await client.call({ domain: 'nope', descriptors: [d('a', 'b')] })).overall_code, 'OK');
       assert.deepEqual(await code(client.call({ domain: 'e2e', descriptors: [] })), [grpc.status.INVALID_ARGUMENT, `'descriptors' must not be empty`]);
       assert.deepEqual(await code(client.call({ domain: 'e2e', descriptors: [d('k', '')] })), [grpc.status.INVALID_ARGUMENT, `descriptors[0].entries[0]: 'value' must not be empty`]);
       const [c, details] = (await code(client.raw(Buffer.from([0x0a, 0xff, 0xff, 0xff])))) as [number, string];

@@ -6,6 +6,7 @@
  */
 import { show } from '../core/errors.js';
 import { isPromise, then, type MaybePromise } from '../core/maybe-promise.js';
+import type { LimitOverride } from '../core/override.js';
 import type { Decision } from '../core/types.js';
 import { MemoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/store.js';
@@ -19,11 +20,11 @@ import { warned, warnOnce } from './warnings.js';
 export { isPromise } from '../core/maybe-promise.js';
 
 const COMMON_OPTIONS = [
-  'policy', 'policies', 'limiter', 'key', 'cost', 'routes', 'store', 'clock', 'trustProxy', 'proxyHeader',
+  'policy', 'policies', 'limiter', 'key', 'cost', 'limit', 'routes', 'store', 'clock', 'trustProxy', 'proxyHeader',
   'ipv6Subnet', 'headers', 'status', 'dryRun', 'skip', 'allow', 'onLimited', 'warnings', 'deny', 'denyStatus',
   'skipFailedRequests', 'skipSuccessfulRequests', 'requestWasSuccessful',
 ];
-const ROUTE_OPTIONS = new Set(['name', 'method', 'path', 'match', 'policy', 'policies', 'limiter', 'key', 'cost']);
+const ROUTE_OPTIONS = new Set(['name', 'method', 'path', 'match', 'policy', 'policies', 'limiter', 'key', 'cost', 'limit']);
 
 
 /** What a custom `handler` receives: the headers are already set; it only sends the response. */
@@ -53,6 +54,8 @@ export interface Outcome<Req> extends RateLimitInfo {
   readonly status: number;
   /** Its charge was given back (a held client left, or its response is skipped): never twice. */
   refunded: boolean;
+  /** The per-request limits it was decided with (the `limit` option), by policy name. */
+  readonly limits: Readonly<Record<string, LimitOverride>> | undefined;
 }
 
 /** A deny-listed request's decision: no policy decided it, and no retry will pass. */
@@ -164,7 +167,7 @@ export class HttpRateLimiter<Req, Res = unknown> {
     if (hasTop || routes.length === 0) {
       this.fallback = new Rule(undefined, pick(options), '', style, store, options.clock, subnet);
     } else {
-      for (const f of ['key', 'cost'] as const) {
+      for (const f of ['key', 'cost', 'limit'] as const) {
         if (options[f] !== undefined) fail(`'${f}' at the top level needs a top-level 'policy', 'policies' or 'limiter'; put it in each route instead`);
       }
     }
@@ -234,35 +237,46 @@ export class HttpRateLimiter<Req, Res = unknown> {
 
   private withKey(req: Req, info: RequestInfo, rule: Rule<Req>, key: string): MaybePromise<Outcome<Req>> {
     const cost = rule.costFor(req, info);
-    if (isPromise(cost)) return cost.then((c) => this.withCost(req, rule, key, c));
-    return this.withCost(req, rule, key, cost);
+    if (isPromise(cost)) return cost.then((c) => this.withCost(req, info, rule, key, c));
+    return this.withCost(req, info, rule, key, cost);
   }
 
-  private withCost(req: Req, rule: Rule<Req>, key: string, cost: number): MaybePromise<Outcome<Req>> {
-    if (rule.sync) return this.outcome(req, rule, key, cost, cost === 1 ? rule.limiter.limitSync(key) : rule.limiter.limitSync(key, { cost }));
-    return rule.limiter.limit(key, { cost }).then((d) => this.outcome(req, rule, key, cost, d));
+  private withCost(req: Req, info: RequestInfo, rule: Rule<Req>, key: string, cost: number): MaybePromise<Outcome<Req>> {
+    if (rule.hasLimit) {
+      const limits = rule.limitsFor(req, info);
+      if (isPromise(limits)) return limits.then((l) => this.withLimits(req, rule, key, cost, l));
+      return this.withLimits(req, rule, key, cost, limits);
+    }
+    if (rule.sync) return this.outcome(req, rule, key, cost, cost === 1 ? rule.limiter.limitSync(key) : rule.limiter.limitSync(key, { cost }), undefined);
+    return rule.limiter.limit(key, { cost }).then((d) => this.outcome(req, rule, key, cost, d, undefined));
   }
 
-  private outcome(req: Req, rule: Rule<Req>, key: string, cost: number, d: Decision): Outcome<Req> {
+  private withLimits(req: Req, rule: Rule<Req>, key: string, cost: number, limits: Readonly<Record<string, LimitOverride>> | undefined): MaybePromise<Outcome<Req>> {
+    const options = limits === undefined ? { cost } : { cost, limits };
+    if (rule.sync) return this.outcome(req, rule, key, cost, rule.limiter.limitSync(key, options), limits);
+    return rule.limiter.limit(key, options).then((d) => this.outcome(req, rule, key, cost, d, limits));
+  }
+
+  private outcome(req: Req, rule: Rule<Req>, key: string, cost: number, d: Decision, limits: Readonly<Record<string, LimitOverride>> | undefined): Outcome<Req> {
     if (!d.allowed && this.onLimited !== undefined) {
       const event: LimitedEvent = { key, decision: d, route: rule.route, dryRun: this.dryRun, retryAfterSeconds: retryAfterSeconds(d) };
       this.onLimited(req, event);
     }
     const limited = !this.dryRun && !d.allowed;
     const delayMs = this.dryRun || !d.allowed ? 0 : d.delayMs;
-    return { rule, key, route: rule.route, cost, decision: d, limited, refusal: limited ? 'limited' : undefined, delayMs, status: this.status, refunded: false };
+    return { rule, key, route: rule.route, cost, decision: d, limited, refusal: limited ? 'limited' : undefined, delayMs, status: this.status, refunded: false, limits };
   }
 
   /** A deny-listed request: refused before anything is counted (passed, uncounted, in dry run). */
   private denied(rule: Rule<Req>, route: string | undefined): Outcome<Req> | undefined {
     if (this.dryRun) return undefined;
-    return { rule, key: '', route, cost: 0, decision: DENIED, limited: true, refusal: 'denied', delayMs: 0, status: this.denyStatus, refunded: true };
+    return { rule, key: '', route, cost: 0, decision: DENIED, limited: true, refusal: 'denied', delayMs: 0, status: this.denyStatus, refunded: true, limits: undefined };
   }
 
   /** Writes the rate-limit headers (none in dry run), plus Retry-After when the request is refused. */
   writeHeaders(o: Outcome<Req>, to: HeaderTarget): void {
     if (this.dryRun || o.refusal === 'denied') return;
-    o.rule.headers.write(o.decision, to);
+    o.rule.headers.write(o.decision, to, undefined, o.limits);
     if (o.limited) {
       const value = `${retryAfterSeconds(o.decision)}`;
       if (to.setTrustedHeader !== undefined) to.setTrustedHeader('retry-after', value);
@@ -359,5 +373,6 @@ function pick<Req, Res>(o: RateLimitOptions<Req, Res>): RouteRule<Req> {
   if (o.limiter !== undefined) r.limiter = o.limiter;
   if (o.key !== undefined) r.key = o.key;
   if (o.cost !== undefined) r.cost = o.cost;
+  if (o.limit !== undefined) r.limit = o.limit;
   return r;
 }

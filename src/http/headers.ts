@@ -11,6 +11,7 @@
  * Retry-After value, as the drafts ask (Retry-After must not point earlier than the reset).
  */
 import { SluiceError, show } from '../core/errors.js';
+import type { LimitOverride } from '../core/override.js';
 import type { Decision, Policy } from '../core/types.js';
 
 export type HeaderStyle = 'legacy' | 'draft-6' | 'draft-7' | 'draft-8' | 'none';
@@ -75,6 +76,10 @@ interface PolicyText {
   readonly named: string;
   /** draft-8 RateLimit item prefix: `"name";r=` */
   readonly prefix: string;
+  /** draft-8 policy item up to the quota: `"name";q=` */
+  readonly id: string;
+  /** The window in seconds; undefined for a concurrency policy. */
+  readonly w: number | undefined;
 }
 
 /**
@@ -95,7 +100,7 @@ export class HeaderRenderer {
       const short = concurrent ? `${p.limit}` : `${p.limit};w=${windowSeconds(p)}`;
       const id = style === 'draft-8' ? sfString(p.name, style) : JSON.stringify(p.name);
       const named = concurrent ? `${id};q=${p.limit};qu="concurrent-requests"` : `${id};q=${p.limit};w=${windowSeconds(p)}`;
-      this.byName.set(p.name, { limit: p.limit, short, draft7: `limit=${p.limit}, remaining=`, nameIsFieldValue: FIELD_VALUE.test(p.name), named, prefix: `${id};r=` });
+      this.byName.set(p.name, { limit: p.limit, short, draft7: `limit=${p.limit}, remaining=`, nameIsFieldValue: FIELD_VALUE.test(p.name), named, prefix: `${id};r=`, id, w: concurrent ? undefined : windowSeconds(p) });
       all.push(named);
     }
     this.allPolicies = all.join(', ');
@@ -107,7 +112,8 @@ export class HeaderRenderer {
    * setTrustedHeader where the target has one: on node:http, Node's per-field validation and its
    * dictionary-mode header store cost more than the decision (see node.ts).
    */
-  write(d: Decision, to: HeaderTarget, nowMs?: number): void {
+  write(d: Decision, to: HeaderTarget, nowMs?: number, limits?: Readonly<Record<string, LimitOverride>>): void {
+    if (limits !== undefined) return this.writeWith(d, to, nowMs, limits);
     switch (this.style) {
       case 'none':
         return;
@@ -138,6 +144,42 @@ export class HeaderRenderer {
       case 'draft-8': {
         const text = this.byName.get(d.policy);
         put(to, 'ratelimit-policy', this.allPolicies);
+        if (text !== undefined) put(to, 'ratelimit', `${text.prefix}${d.remaining};t=${resetSeconds(d)}`);
+        return;
+      }
+    }
+  }
+
+  /** `write` for a request decided with per-call limits: the policy fields state the limits it had. */
+  private writeWith(d: Decision, to: HeaderTarget, nowMs: number | undefined, limits: Readonly<Record<string, LimitOverride>>): void {
+    const quota = (name: string, text: PolicyText) => {
+      const l = limits[name];
+      return l === undefined ? text.limit : typeof l === 'number' ? l : l.limit;
+    };
+    const item = (text: PolicyText, q: number) => (text.w === undefined ? `${q}` : `${q};w=${text.w}`);
+    switch (this.style) {
+      case 'none':
+      case 'legacy':
+        return this.write(d, to, nowMs);
+      case 'draft-6':
+      case 'draft-7': {
+        const text = this.byName.get(d.policy);
+        if (text !== undefined) put(to, 'ratelimit-policy', item(text, quota(d.policy, text)));
+        if (this.style === 'draft-6') {
+          put(to, 'ratelimit-limit', `${d.limit}`);
+          put(to, 'ratelimit-remaining', `${d.remaining}`);
+          put(to, 'ratelimit-reset', `${resetSeconds(d)}`);
+        } else put(to, 'ratelimit', `limit=${d.limit}, remaining=${d.remaining}, reset=${resetSeconds(d)}`);
+        return;
+      }
+      case 'draft-8': {
+        const all: string[] = [];
+        for (const [name, text] of this.byName) {
+          const q = quota(name, text);
+          all.push(text.w === undefined ? `${text.id};q=${q};qu="concurrent-requests"` : `${text.id};q=${q};w=${text.w}`);
+        }
+        put(to, 'ratelimit-policy', all.join(', '));
+        const text = this.byName.get(d.policy);
         if (text !== undefined) put(to, 'ratelimit', `${text.prefix}${d.remaining};t=${resetSeconds(d)}`);
         return;
       }

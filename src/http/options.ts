@@ -1,4 +1,5 @@
 /** The options every HTTP adapter takes, and the request view adapters hand to the shared engine. */
+import type { LimitOverride } from '../core/override.js';
 import type { Clock, Decision, PolicyOptions } from '../core/types.js';
 import type { Limiter } from '../limiter.js';
 import type { Store } from '../stores/store.js';
@@ -29,6 +30,17 @@ export type KeyOption<Req> =
 /** How much a request costs: a number, or a function of the request (GraphQL points, bytes, ...). */
 export type CostOption<Req> = number | ((req: Req, info: RequestInfo) => number | Promise<number>);
 
+/**
+ * A request's limit, decided per request (a tenant's plan, say): a number for the rule's one policy, or
+ * limits by policy name (`{ hourly: 5000 }`, `{ burst: { limit: 10, burst: 20 } }`), or a function of the
+ * request returning either, or undefined for the policies' own limits. Decided on the same state as
+ * requests with other limits (`limiter.limit(key, { limits })`).
+ */
+export type LimitOption<Req> =
+  | number
+  | Readonly<Record<string, LimitOverride>>
+  | ((req: Req, info: RequestInfo) => number | Readonly<Record<string, LimitOverride>> | undefined | Promise<number | Readonly<Record<string, LimitOverride>> | undefined>);
+
 /** What is limited and how: the part of the options a route can override. */
 export interface LimitRule<Req> {
   /** One policy, as for `new Limiter`. */
@@ -41,6 +53,8 @@ export interface LimitRule<Req> {
   key?: KeyOption<Req>;
   /** Default 1. */
   cost?: CostOption<Req>;
+  /** Per-request limits; default the policies' own. */
+  limit?: LimitOption<Req>;
 }
 
 /** A per-route rule. The first route that matches decides; requests matching none use the top-level rule. */

@@ -8,7 +8,8 @@ import type { Store } from '../stores/store.js';
 import { ipKey } from './client-ip.js';
 import { HeaderRenderer, type HeaderStyle } from './headers.js';
 import { then, type MaybePromise } from '../core/maybe-promise.js';
-import type { CostOption, KeyOption, LimitRule, RateLimitOptions, RequestInfo, RouteRule } from './options.js';
+import type { LimitOverride } from '../core/override.js';
+import type { CostOption, KeyOption, LimitOption, LimitRule, RateLimitOptions, RequestInfo, RouteRule } from './options.js';
 
 export function fail(message: string): never {
   throw new SluiceError('ERR_SLUICE_INVALID_OPTION', message);
@@ -24,6 +25,9 @@ export class Rule<Req> {
   private readonly keyFn: ((req: Req, info: RequestInfo) => string | undefined | Promise<string | undefined>) | undefined;
   private readonly keyHeader: string | undefined;
   private readonly costOf: CostOption<Req>;
+  /** Whether the rule has a `limit` option (requests are decided with per-call limits). */
+  readonly hasLimit: boolean;
+  private readonly limitOf: LimitOption<Req> | undefined;
   private readonly methods: ReadonlySet<string> | undefined;
   private readonly pathTest: ((path: string) => boolean) | undefined;
   private readonly match: ((req: Req, info: RequestInfo) => boolean) | undefined;
@@ -54,6 +58,11 @@ export class Rule<Req> {
       fail(`${where}'cost' must be a non-negative integer or a function returning one, got ${show(cost)}`);
     }
     this.costOf = cost;
+    const limit = rule.limit;
+    // A fixed limit is checked now: a peek with it fails as its first request would.
+    if (limit !== undefined && typeof limit !== 'function') probeLimits(this.limiter, this.checkedLimits(limit, where)!, where);
+    this.hasLimit = limit !== undefined;
+    this.limitOf = limit;
     if (rule.method !== undefined) {
       const list = typeof rule.method === 'string' ? [rule.method] : rule.method;
       if (!Array.isArray(list) || list.length === 0 || list.some((m) => typeof m !== 'string' || m.length === 0)) {
@@ -127,6 +136,28 @@ export class Rule<Req> {
     return ipKey(info.ip, this.subnet);
   }
 
+  /** The per-request limits of `limit`, by policy name; undefined for the policies' own. */
+  limitsFor(req: Req, info: RequestInfo): MaybePromise<Readonly<Record<string, LimitOverride>> | undefined> {
+    const l = this.limitOf;
+    if (typeof l !== 'function') return this.checkedLimits(l, '');
+    return then(l(req, info), (v) => this.checkedLimits(v, ''));
+  }
+
+  /** A `limit` value as the limiter takes it: a number names the one policy. */
+  private checkedLimits(v: unknown, where: string): Readonly<Record<string, LimitOverride>> | undefined {
+    if (v === undefined) return undefined;
+    if (typeof v === 'number') {
+      if (this.limiter.policies.length !== 1) {
+        throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${where}'limit' is a number but the rule has ${this.limiter.policies.length} policies; give limits by policy name, such as { ${show(this.limiter.policies[0]!.name)}: ${v} }`);
+      }
+      return { [this.limiter.policies[0]!.name]: v };
+    }
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) {
+      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${where}'limit' must be a number, limits by policy name, or a function returning either, got ${show(v)}`);
+    }
+    return v as Readonly<Record<string, LimitOverride>>;
+  }
+
   costFor(req: Req, info: RequestInfo): MaybePromise<number> {
     return typeof this.costOf === 'number' ? this.costOf : this.costOf(req, info);
   }
@@ -141,6 +172,17 @@ function buildLimiter<Req>(rule: LimitRule<Req>, where: string, store: () => Sto
   }
   const base = rule.policy !== undefined ? { policy: rule.policy } : { policies: rule.policies! };
   return new Limiter({ ...base, store: store(), ...(clock === undefined ? {} : { clock }) });
+}
+
+/** Validates fixed per-call limits up front: a peek (cost 0) with them, which changes no state. */
+function probeLimits(limiter: Limiter, limits: Readonly<Record<string, LimitOverride>>, where: string): void {
+  try {
+    // An asynchronous store is not called at construction: its limits are checked on each request.
+    if (limiter.table.sync) limiter.limitSync('\u0000sluice-probe', { cost: 0, limits });
+  } catch (e) {
+    if (e instanceof SluiceError) throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${where}${e.message.replace(/^\[sluice\] /, '')}`);
+    throw e;
+  }
 }
 
 /** Whether the limiter decides synchronously: a peek (cost 0, no state change) through limitSync. */

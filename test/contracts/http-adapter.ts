@@ -484,6 +484,32 @@ export function testAdapter(h: AdapterHarness): void {
     });
   });
 
+  test(`${name}: limit as a number, or a function of the request (sync or async), decides on the shared state`, async () => {
+    const policy = { name: 'p', algorithm: 'gcra', limit: 2, window: '1m' };
+    await withServer({ clock: manualClock().clock, policy, limit: 3 }, async ({ url }) => {
+      const r = [await get(`${url}/`), await get(`${url}/`), await get(`${url}/`), await get(`${url}/`)];
+      assert.deepEqual(r.map((x) => x.status), [200, 200, 200, 429]);
+      assert.equal(r[0]!.headers.get('ratelimit-policy'), '"p";q=3;w=60');
+      assert.equal(r[0]!.headers.get('ratelimit'), '"p";r=2;t=20');
+    });
+    for (const async of [false, true]) {
+      const plan = (_req: unknown, info: { header(n: string): string | undefined }) => (info.header('x-plan') === 'pro' ? 5 : undefined);
+      const limit = async ? async (req: unknown, info: { header(n: string): string | undefined }) => plan(req, info) : plan;
+      await withServer({ clock: manualClock().clock, policy, key: { header: 'x-api-key' }, limit, headers: 'draft-7' }, async ({ url }) => {
+        const s = async (k: string, pro: boolean) => get(`${url}/`, { headers: { 'x-api-key': k, ...(pro ? { 'x-plan': 'pro' } : {}) } });
+        const pro = [];
+        for (let i = 0; i < 6; i++) pro.push(await s('acme', true));
+        assert.deepEqual(pro.map((x) => x.status), [200, 200, 200, 200, 200, 429]);
+        assert.deepEqual([pro[0]!.headers.get('ratelimit-policy'), pro[0]!.headers.get('ratelimit')], ['5;w=60', 'limit=5, remaining=4, reset=12']);
+        const free = [await s('tiny', false), await s('tiny', false), await s('tiny', false)];
+        assert.deepEqual(free.map((x) => x.status), [200, 200, 429]);
+        assert.equal(free[0]!.headers.get('ratelimit-policy'), '2;w=60');
+        // The same key without the plan's limit: decided on the same state, which is over 2 already.
+        assert.equal((await s('acme', false)).status, 429);
+      });
+    }
+  });
+
   test(`${name}: the decision is attached to the request for handlers`, async () => {
     const { limiter } = gcra(5);
     await withServer({ limiter }, async ({ url }) => {

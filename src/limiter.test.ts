@@ -199,14 +199,15 @@ test('every decision is a plain object of one shape, whichever path made it (sin
   // The shape is a performance contract: as a class instance, a decision made `await limit()` on a hot key
   // 1.5x slower (bench/memory-ab.mjs; see makeDecision), and a second field order is a second shape for
   // every caller's property loads.
-  const FIELDS = ['allowed', 'limit', 'remaining', 'resetAfterMs', 'retryAfterMs', 'delayMs', 'policy', 'leaseId', 'reason'];
+  const FIELDS = ['allowed', 'limit', 'remaining', 'resetAfterMs', 'retryAfterMs', 'delayMs', 'policy', 'leaseId', 'reason', 'blocked'];
   const one = limiter({ algorithm: 'token-bucket', limit: 1, window: '1s' });
   const several = limiter([
     { name: 'a', algorithm: 'gcra', limit: 5, window: '1s' },
     { name: 'b', algorithm: 'fixed-window', limit: 9, window: '1m' },
   ]);
   const slots = limiter({ algorithm: 'concurrency', limit: 1, window: '10s' });
-  const decisions = [await one.limit('k'), await one.limit('k'), await one.get('k'), one.limitSync('k'), await several.limit('k'), await several.get('k'), await slots.limit('k'), await slots.limit('k')];
+  const bans = limiter({ algorithm: 'fixed-window', limit: 1, window: '1s', blockFor: '1m' });
+  const decisions = [await one.limit('k'), await one.limit('k'), await one.get('k'), one.limitSync('k'), await several.limit('k'), await several.get('k'), await slots.limit('k'), await slots.limit('k'), await bans.limit('k'), await bans.limit('k'), await bans.limit('k'), await one.limit('k', { limits: { 'token-bucket-1-1000ms': 3 } })];
   for (const d of decisions) {
     assert.equal(Object.getPrototypeOf(d), Object.prototype);
     assert.deepEqual(Object.keys(d), FIELDS);

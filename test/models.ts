@@ -142,3 +142,30 @@ export class ConcurrencyModel implements Model {
     return true;
   }
 }
+
+/**
+ * Bans (blockFor) around any model: a request the model denies starts a ban of
+ * min(max, duration · factor^k) ms, k the earlier bans still remembered (one forgotten per `decay` after
+ * the last ban ended); during a ban every request is denied and nothing changes.
+ */
+export class BanModel {
+  private readonly bans = new Map<string, { end: number; count: number }>();
+  constructor(
+    private readonly inner: (key: string, now: number, cost: number) => boolean,
+    private readonly ban: { durationMs: number; factor: number; maxMs: number; decayMs: number },
+  ) {}
+  decide(key: string, now: number, cost: number): { allowed: boolean; blocked: boolean; end: number } {
+    const b = this.bans.get(key) ?? { end: 0, count: 0 };
+    if (now < b.end) return { allowed: false, blocked: true, end: b.end };
+    if (this.inner(key, now, cost)) return { allowed: true, blocked: false, end: 0 };
+    if (cost === 0) return { allowed: false, blocked: false, end: 0 };
+    const { durationMs, factor, maxMs, decayMs } = this.ban;
+    const k = factor === 1 || b.count === 0 ? 0 : Math.max(0, b.count - Math.floor((now - b.end) / decayMs));
+    const ms = Math.min(maxMs, durationMs * factor ** k);
+    // Past the cap, more bans need not be remembered: the count stops where the cap is reached.
+    let capAt = 0;
+    while (capAt < k && durationMs * factor ** capAt < maxMs) capAt++;
+    this.bans.set(key, { end: now + ms, count: Math.min(k, capAt) + 1 });
+    return { allowed: false, blocked: true, end: now + ms };
+  }
+}

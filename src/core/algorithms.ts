@@ -1,4 +1,5 @@
 /** Maps a policy to the algorithm that decides it. A new algorithm is one module here plus one Lua twin. */
+import { BlockingObject, BlockingSlab } from './block.js';
 import { Concurrency } from './concurrency.js';
 import { FixedWindow } from './fixed-window.js';
 import { Gcra } from './gcra.js';
@@ -9,6 +10,16 @@ import { RescaledTokenBucket, TokenBucket } from './token-bucket.js';
 import type { Algorithm, Policy } from './types.js';
 
 export function createAlgorithm(policy: Policy): Algorithm {
+  return withBan(bare(policy));
+}
+
+/** The algorithm behind a policy's ban, if it has one (core/block.ts). */
+function withBan(a: Algorithm): Algorithm {
+  if (a.policy.block === undefined) return a;
+  return a.kind === 'slab' ? new BlockingSlab(a) : new BlockingObject(a);
+}
+
+function bare(policy: Policy): Algorithm {
   switch (policy.algorithm) {
     case 'fixed-window':
       return new FixedWindow(policy);
@@ -35,5 +46,5 @@ export function createAlgorithm(policy: Policy): Algorithm {
 export function createOverride(base: Policy, variant: Policy): Algorithm {
   if (variant === base) return createAlgorithm(base);
   const meter = base.algorithm === 'token-bucket' || (base.algorithm === 'leaky-bucket' && base.mode === 'meter');
-  return meter && variant.limit !== base.limit ? new RescaledTokenBucket(variant, base.limit) : createAlgorithm(variant);
+  return meter && variant.limit !== base.limit ? withBan(new RescaledTokenBucket(variant, base.limit)) : createAlgorithm(variant);
 }

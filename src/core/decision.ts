@@ -26,8 +26,9 @@ export function makeDecision(
   policy: string,
   leaseId: string | undefined,
   reason: string | undefined,
+  blocked = false,
 ): Decision {
-  return { allowed, limit, remaining, resetAfterMs, retryAfterMs, delayMs, policy, leaseId, reason };
+  return { allowed, limit, remaining, resetAfterMs, retryAfterMs, delayMs, policy, leaseId, reason, blocked };
 }
 
 
@@ -42,6 +43,7 @@ export function fromVerdict(policy: Policy, v: Verdict, leaseId: string | undefi
     policy.name,
     v.allowed ? leaseId : undefined,
     undefined,
+    v.blocked,
   );
 }
 
@@ -81,5 +83,6 @@ export function combine(policies: readonly Policy[], verdicts: readonly Verdict[
     p.name,
     allowed ? leaseId : undefined,
     undefined,
+    !allowed && v.blocked,
   );
 }

@@ -1,7 +1,7 @@
 /** Validates what users write into a `Policy`, with no silent fallback: a bad field is an error naming it. */
 import { parseDuration } from './duration.js';
 import { SluiceError, show } from './errors.js';
-import type { AlgorithmName, Policy, PolicyOptions } from './types.js';
+import type { AlgorithmName, Block, Policy, PolicyOptions } from './types.js';
 
 export const ALGORITHMS: readonly AlgorithmName[] = [
   'fixed-window',
@@ -16,7 +16,8 @@ export const ALGORITHMS: readonly AlgorithmName[] = [
 /** The smallest emission interval GCRA accepts: 1/64 ms, so rounding stays under 1% of a request. */
 const MIN_GCRA_STEP_MS = 1 / 64;
 const BUCKETS: ReadonlySet<AlgorithmName> = new Set(['token-bucket', 'gcra', 'leaky-bucket']);
-const KNOWN_FIELDS = new Set(['name', 'algorithm', 'limit', 'window', 'burst', 'mode', 'delay', 'nodelay', 'buckets']);
+const KNOWN_FIELDS = new Set(['name', 'algorithm', 'limit', 'window', 'burst', 'mode', 'delay', 'nodelay', 'buckets', 'blockFor']);
+const BLOCK_FIELDS = new Set(['duration', 'factor', 'max', 'decay']);
 
 function fail(where: string, message: string): never {
   throw new SluiceError('ERR_SLUICE_INVALID_POLICY', `${where}: ${message}`);
@@ -82,6 +83,8 @@ export function compilePolicy(options: PolicyOptions, index = 0): Policy {
     fail(where, `'window' (${windowMs} ms) must divide evenly into 'buckets' (${buckets})`);
   }
 
+  const block = options.blockFor === undefined ? undefined : compileBlock(where, algorithm, options.blockFor);
+
   return Object.freeze({
     name: named ?? `${algorithm}-${limit}-${windowMs}ms`,
     algorithm,
@@ -93,7 +96,32 @@ export function compilePolicy(options: PolicyOptions, index = 0): Policy {
     delay,
     nodelay,
     buckets,
+    block,
   });
+}
+
+/** `blockFor`: a duration, or `{ duration, factor, max, decay }` for bans that grow. */
+function compileBlock(where: string, algorithm: AlgorithmName, value: unknown): Block {
+  if (algorithm === 'concurrency') fail(where, `'blockFor' does not apply to concurrency: a slot is freed by release(), not by time`);
+  if (typeof value !== 'object' || value === null) {
+    const durationMs = parseDuration(value, `${where}: 'blockFor'`);
+    return Object.freeze({ durationMs, factor: 1, maxMs: durationMs, decayMs: durationMs });
+  }
+  for (const field of Object.keys(value)) {
+    if (!BLOCK_FIELDS.has(field)) fail(where, `unknown field 'blockFor.${field}'; known fields are ${[...BLOCK_FIELDS].join(', ')}`);
+  }
+  const o = value as { duration?: unknown; factor?: unknown; max?: unknown; decay?: unknown };
+  if (o.duration === undefined) fail(where, `'blockFor.duration' is required, got undefined`);
+  const durationMs = parseDuration(o.duration, `${where}: 'blockFor.duration'`);
+  const factor = o.factor ?? 2;
+  if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 1 || factor > 1000) {
+    fail(where, `'blockFor.factor' must be a number from 1 (bans do not grow) to 1000, got ${show(factor)}`);
+  }
+  if (factor > 1 && o.max === undefined) fail(where, `'blockFor.max' is required when bans grow ('blockFor.factor' ${factor}): the longest ban, such as '1d'`);
+  const maxMs = o.max === undefined ? durationMs : parseDuration(o.max, `${where}: 'blockFor.max'`);
+  if (maxMs < durationMs) fail(where, `'blockFor.max' (${maxMs} ms) cannot be shorter than 'blockFor.duration' (${durationMs} ms)`);
+  const decayMs = o.decay === undefined ? maxMs : parseDuration(o.decay, `${where}: 'blockFor.decay'`);
+  return Object.freeze({ durationMs, factor, maxMs, decayMs });
 }
 
 /** Validates a list of policies: at least one, names unique (they name state and headers). */

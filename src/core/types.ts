@@ -31,6 +31,28 @@ export interface PolicyOptions {
   nodelay?: boolean;
   /** sliding-window: sub-window counters per window; more is more exact and costs one number each. Default 1. */
   buckets?: number;
+  /**
+   * After a request this policy denies, the key stays denied this long (a ban), whatever it refills; a
+   * duration, or `{ duration, factor, max, decay }` for bans that grow: each ban is `factor` (default 2)
+   * times the one before, at most `max`, and one earlier ban is forgotten per `decay` (default `max`)
+   * after a ban ends. Not for concurrency. See docs/algorithms.md, "Bans".
+   */
+  blockFor?: number | string | BlockForOptions;
+}
+
+export interface BlockForOptions {
+  duration: number | string;
+  factor?: number;
+  max?: number | string;
+  decay?: number | string;
+}
+
+/** A validated `blockFor`. With factor 1 bans do not grow, and maxMs = durationMs. */
+export interface Block {
+  readonly durationMs: number;
+  readonly factor: number;
+  readonly maxMs: number;
+  readonly decayMs: number;
 }
 
 /** A validated policy with every default filled in. */
@@ -46,6 +68,8 @@ export interface Policy {
   readonly delay: number;
   readonly nodelay: boolean;
   readonly buckets: number;
+  /** Set when the policy bans after a denial. */
+  readonly block: Block | undefined;
 }
 
 /** What every algorithm answers, whatever the store. */
@@ -67,6 +91,8 @@ export interface Decision {
   readonly leaseId: string | undefined;
   /** Set when the decision was not made by the policies themselves, e.g. 'store-error'. */
   readonly reason: string | undefined;
+  /** A denial by a ban (`blockFor`): the key is denied until retryAfterMs whatever it refills (HTTP: 403 if you choose). */
+  readonly blocked: boolean;
 }
 
 /**
@@ -79,6 +105,10 @@ export class Verdict {
   resetAfterMs = 0;
   retryAfterMs = 0;
   delayMs = 0;
+  /** The denial is a ban (`blockFor`). */
+  blocked = false;
+  /** The denial starts a ban: the store writes `next` (slab) or `ban()`'s state (object) although it denies. */
+  bans = false;
   /** For slab algorithms: the state to store if every policy on the key admits. */
   readonly next: Float64Array;
 
@@ -113,6 +143,8 @@ export interface ObjectAlgorithm<S = unknown> {
   idleAt(state: S | undefined): number;
   /** Concurrency: ends a lease early. Returns whether it was held. */
   release?(state: S | undefined, leaseId: string, now: number): boolean;
+  /** Bans (blockFor): the state after a denial whose verdict has `bans` set. */
+  ban?(state: S | undefined, now: number, v: Verdict): S;
 }
 
 export type Algorithm = SlabAlgorithm | ObjectAlgorithm;

@@ -69,6 +69,7 @@ const DENIED: Decision = Object.freeze({
   policy: '',
   leaseId: undefined,
   reason: 'deny-list',
+  blocked: false,
 });
 
 /** The engine behind every adapter. `extra` lists the adapter's own option names. */

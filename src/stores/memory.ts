@@ -119,6 +119,8 @@ export class MemoryTable implements StoreTable {
   private cursor: MapIterator<[string, number]> | undefined;
   /** Set when the table has one slab policy: the hot path then skips the loop and the fold. */
   private readonly single: SlabAlgorithm | undefined;
+  /** Whether a policy bans after a denial (blockFor). */
+  private readonly bans: boolean;
 
   constructor(store: MemoryStore, spec: TableSpec) {
     this.store = store;
@@ -134,7 +136,9 @@ export class MemoryTable implements StoreTable {
     this.idleRow = new Float64Array(Math.max(1, slots));
     this.slab = new Float64Array(Math.max(1, slots) * 1024);
     const only = this.algorithms[0]!;
-    this.single = this.algorithms.length === 1 && only.kind === 'slab' ? only : undefined;
+    this.bans = this.policies.some((p) => p.block !== undefined);
+    // A ban writes on a denial, which the single-policy path never does: a banning policy takes the general one.
+    this.single = this.algorithms.length === 1 && only.kind === 'slab' && !this.bans ? only : undefined;
   }
 
   get size(): number {
@@ -168,8 +172,22 @@ export class MemoryTable implements StoreTable {
       const r = row ?? this.insert(key, now);
       if (r < 0) return this.full(policies[0]!, this.verdicts[0]!);
       this.commit(r, now, cost, leaseId, algorithms);
+    } else if (!allowed && cost > 0 && this.bans) {
+      this.recordBans(row ?? this.insert(key, now), now, algorithms);
     }
     return combine(policies, this.verdicts, leaseId);
+  }
+
+  /** Writes the bans that this denial starts (blockFor), the one state a denial changes. */
+  private recordBans(row: number, now: number, algorithms: readonly Algorithm[]): void {
+    if (row < 0) return; // no room for a new key: it is denied all the same, unremembered
+    for (let i = 0; i < algorithms.length; i++) {
+      const v = this.verdicts[i]!;
+      if (!v.bans) continue;
+      const a = algorithms[i]!;
+      if (a.kind === 'slab') this.writeRow(row * this.rowSlots + this.offsets[i]!, v.next);
+      else this.objects[i]![row] = a.ban!(this.objects[i]![row], now, v);
+    }
   }
 
   /** The decision for a new key the store had no room for (every key it could evict is denying). */

@@ -42,7 +42,11 @@ export function unrefTimer(timer: unknown): boolean {
 
 /** `NODE_ENV`, where the platform has environment variables in `process.env`. */
 export function nodeEnv(): string | undefined {
-  return host.process?.env?.NODE_ENV;
+  try {
+    return host.process?.env?.NODE_ENV;
+  } catch {
+    return undefined; // Deno without --allow-env throws on reading the environment
+  }
 }
 
 /** A process warning on Node (and Bun and Deno, which have `process.emitWarning`), else console.warn. */

@@ -6,6 +6,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
+import { runtimeConsumerTests } from '../runtimes/consumer.js';
 
 const root = resolve(import.meta.dirname, '../..');
 const work = mkdtempSync(join(tmpdir(), 'sluice-pack-'));
@@ -310,3 +311,6 @@ test('the root export imports no package at all: the service-only dependencies s
   assert.ok(seen.size > 10, `walked ${seen.size} files`);
   assert.deepEqual([...bare], []);
 });
+
+// Node, Bun, Deno and workerd, each importing the tarball installed above (test/runtimes/consumer.ts).
+runtimeConsumerTests(consumer);

@@ -179,6 +179,15 @@ export class Limiter {
     }
   }
 
+  /**
+   * Resolves once the store can decide: at once for the memory store; for a RedisStore once its client
+   * is connected (it rejects with ERR_SLUICE_STORE_UNAVAILABLE after its connectTimeoutMs). For servers
+   * that hold start-up until Redis answers; decisions never need it.
+   */
+  ready(): Promise<void> {
+    return this.store.ready?.() ?? Promise.resolve();
+  }
+
   /** Forgets all state for `key`. */
   async reset(key: string): Promise<void> {
     checkKey(key);

@@ -83,7 +83,7 @@ export async function storeFromSettings(settings: Settings): Promise<ServiceStor
   }
   const clients = [client];
   const RedisStore = redisModule.RedisStore as new (o: object) => Store;
-  const storeOf = (c: RedisClientLike) => new RedisStore({ client: c, prefix: settings.redisPrefix, timeoutMs: settings.redisTimeoutMs, onError: settings.failureMode });
+  const storeOf = (c: RedisClientLike) => new RedisStore({ client: c, prefix: settings.redisPrefix, timeoutMs: settings.redisTimeoutMs, onError: settings.failureMode, connectTimeoutMs: settings.redisConnectTimeoutMs });
   let store = storeOf(client);
   if (settings.redisPerSecond !== undefined) {
     // Its own URL's credentials and scheme only: the main Redis's AUTH settings are not its. The CA of

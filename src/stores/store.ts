@@ -39,4 +39,6 @@ export interface Store {
   bind(spec: TableSpec): StoreTable;
   /** Stores that can run the 'lease' and 'local-sync' strategies' scripts (RedisStore) provide this. */
   runner?(spec: TableSpec): ScriptRunner;
+  /** Stores with a connection (RedisStore) resolve once it is up; the others have nothing to wait for. */
+  ready?(): Promise<void>;
 }

@@ -18,6 +18,12 @@ export interface RedisAdapter {
   readonly functions: FunctionCalls | undefined;
   /** Whether a command sent now goes to a connection rather than into an offline queue. */
   ready(): boolean;
+  /**
+   * Starts connecting a client that waits for its first command to do so (ioredis `lazyConnect`,
+   * status 'wait'), as that command would. Does nothing otherwise: a node-redis client connects when
+   * its owner calls connect(), and a second call would throw in theirs.
+   */
+  connectLazy(): void;
   evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
   eval(source: string, keys: string[], args: string[]): Promise<unknown>;
   /** Listens to the client's 'error' events (node-redis crashes the process on an unheard one). */
@@ -89,6 +95,9 @@ function ioredis(c: AnyClient): RedisAdapter {
             load: (library) => send.call(c, 'FUNCTION', 'LOAD', library) as Promise<unknown>,
           },
     ready: () => c.status === 'ready',
+    connectLazy: () => {
+      if (c.status === 'wait' && typeof c.connect === 'function') (c.connect as () => Promise<unknown>).call(c).catch(() => {}); // reported through 'error'
+    },
     evalsha: (sha, keys, args) => evalsha.call(c, sha, keys.length, ...keys, ...args) as Promise<unknown>,
     eval: (source, keys, args) => evalScript.call(c, source, keys.length, ...keys, ...args) as Promise<unknown>,
     onError: (listener) => listen(c, listener),
@@ -126,6 +135,7 @@ function nodeRedis(c: AnyClient): RedisAdapter {
           },
     // v4's cluster has no isReady; it queues nothing unbounded once open.
     ready: () => (c.isReady ?? c.isOpen ?? true) === true,
+    connectLazy: () => {},
     evalsha: (sha, keys, args) => evalSha.call(c, sha, { keys, arguments: args }) as Promise<unknown>,
     eval: (source, keys, args) => evalScript.call(c, source, { keys, arguments: args }) as Promise<unknown>,
     onError: (listener) => listen(c, listener),

@@ -26,23 +26,42 @@ import { isLibrary, type Script } from './script.js';
 
 /** What a connection counts. A store passes its own stats object (with more fields) to count into. */
 export interface ConnectionStats {
-  /** Script calls sent. */
+  /** Script calls sent, and operations they carried (a batched call carries several). */
   calls: number;
+  operations: number;
   /** Calls that got no answer within timeoutMs, and calls (or client events) that failed with an error. */
   timeouts: number;
   errors: number;
-  /** Calls refused without being sent: client not ready, or too many calls unanswered. */
+  /**
+   * Calls answered by Redis after their timeoutMs, when the caller already had its failure answer: Redis
+   * applied them all the same (see docs/redis.md, "Late replies").
+   */
+  late: number;
+  /** Calls refused without being sent: client not connected (after the first connect wait), or too many calls unanswered. */
   refused: number;
   /** NOSCRIPT or "Function not found" replies, each followed by one reload (EVAL, FUNCTION LOAD) and retry. */
   reloads: number;
 }
+
+export function connectionStats(): ConnectionStats {
+  return { calls: 0, operations: 0, timeouts: 0, errors: 0, late: 0, refused: 0, reloads: 0 };
+}
+
+/** Default `connectTimeoutMs`: long enough for a TLS handshake to a Redis in another zone, short enough to notice at start-up. */
+export const CONNECT_TIMEOUT_MS = 2000;
 
 export interface RedisConnectionOptions {
   /** An ioredis Redis or Cluster, or a node-redis (v4 or later) client or cluster. */
   client: unknown;
   /** Longest wait for an answer per call. */
   timeoutMs: number;
-  /** Most calls awaiting an answer; beyond it calls are refused instead of queueing. Default: no bound. */
+  /**
+   * How long calls wait for the client's first connection, from when the connection is made. Until the
+   * client has been ready once, calls are held (at most `maxInFlight` of them) and sent when it is;
+   * after this, and after any later disconnect, calls are refused at once. Default CONNECT_TIMEOUT_MS.
+   */
+  connectTimeoutMs?: number;
+  /** Most calls awaiting an answer (or the first connection); beyond it calls are refused instead of queueing. Default: no bound. */
   maxInFlight?: number;
   /** The feature's name, which starts every error message: 'RedisStore', 'RedisGuardState'. */
   owner: string;
@@ -53,7 +72,9 @@ export interface RedisConnectionOptions {
 /**
  * Called once per call: with the reply, or with `failed` true and the error (a SluiceError
  * ERR_SLUICE_STORE_UNAVAILABLE when refused or timed out; the client's error otherwise). `tag` is the
- * value given to `send`, so one function serves every call without a closure per call.
+ * value given to `send`, so one function serves every call without a closure per call. A failure that
+ * involved no I/O (a refusal) is delivered from a macrotask (setImmediate), never synchronously: a
+ * caller's tight `await` loop then still lets timers and sockets run, and sees Redis as soon as it is back.
  */
 export type Done<T> = (tag: T, reply: unknown, failed: boolean, err: unknown) => void;
 
@@ -61,6 +82,20 @@ interface Call<T> extends Pending {
   readonly done: Done<T>;
   readonly tag: T;
 }
+
+/** A call held until the client's first connection (or refused: then only done, tag and err matter). */
+interface Held {
+  readonly script: Script;
+  readonly keys: string[];
+  readonly args: string[];
+  readonly done: Done<any>;
+  readonly tag: unknown;
+  readonly operations: number;
+  err: unknown;
+}
+
+/** How often held calls look for the first connection (clients differ in the events they emit; all have a state to read). */
+const CONNECT_POLL_MS = 5;
 
 /** Replies that say a function library is not loaded on this server (Redis 7.0 to 8). */
 const FUNCTION_MISSING = /Function not found/i;
@@ -74,6 +109,7 @@ const message = (err: unknown): string => String((err as Error)?.message ?? err)
 export class RedisConnection {
   readonly owner: string;
   readonly timeoutMs: number;
+  readonly connectTimeoutMs: number;
   readonly maxInFlight: number;
   readonly stats: ConnectionStats;
   /** Whether the client is a cluster: every call's keys must then share one hash slot. */
@@ -86,14 +122,25 @@ export class RedisConnection {
   private functions: boolean;
   /** FUNCTION LOADs under way, by library, which every call that found its library missing awaits. */
   private readonly loading = new Map<string, Promise<unknown>>();
+  /** Whether the client has been ready once; until then (and connectBy) calls are held, not refused. */
+  private connected = false;
+  private readonly connectBy: number;
+  /** Calls held for the first connection, in order; undefined when there are none (the fast path's one check). */
+  private held: Held[] | undefined;
+  /** Refusals awaiting their macrotask. */
+  private refusals: Held[] = [];
+  private readonly deliverNow = () => this.deliver();
+  private readonly pollNow = () => this.poll();
 
   constructor(options: RedisConnectionOptions) {
     this.owner = options.owner;
     this.adapter = adapt(options.client, options.owner);
     this.cluster = this.adapter.cluster;
     this.timeoutMs = options.timeoutMs;
+    this.connectTimeoutMs = options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
+    this.connectBy = performance.now() + this.connectTimeoutMs;
     this.maxInFlight = options.maxInFlight ?? Infinity;
-    this.stats = options.stats ?? { calls: 0, timeouts: 0, errors: 0, refused: 0, reloads: 0 };
+    this.stats = options.stats ?? connectionStats();
     this.functions = this.adapter.functions !== undefined;
     this.deadlines = new Deadlines<Call<any>>(this.timeoutMs, (call) => {
       this.stats.timeouts++;
@@ -102,28 +149,47 @@ export class RedisConnection {
     this.adapter.onError(() => this.stats.errors++);
   }
 
-  /** Whether a call sent now goes to a connection (rather than being refused as not connected). */
+  /** Whether a call sent now goes to a connection (rather than being held or refused as not connected). */
   ready(): boolean {
     return this.adapter.ready();
   }
 
+  /**
+   * Resolves once the client is ready (at once if it is); rejects with ERR_SLUICE_STORE_UNAVAILABLE if
+   * it is not within `timeoutMs` (default connectTimeoutMs) of this call.
+   */
+  whenReady(timeoutMs: number = this.connectTimeoutMs): Promise<void> {
+    if (this.adapter.ready()) return Promise.resolve();
+    this.adapter.connectLazy();
+    const by = performance.now() + timeoutMs;
+    return new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (this.adapter.ready()) resolve();
+        else if (performance.now() >= by) reject(new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `${this.owner}: the Redis client did not connect within ${timeoutMs} ms${this.hint()}`));
+        else setTimeout(check, Math.min(CONNECT_POLL_MS, Math.max(1, by - performance.now())));
+      };
+      setTimeout(check, CONNECT_POLL_MS);
+    });
+  }
+
   /** Runs `script` on `keys` (one hash slot) with `args` within timeoutMs; see the file's comment. */
   run(script: Script, keys: string[], args: string[]): Promise<unknown> {
-    return new Promise((resolve, reject) => this.send(script, keys, args, settlePromise, { resolve, reject }));
+    return new Promise((resolve, reject) => this.send(script, keys, args, settlePromise, { resolve, reject }, 1));
   }
 
   /**
-   * `run` without a Promise: `done(tag, ...)` is called exactly once, synchronously when the call is
-   * refused, else when the reply, the error or the deadline comes. Returns whether the call was sent.
+   * `run` without a Promise, for a call that carries `operations` operations: `done(tag, ...)` is called
+   * exactly once, when the reply, the error or the deadline comes, or (from a macrotask) when the call
+   * is refused.
    */
-  send<T>(script: Script, keys: string[], args: string[], done: Done<T>, tag: T): boolean {
-    const stats = this.stats;
-    if (!this.adapter.ready() || this.inFlight >= this.maxInFlight) {
-      stats.refused++;
-      done(tag, undefined, true, this.refusal());
-      return false;
+  send<T>(script: Script, keys: string[], args: string[], done: Done<T>, tag: T, operations: number): void {
+    if (!this.adapter.ready() || this.inFlight >= this.maxInFlight || this.held !== undefined) {
+      this.hold(script, keys, args, done, tag, operations);
+      return;
     }
+    const stats = this.stats;
     stats.calls++;
+    stats.operations += operations;
     this.inFlight++;
     const call: Call<T> = { deadline: this.deadlines.deadline(), settled: false, done, tag };
     this.deadlines.add(call);
@@ -142,7 +208,77 @@ export class RedisConnection {
         else again.then((reply) => this.settle(call, reply, false, undefined), (err2: unknown) => this.settle(call, undefined, true, err2));
       },
     );
-    return true;
+    this.connected = true;
+  }
+
+  /** The slow path of send: hold the call for the first connection, or refuse it. */
+  private hold<T>(script: Script, keys: string[], args: string[], done: Done<T>, tag: T, operations: number): void {
+    const held: Held = { script, keys, args, done, tag, operations, err: undefined };
+    if (this.adapter.ready()) {
+      this.connected = true;
+      if (this.held !== undefined) this.release();
+      if (this.inFlight < this.maxInFlight) {
+        this.send(script, keys, args, done, tag, operations);
+        return;
+      }
+    } else if (!this.connected && performance.now() < this.connectBy) {
+      if (this.held === undefined) {
+        this.held = [];
+        this.adapter.connectLazy();
+        setTimeout(this.pollNow, CONNECT_POLL_MS);
+      }
+      if (this.inFlight + this.held.length < this.maxInFlight) {
+        this.held.push(held);
+        return;
+      }
+    }
+    this.refuse(held);
+  }
+
+  /** While calls are held: sends them once the client is ready, refuses them once connectBy has passed. */
+  private poll(): void {
+    if (this.held === undefined) return;
+    if (this.adapter.ready()) {
+      this.connected = true;
+      this.release();
+      return;
+    }
+    const left = this.connectBy - performance.now();
+    if (left > 0) {
+      setTimeout(this.pollNow, Math.min(CONNECT_POLL_MS, Math.ceil(left)));
+      return;
+    }
+    const held = this.held;
+    this.held = undefined;
+    for (const h of held) this.refuse(h);
+  }
+
+  /** Sends the held calls, in the order they came (the calls on one key keep their order). */
+  private release(): void {
+    const held = this.held!;
+    this.held = undefined;
+    for (const h of held) {
+      if (this.adapter.ready() && this.inFlight < this.maxInFlight) this.send(h.script, h.keys, h.args, h.done, h.tag, h.operations);
+      else this.refuse(h);
+    }
+  }
+
+  /** Counts a refusal and answers it from a macrotask, with the others of this turn. */
+  private refuse(held: Held): void {
+    this.stats.refused++;
+    held.err = this.refusal();
+    if (this.refusals.push(held) === 1) setImmediate(this.deliverNow);
+  }
+
+  private deliver(): void {
+    const refusals = this.refusals;
+    this.refusals = [];
+    for (const r of refusals) r.done(r.tag, undefined, true, r.err);
+  }
+
+  /** What to do about a client that never connected. */
+  private hint(): string {
+    return this.adapter.kind === 'node-redis' ? ' (a node-redis client connects when client.connect() is called)' : '';
   }
 
   private refusal(): SluiceError {
@@ -150,14 +286,19 @@ export class RedisConnection {
       'ERR_SLUICE_STORE_UNAVAILABLE',
       this.adapter.ready()
         ? `${this.owner}: ${this.inFlight} script calls unanswered ('maxInFlight' ${this.maxInFlight}); refusing more until Redis answers`
-        : `${this.owner}: the Redis client is not connected`,
+        : this.connected
+          ? `${this.owner}: the Redis client is not connected`
+          : `${this.owner}: the Redis client did not connect within 'connectTimeoutMs' ${this.connectTimeoutMs}${this.hint()}`,
     );
   }
 
   /** A call's answer, unless it has timed out meanwhile. */
   private settle<T>(call: Call<T>, reply: unknown, failed: boolean, err: unknown): void {
     this.inFlight--;
-    if (call.settled) return;
+    if (call.settled) {
+      if (!failed) this.stats.late++;
+      return;
+    }
     this.deadlines.settle(call, this.inFlight);
     if (failed) this.stats.errors++;
     call.done(call.tag, reply, failed, err);

@@ -12,13 +12,16 @@
 import { SluiceError, show } from '../../core/index.js';
 import type { ScriptRunner } from '../script-runner.js';
 import type { Store, TableSpec } from '../store.js';
-import { RedisConnection } from './connection.js';
+import { CONNECT_TIMEOUT_MS, connectionStats, RedisConnection } from './connection.js';
 import { checkOnError, type OnError } from './failure.js';
 import { scriptRunner } from './strategy.js';
 import { RedisTable, type RedisStoreStats, type StoreContext } from './table.js';
 
 export interface RedisStoreOptions {
-  /** An ioredis Redis or Cluster, or a node-redis (v4 or later) client or cluster, connected by you. */
+  /**
+   * An ioredis Redis or Cluster, or a node-redis (v4 or later) client or cluster. It need not be
+   * connected yet: calls wait for its first connection (see connectTimeoutMs).
+   */
   client: unknown;
   /** Start of every key: `<prefix>:{<id>}:<policy>`. No braces. Default 'sluice'. */
   prefix?: string;
@@ -33,11 +36,17 @@ export interface RedisStoreOptions {
   clock?: 'server' | 'client';
   /** Most operations per script call. Default 64. */
   maxBatch?: number;
-  /** Most script calls awaiting an answer; beyond it calls fail fast instead of queueing. Default 1024. */
+  /** Most script calls awaiting an answer (or the first connection); beyond it calls fail fast instead of queueing. Default 1024. */
   maxInFlight?: number;
+  /**
+   * How long calls wait for the client's first connection, counted from the store's creation: until then
+   * they are held and sent as soon as the client is ready; after it (and after any later disconnect) the
+   * failure policy answers at once. Default 2000 ms.
+   */
+  connectTimeoutMs?: number;
 }
 
-const KNOWN = new Set(['client', 'prefix', 'timeoutMs', 'onError', 'clock', 'maxBatch', 'maxInFlight']);
+const KNOWN = new Set(['client', 'prefix', 'timeoutMs', 'onError', 'clock', 'maxBatch', 'maxInFlight', 'connectTimeoutMs']);
 
 function invalid(message: string): never {
   throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `RedisStore ${message}`);
@@ -53,8 +62,8 @@ export class RedisStore implements Store {
   readonly prefix: string;
   readonly timeoutMs: number;
   readonly onError: OnError;
-  /** Counters for metrics: calls, operations, fallbacks (outage answers), timeouts, errors, refusals. */
-  readonly stats: RedisStoreStats = { calls: 0, operations: 0, fallbacks: 0, timeouts: 0, errors: 0, refused: 0, reloads: 0 };
+  /** Counters for metrics: calls, operations, fallbacks (outage answers), timeouts, errors, late replies, refusals, reloads. */
+  readonly stats: RedisStoreStats = { ...connectionStats(), fallbacks: 0 };
   /** The client this store was given: features that keep their own state on the same Redis (the guard's) use it. */
   readonly client: unknown;
   private readonly ctx: StoreContext;
@@ -80,8 +89,24 @@ export class RedisStore implements Store {
     this.client = options.client;
     const maxBatch = positiveInteger('maxBatch', options.maxBatch, 64);
     const maxInFlight = positiveInteger('maxInFlight', options.maxInFlight, 1024);
-    const connection = new RedisConnection({ client: options.client, timeoutMs, maxInFlight, owner: 'RedisStore', stats: this.stats });
+    const connectTimeoutMs = options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
+    if (typeof connectTimeoutMs !== 'number' || !Number.isFinite(connectTimeoutMs) || connectTimeoutMs < 0) {
+      invalid(`'connectTimeoutMs' must be a number of milliseconds, 0 or more, got ${show(connectTimeoutMs)}`);
+    }
+    const connection = new RedisConnection({ client: options.client, timeoutMs, connectTimeoutMs, maxInFlight, owner: 'RedisStore', stats: this.stats });
     this.ctx = { connection, prefix, onError, clientClock: clock === 'client', maxBatch, stats: this.stats };
+  }
+
+  /**
+   * Resolves once the client is connected (at once if it is), for a server that holds its start-up until
+   * Redis answers; rejects with ERR_SLUICE_STORE_UNAVAILABLE if it is not within `timeoutMs` (default
+   * connectTimeoutMs). Decisions need no such wait: they wait for the first connection themselves.
+   */
+  ready(timeoutMs?: number): Promise<void> {
+    if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0)) {
+      return Promise.reject(new SluiceError('ERR_SLUICE_INVALID_OPTION', `RedisStore ready(timeoutMs): must be a number of milliseconds, 0 or more, got ${show(timeoutMs)}`));
+    }
+    return this.ctx.connection.whenReady(timeoutMs);
   }
 
   bind(spec: TableSpec): RedisTable {

@@ -3,18 +3,29 @@
  * driver.lua): a packed integer for an allowed, undelayed verdict, else the verdict's fields.
  */
 import { combine, fromVerdict, type Verdict } from '../../core/index.js';
-import type { Policy } from '../../core/index.js';
+import type { Decision, Policy } from '../../core/index.js';
 import type { Op } from './batch.js';
 
-/** Resolves each operation of a batch from the script's reply; `verdicts` is scratch, one per policy. Throws on a malformed reply. */
-export function answer(ops: Op[], r: number[] | number, policies: readonly Policy[], verdicts: Verdict[]): void {
+/** Where the answers are remembered for an outage (insurance's last answers). */
+export interface AnswerMemory {
+  note(key: string, d: Decision): void;
+  reset(key: string): void;
+}
+
+/**
+ * Resolves each operation of a batch from the script's reply; `verdicts` is scratch, one per policy.
+ * Each decision is also given to `memory`, when there is one. Throws on a malformed reply.
+ */
+export function answer(ops: Op[], r: number[] | number, policies: readonly Policy[], verdicts: Verdict[], memory: AnswerMemory | undefined): void {
   const np = policies.length;
   if (typeof r === 'number') {
     // A lone allowed decision, packed into one integer (driver.lua's single()).
     const op = ops[0]!;
     if (ops.length !== 1 || np !== 1 || op.code !== 'd') throw new Error(`sluice internal: script replied one number for ${ops.length} operations`);
     unpack(r, verdicts[0]!);
-    op.resolve(fromVerdict(policies[0]!, verdicts[0]!, undefined) as never);
+    const d = fromVerdict(policies[0]!, verdicts[0]!, undefined);
+    if (memory !== undefined) memory.note(op.key, d);
+    op.resolve(d as never);
     return;
   }
   let i = 0;
@@ -22,11 +33,14 @@ export function answer(ops: Op[], r: number[] | number, policies: readonly Polic
     if (op.code === 'd' || op.code === 'a') {
       for (let j = 0; j < np; j++) i = read(r, i, verdicts[j]!);
       const leaseId = op.code === 'd' && op.arg > 0 && op.lease !== '' ? op.lease : undefined;
-      op.resolve((np === 1 ? fromVerdict(policies[0]!, verdicts[0]!, leaseId) : combine(policies, verdicts, leaseId)) as never);
+      const d = np === 1 ? fromVerdict(policies[0]!, verdicts[0]!, leaseId) : combine(policies, verdicts, leaseId);
+      if (memory !== undefined) memory.note(op.key, d);
+      op.resolve(d as never);
     } else if (op.code === 'r') {
       op.resolve((Number(r[i++]) === 1) as never);
     } else {
       i++;
+      if (memory !== undefined) memory.reset(op.key); // Redis forgot the key: so does insurance
       op.resolve(undefined as never);
     }
   }

@@ -4,7 +4,6 @@
  */
 import type { ScriptRunner } from '../script-runner.js';
 import type { TableSpec } from '../store.js';
-import { settlePromise } from './connection.js';
 import { Fallback } from './failure.js';
 import { escapeId, keyOf } from './keys.js';
 import { fileScript } from './scripts.js';
@@ -21,9 +20,7 @@ export function scriptRunner(ctx: StoreContext, spec: TableSpec): ScriptRunner {
       return fallback.decide(key, cost, undefined);
     },
     run(name, keys, args) {
-      return new Promise((resolve, reject) => {
-        if (connection.send(fileScript(name), keys, args, settlePromise, { resolve, reject })) stats.operations++;
-      });
+      return connection.run(fileScript(name), keys, args);
     },
   };
 }

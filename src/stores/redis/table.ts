@@ -13,13 +13,11 @@ import { batches, encode, type Code, type Op } from './batch.js';
 import type { ConnectionStats, RedisConnection } from './connection.js';
 import { Fallback, type OnError } from './failure.js';
 import { escapeId, keyOf, slotOf } from './keys.js';
-import { answer } from './reply.js';
+import { answer, type AnswerMemory } from './reply.js';
 import { scriptFor, takesLeases } from './scripts.js';
 import type { LibraryScript } from './script.js';
 
 export interface RedisStoreStats extends ConnectionStats {
-  /** Operations the script calls carried. */
-  operations: number;
   /** Operations answered by the failure policy. */
   fallbacks: number;
 }
@@ -42,6 +40,8 @@ export class RedisTable implements StoreTable {
   private readonly names: string[];
   private readonly leases: boolean;
   private readonly fallback: Fallback;
+  /** The fallback, when it remembers Redis's answers (insurance). */
+  private readonly memory: AnswerMemory | undefined;
   /** Scratch verdicts, one per policy, reused for every decoded answer. */
   private readonly verdicts: Verdict[];
   private readonly script: LibraryScript;
@@ -61,6 +61,7 @@ export class RedisTable implements StoreTable {
     this.leases = takesLeases(spec.policies);
     this.verdicts = spec.policies.map(() => new Verdict(0));
     this.fallback = new Fallback(ctx.onError, spec);
+    this.memory = this.fallback.last === undefined ? undefined : this.fallback;
   }
 
   decide(key: string, cost: number, leaseId: string | undefined): Promise<Decision> {
@@ -104,14 +105,14 @@ export class RedisTable implements StoreTable {
   private send(ops: Op[]): void {
     const ctx = this.ctx;
     const { keys, args } = encode(ops, this.leases, ctx.clientClock);
-    if (ctx.connection.send(this.script, keys, args, this.done, ops)) ctx.stats.operations += ops.length;
+    ctx.connection.send(this.script, keys, args, this.done, ops, ops.length);
   }
 
   /** A call's answer, or its failure (error, timeout, refusal). */
   private settle(ops: Op[], reply: unknown, failed: boolean, err: unknown): void {
     if (!failed) {
       try {
-        answer(ops, reply as number[] | number, this.policies, this.verdicts);
+        answer(ops, reply as number[] | number, this.policies, this.verdicts, this.memory);
         return;
       } catch (e) {
         err = e;

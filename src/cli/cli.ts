@@ -107,7 +107,7 @@ const simulate: Command = {
 /** Exit code for a config that does not validate (or a service that could not start). */
 export const EXIT_CONFIG = 1;
 
-const SERVE_KEYS = ['config', 'mergeDomainConfig', 'host', 'port', 'grpcPort', 'grpcMaxConnectionAgeMs', 'grpcMaxConnectionAgeGraceMs', 'grpcTlsCert', 'grpcTlsKey', 'grpcTlsClientCa', 'redis', 'redisCluster', 'redisSentinel', 'redisPerSecond', 'redisPrefix', 'redisUsername', 'redisPassword', 'redisTls', 'redisTlsCa', 'redisTimeoutMs', 'redisConnectTimeoutMs', 'failureMode', 'maxKeys', 'memoryOnFull', 'clock', 'maxBodyBytes', 'logLevel', 'watch', 'maxDetailedSeries', 'shadowMode', 'strictDomains', 'nearLimitRatio', 'demoUrl'] as const;
+const SERVE_KEYS = ['config', 'mergeDomainConfig', 'host', 'port', 'grpcPort', 'grpcMaxConnectionAgeMs', 'grpcMaxConnectionAgeGraceMs', 'grpcMaxConnectionIdleMs', 'grpcMaxConcurrentStreams', 'grpcKeepaliveTimeMs', 'grpcKeepaliveTimeoutMs', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxConnections', 'grpcTlsCert', 'grpcTlsKey', 'grpcTlsClientCa', 'redis', 'redisCluster', 'redisSentinel', 'redisPerSecond', 'redisPrefix', 'redisUsername', 'redisPassword', 'redisTls', 'redisTlsCa', 'redisTimeoutMs', 'redisConnectTimeoutMs', 'failureMode', 'maxKeys', 'memoryOnFull', 'clock', 'maxBodyBytes', 'logLevel', 'watch', 'maxDetailedSeries', 'shadowMode', 'strictDomains', 'nearLimitRatio', 'demoUrl'] as const;
 
 // The service's modules load only when a service command runs: they need the optional dependencies
 // (yaml, pino, prom-client), and `sluice demo` must work without them.

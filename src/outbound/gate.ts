@@ -47,6 +47,8 @@ export class Gate {
   private readonly releasePollMs: number;
   /** Names of the concurrency policies: a denial by one of them may end early, by a release. */
   private readonly leasePolicies: ReadonlySet<string>;
+  /** The longest window of the rate (not concurrency) policies; 0 when there are none. */
+  private readonly rateWindowMs: number;
 
   constructor(options: GateOptions) {
     const o = resolveGateOptions(options);
@@ -60,6 +62,7 @@ export class Gate {
     this.releasePollMs = o.releasePollMs;
     this.capacity = Math.min(...o.policies.map((p) => p.capacity));
     this.leasePolicies = new Set(o.policies.filter((p) => p.algorithm === 'concurrency').map((p) => p.name));
+    this.rateWindowMs = Math.max(0, ...o.policies.filter((p) => p.algorithm !== 'concurrency').map((p) => p.windowMs));
   }
 
   /** Calls waiting now, across all keys or for one key. */
@@ -195,6 +198,11 @@ export class Gate {
    * would outlast the upstream's reset wherever the local policy forgets more slowly than the upstream
    * (a sliding log against GitHub's fixed hour would stay blocked for an hour). A higher upstream count
    * changes nothing: other clients may share that budget, so it is no licence to speed up.
+   *
+   * None left and no reset given: the upstream's window is spent and its end unknown, so the key pauses
+   * for the longest window of the rate policies, the latest the upstream's window (if no longer) can turn.
+   * The local window alone is not enough: its boundary is on this process's clock, and when that runs
+   * ahead of the upstream's, the local window turns first and the next calls land in the spent one.
    */
   async observe(key: string, upstream: { remaining: number; resetAfterMs?: number | undefined }): Promise<void> {
     checkKey(key);
@@ -205,6 +213,7 @@ export class Gate {
       this.pause(key, resetAfterMs);
       return;
     }
+    if (remaining === 0 && resetAfterMs === undefined && this.rateWindowMs > 0) this.pause(key, this.rateWindowMs);
     const local = await this.limiter.get(key);
     if (local.remaining > remaining) await this.limiter.penalty(key, local.remaining - remaining);
   }

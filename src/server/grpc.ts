@@ -119,6 +119,21 @@ export interface GrpcServerOptions {
   readonly maxConnectionAgeGraceMs?: number;
   /** Serve over TLS (HTTP/2 by ALPN only); with `clientCa`, clients must present a certificate it signed. */
   readonly tls?: GrpcTls;
+  /** A connection with no call in flight for this long is sent GOAWAY (gRPC's MAX_CONNECTION_IDLE). 0: never. Default 0. */
+  readonly maxConnectionIdleMs?: number;
+  /** Calls in flight per connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS). Default Node's, 2^32 - 1. */
+  readonly maxConcurrentStreams?: number;
+  /** Every connection is pinged this often; a ping unanswered within `keepaliveTimeoutMs` closes it. 0: never. Default 0. */
+  readonly keepaliveTimeMs?: number;
+  /** Default 20,000. */
+  readonly keepaliveTimeoutMs?: number;
+  /**
+   * A connection that has not opened a call within this (a client that connects and sends nothing, or
+   * trickles its preface) is closed; over TLS, the handshake gets as long. 0: never. Default 0.
+   */
+  readonly firstCallTimeoutMs?: number;
+  /** Open connections held at most; one more is closed at once. Default: no cap. */
+  readonly maxConnections?: number;
 }
 
 /** PEM bytes of a certificate chain, its key, and optionally the CA that client certificates must chain to. */
@@ -135,8 +150,14 @@ function secureOptions(tls: GrpcTls): http2.SecureServerOptions {
 
 export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
   const { service, log, maxMessageBytes, serving, watchEveryMs = 1000, maxWatches = 1000, maxConnectionAgeMs = 0, maxConnectionAgeGraceMs = 0, tls } = options;
+  const { maxConnectionIdleMs = 0, maxConcurrentStreams, keepaliveTimeMs = 0, keepaliveTimeoutMs = 20_000, firstCallTimeoutMs = 0, maxConnections } = options;
+  const settings: http2.Settings = maxConcurrentStreams === undefined ? {} : { maxConcurrentStreams };
   // allowHTTP1 stays false: gRPC is HTTP/2 only, and ALPN then refuses an HTTP/1.1 client in the handshake.
-  const server = tls === undefined ? http2.createServer() : http2.createSecureServer(secureOptions(tls));
+  const server =
+    tls === undefined
+      ? http2.createServer({ settings })
+      : http2.createSecureServer({ ...secureOptions(tls), settings, ...(firstCallTimeoutMs > 0 ? { handshakeTimeout: firstCallTimeoutMs } : {}) });
+  if (maxConnections !== undefined) server.maxConnections = maxConnections;
   // A failed handshake (no client certificate, an unknown CA, plain text on the TLS port) costs that client its connection.
   server.on('tlsClientError', (e: Error) => log.debug({ err: e.message }, 'gRPC TLS handshake failed'));
   const watches = new Set<Watch>();
@@ -154,10 +175,47 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
         cut = setTimeout(() => session.destroy(), maxConnectionAgeGraceMs).unref();
       }, maxConnectionAgeMs * (0.9 + 0.2 * Math.random())).unref();
     }
+    // A client that connects and opens no call holds a socket for nothing: it gets firstCallTimeoutMs.
+    let first = firstCallTimeoutMs > 0 ? setTimeout(() => session.destroy(), firstCallTimeoutMs).unref() : undefined;
+    // MAX_CONNECTION_IDLE: the idle clock runs while no call is in flight.
+    let inFlight = 0;
+    let idle: NodeJS.Timeout | undefined;
+    const idleFrom = () => {
+      if (maxConnectionIdleMs > 0) idle = setTimeout(() => session.close(), maxConnectionIdleMs).unref();
+    };
+    idleFrom();
+    session.on('stream', (stream) => {
+      clearTimeout(first);
+      first = undefined;
+      clearTimeout(idle);
+      inFlight++;
+      stream.once('close', () => {
+        if (--inFlight === 0 && !session.closed && !session.destroyed) idleFrom();
+      });
+    });
+    // Keepalive: a peer that is gone (a half-open TCP connection) fails to answer a ping and is cut.
+    let pinger: NodeJS.Timeout | undefined;
+    if (keepaliveTimeMs > 0) {
+      pinger = setInterval(() => {
+        if (session.closed || session.destroyed) return;
+        const late = setTimeout(() => session.destroy(), keepaliveTimeoutMs).unref();
+        try {
+          session.ping((err) => {
+            clearTimeout(late);
+            if (err !== null) session.destroy();
+          });
+        } catch {
+          clearTimeout(late); // a ping could not be sent (the session is going away); nothing to wait for
+        }
+      }, keepaliveTimeMs).unref();
+    }
     session.once('close', () => {
       sessions.delete(session);
       clearTimeout(aged);
       clearTimeout(cut);
+      clearTimeout(first);
+      clearTimeout(idle);
+      clearInterval(pinger);
     });
   });
   // A client that breaks HTTP/2 (a bad preface, a protocol error) loses its connection, not the process.

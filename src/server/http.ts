@@ -8,7 +8,8 @@ import type { Server, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { Dashboard } from './dashboard.js';
-import { decodeCheck, decodeRlsJson, decodeRlsJsonFast, renderCheck, renderRlsJson, renderRlsJsonSized } from './json-codec.js';
+import { checkJsonDepth, decodeCheck, decodeRlsJson, decodeRlsJsonFast, renderCheck, renderRlsJson, renderRlsJsonSized } from './json-codec.js';
+import { REQUEST_BOUNDS } from './rls-request.js';
 import { BadRequest, StoreUnavailable } from './service.js';
 import type { RateLimitService, RequestDescriptor, RlsRequest, RlsResponse } from './service.js';
 
@@ -21,6 +22,16 @@ export interface HttpDeps {
   readonly ready: () => Promise<boolean>;
   /** True once shutdown began: /healthz and /readyz then answer 503 so load balancers drain us. */
   readonly stopping: () => boolean;
+  /** Connection limits; Node's own defaults (60 s for headers, 300 s for a request, no cap) when absent. */
+  readonly limits?: HttpLimits;
+}
+
+/** What a slow or greedy client may hold: see --headers-timeout-ms and its siblings in settings.ts. */
+export interface HttpLimits {
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly keepAliveTimeoutMs: number;
+  readonly maxConnections: number;
 }
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -150,6 +161,12 @@ export function createHttpServer(deps: HttpDeps): Server {
     if (fast !== undefined) return decide(res, kind, fast);
     let parsed: unknown;
     try {
+      // Measured before JSON.parse, and before anything recursive (JSON.stringify in a message) meets it.
+      checkJsonDepth(text, REQUEST_BOUNDS.maxJsonDepth);
+    } catch (e) {
+      return answerError(res, e);
+    }
+    try {
       parsed = JSON.parse(text);
     } catch (e) {
       return problem(res, 400, `the body is not valid JSON: ${(e as Error).message}`);
@@ -192,7 +209,11 @@ export function createHttpServer(deps: HttpDeps): Server {
       // where UTF-8 encodes character by character (v8::String::WriteUtf8, ~1 k instructions an answer).
       if (bytes === text.length) res.end(text, 'latin1');
       else res.end(text);
-    } else if (kind === 'json') send(res, 429, renderRlsJson(r), { 'content-type': 'application/json', 'retry-after': String(Math.max(1, Math.ceil(r.retryAfterMs / 1000))) });
+    } else if (kind === 'json') {
+      // No Retry-After for a request that can never pass (its reason says why): it would be a promise not kept.
+      const headers: Record<string, string> = r.reason !== undefined ? { 'content-type': 'application/json' } : { 'content-type': 'application/json', 'retry-after': String(Math.max(1, Math.ceil(r.retryAfterMs / 1000))) };
+      send(res, 429, renderRlsJson(r), headers);
+    }
     else send(res, ok ? 200 : 429, renderCheck(r), withRateHeaders(r));
   }
 
@@ -240,7 +261,20 @@ export function createHttpServer(deps: HttpDeps): Server {
     }
   }
 
-  const server = createServer({ IncomingMessage: ServeRequest }, (req, res) => {
+  const limits = deps.limits;
+  const options =
+    limits === undefined
+      ? { IncomingMessage: ServeRequest }
+      : {
+          IncomingMessage: ServeRequest,
+          headersTimeout: limits.headersTimeoutMs,
+          requestTimeout: limits.requestTimeoutMs,
+          keepAliveTimeout: limits.keepAliveTimeoutMs,
+          // Node checks the two timeouts every 30 s by default, which would let a slow client hold its socket
+          // for the timeout plus up to 30 s.
+          connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))),
+        };
+  const server = createServer(options, (req, res) => {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
@@ -282,10 +316,14 @@ export function createHttpServer(deps: HttpDeps): Server {
     }
     problem(res, 404, `no route ${method} ${path}; see / for the dashboard, POST /json, POST /v1/check, GET /nginx/<domain>, /healthz, /readyz (or /healthcheck), /metrics`);
   });
-  server.on('clientError', (err, socket) => {
-    // Malformed HTTP (bad request line, oversized headers): answer 400 instead of dropping silently.
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
-    log.debug({ err: err.message }, 'malformed HTTP request');
+  if (limits !== undefined) server.maxConnections = limits.maxConnections;
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    // A request too slow to arrive (--headers-timeout-ms, --request-timeout-ms) is 408; malformed HTTP (bad
+    // request line, oversized headers) is 400, instead of dropping silently.
+    const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+    if (socket.writable) socket.end(timedOut ? 'HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n' : 'HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+    else socket.destroy();
+    log.debug({ err: err.message }, timedOut ? 'HTTP request too slow' : 'malformed HTTP request');
   });
   return server;
 }

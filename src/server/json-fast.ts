@@ -4,6 +4,7 @@
  * Anything else is left to the general decoder (json-decode.ts), which decodes or rejects it.
  */
 import { internalized } from './intern.js';
+import { DESCRIPTOR, ENTRY, REQUEST } from './rls-request.js';
 import type { Entry } from './rules.js';
 import { MAX_UINT32 } from './service.js';
 import type { RequestDescriptor, RlsRequest } from './service.js';
@@ -15,6 +16,25 @@ const RBRACKET = 0x5d;
 const QUOTE = 0x22;
 const COMMA = 0x2c;
 const BACKSLASH = 0x5c;
+
+// Field names from the request's one description (rls-request.ts), and the compact form's fixed fragments.
+const DOMAIN = REQUEST.f.domain.name;
+const DESCRIPTORS = REQUEST.f.descriptors.name;
+const HITS = REQUEST.f.hitsAddend;
+const ENTRIES = DESCRIPTOR.f.entries.name;
+const DESCRIPTOR_HITS = DESCRIPTOR.f.hitsAddend;
+const KEY = ENTRY.f.key.name;
+const VALUE = ENTRY.f.value.name;
+/** `{"domain":"` */
+const OPEN = `{"${DOMAIN}":"`;
+/** `","descriptors":[{"entries":[{"key":"` */
+const TO_FIRST_KEY = `","${DESCRIPTORS}":[{"${ENTRIES}":[{"${KEY}":"`;
+/** `","value":"` */
+const TO_VALUE = `","${VALUE}":"`;
+/** `,{"key":"`: another entry */
+const NEXT_ENTRY = `,{"${KEY}":"`;
+/** `,{"entries":[{"key":"`: another descriptor */
+const NEXT_DESCRIPTOR = `,{"${ENTRIES}":[{"${KEY}":"`;
 
 /**
  * The common /json body straight from its text, without JSON.parse and decodeRlsJson: an object with
@@ -73,16 +93,16 @@ function decodeCompact(s: string): RlsRequest | undefined {
     key = kept.key;
     i = kept.text.length;
   } else {
-    if (!at(s, 0, '{"domain":"')) return undefined;
-    i = 11;
+    if (!at(s, 0, OPEN)) return undefined;
+    i = OPEN.length;
     let q = s.indexOf('"', i);
-    if (!plain(s, i, q) || !at(s, q, '","descriptors":[{"entries":[{"key":"')) return undefined;
+    if (!plain(s, i, q) || !at(s, q, TO_FIRST_KEY)) return undefined;
     const d = s.slice(i, q);
-    i = q + 37;
+    i = q + TO_FIRST_KEY.length;
     q = s.indexOf('"', i);
-    if (!plain(s, i, q) || !at(s, q, '","value":"')) return undefined;
+    if (!plain(s, i, q) || !at(s, q, TO_VALUE)) return undefined;
     const k = s.slice(i, q);
-    i = q + 11;
+    i = q + TO_VALUE.length;
     const head = keepHead(s.slice(0, i), d, k);
     domain = head.domain;
     key = head.key;
@@ -97,22 +117,22 @@ function decodeCompact(s: string): RlsRequest | undefined {
     i = q + 2;
     if (s.charCodeAt(i) === COMMA) {
       // Another entry of this descriptor.
-      if (!at(s, i, ',{"key":"')) return undefined;
-      i += 9;
+      if (!at(s, i, NEXT_ENTRY)) return undefined;
+      i += NEXT_ENTRY.length;
     } else {
       if (s.charCodeAt(i) !== RBRACKET || s.charCodeAt(i + 1) !== RBRACE) return undefined;
       i += 2;
       descriptors.push({ entries, limit: undefined, hitsAddend: undefined });
       if (s.charCodeAt(i) !== COMMA) break;
       // Another descriptor.
-      if (!at(s, i, ',{"entries":[{"key":"')) return undefined;
-      i += 21;
+      if (!at(s, i, NEXT_DESCRIPTOR)) return undefined;
+      i += NEXT_DESCRIPTOR.length;
       entries = [];
     }
     q = s.indexOf('"', i);
-    if (!plain(s, i, q) || !at(s, q, '","value":"')) return undefined;
+    if (!plain(s, i, q) || !at(s, q, TO_VALUE)) return undefined;
     key = s.slice(i, q);
-    i = q + 11;
+    i = q + TO_VALUE.length;
   }
   if (i + 2 !== s.length || s.charCodeAt(i) !== RBRACKET || s.charCodeAt(i + 1) !== RBRACE) return undefined;
   return { domain, descriptors, hitsAddend: 0 };
@@ -159,11 +179,11 @@ function scan(text: string): RlsRequest | undefined {
   do {
     const name = p.string();
     if (name === undefined || !p.colon()) return undefined;
-    if (name === 'domain' && domain === undefined) {
+    if (name === DOMAIN && domain === undefined) {
       if ((domain = p.string()) === undefined) return undefined;
-    } else if (name === 'descriptors' && descriptors === undefined) {
+    } else if (name === DESCRIPTORS && descriptors === undefined) {
       if ((descriptors = p.descriptors()) === undefined) return undefined;
-    } else if ((name === 'hits_addend' || name === 'hitsAddend') && hitsAddend === undefined) {
+    } else if ((name === HITS.name || name === HITS.json) && hitsAddend === undefined) {
       if ((hitsAddend = p.digits(MAX_UINT32)) === undefined) return undefined;
     } else return undefined;
   } while (p.comma());
@@ -241,9 +261,9 @@ class Scan {
       do {
         const name = this.string();
         if (name === undefined || !this.colon()) return undefined;
-        if (name === 'entries' && entries === undefined) {
+        if (name === ENTRIES && entries === undefined) {
           if ((entries = this.entries()) === undefined) return undefined;
-        } else if ((name === 'hits_addend' || name === 'hitsAddend') && hits === undefined) {
+        } else if ((name === DESCRIPTOR_HITS.name || name === DESCRIPTOR_HITS.json) && hits === undefined) {
           if ((hits = this.digits(Number.MAX_SAFE_INTEGER)) === undefined) return undefined;
         } else return undefined;
       } while (this.comma());
@@ -263,9 +283,9 @@ class Scan {
       do {
         const name = this.string();
         if (name === undefined || !this.colon()) return undefined;
-        if (name === 'key' && key === undefined) {
+        if (name === KEY && key === undefined) {
           if ((key = this.string()) === undefined) return undefined;
-        } else if (name === 'value' && value === undefined) {
+        } else if (name === VALUE && value === undefined) {
           if ((value = this.string()) === undefined) return undefined;
         } else return undefined;
       } while (this.comma());

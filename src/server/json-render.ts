@@ -114,8 +114,10 @@ export function renderRlsJsonSized(r: RlsResponse): RenderedJson {
       extraBytes += o.extraBytes;
     }
     if (s.limitRemaining !== 0) out += ',"limitRemaining":' + integerText(s.limitRemaining);
-    if (s.durationUntilResetMs !== 0) out += ',"durationUntilReset":"' + millisAsSeconds(s.durationUntilResetMs) + 's"}';
-    else out += '}';
+    if (s.durationUntilResetMs !== 0) out += ',"durationUntilReset":"' + millisAsSeconds(s.durationUntilResetMs) + 's"';
+    // Beyond Envoy's DescriptorStatus, and only on a status that can never pass: sluice says why.
+    if (s.reason !== undefined) out += ',"reason":"' + s.reason + '"';
+    out += '}';
   }
   const headers = r.headers;
   if (headers.length > 0) {
@@ -206,6 +208,7 @@ export function renderCheck(r: RlsResponse): string {
   return JSON.stringify({
     allowed: r.overallCode === 'OK',
     retryAfterMs: r.retryAfterMs,
+    ...(r.reason !== undefined ? { reason: r.reason } : {}),
     // Allowed: until the key's state is as if unused. Denied: until a retry of the same cost can pass.
     statuses: r.statuses.map((s) => ({
       rule: s.rule ?? null,
@@ -214,6 +217,7 @@ export function renderCheck(r: RlsResponse): string {
       remaining: s.limitRemaining,
       ...(s.code === 'OK' ? { resetAfterMs: s.durationUntilResetMs } : { retryAfterMs: s.durationUntilResetMs }),
       shadow: s.shadow,
+      ...(s.reason !== undefined ? { reason: s.reason } : {}),
     })),
   });
 }

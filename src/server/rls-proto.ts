@@ -18,6 +18,7 @@
  * left out (toWire set them, so protobufjs wrote them; a proto3 reader sees the same message either way).
  */
 import type { UnitName } from './config.js';
+import { DESCRIPTOR, ENTRY, OVERRIDE, REQUEST, UINT64_VALUE } from './rls-request.js';
 import { BadRequest } from './service.js';
 import type { RequestDescriptor, RlsRequest, RlsResponse } from './service.js';
 import type { Entry } from './rules.js';
@@ -32,6 +33,19 @@ const UNIT_BY_NUMBER: readonly (UnitName | undefined)[] = [undefined, 'SECOND', 
 
 /** Buffer's UTF-8 decoder, the one protobufjs reads strings with (invalid sequences become U+FFFD). */
 const utf8Slice = (Buffer.prototype as unknown as { utf8Slice(this: Uint8Array, start: number, end: number): string }).utf8Slice;
+
+// Tags and field numbers from the request's one description (rls-request.ts).
+const DOMAIN_TAG = REQUEST.f.domain.tag;
+const DESCRIPTORS = REQUEST.f.descriptors;
+const HITS_TAG = REQUEST.f.hitsAddend.tag;
+const ENTRIES = DESCRIPTOR.f.entries;
+const LIMIT = DESCRIPTOR.f.limit;
+const DESCRIPTOR_HITS = DESCRIPTOR.f.hitsAddend;
+const KEY = ENTRY.f.key;
+const VALUE = ENTRY.f.value;
+const REQUESTS_PER_UNIT_TAG = OVERRIDE.f.requestsPerUnit.tag;
+const UNIT_TAG = OVERRIDE.f.unit.tag;
+const UINT64_TAG = UINT64_VALUE.f.value.tag;
 
 let pos = 0;
 /** Bits 32-63 of the last varint read; only a UInt64Value needs them. */
@@ -117,7 +131,7 @@ function skip(b: Uint8Array, end: number, tag: number, at: number, known: number
 
 /** Decodes a RateLimitRequest (protobuf bytes, without the 5-byte gRPC prefix) into the service's request. Throws BadRequest on malformed bytes or invalid values. */
 export function decodeRateLimitRequest(bytes: Uint8Array): RlsRequest {
-  message = 'RateLimitRequest';
+  message = REQUEST.name;
   pos = 0;
   invalid = undefined;
   const end = bytes.length;
@@ -127,10 +141,10 @@ export function decodeRateLimitRequest(bytes: Uint8Array): RlsRequest {
   while (pos < end) {
     const at = pos;
     const tag = varint(bytes, end);
-    if (tag === 0x0a) domain = string(bytes, end, 1); // a later occurrence of a scalar replaces an earlier one
-    else if (tag === 0x12) descriptors.push(descriptor(bytes, messageEnd(bytes, end, 2), descriptors.length));
-    else if (tag === 0x18) hitsAddend = varint(bytes, end); // uint32: the low 32 bits, as protobufjs reads it
-    else skip(bytes, end, tag, at, 3);
+    if (tag === DOMAIN_TAG) domain = string(bytes, end, 1); // a later occurrence of a scalar replaces an earlier one
+    else if (tag === DESCRIPTORS.tag) descriptors.push(descriptor(bytes, messageEnd(bytes, end, DESCRIPTORS.number), descriptors.length));
+    else if (tag === HITS_TAG) hitsAddend = varint(bytes, end); // uint32: the low 32 bits, as protobufjs reads it
+    else skip(bytes, end, tag, at, REQUEST.known);
   }
   // fromWire ran after protobufjs had decoded everything: malformed bytes anywhere win over an invalid value.
   if (invalid !== undefined) throw new BadRequest(invalid);
@@ -167,46 +181,46 @@ function descriptor(b: Uint8Array, end: number, i: number): RequestDescriptor {
   while (pos < end) {
     const at = pos;
     const tag = varint(b, end);
-    if (tag === 0x0a) {
-      const stop = messageEnd(b, end, 1);
+    if (tag === ENTRIES.tag) {
+      const stop = messageEnd(b, end, ENTRIES.number);
       let key = '';
       let value = '';
       while (pos < stop) {
         const at = pos;
         const t = varint(b, stop);
-        if (t === 0x0a) key = string(b, stop, 1);
-        else if (t === 0x12) value = string(b, stop, 2);
-        else skip(b, stop, t, at, 2);
+        if (t === KEY.tag) key = string(b, stop, KEY.number);
+        else if (t === VALUE.tag) value = string(b, stop, VALUE.number);
+        else skip(b, stop, t, at, ENTRY.known);
       }
       entries.push({ key, value });
-    } else if (tag === 0x12) {
+    } else if (tag === LIMIT.tag) {
       // RateLimitOverride. A second one replaces the first whole (protobufjs), so both fields start over.
-      const stop = messageEnd(b, end, 2);
+      const stop = messageEnd(b, end, LIMIT.number);
       hasLimit = true;
       requestsPerUnit = 0;
       unit = 0;
       while (pos < stop) {
         const at = pos;
         const t = varint(b, stop);
-        if (t === 0x08) requestsPerUnit = varint(b, stop);
-        else if (t === 0x10) unit = varint(b, stop) | 0; // enums are int32
-        else skip(b, stop, t, at, 2);
+        if (t === REQUESTS_PER_UNIT_TAG) requestsPerUnit = varint(b, stop);
+        else if (t === UNIT_TAG) unit = varint(b, stop) | 0; // enums are int32
+        else skip(b, stop, t, at, OVERRIDE.known);
       }
-    } else if (tag === 0x1a) {
+    } else if (tag === DESCRIPTOR_HITS.tag) {
       // google.protobuf.UInt64Value: present with no value means 0, which fromWire passes on as 0.
-      const stop = messageEnd(b, end, 3);
+      const stop = messageEnd(b, end, DESCRIPTOR_HITS.number);
       hasHits = true;
       hitsLo = 0;
       hitsHi = 0;
       while (pos < stop) {
         const at = pos;
         const t = varint(b, stop);
-        if (t === 0x08) {
+        if (t === UINT64_TAG) {
           hitsLo = varint(b, stop);
           hitsHi = hi;
-        } else skip(b, stop, t, at, 1);
+        } else skip(b, stop, t, at, UINT64_VALUE.known);
       }
-    } else skip(b, end, tag, at, 3);
+    } else skip(b, end, tag, at, DESCRIPTOR.known);
   }
   let limit: RequestDescriptor['limit'];
   if (hasLimit) {

@@ -57,7 +57,7 @@ export async function startService(settings: Settings, options: StartOptions = {
   const dashboard = new Dashboard(() => service, options.sampleMs, settings.demoUrl);
   let stopping = false;
 
-  const http = createHttpServer({ service, metrics, dashboard, log, maxBodyBytes: settings.maxBodyBytes, ready: backing.ready, stopping: () => stopping });
+  const http = createHttpServer({ service, metrics, dashboard, log, maxBodyBytes: settings.maxBodyBytes, ready: backing.ready, stopping: () => stopping, limits: settings });
   await new Promise<void>((res, rej) => {
     http.once('error', rej);
     http.listen(settings.port, settings.host, () => res());
@@ -77,6 +77,12 @@ export async function startService(settings: Settings, options: StartOptions = {
       serving: async () => !stopping && (await backing.ready()),
       maxConnectionAgeMs: settings.grpcMaxConnectionAgeMs,
       maxConnectionAgeGraceMs: settings.grpcMaxConnectionAgeGraceMs,
+      maxConnectionIdleMs: settings.grpcMaxConnectionIdleMs,
+      maxConcurrentStreams: settings.grpcMaxConcurrentStreams,
+      keepaliveTimeMs: settings.grpcKeepaliveTimeMs,
+      keepaliveTimeoutMs: settings.grpcKeepaliveTimeoutMs,
+      firstCallTimeoutMs: settings.headersTimeoutMs,
+      maxConnections: settings.maxConnections,
       ...(tls === undefined ? {} : { tls }),
     });
     grpcPort = await grpcServer.listen(settings.host, settings.grpcPort);

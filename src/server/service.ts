@@ -16,6 +16,7 @@ import { UNITS } from './config.js';
 import type { UnitName } from './config.js';
 import { detailedKey, NEAR_LIMIT_RATIO, RuleStats } from './rule-stats.js';
 import { integerText } from './number-text.js';
+import { REQUEST_BOUNDS } from './rls-request.js';
 import { match, stateKey, valueMetricKey } from './rules.js';
 import type { Entry, Rule, RuleSet } from './rules.js';
 
@@ -62,7 +63,14 @@ export interface DescriptorStatus {
   readonly shadow: boolean;
   /** Set for a `quota_mode` rule: whether it is within or over its limit (over answers OK unless every quota is over). */
   readonly quota?: 'within' | 'over';
+  /**
+   * Why an OVER_LIMIT can never turn OK: 'cost-exceeds-capacity' when the hits are more than the rule ever
+   * admits (durationUntilResetMs is then 0: no wait helps). Undefined for an ordinary decision.
+   */
+  readonly reason?: StatusReason | undefined;
 }
+
+export type StatusReason = 'cost-exceeds-capacity';
 
 export interface RlsResponse {
   readonly overallCode: Code;
@@ -71,6 +79,11 @@ export interface RlsResponse {
   readonly headers: readonly (readonly [string, string])[];
   /** For HTTP answers: the longest wait any over-limit descriptor asks for. */
   readonly retryAfterMs: number;
+  /**
+   * 'cost-exceeds-capacity' when some descriptor's hits are more than its rule ever admits: the request can
+   * never pass, so the answer carries no Retry-After.
+   */
+  readonly reason?: StatusReason | undefined;
 }
 
 /** A request the service cannot decide: rendered as 400 or gRPC INVALID_ARGUMENT with this message. */
@@ -185,15 +198,21 @@ export class RateLimitService {
     }
     if (req.descriptors.length === 0) throw new BadRequest(`'descriptors' must not be empty`);
     const n = req.descriptors.length;
+    if (n > REQUEST_BOUNDS.maxDescriptors) throw new BadRequest(`the request holds ${n} descriptors; at most ${REQUEST_BOUNDS.maxDescriptors}`);
     const targets: Target[] = new Array(n);
     let replaced: Set<string> | undefined;
     for (let i = 0; i < n; i++) {
       const d = req.descriptors[i]!;
       if (d.entries.length === 0) throw new BadRequest(`descriptors[${i}]: 'entries' must not be empty`);
+      if (d.entries.length > REQUEST_BOUNDS.maxEntries) throw new BadRequest(`descriptors[${i}] holds ${d.entries.length} entries; at most ${REQUEST_BOUNDS.maxEntries}`);
       for (let j = 0; j < d.entries.length; j++) {
         const e = d.entries[j]!;
         if (e.key === '') throw new BadRequest(`descriptors[${i}].entries[${j}]: 'key' must not be empty`);
         if (e.value === '') throw new BadRequest(`descriptors[${i}].entries[${j}]: 'value' must not be empty`);
+        if (e.key.length > REQUEST_BOUNDS.maxTextLength || e.value.length > REQUEST_BOUNDS.maxTextLength) {
+          const which = e.key.length > REQUEST_BOUNDS.maxTextLength ? 'key' : 'value';
+          throw new BadRequest(`descriptors[${i}].entries[${j}]: '${which}' is ${e[which].length} characters long; at most ${REQUEST_BOUNDS.maxTextLength}`);
+        }
       }
       const node = match(domain.root, d.entries);
       const rule = node === undefined ? undefined : this.rules.rule(node.rule!);
@@ -232,7 +251,7 @@ export class RateLimitService {
   private overall(r: Answer): Answer {
     if (r.overallCode === 'OK' || !this.globalShadowMode) return r;
     this.globalShadowOverrides++;
-    return new Answer('OK', r.statuses, r.tightest, 0, false);
+    return new Answer('OK', r.statuses, r.tightest, 0, false, undefined);
   }
 
   /** A rule's target never changes while the rule lives, so it is built once, not per request. */
@@ -302,9 +321,10 @@ export class RateLimitService {
       }
     }
     if (hits > limiter.policies[0]!.capacity) {
-      // More hits than the rule can ever admit: over the limit, as Envoy would answer, with no retry time.
+      // More hits than the rule can ever admit: over the limit, as Envoy would answer, said plainly, and
+      // with no retry time (the library throws ERR_SLUICE_COST_EXCEEDS_CAPACITY for the same thing).
       stats.observe((monotonicClock() - t0) / 1000);
-      return this.over(stats, t, hits, shadow, 0, 0);
+      return this.over(stats, t, hits, shadow, 0, 0, 'cost-exceeds-capacity');
     }
     let decided: Decision | Promise<Decision>;
     try {
@@ -347,13 +367,14 @@ export class RateLimitService {
     return { code: 'OK', currentLimit: t.current, limitRemaining: d.remaining, durationUntilResetMs: d.resetAfterMs, rule: t.id, shadow: false };
   }
 
-  private over(stats: RuleStats, t: Target, hits: number, shadow: boolean, remaining: number, waitMs: number): DescriptorStatus {
+  private over(stats: RuleStats, t: Target, hits: number, shadow: boolean, remaining: number, waitMs: number, reason?: StatusReason): DescriptorStatus {
     stats.overLimit += hits;
     if (shadow) stats.shadowMode += hits;
     // quota_mode: over answers OK here; finish() denies when every quota of the request is over.
     if (!shadow && t.rule?.spec.quotaMode === true) {
       return { code: 'OK', currentLimit: t.current, limitRemaining: remaining, durationUntilResetMs: Math.ceil(waitMs), rule: t.id, shadow: false, quota: 'over' };
     }
+    if (reason !== undefined) return { code: shadow ? 'OK' : 'OVER_LIMIT', currentLimit: t.current, limitRemaining: remaining, durationUntilResetMs: 0, rule: t.id, shadow, reason };
     return { code: shadow ? 'OK' : 'OVER_LIMIT', currentLimit: t.current, limitRemaining: remaining, durationUntilResetMs: Math.ceil(waitMs), rule: t.id, shadow };
   }
 }
@@ -387,6 +408,7 @@ function finish(all: DescriptorStatus[]): Answer {
   let over = false;
   let retryAfterMs = 0;
   let tightest: DescriptorStatus | undefined;
+  let reason: StatusReason | undefined;
   let statuses = all;
   for (const s of all) {
     if (s.quota === 'over') {
@@ -398,10 +420,13 @@ function finish(all: DescriptorStatus[]): Answer {
     if (s.code === 'OVER_LIMIT') {
       over = true;
       if (s.durationUntilResetMs > retryAfterMs) retryAfterMs = s.durationUntilResetMs;
+      if (s.reason !== undefined) reason = s.reason;
     }
     if (s.currentLimit !== undefined && (tightest === undefined || s.limitRemaining < tightest.limitRemaining)) tightest = s;
   }
-  return new Answer(over ? 'OVER_LIMIT' : 'OK', statuses, tightest, retryAfterMs, over);
+  // A request that can never pass has no retry time to give, whatever its other descriptors say.
+  if (reason !== undefined) return new Answer('OVER_LIMIT', statuses, tightest, 0, false, reason);
+  return new Answer(over ? 'OVER_LIMIT' : 'OK', statuses, tightest, retryAfterMs, over, undefined);
 }
 
 /**
@@ -418,8 +443,9 @@ export class Answer implements RlsResponse {
     /** The status the RateLimit headers describe: the one with a limit and the least remaining. */
     readonly tightest: DescriptorStatus | undefined,
     readonly retryAfterMs: number,
-    /** Whether the headers carry Retry-After (not when global shadow mode answered OK). */
+    /** Whether the headers carry Retry-After (not when global shadow mode answered OK, nor when no wait helps). */
     private readonly retryAfter: boolean,
+    readonly reason: StatusReason | undefined = undefined,
   ) {}
 
   get headers(): readonly (readonly [string, string])[] {

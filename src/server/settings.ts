@@ -18,6 +18,22 @@ export interface Settings {
   grpcMaxConnectionAgeMs: number;
   /** After that GOAWAY, how long its calls in flight may go on before the connection is cut. */
   grpcMaxConnectionAgeGraceMs: number;
+  /** A gRPC connection with no call in flight for this long is sent GOAWAY (gRPC's MAX_CONNECTION_IDLE); 0 never. */
+  grpcMaxConnectionIdleMs: number;
+  /** Calls one gRPC connection may have in flight at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS). */
+  grpcMaxConcurrentStreams: number;
+  /** How often an idle gRPC connection is pinged to find a peer that is gone (gRPC's KEEPALIVE_TIME); 0 never. */
+  grpcKeepaliveTimeMs: number;
+  /** How long a ping's answer may take before the connection is closed (gRPC's KEEPALIVE_TIMEOUT). */
+  grpcKeepaliveTimeoutMs: number;
+  /** A connection (HTTP or gRPC) must have sent a request's headers within this, or it is closed. */
+  headersTimeoutMs: number;
+  /** An HTTP request must have arrived whole (headers and body) within this, or it is answered 408 and closed. */
+  requestTimeoutMs: number;
+  /** An idle HTTP keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** Open connections each listener (HTTP, gRPC) holds at most; one more is closed at once. */
+  maxConnections: number;
   /** PEM certificate chain and private key files: gRPC over TLS (HTTP/2 negotiated by ALPN). */
   grpcTlsCert: string | undefined;
   grpcTlsKey: string | undefined;
@@ -140,6 +156,54 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
     help: 'after that GOAWAY, how long calls in flight may go on before the connection is cut (default 3600000, 1 h)',
     parse: delayMs,
   },
+  grpcMaxConnectionIdleMs: {
+    flag: '--grpc-max-connection-idle-ms',
+    env: 'SLUICE_GRPC_MAX_CONNECTION_IDLE_MS',
+    help: "send GOAWAY to a gRPC connection with no call in flight for this long, as gRPC's MAX_CONNECTION_IDLE; 0 never (default 300000, 5 min)",
+    parse: delayMs,
+  },
+  grpcMaxConcurrentStreams: {
+    flag: '--grpc-max-concurrent-streams',
+    env: 'SLUICE_GRPC_MAX_CONCURRENT_STREAMS',
+    help: 'calls one gRPC connection may have in flight at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS) (default 1000)',
+    parse: int(1),
+  },
+  grpcKeepaliveTimeMs: {
+    flag: '--grpc-keepalive-time-ms',
+    env: 'SLUICE_GRPC_KEEPALIVE_TIME_MS',
+    help: "ping a gRPC connection that has been quiet this long, to find a peer that is gone, as gRPC's KEEPALIVE_TIME; 0 never (default 60000)",
+    parse: delayMs,
+  },
+  grpcKeepaliveTimeoutMs: {
+    flag: '--grpc-keepalive-timeout-ms',
+    env: 'SLUICE_GRPC_KEEPALIVE_TIMEOUT_MS',
+    help: "close a gRPC connection whose ping is not answered within this, as gRPC's KEEPALIVE_TIMEOUT (default 20000)",
+    parse: int(1),
+  },
+  headersTimeoutMs: {
+    flag: '--headers-timeout-ms',
+    env: 'SLUICE_HEADERS_TIMEOUT_MS',
+    help: "close a connection (HTTP or gRPC) that has not sent a request's headers within this; slow clients hold no socket for long (default 5000)",
+    parse: int(1),
+  },
+  requestTimeoutMs: {
+    flag: '--request-timeout-ms',
+    env: 'SLUICE_REQUEST_TIMEOUT_MS',
+    help: 'answer 408 and close an HTTP request that has not arrived whole (headers and body) within this (default 10000)',
+    parse: int(1),
+  },
+  keepAliveTimeoutMs: {
+    flag: '--keep-alive-timeout-ms',
+    env: 'SLUICE_KEEP_ALIVE_TIMEOUT_MS',
+    help: "close an idle HTTP keep-alive connection after this; longer than a load balancer's usual 60 s, so the gateway closes first (default 65000)",
+    parse: int(1),
+  },
+  maxConnections: {
+    flag: '--max-connections',
+    env: 'SLUICE_MAX_CONNECTIONS',
+    help: 'open connections each listener (HTTP, gRPC) holds at most; one more is closed at once (default 4096; keep ulimit -n above twice this)',
+    parse: int(1),
+  },
   grpcTlsCert: { flag: '--grpc-tls-cert', env: 'SLUICE_GRPC_TLS_CERT', help: 'PEM certificate chain: serve gRPC over TLS (with --grpc-tls-key; SIGHUP re-reads both)', parse: str },
   grpcTlsKey: { flag: '--grpc-tls-key', env: 'SLUICE_GRPC_TLS_KEY', help: 'PEM private key of --grpc-tls-cert', parse: str },
   grpcTlsClientCa: { flag: '--grpc-tls-client-ca', env: 'SLUICE_GRPC_TLS_CLIENT_CA', help: 'PEM CA: require client certificates it signed (mutual TLS)', parse: str },
@@ -233,6 +297,14 @@ export const DEFAULTS: Omit<Settings, 'config'> = {
   grpcPort: 8081,
   grpcMaxConnectionAgeMs: 86_400_000,
   grpcMaxConnectionAgeGraceMs: 3_600_000,
+  grpcMaxConnectionIdleMs: 300_000,
+  grpcMaxConcurrentStreams: 1000,
+  grpcKeepaliveTimeMs: 60_000,
+  grpcKeepaliveTimeoutMs: 20_000,
+  headersTimeoutMs: 5000,
+  requestTimeoutMs: 10_000,
+  keepAliveTimeoutMs: 65_000,
+  maxConnections: 4096,
   grpcTlsCert: undefined,
   grpcTlsKey: undefined,
   grpcTlsClientCa: undefined,
@@ -298,6 +370,9 @@ export function readSettings(args: readonly string[], env: NodeJS.ProcessEnv, al
   if (out.redisPerSecond !== undefined && backends.length === 0) throw new SettingsError(`--redis-per-second needs a main Redis (--redis, --redis-cluster or --redis-sentinel) for the rules of longer windows`);
   if ((out.grpcTlsCert === undefined) !== (out.grpcTlsKey === undefined)) {
     throw new SettingsError(`--grpc-tls-cert and --grpc-tls-key go together; only ${out.grpcTlsCert === undefined ? '--grpc-tls-key' : '--grpc-tls-cert'} was given`);
+  }
+  if ((out.requestTimeoutMs as number) < (out.headersTimeoutMs as number)) {
+    throw new SettingsError(`--request-timeout-ms (${out.requestTimeoutMs}) must be at least --headers-timeout-ms (${out.headersTimeoutMs}): a request's headers are part of it`);
   }
   if (out.grpcTlsClientCa !== undefined && out.grpcTlsCert === undefined) throw new SettingsError(`--grpc-tls-client-ca needs --grpc-tls-cert and --grpc-tls-key: mutual TLS is TLS first`);
   return out as unknown as Settings;

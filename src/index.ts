@@ -21,6 +21,7 @@ export type { LocalSyncOptions } from './distributed/local-sync.js';
 export type { Clock, MaybePromise } from './core/index.js';
 export type { Store, StoreTable, TableSpec } from './stores/store.js';
 export { coarseClock, monotonicClock } from './clock.js';
+export { openTelemetry, setTelemetry, type OpenTelemetryApi, type OpenTelemetryMeter, type Telemetry } from './telemetry.js';
 export {
   ALGORITHMS,
   compilePolicy,

@@ -16,6 +16,7 @@ import type { LeaseOptions } from './distributed/lease.js';
 import type { LocalSyncOptions } from './distributed/local-sync.js';
 import { instanceTag } from './runtime.js';
 import { MemoryStore } from './stores/memory.js';
+import { currentTelemetry, type Telemetry } from './telemetry.js';
 import type { Clock } from './core/types.js';
 import type { Store, StoreTable } from './stores/store.js';
 
@@ -42,6 +43,11 @@ export interface LimiterOptions {
   lease?: LeaseOptions;
   /** Options of strategy 'local-sync'. */
   localSync?: LocalSyncOptions;
+  /**
+   * Count decisions and time store calls in OpenTelemetry (`await openTelemetry()`). Default: what
+   * `setTelemetry()` set, else none (and then no cost: the store's table is used as it is).
+   */
+  telemetry?: Telemetry;
 }
 
 export interface LimitOptions {
@@ -58,7 +64,7 @@ export interface LimitOptions {
 /** Distinct per-call limits remembered per policy (each a compiled policy and its algorithm). */
 const OVERRIDES_KEPT = 256;
 
-const KNOWN_OPTIONS = new Set(['policy', 'policies', 'store', 'clock', 'strategy', 'denyCache', 'lease', 'localSync']);
+const KNOWN_OPTIONS = new Set(['policy', 'policies', 'store', 'clock', 'strategy', 'denyCache', 'lease', 'localSync', 'telemetry']);
 
 export class Limiter {
   readonly policies: readonly Policy[];
@@ -97,7 +103,12 @@ export class Limiter {
     this.algorithms = this.policies.map(createAlgorithm);
     this.overrides = this.policies.map(() => new Map());
     const spec = { policies: this.policies, algorithms: this.algorithms, clock };
-    this.table = bindStrategy(this.store, spec, { ...options, clockGiven: options.clock !== undefined });
+    const table = bindStrategy(this.store, spec, { ...options, clockGiven: options.clock !== undefined });
+    const telemetry = options.telemetry ?? currentTelemetry();
+    if (telemetry !== undefined && typeof telemetry?.instrument !== 'function') {
+      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'telemetry' must be what openTelemetry() returns, got ${show(telemetry)}`);
+    }
+    this.table = telemetry === undefined ? table : telemetry.instrument(table, storeName(this.store));
     this.capacity = Math.min(...this.policies.map((p) => p.capacity));
     this.leasePrefix = this.policies.some((p) => p.algorithm === 'concurrency')
       ? `${instanceTag()}.`
@@ -260,4 +271,10 @@ function checkKey(key: unknown): void {
   if (typeof key !== 'string' || key.length === 0) {
     throw new SluiceError('ERR_SLUICE_INVALID_KEY', `'key' must be a non-empty string, got ${show(key)}`);
   }
+}
+
+/** A store's name in metrics: its class name without "Store", lower-case ('memory', 'redis'). */
+function storeName(store: Store): string {
+  const name = (store as { constructor?: { name?: unknown } }).constructor?.name;
+  return typeof name === 'string' && name !== '' && name !== 'Object' ? name.replace(/Store$/, '').toLowerCase() || name : 'custom';
 }

@@ -16,7 +16,8 @@ export type SluiceErrorCode =
   | 'ERR_SLUICE_GUARD_SECRET'
   | 'ERR_SLUICE_NO_CLIENT_ADDRESS'
   | 'ERR_SLUICE_INVALID_GRAPHQL'
-  | 'ERR_SLUICE_STORE_UNAVAILABLE';
+  | 'ERR_SLUICE_STORE_UNAVAILABLE'
+  | 'ERR_SLUICE_OPENTELEMETRY_MISSING';
 
 export class SluiceError extends Error {
   readonly code: SluiceErrorCode;

@@ -7,6 +7,7 @@ import { Limiter } from '../limiter.js';
 import type { Policy, PolicyOptions } from '../core/index.js';
 import type { Clock } from '../core/types.js';
 import type { Store } from '../stores/store.js';
+import type { Telemetry } from '../telemetry.js';
 import type { DescriptorNode, DomainConfig, Level, RuleSpec, ServiceConfig } from './config.js';
 import { DEFAULT_MAX_DETAILED_SERIES, DetailedStats, RuleStats } from './rule-stats.js';
 
@@ -51,6 +52,8 @@ export interface RuleSetOptions {
   readonly clock?: Clock;
   /** Per `detailed_metric` rule, the most descriptor values given a series of their own (default 100). */
   readonly maxDetailedSeries?: number;
+  /** OpenTelemetry for the rules' limiters (their decisions by rule id, their store calls). */
+  readonly telemetry?: Telemetry | undefined;
 }
 
 export class RuleSet {
@@ -74,7 +77,7 @@ export class RuleSet {
           this.kept++;
           continue;
         }
-        const limiter = spec.policy === undefined ? undefined : new Limiter({ policy: toOptions(spec.policy), store: options.store, ...(options.clock ? { clock: options.clock } : {}) });
+        const limiter = spec.policy === undefined ? undefined : new Limiter({ policy: toOptions(spec.policy), store: options.store, ...(options.clock ? { clock: options.clock } : {}), ...(options.telemetry ? { telemetry: options.telemetry } : {}) });
         const detailed = perValue(spec) ? new DetailedStats(spec.domain, spec.id, cap) : undefined;
         this.rules.set(spec.id, new Rule(spec, limiter, new RuleStats(spec.domain, spec.id), detailed));
       }

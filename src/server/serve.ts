@@ -16,6 +16,7 @@ import type { GrpcTls } from './grpc.js';
 import { createHttpServer } from './http.js';
 import { createMetrics } from './metrics.js';
 import { RuleSet } from './rules.js';
+import { loadOpenTelemetry, openTelemetry, type OpenTelemetryApi, type Telemetry } from '../telemetry.js';
 import { RateLimitService } from './service.js';
 import { readSettingFile, SettingsError } from './settings.js';
 import type { Settings } from './settings.js';
@@ -49,9 +50,10 @@ export async function startService(settings: Settings, options: StartOptions = {
   const backing = await storeFromSettings(settings);
   // The memory store's clock: the library's default (coarse) unless --clock monotonic. Redis keeps its own time.
   const clock = settings.clock === 'monotonic' && backing.kind === 'memory' ? { clock: monotonicClock } : {};
-  const ruleOptions = { store: backing.store, maxDetailedSeries: settings.maxDetailedSeries, ...clock };
+  const telemetry = await serviceTelemetry(log);
+  const ruleOptions = { store: backing.store, maxDetailedSeries: settings.maxDetailedSeries, telemetry, ...clock };
   let rules = new RuleSet(config, ruleOptions);
-  const service = new RateLimitService(rules, { store: backing.store, localCache: backing.kind !== 'memory', globalShadowMode: settings.shadowMode, strictDomains: settings.strictDomains, nearLimitRatio: settings.nearLimitRatio, ...clock });
+  const service = new RateLimitService(rules, { store: backing.store, localCache: backing.kind !== 'memory', globalShadowMode: settings.shadowMode, strictDomains: settings.strictDomains, nearLimitRatio: settings.nearLimitRatio, telemetry, ...clock });
   const reloads = { ok: 0, failed: 0 };
   const metrics = createMetrics(() => service.allStats(), { reloads: () => reloads, globalShadowOverrides: () => service.globalShadowOverrides });
   const dashboard = new Dashboard(() => service, options.sampleMs, settings.demoUrl);
@@ -182,4 +184,21 @@ function readGrpcTls(settings: Settings): GrpcTls | undefined {
     throw new SettingsError(`--grpc-tls-cert ${settings.grpcTlsCert} with --grpc-tls-key ${settings.grpcTlsKey}${settings.grpcTlsClientCa === undefined ? '' : ` and --grpc-tls-client-ca ${settings.grpcTlsClientCa}`}: not a usable certificate, key and CA: ${(e as Error).message}`);
   }
   return tls;
+}
+
+/**
+ * OpenTelemetry for the service when @opentelemetry/api is installed and a MeterProvider is registered
+ * (e.g. `node --import @opentelemetry/auto-instrumentations-node/register`); otherwise none, at no cost.
+ */
+async function serviceTelemetry(log: Logger): Promise<Telemetry | undefined> {
+  let api: OpenTelemetryApi & { metrics: { getMeterProvider?(): unknown } };
+  try {
+    api = await loadOpenTelemetry();
+  } catch {
+    return undefined;
+  }
+  const provider = api.metrics.getMeterProvider?.();
+  if (provider === undefined || (provider as object).constructor?.name === 'NoopMeterProvider') return undefined;
+  log.info({ meter: 'sluice' }, 'OpenTelemetry metrics on: decisions (sluice.decisions) and store calls (sluice.store.duration)');
+  return openTelemetry(api);
 }

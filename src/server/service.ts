@@ -4,6 +4,7 @@
  * decided on its own rule, the overall code is OVER_LIMIT if any descriptor is, `replaces` drops the rules
  * it names, shadow mode answers OK but counts, `unlimited` answers OK with remaining 2^32-1.
  */
+import type { Telemetry } from '../telemetry.js';
 import { Limiter } from '../limiter.js';
 import { SluiceError } from '../core/index.js';
 import type { AlgorithmName, Decision } from '../core/index.js';
@@ -131,6 +132,8 @@ export interface ServiceOptions {
    * config then fails open, not shut).
    */
   readonly strictDomains?: boolean;
+  /** OpenTelemetry for the limit-override limiters (the rules' own get theirs from the RuleSet). */
+  readonly telemetry?: Telemetry | undefined;
 }
 
 export class RateLimitService {
@@ -283,7 +286,7 @@ export class RateLimitService {
     let o = this.overrides.get(id);
     if (o === undefined) {
       if (this.overrides.size >= MAX_OVERRIDES) this.overrides.delete(this.overrides.keys().next().value!);
-      const limiter = policy === undefined ? undefined : new Limiter({ policy: { name: id, ...policy }, store: this.options.store, ...(this.options.clock ? { clock: this.options.clock } : {}) });
+      const limiter = policy === undefined ? undefined : new Limiter({ policy: { name: id, ...policy }, store: this.options.store, ...(this.options.clock ? { clock: this.options.clock } : {}), ...(this.options.telemetry ? { telemetry: this.options.telemetry } : {}) });
       o = { limiter: limiter!, stats: new RuleStats(domain, id) };
       this.overrides.set(id, o);
     }

@@ -130,3 +130,32 @@ export function overrideConformance(name: string, makeStore: () => Store, runs =
 }
 
 export const memory = () => new MemoryStore();
+
+/** Several policies on a key, some overridden per call and some not, with a ban among them. */
+export function overrideSeveralConformance(name: string, makeStore: () => Store, runs = 50): void {
+  const policies: PolicyOptions[] = [
+    { name: 'tb', algorithm: 'token-bucket', limit: 5, window: WINDOW, burst: 3 },
+    { name: 'fw', algorithm: 'fixed-window', limit: 8, window: 4 * WINDOW, blockFor: 1500 },
+    { name: 'log', algorithm: 'sliding-log', limit: 6, window: 2 * WINDOW },
+  ];
+  test(`${name}: several policies with per-call limits on some decide as the memory store`, async () => {
+    await fc.assert(
+      fc.asyncProperty(stepsArb(policies[0]!), fc.array(fc.constantFrom('tb', 'fw', 'log'), { minLength: 30, maxLength: 30 }), async (steps, which) => {
+        let now = 0;
+        const clock = () => now;
+        const tested = new Limiter({ policies, store: makeStore(), clock });
+        const reference = new Limiter({ policies, store: new MemoryStore(), clock });
+        const prefix = `over-several:${Math.random().toString(36).slice(2)}:`;
+        for (const [i, s] of steps.entries()) {
+          now = s.at;
+          const limits = s.limit === undefined ? undefined : { [which[i]!]: s.limit };
+          const cost = Math.min(s.cost, 1);
+          const got = await tested.limit(prefix + s.key, { cost, limits });
+          const want = reference.limitSync(prefix + s.key, { cost, limits });
+          assert.deepEqual(comparable(got), comparable(want), `step ${i} ${JSON.stringify({ ...s, limits })}`);
+        }
+      }),
+      { numRuns: runs },
+    );
+  });
+}

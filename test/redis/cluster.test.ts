@@ -7,6 +7,8 @@ import { Limiter } from '../../src/index.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { escapeId, keyOf, slotOf } from '../../src/stores/redis/keys.js';
 import { storeConformance } from '../contracts/store-conformance.js';
+import { banConformance } from '../contracts/ban-conformance.js';
+import { overrideConformance, overrideSeveralConformance } from '../contracts/override-conformance.js';
 import { runPrefix, useCluster } from './harness.js';
 
 const ctx = useCluster();
@@ -16,6 +18,9 @@ const prefix = runPrefix('cluster');
 
 const runs = Number(process.env.CONF_RUNS ?? 15);
 storeConformance('redis cluster (ioredis)', () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }), { runs });
+overrideConformance('redis cluster (ioredis)', () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }), runs);
+banConformance('redis cluster (ioredis)', () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }), runs);
+overrideSeveralConformance('redis cluster (ioredis)', () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }));
 storeConformance('redis cluster (node-redis)', () => new RedisStore({ client: ctx.nr, prefix, clock: 'client', timeoutMs: 2000 }), { runs });
 
 test('redis cluster: the slot computed for a key is the one the cluster computes', async () => {

@@ -4,8 +4,10 @@
  * form driver.lua reads them.
  */
 
-/** d: decide, a: adjust, r: release, x: reset. */
-export type Code = 'd' | 'a' | 'r' | 'x';
+/** d: decide, o: decide with per-call limits, a: adjust, r: release, x: reset. */
+export type Code = 'd' | 'o' | 'a' | 'r' | 'x';
+
+import type { Policy } from '../../core/index.js';
 
 /** One operation awaiting its script call's answer. */
 export interface Op {
@@ -16,6 +18,9 @@ export interface Op {
   time: string;
   slot: number;
   keys: string[];
+  /** 'o': the policies the call decides with, and their limits as driver.lua reads them. */
+  policies: readonly Policy[] | undefined;
+  limits: string;
   resolve: (value: never) => void;
   reject: (err: unknown) => void;
 }
@@ -53,6 +58,7 @@ export function encode(ops: Op[], leases: boolean, clientClock: boolean): { keys
   if (!plain) {
     for (const op of ops) {
       args.push(op.code === 'd' ? String(op.arg) : op.code + op.arg);
+      if (op.code === 'o') args.push(op.limits);
       if (leases) args.push(op.lease);
       if (clientClock) args.push(op.time);
     }

@@ -9,8 +9,8 @@
  *   until its retryAfterMs, one Redis left r requests starts with at most r. Keys Redis never saw (or
  *   answered so long ago that their state is idle) start with the share.
  */
-import { createAlgorithm, makeDecision, SluiceError, show } from '../../core/index.js';
-import type { Decision, Policy } from '../../core/index.js';
+import { createAlgorithm, createOverride, makeDecision, SluiceError, show } from '../../core/index.js';
+import type { Algorithm, Decision, Policy } from '../../core/index.js';
 import { MemoryStore, type MemoryTable } from '../memory.js';
 import type { Clock, TableSpec } from '../store.js';
 import { LastAnswers, REMEMBER_KEYS } from './last-answers.js';
@@ -55,13 +55,17 @@ export class Fallback {
   /** Redis's last answers, under insurance with rememberKeys > 0: the table notes them, an outage starts from them. */
   readonly last: LastAnswers | undefined;
   private readonly clock: Clock;
+  private readonly insurancePolicies: readonly Policy[] | undefined;
+  private readonly insuranceAlgorithms: readonly Algorithm[] | undefined;
 
   constructor(readonly mode: OnError, spec: TableSpec) {
     this.policies = spec.policies;
     this.clock = spec.clock;
     if (typeof mode === 'object') {
       const policies = spec.policies.map((p) => sharedPolicy(p, mode.insurance));
-      this.insurance = new MemoryStore().bind({ policies, algorithms: policies.map(createAlgorithm), clock: spec.clock });
+      this.insurancePolicies = policies;
+      this.insuranceAlgorithms = policies.map(createAlgorithm);
+      this.insurance = new MemoryStore().bind({ policies, algorithms: this.insuranceAlgorithms, clock: spec.clock });
       const keys = mode.rememberKeys ?? REMEMBER_KEYS;
       if (keys > 0) this.last = new LastAnswers(keys);
     }
@@ -106,6 +110,21 @@ export class Fallback {
     if (now >= a.deniedUntil) return undefined;
     const d = insurance.decide(key, 0, undefined);
     return makeDecision(false, d.limit, 0, Math.max(d.resetAfterMs, a.deniedUntil - now), a.deniedUntil - now, 0, d.policy, undefined, STORE_ERROR);
+  }
+
+  /** decide() for a call with per-call limits: insurance holds `share` of the call's limits too. */
+  decideWith(key: string, cost: number, leaseId: string | undefined, policies: readonly Policy[]): Decision {
+    if (this.insurance === undefined) {
+      const p = policies[0]!;
+      return this.mode === 'open'
+        ? makeDecision(true, p.limit, 0, 0, 0, 0, p.name, leaseId, STORE_ERROR)
+        : makeDecision(false, p.limit, 0, 0, CLOSED_RETRY_MS, 0, p.name, undefined, STORE_ERROR);
+    }
+    const share = (this.mode as { insurance: number }).insurance;
+    const algorithms = policies.map((p, i) => (p === this.policies[i] ? this.insuranceAlgorithms![i]! : createOverride(this.insurancePolicies![i]!, sharedPolicy(p, share))));
+    const denied = this.last === undefined ? undefined : this.recall(this.insurance, key);
+    if (denied !== undefined) return denied;
+    return mark(this.insurance.decideWith(key, cost, leaseId, algorithms));
   }
 
   adjust(key: string, delta: number): Decision {

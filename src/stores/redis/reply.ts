@@ -30,10 +30,11 @@ export function answer(ops: Op[], r: number[] | number, policies: readonly Polic
   }
   let i = 0;
   for (const op of ops) {
-    if (op.code === 'd' || op.code === 'a') {
+    if (op.code === 'd' || op.code === 'a' || op.code === 'o') {
       for (let j = 0; j < np; j++) i = read(r, i, verdicts[j]!);
-      const leaseId = op.code === 'd' && op.arg > 0 && op.lease !== '' ? op.lease : undefined;
-      const d = np === 1 ? fromVerdict(policies[0]!, verdicts[0]!, leaseId) : combine(policies, verdicts, leaseId);
+      const leaseId = op.code !== 'a' && op.arg > 0 && op.lease !== '' ? op.lease : undefined;
+      const ps = op.policies ?? policies;
+      const d = np === 1 ? fromVerdict(ps[0]!, verdicts[0]!, leaseId) : combine(ps, verdicts, leaseId);
       if (memory !== undefined) memory.note(op.key, d);
       op.resolve(d as never);
     } else if (op.code === 'r') {
@@ -55,6 +56,7 @@ function unpack(packed: number, v: Verdict): void {
   v.resetAfterMs = packed - head * 4294967296;
   v.retryAfterMs = 0;
   v.delayMs = 0;
+  v.blocked = false;
 }
 
 /** Reads one policy's verdict at r[i] into v; returns the index after it. */
@@ -66,11 +68,15 @@ function read(r: number[], i: number, v: Verdict): number {
   }
   v.retryAfterMs = 0;
   v.delayMs = 0;
+  v.blocked = false;
   if (head < 0) {
     v.allowed = false;
     v.remaining = -head - 1;
     v.resetAfterMs = Number(r[i + 1]);
-    v.retryAfterMs = Number(r[i + 2]);
+    const retry = Number(r[i + 2]);
+    // A ban's retryAfterMs comes negated (driver.lua's reply()).
+    v.blocked = retry < 0;
+    v.retryAfterMs = retry < 0 ? -retry : retry;
     return i + 3;
   }
   v.allowed = true;

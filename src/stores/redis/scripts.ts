@@ -36,6 +36,20 @@ export function fileScript(name: string): Script {
   return defineScript(name, `${read('server-time')}\n${read(name)}`);
 }
 
+/**
+ * One policy's Lua constants. A ban wraps a fixed-size algorithm in BLOCKING (the sliding log keeps its
+ * own); `rescaled` is what a token bucket decides a per-call limit with (block.lua, token-bucket.lua).
+ */
+function policyFields(p: Policy): string {
+  const code = algorithmCode(p).code;
+  const wrap = (alg: string) => (p.block !== undefined && p.algorithm !== 'sliding-log' ? `BLOCKING(${alg})` : alg);
+  const fields = [`alg = ${wrap(`ALG['${code}']`)}`, `limit = ${p.limit}`, `windowMs = ${p.windowMs}`, `burst = ${p.burst}`, `delay = ${p.nodelay ? 0 : p.delay}`, `sub = ${p.buckets}`];
+  if (code === 'token-bucket' || code === 'leaky-meter') fields.push(`rescaled = ${wrap(`ALG['token-bucket-rescaled']`)}`);
+  const b = p.block;
+  if (b !== undefined) fields.push(`block = { duration = ${b.durationMs}, factor = ${b.factor}, max = ${b.maxMs}, decay = ${b.decayMs} }`);
+  return fields.join(', ');
+}
+
 /** Whether a table's operations carry lease ids: only concurrency policies take them. */
 export function takesLeases(policies: readonly Policy[]): boolean {
   return policies.some((p) => p.algorithm === 'concurrency');
@@ -52,9 +66,9 @@ export function scriptFor(policies: readonly Policy[], clientClock: boolean): Li
     `local LEASES = ${takesLeases(policies)}`,
     'local P = {',
     // delay 0 encodes nodelay for the shaper
-    ...policies.map((p) => `  { alg = ALG['${algorithmCode(p).code}'], limit = ${p.limit}, windowMs = ${p.windowMs}, burst = ${p.burst}, delay = ${p.nodelay ? 0 : p.delay}, sub = ${p.buckets} },`),
+    ...policies.map((p) => `  { ${policyFields(p)} },`),
     '}',
   ].join('\n');
-  const code = [read('prelude'), ...files.map(read), constants, read('driver')].join('\n');
+  const code = [read('prelude'), read('block'), ...files.map(read), constants, read('driver')].join('\n');
   return defineLibrary(policies.length === 1 ? algorithmCode(policies[0]!).code : 'multi', code);
 }

@@ -7,7 +7,7 @@
  * out, or cannot be sent gets the failure policy's answers.
  */
 import { SluiceError, Verdict } from '../../core/index.js';
-import type { Decision, Policy } from '../../core/index.js';
+import type { Algorithm, Decision, Policy } from '../../core/index.js';
 import type { StoreTable, TableSpec } from '../store.js';
 import { batches, encode, type Code, type Op } from './batch.js';
 import type { ConnectionStats, RedisConnection } from './connection.js';
@@ -68,6 +68,18 @@ export class RedisTable implements StoreTable {
     return this.enqueue<Decision>('d', key, cost, leaseId ?? '');
   }
 
+  /** decide() with per-call limits: the script builds (and keeps) the policies they name (driver.lua's variants()). */
+  decideWith(key: string, cost: number, leaseId: string | undefined, algorithms: readonly Algorithm[]): Promise<Decision> {
+    const policies = algorithms.map((a) => a.policy);
+    let limits = '';
+    for (let i = 0; i < policies.length; i++) {
+      const p = policies[i]!;
+      if (i > 0) limits += ',';
+      if (p !== this.policies[i]) limits += `${p.limit}:${p.burst}`;
+    }
+    return this.enqueue<Decision>('o', key, cost, leaseId ?? '', policies, limits);
+  }
+
   adjust(key: string, delta: number): Promise<Decision> {
     return this.enqueue<Decision>('a', key, delta, '');
   }
@@ -80,14 +92,14 @@ export class RedisTable implements StoreTable {
     return this.enqueue<void>('x', key, 0, '');
   }
 
-  private enqueue<T>(code: Code, key: string, arg: number, lease: string): Promise<T> {
+  private enqueue<T>(code: Code, key: string, arg: number, lease: string, policies?: readonly Policy[], limits = ''): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const id = escapeId(key);
       const names = this.names;
       const keys = names.length === 1 ? [keyOf(this.ctx.prefix, id, names[0]!)] : names.map((n) => keyOf(this.ctx.prefix, id, n));
       const slot = this.ctx.connection.cluster ? slotOf(id) : 0;
       const time = this.ctx.clientClock ? String(this.spec.clock()) : '';
-      this.queue.push({ code, key, arg, lease, time, slot, keys, resolve: resolve as (v: never) => void, reject });
+      this.queue.push({ code, key, arg, lease, time, slot, keys, policies, limits, resolve: resolve as (v: never) => void, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         process.nextTick(this.flushNow);
@@ -128,6 +140,7 @@ export class RedisTable implements StoreTable {
     this.ctx.stats.fallbacks += ops.length;
     for (const op of ops) {
       if (op.code === 'd') op.resolve(f.decide(op.key, op.arg, op.lease === '' ? undefined : op.lease) as never);
+      else if (op.code === 'o') op.resolve(f.decideWith(op.key, op.arg, op.lease === '' ? undefined : op.lease, op.policies!) as never);
       else if (op.code === 'a') op.resolve(f.adjust(op.key, op.arg) as never);
       else if (op.code === 'r') op.resolve(f.release(op.key, op.lease) as never);
       else {

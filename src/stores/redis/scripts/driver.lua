@@ -7,12 +7,13 @@
 -- ARGV: empty when every operation is a decision of cost 1 and the table sends neither lease ids nor
 --       times (the common case: nothing per operation to send, build or parse). Otherwise, per
 --       operation: the cost of a decision as a plain number (parsed with one call), or
---       '<code><number>': 'a' adjust (delta), 'r' release, 'x' reset; then its lease id if LEASES, then
---       its time in ms if CLIENT_TIME.
+--       '<code><number>': 'o' decide with per-call limits (cost), 'a' adjust (delta), 'r' release,
+--       'x' reset; for 'o' then its limits, per policy '<limit>:<burst>' or '' (the policy's own) joined
+--       by ','; then its lease id if LEASES, then its time in ms if CLIENT_TIME.
 -- Reply: flat integers; every one costs Redis time to send, so the common case is short. Per decide or
 --        adjust, per policy: allowed and undelayed, when remaining + 1 < 2^21 and resetAfterMs < 2^32 (so
 --        the sum is exact in a double): the one integer (remaining + 1) * 2^32 + resetAfterMs; denied:
---        -(remaining + 1), resetAfterMs, retryAfterMs; any other allowed verdict: 0, remaining,
+--        -(remaining + 1), resetAfterMs, retryAfterMs (negated for a ban); any other allowed verdict: 0, remaining,
 --        resetAfterMs, delayMs. Per release: 1 if the lease was held. Per reset: 0.
 --        A call of one decision that single() takes replies with that one integer alone, not in a table:
 --        Redis turns a table reply into protocol with a lookup of each of its special fields first.
@@ -23,7 +24,9 @@ local np = #P
 -- Scratch, reused by every operation of every call: each operation's verdicts and loaded states.
 local V, ST = {}, {}
 for i = 1, np do V[i] = { next = {} } end
-local READY, PREFETCH = false, true
+local READY, PREFETCH, BANS = false, true, false
+-- Per-call limits seen, by their ARGV text: the policies each decides with (variant()).
+local VARIANTS = {}
 -- Whether a one-key call without arguments can take single(): one fixed-size policy, Redis time.
 local SINGLE = false
 -- What single() reads on every call, looked up once by prepare(): the one policy, its verdict, its
@@ -39,8 +42,10 @@ local function prepare()
   for i = 1, np do
     P[i].alg.init(P[i])
     if not P[i].n then PREFETCH = false end -- not fixed-size state: read by the algorithm itself
+    if P[i].block then BANS = true end
   end
-  SINGLE = np == 1 and P[1].n ~= nil and not CLIENT_TIME
+  -- A ban writes on a denial, which single() and the inline path never do.
+  SINGLE = np == 1 and P[1].n ~= nil and not CLIENT_TIME and not BANS
   if SINGLE then
     P1, V1, NEXT1 = P[1], V[1], V[1].next
     EVALUATE1, IDLE1, BUF1, SIZE1, LAYOUT1 = P1.alg.evaluate, P1.alg.idle, P1.buf, P1.n, P1.layout
@@ -65,7 +70,7 @@ local function reply(v, out, n)
   if not v.allowed then
     out[n + 1] = -(v.remaining + 1)
     out[n + 2] = v.reset
-    out[n + 3] = v.retry
+    if v.blocked then out[n + 3] = -v.retry else out[n + 3] = v.retry end
     return n + 3
   end
   local head, reset = v.remaining + 1, v.reset
@@ -80,11 +85,12 @@ local function reply(v, out, n)
   return n + 4
 end
 
--- One decision of every policy on the keys at keys[k + 1 .. k + np]; appends its reply to out[n + 1 ..].
-local function decide(keys, k, now, cost, lease, out, n)
+-- One decision of every policy (PL: P, or a call's per-call limits) on the keys at keys[k + 1 .. k + np];
+-- appends its reply to out[n + 1 ..].
+local function decide(PL, keys, k, now, cost, lease, out, n)
   local all = true
   for i = 1, np do
-    local p, ki = P[i], k + i
+    local p, ki = PL[i], k + i
     local st = load(p, keys[ki], ki)
     ST[i] = st
     p.alg.evaluate(p, st, now, cost, V[i])
@@ -93,11 +99,47 @@ local function decide(keys, k, now, cost, lease, out, n)
   if all and cost > 0 then
     for i = 1, np do
       local ki = k + i
-      commit(P[i], keys[ki], ki, ST[i], now, cost, lease, V[i])
+      commit(PL[i], keys[ki], ki, ST[i], now, cost, lease, V[i])
+    end
+  elseif BANS and cost > 0 then
+    -- The bans this denial starts (blockFor): the one state a denial writes.
+    for i = 1, np do
+      local v = V[i]
+      if v.bans then
+        local p, ki = PL[i], k + i
+        if p.n then slab_save(keys[ki], ki, v.next, p.n, p.layout, p.alg.idle(p, v.next), now)
+        else p.alg.ban(p, keys[ki], ST[i], now, v) end
+      end
     end
   end
   for i = 1, np do n = reply(V[i], out, n) end
   return n
+end
+
+-- The policies a call with per-call limits decides with, from its ARGV text (twin of core/override.ts:
+-- the JS side has validated and scaled them; a shaper's undelayed share is capped by its burst).
+local function variants(spec)
+  local PL = VARIANTS[spec]
+  if PL then return PL end
+  PL = {}
+  local i = 1
+  for part in string.gmatch(spec .. ',', '([^,]*),') do
+    local b = P[i]
+    if part == '' then
+      PL[i] = b
+    else
+      local colon = string.find(part, ':', 1, true)
+      local limit, burst = tonumber(string.sub(part, 1, colon - 1)), tonumber(string.sub(part, colon + 1))
+      local p = { alg = b.alg, limit = limit, windowMs = b.windowMs, burst = burst, delay = b.delay, sub = b.sub, block = b.block, unit = b.limit }
+      if p.delay ~= 0 and p.delay > burst then p.delay = burst end
+      if b.rescaled and limit ~= b.limit then p.alg = b.rescaled end
+      p.alg.init(p)
+      PL[i] = p
+    end
+    i = i + 1
+  end
+  VARIANTS[spec] = PL
+  return PL
 end
 
 -- Adjusts every policy's state on the keys at keys[k + 1 .. k + np] by delta, without a limit check.
@@ -178,17 +220,21 @@ local function run(KEYS, ARGV)
   -- SET is about as costly as the SET itself, and every call and argument is a few more VM instructions.
   -- It does what decide() + commit() + reply() do, in the same order.
   local p1 = P[1]
-  local inline = np == 1 and p1.n
+  local inline = np == 1 and p1.n and not BANS
   local evaluate, idle, size, layout, s, v = p1.alg.evaluate, p1.alg.idle, p1.n, p1.layout, p1.buf, V[1]
   local nx = v.next
   local k, a = 0, 1
   while k < nk do
-    local code, arg, lease = 'd', 1, ''
+    local code, arg, lease, spec = 'd', 1, '', ''
     if not plain then
       local op = ARGV[a]
       arg = tonumber(op)
       if not arg then code, arg = string.sub(op, 1, 1), tonumber(string.sub(op, 2)) end
       a = a + 1
+      if code == 'o' then
+        spec = ARGV[a]
+        a = a + 1
+      end
       if LEASES then
         lease = ARGV[a]
         a = a + 1
@@ -233,10 +279,12 @@ local function run(KEYS, ARGV)
         end
       end
     elseif code == 'd' then
-      n = decide(KEYS, k, now, arg, lease, out, n)
+      n = decide(P, KEYS, k, now, arg, lease, out, n)
+    elseif code == 'o' then
+      n = decide(variants(spec), KEYS, k, now, arg, lease, out, n)
     elseif code == 'a' then
       if arg ~= 0 then adjust(KEYS, k, now, arg) end
-      n = decide(KEYS, k, now, 0, '', out, n)
+      n = decide(P, KEYS, k, now, 0, '', out, n)
     elseif code == 'r' then
       local held = 0
       for i = 1, np do

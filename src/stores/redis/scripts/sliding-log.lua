@@ -10,11 +10,16 @@ local function save_packed(key, packed, idle, now)
   end
 end
 
+-- A banning policy's log starts with a header pair: [ban end, bans counted] (block.lua).
 local function log_load(p, key)
   local raw = redis.call('GET', key)
   if not raw or #raw % 16 ~= 0 then return nil end
-  local st = { times = {}, costs = {}, sum = 0 }
+  local st = { times = {}, costs = {}, sum = 0, ban_e = 0, ban_c = 0 }
   local pos, n = 1, 0
+  if p.block then
+    if #raw == 0 then return nil end
+    st.ban_e, st.ban_c, pos = struct.unpack('dd', raw, 1)
+  end
   while pos <= #raw do
     local t, c
     t, c, pos = struct.unpack('dd', raw, pos)
@@ -59,13 +64,21 @@ local function log_prune(p, st, now)
 end
 
 local function log_save(p, key, st, now)
-  if st.n == 0 then
+  local idle = -INF
+  if st.n > 0 then idle = st.times[st.n] + p.windowMs end
+  local parts = {}
+  if p.block then
+    local e, c = st.ban_e or 0, st.ban_c or 0
+    local b = ban_idle(p.block, e, c)
+    if b > idle then idle = b end
+    parts[1] = struct.pack('dd', e, c)
+  end
+  if idle <= now then
     redis.call('DEL', key)
     return
   end
-  local parts = {}
-  for i = 1, st.n do parts[i] = struct.pack('dd', st.times[i], st.costs[i]) end
-  save_packed(key, table.concat(parts), st.times[st.n] + p.windowMs, now)
+  for i = 1, st.n do parts[#parts + 1] = struct.pack('dd', st.times[i], st.costs[i]) end
+  save_packed(key, table.concat(parts), idle, now)
 end
 
 local function log_commit(p, key, st, now, cost)
@@ -84,10 +97,7 @@ local function log_commit(p, key, st, now, cost)
   log_save(p, key, st, raw)
 end
 
-ALG['sliding-log'] = {
-  init = function(p) end,
-  load = log_load,
-  evaluate = function(p, st, now, cost, v)
+local function log_evaluate(p, st, now, cost, v)
     v.delay = 0
     if st == nil then
       v.allowed = cost <= p.limit
@@ -118,6 +128,34 @@ ALG['sliding-log'] = {
       i = i + 1
     end
     v.retry = retry_ms(st.times[i - 1] + p.windowMs - now)
+end
+
+ALG['sliding-log'] = {
+  init = function(p) end,
+  load = log_load,
+  evaluate = function(p, st, now, cost, v)
+    if not p.block then return log_evaluate(p, st, now, cost, v) end
+    v.bans = false
+    local e = 0
+    if st then e = st.ban_e end
+    if now < e then
+      v.reset = 0
+      banned(v, now, e)
+      return
+    end
+    v.blocked = false
+    log_evaluate(p, st, now, cost, v)
+    if v.allowed or cost == 0 then return end
+    local ms = 0
+    if st then ms = ban_length(p.block, ban_remembered(p.block, st.ban_c, st.ban_e, now)) else ms = ban_length(p.block, 0) end
+    v.bans = true
+    start_ban(v, now, ms)
+  end,
+  ban = function(p, key, st, now, v)
+    st = st or { times = {}, costs = {}, sum = 0, n = 0, ban_e = 0, ban_c = 0 }
+    local ms, count = ban_length(p.block, ban_remembered(p.block, st.ban_c, st.ban_e, now))
+    st.ban_e, st.ban_c = now + ms, count
+    log_save(p, key, st, now)
   end,
   commit = function(p, key, st, now, cost, lease, v) log_commit(p, key, st, now, cost) end,
   adjust = function(p, key, st, now, delta)

@@ -19,7 +19,7 @@ import { compilePolicies } from '../core/policy.js';
 import { emitWarning, nodeEnv, randomUnit, unrefTimer } from '../runtime.js';
 import { MemoryStore } from '../stores/memory.js';
 import { isPromise, type MaybePromise } from '../core/maybe-promise.js';
-import type { Clock, Decision } from '../core/types.js';
+import type { Clock, Decision, Policy } from '../core/types.js';
 import type { Store, StoreTable } from '../stores/store.js';
 import { FailureRateMonitor } from './anomaly.js';
 import { checkOutcome, tagAttemptRecalling, type AttemptTagger, type LoginAttempt, type LoginOutcome, type TaggedAttempt } from './attempt.js';
@@ -30,7 +30,7 @@ import { MemoryGuardState } from './memory-state.js';
 import { resolveOptions, type GuardConfig, type GuardOptions } from './options.js';
 import { RecentAttempts } from './recent-attempts.js';
 import { Reputation } from './reputation.js';
-import { guardStateOf, judgePath, type AccountView, type GuardState, type JudgedFailure, type Path, type SourceSpec, type SourceView } from './state.js';
+import { guardStateOf, judgePath, type AccountView, type GuardState, type JudgedFailure, type LoginPort, type Path, type SourceReads, type SourceSpec, type SourceView } from './state.js';
 
 /** What `guard.record` reports back: whether the failure counted (a repeated wrong password does not). */
 export interface RecordResult {
@@ -70,6 +70,10 @@ export class Guard {
   private readonly subnetBucket: StoreTable;
   private readonly pairBucket: StoreTable;
   private readonly backoff: BackoffSchedule;
+  /** The state and buckets the memory path decides on (the state's and the store's). */
+  private readonly parts: Parts;
+  /** On a RedisStore's own state: the logins' batched reads and writes, with the buckets in the state's keys. */
+  private readonly login: LoginPort | undefined;
   private readonly sourceSpec: SourceSpec;
   /** With `anomalyScope: 'fleet'`: the timer that shares the anomaly counts (unref'd; close() stops it). */
   private syncTimer: ReturnType<typeof setInterval> | undefined;
@@ -121,15 +125,30 @@ export class Guard {
     if (typeof this.store !== 'object' || this.store === null || typeof this.store.bind !== 'function') {
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'store' must be a sluice store such as new MemoryStore(), got ${show(this.store)}`);
     }
-    const bucket = (name: string, limit: number, window: string) => {
-      const policies = compilePolicies([{ name, algorithm: 'token-bucket', limit, window }]);
-      return this.store.bind({ policies, algorithms: policies.map(createAlgorithm), clock: this.clock });
-    };
-    this.ipBucket = bucket('guard-ip', c.ipFailuresPerDay, '1d');
-    this.subnetBucket = bucket('guard-subnet', c.subnetFailuresPerDay, '1d');
-    this.pairBucket = bucket('guard-pair', c.pairFailuresPerHour, '1h');
+    const policy = (name: string, limit: number, window: string) => compilePolicies([{ name, algorithm: 'token-bucket', limit, window }])[0]!;
+    const bind = (p: Policy) => this.store.bind({ policies: [p], algorithms: [createAlgorithm(p)], clock: this.clock });
+    const ipPolicy = policy('guard-ip', c.ipFailuresPerDay, '1d');
+    const subnetPolicy = policy('guard-subnet', c.subnetFailuresPerDay, '1d');
+    const pairPolicy = policy('guard-pair', c.pairFailuresPerHour, '1h');
+    this.ipBucket = bind(ipPolicy);
+    this.subnetBucket = bind(subnetPolicy);
+    this.pairBucket = bind(pairPolicy);
     this.backoff = { freeFailures: c.freeFailures, baseMs: c.backoffBaseMs, maxMs: c.backoffMaxMs, jitter: c.backoffJitter };
     this.sourceSpec = { distinctWindowMs: c.sourceWindowMs, longDistinctWindowMs: c.longSourceWindowMs, ratioWindowMs: c.ratioWindowMs, maxDistinct: distinctCap(c) };
+    this.parts = { state: this.state, ip: this.ipBucket, subnet: this.subnetBucket, pair: this.pairBucket, judging: this.judging };
+    // The state a RedisStore gave: the buckets join it, so that a login's check and record are one batch
+    // operation each (redis/login.ts) instead of a state call and a bucket call per record and source.
+    this.login = this.state.loginPort?.(this.store, {
+      spec: this.sourceSpec,
+      memoryMs: c.failureMemoryMs,
+      familiarMs: c.familiarMs,
+      maxFamiliar: c.maxFamiliarSources,
+      backoff: this.backoff,
+      ip: ipPolicy,
+      subnet: subnetPolicy,
+      pair: pairPolicy,
+      clock: this.clock,
+    });
     // Last, once nothing above can throw: a guard that failed to construct leaves no timer behind.
     if (c.anomalyScope === 'fleet' && c.anomalySyncEveryMs > 0) {
       this.syncTimer = setInterval(() => void this.syncAnomaly(), c.anomalySyncEveryMs);
@@ -144,16 +163,24 @@ export class Guard {
    * failure rate, because a refused attempt never reaches `record`.
    */
   async check(attempt: LoginAttempt): Promise<GuardVerdict> {
-    const c = this.config;
     const t = tagAttemptRecalling('check', attempt, this.tagger, this.recent);
     const now = this.clock();
-    const standing = t.standing;
-    const reasons: string[] = [];
-    const floor: Floor = { action: 'allow', delayMs: 0, retryAfterMs: 0 };
-    if (standing.denied) {
-      reasons.push('ip-deny-list');
-      raise(floor, 'block', c.blockMs);
+    const login = this.login;
+    if (login === undefined) return this.checkOn(this.parts, t, now);
+    // On Redis: every read below in one batch operation (the per-source ones only for a stranger, as the
+    // memory path reads them); while Redis cannot answer, the memory path on the offline state.
+    let read: [AccountView | undefined, SourceReads];
+    try {
+      read = await login.read(t, now, !t.standing.allowed);
+    } catch (err) {
+      if (!login.isOffline(err)) throw err;
+      return this.checkOn({ ...login.offline!, judging: false }, t, now);
     }
+    return this.verdict(this.parts, t, now, read[0], read[1]);
+  }
+
+  private async checkOn(p: Parts, t: TaggedAttempt, now: number): Promise<GuardVerdict> {
+    const standing = t.standing;
     // Hard throttles. A familiar source skips the per-source ones: it has logged in to this account before,
     // and the account's owner must keep a way in while strangers hammer the account or share the address.
     // Every read is independent of the others, so they go out together: on Redis one round trip for all of
@@ -161,17 +188,31 @@ export class Guard {
     // needs depends on the account (is the source familiar?), so on an asynchronous state they are all sent
     // with the account's read, as for a stranger, and a familiar source's are dropped unread: reads change
     // nothing, and a few lookups more for Redis cost less than a second round trip for the login.
-    const readAccount = this.state.readAccount(t.account, now);
+    const readAccount = p.state.readAccount(t.account, now);
     let account: AccountView | undefined;
     let read: SourceReads | undefined;
-    if (isPromise(readAccount) && !standing.allowed) [account, read] = await Promise.all([readAccount, this.sourceReads(t, now, true)]);
+    if (isPromise(readAccount) && !standing.allowed) [account, read] = await Promise.all([readAccount, this.sourceReads(p, t, now, true)]);
     else account = isPromise(readAccount) ? await readAccount : readAccount;
-    const familiar = judgePath(account, t.sources) === 'familiar';
-    const stranger = !familiar && !standing.allowed;
     if (read === undefined) {
-      const reads = this.sourceReads(t, now, stranger);
+      const stranger = judgePath(account, t.sources) !== 'familiar' && !standing.allowed;
+      const reads = this.sourceReads(p, t, now, stranger);
       read = isPromise(reads) ? await reads : reads;
     }
+    return this.verdict(p, t, now, account, read);
+  }
+
+  /** The verdict from check()'s reads (the per-source ones are ignored for a familiar or allow-listed source). */
+  private async verdict(p: Parts, t: TaggedAttempt, now: number, account: AccountView | undefined, read: SourceReads): Promise<GuardVerdict> {
+    const c = this.config;
+    const standing = t.standing;
+    const reasons: string[] = [];
+    const floor: Floor = { action: 'allow', delayMs: 0, retryAfterMs: 0 };
+    if (standing.denied) {
+      reasons.push('ip-deny-list');
+      raise(floor, 'block', c.blockMs);
+    }
+    const familiar = judgePath(account, t.sources) === 'familiar';
+    const stranger = !familiar && !standing.allowed;
     const [ip, net, pair, ipSource, netSource, fpSource] = stranger ? read : [undefined, undefined, read[2], undefined, undefined, undefined];
     let risk = 0;
     if (ip !== undefined && exhausted(ip)) {
@@ -253,7 +294,7 @@ export class Guard {
       this.monitor.note(now);
       this.strangerMonitor.note(now);
       if (!standing.allowed) {
-        const noted = this.noteSources(t, true, now);
+        const noted = this.noteSources(p.state, t, true, now);
         if (isPromise(noted)) await noted;
       }
     }
@@ -261,33 +302,58 @@ export class Guard {
   }
 
   /** The reads of check(): the per-source ones only for a stranger; the account+address pair's always. */
-  private sourceReads(t: TaggedAttempt, now: number, stranger: boolean): MaybePromise<SourceReads> {
+  private sourceReads(p: Parts, t: TaggedAttempt, now: number, stranger: boolean): MaybePromise<SourceReads> {
     const spec = this.sourceSpec;
     return all([
-      stranger ? this.ipBucket.decide(t.ipKey, 0, undefined) : undefined,
-      stranger ? this.subnetBucket.decide(t.subnetKey, 0, undefined) : undefined,
-      this.pairBucket.decide(t.pairKey, 0, undefined),
-      stranger ? this.state.readSource(t.address, now, spec) : undefined,
-      stranger ? this.state.readSource(t.subnet, now, spec) : undefined,
-      stranger && t.fingerprint !== undefined ? this.state.readSource(t.fingerprint, now, spec) : undefined,
+      stranger ? p.ip.decide(t.ipKey, 0, undefined) : undefined,
+      stranger ? p.subnet.decide(t.subnetKey, 0, undefined) : undefined,
+      p.pair.decide(t.pairKey, 0, undefined),
+      stranger ? p.state.readSource(t.address, now, spec) : undefined,
+      stranger ? p.state.readSource(t.subnet, now, spec) : undefined,
+      stranger && t.fingerprint !== undefined ? p.state.readSource(t.fingerprint, now, spec) : undefined,
     ] as const);
   }
 
   /** Records the outcome of a verified attempt. Pass the wrong `password` on failure so repeats are not counted. */
   async record(outcome: LoginOutcome): Promise<RecordResult> {
-    const c = this.config;
     const t = tagAttemptRecalling('record', outcome, this.tagger, this.recent);
     checkOutcome(outcome);
-    const { success, password } = outcome;
     const now = this.clock();
+    const login = this.login;
+    if (login === undefined) return this.recordOn(this.parts, t, outcome, now);
+    try {
+      return await this.recordByLogin(login, t, outcome, now);
+    } catch (err) {
+      if (!login.isOffline(err)) throw err;
+      return this.recordOn({ ...login.offline!, judging: false }, t, outcome, now);
+    }
+  }
+
+  /** record() on Redis: the same writes as recordOn, in one batch operation (two on a Cluster for a counted failure). */
+  private async recordByLogin(login: LoginPort, t: TaggedAttempt, outcome: LoginOutcome, now: number): Promise<RecordResult> {
+    if (outcome.success) {
+      const judged = await login.succeed(t, now);
+      return { counted: false, consecutiveFailures: judged.path === 'familiar' ? judged.unfamiliarFailuresBefore : 0 };
+    }
+    const passwordTag = outcome.password === undefined ? undefined : this.hasher.passwordTag(t.account, outcome.password);
+    const failed = await login.fail(t, passwordTag, this.random(), now);
+    if (!failed.counted) return { counted: false, consecutiveFailures: failed.total };
+    this.monitor.note(now);
+    if (failed.path === 'unfamiliar') this.strangerMonitor.note(now);
+    return { counted: true, consecutiveFailures: failed.total };
+  }
+
+  private async recordOn(p: Parts, t: TaggedAttempt, outcome: LoginOutcome, now: number): Promise<RecordResult> {
+    const c = this.config;
+    const { success, password } = outcome;
     const standing = t.standing;
     // The path (familiar or not) is judged from the attempt's location and device tags. A remote state that
     // judges it itself (Redis: in the same script call) saves the read before the write, a round trip; any
     // other is read first.
-    const state = this.state;
+    const state = p.state;
     let path: Path | undefined;
     let unfamiliarBefore = 0;
-    if (!this.judging) {
+    if (!p.judging) {
       const readAccount = state.readAccount(t.account, now);
       const account = isPromise(readAccount) ? await readAccount : readAccount;
       path = judgePath(account, t.sources);
@@ -301,8 +367,8 @@ export class Guard {
           : state.succeedAccount(t.account, path, t.sources, now, c.familiarMs, c.maxFamiliarSources),
         // A store that cannot forget rejects its reset (RedisStore during an outage); the pair lane then
         // keeps its count, which errs towards caution, and the login still records. Other errors stand.
-        resetKeepingUnavailable(this.pairBucket, t.pairKey),
-        this.noteSources(t, false, now),
+        resetKeepingUnavailable(p.pair, t.pairKey),
+        this.noteSources(state, t, false, now),
       ] as const);
       const [judged] = isPromise(writes) ? await writes : writes;
       if (judged !== undefined) [path, unfamiliarBefore] = [judged.path, judged.unfamiliarFailuresBefore];
@@ -315,11 +381,11 @@ export class Guard {
     if (!failed.counted) return { counted: false, consecutiveFailures: failed.total };
     const waitMs = backoffMs(this.backoff, failed.failures, this.random());
     const writes = all([
-      waitMs > 0 ? this.state.lockAccount(t.account, path, now + waitMs) : undefined,
-      this.pairBucket.adjust(t.pairKey, 1),
-      standing.allowed ? undefined : this.ipBucket.adjust(t.ipKey, 1),
-      standing.allowed ? undefined : this.subnetBucket.adjust(t.subnetKey, 1),
-      this.noteSources(t, true, now),
+      waitMs > 0 ? state.lockAccount(t.account, path, now + waitMs) : undefined,
+      p.pair.adjust(t.pairKey, 1),
+      standing.allowed ? undefined : p.ip.adjust(t.ipKey, 1),
+      standing.allowed ? undefined : p.subnet.adjust(t.subnetKey, 1),
+      this.noteSources(state, t, true, now),
     ]);
     if (isPromise(writes)) await writes;
     this.monitor.note(now);
@@ -371,12 +437,12 @@ export class Guard {
   }
 
   /** Notes the attempt on its address, subnet and fingerprint: a Promise only if the state answers with one. */
-  private noteSources(t: TaggedAttempt, failed: boolean, now: number): MaybePromise<unknown> {
+  private noteSources(state: GuardState, t: TaggedAttempt, failed: boolean, now: number): MaybePromise<unknown> {
     const spec = this.sourceSpec;
     return all([
-      this.state.noteSource(t.address, t.account, failed, now, spec),
-      this.state.noteSource(t.subnet, t.account, failed, now, spec),
-      t.fingerprint === undefined ? undefined : this.state.noteSource(t.fingerprint, t.account, failed, now, spec),
+      state.noteSource(t.address, t.account, failed, now, spec),
+      state.noteSource(t.subnet, t.account, failed, now, spec),
+      t.fingerprint === undefined ? undefined : state.noteSource(t.fingerprint, t.account, failed, now, spec),
     ]);
   }
 
@@ -403,8 +469,14 @@ function resetKeepingUnavailable(table: StoreTable, key: string): MaybePromise<v
 
 type Settled<T extends readonly unknown[]> = { -readonly [K in keyof T]: Awaited<T[K]> };
 
-/** What check() reads besides the account: the address's, subnet's and pair's buckets, and three source records. */
-type SourceReads = [Decision | undefined, Decision | undefined, Decision, SourceView | undefined, SourceView | undefined, SourceView | undefined];
+/** The state and buckets a check or record decides on, and whether the state judges an attempt's path in the call that writes. */
+interface Parts {
+  readonly state: GuardState;
+  readonly ip: StoreTable;
+  readonly subnet: StoreTable;
+  readonly pair: StoreTable;
+  readonly judging: boolean;
+}
 
 /**
  * Promise.all for values that are Promises only on an asynchronous store: the values themselves when none

@@ -8,6 +8,10 @@
  * account name, an address or a password. Every record expires; see each method for when.
  */
 import type { MaybePromise } from '../core/maybe-promise.js';
+import type { Clock, Decision, Policy } from '../core/types.js';
+import type { StoreTable } from '../stores/store.js';
+import type { TaggedAttempt } from './attempt.js';
+import type { BackoffSchedule } from './backoff.js';
 import { tagIn } from './keyed-hash.js';
 
 /** Which of an account's two independent failure counters an attempt belongs to (as Entra smart lockout). */
@@ -121,6 +125,54 @@ export interface GuardState {
    * have it.
    */
   shareFailures?(monitor: string, adds: readonly (readonly [bucket: number, count: number])[], ttlMs: number, now: number): MaybePromise<number[]>;
+  /**
+   * Optional, for a remote state made for `store` (the Redis state a RedisStore gives): whole-login
+   * operations that keep the guard's buckets too (see LoginPort). Undefined for any other store, whose
+   * own tables then keep the buckets.
+   */
+  loginPort?(store: unknown, config: LoginConfig): LoginPort | undefined;
+}
+
+/** What check() reads besides the account: the address's, subnet's and pair's buckets, and three source records. */
+export type SourceReads = [Decision | undefined, Decision | undefined, Decision, SourceView | undefined, SourceView | undefined, SourceView | undefined];
+
+/** A guard's options as a login port needs them (fixed per Guard). */
+export interface LoginConfig {
+  readonly spec: SourceSpec;
+  readonly memoryMs: number;
+  readonly familiarMs: number;
+  readonly maxFamiliar: number;
+  readonly backoff: BackoffSchedule;
+  /** The guard's token buckets: per address and per subnet (a day), per account+address pair (an hour). */
+  readonly ip: Policy;
+  readonly subnet: Policy;
+  readonly pair: Policy;
+  readonly clock: Clock;
+}
+
+/** The state and buckets the guard decides on when a login port cannot answer. */
+export interface OfflineParts {
+  readonly state: GuardState;
+  readonly ip: StoreTable;
+  readonly subnet: StoreTable;
+  readonly pair: StoreTable;
+}
+
+/**
+ * A remote state's whole-login operations, with the guard's buckets kept in the state (the Redis state's:
+ * redis/login.ts): check()'s reads in one operation, record()'s writes in one more, the same reads and
+ * writes the guard's memory path makes, so the guard decides exactly as it does there. An operation that
+ * rejects with an error `isOffline` accepts means "decide on `offline`"; any other rejection stands.
+ */
+export interface LoginPort {
+  /** The account with its pair bucket, and with `sources` the address's, subnet's and fingerprint's records and the first two's buckets. */
+  read(t: TaggedAttempt, now: number, sources: boolean): Promise<[AccountView | undefined, SourceReads]>;
+  /** A success: judged, the pair bucket forgotten, every source noted. */
+  succeed(t: TaggedAttempt, now: number): Promise<JudgedSuccess>;
+  /** A failure: counted unless the password repeats, its backoff lock (jittered by `random`), the buckets charged, every source noted. */
+  fail(t: TaggedAttempt, passwordTag: string | undefined, random: number, now: number): Promise<JudgedFailure>;
+  readonly offline: OfflineParts | undefined;
+  isOffline(err: unknown): boolean;
 }
 
 /**

@@ -165,7 +165,8 @@ test('sluice/guard on a RedisStore takes its Redis guard state, whose script shi
     const client = {
       status: 'ready',
       evalsha: async () => { throw new Error('NOSCRIPT No matching script'); },
-      eval: async (source, n, key, op) => { if (!source.includes("op == 'readAccount'")) throw new Error('no guard source'); return [2, 0, '0', '0', '5', 'tagA,tagB']; },
+      // guard.lua's readAccount reply: found, uf, ff, ul, fl, lf, familiar tags; its token bucket comes from the store's scripts
+      eval: async (source) => { if (!source.includes("op == 'RA'") || !source.includes("ALG['token-bucket']")) throw new Error('no guard source'); return [1, 2, 0, '0', '0', '5', 'tagA,tagB']; },
     };
     const guard = new Guard({ secret: 'packed-test-secret-0123', store: new RedisStore({ client }) });
     const view = await guard.state.readAccount('t', 1);

@@ -27,21 +27,26 @@ function store(client: () => unknown): RedisStore {
 guardConformance('guard on redis cluster (ioredis)', { makeStore: () => store(() => ctx.io) });
 guardConformance('guard on redis cluster (node-redis)', { makeStore: () => store(() => ctx.nr) });
 
-test('guard on redis cluster: a source spread over many slots, its two keys always in one', async () => {
+test('guard on redis cluster: keys over many slots, each call on one; an account and its pairs in one slot', async () => {
   const s = store(() => ctx.io);
   const guard = new Guard({ secret: 'cluster-secret-0123456789ab', store: s });
   for (let i = 0; i < 40; i++) await guard.record({ account: `user${i}`, ip: `198.51.${i}.7`, success: false });
   const state = guard.state as RedisGuardState;
   const slots = new Set<number>();
   for (let i = 0; i < 40; i++) {
-    const [record, distinct] = state.sourceKeys(`probe-${i}`);
-    const slot = await ctx.io.cluster('KEYSLOT', record);
-    assert.equal(await ctx.io.cluster('KEYSLOT', distinct), slot);
-    slots.add(slot as number);
+    const source = state.sourceKey(`probe-${i}`);
+    const slot = (await ctx.io.cluster('KEYSLOT', source)) as number;
+    assert.equal(state.slot('gs', `probe-${i}`), slot, 'the slot the state batches by is the cluster\'s');
+    const account = (await ctx.io.cluster('KEYSLOT', state.accountKey(`acct-${i}`))) as number;
+    assert.equal(await ctx.io.cluster('KEYSLOT', state.pairKey(`acct-${i}`, `addr-${i}`)), account);
+    assert.equal(state.slot('ga', `acct-${i}`), account);
+    slots.add(slot);
   }
   assert.ok(slots.size > 10, `${slots.size} slots`);
   assert.equal(state.stats.fallbacks, 0);
-  assert.equal(state.stats.calls, 40 * 3); // per failure: count it (judging its path in the same call), note the address and the subnet
+  // Per counted failure: the account's call (its path judged, the lock and the pair bucket in it), then the
+  // address's and the subnet's (different slots), sent together once the account said the failure counted.
+  assert.equal(state.stats.calls, 40 * 3);
 });
 
 test('no guard state call on the cluster fell back', () => {

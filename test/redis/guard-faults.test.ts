@@ -12,9 +12,9 @@ import { runPrefix, useOwnRedis } from './harness.js';
 
 const TIMEOUT = 50;
 /**
- * A check() waits for at most two rounds of calls (the account, then buckets and sources together); a
- * record() for three (the account, the failure, then locks, buckets and sources together). Each round may
- * wait TIMEOUT; the rest is slack for a loaded machine.
+ * A check() waits for one call (two when it refuses a stranger, whose sources it then notes); a record()
+ * for one; each may wait TIMEOUT, and the offline path that follows a failed call waits for nothing. The
+ * bound keeps three rounds; the rest is slack for a loaded machine.
  */
 const BOUND = 3 * TIMEOUT + 250;
 const own = useOwnRedis();
@@ -75,7 +75,7 @@ test("onError 'open': Redis frozen, every call times out and check() still answe
     const v = await timed(() => guard.check({ account: 'alice', ip: '192.0.2.9' }));
     assert.equal(v.action, 'allow');
     await timed(() => guard.record({ account: 'alice', ip: '192.0.2.9', success: false }));
-    assert.ok(state.stats.timeouts >= 3, JSON.stringify(state.stats));
+    assert.ok(state.stats.timeouts >= 2, JSON.stringify(state.stats)); // the check's call and the record's
   } finally {
     own.server.proc!.kill('SIGCONT');
   }

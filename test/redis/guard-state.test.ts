@@ -90,18 +90,17 @@ test('Redis keeps the privacy rule: no plain value in any key or value, and ever
   await privacyTrace(guard);
   now += 1000;
   const { text, ttls } = await dumpRedis(prefix);
-  assert.ok([...ttls.keys()].some((k) => k.includes('{ga:')) && [...ttls.keys()].some((k) => k.endsWith(':d')), 'account records and distinct sets are in Redis');
+  assert.ok([...ttls.keys()].some((k) => k.includes('{ga:')) && [...ttls.keys()].some((k) => k.includes('{gs:')), 'account and source records are in Redis');
   assertNoPlainValue(text);
   for (const [key, ttl] of ttls) assert.ok(ttl > 0, `${key} has PTTL ${ttl}`);
 });
 
-test('every call touches keys of one hash tag (one Cluster slot)', () => {
+test('an account and its pairs share one hash tag (one Cluster slot); a source is one key', () => {
   const state = new RedisGuardState({ client: io, prefix: 'p' });
-  const [record, distinct] = state.sourceKeys('AbC-_x{y}');
   const tag = (k: string) => k.slice(k.indexOf('{') + 1, k.indexOf('}'));
-  assert.equal(tag(record), tag(distinct));
-  assert.equal(tag(record), 'gs:AbC-_x\\(y\\)'); // braces inside a tag are escaped, so the tag ends where it should
+  assert.equal(tag(state.sourceKey('AbC-_x{y}')), 'gs:AbC-_x\\(y\\)'); // braces inside a tag are escaped, so the tag ends where it should
   assert.equal(state.accountKey('t1'), 'p:{ga:t1}');
+  assert.equal(tag(state.pairKey('t1', 'addr')), tag(state.accountKey('t1')));
 });
 
 test("anomalyScope 'fleet' on Redis: guards on their own clients and one prefix count each other's failures, in keys that expire", async () => {

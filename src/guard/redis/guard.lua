@@ -1,130 +1,143 @@
--- Guard state on Redis: the twin of src/guard/memory-state.ts and source-table.ts. ARGV[1] names the
--- operation; each call touches the keys of one account or one source only, and those share a hash tag,
--- so every call is atomic and single-slot on a Cluster. Time is the guard's clock (ARGV[2]), so every
--- app server judges expiry as the memory state would; each key also gets a PEXPIRE for the same moment,
--- so Redis reclaims what the guard would have forgotten.
+-- Guard state on Redis: the twin of src/guard/memory-state.ts and source-table.ts, and of the guard's
+-- token buckets (token-bucket.lua, loaded before this file with the store's prelude). One call runs a
+-- batch of operations, in order, from any number of logins: on a Cluster every key of one call shares
+-- one hash slot (the caller groups by slot), so every call is atomic and never CROSSSLOT. Time is the
+-- guard's clock (each operation's `now`), so every app server judges expiry as the memory state would;
+-- each key also gets a TTL for the same moment, so Redis reclaims what the guard would have forgotten.
 --
--- Account hash KEYS[1]: uf, ff (failures per path), ul, fl (locks), lf (last failure), fu (failures
--- forgotten at), exp (record expires at), pw (last wrong password tags, newest first, comma-joined),
--- fam, famu (familiar source tags and their ends, newest first, comma-joined).
--- Source hash KEYS[1]: gen, f, s, pf, ps (two-generation ratio counts), last; zset KEYS[2]: account
--- tags that failed from the source, scored by when they last did, kept for the longer distinct window.
+-- Within a call each key is read at most once (GET) and written at most once (SET ... PX, or DEL) when
+-- the batch ends: a stuffing wave's many attempts from one address cost one read and one write of it.
+--
+-- Keys and values (all packed with struct, little-endian doubles):
+--   account  <prefix>:{ga:<account>}          uf ff ul fl lf fu exp, then the wrong password tags and the
+--                                              familiar source tags (comma-joined), then familiar ends
+--   pair     <prefix>:{ga:<account>}:p:<addr>  the account+address bucket ('dd', as the store's slab), in
+--                                              the account's slot so a login's account work is one call
+--   source   <prefix>:{gs:<source>}            gen f s pf ps last (ratio counts), the address's or subnet's
+--                                              bucket (deficit, at) and when it is full again, the failed
+--                                              account tags and when each last failed
+--   failures <prefix>:{gf:<monitor>}:<bucket>  the fleet's anomaly count (INCRBY)
+--
+-- ARGV: the number of sessions, each session's constants (a guard's options, SESSION_ARGS values), then
+-- per operation its code and arguments. Reply: one flat array, each operation's fields in turn.
 
 local REMEMBERED_PASSWORDS = 3
-local op = ARGV[1]
-local now = tonumber(ARGV[2])
+local SESSION_ARGS = 17
+local ACC_HEAD, SRC_HEAD = '<dddddddHH', '<dddddddddH'
+local ACC_HEAD_BYTES, SRC_HEAD_BYTES = 60, 74
+local TB
+local READY = false
+local ARGV_
 
-local function num(x) return string.format('%.17g', x) end
+-- Per call: decoded records by key (false: none), and the keys to write when the call ends, in order.
+local REC, KIND, DIRTY, NDIRTY
+
+local function num(x) return fmt('%.17g', x) end
 
 local function split(s)
   local t = {}
-  if s then for x in string.gmatch(s, '[^,]+') do t[#t + 1] = x end end
+  if s and s ~= '' then for x in string.gmatch(s, '[^,]+') do t[#t + 1] = x end end
   return t
+end
+
+local function touch(key, kind)
+  if not DIRTY[key] then
+    DIRTY[key] = true
+    NDIRTY = NDIRTY + 1
+    DIRTY[NDIRTY] = key
+  end
+  KIND[key] = kind
+end
+
+-- ---- accounts ----
+
+local function decodeAccount(raw)
+  if not raw or #raw < ACC_HEAD_BYTES then return false end
+  local uf, ff, ul, fl, lf, fu, exp, npw, nfam, at = sunpack(ACC_HEAD, raw)
+  local r = { uf = uf, ff = ff, ul = ul, fl = fl, lf = lf, fu = fu, exp = exp, famu = {} }
+  r.pw = split(string.sub(raw, at, at + npw - 1))
+  r.fam = split(string.sub(raw, at + npw, at + npw + nfam - 1))
+  at = at + npw + nfam
+  for i = 1, #r.fam do r.famu[i], at = sunpack('<d', raw, at) end
+  return r
+end
+
+local function encodeAccount(r)
+  local pw, fam = table.concat(r.pw, ','), table.concat(r.fam, ',')
+  local parts = { spack(ACC_HEAD, r.uf, r.ff, r.ul, r.fl, r.lf, r.fu, r.exp, #pw, #fam), pw, fam }
+  for i = 1, #r.famu do parts[#parts + 1] = spack('<d', r.famu[i]) end
+  return table.concat(parts)
+end
+
+local function account(key)
+  local r = REC[key]
+  if r == nil then
+    r = decodeAccount(rcall('GET', key))
+    REC[key] = r
+  end
+  return r
 end
 
 local function forget(r)
   r.uf, r.ff, r.ul, r.fl, r.lf, r.fu, r.pw = 0, 0, 0, 0, 0, 0, {}
 end
 
--- The live record, or nil: expired parts are dropped here as memory-state's liveAccount drops them.
-local function loadAccount(key)
-  local v = redis.call('HMGET', key, 'uf', 'ff', 'ul', 'fl', 'lf', 'fu', 'exp', 'pw', 'fam', 'famu')
-  if not v[7] then return nil end
-  local r = { uf = tonumber(v[1]), ff = tonumber(v[2]), ul = tonumber(v[3]), fl = tonumber(v[4]),
-    lf = tonumber(v[5]), fu = tonumber(v[6]), exp = tonumber(v[7]), pw = split(v[8]), fam = {}, famu = {} }
+-- The live record, or nil: expired parts are dropped as memory-state's liveAccount drops them.
+local function liveAccount(key, now)
+  local r = account(key)
+  if not r then return nil end
   if r.exp <= now then
-    redis.call('DEL', key)
+    REC[key] = false
+    touch(key, 'a')
     return nil
   end
   if r.lf > 0 and r.fu <= now then forget(r) end
-  local fam, famu = split(v[9]), split(v[10])
-  for i = 1, #fam do
-    local u = tonumber(famu[i])
-    if u > now then
-      r.fam[#r.fam + 1] = fam[i]
-      r.famu[#r.famu + 1] = u
+  if #r.fam > 0 then
+    local fam, famu = {}, {}
+    for i = 1, #r.fam do
+      if r.famu[i] > now then
+        fam[#fam + 1] = r.fam[i]
+        famu[#famu + 1] = r.famu[i]
+      end
     end
+    r.fam, r.famu = fam, famu
   end
   return r
 end
 
-local function newAccount()
-  return { uf = 0, ff = 0, ul = 0, fl = 0, lf = 0, fu = 0, exp = now, pw = {}, fam = {}, famu = {} }
+local function newAccount(key, now)
+  local r = { uf = 0, ff = 0, ul = 0, fl = 0, lf = 0, fu = 0, exp = now, pw = {}, fam = {}, famu = {} }
+  REC[key] = r
+  return r
 end
 
-local function saveAccount(key, r)
-  local ttl = math.ceil(r.exp - now)
-  if ttl <= 0 then
-    redis.call('DEL', key)
-    return
-  end
-  local famu = {}
-  for i = 1, #r.famu do famu[i] = num(r.famu[i]) end
-  redis.call('HSET', key, 'uf', r.uf, 'ff', r.ff, 'ul', num(r.ul), 'fl', num(r.fl), 'lf', num(r.lf),
-    'fu', num(r.fu), 'exp', num(r.exp), 'pw', table.concat(r.pw, ','), 'fam', table.concat(r.fam, ','),
-    'famu', table.concat(famu, ','))
-  redis.call('PEXPIRE', key, ttl)
+local function saved(key, r, now)
+  r.now = now
+  touch(key, 'a')
 end
 
-local function view(r)
-  return { r.uf, r.ff, num(r.ul), num(r.fl), num(r.lf), table.concat(r.fam, ',') }
-end
-
-local function outcome(counted, r, path)
-  return { counted, path == 'f' and r.ff or r.uf, r.ff + r.uf, path }
-end
-
--- Path 'j' (judge): the attempt's path from the account's own familiar list, as memory-state's judgePath:
--- familiar ('f') if any of the attempt's tags, ARGV[first..], is on it, else 'u'.
-local function judge(r, first)
+-- The attempt's path from the account's own familiar list, as state.ts's judgePath: familiar ('f') if any
+-- of its tags is on it, else 'u'.
+local function judge(r, tags)
   if r == nil then return 'u' end
-  for i = first, #ARGV do
+  for i = 1, #tags do
     for j = 1, #r.fam do
-      if r.fam[j] == ARGV[i] then return 'f' end
+      if r.fam[j] == tags[i] then return 'f' end
     end
   end
   return 'u'
 end
 
--- Sources: the ratio counts move to the generation of `now`, exactly as source-table.ts's roll().
-local function roll(s, windowMs)
-  local gen = math.floor(now / windowMs)
-  if gen == s.gen then return end
-  if gen == s.gen + 1 then s.pf, s.ps = s.f, s.s else s.pf, s.ps = 0, 0 end
-  s.f, s.s, s.gen = 0, 0, gen
-end
-
-local function loadSource(key, idleMs)
-  local v = redis.call('HMGET', key, 'gen', 'f', 's', 'pf', 'ps', 'last')
-  if not v[6] then return nil end
-  local s = { gen = tonumber(v[1]), f = tonumber(v[2]), s = tonumber(v[3]), pf = tonumber(v[4]),
-    ps = tonumber(v[5]), last = tonumber(v[6]) }
-  if s.last + idleMs <= now then return nil end
-  return s
-end
-
--- Counts and window start go back to the caller, which weighs the previous generation (a fraction).
-local function sourceView(s, distinctKey, distinctMs, longMs)
-  return { num(s.gen), s.f, s.s, s.pf, s.ps, redis.call('ZCOUNT', distinctKey, '(' .. num(now - distinctMs), '+inf'),
-    redis.call('ZCOUNT', distinctKey, '(' .. num(now - longMs), '+inf') }
-end
-
-if op == 'readAccount' then
-  local r = loadAccount(KEYS[1])
-  if r == nil then return false end
-  return view(r)
-elseif op == 'failAccount' then
-  -- ARGV: path ('f', 'u', or 'j' with the attempt's tags from ARGV[6]), password tag ('' for none), memoryMs.
-  -- Replies counted, failures on the path, total, and the path.
-  local path, tag, memoryMs = ARGV[3], ARGV[4], tonumber(ARGV[5])
-  local r = loadAccount(KEYS[1])
-  if path == 'j' then path = judge(r, 6) end
+-- memory-state's failAccount (path 'j': judged). Returns counted (1 or 0), the record and the path.
+local function failAccount(key, now, path, tag, memoryMs, tags)
+  local r = liveAccount(key, now)
+  if path == 'j' then path = judge(r, tags) end
   if tag ~= '' and r ~= nil then
     for i = 1, #r.pw do
-      if r.pw[i] == tag then return outcome(0, r, path) end
+      if r.pw[i] == tag then return 0, r, path end
     end
   end
-  if r == nil then r = newAccount() end
+  if r == nil then r = newAccount(key, now) end
   if path == 'f' then r.ff = r.ff + 1 else r.uf = r.uf + 1 end
   r.lf = now
   r.fu = now + memoryMs
@@ -132,35 +145,27 @@ elseif op == 'failAccount' then
     table.insert(r.pw, 1, tag)
     while #r.pw > REMEMBERED_PASSWORDS do table.remove(r.pw) end
   end
-  r.exp = math.max(r.exp, now + memoryMs)
-  saveAccount(KEYS[1], r)
-  return outcome(1, r, path)
-elseif op == 'lockAccount' then
-  -- ARGV: path, until (ARGV[2] is unused: the interface passes no `now`). As memory-state, the record is
-  -- taken as it is, unexpired by the guard's clock; failAccount made it just before. No record, no lock.
-  -- The TTL grows by as much as the record's end moves, so Redis and the guard's clock keep agreeing.
-  local key, path, untilMs = KEYS[1], ARGV[3], tonumber(ARGV[4])
-  local v = redis.call('HMGET', key, 'exp', 'ul', 'fl')
-  local pttl = redis.call('PTTL', key)
-  if not v[1] or pttl < 0 then return false end
-  local field = path == 'f' and 'fl' or 'ul'
-  local was = tonumber(path == 'f' and v[3] or v[2])
-  if untilMs > was then redis.call('HSET', key, field, num(untilMs)) end
-  local exp = tonumber(v[1])
-  if untilMs > exp then
-    redis.call('HSET', key, 'exp', num(untilMs))
-    redis.call('PEXPIRE', key, pttl + math.ceil(untilMs - exp))
+  r.exp = max(r.exp, now + memoryMs)
+  saved(key, r, now)
+  return 1, r, path
+end
+
+-- memory-state's lockAccount: keeps a later lock, and the record lives until the lock ends.
+local function lock(r, path, untilMs)
+  if path == 'f' then
+    if untilMs > r.fl then r.fl = untilMs end
+  elseif untilMs > r.ul then
+    r.ul = untilMs
   end
-  return true
-elseif op == 'succeedAccount' then
-  -- ARGV: path ('f', 'u', or 'j' to judge it from the source tags), familiarMs, maxFamiliar, source tags
-  -- newest first. With 'j' it replies the path and the strangers' failures before this success.
-  local path, familiarMs, maxFamiliar = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
-  local judged = path == 'j'
-  local r = loadAccount(KEYS[1])
-  if judged then path = judge(r, 6) end
+  if untilMs > r.exp then r.exp = untilMs end
+end
+
+-- memory-state's succeedAccount (path 'j': judged). Returns the path and the strangers' failures before.
+local function succeedAccount(key, now, path, familiarMs, maxFamiliar, tags)
+  local r = liveAccount(key, now)
+  if path == 'j' then path = judge(r, tags) end
   local ufBefore = r and r.uf or 0
-  r = r or newAccount()
+  r = r or newAccount(key, now)
   if path == 'u' then
     forget(r)
   else
@@ -168,8 +173,8 @@ elseif op == 'succeedAccount' then
     if r.uf == 0 then r.lf = 0 end
   end
   local untilMs = now + familiarMs
-  for i = #ARGV, 6, -1 do
-    local tag = ARGV[i]
+  for i = #tags, 1, -1 do
+    local tag = tags[i]
     for j = #r.fam, 1, -1 do
       if r.fam[j] == tag then
         table.remove(r.fam, j)
@@ -184,61 +189,388 @@ elseif op == 'succeedAccount' then
     table.remove(r.famu)
   end
   local exp = r.ul
-  if r.lf > 0 then exp = math.max(exp, r.fu) else exp = math.max(exp, now) end
-  for i = 1, #r.famu do exp = math.max(exp, r.famu[i]) end
+  if r.lf > 0 then exp = max(exp, r.fu) else exp = max(exp, now) end
+  for i = 1, #r.famu do exp = max(exp, r.famu[i]) end
   r.exp = exp
-  saveAccount(KEYS[1], r)
-  if judged then return { path, ufBefore } end
-  return true
-elseif op == 'noteSource' or op == 'readSource' then
-  -- KEYS[2]: the distinct-accounts zset. ARGV: distinctWindowMs, ratioWindowMs, maxDistinct,
-  -- longDistinctWindowMs, and for noteSource the account tag and '1' for a failure or '0' for a success.
-  -- One set serves both distinct windows: it keeps entries for the longer one.
-  local distinctMs, ratioMs, maxDistinct, longMs = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-  local setMs = math.max(distinctMs, longMs)
-  local idleMs = 2 * math.max(setMs, ratioMs)
-  local s = loadSource(KEYS[1], idleMs)
-  if op == 'readSource' then
-    if s == nil then return false end
-    roll(s, ratioMs)
-    return sourceView(s, KEYS[2], distinctMs, longMs)
-  end
-  if s == nil then
-    s = { gen = 0, f = 0, s = 0, pf = 0, ps = 0, last = 0 }
-    redis.call('DEL', KEYS[2])
-  end
-  roll(s, ratioMs)
-  s.last = now
-  if ARGV[8] == '1' then
-    s.f = s.f + 1
-    -- Accounts past the window first go, then the newest joins; over the cap the oldest goes, and the
-    -- count reads "at least maxDistinct" (as the memory table's full set).
-    redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', num(now - setMs))
-    redis.call('ZADD', KEYS[2], num(now), ARGV[7])
-    local extra = redis.call('ZCARD', KEYS[2]) - maxDistinct
-    if extra > 0 then redis.call('ZREMRANGEBYRANK', KEYS[2], 0, extra - 1) end
-    redis.call('PEXPIRE', KEYS[2], math.ceil(idleMs))
-  else
-    s.s = s.s + 1
-  end
-  redis.call('HSET', KEYS[1], 'gen', num(s.gen), 'f', s.f, 's', s.s, 'pf', s.pf, 'ps', s.ps, 'last', num(s.last))
-  redis.call('PEXPIRE', KEYS[1], math.ceil(idleMs))
-  return sourceView(s, KEYS[2], distinctMs, longMs)
+  saved(key, r, now)
+  return path, ufBefore
 end
-if op == 'shareFailures' then
-  -- The fleet's failure count per anomaly bucket: KEYS are buckets of one monitor (one hash tag), ARGV[2]
-  -- their time to live, ARGV[3..] what to add to each. Returns each bucket's total after the additions.
-  local ttl = ARGV[2]
-  local out = {}
-  for i, key in ipairs(KEYS) do
-    local add = tonumber(ARGV[i + 2])
-    if add > 0 then
-      out[i] = redis.call('INCRBY', key, add)
-      redis.call('PEXPIRE', key, ttl)
+
+local function accountView(out, n, r)
+  if r == nil then
+    out[n + 1] = 0
+    return n + 1
+  end
+  out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6], out[n + 7] =
+    1, r.uf, r.ff, num(r.ul), num(r.fl), num(r.lf), table.concat(r.fam, ',')
+  return n + 7
+end
+
+-- ---- buckets (token-bucket.lua's state: deficit, time of the last change) ----
+
+local function decodeBucket(raw)
+  if raw and #raw == 16 then
+    local d, at = sunpack('dd', raw)
+    return { d, at }
+  end
+  return { 0, 0 }
+end
+
+local function pairBucket(key)
+  local b = REC[key]
+  if not b then
+    -- false: deleted earlier in this batch, so idle
+    if b == nil then b = decodeBucket(rcall('GET', key)) else b = { 0, 0 } end
+    REC[key] = b
+  end
+  return b
+end
+
+local V = { next = {} }
+
+-- A peek (cost 0) at bucket b under policy p: allowed (1 or 0), remaining, resetAfterMs, retryAfterMs.
+local function peek(out, n, p, b, now)
+  TB.evaluate(p, b, now, 0, V)
+  out[n + 1], out[n + 2], out[n + 3], out[n + 4] = V.allowed and 1 or 0, V.remaining, V.reset, V.retry
+  return n + 4
+end
+
+-- ---- sources ----
+
+local function decodeSource(raw)
+  if not raw or #raw < SRC_HEAD_BYTES then return false end
+  local gen, f, s, pf, ps, last, bd, bat, bend, ntags, at = sunpack(SRC_HEAD, raw)
+  local src = { gen = gen, f = f, s = s, pf = pf, ps = ps, last = last, b = { bd, bat }, bend = bend }
+  local tags = split(string.sub(raw, at, at + ntags - 1))
+  local seen = {}
+  at = at + ntags
+  for i = 1, #tags do seen[i], at = sunpack('<d', raw, at) end
+  src.tags, src.seen = tags, seen
+  return src
+end
+
+local function encodeSource(src)
+  local tags = table.concat(src.tags, ',')
+  local parts = { spack(SRC_HEAD, src.gen, src.f, src.s, src.pf, src.ps, src.last, src.b[1], src.b[2], src.bend, #tags), tags }
+  for i = 1, #src.seen do parts[#parts + 1] = spack('<d', src.seen[i]) end
+  return table.concat(parts)
+end
+
+local function source(key)
+  local src = REC[key]
+  if src == nil then
+    src = decodeSource(rcall('GET', key))
+    if not src then src = { gen = 0, f = 0, s = 0, pf = 0, ps = 0, last = 0, b = { 0, 0 }, bend = -INF, tags = {}, seen = {}, empty = true } end
+    REC[key] = src
+  end
+  return src
+end
+
+-- Whether the source's counts are live (source-table.ts drops a row idle for two of its longest windows).
+local function live(src, now, idleMs)
+  return not src.empty and src.last + idleMs > now
+end
+
+-- The ratio counts move to the generation of `now`, exactly as source-table.ts's roll().
+local function roll(src, windowMs, now)
+  local gen = floor(now / windowMs)
+  if gen == src.gen then return end
+  if gen == src.gen + 1 then src.pf, src.ps = src.f, src.s else src.pf, src.ps = 0, 0 end
+  src.f, src.s, src.gen = 0, 0, gen
+end
+
+-- source-table.ts's noteDistinct: the account's entry moves to now; else an entry past both windows is
+-- reused, else one is added below the cap, else the oldest is replaced (the count then reads "at least").
+local function noteDistinct(src, account, now, setMs, maxDistinct)
+  local tags, seen = src.tags, src.seen
+  local oldest, oldestSeen = 0, INF
+  for k = 1, #tags do
+    if tags[k] == account then
+      seen[k] = now
+      return
+    end
+    if seen[k] < oldestSeen then oldest, oldestSeen = k, seen[k] end
+  end
+  local k
+  if oldest > 0 and oldestSeen + setMs <= now then k = oldest
+  elseif #tags < maxDistinct then k = #tags + 1
+  else k = oldest end
+  tags[k], seen[k] = account, now
+end
+
+-- Counts and window start go back to the caller, which weighs the previous generation (a fraction).
+local function sourceView(out, n, src, now, distinctMs, longMs)
+  local d, dl = 0, 0
+  for k = 1, #src.seen do
+    if src.seen[k] + distinctMs > now then d = d + 1 end
+    if src.seen[k] + longMs > now then dl = dl + 1 end
+  end
+  out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6], out[n + 7] = num(src.gen), src.f, src.s, src.pf, src.ps, d, dl
+  return n + 7
+end
+
+-- A source as the memory table's read(): none if idle, else rolled to now.
+local function readSource(key, now, ratioMs, idleMs)
+  local src = source(key)
+  if not live(src, now, idleMs) then return nil, src end
+  roll(src, ratioMs, now)
+  return src, src
+end
+
+-- source-table.ts's note(): a failure on `account` or a success. The record's end is kept for the write.
+local function noteSource(key, now, account, failed, ratioMs, setMs, maxDistinct, idleMs)
+  local src = source(key)
+  if not live(src, now, idleMs) then
+    src.gen, src.f, src.s, src.pf, src.ps, src.tags, src.seen = 0, 0, 0, 0, 0, {}, {}
+  end
+  src.empty = nil
+  roll(src, ratioMs, now)
+  src.last = now
+  if failed then
+    src.f = src.f + 1
+    noteDistinct(src, account, now, setMs, maxDistinct)
+  else
+    src.s = src.s + 1
+  end
+  src.idleMs = idleMs
+  src.now = now
+  touch(key, 's')
+  return src
+end
+
+-- ---- sessions: a guard's options, sent once per call ----
+
+local function session(a)
+  local function bucket(limit, windowMs, burst)
+    local p = { limit = limit, windowMs = windowMs, burst = burst }
+    TB.init(p)
+    return p
+  end
+  local s = {
+    distinctMs = tonumber(ARGV_[a]), longMs = tonumber(ARGV_[a + 1]), ratioMs = tonumber(ARGV_[a + 2]), maxDistinct = tonumber(ARGV_[a + 3]),
+    memoryMs = tonumber(ARGV_[a + 4]), familiarMs = tonumber(ARGV_[a + 5]), maxFamiliar = tonumber(ARGV_[a + 6]),
+    free = tonumber(ARGV_[a + 7]), baseMs = tonumber(ARGV_[a + 8]), maxMs = tonumber(ARGV_[a + 9]), jitter = tonumber(ARGV_[a + 10]),
+  }
+  s.i = bucket(tonumber(ARGV_[a + 11]), 86400000, tonumber(ARGV_[a + 12]))
+  s.n = bucket(tonumber(ARGV_[a + 13]), 86400000, tonumber(ARGV_[a + 14]))
+  s.p = bucket(tonumber(ARGV_[a + 15]), 3600000, tonumber(ARGV_[a + 16]))
+  s.setMs = max(s.distinctMs, s.longMs)
+  s.idleMs = 2 * max(s.setMs, s.ratioMs)
+  return s
+end
+
+-- backoff.ts's backoffMs.
+local function backoff(s, failures, random)
+  if failures <= s.free then return 0 end
+  local unjittered = min(s.maxMs, s.baseMs * 2 ^ min(failures - s.free - 1, 60))
+  return ceil(unjittered * (1 + s.jitter * random))
+end
+
+-- ---- the batch ----
+
+local function tagsAt(a)
+  local n = tonumber(ARGV_[a])
+  local t = {}
+  for i = 1, n do t[i] = ARGV_[a + i] end
+  return t, a + n + 1
+end
+
+-- Writes every record the batch changed, once, with a TTL that ends when the guard would forget it.
+local function flush()
+  for i = 1, NDIRTY do
+    local key = DIRTY[i]
+    local r, kind = REC[key], KIND[key]
+    local ends, value, now = -INF, nil, 0
+    if not r then
+      -- deleted
+    elseif kind == 'a' then
+      ends, now = r.exp, r.now
+      value = encodeAccount(r)
+    elseif kind == 'b' then
+      if r.p then
+        ends, now = TB.idle(r.p, r), r.now
+        value = spack('dd', r[1], r[2])
+      end
     else
-      out[i] = tonumber(redis.call('GET', key) or '0')
+      ends, now = max(r.last + r.idleMs, r.bend), r.now
+      value = encodeSource(r)
+    end
+    if ends <= now then
+      rcall('DEL', key)
+    else
+      rcall('SET', key, value, 'PX', fmt('%d', ceil(ends - now)))
     end
   end
+end
+
+local function adjust(b, p, key, kind, now)
+  TB.adjust(p, b, now, 1)
+  b.p, b.now = p, now
+  if kind then touch(key, kind) end
+end
+
+local function run(KEYS, ARGV)
+  if not READY then
+    bind_libraries()
+    TB = ALG['token-bucket']
+    READY = true
+  end
+  ARGV_ = ARGV
+  REC, KIND, DIRTY, NDIRTY = {}, {}, {}, 0
+  local S = {}
+  local a = 2
+  for i = 1, tonumber(ARGV[1]) do
+    S[i] = session(a)
+    a = a + SESSION_ARGS
+  end
+  local out, n, k = {}, 0, 1
+  local nargs = #ARGV
+  local skip = 0
+  while a <= nargs do
+    local op = ARGV[a]
+    if skip > 0 then
+      -- An operation that depends on a failure that was not counted (a repeated password): skipped, with
+      -- its arguments (every login source operation has the same four) and its one key.
+      skip = skip - 1
+      a = a + 5
+      k = k + 1
+    elseif op == 'AR' then
+      -- A login's check, account part: the account's view and a peek at its pair bucket. ARGV: session, now.
+      local s, now = S[tonumber(ARGV[a + 1])], tonumber(ARGV[a + 2])
+      n = accountView(out, n, liveAccount(KEYS[k], now))
+      n = peek(out, n, s.p, pairBucket(KEYS[k + 1]), now)
+      a, k = a + 3, k + 2
+    elseif op == 'SR' then
+      -- A login's check, one source: its view, then a peek at its bucket ('i' or 'n'; '-' for none).
+      local s, now, bk = S[tonumber(ARGV[a + 1])], tonumber(ARGV[a + 2]), ARGV[a + 3]
+      local src, rec = readSource(KEYS[k], now, s.ratioMs, s.idleMs)
+      if src == nil then
+        out[n + 1] = 0
+        n = n + 1
+      else
+        out[n + 1] = 1
+        n = sourceView(out, n + 1, src, now, s.distinctMs, s.longMs)
+      end
+      if bk ~= '-' then n = peek(out, n, s[bk], rec.b, now) end
+      a, k = a + 4, k + 1
+    elseif op == 'AF' then
+      -- A login's failure, account part: counted unless the password is one of the last three wrong
+      -- ones; then the backoff lock and the pair bucket. ARGV: session, now, password tag, random, the
+      -- attempt's tags (count first), and how many source operations that follow depend on it.
+      local s, now, tag, random = S[tonumber(ARGV[a + 1])], tonumber(ARGV[a + 2]), ARGV[a + 3], tonumber(ARGV[a + 4])
+      local tags, b = tagsAt(a + 5)
+      local counted, r, path = failAccount(KEYS[k], now, 'j', tag, s.memoryMs, tags)
+      if counted == 1 then
+        local wait = backoff(s, path == 'f' and r.ff or r.uf, random)
+        if wait > 0 then lock(r, path, now + wait) end
+        adjust(pairBucket(KEYS[k + 1]), s.p, KEYS[k + 1], 'b', now)
+      else
+        skip = tonumber(ARGV[b])
+      end
+      out[n + 1], out[n + 2], out[n + 3], out[n + 4] = counted, path == 'f' and r.ff or r.uf, r.ff + r.uf, path
+      n = n + 4
+      a, k = b + 1, k + 2
+    elseif op == 'AS' then
+      -- A login's success, account part: the success, and the pair bucket forgotten. ARGV: session, now, tags.
+      local s, now = S[tonumber(ARGV[a + 1])], tonumber(ARGV[a + 2])
+      local tags, b = tagsAt(a + 3)
+      local path, before = succeedAccount(KEYS[k], now, 'j', s.familiarMs, s.maxFamiliar, tags)
+      REC[KEYS[k + 1]] = false
+      touch(KEYS[k + 1], 'b')
+      out[n + 1], out[n + 2] = path, before
+      n = n + 2
+      a, k = b, k + 2
+    elseif op == 'SN' then
+      -- A login's outcome on one source. ARGV: session, now, the account's tag, and '0' for a success,
+      -- '1' for a failure, 'i' or 'n' for a failure that also charges the address's or subnet's bucket.
+      -- No reply.
+      local s, now, acct, what = S[tonumber(ARGV[a + 1])], tonumber(ARGV[a + 2]), ARGV[a + 3], ARGV[a + 4]
+      local src = noteSource(KEYS[k], now, acct, what ~= '0', s.ratioMs, s.setMs, s.maxDistinct, s.idleMs)
+      if what == 'i' or what == 'n' then
+        local p = s[what]
+        TB.adjust(p, src.b, now, 1)
+        src.bend = TB.idle(p, src.b)
+      end
+      a, k = a + 5, k + 1
+    elseif op == 'RA' then
+      -- readAccount. ARGV: now.
+      n = accountView(out, n, liveAccount(KEYS[k], tonumber(ARGV[a + 1])))
+      a, k = a + 2, k + 1
+    elseif op == 'FA' then
+      -- failAccount. ARGV: now, path ('f', 'u', or 'j' to judge it from the tags), password tag ('' for
+      -- none), memoryMs, tags. Replies counted, failures on the path, total, and the path.
+      local now = tonumber(ARGV[a + 1])
+      local tags, b = tagsAt(a + 5)
+      local counted, r, path = failAccount(KEYS[k], now, ARGV[a + 2], ARGV[a + 3], tonumber(ARGV[a + 4]), tags)
+      out[n + 1], out[n + 2], out[n + 3], out[n + 4] = counted, path == 'f' and r.ff or r.uf, r.ff + r.uf, path
+      n = n + 4
+      a, k = b, k + 1
+    elseif op == 'LA' then
+      -- lockAccount. ARGV: path, until. The interface passes no `now`: the record is taken as it is, and
+      -- its TTL moves by as much as its end does. No record, no lock.
+      local key, path, untilMs = KEYS[k], ARGV[a + 1], tonumber(ARGV[a + 2])
+      local r = account(key)
+      if r then
+        if not r.now then
+          local pttl = rcall('PTTL', key)
+          if pttl < 0 then r = nil else r.now = r.exp - pttl end
+        end
+        if r then
+          lock(r, path, untilMs)
+          touch(key, 'a')
+        end
+      end
+      a, k = a + 3, k + 1
+    elseif op == 'SA' then
+      -- succeedAccount. ARGV: now, path ('f', 'u' or 'j'), familiarMs, maxFamiliar, tags. Replies the path
+      -- and the strangers' failures before.
+      local now = tonumber(ARGV[a + 1])
+      local tags, b = tagsAt(a + 5)
+      local path, before = succeedAccount(KEYS[k], now, ARGV[a + 2], tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tags)
+      out[n + 1], out[n + 2] = path, before
+      n = n + 2
+      a, k = b, k + 1
+    elseif op == 'NS' or op == 'RS' then
+      -- noteSource / readSource. ARGV: now, distinctWindowMs, ratioWindowMs, maxDistinct,
+      -- longDistinctWindowMs, and for noteSource the account tag and '1' for a failure or '0' for a success.
+      local now, distinctMs, ratioMs, maxDistinct, longMs = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
+      local setMs = max(distinctMs, longMs)
+      local idleMs = 2 * max(setMs, ratioMs)
+      if op == 'NS' then
+        local src = noteSource(KEYS[k], now, ARGV[a + 6], ARGV[a + 7] == '1', ratioMs, setMs, maxDistinct, idleMs)
+        n = sourceView(out, n, src, now, distinctMs, longMs)
+        a = a + 8
+      else
+        local src = readSource(KEYS[k], now, ratioMs, idleMs)
+        if src == nil then
+          out[n + 1] = 0
+          n = n + 1
+        else
+          out[n + 1] = 1
+          n = sourceView(out, n + 1, src, now, distinctMs, longMs)
+        end
+        a = a + 6
+      end
+      k = k + 1
+    elseif op == 'SF' then
+      -- shareFailures: the fleet's failure count per anomaly bucket. ARGV: time to live, the number of
+      -- buckets, what to add to each. Replies each bucket's total after the additions.
+      local ttl, count = ARGV[a + 1], tonumber(ARGV[a + 2])
+      for i = 1, count do
+        local key, add = KEYS[k + i - 1], tonumber(ARGV[a + 2 + i])
+        if add > 0 then
+          out[n + i] = rcall('INCRBY', key, add)
+          rcall('PEXPIRE', key, ttl)
+        else
+          out[n + i] = tonumber(rcall('GET', key) or '0')
+        end
+      end
+      n = n + count
+      a, k = a + 3 + count, k + count
+    else
+      return redis.error_reply('ERR sluice guard script: unknown operation ' .. tostring(op))
+    end
+  end
+  flush()
   return out
 end
-return redis.error_reply('ERR sluice guard script: unknown operation ' .. tostring(op))

@@ -1,23 +1,30 @@
 /**
  * RedisGuardState: the login guard's state (src/guard/state.ts) on Redis, so every app server sees every
- * other's failures. One script (guard.lua, beside this file) runs each method atomically on the keys of
- * one account or one source, which share a hash tag, so a Cluster never answers CROSSSLOT.
+ * other's failures. Every operation joins a batch: what the guards on this state ask in one turn of the
+ * event loop goes to Redis as one script call (guard.lua, beside this file), one per hash slot on a
+ * Cluster, sent together through the store's connection layer (stores/redis/connection.ts).
+ *
+ * A Guard on a RedisStore also runs its logins through a LoginSession (login.ts): a check is one batch
+ * operation and a record one more, carrying the account, pair, address, subnet and fingerprint work with
+ * the guard's token buckets, which then live in the same keys.
  *
  * It lives in the guard, not beside RedisStore: the store knows nothing of the guard (sluice/redis carries
- * no guard code), and the guard builds this state on a RedisStore's client when given one (redisGuardStateOf).
+ * no guard code), and a Guard given a RedisStore builds this state on the store's client (redisGuardStateOf).
  *
  * @example
  * const store = new RedisStore({ client: new Redis() });
  * const guard = new Guard({ secret, store }); // buckets and state both on Redis, one state per store
  */
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { SluiceError, show } from '../../core/index.js';
-import { MemoryGuardState } from '../memory-state.js';
-import { registerGuardStateMaker, type AccountView, type FailOutcome, type GuardState, type JudgedFailure, type JudgedSuccess, type Path, type SourceSpec, type SourceView } from '../state.js';
-import { adapt, type RedisAdapter } from '../../stores/redis/adapter.js';
-import { escapeId } from '../../stores/redis/keys.js';
+import { RedisConnection, type ConnectionStats } from '../../stores/redis/connection.js';
+import type { OnError } from '../../stores/redis/failure.js';
+import { escapeId, slotOf } from '../../stores/redis/keys.js';
 import { RedisStore } from '../../stores/redis/redis-store.js';
+import { defineLibrary } from '../../stores/redis/script.js';
+import { MemoryGuardState } from '../memory-state.js';
+import { registerGuardStateMaker, type AccountView, type FailOutcome, type GuardState, type JudgedFailure, type JudgedSuccess, type LoginConfig, type LoginPort, type Path, type SourceSpec, type SourceView } from '../state.js';
+import { LoginSession } from './login.js';
 
 /**
  * When Redis cannot answer within timeoutMs (down, frozen, not connected):
@@ -32,7 +39,7 @@ export type GuardStateOnError = 'open' | 'closed' | 'local';
 export interface RedisGuardStateOptions {
   /** An ioredis Redis or Cluster, or a node-redis (v4 or later) client or cluster, connected by you. */
   client: unknown;
-  /** Start of every key: `<prefix>:{ga:<account tag>}`, `<prefix>:{gs:<source tag>}[:d]`. No braces. Default 'sluice'. */
+  /** Start of every key: `<prefix>:{ga:<account tag>}[:p:<address tag>]`, `<prefix>:{gs:<source tag>}`. No braces. Default 'sluice'. */
   prefix?: string;
   /** Longest wait for Redis per call before `onError` answers. Default 50 ms. */
   timeoutMs?: number;
@@ -40,38 +47,53 @@ export interface RedisGuardStateOptions {
   onError?: GuardStateOnError;
 }
 
-export interface RedisGuardStateStats {
-  /** Script calls sent. */
-  calls: number;
-  /** Calls answered by `onError`: timed out, failed, or refused because the client was not ready. */
+export interface RedisGuardStateStats extends ConnectionStats {
+  /** Script calls sent (`calls`), and the operations they carried: logins' checks and records, and single state calls. */
+  operations: number;
+  /** Operations answered by `onError`: their call timed out, failed, or was refused because the client was not ready. */
   fallbacks: number;
-  timeouts: number;
-  errors: number;
-  refused: number;
-  /** NOSCRIPT replies, each followed by one EVAL that loads the script. */
-  reloads: number;
 }
 
 const KNOWN = new Set(['client', 'prefix', 'timeoutMs', 'onError']);
-const SOURCE = readFileSync(new URL('./guard.lua', import.meta.url), 'utf8');
-const SHA = createHash('sha1').update(SOURCE).digest('hex');
+/** Most operations per script call, so that one call never holds Redis long; a login's operations are never split. */
+const MAX_OPERATIONS = 256;
+
+const lua = (path: string) => readFileSync(new URL(path, import.meta.url), 'utf8');
+/** The store's prelude and token bucket (the guard's buckets are the limiter's token bucket), then the guard's operations. */
+export const GUARD_SCRIPT = defineLibrary('guard', [lua('../../stores/redis/scripts/prelude.lua'), lua('../../stores/redis/scripts/token-bucket.lua'), lua('./guard.lua')].join('\n'));
 
 function invalid(message: string): never {
   throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `RedisGuardState ${message}`);
 }
 
-/** Failure counts and the familiar list as the script replies them: [uf, ff, ul, fl, lf, "fam,..."]. */
-type AccountReply = [number, number, string, string, string, string];
-/** [generation, failures, successes, previous failures, previous successes, distinct accounts, the same in the long window]. */
-type SourceReply = [string, number, number, number, number, number, number];
+/** One operation of a batch: its keys (one hash slot), its arguments, and what to do with its reply. */
+export interface Unit {
+  readonly slot: number;
+  readonly keys: string[];
+  readonly args: string[];
+  /** Whether its arguments refer to the sessions sent at the start of the call. */
+  readonly session: boolean;
+  /** Reads its reply from r at i; returns the index after it. */
+  answer(r: unknown[], i: number): number;
+  fail(err: unknown): void;
+}
 
 export class RedisGuardState implements GuardState {
   readonly prefix: string;
   readonly timeoutMs: number;
   readonly onError: GuardStateOnError;
-  readonly stats: RedisGuardStateStats = { calls: 0, fallbacks: 0, timeouts: 0, errors: 0, refused: 0, reloads: 0 };
-  private readonly adapter: RedisAdapter;
+  readonly stats: RedisGuardStateStats = { calls: 0, operations: 0, fallbacks: 0, timeouts: 0, errors: 0, refused: 0, reloads: 0 };
+  /** The client this state was given. */
+  readonly client: unknown;
+  /** Whether the client is a cluster (each call then goes to one slot). */
+  readonly cluster: boolean;
+  private readonly connection: RedisConnection;
   private local: MemoryGuardState | undefined;
+  private queue: Unit[] = [];
+  private scheduled = false;
+  private readonly flushNow = () => this.flush();
+  /** The constants of every LoginSession on this state, sent at the start of each call that has login operations. */
+  private readonly sessions: string[][] = [];
 
   constructor(options: RedisGuardStateOptions) {
     if (typeof options !== 'object' || options === null) invalid(`options must be an object such as { client }, got ${show(options)}`);
@@ -79,7 +101,6 @@ export class RedisGuardState implements GuardState {
       if (!KNOWN.has(field)) invalid(`unknown option '${field}'; known options are ${[...KNOWN].join(', ')}`);
     }
     if (options.client === undefined) invalid(`'client' is required: an ioredis or node-redis client`);
-    this.adapter = adapt(options.client);
     const prefix = options.prefix ?? 'sluice';
     if (typeof prefix !== 'string' || prefix.length === 0 || /[{}]/.test(prefix)) {
       invalid(`'prefix' must be a non-empty string without '{' or '}' (the tag is the key's hash tag), got ${show(prefix)}`);
@@ -88,10 +109,12 @@ export class RedisGuardState implements GuardState {
     if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0) invalid(`'timeoutMs' must be a positive number of milliseconds, got ${show(timeoutMs)}`);
     const onError = options.onError ?? 'open';
     if (onError !== 'open' && onError !== 'closed' && onError !== 'local') invalid(`'onError' must be 'open', 'closed' or 'local', got ${show(onError)}`);
+    this.connection = new RedisConnection({ client: options.client, timeoutMs, owner: 'RedisGuardState', stats: this.stats });
+    this.client = options.client;
+    this.cluster = this.connection.cluster;
     this.prefix = prefix;
     this.timeoutMs = timeoutMs;
     this.onError = onError;
-    this.adapter.onError(() => this.stats.errors++);
   }
 
   /** The key of an account's record; exported for tests and audits (`redis-cli --scan`). */
@@ -99,21 +122,36 @@ export class RedisGuardState implements GuardState {
     return `${this.prefix}:{ga:${escapeId(account)}}`;
   }
 
-  /** The keys of a source's record and of its distinct-accounts set: one hash tag, one slot. */
-  sourceKeys(source: string): [string, string] {
-    const k = `${this.prefix}:{gs:${escapeId(source)}}`;
-    return [k, `${k}:d`];
+  /** The key of an account+address pair's bucket: in the account's slot. */
+  pairKey(account: string, address: string): string {
+    return `${this.prefix}:{ga:${escapeId(account)}}:p:${address}`;
   }
 
-  async readAccount(account: string, now: number): Promise<AccountView | undefined> {
-    return this.run([this.accountKey(account)], ['readAccount', num(now)], accountView, (l) => l.readAccount(account, now), undefined);
+  /** The key of a source's record (an address's or subnet's with its bucket): one key, one slot. */
+  sourceKey(source: string): string {
+    return `${this.prefix}:{gs:${escapeId(source)}}`;
+  }
+
+  /** The key of a monitor's failure count in one anomaly bucket: one hash tag per monitor, one slot. */
+  failureCountKey(monitor: string, bucket: number): string {
+    return `${this.prefix}:{gf:${escapeId(monitor)}}:${num(bucket)}`;
+  }
+
+  /** The cluster slot of `<prefix>:{<kind>:<tag>}` (0 on a standalone Redis, where every call may mix slots). */
+  slot(kind: 'ga' | 'gs' | 'gf', tag: string): number {
+    return this.cluster ? slotOf(`${kind}:${escapeId(tag)}`) : 0;
+  }
+
+  readAccount(account: string, now: number): Promise<AccountView | undefined> {
+    return this.single(this.slot('ga', account), [this.accountKey(account)], ['RA', num(now)], readAccountView, (l) => l.readAccount(account, now), undefined);
   }
 
   failAccount(account: string, path: Path, passwordTag: string | undefined, now: number, memoryMs: number): Promise<FailOutcome> {
-    return this.run(
+    return this.single(
+      this.slot('ga', account),
       [this.accountKey(account)],
-      ['failAccount', num(now), code(path), tagArg(passwordTag), num(memoryMs)],
-      failOutcome,
+      ['FA', num(now), code(path), tagArg(passwordTag), num(memoryMs), '0'],
+      (r, i) => [{ counted: Number(r[i]) === 1, failures: Number(r[i + 1]), total: Number(r[i + 2]) }, i + 4],
       (l) => l.failAccount(account, path, passwordTag, now, memoryMs),
       // Open: the failure is not remembered, so there is nothing to back off from; the buckets still count it.
       { counted: true, failures: 0, total: 0 },
@@ -122,11 +160,12 @@ export class RedisGuardState implements GuardState {
 
   /** failAccount with the path judged by the script from the account's familiar list: one call, not a read and a write. */
   failAccountJudged(account: string, sources: readonly string[], passwordTag: string | undefined, now: number, memoryMs: number): Promise<JudgedFailure> {
-    checkSourceTags(sources);
-    return this.run(
+    checkTags(sources, 'source');
+    return this.single(
+      this.slot('ga', account),
       [this.accountKey(account)],
-      ['failAccount', num(now), 'j', tagArg(passwordTag), num(memoryMs), ...sources],
-      (r) => ({ ...failOutcome(r), path: pathOf((r as FailReply)[3]) }),
+      ['FA', num(now), 'j', tagArg(passwordTag), num(memoryMs), String(sources.length), ...sources],
+      readFailure,
       (l) => l.failAccountJudged(account, sources, passwordTag, now, memoryMs),
       // Open: as readAccount and failAccount open, a stranger's failure that is not remembered.
       { counted: true, failures: 0, total: 0, path: 'unfamiliar' },
@@ -135,149 +174,253 @@ export class RedisGuardState implements GuardState {
 
   /** succeedAccount with the path judged by the script, as failAccountJudged. */
   succeedAccountJudged(account: string, sources: readonly string[], now: number, familiarMs: number, maxFamiliar: number): Promise<JudgedSuccess> {
-    checkSourceTags(sources);
-    return this.run(
+    checkTags(sources, 'source');
+    return this.single(
+      this.slot('ga', account),
       [this.accountKey(account)],
-      ['succeedAccount', num(now), 'j', num(familiarMs), String(maxFamiliar), ...sources],
-      (r) => {
-        const [path, before] = r as [string, number];
-        return { path: pathOf(path), unfamiliarFailuresBefore: Number(before) };
-      },
+      ['SA', num(now), 'j', num(familiarMs), String(maxFamiliar), String(sources.length), ...sources],
+      readSuccess,
       (l) => l.succeedAccountJudged(account, sources, now, familiarMs, maxFamiliar),
       { path: 'unfamiliar', unfamiliarFailuresBefore: 0 },
     );
   }
 
   async lockAccount(account: string, path: Path, until: number): Promise<void> {
-    // No `now` here (the interface passes none): the script moves the key's TTL by as much as the lock
-    // moves the record's end, so it needs none.
-    await this.run([this.accountKey(account)], ['lockAccount', '0', code(path), num(until)], () => undefined, (l) => l.lockAccount(account, path, until), undefined);
+    await this.single(this.slot('ga', account), [this.accountKey(account)], ['LA', code(path), num(until)], none, (l) => l.lockAccount(account, path, until), undefined);
   }
 
   async succeedAccount(account: string, path: Path, sources: readonly string[], now: number, familiarMs: number, maxFamiliar: number): Promise<void> {
-    checkSourceTags(sources);
-    await this.run(
+    checkTags(sources, 'source');
+    await this.single(
+      this.slot('ga', account),
       [this.accountKey(account)],
-      ['succeedAccount', num(now), code(path), num(familiarMs), String(maxFamiliar), ...sources],
-      () => undefined,
+      ['SA', num(now), code(path), num(familiarMs), String(maxFamiliar), String(sources.length), ...sources],
+      (_r, i) => [undefined, i + 2], // the path and the count, which only the judged call needs
       (l) => l.succeedAccount(account, path, sources, now, familiarMs, maxFamiliar),
       undefined,
     );
   }
 
   noteSource(source: string, account: string, failed: boolean, now: number, spec: SourceSpec): Promise<SourceView> {
-    return this.run(
-      this.sourceKeys(source),
-      ['noteSource', num(now), ...specArgs(spec), account, failed ? '1' : '0'],
-      (r) => sourceView(r as SourceReply, now, spec),
+    checkTags([account], 'account');
+    return this.single(
+      this.slot('gs', source),
+      [this.sourceKey(source)],
+      ['NS', num(now), ...specArgs(spec), account, failed ? '1' : '0'],
+      (r, i) => readSourceView(r, i, now, spec),
       (l) => l.noteSource(source, account, failed, now, spec),
       { failures: 0, successes: 0, distinctFailedAccounts: 0, distinctFailedAccountsLong: 0 },
     );
   }
 
   readSource(source: string, now: number, spec: SourceSpec): Promise<SourceView | undefined> {
-    return this.run(
-      this.sourceKeys(source),
-      ['readSource', num(now), ...specArgs(spec)],
-      (r) => (r == null ? undefined : sourceView(r as SourceReply, now, spec)),
+    return this.single(
+      this.slot('gs', source),
+      [this.sourceKey(source)],
+      ['RS', num(now), ...specArgs(spec)],
+      (r, i) => (Number(r[i]) === 0 ? [undefined, i + 1] : readSourceView(r, i + 1, now, spec)),
       (l) => l.readSource(source, now, spec),
       undefined,
     );
   }
 
-  /** The key of a monitor's failure count in one anomaly bucket: one hash tag per monitor, one slot. */
-  failureCountKey(monitor: string, bucket: number): string {
-    return `${this.prefix}:{gf:${escapeId(monitor)}}:${num(bucket)}`;
-  }
-
   /**
-   * Adds to and reads the fleet's failure counts (one call for every bucket given). Unlike the account and
-   * source calls it has no failure policy of its own: it rejects, and the guard keeps what it could not
-   * share for the next call, deciding meanwhile on its own count and the last shared one.
+   * Adds to and reads the fleet's failure counts (one operation for every bucket given), in whatever call
+   * goes next. Unlike the account and source operations it has no failure policy of its own: it rejects,
+   * and the guard keeps what it could not share for the next time, deciding meanwhile on its own count
+   * and the last shared one.
    */
-  async shareFailures(monitor: string, adds: readonly (readonly [bucket: number, count: number])[], ttlMs: number): Promise<number[]> {
-    if (adds.length === 0) return [];
-    const reply = (await this.call(
-      adds.map(([bucket]) => this.failureCountKey(monitor, bucket)),
-      ['shareFailures', num(Math.ceil(ttlMs)), ...adds.map(([, count]) => num(count))],
-    )) as unknown[];
-    return reply.map(Number);
-  }
-
-  /**
-   * One script call within timeoutMs, its reply parsed. When Redis cannot answer, `onError` decides: the
-   * `open` answer, a rejection, or the same call on this process's local state.
-   */
-  private async run<T>(keys: string[], args: string[], parse: (reply: unknown) => T, local: (l: MemoryGuardState) => T, open: T): Promise<T> {
-    let reply: unknown;
-    try {
-      reply = await this.call(keys, args);
-    } catch (err) {
-      this.stats.fallbacks++;
-      if (this.onError === 'closed') {
-        throw err instanceof SluiceError ? err : new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `RedisGuardState: Redis failed: ${(err as Error)?.message ?? String(err)}`);
-      }
-      if (this.onError === 'local') return local((this.local ??= new MemoryGuardState()));
-      return open;
-    }
-    return parse(reply);
-  }
-
-  private call(keys: string[], args: string[]): Promise<unknown> {
-    const { adapter, stats } = this;
-    if (!adapter.ready()) {
-      // Not connected: a command would wait in the client's offline queue for as long as the outage.
-      stats.refused++;
-      return Promise.reject(new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', 'RedisGuardState: the Redis client is not ready'));
-    }
-    stats.calls++;
+  shareFailures(monitor: string, adds: readonly (readonly [bucket: number, count: number])[], ttlMs: number): Promise<number[]> {
+    if (adds.length === 0) return Promise.resolve([]);
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        stats.timeouts++;
-        reject(new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `RedisGuardState: no answer within 'timeoutMs' ${this.timeoutMs}`));
-      }, this.timeoutMs);
-      let sent: Promise<unknown>;
-      try {
-        sent = adapter.evalsha(SHA, keys, args);
-      } catch (err) {
-        sent = Promise.reject(err); // a client that throws instead of rejecting still gets onError
-      }
-      sent
-        .catch((err: unknown) => {
-          if (!String((err as Error)?.message ?? err).startsWith('NOSCRIPT')) throw err;
-          stats.reloads++;
-          return adapter.eval(SOURCE, keys, args);
-        })
-        .then(
-          (reply) => {
-            clearTimeout(timer);
-            resolve(reply);
-          },
-          (err: unknown) => {
-            clearTimeout(timer);
-            stats.errors++;
-            reject(err);
-          },
-        );
+      this.enqueue({
+        slot: this.slot('gf', monitor),
+        keys: adds.map(([bucket]) => this.failureCountKey(monitor, bucket)),
+        args: ['SF', num(Math.ceil(ttlMs)), String(adds.length), ...adds.map(([, count]) => num(count))],
+        session: false,
+        answer: (r, i) => {
+          resolve(r.slice(i, i + adds.length).map(Number));
+          return i + adds.length;
+        },
+        fail: reject,
+      });
     });
+  }
+
+  /**
+   * The constants a LoginSession sends with its operations; returns the session's number. Called once
+   * per Guard (login.ts).
+   */
+  addSession(constants: string[]): number {
+    this.sessions.push(constants);
+    return this.sessions.length;
+  }
+
+  /**
+   * A Guard's whole-login operations (login.ts), when `store` is the RedisStore this state was made for
+   * (redisGuardStateOf): the guard's buckets then live in this state's keys, beside the account and
+   * sources they go with. Undefined otherwise (the store's own tables keep the buckets).
+   */
+  loginPort(store: unknown, config: LoginConfig): LoginPort | undefined {
+    if (!(store instanceof RedisStore) || perStore.get(store) !== this) return undefined;
+    return new LoginSession(this, config, store.onError);
+  }
+
+  /** The state answering for Redis while it cannot: this process's own ('local'), or empty answers ('open'); none when 'closed'. */
+  offline(): GuardState | undefined {
+    if (this.onError === 'local') return (this.local ??= new MemoryGuardState());
+    return this.onError === 'open' ? OPEN : undefined;
+  }
+
+  /** Adds one operation to the batch going out at the end of this turn of the event loop. */
+  enqueue(unit: Unit): void {
+    this.queue.push(unit);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      process.nextTick(this.flushNow);
+    }
+  }
+
+  /** One operation with its failure policy: `local` on this process's state, `open`, or a rejection when closed. */
+  private single<T>(slot: number, keys: string[], args: string[], parse: (r: unknown[], i: number) => [T, number], local: (l: MemoryGuardState) => T, open: T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.enqueue({
+        slot,
+        keys,
+        args,
+        session: false,
+        answer: (r, i) => {
+          const [value, next] = parse(r, i);
+          resolve(value);
+          return next;
+        },
+        fail: (err) => {
+          this.stats.fallbacks++;
+          if (this.onError === 'closed') reject(err instanceof SluiceError ? err : new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `RedisGuardState: Redis failed: ${(err as Error)?.message ?? String(err)}`));
+          else if (this.onError === 'local') resolve(local((this.local ??= new MemoryGuardState())));
+          else resolve(open);
+        },
+      });
+    });
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const units = this.queue;
+    this.queue = [];
+    if (!this.cluster) {
+      this.sendAll(units);
+      return;
+    }
+    const bySlot = new Map<number, Unit[]>();
+    for (const u of units) {
+      const group = bySlot.get(u.slot);
+      if (group === undefined) bySlot.set(u.slot, [u]);
+      else group.push(u);
+    }
+    for (const group of bySlot.values()) this.sendAll(group);
+  }
+
+  /** Sends units in calls of at most MAX_OPERATIONS each. */
+  private sendAll(units: Unit[]): void {
+    for (let i = 0; i < units.length; i += MAX_OPERATIONS) this.send(units.length <= MAX_OPERATIONS ? units : units.slice(i, i + MAX_OPERATIONS));
+  }
+
+  private send(units: Unit[]): void {
+    const keys: string[] = [];
+    let sessions = false;
+    for (const u of units) {
+      for (const k of u.keys) keys.push(k);
+      if (u.session) sessions = true;
+    }
+    const args: string[] = [sessions ? String(this.sessions.length) : '0'];
+    if (sessions) for (const s of this.sessions) for (const a of s) args.push(a);
+    for (const u of units) for (const a of u.args) args.push(a);
+    this.stats.operations += units.length;
+    this.connection.send(GUARD_SCRIPT, keys, args, answerAll, units);
   }
 }
 
-function accountView(reply: unknown): AccountView | undefined {
-  if (reply == null) return undefined;
-  const [uf, ff, ul, fl, lf, fam] = reply as AccountReply;
-  return {
-    unfamiliarFailures: Number(uf),
-    familiarFailures: Number(ff),
-    unfamiliarLockedUntil: Number(ul),
-    familiarLockedUntil: Number(fl),
-    lastFailureAt: Number(lf),
-    familiar: fam === '' ? [] : String(fam).split(','),
-  };
+/** The Done of every call: each unit reads its part of the reply in turn; all fail together. */
+function answerAll(units: Unit[], reply: unknown, failed: boolean, err: unknown): void {
+  if (!failed) {
+    try {
+      const r = reply as unknown[];
+      let i = 0;
+      for (const u of units) i = u.answer(r, i);
+      if (i !== r.length) throw new Error(`sluice internal: guard script replied ${r.length} values, read ${i}`);
+      return;
+    } catch (e) {
+      err = e;
+    }
+  }
+  for (const u of units) u.fail(err);
+}
+
+/** What the state answers with `onError: 'open'` while Redis cannot: as if nothing were known, and nothing kept. */
+const OPEN: GuardState = {
+  readAccount: () => undefined,
+  failAccount: () => ({ counted: true, failures: 0, total: 0 }),
+  failAccountJudged: () => ({ counted: true, failures: 0, total: 0, path: 'unfamiliar' }),
+  succeedAccountJudged: () => ({ path: 'unfamiliar', unfamiliarFailuresBefore: 0 }),
+  lockAccount: () => undefined,
+  succeedAccount: () => undefined,
+  noteSource: () => ({ failures: 0, successes: 0, distinctFailedAccounts: 0, distinctFailedAccountsLong: 0 }),
+  readSource: () => undefined,
+};
+
+/** An account view as the script replies it: 0, or 1 and uf, ff, ul, fl, lf, "fam,...". */
+export function readAccountView(r: unknown[], i: number): [AccountView | undefined, number] {
+  if (Number(r[i]) === 0) return [undefined, i + 1];
+  const fam = String(r[i + 6]);
+  return [
+    {
+      unfamiliarFailures: Number(r[i + 1]),
+      familiarFailures: Number(r[i + 2]),
+      unfamiliarLockedUntil: Number(r[i + 3]),
+      familiarLockedUntil: Number(r[i + 4]),
+      lastFailureAt: Number(r[i + 5]),
+      familiar: fam === '' ? [] : fam.split(','),
+    },
+    i + 7,
+  ];
+}
+
+/** A failure's reply: counted (1 or 0), failures on the path, total, and the path ('f' or 'u'). */
+export function readFailure(r: unknown[], i: number): [JudgedFailure, number] {
+  return [{ counted: Number(r[i]) === 1, failures: Number(r[i + 1]), total: Number(r[i + 2]), path: pathOf(String(r[i + 3])) }, i + 4];
+}
+
+/** A success's reply: the path and the strangers' failures before it. */
+export function readSuccess(r: unknown[], i: number): [JudgedSuccess, number] {
+  return [{ path: pathOf(String(r[i])), unfamiliarFailuresBefore: Number(r[i + 1]) }, i + 2];
+}
+
+function none(_r: unknown[], i: number): [undefined, number] {
+  return [undefined, i];
+}
+
+/**
+ * A source view from [generation, failures, successes, previous failures, previous successes, distinct
+ * accounts, the same in the long window]: the two-generation estimate of source-table.ts, the previous
+ * window fading linearly across this one.
+ */
+export function readSourceView(r: unknown[], i: number, now: number, spec: SourceSpec): [SourceView, number] {
+  const ratioMs = spec.ratioWindowMs;
+  const weight = (ratioMs - (now - Number(r[i]) * ratioMs)) / ratioMs;
+  return [
+    {
+      failures: Number(r[i + 3]) * weight + Number(r[i + 1]),
+      successes: Number(r[i + 4]) * weight + Number(r[i + 2]),
+      distinctFailedAccounts: Number(r[i + 5]),
+      distinctFailedAccountsLong: Number(r[i + 6]),
+    },
+    i + 7,
+  ];
 }
 
 /** A number as the script reads it: integers exactly, with no exponent. */
-function num(n: number): string {
+export function num(n: number): string {
   return Number.isInteger(n) ? n.toFixed(0) : String(n);
 }
 
@@ -285,21 +428,13 @@ function code(path: Path): string {
   return path === 'familiar' ? 'f' : 'u';
 }
 
-/** failAccount's reply: counted (1 or 0), failures on the path, total, and the path ('f' or 'u'). */
-type FailReply = [number, number, number, string];
-
-function failOutcome(reply: unknown): FailOutcome {
-  const [counted, failures, total] = reply as FailReply;
-  return { counted: Number(counted) === 1, failures: Number(failures), total: Number(total) };
-}
-
 function pathOf(code: string): Path {
   return code === 'f' ? 'familiar' : 'unfamiliar';
 }
 
-/** Source tags travel comma-joined in the account hash, so none may be empty or hold a comma. */
-function checkSourceTags(sources: readonly string[]): void {
-  for (const s of sources) if (s === '' || s.includes(',')) invalid(`source tag must be a non-empty string without ',', got ${show(s)}`);
+/** Tags travel comma-joined in the records, so none may be empty or hold a comma. */
+export function checkTags(tags: readonly string[], what: string): void {
+  for (const s of tags) if (typeof s !== 'string' || s === '' || s.includes(',')) invalid(`${what} tag must be a non-empty string without ',', got ${show(s)}`);
 }
 
 function tagArg(tag: string | undefined): string {
@@ -310,18 +445,6 @@ function tagArg(tag: string | undefined): string {
 
 function specArgs(spec: SourceSpec): string[] {
   return [num(spec.distinctWindowMs), num(spec.ratioWindowMs), String(spec.maxDistinct), num(spec.longDistinctWindowMs ?? spec.distinctWindowMs)];
-}
-
-/** The two-generation estimate of source-table.ts: the previous window fades linearly across this one. */
-function sourceView(r: SourceReply, now: number, spec: SourceSpec): SourceView {
-  const ratioMs = spec.ratioWindowMs;
-  const weight = (ratioMs - (now - Number(r[0]) * ratioMs)) / ratioMs;
-  return {
-    failures: Number(r[3]) * weight + Number(r[1]),
-    successes: Number(r[4]) * weight + Number(r[2]),
-    distinctFailedAccounts: Number(r[5]),
-    distinctFailedAccountsLong: Number(r[6]),
-  };
 }
 
 /** One state per store, so every Guard given the same RedisStore shares one (as its buckets do). */
@@ -336,10 +459,14 @@ export function redisGuardStateOf(store: unknown): RedisGuardState | undefined {
   if (!(store instanceof RedisStore)) return undefined;
   let state = perStore.get(store);
   if (state === undefined) {
-    state = new RedisGuardState({ client: store.client, prefix: store.prefix, timeoutMs: store.timeoutMs, onError: typeof store.onError === 'object' ? 'local' : store.onError });
+    state = new RedisGuardState({ client: store.client, prefix: store.prefix, timeoutMs: store.timeoutMs, onError: stateOnError(store.onError) });
     perStore.set(store, state);
   }
   return state;
+}
+
+export function stateOnError(onError: OnError): GuardStateOnError {
+  return typeof onError === 'object' ? 'local' : onError;
 }
 
 registerGuardStateMaker(redisGuardStateOf);

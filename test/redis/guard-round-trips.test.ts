@@ -1,0 +1,95 @@
+// How many round trips and script calls a login costs with the guard on a RedisStore (standalone Redis):
+// every script call the client sends is logged with the round it went out in (calls sent in one turn of
+// the event loop are one round), and each verdict is checked against a memory guard's.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Guard, type GuardVerdict, type RedisGuardState } from '../../src/guard/index.js';
+import { RedisStore } from '../../src/stores/redis/index.js';
+import { connectBothClients, runPrefix } from './harness.js';
+
+const base = runPrefix('guard-rounds');
+let n = 0;
+const { io } = await connectBothClients(async (client) => {
+  for (const k of await client.keys(`${base}:*`)) await client.unlink(k);
+});
+
+/** An ioredis stand-in that forwards to `io` and logs each script call's round. */
+function counted() {
+  const rounds: number[] = [];
+  let round = 0;
+  let open = false;
+  const log = () => {
+    if (!open) {
+      open = true;
+      round++;
+      setImmediate(() => (open = false));
+    }
+    rounds.push(round);
+  };
+  const client = {
+    get status() {
+      return io.status;
+    },
+    on: (event: string, listener: (...a: unknown[]) => void) => io.on(event, listener),
+    evalsha: (...a: unknown[]) => (log(), (io.evalsha as (...x: unknown[]) => Promise<unknown>)(...a)),
+    eval: (...a: unknown[]) => (log(), (io.eval as (...x: unknown[]) => Promise<unknown>)(...a)),
+  };
+  /** Rounds and calls since the last take(). */
+  const take = () => {
+    const r = { rounds: new Set(rounds).size, calls: rounds.length };
+    rounds.length = 0;
+    return r;
+  };
+  return { client, take };
+}
+
+test('a login on a RedisStore: a check is one call, a record one more, with the memory guard\'s verdicts', async () => {
+  let now = 1_700_000_123_456;
+  const wire = counted();
+  const store = new RedisStore({ client: wire.client, prefix: `${base}:${n++}`, clock: 'client', timeoutMs: 2000, onError: 'closed' });
+  const options = { secret: 'rounds-secret-0123456789ab', clock: () => now, random: () => 0 };
+  const redis = new Guard({ ...options, store });
+  const memory = new Guard(options);
+  await redis.check({ account: 'warm', ip: '192.0.2.1' }); // loads the script (NOSCRIPT, then EVAL)
+  wire.take();
+  const check = async (account: string, ip: string): Promise<{ verdict: GuardVerdict; rounds: number; calls: number }> => {
+    const verdict = await redis.check({ account, ip });
+    assert.deepEqual(verdict, await memory.check({ account, ip }), `${account} from ${ip}`);
+    return { verdict, ...wire.take() };
+  };
+  const record = async (outcome: { account: string; ip: string; success: boolean; password?: string }) => {
+    assert.deepEqual(await redis.record(outcome), await memory.record(outcome), JSON.stringify(outcome));
+    return wire.take();
+  };
+  const one = { rounds: 1, calls: 1 };
+  const stranger = await check('alice', '203.0.113.1');
+  assert.deepEqual({ rounds: stranger.rounds, calls: stranger.calls }, one, 'a stranger\'s check: account, pair, address, subnet');
+  assert.deepEqual(await record({ account: 'alice', ip: '203.0.113.1', success: true }), one, 'a success');
+  assert.deepEqual(await record({ account: 'alice', ip: '198.51.100.7', success: false, password: 'guess1' }), one, 'a counted failure, its lock and buckets');
+  assert.deepEqual(await record({ account: 'alice', ip: '198.51.100.7', success: false, password: 'guess1' }), one, 'a repeated password: counted nowhere');
+  const owner = await check('alice', '203.0.113.1');
+  assert.deepEqual({ rounds: owner.rounds, calls: owner.calls }, one, 'the owner\'s check');
+  // Strangers fail from one address on many accounts; a stranger from it is then refused, which notes its
+  // sources as failed: a second call, of writes only.
+  now += 1000;
+  for (let i = 0; i < 12; i++) await record({ account: `victim${i}`, ip: '198.51.100.9', success: false, password: 'x' });
+  const refused = await check('bob', '198.51.100.9');
+  assert.notEqual(refused.verdict.action, 'allow');
+  assert.deepEqual({ rounds: refused.rounds, calls: refused.calls }, { rounds: 2, calls: 2 });
+});
+
+test('concurrent logins share calls: 64 checks in one, their 64 records in one more', async () => {
+  const wire = counted();
+  const store = new RedisStore({ client: wire.client, prefix: `${base}:${n++}`, timeoutMs: 2000, onError: 'closed' });
+  const guard = new Guard({ secret: 'rounds-secret-0123456789ab', store });
+  await guard.check({ account: 'warm', ip: '192.0.2.1' });
+  wire.take();
+  const logins = Array.from({ length: 64 }, (_, i) => ({ account: `user${i}`, ip: `203.0.113.${i + 1}` }));
+  const verdicts = await Promise.all(logins.map((l) => guard.check(l)));
+  assert.ok(verdicts.every((v) => v.action === 'allow'));
+  assert.deepEqual(wire.take(), { rounds: 1, calls: 1 });
+  await Promise.all(logins.map((l, i) => guard.record({ ...l, success: i % 20 !== 0, password: i % 20 === 0 ? 'wrong' : undefined })));
+  assert.deepEqual(wire.take(), { rounds: 1, calls: 1 });
+  const stats = (guard.state as RedisGuardState).stats;
+  assert.equal(stats.fallbacks, 0);
+});

@@ -17,7 +17,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { SluiceError, show } from '../../core/index.js';
-import { RedisConnection, type ConnectionStats } from '../../stores/redis/connection.js';
+import { connectionStats, RedisConnection, type ConnectionStats } from '../../stores/redis/connection.js';
 import type { OnError } from '../../stores/redis/failure.js';
 import { escapeId, slotOf } from '../../stores/redis/keys.js';
 import { RedisStore } from '../../stores/redis/redis-store.js';
@@ -47,9 +47,8 @@ export interface RedisGuardStateOptions {
   onError?: GuardStateOnError;
 }
 
+/** The connection's counters (`operations`: logins' checks and records, and single state calls, carried by `calls`), and: */
 export interface RedisGuardStateStats extends ConnectionStats {
-  /** Script calls sent (`calls`), and the operations they carried: logins' checks and records, and single state calls. */
-  operations: number;
   /** Operations answered by `onError`: their call timed out, failed, or was refused because the client was not ready. */
   fallbacks: number;
 }
@@ -57,6 +56,8 @@ export interface RedisGuardStateStats extends ConnectionStats {
 const KNOWN = new Set(['client', 'prefix', 'timeoutMs', 'onError']);
 /** Most operations per script call, so that one call never holds Redis long; a login's operations are never split. */
 const MAX_OPERATIONS = 256;
+/** Most calls awaiting an answer, as RedisStore's default: beyond it calls fail fast instead of queueing. */
+const MAX_IN_FLIGHT = 1024;
 
 const lua = (path: string) => readFileSync(new URL(path, import.meta.url), 'utf8');
 /** The store's prelude and token bucket (the guard's buckets are the limiter's token bucket), then the guard's operations. */
@@ -82,7 +83,7 @@ export class RedisGuardState implements GuardState {
   readonly prefix: string;
   readonly timeoutMs: number;
   readonly onError: GuardStateOnError;
-  readonly stats: RedisGuardStateStats = { calls: 0, operations: 0, fallbacks: 0, timeouts: 0, errors: 0, refused: 0, reloads: 0 };
+  readonly stats: RedisGuardStateStats = { ...connectionStats(), fallbacks: 0 };
   /** The client this state was given. */
   readonly client: unknown;
   /** Whether the client is a cluster (each call then goes to one slot). */
@@ -109,7 +110,7 @@ export class RedisGuardState implements GuardState {
     if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0) invalid(`'timeoutMs' must be a positive number of milliseconds, got ${show(timeoutMs)}`);
     const onError = options.onError ?? 'open';
     if (onError !== 'open' && onError !== 'closed' && onError !== 'local') invalid(`'onError' must be 'open', 'closed' or 'local', got ${show(onError)}`);
-    this.connection = new RedisConnection({ client: options.client, timeoutMs, owner: 'RedisGuardState', stats: this.stats });
+    this.connection = new RedisConnection({ client: options.client, timeoutMs, maxInFlight: MAX_IN_FLIGHT, owner: 'RedisGuardState', stats: this.stats });
     this.client = options.client;
     this.cluster = this.connection.cluster;
     this.prefix = prefix;
@@ -336,8 +337,7 @@ export class RedisGuardState implements GuardState {
     const args: string[] = [sessions ? String(this.sessions.length) : '0'];
     if (sessions) for (const s of this.sessions) for (const a of s) args.push(a);
     for (const u of units) for (const a of u.args) args.push(a);
-    this.stats.operations += units.length;
-    this.connection.send(GUARD_SCRIPT, keys, args, answerAll, units);
+    this.connection.send(GUARD_SCRIPT, keys, args, answerAll, units, units.length);
   }
 }
 

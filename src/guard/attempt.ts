@@ -1,6 +1,6 @@
 /** Validates what `check` and `record` receive and turns it into tags, so no plain value goes further. */
 import { SluiceError, show } from '../core/errors.js';
-import { ipText, maskedText, parseIp, tryParseIp, v4Mask } from './ip.js';
+import { formatIPv4, formatIPv6Groups, maskIPv4, maskIPv6, parseIp, type ParsedIp } from '../core/ip.js';
 import type { KeyedHasher } from './keyed-hash.js';
 import type { RecentAttempts } from './recent-attempts.js';
 import type { IpStanding, Reputation } from './reputation.js';
@@ -24,7 +24,7 @@ export interface LoginOutcome extends LoginAttempt {
 
 /** Longest account or fingerprint accepted: longer is a mistake or an attack on the hasher. */
 const MAX_TEXT = 1024;
-/** Longest address text tryParseIp accepts. */
+/** Longest address text accepted (a zoned IPv6 address in brackets fits). */
 const MAX_IP = 64;
 /** Longest password accepted, as bcrypt-era limits go (and HMAC cost stays bounded). */
 const MAX_PASSWORD = 4096;
@@ -98,22 +98,23 @@ export function tagAttempt(call: 'check' | 'record', input: unknown, tagger: Att
   if (typeof input !== 'object' || input === null) bad(call, 'attempt', 'an object { account, ip, fingerprint? }', input);
   const a = input as Record<string, unknown>;
   const account = hasher.tag('acct', text(call, 'account', a.account, MAX_TEXT));
-  // The field name for parseIp's error is built only when there is an error to throw.
-  let ip = typeof a.ip === 'string' ? tryParseIp(a.ip) : undefined;
+  if (typeof a.ip !== 'string') bad(call, 'ip', 'an IPv4 or IPv6 address string', a.ip);
+  const ip = guardIp(a.ip);
   if (ip === undefined) {
-    if (typeof a.ip !== 'string') bad(call, 'ip', 'an IPv4 or IPv6 address string', a.ip);
-    ip = parseIp(a.ip, `guard.${call}(): 'ip'`); // throws ERR_SLUICE_INVALID_IP naming the field
+    throw new SluiceError('ERR_SLUICE_INVALID_IP', `guard.${call}(): 'ip' must be an IPv4 or IPv6 address, got ${show(a.ip)}`);
   }
   // Dotted-quad text that parsed as IPv4 is already canonical (parseIp takes no leading zeros, no other
   // form), so it is tagged as given; ::ffff:a.b.c.d and IPv6 are written out canonically first.
-  const address = hasher.tag('ip', ip.v4 && !(a.ip as string).includes(':') ? (a.ip as string) : ipText(ip.bytes));
-  const prefix = ip.v4 ? ipv4Subnet : ipv6Subnet;
-  const b = ip.bytes;
-  const subnet = ip.v4
-    ? hasher.tagDottedQuad('net', b[12]! & v4Mask(prefix, 0), b[13]! & v4Mask(prefix, 1), b[14]! & v4Mask(prefix, 2), b[15]! & v4Mask(prefix, 3), prefix)
-    : hasher.tag('net', `${maskedText(ip, prefix)}/${prefix}`);
+  const address = hasher.tag('ip', ip.v === 4 ? (a.ip.includes(':') ? formatIPv4(ip.n) : a.ip) : formatIPv6Groups(ip.h));
+  let subnet: string;
+  if (ip.v === 4) {
+    const net = maskIPv4(ip.n, ipv4Subnet);
+    subnet = hasher.tagDottedQuad('net', net >>> 24, (net >>> 16) & 255, (net >>> 8) & 255, net & 255, ipv4Subnet);
+  } else {
+    subnet = hasher.tag('net', `${formatIPv6Groups(maskIPv6(ip.h, ipv6Subnet))}/${ipv6Subnet}`);
+  }
   const fingerprint = a.fingerprint === undefined ? undefined : hasher.tag('fp', text(call, 'fingerprint', a.fingerprint, MAX_TEXT));
-  const location = ip.v4 ? address : subnet;
+  const location = ip.v === 4 ? address : subnet;
   return {
     account,
     address,
@@ -133,4 +134,14 @@ export function checkOutcome(input: LoginOutcome): void {
   if (typeof input.success !== 'boolean') bad('record', 'success', 'true or false', input.success);
   const p = input.password;
   if (p !== undefined && (typeof p !== 'string' || p.length > MAX_PASSWORD)) bad('record', 'password', `a string of at most ${MAX_PASSWORD} characters`, typeof p === 'string' ? `<${p.length} characters>` : p);
+}
+
+/** The guard's reading of an address: core/ip.ts's, of at most MAX_IP characters, IPv6 also in [brackets]. */
+function guardIp(text: string): ParsedIp | undefined {
+  if (text.length === 0 || text.length > MAX_IP) return undefined;
+  if (text.startsWith('[') && text.endsWith(']')) {
+    const inner = text.slice(1, -1);
+    return inner.includes(':') ? parseIp(inner) : undefined;
+  }
+  return parseIp(text);
 }

@@ -3,36 +3,18 @@
  * list (always blocked) and hosting-provider ranges (raise risk). Lookups cost one mask and one Set probe
  * per distinct prefix length in a list, so thousands of provider ranges stay cheap.
  */
-import { hex } from '../runtime.js';
-import { maskIp, parseCidr, type IpAddress } from './ip.js';
+import { SluiceError, show } from '../core/errors.js';
+import { IpRanges, parseCidr, type ParsedIp } from '../core/ip.js';
 
-class CidrSet {
-  /** Per prefix length present (in 128-bit terms), the masked networks as hex. */
-  private readonly byPrefix = new Map<number, Set<string>>();
-
-  constructor(ranges: readonly string[], field: string) {
-    ranges.forEach((text, i) => {
-      const c = parseCidr(text, `Guard '${field}[${i}]'`);
-      const bits = c.v4 ? 96 + c.prefix : c.prefix;
-      let set = this.byPrefix.get(bits);
-      if (set === undefined) this.byPrefix.set(bits, (set = new Set()));
-      set.add(hex(c.network));
-    });
-  }
-
-  get empty(): boolean {
-    return this.byPrefix.size === 0;
-  }
-
-  has(ip: IpAddress): boolean {
-    for (const [bits, set] of this.byPrefix) {
-      // A v4 rule (bits >= 96 with the ::ffff: prefix in its network) cannot match a v6 address, and the
-      // reverse: the masked bytes then differ in the ::ffff: part, so no family check is needed.
-      const masked = maskIp({ bytes: ip.bytes, v4: false }, bits);
-      if (set.has(hex(masked))) return true;
-    }
-    return false;
-  }
+function ranges(list: readonly string[], field: string): IpRanges {
+  const set = new IpRanges();
+  list.forEach((text, i) => {
+    const fail = (): never => {
+      throw new SluiceError('ERR_SLUICE_INVALID_IP', `Guard '${field}[${i}]' must be a CIDR range such as '203.0.113.0/24' or '2001:db8::/32', got ${show(text)}`);
+    };
+    set.add(typeof text === 'string' ? parseCidr(text, fail) : fail());
+  });
+  return set;
 }
 
 export interface IpStanding {
@@ -45,24 +27,20 @@ export interface IpStanding {
 const NEUTRAL: IpStanding = Object.freeze({ allowed: false, denied: false, hosting: false });
 
 export class Reputation {
-  private readonly allow: CidrSet;
-  private readonly deny: CidrSet;
-  private readonly hosting: CidrSet;
+  private readonly allow: IpRanges;
+  private readonly deny: IpRanges;
+  private readonly hosting: IpRanges;
 
   constructor(allowList: readonly string[], denyList: readonly string[], hostingRanges: readonly string[]) {
-    this.allow = new CidrSet(allowList, 'allowList');
-    this.deny = new CidrSet(denyList, 'denyList');
-    this.hosting = new CidrSet(hostingRanges, 'hostingRanges');
+    this.allow = ranges(allowList, 'allowList');
+    this.deny = ranges(denyList, 'denyList');
+    this.hosting = ranges(hostingRanges, 'hostingRanges');
   }
 
   /** The address's standing. A deny rule wins over an allow rule covering the same address. */
-  classify(ip: IpAddress): IpStanding {
-    if (this.allow.empty && this.deny.empty && this.hosting.empty) return NEUTRAL;
-    const denied = !this.deny.empty && this.deny.has(ip);
-    return {
-      denied,
-      allowed: !denied && !this.allow.empty && this.allow.has(ip),
-      hosting: !this.hosting.empty && this.hosting.has(ip),
-    };
+  classify(ip: ParsedIp): IpStanding {
+    if (this.allow.size === 0 && this.deny.size === 0 && this.hosting.size === 0) return NEUTRAL;
+    const denied = this.deny.has(ip);
+    return { denied, allowed: !denied && this.allow.has(ip), hosting: this.hosting.has(ip) };
   }
 }

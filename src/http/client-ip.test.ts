@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { CidrSet, forwardedHops, hopAddress, ipKey, normalizeIp, parseIPv4, resolveClient, xForwardedForHops } from './client-ip.js';
+import { parseIPv4 } from '../core/ip.js';
+import { CidrSet, forwardedHops, hopAddress, ipKey, normalizeIp, resolveClient, xForwardedForHops } from './client-ip.js';
 
 test('IPv4 parses strictly: four decimal octets, no leading zeros', () => {
   assert.equal(parseIPv4('203.0.113.9'), 0xcb007109);

@@ -1,20 +1,151 @@
 #!/usr/bin/env node
-// `npm start`: the service on the example config (memory store, dashboard on :8080) and, beside it, the
-// login demo (:3000) that the dashboard links to. Ctrl-C or SIGTERM stops both.
-import { spawn } from 'node:child_process';
+// `npm start`: the service on the example config (memory store) and, beside it, the login demo that the
+// dashboard links to. It prints the URLs once both answer, says in one line when a port is taken, and stops
+// both servers on Ctrl-C, on SIGTERM or SIGHUP (to npm or to this script), and when its parent dies.
+//
+//   npm start [-- --demo-port N] [-- <any sluice serve flag, e.g. --port 9090 --redis redis://...>]
+//   env: DEMO_PORT (the demo), SLUICE_PORT / SLUICE_GRPC_PORT / SLUICE_HOST (the service)
+import { spawn, spawnSync } from 'node:child_process';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-const demoPort = process.env.DEMO_PORT ?? '3000';
-const tsx = ['--import', 'tsx'];
-const children = [
-  spawn(process.execPath, [...tsx, 'demo/login/main.ts'], { stdio: 'inherit', env: { ...process.env, PORT: demoPort } }),
-  spawn(process.execPath, [...tsx, 'src/cli/main.ts', 'serve', '--config', 'examples/policies.yaml', '--demo-url', `http://127.0.0.1:${demoPort}/`, ...process.argv.slice(2)], { stdio: 'inherit' }),
-];
-let code = 0;
-for (const child of children) {
-  child.on('exit', (status, signal) => {
-    code ||= status ?? (signal ? 1 : 0);
-    for (const other of children) if (other.exitCode === null && other.signalCode === null) other.kill('SIGTERM');
-    if (children.every((c) => c.exitCode !== null || c.signalCode !== null)) process.exit(code);
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const say = (line) => process.stdout.write(`${line}\n`);
+const fail = (line, code = 1) => {
+  process.stderr.write(`npm start: ${line}\n`);
+  process.exit(code);
+};
+
+// --demo-port is ours; every other argument goes to `sluice serve`, which validates it.
+const serveArgs = [];
+let demoPortArg;
+const argv = process.argv.slice(2);
+for (let i = 0; i < argv.length; i++) {
+  const arg = argv[i];
+  if (arg === '--demo-port') demoPortArg = argv[++i] ?? '';
+  else if (arg.startsWith('--demo-port=')) demoPortArg = arg.slice('--demo-port='.length);
+  else serveArgs.push(arg);
+}
+/** The value `sluice serve` will use for a flag: its last occurrence, else the environment, else the default. */
+function serveSetting(flag, env, fallback) {
+  let value;
+  for (let i = 0; i < serveArgs.length; i++) {
+    if (serveArgs[i] === flag) value = serveArgs[i + 1];
+    else if (serveArgs[i].startsWith(`${flag}=`)) value = serveArgs[i].slice(flag.length + 1);
+  }
+  return value ?? (process.env[env] || fallback);
+}
+function port(raw, what, how) {
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 65535) fail(`${what} must be a port number from 1 to 65535, got ${JSON.stringify(raw)} (${how})`, 2);
+  return Number(raw);
+}
+const demoHow = '--demo-port <port> or DEMO_PORT=<port>';
+const serviceHow = '--port <port> or SLUICE_PORT=<port>';
+const grpcHow = '--grpc-port <port> or SLUICE_GRPC_PORT=<port>, -1 for none';
+const demoPort = port(demoPortArg ?? (process.env.DEMO_PORT || '3000'), 'the login demo port', demoHow);
+const host = serveSetting('--host', 'SLUICE_HOST', '127.0.0.1');
+const httpPort = port(serveSetting('--port', 'SLUICE_PORT', '8080'), 'the service port', serviceHow);
+const grpcRaw = serveSetting('--grpc-port', 'SLUICE_GRPC_PORT', '8081');
+const grpcPort = grpcRaw === '-1' ? undefined : port(grpcRaw, 'the gRPC port', grpcHow);
+const browserHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+const url = (h, p) => `http://${h.includes(':') ? `[${h}]` : h}:${p}/`;
+const demoUrl = url('127.0.0.1', demoPort);
+const dashboardUrl = url(browserHost, httpPort);
+
+/** Resolves when the port can be bound; a taken port ends the start with one line saying how to move it. */
+function checkFree(p, h, what, how) {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', (e) => {
+      if (e.code === 'EADDRINUSE') fail(`port ${p} (${what}) is already in use; stop what holds it, or choose another with ${how}`);
+      if (e.code === 'EACCES') fail(`port ${p} (${what}) needs privileges this user lacks; choose another with ${how}`);
+      fail(`cannot listen on ${h}:${p} (${what}): ${e.message}`);
+    });
+    probe.listen(p, h, () => probe.close(resolve));
   });
 }
-for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => children.forEach((c) => c.kill('SIGTERM')));
+await checkFree(demoPort, '127.0.0.1', 'the login demo', demoHow);
+await checkFree(httpPort, host, 'the service', serviceHow);
+if (grpcPort !== undefined) await checkFree(grpcPort, host, "the service's gRPC", grpcHow);
+
+// The demo serves the proof-of-work widget from dist/browser/; a fresh clone has no build yet.
+const built = spawnSync(process.execPath, [join(ROOT, 'scripts/build-browser.mjs')], { cwd: ROOT, encoding: 'utf8' });
+if (built.status !== 0) fail(`building the browser widget failed:\n${built.stderr}`);
+
+// Each child gets an IPC channel and a preload that stops it when the channel closes, which it does when
+// this process ends in any way (even SIGKILL), so no server outlives `npm start`.
+const node = (script, args, env) =>
+  spawn(process.execPath, ['--import', join(ROOT, 'scripts/exit-with-parent.mjs'), '--import', 'tsx', script, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+  });
+// Quiet by default: the URLs below say what a person needs; warnings and errors still show.
+const logLevel = serveArgs.some((a) => a === '--log-level' || a.startsWith('--log-level=')) || process.env.SLUICE_LOG_LEVEL ? [] : ['--log-level', 'warn'];
+const children = [
+  { name: 'login demo', child: node('demo/login/main.ts', [], { PORT: String(demoPort) }), ready: demoUrl },
+  {
+    name: 'service',
+    child: node('src/cli/main.ts', ['serve', '--config', 'examples/policies.yaml', '--demo-url', demoUrl, ...logLevel, ...serveArgs], {}),
+    ready: `${dashboardUrl}healthz`,
+  },
+];
+for (const { child, name } of children) {
+  // The demo announces itself; the summary below replaces that line. Everything else passes through.
+  let pending = '';
+  child.stdout.on('data', (chunk) => {
+    pending += chunk;
+    const lines = pending.split('\n');
+    pending = lines.pop();
+    for (const line of lines) if (!(name === 'login demo' && line.startsWith('sluice login demo on '))) say(line);
+  });
+}
+
+let stopping = false;
+let exitCode = 0;
+const alive = () => children.filter(({ child }) => child.exitCode === null && child.signalCode === null);
+function stop(reason) {
+  if (stopping) return;
+  stopping = true;
+  if (reason) say(reason);
+  for (const { child } of alive()) child.kill('SIGTERM');
+  // The service drains for up to 10 s; past that, nothing is left waiting.
+  setTimeout(() => alive().forEach(({ child }) => child.kill('SIGKILL')), 12_000).unref();
+}
+for (const { child, name } of children) {
+  child.on('exit', (code, signal) => {
+    if (!stopping) {
+      exitCode = code || 1;
+      stop(`npm start: the ${name} stopped (${signal ?? `exit code ${code}`}); stopping the rest.`);
+    }
+    if (alive().length === 0) process.exit(exitCode);
+  });
+}
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => stop(stopping ? '' : 'stopping...'));
+// npm killed outright (SIGKILL) leaves this process orphaned: notice, and stop as if signalled.
+const parent = process.ppid;
+setInterval(() => process.ppid !== parent && stop('npm start: the parent process is gone; stopping.'), 1000).unref();
+
+async function answers(target) {
+  try {
+    await fetch(target, { signal: AbortSignal.timeout(1000) });
+    return true;
+  } catch {
+    return false;
+  }
+}
+const deadline = Date.now() + 120_000;
+for (const pending = [...children]; pending.length > 0 && !stopping; ) {
+  if (Date.now() > deadline) stop(`npm start: the ${pending.map((c) => c.name).join(' and ')} did not answer within 2 minutes; stopping.`);
+  for (let i = pending.length - 1; i >= 0; i--) if (await answers(pending[i].ready)) pending.splice(i, 1);
+  if (pending.length > 0) await new Promise((r) => setTimeout(r, 100));
+}
+if (!stopping) {
+  say('');
+  say('sluice is running (examples/policies.yaml):');
+  say(`  dashboard   ${dashboardUrl}`);
+  say(`  login demo  ${demoUrl}`);
+  if (grpcPort !== undefined) say(`  gRPC        ${browserHost}:${grpcPort}  (Envoy's rate limit service)`);
+  say('Press Ctrl-C to stop.');
+}

@@ -18,6 +18,11 @@ function find(dir, out = []) {
   return out;
 }
 
+// Nothing builds on install (the package builds in prepack), so a fresh clone has no dist/: the demo and
+// the proof-of-work page tests serve the browser widget from dist/browser/, which bundles in a second.
+const widget = spawnSync(process.execPath, ['scripts/build-browser.mjs'], { stdio: 'inherit' });
+if (widget.status !== 0) process.exit(widget.status ?? 1);
+
 const files = [...find('src'), ...find('test')].sort();
 const filter = process.argv.slice(2);
 const chosen = filter.length ? files.filter((f) => filter.some((p) => f.includes(p))) : files;

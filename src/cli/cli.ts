@@ -111,15 +111,37 @@ const SERVE_KEYS = ['config', 'mergeDomainConfig', 'host', 'port', 'grpcPort', '
 
 // The service's modules load only when a service command runs: they need the optional dependencies
 // (yaml, pino, prom-client), and `sluice demo` must work without them.
-async function serverModules() {
+const SERVICE_DEPENDENCIES = ['yaml', 'pino', 'prom-client'];
+
+/** A service module that could not load because an optional dependency is not installed. */
+class MissingDependencyError extends Error {}
+
+/** Imports a service module; a missing optional dependency becomes one line saying what to install. */
+async function serviceImport<T>(load: () => Promise<T>): Promise<T> {
   try {
-    const [settings, config] = await Promise.all([import('../server/settings.js'), import('../server/config.js')]);
-    return { settings, config };
+    return await load();
   } catch (e) {
-    const code = (e as { code?: string }).code;
-    if (code === 'ERR_MODULE_NOT_FOUND') throw new Error(`the service needs sluice's optional dependencies; reinstall without --omit=optional (${(e as Error).message.split('\n')[0]})`);
+    const missing = /Cannot find (?:package|module) '([^']+)'/.exec((e as Error).message)?.[1];
+    if ((e as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && missing !== undefined && SERVICE_DEPENDENCIES.includes(missing)) {
+      throw new MissingDependencyError(
+        `the service needs the optional dependency '${missing}', which is not installed (an install with --omit=optional leaves it out); install it with: npm install ${SERVICE_DEPENDENCIES.join(' ')}`,
+      );
+    }
     throw e;
   }
+}
+
+async function serverModules() {
+  const [settings, config] = await serviceImport(() => Promise.all([import('../server/settings.js'), import('../server/config.js')]));
+  return { settings, config };
+}
+
+/** What went wrong at start-up, in one line: a taken port names the setting that moves it. */
+function startError(e: Error & { code?: string; port?: number; address?: string }, ports: { port: number; grpcPort: number }): string {
+  if (e.code !== 'EADDRINUSE' && e.code !== 'EACCES') return e.message;
+  const setting = e.port === ports.grpcPort ? '--grpc-port (or SLUICE_GRPC_PORT)' : '--port (or SLUICE_PORT)';
+  const what = e.code === 'EADDRINUSE' ? 'is already in use' : 'needs privileges this user lacks';
+  return `port ${e.port ?? '?'} on ${e.address ?? 'this host'} ${what}; choose another with ${setting}`;
 }
 
 const serve: Command = {
@@ -134,13 +156,13 @@ const serve: Command = {
       output.err(`sluice serve: ${(e as Error).message}\n`);
       return EXIT_USAGE;
     }
-    const { startService } = await import('../server/serve.js');
+    const { startService } = await serviceImport(() => import('../server/serve.js'));
     let running;
     try {
       running = await startService(settings);
     } catch (e) {
       if (e instanceof C.ConfigError) output.err(`sluice serve: the config is invalid:\n${e.problems.map((p) => `  ${p}`).join('\n')}\n`);
-      else output.err(`sluice serve: ${(e as Error).message}\n`);
+      else output.err(`sluice serve: ${startError(e as Error, settings)}\n`);
       return EXIT_CONFIG;
     }
     return new Promise<number>((resolve) => {
@@ -235,9 +257,15 @@ export async function runCli(argv: readonly string[], output: Output): Promise<n
     output.err(`sluice: unknown command ${JSON.stringify(name)}; known commands: ${known}. Run \`sluice --help\` for usage.\n`);
     return EXIT_USAGE;
   }
-  if (isHelp(args[0])) {
-    output.out(command === serve ? await serveUsage() : command.usage);
-    return 0;
+  try {
+    if (isHelp(args[0])) {
+      output.out(command === serve ? await serveUsage() : command.usage);
+      return 0;
+    }
+    return await command.run(args, output);
+  } catch (e) {
+    if (!(e instanceof MissingDependencyError)) throw e;
+    output.err(`sluice ${name}: ${e.message}\n`);
+    return EXIT_CONFIG;
   }
-  return command.run(args, output);
 }

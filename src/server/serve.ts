@@ -60,9 +60,14 @@ export async function startService(settings: Settings, options: StartOptions = {
   let stopping = false;
 
   const http = createHttpServer({ service, metrics, dashboard, log, maxBodyBytes: settings.maxBodyBytes, ready: backing.ready, stopping: () => stopping, limits: settings });
+  // A port that cannot be bound ends the start: close what is already open (the store's Redis client, the
+  // HTTP server when gRPC fails), so the process exits with the error instead of lingering half-started.
   await new Promise<void>((res, rej) => {
     http.once('error', rej);
     http.listen(settings.port, settings.host, () => res());
+  }).catch(async (e: unknown) => {
+    await backing.close();
+    throw e;
   });
   const httpPort = (http.address() as AddressInfo).port;
   // Longer than the idle timeouts of proxies that keep connections to us (nginx upstream keepalive: 60 s),
@@ -87,7 +92,13 @@ export async function startService(settings: Settings, options: StartOptions = {
       maxConnections: settings.maxConnections,
       ...(tls === undefined ? {} : { tls }),
     });
-    grpcPort = await grpcServer.listen(settings.host, settings.grpcPort);
+    try {
+      grpcPort = await grpcServer.listen(settings.host, settings.grpcPort);
+    } catch (e) {
+      await new Promise<void>((res) => http.close(() => res()));
+      await backing.close();
+      throw e;
+    }
   }
   dashboard.start();
   // The memory store reclaims idle keys as new ones arrive; a rule replaced by a reload gets no new keys, so

@@ -2,7 +2,7 @@
 // load with no dev dependency present and that their types check under strict TypeScript.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -13,7 +13,9 @@ const work = mkdtempSync(join(tmpdir(), 'sluice-pack-'));
 const consumer = join(work, 'consumer');
 const run = (cmd: string, args: string[], cwd: string) => execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
+let packedAt = 0;
 before(() => {
+  packedAt = Date.now();
   run('npm', ['pack', '--silent', '--pack-destination', work], root);
   const tarball = readdirSync(work).find((f) => f.endsWith('.tgz'))!;
   execFileSync('mkdir', ['-p', consumer]);
@@ -25,6 +27,35 @@ before(() => {
 });
 
 after(() => rmSync(work, { recursive: true, force: true }));
+
+test("a consumer's install runs no build: no install-time scripts, and npm pack builds first (prepack)", () => {
+  const { scripts } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  for (const hook of ['preinstall', 'install', 'postinstall', 'prepare']) assert.equal(scripts[hook], undefined, `package.json has a '${hook}' script`);
+  assert.match(scripts.prepack ?? '', /npm run build/);
+  // tsc rewrites every output, so files written after the pack began show the pack ran the build.
+  for (const file of ['dist/index.js', 'dist/browser/sluice-pow.js']) {
+    assert.ok(statSync(join(root, file)).mtimeMs >= packedAt - 1000, `${file} was not rebuilt by npm pack`);
+  }
+});
+
+test('installed with --omit=optional, the library works and sluice serve says in one line what to install', () => {
+  const lean = join(work, 'lean');
+  execFileSync('mkdir', ['-p', lean]);
+  writeFileSync(join(lean, 'package.json'), JSON.stringify({ name: 'lean', private: true, type: 'module' }));
+  const tarball = join(work, readdirSync(work).find((f) => f.endsWith('.tgz'))!);
+  run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--omit=optional', tarball], lean);
+  const script = `import { Limiter } from 'sluice'; const l = new Limiter({ policy: { algorithm: 'gcra', limit: 1, window: '1s' } }); console.log((await l.limit('k')).allowed);`;
+  assert.equal(run(process.execPath, ['--input-type=module', '-e', script], lean).trim(), 'true');
+  let failed: { status: number; stderr: string } | undefined;
+  try {
+    run(process.execPath, [join(lean, 'node_modules/sluice/dist/cli/main.js'), 'serve', '--config', join(lean, 'node_modules/sluice/examples/policies.yaml'), '--port', '0', '--grpc-port', '-1'], lean);
+  } catch (e) {
+    failed = e as { status: number; stderr: string };
+  }
+  assert.ok(failed, 'sluice serve started without its optional dependencies');
+  assert.equal(failed.status, 1);
+  assert.match(failed.stderr, /^sluice serve: the service needs the optional dependency '(yaml|pino|prom-client)', which is not installed \(an install with --omit=optional leaves it out\); install it with: npm install yaml pino prom-client\n$/);
+});
 
 test('the packed package imports with no dev dependency installed', () => {
   const script = `

@@ -86,3 +86,16 @@ test('a live key that is not denying goes before a denying one', () => {
   assert.equal(limiter.limitSync('live', { cost: 0 }).remaining, 2, "'live' was evicted");
   assert.equal(store.stats.evicted, 1);
 });
+
+test('a key flood resets a victim: a banned key (blockFor) stays banned after 20 x maxKeys fresh keys', () => {
+  const clock = { now: 1_000_000 };
+  const store = new MemoryStore({ maxKeys: MAX_KEYS });
+  const limiter = new Limiter({ policy: { algorithm: 'fixed-window', limit: LIMIT, window: '1s', blockFor: '1h' }, store, clock: () => clock.now });
+  for (let n = 0; n <= LIMIT; n++) limiter.limitSync('victim'); // the 11th is denied, which starts the ban
+  clock.now += 2000; // its window is long over; only the ban denies now
+  assert.equal(limiter.limitSync('victim').allowed, false, 'banned before the flood');
+  for (let i = 0; i < 20 * MAX_KEYS; i++) limiter.limitSync(`attacker:${i}`, { cost: LIMIT });
+  const after = limiter.limitSync('victim');
+  assert.equal(after.allowed, false, 'still banned');
+  assert.equal(after.reason, undefined);
+});

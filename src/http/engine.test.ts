@@ -33,6 +33,7 @@ test('bad options are SluiceErrors that name the option and quote the value', ()
     [{ allow: { users: ['a'] } as never }, /'allow': unknown field 'users'; known fields are addresses, keys/],
     [{ allow: { keys: [''] } }, /'allow.keys' must be an array of non-empty strings, got \[""\]/],
     [{ deny: { addresses: ['10.0.0.0/99'] } }, /'deny.addresses\[0\]' has a prefix length outside 0-32/],
+    [{ banStatus: 200 }, /'banStatus' must be an HTTP error status \(400-599\), got 200/],
     [{ denyStatus: 302 }, /'denyStatus' must be an HTTP error status \(400-599\), got 302/],
     [{ limit: 'many' as never }, /'limit' must be a number, limits by policy name, or a function returning either, got "many"/],
     [{ limit: 0 }, /'limits\.[^']*' must be a positive integer, got 0/],

@@ -21,7 +21,7 @@ export { isPromise } from '../core/maybe-promise.js';
 
 const COMMON_OPTIONS = [
   'policy', 'policies', 'limiter', 'key', 'cost', 'limit', 'routes', 'store', 'clock', 'trustProxy', 'proxyHeader',
-  'ipv6Subnet', 'headers', 'status', 'dryRun', 'skip', 'allow', 'onLimited', 'warnings', 'deny', 'denyStatus',
+  'ipv6Subnet', 'headers', 'status', 'banStatus', 'dryRun', 'skip', 'allow', 'onLimited', 'warnings', 'deny', 'denyStatus',
   'skipFailedRequests', 'skipSuccessfulRequests', 'requestWasSuccessful',
 ];
 const ROUTE_OPTIONS = new Set(['name', 'method', 'path', 'match', 'policy', 'policies', 'limiter', 'key', 'cost', 'limit']);
@@ -32,9 +32,9 @@ export interface LimitedResponse {
   readonly key: string;
   readonly decision: Decision;
   readonly route: string | undefined;
-  /** The status to answer with: `status` (default 429), or `denyStatus` (default 403) for a deny-listed request. */
+  /** The status to answer with: `status` (default 429), `banStatus` for a ban, or `denyStatus` (default 403) for a deny-listed request. */
   readonly status: number;
-  /** 'limited' (over a limit) or 'denied' (on the deny list). */
+  /** 'limited' (over a limit), 'banned' (a `blockFor` ban) or 'denied' (on the deny list). */
   readonly refusal: Refusal;
   readonly retryAfterSeconds: number;
   /** The problem+json body sluice would send. */
@@ -75,6 +75,7 @@ const DENIED: Decision = Object.freeze({
 /** The engine behind every adapter. `extra` lists the adapter's own option names. */
 export class HttpRateLimiter<Req, Res = unknown> {
   readonly status: number;
+  readonly banStatus: number;
   readonly denyStatus: number;
   /** Some response is to be judged after it is sent (`skipFailedRequests`/`skipSuccessfulRequests`). */
   readonly watchesResponses: boolean;
@@ -108,6 +109,9 @@ export class HttpRateLimiter<Req, Res = unknown> {
     const status = options.status ?? 429;
     if (!Number.isInteger(status) || status < 400 || status > 599) fail(`'status' must be an HTTP error status (400-599), got ${show(status)}`);
     this.status = status;
+    const banStatus = options.banStatus ?? status;
+    if (!Number.isInteger(banStatus) || banStatus < 400 || banStatus > 599) fail(`'banStatus' must be an HTTP error status (400-599), got ${show(banStatus)}`);
+    this.banStatus = banStatus;
     if (options.dryRun !== undefined && typeof options.dryRun !== 'boolean') fail(`'dryRun' must be true or false, got ${show(options.dryRun)}`);
     this.dryRun = options.dryRun ?? false;
     const subnet = options.ipv6Subnet ?? 64;
@@ -265,7 +269,8 @@ export class HttpRateLimiter<Req, Res = unknown> {
     }
     const limited = !this.dryRun && !d.allowed;
     const delayMs = this.dryRun || !d.allowed ? 0 : d.delayMs;
-    return { rule, key, route: rule.route, cost, decision: d, limited, refusal: limited ? 'limited' : undefined, delayMs, status: this.status, refunded: false, limits };
+    const banned = limited && d.blocked;
+    return { rule, key, route: rule.route, cost, decision: d, limited, refusal: limited ? (banned ? 'banned' : 'limited') : undefined, delayMs, status: banned ? this.banStatus : this.status, refunded: false, limits };
   }
 
   /** A deny-listed request: refused before anything is counted (passed, uncounted, in dry run). */

@@ -103,11 +103,11 @@ export interface RateLimitInfo {
   readonly decision: Decision;
   /** The request is refused (false in dry run). */
   readonly limited: boolean;
-  /** Why it is refused: 'limited' (over a limit), 'denied' (on the deny list); undefined when it passes. */
+  /** Why it is refused: 'limited' (over a limit), 'banned' (`blockFor`), 'denied' (on the deny list); undefined when it passes. */
   readonly refusal: Refusal | undefined;
 }
 
-export type Refusal = 'limited' | 'denied';
+export type Refusal = 'limited' | 'banned' | 'denied';
 
 /**
  * Whether a request's response counts as a success for `skipFailedRequests`/`skipSuccessfulRequests`:
@@ -132,6 +132,8 @@ export interface RateLimitOptions<Req, Res = unknown> extends LimitRule<Req> {
   headers?: HeaderStyle;
   /** Status of a limited response. Default 429. */
   status?: number;
+  /** Status of a request denied by a ban (a policy's `blockFor`), e.g. 403. Default `status`. */
+  banStatus?: number;
   /** Shadow mode: decide and report (`onLimited`) but never block, delay or send rate-limit headers. */
   dryRun?: boolean;
   /** Return true to let a request through unlimited and uncounted. */

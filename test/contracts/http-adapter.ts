@@ -510,6 +510,33 @@ export function testAdapter(h: AdapterHarness): void {
     }
   });
 
+  test(`${name}: a ban (blockFor) answers banStatus, 403 here, with Retry-After to its end; ordinary denials keep 429`, async () => {
+    const c = manualClock();
+    const limiter = new Limiter({
+      policies: [
+        { name: 'login', algorithm: 'gcra', limit: 1, window: '1m', blockFor: '10m' },
+        { name: 'rest', algorithm: 'gcra', limit: 5, window: '1m' },
+      ],
+      clock: c.clock,
+    });
+    await withServer({ limiter, banStatus: 403, headers: 'draft-7' }, async ({ url }) => {
+      assert.equal((await get(`${url}/`)).status, 200);
+      const banned = await fetch(`${url}/`);
+      assert.equal(banned.status, 403);
+      assert.equal(banned.headers.get('retry-after'), '600');
+      assert.equal(((await banned.json()) as { status: number }).status, 403);
+      c.now += 60_000; // refilled, still banned
+      const still = await get(`${url}/`);
+      assert.deepEqual([still.status, still.headers.get('retry-after')], [403, '540']);
+      c.now += 540_000;
+      assert.equal((await get(`${url}/`)).status, 200, 'the ban is over');
+    });
+    const plain = gcra(1);
+    await withServer({ limiter: plain.limiter, banStatus: 403 }, async ({ url }) => {
+      assert.deepEqual([(await get(`${url}/`)).status, (await get(`${url}/`)).status], [200, 429]);
+    });
+  });
+
   test(`${name}: the decision is attached to the request for handlers`, async () => {
     const { limiter } = gcra(5);
     await withServer({ limiter }, async ({ url }) => {

@@ -48,8 +48,8 @@ export interface DurableObjectStoreOptions {
 }
 
 const KNOWN = new Set(['namespace', 'shards', 'objectName', 'clock']);
-/** Stubs kept for reuse; beyond this many the cache starts over (a stub is cheap to make again). */
-const STUB_CACHE = 1024;
+/** Object ids kept for reuse; beyond this many the cache starts over (an id is cheap to derive again). */
+const ID_CACHE = 4096;
 
 function invalid(message: string): never {
   throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `DurableObjectStore ${message}`);
@@ -60,7 +60,8 @@ export class DurableObjectStore implements Store {
   readonly shards: number | undefined;
   readonly clock: 'object' | 'client';
   private readonly objectName: ((key: string) => string) | undefined;
-  private readonly stubs = new Map<string, SluiceObjectStub>();
+  /** Ids by object name. Ids, not stubs: a stub belongs to the request that made it, and a Worker's next request cannot use it. */
+  private readonly ids = new Map<string, unknown>();
 
   constructor(options: DurableObjectStoreOptions) {
     if (typeof options !== 'object' || options === null) invalid(`options must be an object such as { namespace: env.SLUICE }, got ${show(options)}`);
@@ -105,13 +106,13 @@ export class DurableObjectStore implements Store {
 
   stubOf(key: string): SluiceObjectStub {
     const name = this.nameOf(key);
-    let stub = this.stubs.get(name);
-    if (stub === undefined) {
-      if (this.stubs.size >= STUB_CACHE) this.stubs.clear();
-      stub = this.namespace.get(this.namespace.idFromName(name) as never);
-      this.stubs.set(name, stub);
+    let id = this.ids.get(name);
+    if (id === undefined) {
+      if (this.ids.size >= ID_CACHE) this.ids.clear();
+      id = this.namespace.idFromName(name);
+      this.ids.set(name, id);
     }
-    return stub;
+    return this.namespace.get(id as never);
   }
 }
 

@@ -76,3 +76,28 @@ test('durable-object in workerd: state survives the objects (a restart on the sa
     await second.dispose();
   }
 });
+
+test('the Worker example (examples/cloudflare-worker): Hono with limits per client and per account in Durable Objects', async () => {
+  await bundleForRuntimes(join(root, 'examples/cloudflare-worker/worker.ts'), join(work, 'example.mjs'));
+  const example = new Miniflare({
+    modules: true,
+    scriptPath: join(work, 'example.mjs'),
+    modulesRoot: work,
+    compatibilityDate: '2025-04-01',
+    durableObjects: { SLUICE: { className: 'SluiceDurableObject', useSQLite: true } },
+  });
+  try {
+    const hello = (ip: string) => example.dispatchFetch('http://localhost/api/hello', { headers: { 'cf-connecting-ip': ip } });
+    const burst = [];
+    for (let i = 0; i < 6; i++) burst.push(await hello('203.0.113.9'));
+    assert.deepEqual(burst.map((r) => r.status), [200, 200, 200, 200, 200, 429]);
+    assert.equal(burst[5]!.headers.get('retry-after'), '6');
+    assert.equal((await hello('203.0.113.10')).status, 200, 'another client has its own budget');
+    const login = () => example.dispatchFetch('http://localhost/login', { method: 'POST', body: JSON.stringify({ account: 'alice' }), headers: { 'content-type': 'application/json' } });
+    const statuses = [];
+    for (let i = 0; i < 6; i++) statuses.push((await login()).status);
+    assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429]);
+  } finally {
+    await example.dispose();
+  }
+});

@@ -1,72 +1,224 @@
-// Guard benchmark on Redis: check+record pairs per second with the buckets and the guard state both on
-// Redis (RedisStore + its RedisGuardState), Redis script calls per pair, and a PING round trip as the floor,
-// at 1 and at 64 logins in flight, and at 1 in flight the latency of check() alone. It starts its own
-// redis-server on a spare port, so nothing is shared.
-// Run: node --import tsx bench/guard-redis.ts [pairs=5000] [inFlight=64]
+// The guard on Redis beside rate-limiter-flexible's login recipe, and beside the build before, in one run
+// on one redis-server that this script starts on a spare port (so INFO counts nothing else). For each
+// contender, mix and concurrency, one measurement per fresh process, repetitions interleaved; medians.
+//
+// Contenders:
+// - sluice: this tree's Guard on a RedisStore (buckets and guard state on Redis);
+// - before: the same at the commit given (default fe2dda9, the build before issue 29), from `git archive`;
+// - rlflex: rate-limiter-flexible's documented login protection on RateLimiterRedis: a consecutive-failures
+//   limiter keyed by username+IP (10 points, 90 days, 1 h block) and a failures-per-day limiter keyed by
+//   IP (100 points, 1 day, 1 day block); `get` both before the password check, refuse when either is
+//   over, `consume` both on a failure, `delete` the pair on a success that follows failures (as its docs'
+//   example does: `if (resUsernameAndIP !== null && resUsernameAndIP.consumedPoints > 0)`).
+// Mixes (a login is a check, then a record unless the check refused it):
+// - typical: 50,000 accounts from 20,000 addresses, 5 % of logins fail (wrong password);
+// - stuffing: a wave where 80 % of logins are an attacker's, each a new account with a wrong password,
+//   from 512 addresses in 8 /24s, and 20 % are the typical mix's.
+// Figures per login: Redis commands sent by the client (counted at ioredis's sendCommand), commands run
+// by Redis (INFO commandstats, those inside scripts included), Redis CPU (used_cpu_sys + used_cpu_user).
+//
+// Run: node --import tsx bench/guard-redis.ts [pairs=4000] [reps=3] [before=fe2dda9]
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
-import { Guard, type RedisGuardState } from '../src/guard/index.js';
-import { RedisStore } from '../src/stores/redis/index.js';
 import { freePort, OwnRedis } from '../test/redis/harness.js';
 
-const [PAIRS = 5000, IN_FLIGHT = 64] = process.argv.slice(2).map(Number);
-const server = new OwnRedis(await freePort());
-await server.start();
-const client = new Redis({ port: server.port, host: '127.0.0.1' });
-await once(client, 'ready');
+type Contender = 'sluice' | 'before' | 'rlflex';
+type Mix = 'typical' | 'stuffing';
+interface Result {
+  contender: Contender;
+  mix: Mix;
+  inFlight: number;
+  pairs: number;
+  pairsPerSecond: number;
+  sentPerPair: number;
+  redisCommandsPerPair: number;
+  cpuUsPerPair: number;
+  refused: number;
+}
 
-/** The same mix as bench/guard-bench.ts: 50,000 accounts, 20,000 addresses, 75% successes. */
+const ACCOUNTS = 50_000;
+const ADDRESSES = 20_000;
 const floodIp = (n: number) => `${11 + (n >>> 16)}.${(n >>> 8) & 255}.${n & 255}.${1 + (n % 250)}`;
-/** Time spent in check() alone, summed over a run: with one login in flight, its latency. */
-let checkMs = 0;
-async function pair(guard: Guard, i: number): Promise<void> {
-  const account = `user${(i * 7919) % 50_000}@example.com`;
-  const ip = floodIp((i * 104_729) % 20_000);
-  const t = performance.now();
-  await guard.check({ account, ip });
-  checkMs += performance.now() - t;
-  await guard.record({ account, ip, success: i % 4 !== 0, password: i % 4 === 0 ? `pw${i}` : undefined });
+
+/** Login i of a mix: who, from where, and whether the password is right. */
+function login(mix: Mix, i: number): { account: string; ip: string; success: boolean; password?: string } {
+  if (mix === 'stuffing' && i % 5 !== 0) {
+    const a = (i * 2_654_435_761) >>> 0;
+    return { account: `victim${a % 1_000_000}@example.com`, ip: `45.${10 + (i % 8)}.0.${1 + ((i >>> 3) % 64)}`, success: false, password: `combo${i}` };
+  }
+  const account = `user${(i * 7919) % ACCOUNTS}@example.com`;
+  const ip = floodIp((i * 104_729) % ADDRESSES);
+  const success = i % 20 !== 7;
+  return success ? { account, ip, success } : { account, ip, success, password: `pw${i}` };
 }
 
-async function run(label: string, inFlight: number, pairs: number): Promise<void> {
-  const store = new RedisStore({ client, prefix: `bench-${label}`, timeoutMs: 1000, onError: 'closed' });
-  const guard = new Guard({ secret: 'bench-secret-0123456789abcdef', store });
-  const state = guard.state as RedisGuardState;
+// ---- one measurement (a child process) ----
+
+async function measure(contender: Contender, mix: Mix, inFlight: number, pairs: number, port: number, beforeDir: string): Promise<Result> {
+  const client = new Redis({ port, host: '127.0.0.1', enableOfflineQueue: true });
+  await once(client, 'ready');
+  let sent = 0;
+  const send = client.sendCommand.bind(client);
+  client.sendCommand = ((command: unknown, stream?: unknown) => {
+    sent++;
+    return send(command as never, stream as never);
+  }) as typeof client.sendCommand;
+  const info = new Redis({ port, host: '127.0.0.1' });
+  const prefix = `b${process.pid}`;
+  const run = await contenderRun(contender, client, prefix, beforeDir);
+  let refused = 0;
   let next = 0;
-  const worker = async (count: number) => {
-    for (let k = 0; k < count; k++) await pair(guard, next++);
+  const worker = async (count: number, offset: number) => {
+    for (let k = 0; k < count; k++) if (!(await run(login(mix, offset + next++)))) refused++;
   };
-  await Promise.all(Array.from({ length: inFlight }, () => worker(Math.ceil(1000 / inFlight)))); // warm up
-  const calls0 = store.stats.calls + state.stats.calls;
-  checkMs = 0;
-  const ops0 = store.stats.operations + state.stats.calls;
+  // Warm-up: the JIT, the script loads, and a state that is not empty.
+  await Promise.all(Array.from({ length: inFlight }, () => worker(Math.ceil(1000 / inFlight), 10_000_000)));
+  next = 0;
+  refused = 0;
+  const snap = async () => parse(await info.info('all'));
+  const a = await snap();
+  const sent0 = sent;
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: inFlight }, () => worker(Math.ceil(pairs / inFlight))));
+  const each = Math.ceil(pairs / inFlight);
+  await Promise.all(Array.from({ length: inFlight }, () => worker(each, 0)));
   const ms = performance.now() - t0;
-  const done = inFlight * Math.ceil(pairs / inFlight);
-  const calls = store.stats.calls + state.stats.calls - calls0;
-  const ops = store.stats.operations + state.stats.calls - ops0;
-  if (store.stats.fallbacks + state.stats.fallbacks > 0) throw new Error(`Redis failed during the bench: ${JSON.stringify({ store: store.stats, state: state.stats })}`);
-  console.log(
-    `${inFlight} in flight: ${Math.round((done / ms) * 1000).toLocaleString('en')} check+record pairs/s (${((ms * 1000) / done).toFixed(0)} µs per pair, ${done.toLocaleString('en')} pairs); ` +
-      `${(calls / done).toFixed(2)} Redis calls per pair carrying ${(ops / done).toFixed(2)} operations` +
-      (inFlight === 1 ? `; check() alone ${((checkMs * 1000) / done).toFixed(0)} µs` : ''),
-  );
-}
-
-async function pingFloor(): Promise<void> {
-  for (let i = 0; i < 1000; i++) await client.ping();
-  const n = 5000;
-  const t0 = performance.now();
-  for (let i = 0; i < n; i++) await client.ping();
-  console.log(`PING round trip (ioredis, 1 in flight): ${(((performance.now() - t0) * 1000) / n).toFixed(0)} µs`);
-}
-
-try {
-  await pingFloor();
-  await run('seq', 1, PAIRS);
-  await run('par', IN_FLIGHT, PAIRS * 4);
-} finally {
+  const sentN = sent - sent0;
+  const b = await snap();
+  const done = each * inFlight;
   client.disconnect();
-  await server.destroy();
+  info.disconnect();
+  return {
+    contender,
+    mix,
+    inFlight,
+    pairs: done,
+    pairsPerSecond: (done / ms) * 1000,
+    sentPerPair: sentN / done,
+    redisCommandsPerPair: (b.commands - a.commands - 1) / done, // less the second INFO
+    cpuUsPerPair: ((b.cpu - a.cpu) * 1e6) / done,
+    refused: refused / done,
+  };
+}
+
+/** A login as the contender runs it: true when its check let it through to the password check. */
+async function contenderRun(contender: Contender, client: Redis, prefix: string, beforeDir: string): Promise<(l: ReturnType<typeof login>) => Promise<boolean>> {
+  if (contender === 'rlflex') {
+    const { RateLimiterRedis } = await import('rate-limiter-flexible');
+    const byIp = new RateLimiterRedis({ storeClient: client, keyPrefix: `${prefix}_ip_per_day`, points: 100, duration: 86_400, blockDuration: 86_400 });
+    const byPair = new RateLimiterRedis({ storeClient: client, keyPrefix: `${prefix}_consecutive_username_and_ip`, points: 10, duration: 86_400 * 90, blockDuration: 3600 });
+    return async (l) => {
+      const pairKey = `${l.account}_${l.ip}`;
+      const [pair, ip] = await Promise.all([byPair.get(pairKey), byIp.get(l.ip)]);
+      if ((pair !== null && pair.consumedPoints > 10) || (ip !== null && ip.consumedPoints > 100)) return false;
+      if (!l.success) {
+        try {
+          await Promise.all([byIp.consume(l.ip), byPair.consume(pairKey)]);
+        } catch (rejected) {
+          if (rejected instanceof Error) throw rejected; // a RateLimiterRes rejection is "now blocked"
+        }
+      } else if (pair !== null && pair.consumedPoints > 0) {
+        await byPair.delete(pairKey);
+      }
+      return true;
+    };
+  }
+  const root = contender === 'sluice' ? '..' : beforeDir;
+  const { Guard } = await import(`${root}/src/guard/index.ts`);
+  const { RedisStore } = await import(`${root}/src/stores/redis/index.ts`);
+  const store = new RedisStore({ client, prefix, timeoutMs: 1000, onError: 'closed' });
+  const guard = new Guard({ secret: 'bench-secret-0123456789abcdef', store });
+  return async (l) => {
+    const v = await guard.check({ account: l.account, ip: l.ip });
+    if (v.action === 'block' || v.action === 'challenge' || v.action === 'mfa') return false;
+    await guard.record(l);
+    return true;
+  };
+}
+
+function parse(text: string): { commands: number; cpu: number } {
+  let commands = 0;
+  let cpu = 0;
+  for (const line of text.split(/\r?\n/)) {
+    const m = /^cmdstat_([^:]+):calls=(\d+)/.exec(line);
+    if (m && m[1] !== 'info') commands += Number(m[2]);
+    const c = /^(used_cpu_sys|used_cpu_user):([\d.]+)/.exec(line);
+    if (c) cpu += Number(c[2]);
+  }
+  return { commands, cpu };
+}
+
+// ---- the run ----
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+
+async function main(): Promise<void> {
+  const [PAIRS = 4000, REPS = 3] = process.argv.slice(2, 4).map(Number);
+  const BEFORE = process.argv[4] ?? 'fe2dda9';
+  const beforeDir = mkdtempSync(join(tmpdir(), `sluice-${BEFORE}-`));
+  execFileSync('sh', ['-c', `git archive ${BEFORE} src | tar -x -C ${beforeDir}`]);
+  if (!existsSync(join(beforeDir, 'node_modules'))) symlinkSync(join(process.cwd(), 'node_modules'), join(beforeDir, 'node_modules'));
+  const server = new OwnRedis(await freePort());
+  await server.start();
+  const flush = new Redis({ port: server.port, host: '127.0.0.1' });
+  const results: Result[] = [];
+  try {
+    for (let rep = 0; rep < REPS; rep++) {
+      for (const mix of ['typical', 'stuffing'] as Mix[]) {
+        for (const inFlight of [1, 64]) {
+          for (const contender of ['sluice', 'before', 'rlflex'] as Contender[]) {
+            await flush.flushall(); // our own server: each measurement starts from an empty Redis
+            const pairs = inFlight === 1 ? Math.ceil(PAIRS / 4) : PAIRS;
+            const r = await child([contender, mix, String(inFlight), String(pairs), String(server.port), beforeDir]);
+            results.push(r);
+            process.stderr.write(`rep ${rep + 1} ${mix} ${inFlight} ${contender}: ${Math.round(r.pairsPerSecond)} pairs/s, ${r.sentPerPair.toFixed(2)} sent, ${r.redisCommandsPerPair.toFixed(1)} run, ${r.cpuUsPerPair.toFixed(1)} µs CPU\n`);
+          }
+        }
+      }
+    }
+  } finally {
+    flush.disconnect();
+    await server.destroy();
+    rmSync(beforeDir, { recursive: true, force: true });
+  }
+  console.log(`guard on Redis, ${REPS} reps (medians), ${PAIRS} logins at 64 in flight and ${Math.ceil(PAIRS / 4)} at 1; before = ${BEFORE}\n`);
+  console.log('| mix | in flight | contender | logins/s | × before | × rlflex | commands sent / login | run by Redis / login | Redis CPU µs / login | refused |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|');
+  for (const mix of ['typical', 'stuffing'] as Mix[]) {
+    for (const inFlight of [1, 64]) {
+      const med = (c: Contender, f: (r: Result) => number) => median(results.filter((r) => r.mix === mix && r.inFlight === inFlight && r.contender === c).map(f));
+      for (const c of ['sluice', 'before', 'rlflex'] as Contender[]) {
+        const rate = med(c, (r) => r.pairsPerSecond);
+        // Same-rep ratios, then their median: drift between reps cancels.
+        const ratio = (other: Contender) => {
+          const mine = results.filter((r) => r.mix === mix && r.inFlight === inFlight && r.contender === c);
+          const theirs = results.filter((r) => r.mix === mix && r.inFlight === inFlight && r.contender === other);
+          return median(mine.map((r, i) => r.pairsPerSecond / theirs[i]!.pairsPerSecond)).toFixed(2);
+        };
+        console.log(`| ${mix} | ${inFlight} | ${c} | ${Math.round(rate).toLocaleString('en')} | ${ratio('before')} | ${ratio('rlflex')} | ${med(c, (r) => r.sentPerPair).toFixed(2)} | ${med(c, (r) => r.redisCommandsPerPair).toFixed(1)} | ${med(c, (r) => r.cpuUsPerPair).toFixed(1)} | ${(med(c, (r) => r.refused) * 100).toFixed(0)} % |`);
+      }
+    }
+  }
+}
+
+function child(args: string[]): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, ['--import', 'tsx', new URL(import.meta.url).pathname, '--one', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    p.stdout.on('data', (d) => (out += d));
+    p.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as Result) : reject(new Error(`measurement ${args.join(' ')} exited ${code}`))));
+  });
+}
+
+if (process.argv[2] === '--one') {
+  const [contender, mix, inFlight, pairs, port, beforeDir] = process.argv.slice(3);
+  console.log(JSON.stringify(await measure(contender as Contender, mix as Mix, Number(inFlight), Number(pairs), Number(port), beforeDir!)));
+} else {
+  await main();
 }

@@ -5,8 +5,9 @@
 -- guard's clock (each operation's `now`), so every app server judges expiry as the memory state would;
 -- each key also gets a TTL for the same moment, so Redis reclaims what the guard would have forgotten.
 --
--- Within a call each key is read at most once (GET) and written at most once (SET ... PX, or DEL) when
--- the batch ends: a stuffing wave's many attempts from one address cost one read and one write of it.
+-- Within a call every key is read by one MGET at its start and written at most once (SET ... PX, or DEL)
+-- when the batch ends: each redis.call costs more than the Lua around it, so a login's reads cost a share
+-- of one command, and a stuffing wave's many attempts from one address one write of it.
 --
 -- Keys and values (all packed with struct, little-endian doubles):
 --   account  <prefix>:{ga:<account>}          uf ff ul fl lf fu exp, then the wrong password tags and the
@@ -18,7 +19,8 @@
 --                                              account tags and when each last failed
 --   failures <prefix>:{gf:<monitor>}:<bucket>  the fleet's anomaly count (INCRBY)
 --
--- ARGV: the number of sessions, each session's constants (a guard's options, SESSION_ARGS values), then
+-- ARGV: the number of sessions, each session's signature and constants (a guard's options, SESSION_ARGS
+-- values), then
 -- per operation its code and arguments. Reply: one flat array, each operation's fields in turn.
 
 local REMEMBERED_PASSWORDS = 3
@@ -28,11 +30,18 @@ local ACC_HEAD_BYTES, SRC_HEAD_BYTES = 60, 74
 local TB
 local READY = false
 local ARGV_
+local SESSIONS, NSESSIONS = {}, 0
 
--- Per call: decoded records by key (false: none), and the keys to write when the call ends, in order.
-local REC, KIND, DIRTY, NDIRTY
+-- Per call: the values the MGET read (false: none), decoded records by key (false: none), and the keys to
+-- write when the call ends, in order.
+local PRE, REC, KIND, DIRTY, NDIRTY
 
 local function num(x) return fmt('%.17g', x) end
+-- A time for a reply: an integer as it is (Redis replies Lua numbers as integers), else exactly as text.
+local function ms(x)
+  if x % 1 == 0 then return x end
+  return num(x)
+end
 
 local function split(s)
   local t = {}
@@ -72,7 +81,7 @@ end
 local function account(key)
   local r = REC[key]
   if r == nil then
-    r = decodeAccount(rcall('GET', key))
+    r = decodeAccount(PRE[key])
     REC[key] = r
   end
   return r
@@ -202,7 +211,7 @@ local function accountView(out, n, r)
     return n + 1
   end
   out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6], out[n + 7] =
-    1, r.uf, r.ff, num(r.ul), num(r.fl), num(r.lf), table.concat(r.fam, ',')
+    1, r.uf, r.ff, ms(r.ul), ms(r.fl), ms(r.lf), table.concat(r.fam, ',')
   return n + 7
 end
 
@@ -220,7 +229,7 @@ local function pairBucket(key)
   local b = REC[key]
   if not b then
     -- false: deleted earlier in this batch, so idle
-    if b == nil then b = decodeBucket(rcall('GET', key)) else b = { 0, 0 } end
+    if b == nil then b = decodeBucket(PRE[key]) else b = { 0, 0 } end
     REC[key] = b
   end
   return b
@@ -259,7 +268,7 @@ end
 local function source(key)
   local src = REC[key]
   if src == nil then
-    src = decodeSource(rcall('GET', key))
+    src = decodeSource(PRE[key])
     if not src then src = { gen = 0, f = 0, s = 0, pf = 0, ps = 0, last = 0, b = { 0, 0 }, bend = -INF, tags = {}, seen = {}, empty = true } end
     REC[key] = src
   end
@@ -417,11 +426,25 @@ local function run(KEYS, ARGV)
   end
   ARGV_ = ARGV
   REC, KIND, DIRTY, NDIRTY = {}, {}, {}, 0
+  PRE = {}
+  if #KEYS > 0 then
+    local vals = rcall('MGET', unpack(KEYS))
+    for i = 1, #KEYS do PRE[KEYS[i]] = vals[i] end
+  end
   local S = {}
   local a = 2
   for i = 1, tonumber(ARGV[1]) do
-    S[i] = session(a)
-    a = a + SESSION_ARGS
+    -- A session starts with its signature: loaded as a function library, this file's locals outlive a
+    -- call, so a session's constants are parsed once rather than on every call.
+    local sig = ARGV[a]
+    local s = SESSIONS[sig]
+    if not s then
+      s = session(a + 1)
+      if NSESSIONS >= 64 then SESSIONS, NSESSIONS = {}, 0 end
+      SESSIONS[sig], NSESSIONS = s, NSESSIONS + 1
+    end
+    S[i] = s
+    a = a + 1 + SESSION_ARGS
   end
   local out, n, k = {}, 0, 1
   local nargs = #ARGV
@@ -475,8 +498,11 @@ local function run(KEYS, ARGV)
       local s, now = S[tonumber(ARGV[a + 1])], tonumber(ARGV[a + 2])
       local tags, b = tagsAt(a + 3)
       local path, before = succeedAccount(KEYS[k], now, 'j', s.familiarMs, s.maxFamiliar, tags)
-      REC[KEYS[k + 1]] = false
-      touch(KEYS[k + 1], 'b')
+      local pk = KEYS[k + 1]
+      if REC[pk] or (REC[pk] == nil and PRE[pk]) then -- a pair bucket there is: forgotten
+        REC[pk] = false
+        touch(pk, 'b')
+      end
       out[n + 1], out[n + 2] = path, before
       n = n + 2
       a, k = b, k + 2

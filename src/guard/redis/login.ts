@@ -11,6 +11,7 @@
  * backoffMs is backoff.ts's). When Redis cannot answer, each operation rejects with OFFLINE unless the
  * state fails closed, and the guard then decides on `offline` as its memory path does.
  */
+import { createHash } from 'node:crypto';
 import { createAlgorithm, makeDecision, SluiceError } from '../../core/index.js';
 import type { Decision, Policy } from '../../core/index.js';
 import { Fallback, type OnError } from '../../stores/redis/failure.js';
@@ -43,14 +44,15 @@ export class LoginSession implements LoginPort {
     const s = c.spec;
     const b = c.backoff;
     // guard.lua's session(): the order is the script's.
-    this.id = String(
-      state.addSession([
-        num(s.distinctWindowMs), num(s.longDistinctWindowMs ?? s.distinctWindowMs), num(s.ratioWindowMs), String(s.maxDistinct),
-        num(c.memoryMs), num(c.familiarMs), String(c.maxFamiliar),
-        String(b.freeFailures), num(b.baseMs), num(b.maxMs), String(b.jitter),
-        String(c.ip.limit), String(c.ip.burst), String(c.subnet.limit), String(c.subnet.burst), String(c.pair.limit), String(c.pair.burst),
-      ]),
-    );
+    const constants = [
+      num(s.distinctWindowMs), num(s.longDistinctWindowMs ?? s.distinctWindowMs), num(s.ratioWindowMs), String(s.maxDistinct),
+      num(c.memoryMs), num(c.familiarMs), String(c.maxFamiliar),
+      String(b.freeFailures), num(b.baseMs), num(b.maxMs), String(b.jitter),
+      String(c.ip.limit), String(c.ip.burst), String(c.subnet.limit), String(c.subnet.burst), String(c.pair.limit), String(c.pair.burst),
+    ];
+    // The signature the script caches the parsed constants by: the constants themselves, hashed.
+    const signature = createHash('sha1').update(constants.join(',')).digest('base64url').slice(0, 16);
+    this.id = String(state.addSession([signature, ...constants]));
     this.spec = s;
     this.bucketDays = [c.ip, c.subnet, c.pair];
     const offline = state.offline();

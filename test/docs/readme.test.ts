@@ -1,8 +1,8 @@
 // The README is a user's guide: short, with working examples and links that resolve. Its TypeScript
 // blocks are type-checked against the source (imports of `sluice/...` mapped to src/ through package.json's
-// exports) and those that neither listen on a port nor need Redis are run; its YAML block is validated by
-// `sluice check-config`; its shell blocks are parsed, and every npm script, sluice command and serve flag
-// they name must exist.
+// exports), and those that do not listen on a port are run (the Redis one on the test Redis); its YAML
+// block is validated by `sluice check-config`; its shell blocks are parsed, and every npm script, sluice
+// command and serve flag they name must exist.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -117,16 +117,20 @@ test("the README's TypeScript blocks type-check against the source", () => {
   assert.equal(r.status, 0, `tsc on the README's blocks:\n${r.stdout}${r.stderr}`);
 });
 
-// A block is run unless it serves (it would hold a port until killed) or needs Redis. The Redis block is
-// type-checked only for now: until the store waits for its client's first connection, its first decision
-// would be the failure policy's, which is not what the README promises.
-const runnable = tsBlocks.filter((b) => !/\.listen\(|\bserve\(/.test(b.code) && !/from 'sluice\/redis'/.test(b.code));
+// A block is run unless it serves (it would hold a port until killed). The Redis block runs against the
+// test Redis (REDIS_URL, default 127.0.0.1:6379) under a prefix of its own, and must be decided by Redis:
+// the store waits for the client's first connection, so the example needs no ready-wait.
+const runnable = tsBlocks.filter((b) => !/\.listen\(|\bserve\(/.test(b.code));
 
-test('the README blocks that neither serve nor need Redis run to completion', () => {
-  assert.ok(runnable.length >= 4, `only ${runnable.length} runnable blocks`);
+test('the README blocks that do not serve run to completion; the Redis one is decided by Redis', () => {
+  assert.ok(runnable.length >= 5, `only ${runnable.length} runnable blocks`);
+  const prefix = `sluice-readme-${process.pid}-${Date.now()}`;
   for (const b of runnable) {
+    const redis = b.code.includes("from 'sluice/redis'");
+    if (redis) writeFileSync(b.file, mapImports(b.code, b.line).replace(/prefix: '[^']*'/, `prefix: '${prefix}'`));
     const r = spawnSync(process.execPath, ['--import', 'tsx', b.file], { cwd: work, encoding: 'utf8', timeout: 120_000, env: { ...process.env, NODE_ENV: 'development' } });
     assert.equal(r.status, 0, `README block at line ${b.line} exited ${r.status ?? r.signal}:\n${r.stdout}${r.stderr}`);
+    if (redis) assert.match(r.stdout, /^true 99\n/, `README block at line ${b.line}: the first decision was not Redis's (${r.stdout})`);
   }
 });
 

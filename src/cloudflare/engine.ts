@@ -15,7 +15,7 @@
 import { combine, createAlgorithm, SluiceError, show, Verdict } from '../core/index.js';
 import type { Algorithm, Decision, Policy } from '../core/index.js';
 import { sha256 } from '../crypto/sha256.js';
-import { encodeBase64url } from '../pow/base64url.js';
+import { encodeBase64url } from '../crypto/base64url.js';
 import { utf8 } from '../runtime.js';
 
 /** One operation on one key, as DurableObjectStore sends it. */

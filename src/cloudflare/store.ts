@@ -11,7 +11,7 @@
 import { SluiceError, show } from '../core/index.js';
 import type { Decision, Policy } from '../core/index.js';
 import { sha256 } from '../crypto/sha256.js';
-import { encodeBase64url } from '../pow/base64url.js';
+import { encodeBase64url } from '../crypto/base64url.js';
 import { utf8 } from '../runtime.js';
 import type { Store, StoreTable, TableSpec } from '../stores/store.js';
 import type { ObjectRequest } from './engine.js';

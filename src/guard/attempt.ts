@@ -2,7 +2,6 @@
 import { SluiceError, show } from '../core/errors.js';
 import { formatIPv4, formatIPv6Groups, maskIPv4, maskIPv6, parseIp, type ParsedIp } from '../core/ip.js';
 import type { KeyedHasher } from './keyed-hash.js';
-import type { RecentAttempts } from './recent-attempts.js';
 import type { IpStanding, Reputation } from './reputation.js';
 
 /** What `guard.check` takes: who is logging in, from where. */
@@ -71,6 +70,13 @@ export interface AttemptTagger {
   readonly ipv6Subnet: number;
 }
 
+/** What tagAttemptRecalling needs of the memo of recent attempts (recent-attempts.ts, which imports this file). */
+export interface AttemptMemo {
+  /** The tags kept for this same text, if any; `take` removes them. */
+  find(account: string, ip: string, fingerprint: string | undefined, take: boolean): TaggedAttempt | undefined;
+  keep(tags: TaggedAttempt): void;
+}
+
 /**
  * The attempt's tags: those `recent` kept for the same attempt (check's, when record follows it), else
  * computed by tagAttempt. A check keeps what it computed for the record to come; a record takes what it
@@ -78,7 +84,7 @@ export interface AttemptTagger {
  * reaches `recent`; anything else goes straight to tagAttempt, which throws the same error as ever
  * naming the field.
  */
-export function tagAttemptRecalling(call: 'check' | 'record', input: unknown, tagger: AttemptTagger, recent: RecentAttempts): TaggedAttempt {
+export function tagAttemptRecalling(call: 'check' | 'record', input: unknown, tagger: AttemptTagger, recent: AttemptMemo): TaggedAttempt {
   if (typeof input === 'object' && input !== null) {
     const a = input as Record<string, unknown>;
     const { account, ip, fingerprint } = a;

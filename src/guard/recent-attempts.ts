@@ -22,7 +22,7 @@
  * with a chance of about k / 1,024, and a miss only costs the recomputation this table saves.
  */
 import { sipHash128 } from '../crypto/siphash.js';
-import type { TaggedAttempt } from './attempt.js';
+import type { AttemptMemo, TaggedAttempt } from './attempt.js';
 
 /** Slots in the table: at most this many attempts' tags are held (a power of two). */
 export const RECENT_ATTEMPT_SLOTS = 1024;
@@ -30,7 +30,7 @@ export const RECENT_ATTEMPT_SLOTS = 1024;
 /** Longest message: an account and a fingerprint of 1024 characters, an address of 64, three bytes each at most, three headers. */
 const MAX_BYTES = 3 * (1024 + 64 + 1024) + 3 * 2;
 
-export class RecentAttempts {
+export class RecentAttempts implements AttemptMemo {
   /** The SipHash key: 128 random bits, for this process only. */
   private readonly key = crypto.getRandomValues(new Int32Array(4));
   /** The message hashed for an attempt (see putText); all zero between calls. */

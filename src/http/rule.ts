@@ -1,7 +1,7 @@
 /** A compiled rule (the top level, or one route): its limiter, key, cost, route test and header texts. */
 import { SluiceError, show } from '../core/errors.js';
 import { sha256 } from '../crypto/sha256.js';
-import { encodeBase64url } from '../pow/base64url.js';
+import { encodeBase64url } from '../crypto/base64url.js';
 import { utf8 } from '../runtime.js';
 import { Limiter } from '../limiter.js';
 import type { Store } from '../stores/store.js';

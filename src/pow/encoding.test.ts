@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { decodeBase64url, encodeBase64url } from './base64url.js';
+import { decodeBase64url, encodeBase64url } from '../crypto/base64url.js';
 import { decodeChallenge, encodeChallenge, LIMITS, type ChallengeFields } from './encoding.js';
 
 const text = (maxBytes: number) => fc.string({ unit: 'binary', maxLength: maxBytes }).filter((s) => new TextEncoder().encode(s).length <= maxBytes);

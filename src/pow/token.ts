@@ -5,7 +5,7 @@
  * The MAC is HMAC-SHA-256 of the payload under a key derived for this use (keyring.ts), and doubles as the puzzles' seed: unique per
  * challenge and fixed by everything signed.
  */
-import { decodeBase64url, encodeBase64url } from './base64url.js';
+import { decodeBase64url, encodeBase64url } from '../crypto/base64url.js';
 import { decodeChallenge, encodeChallenge, LIMITS, type ChallengeFields } from './encoding.js';
 import { hmacSha256, puzzleHash48, puzzleSeed, type HmacKey } from '../crypto/sha256.js';
 

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { decodeBase64url, encodeBase64url } from './base64url.js';
+import { decodeBase64url, encodeBase64url } from '../crypto/base64url.js';
 import { createChallenge, MemorySpentStore, solveChallenge, verifySolution, type Keyring } from './index.js';
 import { decodeChallenge, encodeChallenge, type ChallengeFields } from './encoding.js';
 import { resolveSecret } from './keyring.js';

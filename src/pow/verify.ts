@@ -5,7 +5,7 @@
  */
 import { SluiceError, show } from '../core/errors.js';
 import { bytesEqual } from '../runtime.js';
-import { encodeBase64url } from './base64url.js';
+import { encodeBase64url } from '../crypto/base64url.js';
 import { ALGORITHM } from './encoding.js';
 import { resolveSecret, type Secret } from './keyring.js';
 import type { SpentStore } from './spent-store.js';

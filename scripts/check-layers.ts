@@ -1,0 +1,310 @@
+// The layers of src/ as code: which part may import which, and no import cycles between files.
+// `npm test` runs it (test/layers.test.ts); `npx tsx scripts/check-layers.ts` prints what breaks a rule.
+// docs/architecture.md draws the same table. Tests (*.test.ts) are not checked: a test may drive its
+// module through the public facade above it.
+//
+// dependency-cruiser would do this, but its current release needs Node 22+ (sluice supports 20) and reads
+// TypeScript through the compiler's JavaScript API, which TypeScript 7 no longer ships; so this reads the
+// import specifiers itself: every `from '...'`, `import '...'` and `import('...')` outside comments and
+// template literals.
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * The parts of src/, lowest first. A part may import its own files and those of the parts it `uses`,
+ * nothing else: so core, the bottom, imports nothing of sluice, and parts on one tier never import
+ * each other. A path ending in '/' is a folder; otherwise a file at src/'s top.
+ */
+export interface Layer {
+  readonly name: string;
+  readonly paths: readonly string[];
+  readonly uses: readonly string[];
+}
+
+/** An import that breaks a rule, let through while its cause is being fixed. */
+export interface LayerException {
+  readonly from: string;
+  readonly to: string;
+  readonly cause: string;
+}
+
+export const LAYERS: readonly Layer[] = [
+  // Tier 0: no sluice imports at all.
+  { name: 'core', paths: ['core/'], uses: [] }, // policies, algorithms, decisions, errors, IP addresses, MaybePromise
+  { name: 'crypto', paths: ['crypto/'], uses: [] }, // SHA-256, SipHash, base64url
+  { name: 'runtime', paths: ['runtime.ts'], uses: [] }, // what sluice needs from its host (Node, Bun, Deno, Workers)
+  { name: 'support', paths: ['support/'], uses: [] }, // seeded PRNG and text tables for the reports
+  // Tier 1.
+  { name: 'clock', paths: ['clock.ts'], uses: ['core', 'runtime'] },
+  // Tier 2: the store contract, memory and Redis.
+  { name: 'stores', paths: ['stores/'], uses: ['core', 'crypto', 'runtime', 'clock'] },
+  // Tier 3: deny cache, local-sync, leases, over a store.
+  { name: 'distributed', paths: ['distributed/'], uses: ['core', 'crypto', 'runtime', 'clock', 'stores'] },
+  // Tier 4: the facade users call.
+  { name: 'limiter', paths: ['limiter.ts', 'telemetry.ts', 'index.ts'], uses: ['core', 'crypto', 'runtime', 'clock', 'stores', 'distributed'] },
+  // Tier 5: features over the limiter; none imports another.
+  ...['http', 'guard', 'pow', 'outbound', 'server', 'cloudflare'].map((name) => ({
+    name,
+    paths: [`${name}/`],
+    uses: ['core', 'crypto', 'runtime', 'clock', 'stores', 'distributed', 'limiter'],
+  })),
+  // Tier 6: what runs on a feature; none imports another.
+  { name: 'middleware', paths: ['middleware/'], uses: ['core', 'crypto', 'runtime', 'clock', 'stores', 'distributed', 'limiter', 'http'] },
+  { name: 'simulate', paths: ['simulate/'], uses: ['core', 'crypto', 'runtime', 'clock', 'support', 'stores', 'distributed', 'limiter', 'guard'] },
+  { name: 'demo', paths: ['demo/'], uses: ['core', 'crypto', 'runtime', 'clock', 'support', 'stores', 'distributed', 'limiter'] },
+  // Tier 7: the command line.
+  { name: 'cli', paths: ['cli/'], uses: ['core', 'crypto', 'runtime', 'clock', 'support', 'stores', 'distributed', 'limiter', 'server', 'simulate', 'demo'] },
+];
+
+/**
+ * Imports that break a rule and are known, each with its cause, `from -> to` as paths under src/. An
+ * entry that no longer matches an import fails the check, so it is removed once the fix has landed.
+ */
+export const EXCEPTIONS: readonly LayerException[] = [
+  // guard/redis/login.ts (the batched login of issue 29) reads its replies with state.ts's readers, and
+  // state.ts makes the LoginSessions: the readers are to move to a file of their own.
+  { from: 'guard/redis/login.ts', to: 'guard/redis/state.ts', cause: 'login and state share reply readers' },
+];
+
+const IDENT = /[A-Za-z0-9_$]/;
+/** After these tokens a `/` starts a regular expression, not a division. */
+const BEFORE_REGEX = new Set(['(', ',', '=', ':', '[', '!', '&', '|', '?', '{', '}', ';', '+', '-', '*', '%', '<', '>', '~', '^', '=>', 'return', 'typeof', 'case', 'do', 'else', 'in', 'of', 'new', 'delete', 'void', 'throw', 'yield', 'await']);
+
+/** The code's tokens, comments and template literals left out: identifiers, punctuation, and strings as { str }. */
+export type Token = string | { readonly str: string | undefined };
+
+export function tokens(text: string): Token[] {
+  const out: Token[] = [];
+  let i = 0;
+  const last = (): Token | undefined => out[out.length - 1];
+  while (i < text.length) {
+    const c = text[i]!;
+    if (c === '/' && text[i + 1] === '/') {
+      while (i < text.length && text[i] !== '\n') i++;
+    } else if (c === '/' && text[i + 1] === '*') {
+      const end = text.indexOf('*/', i + 2);
+      i = end < 0 ? text.length : end + 2;
+    } else if (c === "'" || c === '"') {
+      let j = i + 1;
+      let s = '';
+      while (j < text.length && text[j] !== c && text[j] !== '\n') {
+        if (text[j] === '\\') j++;
+        s += text[j++];
+      }
+      out.push({ str: s });
+      i = j + 1;
+    } else if (c === '`') {
+      i = skipTemplate(text, i + 1);
+      out.push({ str: undefined });
+    } else if (c === '/' && (last() === undefined || (typeof last() === 'string' && BEFORE_REGEX.has(last() as string)))) {
+      let j = i + 1;
+      let inClass = false;
+      while (j < text.length && text[j] !== '\n' && (inClass || text[j] !== '/')) {
+        if (text[j] === '\\') j++;
+        else if (text[j] === '[') inClass = true;
+        else if (text[j] === ']') inClass = false;
+        j++;
+      }
+      i = j + 1;
+      while (i < text.length && IDENT.test(text[i]!)) i++;
+      out.push({ str: undefined });
+    } else if (IDENT.test(c)) {
+      let j = i;
+      while (j < text.length && IDENT.test(text[j]!)) j++;
+      out.push(text.slice(i, j));
+      i = j;
+    } else if (c === '=' && text[i + 1] === '>') {
+      out.push('=>');
+      i += 2;
+    } else {
+      if (!/\s/.test(c)) out.push(c);
+      i++;
+    }
+  }
+  return out;
+}
+
+/** The index after a template literal's closing backquote, `${...}` expressions (and templates in them) skipped. */
+function skipTemplate(text: string, i: number): number {
+  while (i < text.length) {
+    if (text[i] === '\\') i += 2;
+    else if (text[i] === '`') return i + 1;
+    else if (text[i] === '$' && text[i + 1] === '{') {
+      let depth = 1;
+      i += 2;
+      while (i < text.length && depth > 0) {
+        if (text[i] === '`') i = skipTemplate(text, i + 1);
+        else {
+          if (text[i] === '{') depth++;
+          else if (text[i] === '}') depth--;
+          i++;
+        }
+      }
+    } else i++;
+  }
+  return i;
+}
+
+/** The module specifiers a file imports, each with whether only types come through it. */
+export function importsOf(text: string): { spec: string; typeOnly: boolean }[] {
+  const t = tokens(text);
+  const found: { spec: string; typeOnly: boolean }[] = [];
+  const str = (k: number): string | undefined => {
+    const tok = t[k];
+    return typeof tok === 'object' ? tok.str : undefined;
+  };
+  let start = -1;
+  for (let k = 0; k < t.length; k++) {
+    const tok = t[k];
+    if ((tok === 'import' || tok === 'export') && t[k - 1] !== '.') {
+      start = k;
+      const dynamic = tok === 'import' && t[k + 1] === '(' && t[k + 3] === ')' ? str(k + 2) : undefined;
+      const bare = tok === 'import' ? str(k + 1) : undefined;
+      if (dynamic !== undefined) found.push({ spec: dynamic, typeOnly: false });
+      else if (bare !== undefined) found.push({ spec: bare, typeOnly: false });
+    } else if (tok === 'from' && t[k - 1] !== '.' && str(k + 1) !== undefined && start >= 0) {
+      found.push({ spec: str(k + 1)!, typeOnly: typeOnly(t.slice(start, k)) });
+      start = -1;
+    }
+  }
+  return found;
+}
+
+/** Whether an `import ... from` or `export ... from` clause brings in types only. */
+function typeOnly(clause: Token[]): boolean {
+  if (clause[1] === 'type' && clause[2] !== ',' && clause[2] !== 'from') return true;
+  const open = clause.indexOf('{');
+  if (open < 0 || open !== 1) return false; // a default or namespace import is a value
+  const names: Token[][] = [];
+  let cur: Token[] = [];
+  for (const tok of clause.slice(open + 1)) {
+    if (tok === ',' || tok === '}') {
+      if (cur.length > 0) names.push(cur);
+      cur = [];
+    } else cur.push(tok);
+  }
+  return names.length > 0 && names.every((n) => n[0] === 'type' && n.length > 1);
+}
+
+function sourceFiles(dir: string, out: string[] = []): string[] {
+  for (const name of readdirSync(dir).sort()) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) sourceFiles(path, out);
+    else if (/\.(ts|mts|mjs|js)$/.test(name) && !/\.test\.[mc]?[tj]s$/.test(name) && !name.endsWith('.d.ts')) out.push(path);
+  }
+  return out;
+}
+
+/** The file a relative specifier names ('./x.js' is ./x.ts in the sources), or undefined. */
+function resolveSpec(from: string, spec: string): string | undefined {
+  const base = resolve(dirname(from), spec);
+  const candidates = [base, base.replace(/\.js$/, '.ts'), base.replace(/\.mjs$/, '.mts'), `${base}.ts`, join(base, 'index.ts')];
+  return candidates.find((c) => existsSync(c) && statSync(c).isFile());
+}
+
+export function layerOf(path: string, layers: readonly Layer[] = LAYERS): Layer | undefined {
+  const rel = path.split(sep).join('/');
+  return layers.find((l) => l.paths.some((p) => (p.endsWith('/') ? rel.startsWith(p) : rel === p)));
+}
+
+/**
+ * Checks the sources under `srcDir`: every file in a part, every import allowed, no cycle. Returns the
+ * problems as lines (empty when all holds); `exceptions` are imports to let through, each still needed.
+ */
+export function checkLayers(srcDir: string, { layers = LAYERS, exceptions = EXCEPTIONS }: { layers?: readonly Layer[]; exceptions?: readonly LayerException[] } = {}): string[] {
+  const problems: string[] = [];
+  const files = sourceFiles(srcDir);
+  const graph: Graph = new Map();
+  const used = new Set<LayerException>();
+  for (const file of files) {
+    const rel = relative(srcDir, file).split(sep).join('/');
+    const layer = layerOf(rel, layers);
+    if (layer === undefined) problems.push(`${rel}: in no layer; add its folder to LAYERS in scripts/check-layers.ts`);
+    const edges: { to: string; typeOnly: boolean }[] = [];
+    for (const { spec, typeOnly } of importsOf(readFileSync(file, 'utf8'))) {
+      if (!spec.startsWith('.')) continue; // a package or a node: builtin
+      const target = resolveSpec(file, spec);
+      if (target === undefined) {
+        problems.push(`${rel}: imports '${spec}', which is no file`);
+        continue;
+      }
+      const to = relative(srcDir, target).split(sep).join('/');
+      if (to.startsWith('../')) {
+        problems.push(`${rel}: imports '${spec}', outside src/`);
+        continue;
+      }
+      edges.push({ to, typeOnly });
+      const toLayer = layerOf(to, layers);
+      if (layer === undefined || toLayer === undefined || toLayer === layer || layer.uses.includes(toLayer.name)) continue;
+      const known = exceptions.find((e) => e.from === rel && e.to === to);
+      if (known !== undefined) used.add(known);
+      else problems.push(`${rel} -> ${to}: ${layer.name} may not import ${toLayer.name} (it may import ${layer.uses.join(', ') || 'nothing of sluice'})`);
+    }
+    graph.set(rel, edges);
+  }
+  for (const cycle of cycles(graph)) {
+    const known = exceptions.find((e) => cycle.includes(e.from) && cycle.includes(e.to));
+    if (known !== undefined) used.add(known);
+    else problems.push(`import cycle: ${[...cycle, cycle[0]].join(' -> ')}`);
+  }
+  for (const e of exceptions) if (!used.has(e)) problems.push(`exception ${e.from} -> ${e.to} (${e.cause}) is no longer needed: remove it`);
+  return problems;
+}
+
+/** The cycles of the import graph (Tarjan's strongly connected components of more than one file, or a self-import). */
+type Graph = Map<string, { to: string; typeOnly: boolean }[]>;
+
+function cycles(graph: Graph): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  let next = 0;
+  const visit = (v: string): void => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const { to } of graph.get(v) ?? []) {
+      if (!index.has(to)) {
+        visit(to);
+        low.set(v, Math.min(low.get(v)!, low.get(to)!));
+      } else if (onStack.has(to)) low.set(v, Math.min(low.get(v)!, index.get(to)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const scc: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        scc.push(w);
+      } while (w !== v);
+      if (scc.length > 1 || (graph.get(v) ?? []).some((e) => e.to === v)) found.push(orderCycle(scc.reverse(), graph));
+    }
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return found;
+}
+
+/** One loop through a strongly connected component, for the message: a -> b -> ... -> a. */
+function orderCycle(scc: string[], graph: Graph): string[] {
+  const members = new Set(scc);
+  const path = [scc[0]!];
+  const seen = new Set(path);
+  for (;;) {
+    const nextFile = (graph.get(path[path.length - 1]!) ?? []).map((e) => e.to).find((t) => members.has(t) && (!seen.has(t) || t === path[0]));
+    if (nextFile === undefined || nextFile === path[0]) return path;
+    path.push(nextFile);
+    seen.add(nextFile);
+  }
+}
+
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const src = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'src');
+  const problems = checkLayers(src);
+  for (const p of problems) console.error(p);
+  console.log(problems.length === 0 ? 'layers: every import points down, no cycles' : `layers: ${problems.length} problem(s)`);
+  process.exit(problems.length === 0 ? 0 : 1);
+}

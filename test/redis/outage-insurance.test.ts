@@ -39,7 +39,8 @@ const allowed = (ds: Decision[]) => ds.filter((d) => d.allowed).length;
 test('insurance remembers: after Redis denied a key, killing Redis admits nothing more for it within the window; a key Redis left r starts with at most r; a fresh key gets at most its share', async () => {
   const c = client();
   // A day-long fixed window: the test never straddles its (epoch-aligned) boundary in practice.
-  const store = new RedisStore({ client: c, prefix: runPrefix('insurance'), timeoutMs: 50, onError: { insurance: 0.25 } });
+  // A timeout long enough that a loaded host never fails a call to a live Redis (a dead one is refused at once).
+  const store = new RedisStore({ client: c, prefix: runPrefix('insurance'), timeoutMs: 1000, onError: { insurance: 0.25 } });
   const limiter = new Limiter({ policy: { name: 'day', algorithm: 'fixed-window', limit: 20, window: '1d' }, store });
   try {
     const spent = await times(limiter, 'spent', 21);
@@ -59,8 +60,10 @@ test('insurance remembers: after Redis denied a key, killing Redis admits nothin
 
     await own.server.start();
     await until(() => c.status === 'ready', 10_000, 'the client to reconnect');
+    // The restarted Redis is empty (no persistence): it decides from scratch, and admits.
     const back = await limiter.limit('spent');
     assert.equal(back.reason, undefined, 'Redis decides again once it is back');
+    assert.equal(back.allowed, true);
   } finally {
     c.disconnect();
     if (own.server.proc === undefined) await own.server.start();
@@ -69,7 +72,7 @@ test('insurance remembers: after Redis denied a key, killing Redis admits nothin
 
 test('insurance forgets the oldest answers beyond rememberKeys', async () => {
   const c = client();
-  const store = new RedisStore({ client: c, prefix: runPrefix('insurance-bound'), timeoutMs: 50, onError: { insurance: 0.5, rememberKeys: 2 } });
+  const store = new RedisStore({ client: c, prefix: runPrefix('insurance-bound'), timeoutMs: 1000, onError: { insurance: 0.5, rememberKeys: 2 } });
   const limiter = new Limiter({ policy: { name: 'day', algorithm: 'fixed-window', limit: 4, window: '1d' }, store });
   try {
     for (const key of ['a', 'b', 'c']) await times(limiter, key, 5); // each denied by Redis
@@ -88,6 +91,7 @@ test('insurance forgets the oldest answers beyond rememberKeys', async () => {
 
 test('a tight await loop against a Redis that is down lets timers run, and sees Redis decide as soon as it is back', async () => {
   const c = client();
+  // A short timeout: the call sent before the client noticed the kill must time out before the restart.
   const store = new RedisStore({ client: c, prefix: runPrefix('down-loop'), timeoutMs: 50, onError: 'open' });
   const limiter = new Limiter({ policy: { algorithm: 'gcra', limit: 1000, window: '1s' }, store });
   try {
@@ -104,7 +108,7 @@ test('a tight await loop against a Redis that is down lets timers run, and sees 
       assert.ok(performance.now() - start < 15_000, 'Redis never decided again');
     } while (d.reason !== undefined);
     await restarted;
-    assert.ok(fromPolicy > 0, 'the outage was answered by the failure policy');
+    assert.ok(fromPolicy > 0, `the outage was answered by the failure policy ${JSON.stringify(store.stats)} ${(performance.now() - start).toFixed(0)} ms`);
     assert.equal(d.allowed, true);
   } finally {
     c.disconnect();
@@ -114,7 +118,7 @@ test('a tight await loop against a Redis that is down lets timers run, and sees 
 
 test('late replies: a call that timed out and was then applied by Redis is counted in stats.late', async () => {
   const c = client();
-  const store = new RedisStore({ client: c, prefix: runPrefix('late'), timeoutMs: 50, onError: 'open' });
+  const store = new RedisStore({ client: c, prefix: runPrefix('late'), timeoutMs: 200, onError: 'open' });
   const limiter = new Limiter({ policy: { name: 'day', algorithm: 'fixed-window', limit: 10, window: '1d' }, store });
   try {
     await limiter.limit('k');
@@ -126,11 +130,11 @@ test('late replies: a call that timed out and was then applied by Redis is count
       own.server.proc!.kill('SIGCONT');
     }
     assert.equal(frozen.reason, 'store-error');
-    assert.equal(store.stats.timeouts, 1);
-    await until(() => store.stats.late === 1, 5000, 'the late reply');
+    assert.ok(store.stats.timeouts >= 1);
+    await until(() => store.stats.late >= 1, 5000, 'the late reply');
     // Redis applied it: the key has spent 2, though its caller got the failure policy's answer.
     assert.equal((await limiter.get('k')).remaining, 8);
-    assert.equal(store.stats.late, 1);
+    assert.equal(store.stats.late, store.stats.timeouts, 'every call that timed out was answered late');
   } finally {
     c.disconnect();
   }

@@ -10,6 +10,12 @@ import { Limiter, type Decision } from '../../src/index.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { freePort, redisUrl, runPrefix } from './harness.js';
 
+/**
+ * The stores' timeoutMs: these tests are about a client that is not connected yet, not a slow one, and on
+ * a loaded CI host the first call (which may load the script) can take more than the default 50 ms.
+ */
+const SLOW_HOST_MS = 1000;
+
 /** The first `n` decisions of a tight loop on one key, limit 100 in a fixed hour. */
 async function tightLoop(store: RedisStore, n: number): Promise<Decision[]> {
   const limiter = new Limiter({ policy: { name: 'hour', algorithm: 'fixed-window', limit: 100, window: '1h' }, store });
@@ -27,7 +33,7 @@ function fromRedis(seen: Decision[]): void {
 
 test('a fresh, unawaited ioredis client: the first 200 decisions of a tight loop on limit 100 come from Redis, exactly 100 allowed, none with a reason', async () => {
   const client = new Redis(redisUrl());
-  const store = new RedisStore({ client, prefix: runPrefix('start-up-ioredis') });
+  const store = new RedisStore({ client, prefix: runPrefix('start-up-ioredis'), timeoutMs: SLOW_HOST_MS });
   try {
     fromRedis(await tightLoop(store, 200));
     assert.equal(store.stats.fallbacks, 0);
@@ -40,7 +46,7 @@ test('a fresh, unawaited ioredis client: the first 200 decisions of a tight loop
 test('a node-redis client whose connect() is not awaited: the first 200 decisions of a tight loop on limit 100 come from Redis, exactly 100 allowed, none with a reason', async () => {
   const client = createClient({ url: redisUrl() });
   void client.connect();
-  const store = new RedisStore({ client, prefix: runPrefix('start-up-node-redis') });
+  const store = new RedisStore({ client, prefix: runPrefix('start-up-node-redis'), timeoutMs: SLOW_HOST_MS });
   try {
     fromRedis(await tightLoop(store, 200));
     assert.equal(store.stats.fallbacks, 0);
@@ -51,7 +57,7 @@ test('a node-redis client whose connect() is not awaited: the first 200 decision
 
 test('an ioredis client with lazyConnect: the store starts its connection, and decisions come from Redis', async () => {
   const client = new Redis(redisUrl(), { lazyConnect: true });
-  const store = new RedisStore({ client, prefix: runPrefix('start-up-lazy') });
+  const store = new RedisStore({ client, prefix: runPrefix('start-up-lazy'), timeoutMs: SLOW_HOST_MS });
   try {
     fromRedis(await tightLoop(store, 200));
   } finally {

@@ -28,6 +28,8 @@ export interface RedisAdapter {
   eval(source: string, keys: string[], args: string[]): Promise<unknown>;
   /** Listens to the client's 'error' events (node-redis crashes the process on an unheard one). */
   onError(listener: (err: unknown) => void): void;
+  /** Listens to the client's 'ready' events (both clients emit one on each connection). */
+  onReady(listener: () => void): void;
 }
 
 export interface FunctionCalls {
@@ -101,18 +103,20 @@ function ioredis(c: AnyClient): RedisAdapter {
     evalsha: (sha, keys, args) => evalsha.call(c, sha, keys.length, ...keys, ...args) as Promise<unknown>,
     eval: (source, keys, args) => evalScript.call(c, source, keys.length, ...keys, ...args) as Promise<unknown>,
     onError: (listener) => listen(c, listener),
+    onReady: (listener) => listen(c, listener, 'ready'),
   };
 }
 
-/** One 'error' listener per client, however many stores share it, fanned out to each store's listener. */
-const listeners = new WeakMap<object, Array<(err: unknown) => void>>();
-function listen(c: AnyClient, listener: (err: unknown) => void): void {
-  let list = listeners.get(c);
+/** One listener per client and event, however many stores share the client, fanned out to each store's. */
+const listeners = { error: new WeakMap<object, Array<(arg: unknown) => void>>(), ready: new WeakMap<object, Array<(arg: unknown) => void>>() };
+function listen(c: AnyClient, listener: (arg: unknown) => void, event: 'error' | 'ready' = 'error'): void {
+  const byClient = listeners[event];
+  let list = byClient.get(c);
   if (list === undefined) {
-    const all: Array<(err: unknown) => void> = (list = []);
-    listeners.set(c, all);
-    c.on?.call(c, 'error', (err: unknown) => {
-      for (const l of all) l(err);
+    const all: Array<(arg: unknown) => void> = (list = []);
+    byClient.set(c, all);
+    c.on?.call(c, event, (arg: unknown) => {
+      for (const l of all) l(arg);
     });
   }
   list.push(listener);
@@ -139,5 +143,6 @@ function nodeRedis(c: AnyClient): RedisAdapter {
     evalsha: (sha, keys, args) => evalSha.call(c, sha, { keys, arguments: args }) as Promise<unknown>,
     eval: (source, keys, args) => evalScript.call(c, source, { keys, arguments: args }) as Promise<unknown>,
     onError: (listener) => listen(c, listener),
+    onReady: (listener) => listen(c, listener, 'ready'),
   };
 }

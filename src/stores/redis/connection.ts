@@ -147,6 +147,9 @@ export class RedisConnection {
       call.done(call.tag, undefined, true, new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `${this.owner}: no answer within 'timeoutMs' ${this.timeoutMs}`));
     });
     this.adapter.onError(() => this.stats.errors++);
+    // A client that has been ready once is not waited for again, even if no call saw it ready.
+    this.connected = this.adapter.ready();
+    if (!this.connected) this.adapter.onReady(() => (this.connected = true));
   }
 
   /** Whether a call sent now goes to a connection (rather than being held or refused as not connected). */
@@ -164,7 +167,10 @@ export class RedisConnection {
     const by = performance.now() + timeoutMs;
     return new Promise<void>((resolve, reject) => {
       const check = () => {
-        if (this.adapter.ready()) resolve();
+        if (this.adapter.ready()) {
+          this.connected = true;
+          resolve();
+        }
         else if (performance.now() >= by) reject(new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `${this.owner}: the Redis client did not connect within ${timeoutMs} ms${this.hint()}`));
         else setTimeout(check, Math.min(CONNECT_POLL_MS, Math.max(1, by - performance.now())));
       };

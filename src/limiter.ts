@@ -30,7 +30,7 @@ export interface LimiterOptions {
   /** Milliseconds on an epoch-aligned, monotonic timeline. Tests inject one; default `coarseClock`. */
   clock?: Clock;
   /**
-   * How decisions reach a shared store (README, "Beyond one round trip"). 'atomic' (default): every
+   * How decisions reach a shared store (docs/distributed.md). 'atomic' (default): every
    * decision runs the store's script, exact. 'lease': nodes lease chunks of the budget, never above the
    * limit. 'local-sync': nodes admit locally and flush counts, exact near the limit, overshoot at most
    * nodes × threshold (src/distributed/local-sync.ts states the bound term by term).

@@ -9,7 +9,7 @@ state bytes per key, with Cloudflare's published figures beside them.
   --seed N         seeds the mixes (default ${ACCURACY_DEFAULTS.seed}); the same seed prints the same table
   --sources N      sources per mix (default ${ACCURACY_DEFAULTS.sources})
   --requests N     requests per mix, at least (default ${ACCURACY_DEFAULTS.requests})
-  --buckets K      sub-windows of the variant (default ${ACCURACY_DEFAULTS.buckets}; README, "Beyond one round trip")
+  --buckets K      sub-windows of the variant (default ${ACCURACY_DEFAULTS.buckets}; docs/algorithms.md, "Accuracy of the counters")
   --mix NAME       only this mix (repeatable): ${MIXES.join(', ')}
 `;
 

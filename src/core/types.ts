@@ -12,7 +12,7 @@ export type AlgorithmName =
   | 'leaky-bucket'
   | 'concurrency';
 
-/** A policy as users write it. See the README, "Algorithms and their semantics". */
+/** A policy as users write it. See docs/algorithms.md. */
 export interface PolicyOptions {
   /** Names the policy in decisions and headers. Defaults to `<algorithm>-<limit>-<windowMs>ms`. */
   name?: string;

@@ -9,7 +9,7 @@ import type { Clock } from '../core/types.js';
 import type { Store } from '../stores/store.js';
 import type { GuardState } from './state.js';
 
-/** Risk points each signal adds; see the README, "The ladder". */
+/** Risk points each signal adds; see docs/guard.md, "The ladder". */
 export interface SignalWeights {
   /** `accountChallengeFailures` consecutive failures on the attempt's path (familiar or not) of the account. */
   accountFailures: number;

@@ -2,7 +2,7 @@
  * Gate: the outbound scheduler. A call waits, instead of being rejected, until every policy on its key
  * admits it; waiters leave in priority order, FIFO within a priority, and a key's head of line is never
  * overtaken by a cheaper call behind it. A key sleeps on one timer until the head's retryAfterMs (or an
- * upstream pause) is over: nothing polls. See the README, "Outbound limiting".
+ * upstream pause) is over: nothing polls. See docs/outbound.md.
  *
  * @example
  * const gate = new Gate({ policies: [{ algorithm: 'token-bucket', limit: 100, window: '1s' }], maxQueue: 10_000, timeoutMs: 30_000 });

@@ -2,7 +2,7 @@
  * Difficulty policy: how much work to ask for, from the guard's risk and the server's load, in the
  * spirit of mCaptcha's visitor levels (a table of load thresholds, each with a difficulty factor).
  *
- * Where the default base figure comes from (README "Proof of work" → "Difficulty policy"):
+ * Where the default base figure comes from (docs/pow.md, "Difficulty policy"):
  * - measured: the page's solver (plain-JS SHA-256 in Web Workers) hashes about 2.9 M/s per worker in
  *   headless Chromium 156 on this project's 2-core AMD EPYC build machine (bench/pow-browser.mjs);
  * - assumed, not measured here: a mid-range phone core runs such JS at about a third of that speed

@@ -1,4 +1,4 @@
-// The shipped Web Worker: plain-JS SHA-256, measured fastest in Chromium (README "Proof of work").
+// The shipped Web Worker: plain-JS SHA-256, measured fastest in Chromium (docs/benchmarks.md, "Proof of work").
 import { jsSearch } from './hashers.js';
 import { runWorker } from './worker-core.js';
 

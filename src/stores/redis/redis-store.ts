@@ -1,6 +1,6 @@
 /**
  * RedisStore: sluice's distributed store. Every algorithm runs as one Lua script on Redis time, batched
- * across concurrent calls, with an explicit failure policy. See the README, "Redis".
+ * across concurrent calls, with an explicit failure policy. See docs/redis.md.
  *
  * @example
  * import Redis from 'ioredis';

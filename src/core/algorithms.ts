@@ -1,5 +1,6 @@
 /** Maps a policy to the algorithm that decides it. A new algorithm is one module here plus one Lua twin. */
 import { BlockingObject, BlockingSlab } from './block.js';
+import { CalendarWindow } from './calendar.js';
 import { Concurrency } from './concurrency.js';
 import { FixedWindow } from './fixed-window.js';
 import { Gcra } from './gcra.js';
@@ -22,7 +23,7 @@ function withBan(a: Algorithm): Algorithm {
 function bare(policy: Policy): Algorithm {
   switch (policy.algorithm) {
     case 'fixed-window':
-      return new FixedWindow(policy);
+      return policy.calendar === undefined ? new FixedWindow(policy) : new CalendarWindow(policy);
     case 'sliding-log':
       return new SlidingLog(policy);
     case 'sliding-window':

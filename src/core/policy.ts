@@ -1,7 +1,8 @@
 /** Validates what users write into a `Policy`, with no silent fallback: a bad field is an error naming it. */
+import { CALENDAR_UNITS, compileCalendar, NOMINAL_MS } from './calendar.js';
 import { parseDuration } from './duration.js';
 import { SluiceError, show } from './errors.js';
-import type { AlgorithmName, Block, Policy, PolicyOptions } from './types.js';
+import type { AlgorithmName, Block, Calendar, Policy, PolicyOptions } from './types.js';
 
 export const ALGORITHMS: readonly AlgorithmName[] = [
   'fixed-window',
@@ -16,7 +17,7 @@ export const ALGORITHMS: readonly AlgorithmName[] = [
 /** The smallest emission interval GCRA accepts: 1/64 ms, so rounding stays under 1% of a request. */
 const MIN_GCRA_STEP_MS = 1 / 64;
 const BUCKETS: ReadonlySet<AlgorithmName> = new Set(['token-bucket', 'gcra', 'leaky-bucket']);
-const KNOWN_FIELDS = new Set(['name', 'algorithm', 'limit', 'window', 'burst', 'mode', 'delay', 'nodelay', 'buckets', 'blockFor']);
+const KNOWN_FIELDS = new Set(['name', 'algorithm', 'limit', 'window', 'timeZone', 'weekStart', 'burst', 'mode', 'delay', 'nodelay', 'buckets', 'blockFor']);
 const BLOCK_FIELDS = new Set(['duration', 'factor', 'max', 'decay']);
 
 function fail(where: string, message: string): never {
@@ -49,7 +50,19 @@ export function compilePolicy(options: PolicyOptions, index = 0): Policy {
   }
   const limit = positiveInteger(where, 'limit', options.limit);
   if (options.window === undefined) fail(where, `'window' is required, got undefined`);
-  const windowMs = parseDuration(options.window, `${where}: 'window'`);
+  let calendar: Calendar | undefined;
+  let windowMs: number;
+  if ((CALENDAR_UNITS as readonly unknown[]).includes(options.window)) {
+    const unit = options.window as Calendar['unit'];
+    if (algorithm !== 'fixed-window') fail(where, `'window' ${show(unit)} is a calendar window, which only fixed-window counts; give a duration such as '1d' for ${algorithm}`);
+    calendar = compileCalendar(where, unit, options.timeZone, options.weekStart);
+    windowMs = NOMINAL_MS[unit];
+  } else {
+    if (options.timeZone !== undefined || options.weekStart !== undefined) {
+      fail(where, `'timeZone' and 'weekStart' apply to a calendar window ('window' 'day', 'week' or 'month'), not 'window' ${show(options.window)}`);
+    }
+    windowMs = parseDuration(options.window, `${where}: 'window'`);
+  }
 
   const isBucket = BUCKETS.has(algorithm);
   if (!isBucket && options.burst !== undefined) {
@@ -97,6 +110,7 @@ export function compilePolicy(options: PolicyOptions, index = 0): Policy {
     nodelay,
     buckets,
     block,
+    calendar,
   });
 }
 

@@ -19,8 +19,15 @@ export interface PolicyOptions {
   algorithm: AlgorithmName;
   /** Requests (cost units) per window; for `concurrency`, requests in flight. */
   limit: number;
-  /** Milliseconds or '500ms' / '1s' / '1m' / '1h' / '1d'. For `concurrency`, the lease timeout. */
+  /**
+   * Milliseconds or '500ms' / '1s' / '1m' / '1h' / '1d' (epoch-aligned). For `concurrency`, the lease
+   * timeout. For `fixed-window`, also 'day', 'week' or 'month': a calendar window in `timeZone`.
+   */
   window: number | string;
+  /** Calendar windows: the IANA time zone whose midnight resets them. Default 'UTC'. */
+  timeZone?: string;
+  /** Calendar week: its first day, 1 (Monday, the default) to 7 (Sunday), a day name, or { locale: 'en-US' }. */
+  weekStart?: number | string | { locale: string };
   /** token-bucket, gcra, leaky-bucket: requests admitted back to back from idle. Defaults to `limit`. */
   burst?: number;
   /** leaky-bucket: 'meter' admits or rejects; 'shaper' also returns `delayMs` (nginx limit_req). Default 'meter'. */
@@ -47,6 +54,13 @@ export interface BlockForOptions {
   decay?: number | string;
 }
 
+/** A validated calendar window: its unit, canonical time zone and ISO first weekday. */
+export interface Calendar {
+  readonly unit: 'day' | 'week' | 'month';
+  readonly timeZone: string;
+  readonly weekStart: number;
+}
+
 /** A validated `blockFor`. With factor 1 bans do not grow, and maxMs = durationMs. */
 export interface Block {
   readonly durationMs: number;
@@ -70,6 +84,8 @@ export interface Policy {
   readonly buckets: number;
   /** Set when the policy bans after a denial. */
   readonly block: Block | undefined;
+  /** Set for a calendar window (fixed-window only); `windowMs` is then its usual length (a month: 30 days). */
+  readonly calendar: Calendar | undefined;
 }
 
 /** What every algorithm answers, whatever the store. */

@@ -42,6 +42,9 @@ export function bindStrategy(store: Store, spec: TableSpec, o: StrategyOptions):
     if (spec.policies.length !== 1 || p.algorithm !== 'fixed-window') {
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `strategy ${show(strategy)} works on one fixed-window policy (a budget per window that can be split), got ${spec.policies.map((q) => show(q.algorithm)).join(', ')}`);
     }
+    if (p.calendar !== undefined || p.block !== undefined) {
+      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `strategy ${show(strategy)} splits epoch-aligned windows without bans; policy ${show(p.name)} has ${p.calendar !== undefined ? `calendar window ${show(p.calendar.unit)}` : "'blockFor'"}: use strategy 'atomic'`);
+    }
     const s = { policy: p, clock, runner: store.runner(spec) };
     table = strategy === 'lease' ? new LeaseTable(s, checkLeaseOptions(o.lease, p.windowMs)) : new LocalSyncTable(s, checkLocalSyncOptions(o.localSync, p.limit));
   }

@@ -8,6 +8,7 @@ import { RedisStore } from '../../src/stores/redis/index.js';
 import { escapeId, keyOf, slotOf } from '../../src/stores/redis/keys.js';
 import { storeConformance } from '../contracts/store-conformance.js';
 import { banConformance } from '../contracts/ban-conformance.js';
+import { calendarConformance } from '../contracts/calendar-conformance.js';
 import { overrideConformance, overrideSeveralConformance } from '../contracts/override-conformance.js';
 import { runPrefix, useCluster } from './harness.js';
 
@@ -20,6 +21,7 @@ const runs = Number(process.env.CONF_RUNS ?? 15);
 storeConformance('redis cluster (ioredis)', () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }), { runs });
 overrideConformance('redis cluster (ioredis)', () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }), runs);
 banConformance('redis cluster (ioredis)', () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }), runs);
+calendarConformance('redis cluster (ioredis)', () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }), 10);
 overrideSeveralConformance('redis cluster (ioredis)', () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }));
 storeConformance('redis cluster (node-redis)', () => new RedisStore({ client: ctx.nr, prefix, clock: 'client', timeoutMs: 2000 }), { runs });
 

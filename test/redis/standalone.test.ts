@@ -4,6 +4,7 @@
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { storeConformance } from '../contracts/store-conformance.js';
 import { banConformance } from '../contracts/ban-conformance.js';
+import { calendarConformance } from '../contracts/calendar-conformance.js';
 import { overrideConformance, overrideSeveralConformance } from '../contracts/override-conformance.js';
 import { connectBothClients, runPrefix } from './harness.js';
 
@@ -13,5 +14,6 @@ const prefix = runPrefix('conf');
 storeConformance('redis (ioredis)', () => new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }), { runs: Number(process.env.CONF_RUNS ?? 30) });
 overrideConformance('redis (ioredis)', () => new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }), Number(process.env.CONF_RUNS ?? 30));
 banConformance('redis (ioredis)', () => new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }), Number(process.env.CONF_RUNS ?? 30));
+calendarConformance('redis (ioredis)', () => new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }), 30);
 overrideSeveralConformance('redis (ioredis)', () => new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }));
 storeConformance('redis (node-redis)', () => new RedisStore({ client: nr, prefix, clock: 'client', timeoutMs: 2000 }), { runs: Number(process.env.CONF_RUNS ?? 15) });

@@ -21,6 +21,8 @@ export interface Op {
   /** 'o': the policies the call decides with, and their limits as driver.lua reads them. */
   policies: readonly Policy[] | undefined;
   limits: string;
+  /** Calendar windows' bounds around the operation's time, as driver.lua reads them ('' without any). */
+  bounds: string;
   resolve: (value: never) => void;
   reject: (err: unknown) => void;
 }
@@ -44,12 +46,12 @@ export function batches(ops: Op[], cluster: boolean, max: number, send: (batch: 
 const NO_ARGS = Object.freeze([]) as unknown as string[];
 
 /** A batch's keys (each operation's, in order) and its arguments (driver.lua's format). */
-export function encode(ops: Op[], leases: boolean, clientClock: boolean): { keys: string[]; args: string[] } {
+export function encode(ops: Op[], leases: boolean, clientClock: boolean, calendars = false): { keys: string[]; args: string[] } {
   // A call of one operation (every call at 1 in flight) sends that operation's keys as they are.
   const lone = ops.length === 1;
   const keys: string[] = lone ? ops[0]!.keys : [];
   // Decisions of cost 1 with neither lease ids nor client times send no arguments at all (driver.lua).
-  let plain = !leases && !clientClock;
+  let plain = !leases && !clientClock && !calendars;
   for (const op of ops) {
     if (!lone) for (const k of op.keys) keys.push(k);
     if (plain && (op.code !== 'd' || op.arg !== 1)) plain = false;
@@ -59,6 +61,7 @@ export function encode(ops: Op[], leases: boolean, clientClock: boolean): { keys
     for (const op of ops) {
       args.push(op.code === 'd' ? String(op.arg) : op.code + op.arg);
       if (op.code === 'o') args.push(op.limits);
+      if (calendars) args.push(op.bounds);
       if (leases) args.push(op.lease);
       if (clientClock) args.push(op.time);
     }

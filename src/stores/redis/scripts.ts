@@ -13,6 +13,8 @@ export type { LibraryScript, Script };
 /** The algorithm code the driver dispatches on, and the files that define it (in load order). */
 export function algorithmCode(p: Policy): { code: string; files: string[] } {
   switch (p.algorithm) {
+    case 'fixed-window':
+      return p.calendar === undefined ? { code: 'fixed-window', files: ['fixed-window'] } : { code: 'calendar', files: ['calendar'] };
     case 'leaky-bucket':
       return p.mode === 'shaper' ? { code: 'leaky-shaper', files: ['gcra', 'leaky-shaper'] } : { code: 'leaky-meter', files: ['token-bucket'] };
     default:
@@ -20,7 +22,7 @@ export function algorithmCode(p: Policy): { code: string; files: string[] } {
   }
 }
 
-const FILES = ['fixed-window', 'sliding-log', 'sliding-window', 'token-bucket', 'gcra', 'leaky-shaper', 'concurrency'];
+const FILES = ['fixed-window', 'calendar', 'sliding-log', 'sliding-window', 'token-bucket', 'gcra', 'leaky-shaper', 'concurrency'];
 const sources = new Map<string, string>();
 function read(file: string): string {
   let s = sources.get(file);
@@ -40,11 +42,12 @@ export function fileScript(name: string): Script {
  * One policy's Lua constants. A ban wraps a fixed-size algorithm in BLOCKING (the sliding log keeps its
  * own); `rescaled` is what a token bucket decides a per-call limit with (block.lua, token-bucket.lua).
  */
-function policyFields(p: Policy): string {
+function policyFields(p: Policy, ci: number): string {
   const code = algorithmCode(p).code;
   const wrap = (alg: string) => (p.block !== undefined && p.algorithm !== 'sliding-log' ? `BLOCKING(${alg})` : alg);
   const fields = [`alg = ${wrap(`ALG['${code}']`)}`, `limit = ${p.limit}`, `windowMs = ${p.windowMs}`, `burst = ${p.burst}`, `delay = ${p.nodelay ? 0 : p.delay}`, `sub = ${p.buckets}`];
   if (code === 'token-bucket' || code === 'leaky-meter') fields.push(`rescaled = ${wrap(`ALG['token-bucket-rescaled']`)}`);
+  if (ci > 0) fields.push(`ci = ${ci}`);
   const b = p.block;
   if (b !== undefined) fields.push(`block = { duration = ${b.durationMs}, factor = ${b.factor}, max = ${b.maxMs}, decay = ${b.decayMs} }`);
   return fields.join(', ');
@@ -64,9 +67,10 @@ export function scriptFor(policies: readonly Policy[], clientClock: boolean): Li
   const constants = [
     `local CLIENT_TIME = ${clientClock}`,
     `local LEASES = ${takesLeases(policies)}`,
+    `local NCAL = ${policies.filter((p) => p.calendar !== undefined).length}`,
     'local P = {',
     // delay 0 encodes nodelay for the shaper
-    ...policies.map((p) => `  { ${policyFields(p)} },`),
+    ...policies.map((p) => `  { ${policyFields(p, policies.filter((q) => q.calendar !== undefined).indexOf(p) + 1)} },`),
     '}',
   ].join('\n');
   const code = [read('prelude'), read('block'), ...files.map(read), constants, read('driver')].join('\n');

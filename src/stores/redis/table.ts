@@ -6,7 +6,7 @@
  * every operation in it is atomic; operations on one key keep their order. A batch that fails, times
  * out, or cannot be sent gets the failure policy's answers.
  */
-import { SluiceError, Verdict } from '../../core/index.js';
+import { CalendarPeriods, SluiceError, Verdict } from '../../core/index.js';
 import type { Algorithm, Decision, Policy } from '../../core/index.js';
 import type { StoreTable, TableSpec } from '../store.js';
 import { batches, encode, type Code, type Op } from './batch.js';
@@ -45,6 +45,8 @@ export class RedisTable implements StoreTable {
   /** Scratch verdicts, one per policy, reused for every decoded answer. */
   private readonly verdicts: Verdict[];
   private readonly script: LibraryScript;
+  /** The calendar windows' periods, whose bounds every operation carries (calendar.lua). */
+  private readonly calendars: CalendarPeriods[];
   private queue: Op[] = [];
   private scheduled = false;
   private readonly flushNow = () => this.flush();
@@ -60,6 +62,7 @@ export class RedisTable implements StoreTable {
     this.script = scriptFor(spec.policies, ctx.clientClock);
     this.leases = takesLeases(spec.policies);
     this.verdicts = spec.policies.map(() => new Verdict(0));
+    this.calendars = spec.policies.filter((p) => p.calendar !== undefined).map((p) => new CalendarPeriods(p.calendar!));
     this.fallback = new Fallback(ctx.onError, spec);
     this.memory = this.fallback.last === undefined ? undefined : this.fallback;
   }
@@ -99,12 +102,24 @@ export class RedisTable implements StoreTable {
       const keys = names.length === 1 ? [keyOf(this.ctx.prefix, id, names[0]!)] : names.map((n) => keyOf(this.ctx.prefix, id, n));
       const slot = this.ctx.connection.cluster ? slotOf(id) : 0;
       const time = this.ctx.clientClock ? String(this.spec.clock()) : '';
-      this.queue.push({ code, key, arg, lease, time, slot, keys, policies, limits, resolve: resolve as (v: never) => void, reject });
+      const bounds = this.calendars.length === 0 ? '' : this.bounds(this.ctx.clientClock ? Number(time) : this.spec.clock());
+      this.queue.push({ code, key, arg, lease, time, slot, keys, policies, limits, bounds, resolve: resolve as (v: never) => void, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         process.nextTick(this.flushNow);
       }
     });
+  }
+
+  /**
+   * The bounds of each calendar window's period around `t` and of its neighbours, from this process's
+   * Intl: the script counts in whichever of the three holds Redis's now, so app and Redis clocks may
+   * differ by up to a period (docs/redis.md, "Calendar windows").
+   */
+  private bounds(t: number): string {
+    let out = '';
+    for (const c of this.calendars) out += (out === '' ? '' : ';') + c.boundsAround(t).join(',');
+    return out;
   }
 
   private flush(): void {
@@ -116,7 +131,7 @@ export class RedisTable implements StoreTable {
 
   private send(ops: Op[]): void {
     const ctx = this.ctx;
-    const { keys, args } = encode(ops, this.leases, ctx.clientClock);
+    const { keys, args } = encode(ops, this.leases, ctx.clientClock, this.calendars.length > 0);
     ctx.connection.send(this.script, keys, args, this.done, ops, ops.length);
   }
 

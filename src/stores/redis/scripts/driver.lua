@@ -9,7 +9,9 @@
 --       operation: the cost of a decision as a plain number (parsed with one call), or
 --       '<code><number>': 'o' decide with per-call limits (cost), 'a' adjust (delta), 'r' release,
 --       'x' reset; for 'o' then its limits, per policy '<limit>:<burst>' or '' (the policy's own) joined
---       by ','; then its lease id if LEASES, then its time in ms if CLIENT_TIME.
+--       by ','; then, if the table has calendar windows (NCAL > 0), their bounds (calendar.lua) as
+--       'b0,b1,b2,b3' per calendar policy joined by ';'; then its lease id if LEASES, then its time in ms
+--       if CLIENT_TIME.
 -- Reply: flat integers; every one costs Redis time to send, so the common case is short. Per decide or
 --        adjust, per policy: allowed and undelayed, when remaining + 1 < 2^21 and resetAfterMs < 2^32 (so
 --        the sum is exact in a double): the one integer (remaining + 1) * 2^32 + resetAfterMs; denied:
@@ -25,6 +27,8 @@ local np = #P
 local V, ST = {}, {}
 for i = 1, np do V[i] = { next = {} } end
 local READY, PREFETCH, BANS = false, true, false
+-- The calendar bounds text last parsed into CALS (one call's operations mostly share it).
+local CALTEXT
 -- Per-call limits seen, by their ARGV text: the policies each decides with (variant()).
 local VARIANTS = {}
 -- Whether a one-key call without arguments can take single(): one fixed-size policy, Redis time.
@@ -130,7 +134,7 @@ local function variants(spec)
     else
       local colon = string.find(part, ':', 1, true)
       local limit, burst = tonumber(string.sub(part, 1, colon - 1)), tonumber(string.sub(part, colon + 1))
-      local p = { alg = b.alg, limit = limit, windowMs = b.windowMs, burst = burst, delay = b.delay, sub = b.sub, block = b.block, unit = b.limit }
+      local p = { alg = b.alg, limit = limit, windowMs = b.windowMs, burst = burst, delay = b.delay, sub = b.sub, block = b.block, unit = b.limit, ci = b.ci }
       if p.delay ~= 0 and p.delay > burst then p.delay = burst end
       if b.rescaled and limit ~= b.limit then p.alg = b.rescaled end
       p.alg.init(p)
@@ -234,6 +238,21 @@ local function run(KEYS, ARGV)
       if code == 'o' then
         spec = ARGV[a]
         a = a + 1
+      end
+      if NCAL > 0 then
+        local text = ARGV[a]
+        a = a + 1
+        if text ~= CALTEXT then
+          CALTEXT = text
+          local ci, j = 1, 1
+          for x in string.gmatch(text, '[^,;]+') do
+            local b = CALS[ci]
+            if not b then b = {}; CALS[ci] = b end
+            b[j] = tonumber(x)
+            j = j + 1
+            if j > 4 then ci, j = ci + 1, 1 end
+          end
+        end
       end
       if LEASES then
         lease = ARGV[a]

@@ -16,8 +16,8 @@
  * tracked: it is decided by `onFull`, with `reason: 'store-full'`.
  */
 import { combine, makeDecision, SluiceError, show, Verdict } from '../core/index.js';
-import type { Algorithm, Decision, ObjectAlgorithm, Policy, SlabAlgorithm } from '../core/index.js';
-import type { Clock, Store, StoreTable, TableSpec } from './store.js';
+import type { Algorithm, Clock, Decision, ObjectAlgorithm, Policy, SlabAlgorithm } from '../core/index.js';
+import type { Store, StoreTable, TableSpec } from './store.js';
 
 export interface MemoryStoreOptions {
   /** Most keys kept across every limiter using this store. Default 1,000,000. */

@@ -5,9 +5,6 @@
 import type { Algorithm, Clock, Decision, MaybePromise, Policy } from '../core/index.js';
 import type { ScriptRunner } from './script-runner.js';
 
-// Defined in core/; re-exported because the store contract is written in them.
-export type { Clock, MaybePromise } from '../core/index.js';
-
 export interface TableSpec {
   readonly policies: readonly Policy[];
   readonly algorithms: readonly Algorithm[];

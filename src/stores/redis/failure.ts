@@ -10,9 +10,9 @@
  *   answered so long ago that their state is idle) start with the share.
  */
 import { createAlgorithm, createOverride, makeDecision, SluiceError, show } from '../../core/index.js';
-import type { Algorithm, Decision, Policy } from '../../core/index.js';
+import type { Algorithm, Clock, Decision, Policy } from '../../core/index.js';
 import { MemoryStore, type MemoryTable } from '../memory.js';
-import type { Clock, TableSpec } from '../store.js';
+import type { TableSpec } from '../store.js';
 import { LastAnswers, REMEMBER_KEYS } from './last-answers.js';
 
 /** `rememberKeys`: how many keys' last Redis answers insurance keeps, per limiter (default 10,000, about 130 bytes each). */

@@ -37,6 +37,8 @@ interface Result {
   sentPerPair: number;
   redisCommandsPerPair: number;
   cpuUsPerPair: number;
+  /** The same less what an idle redis-server burns meanwhile (its serverCron), measured before the run. */
+  netCpuUsPerPair: number;
   refused: number;
 }
 
@@ -58,7 +60,7 @@ function login(mix: Mix, i: number): { account: string; ip: string; success: boo
 
 // ---- one measurement (a child process) ----
 
-async function measure(contender: Contender, mix: Mix, inFlight: number, pairs: number, port: number, beforeDir: string): Promise<Result> {
+async function measure(contender: Contender, mix: Mix, inFlight: number, pairs: number, port: number, beforeDir: string, idleCpuUsPerMs: number): Promise<Result> {
   const client = new Redis({ port, host: '127.0.0.1', enableOfflineQueue: true });
   await once(client, 'ready');
   let sent = 0;
@@ -100,6 +102,7 @@ async function measure(contender: Contender, mix: Mix, inFlight: number, pairs: 
     sentPerPair: sentN / done,
     redisCommandsPerPair: (b.commands - a.commands - 1) / done, // less the second INFO
     cpuUsPerPair: ((b.cpu - a.cpu) * 1e6) / done,
+    netCpuUsPerPair: ((b.cpu - a.cpu) * 1e6 - idleCpuUsPerMs * ms) / done,
     refused: refused / done,
   };
 }
@@ -168,6 +171,10 @@ async function main(): Promise<void> {
   await server.start();
   const flush = new Redis({ port: server.port, host: '127.0.0.1' });
   const results: Result[] = [];
+  const c0 = parse(await flush.info('all')).cpu;
+  const t0 = performance.now();
+  await new Promise((r) => setTimeout(r, 3000));
+  const idleCpuUsPerMs = ((parse(await flush.info('all')).cpu - c0) * 1e6) / (performance.now() - t0);
   try {
     for (let rep = 0; rep < REPS; rep++) {
       for (const mix of ['typical', 'stuffing'] as Mix[]) {
@@ -175,7 +182,7 @@ async function main(): Promise<void> {
           for (const contender of ['sluice', 'before', 'rlflex'] as Contender[]) {
             await flush.flushall(); // our own server: each measurement starts from an empty Redis
             const pairs = inFlight === 1 ? Math.ceil(PAIRS / 4) : PAIRS;
-            const r = await child([contender, mix, String(inFlight), String(pairs), String(server.port), beforeDir]);
+            const r = await child([contender, mix, String(inFlight), String(pairs), String(server.port), beforeDir, String(idleCpuUsPerMs)]);
             results.push(r);
             process.stderr.write(`rep ${rep + 1} ${mix} ${inFlight} ${contender}: ${Math.round(r.pairsPerSecond)} pairs/s, ${r.sentPerPair.toFixed(2)} sent, ${r.redisCommandsPerPair.toFixed(1)} run, ${r.cpuUsPerPair.toFixed(1)} µs CPU\n`);
           }
@@ -187,9 +194,9 @@ async function main(): Promise<void> {
     await server.destroy();
     rmSync(beforeDir, { recursive: true, force: true });
   }
-  console.log(`guard on Redis, ${REPS} reps (medians), ${PAIRS} logins at 64 in flight and ${Math.ceil(PAIRS / 4)} at 1; before = ${BEFORE}\n`);
-  console.log('| mix | in flight | contender | logins/s | × before | × rlflex | commands sent / login | run by Redis / login | Redis CPU µs / login | refused |');
-  console.log('|---|---|---|---|---|---|---|---|---|---|');
+  console.log(`guard on Redis, ${REPS} reps (medians), ${PAIRS} logins at 64 in flight and ${Math.ceil(PAIRS / 4)} at 1; before = ${BEFORE}; an idle redis-server burnt ${(idleCpuUsPerMs * 1000).toFixed(0)} µs of CPU a second\n`);
+  console.log('| mix | in flight | contender | logins/s | × before | × rlflex | commands sent / login | run by Redis / login | Redis CPU µs / login | the same, less idle | refused |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|');
   for (const mix of ['typical', 'stuffing'] as Mix[]) {
     for (const inFlight of [1, 64]) {
       const med = (c: Contender, f: (r: Result) => number) => median(results.filter((r) => r.mix === mix && r.inFlight === inFlight && r.contender === c).map(f));
@@ -201,7 +208,7 @@ async function main(): Promise<void> {
           const theirs = results.filter((r) => r.mix === mix && r.inFlight === inFlight && r.contender === other);
           return median(mine.map((r, i) => r.pairsPerSecond / theirs[i]!.pairsPerSecond)).toFixed(2);
         };
-        console.log(`| ${mix} | ${inFlight} | ${c} | ${Math.round(rate).toLocaleString('en')} | ${ratio('before')} | ${ratio('rlflex')} | ${med(c, (r) => r.sentPerPair).toFixed(2)} | ${med(c, (r) => r.redisCommandsPerPair).toFixed(1)} | ${med(c, (r) => r.cpuUsPerPair).toFixed(1)} | ${(med(c, (r) => r.refused) * 100).toFixed(0)} % |`);
+        console.log(`| ${mix} | ${inFlight} | ${c} | ${Math.round(rate).toLocaleString('en')} | ${ratio('before')} | ${ratio('rlflex')} | ${med(c, (r) => r.sentPerPair).toFixed(2)} | ${med(c, (r) => r.redisCommandsPerPair).toFixed(1)} | ${med(c, (r) => r.cpuUsPerPair).toFixed(1)} | ${med(c, (r) => r.netCpuUsPerPair).toFixed(1)} | ${(med(c, (r) => r.refused) * 100).toFixed(0)} % |`);
       }
     }
   }
@@ -217,8 +224,8 @@ function child(args: string[]): Promise<Result> {
 }
 
 if (process.argv[2] === '--one') {
-  const [contender, mix, inFlight, pairs, port, beforeDir] = process.argv.slice(3);
-  console.log(JSON.stringify(await measure(contender as Contender, mix as Mix, Number(inFlight), Number(pairs), Number(port), beforeDir!)));
+  const [contender, mix, inFlight, pairs, port, beforeDir, idle] = process.argv.slice(3);
+  console.log(JSON.stringify(await measure(contender as Contender, mix as Mix, Number(inFlight), Number(pairs), Number(port), beforeDir!, Number(idle))));
 } else {
   await main();
 }

@@ -118,7 +118,7 @@ export class Limiter {
   /**
    * Decides one request of `cost` (default 1) for `key`, charging every policy only if all admit. Bad input
    * rejects, as from an async function. Not `async` itself: an async function that returns a store's
-   * Promise settles through two more microtask hops (~40 ns here) than handing that Promise on.
+   * Promise settles through two more microtask hops than handing that Promise on.
    */
   limit(key: string, options?: LimitOptions): Promise<Decision> {
     try {

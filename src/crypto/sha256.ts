@@ -1,8 +1,8 @@
 /**
  * SHA-256 (FIPS 180-4) in plain TypeScript, shared by the proof-of-work verifier, the Node solver and the
  * browser worker, and by the login guard's keyed tags (it depends on nothing, so any layer may use it).
- * Why not node:crypto? Each call into it costs about 2 µs of binding overhead, more than the 64 rounds of
- * one block in JS, and proof-of-work hashes are single 40-byte blocks. The property tests check every
+ * Why not node:crypto? Each call into it costs more in binding overhead than the 64 rounds of one block
+ * in JS, and proof-of-work hashes are single 40-byte blocks. The property tests check every
  * function here against node:crypto on random inputs.
  */
 import { compress } from './sha256-compress.js';

@@ -96,7 +96,7 @@ export class Guard {
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'state' must be a GuardState such as new MemoryGuardState(), got ${show(this.state)}`);
     }
     // In memory a read before the write costs no round trip, and the two plain calls cost less than the
-    // judged one (which reads too and builds its answer): 0.90x the pairs per second in a timed A/B.
+    // judged one (which reads too and builds its answer).
     this.judging = !(this.state instanceof MemoryGuardState) && this.state.failAccountJudged !== undefined && this.state.succeedAccountJudged !== undefined;
     this.hasher = new KeyedHasher(c.secret);
     const reputation = new Reputation(c.allowList, c.denyList, c.hostingRanges);

@@ -18,7 +18,7 @@ const encoder = new TextEncoder();
 /**
  * Computes the tags with the plain-TypeScript HMAC-SHA-256 (src/crypto/sha256.ts) under a key whose inner
  * and outer padded blocks are absorbed once, here: a short tag costs two compressions and no allocation
- * but its string, where node:crypto's createHmac costs about 2.6 µs of object and binding overhead per
+ * but its string, where node:crypto's createHmac costs more than that in object and binding overhead per
  * call. The input is encoded as UTF-8 into a scratch buffer that this hasher reuses (cleared after each
  * tag, so no plain account, address or password outlives the call that tags it); the result equals
  * `createHmac('sha256', secret).update(domain + '\0').update(value).digest().subarray(0, 12)` in

@@ -1,8 +1,7 @@
 /**
  * The tags of recent attempts, so that `record` finds the tags `check` computed for the same attempt instead
- * of computing the three HMAC-SHA-256 tags (account, address, subnet) again: about 35,000 of a
- * check+record pair's 114,000 instructions, for a SipHash of the attempt's text in each call (about
- * 5,700 each, packing and probe included); a pair went to 87,000 (callgrind, docs/benchmarks.md, "The guard").
+ * of computing the three HMAC-SHA-256 tags (account, address, subnet) again, about a third of a
+ * check+record pair's work, for a SipHash of the attempt's text in each call, a small fraction of that.
  *
  * The privacy rule holds: nothing here is a plain account, address or fingerprint. An attempt is known by
  * a 128-bit SipHash-2-4 of its text under a random key drawn per process (never stored, never shared), and

@@ -43,8 +43,8 @@ export interface LimitedResponse {
 
 /**
  * What to do with a request that was decided. A plain object, not a class instance: on node:http V8 did not
- * inline the class's constructor into the decision (its inlining budget was spent on the store's code), and
- * the call cost ~300 instructions a request, where a literal is allocated inline (bench/cg-profile.mjs).
+ * inline the class's constructor into the decision (its inlining budget was spent on the store's code),
+ * while a literal is allocated inline.
  */
 export interface Outcome<Req> extends RateLimitInfo {
   readonly rule: Rule<Req>;

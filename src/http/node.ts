@@ -56,7 +56,7 @@ export class NodeRequestInfo implements RequestInfo {
  * The peer address of each socket, as `socket.remoteAddress` first gave it. Node caches it too (in
  * `_peername`, once known it never changes), but reaching that cache goes through `socket._handle`, a
  * getter doing a keyed load of an internal symbol that is megamorphic on node:http's sockets: two
- * descriptor searches, ~0.47 k instructions a request, against one WeakMap lookup here.
+ * descriptor searches per request, against one WeakMap lookup here.
  */
 const peers = new WeakMap<object, string>();
 
@@ -71,8 +71,7 @@ type Fields = Record<string, [string, string]>;
  *
  * Not learnt at import from a probe `new OutgoingMessage()`, as it once was: importing a module should not
  * build a response, and one of another shape through OutgoingMessage's constructor and setHeader widened
- * V8's feedback for node:http's own code, which every request paid for (about 0.5 k instructions of 62 k,
- * counted with `monotonicClock` by bench/http-instructions.mjs before and after).
+ * V8's feedback for node:http's own code, which every request then paid for.
  */
 let outHeaders: symbol | undefined | null = null;
 
@@ -103,8 +102,8 @@ HeaderFields.prototype = Object.create(null) as object;
  * would, minus its name and value checks (the fields are checked where sluice builds them). It takes that
  * path only while it is indistinguishable from setHeader: headers not yet sent (setHeader would throw) and
  * setHeader not wrapped by anyone (an instrumentation that wraps it still sees every field).
- * Why: with draft-7 headers, setHeader twice cost sluice/http ~5 % of a bare server's throughput, against
- * ~1 % with no headers; most of it was validation and the dictionary store (bench/http-micro.mjs).
+ * Why: with draft-7 headers, two setHeader calls were most of sluice/http's cost on a bare server, mainly
+ * their validation and the dictionary store.
  */
 export class NodeHeaders implements HeaderTarget {
   constructor(private readonly res: ServerResponse) {}
@@ -136,10 +135,9 @@ export class NodeHeaders implements HeaderTarget {
 
 /**
  * `fields[name] = entry`, with a store site of its own for each name sluice sends. One keyed store that sees
- * several names is megamorphic in V8: every field then went through the generic store stub, ~175
- * instructions each, where a site that only ever adds one name to one shape is a monomorphic transition
- * (draft-7 headers: -0.5 k instructions a request of 61 k, counted with `monotonicClock` by
- * bench/http-instructions.mjs). Any other name takes the keyed store.
+ * several names is megamorphic in V8: every field then goes through the generic store stub, where a site
+ * that only ever adds one name to one shape is a monomorphic transition. Any other name takes the keyed
+ * store.
  */
 function storeField(fields: Fields, name: string, entry: [string, string]): void {
   switch (name) {

@@ -4,8 +4,7 @@
  * One unary method, so the whole of gRPC this needs is small: a POST to one path, one length-prefixed
  * message in, one out, and the status in trailers (or a trailers-only answer for an error). @grpc/grpc-js
  * did the same with a general machinery (interceptors, metadata objects, protobufjs's object trees) that
- * cost 67.7 µs of CPU per call under h2load against 26.5 µs for a whole /json request (bench/serve.mjs,
- * 2026-11-30); Node's HTTP/2 itself answers about 40 k such calls a second here.
+ * cost more CPU per call than a whole /json request (docs/benchmarks.md, "The service").
  *
  * Errors, as Envoy's ratelimit filter reads them: a request that does not decode, or that the service
  * rejects, is INVALID_ARGUMENT naming the problem; a store failure with no failure policy is UNAVAILABLE,

@@ -59,10 +59,10 @@ function readBody(req: ServeRequest, res: ServerResponse, kind: BodyKind, max: n
  * same pass over the socket's bytes that emitted 'request'. Through 'data' events, each chunk is first
  * buffered in the stream (until its first read, a stream takes pushes as synchronous), flowed a tick later
  * by `resume()`, and then emitted; taken here in `push()`, the body costs nothing beyond its bytes, and
- * /json is decided in the parser's pass (callgrind: about 1 k instructions less per request). A subclass (http.createServer's
+ * /json is decided in the parser's pass. A subclass (http.createServer's
  * `IncomingMessage` option) keeps every request one shape: an own `push` per request made Node's stream
  * code megamorphic and cost more than it saved. Once the body is read, its stream is ended there and then,
- * so node:http has nothing to dump when the answer finishes (about 4.5 k instructions less per request).
+ * so node:http has nothing to dump when the answer finishes.
  * A request without a reader behaves as any other.
  */
 export class ServeRequest extends IncomingMessage {
@@ -128,8 +128,7 @@ class BodyReader implements BodySink {
   end(): void {
     if (this.tooLarge) return;
     const { first, chunks } = this;
-    // toString() without an argument is UTF-8 too, and skips the encoding lookup: 67 ns instead of 110 for a
-    // /json body here.
+    // toString() without an argument is UTF-8 too, and skips the encoding lookup.
     this.done(this.res, this.kind, chunks !== undefined ? Buffer.concat(chunks).toString() : first === undefined ? '' : first.toString());
   }
 }
@@ -206,7 +205,7 @@ export function createHttpServer(deps: HttpDeps): Server {
       const { text, bytes } = renderRlsJsonSized(r);
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': bytes });
       // As many bytes as UTF-16 units: the answer is ASCII, and latin1 writes the same bytes by a plain copy
-      // where UTF-8 encodes character by character (v8::String::WriteUtf8, ~1 k instructions an answer).
+      // where UTF-8 encodes character by character (v8::String::WriteUtf8).
       if (bytes === text.length) res.end(text, 'latin1');
       else res.end(text);
     } else if (kind === 'json') {

@@ -67,7 +67,7 @@ function knownHeaderOpening(name: string): string | undefined {
 /**
  * How many more UTF-8 bytes than UTF-16 units `v` takes when JSON.stringify(v) is v in quotes, as for every
  * RateLimit value; -1 when it is not (a quote, backslash, control character or surrogate to consider).
- * Scanning is cheaper than JSON.stringify (~80 ns), and counting here spares Buffer.byteLength of the answer.
+ * Scanning is cheaper than JSON.stringify, and counting here spares Buffer.byteLength of the answer.
  */
 function plainExtraBytes(v: string): number {
   let extra = 0;
@@ -91,13 +91,10 @@ export interface RenderedJson {
 /**
  * Renders RateLimitResponse as protojson does: lowerCamel names, enums as names, zero values left out.
  * Built as a string, not through JSON.stringify of an object tree: this runs on every /json request and the
- * object tree cost more than the decision itself (CPU profile of the /json path). The per-limit text is
- * cached and numbers go through number-text.ts: with both, rendering bench/serve's answers fell from
- * ~1.3 µs to ~0.5 µs in process (new remaining counts and reset times each time, as under load).
- * Constant fragments are whole literals (a status's opening with its limit, a header's `{"key":…,"value":"`),
- * so an answer takes about 20 string additions instead of 36, and the byte length is counted on the way
- * instead of by Buffer.byteLength, which flattened the answer once more before Node's write did: together
- * about 5 k instructions less per answer (callgrind, bench/serve's answers).
+ * object tree cost more than the decision itself. The per-limit text is cached and numbers go through
+ * number-text.ts. Constant fragments are whole literals (a status's opening with its limit, a header's
+ * `{"key":…,"value":"`), so an answer takes fewer string additions, and the byte length is counted on the
+ * way instead of by Buffer.byteLength, which would flatten the answer once more before Node's write does.
  */
 export function renderRlsJsonSized(r: RlsResponse): RenderedJson {
   const common = renderCommon(r);
@@ -150,9 +147,8 @@ export function renderRlsJsonSized(r: RlsResponse): RenderedJson {
  * The answer to nearly every /json request, OK on one descriptor with a limit (bench/serve's, and Envoy's on a
  * single-descriptor route), in 9 pieces where the general rendering adds about 25: the text between the
  * dynamic values is cached per limit (StatusOpening). Fewer pieces mean fewer string additions here and,
- * above all, a shallower rope for Node to flatten when it writes the answer (String::SlowFlatten under
- * WriteUtf8 cost 3.3 k instructions per answer, callgrind). About 2.1 k instructions less per answer
- * (callgrind, bench/serve: rendering 2.4 k -> 1.1 k, string additions -0.4 k, flattening -0.5 k).
+ * above all, a shallower rope for Node to flatten when it writes the answer (flattening under WriteUtf8
+ * is a large share of writing an answer).
  * The service's own Answer is rendered from its tightest status, without building its headers: their
  * values are that status's remaining count and reset, whose digits need no escaping. Exactly the general
  * rendering's text; undefined for any other shape.

@@ -312,8 +312,8 @@ export class RateLimitService {
       return this.over(stats, t, hits, shadow, 0, unitMs - (Date.now() % unitMs));
     }
     const key = stateKey(entries, t.rule?.spec.sharedValues);
-    // src/clock.ts reads the Performance object once; the global `performance` is a lazy accessor, ~0.27 k
-    // instructions a read, and this reads the time twice per decision for the latency histogram.
+    // src/clock.ts reads the Performance object once; the global `performance` is a lazy accessor, costly
+    // per read, and this reads the time twice per decision for the latency histogram.
     const t0 = monotonicClock();
     if (this.deny !== undefined) {
       const denied = this.deny.covering(`${t.id!}\u0000${key}`, hits, t0);

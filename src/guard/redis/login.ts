@@ -17,8 +17,9 @@ import type { Decision, Policy } from '../../core/index.js';
 import { Fallback, type OnError } from '../../stores/redis/failure.js';
 import type { StoreTable } from '../../stores/store.js';
 import type { TaggedAttempt } from '../attempt.js';
-import type { AccountView, JudgedFailure, JudgedSuccess, LoginConfig, LoginPort, OfflineParts, SourceReads, SourceSpec } from '../state.js';
-import { checkTags, num, readAccountView, readFailure, readSourceView, readSuccess, type RedisGuardState, type Unit } from './state.js';
+import type { AccountView, GuardState, JudgedFailure, JudgedSuccess, LoginConfig, LoginPort, OfflineParts, SourceReads, SourceSpec } from '../state.js';
+import type { ConnectionStats } from '../../stores/redis/connection.js';
+import { checkTags, num, readAccountView, readFailure, readSourceView, readSuccess, type Unit } from './wire.js';
 
 /** The rejection of a login operation whose call failed, when the state does not fail closed. */
 export const OFFLINE = new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', 'RedisGuardState: Redis did not answer; the guard decides on its offline state');
@@ -31,12 +32,26 @@ interface Part {
   answer(r: unknown[], i: number): number;
 }
 
+/** What a LoginSession uses of its RedisGuardState (state.ts, which makes the sessions). */
+export interface LoginHost {
+  readonly onError: 'open' | 'closed' | 'local';
+  readonly stats: ConnectionStats & { fallbacks: number };
+  readonly cluster: boolean;
+  accountKey(account: string): string;
+  pairKey(account: string, address: string): string;
+  sourceKey(source: string): string;
+  slot(kind: 'ga' | 'gs' | 'gf', tag: string): number;
+  addSession(constants: string[]): number;
+  offline(): GuardState | undefined;
+  enqueue(unit: Unit): void;
+}
+
 export class LoginSession implements LoginPort {
   readonly offline: OfflineParts | undefined;
   private readonly id: string;
   private readonly bucketDays: [Policy, Policy, Policy];
 
-  constructor(private readonly state: RedisGuardState, c: LoginConfig, storeOnError: OnError) {
+  constructor(private readonly state: LoginHost, c: LoginConfig, storeOnError: OnError) {
     for (const p of [c.ip, c.subnet, c.pair]) {
       if (p.algorithm !== 'token-bucket') throw new Error(`sluice internal: the guard's bucket '${p.name}' must be a token bucket`);
     }

@@ -24,7 +24,8 @@ import { RedisStore } from '../../stores/redis/redis-store.js';
 import { defineLibrary } from '../../stores/redis/script.js';
 import { MemoryGuardState } from '../memory-state.js';
 import { registerGuardStateMaker, type AccountView, type FailOutcome, type GuardState, type JudgedFailure, type JudgedSuccess, type LoginConfig, type LoginPort, type Path, type SourceSpec, type SourceView } from '../state.js';
-import { LoginSession } from './login.js';
+import { LoginSession, type LoginHost } from './login.js';
+import { checkTags, code, invalid, none, num, readAccountView, readFailure, readSourceView, readSuccess, specArgs, tagArg, type Unit } from './wire.js';
 
 /**
  * When Redis cannot answer within timeoutMs (down, frozen, not connected):
@@ -63,23 +64,7 @@ const lua = (path: string) => readFileSync(new URL(path, import.meta.url), 'utf8
 /** The store's prelude and token bucket (the guard's buckets are the limiter's token bucket), then the guard's operations. */
 export const GUARD_SCRIPT = defineLibrary('guard', [lua('../../stores/redis/scripts/prelude.lua'), lua('../../stores/redis/scripts/token-bucket.lua'), lua('./guard.lua')].join('\n'));
 
-function invalid(message: string): never {
-  throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `RedisGuardState ${message}`);
-}
-
-/** One operation of a batch: its keys (one hash slot), its arguments, and what to do with its reply. */
-export interface Unit {
-  readonly slot: number;
-  readonly keys: string[];
-  readonly args: string[];
-  /** Whether its arguments refer to the sessions sent at the start of the call. */
-  readonly session: boolean;
-  /** Reads its reply from r at i; returns the index after it. */
-  answer(r: unknown[], i: number): number;
-  fail(err: unknown): void;
-}
-
-export class RedisGuardState implements GuardState {
+export class RedisGuardState implements GuardState, LoginHost {
   readonly prefix: string;
   readonly timeoutMs: number;
   readonly onError: GuardStateOnError;
@@ -368,84 +353,6 @@ const OPEN: GuardState = {
   noteSource: () => ({ failures: 0, successes: 0, distinctFailedAccounts: 0, distinctFailedAccountsLong: 0 }),
   readSource: () => undefined,
 };
-
-/** An account view as the script replies it: 0, or 1 and uf, ff, ul, fl, lf, "fam,...". */
-export function readAccountView(r: unknown[], i: number): [AccountView | undefined, number] {
-  if (Number(r[i]) === 0) return [undefined, i + 1];
-  const fam = String(r[i + 6]);
-  return [
-    {
-      unfamiliarFailures: Number(r[i + 1]),
-      familiarFailures: Number(r[i + 2]),
-      unfamiliarLockedUntil: Number(r[i + 3]),
-      familiarLockedUntil: Number(r[i + 4]),
-      lastFailureAt: Number(r[i + 5]),
-      familiar: fam === '' ? [] : fam.split(','),
-    },
-    i + 7,
-  ];
-}
-
-/** A failure's reply: counted (1 or 0), failures on the path, total, and the path ('f' or 'u'). */
-export function readFailure(r: unknown[], i: number): [JudgedFailure, number] {
-  return [{ counted: Number(r[i]) === 1, failures: Number(r[i + 1]), total: Number(r[i + 2]), path: pathOf(String(r[i + 3])) }, i + 4];
-}
-
-/** A success's reply: the path and the strangers' failures before it. */
-export function readSuccess(r: unknown[], i: number): [JudgedSuccess, number] {
-  return [{ path: pathOf(String(r[i])), unfamiliarFailuresBefore: Number(r[i + 1]) }, i + 2];
-}
-
-function none(_r: unknown[], i: number): [undefined, number] {
-  return [undefined, i];
-}
-
-/**
- * A source view from [generation, failures, successes, previous failures, previous successes, distinct
- * accounts, the same in the long window]: the two-generation estimate of source-table.ts, the previous
- * window fading linearly across this one.
- */
-export function readSourceView(r: unknown[], i: number, now: number, spec: SourceSpec): [SourceView, number] {
-  const ratioMs = spec.ratioWindowMs;
-  const weight = (ratioMs - (now - Number(r[i]) * ratioMs)) / ratioMs;
-  return [
-    {
-      failures: Number(r[i + 3]) * weight + Number(r[i + 1]),
-      successes: Number(r[i + 4]) * weight + Number(r[i + 2]),
-      distinctFailedAccounts: Number(r[i + 5]),
-      distinctFailedAccountsLong: Number(r[i + 6]),
-    },
-    i + 7,
-  ];
-}
-
-/** A number as the script reads it: integers exactly, with no exponent. */
-export function num(n: number): string {
-  return Number.isInteger(n) ? n.toFixed(0) : String(n);
-}
-
-function code(path: Path): string {
-  return path === 'familiar' ? 'f' : 'u';
-}
-
-function pathOf(code: string): Path {
-  return code === 'f' ? 'familiar' : 'unfamiliar';
-}
-
-/** Tags travel comma-joined in the records, so none may be empty or hold a comma. */
-export function checkTags(tags: readonly string[], what: string): void {
-  for (const s of tags) if (typeof s !== 'string' || s === '' || s.includes(',')) invalid(`${what} tag must be a non-empty string without ',', got ${show(s)}`);
-}
-
-function tagArg(tag: string | undefined): string {
-  if (tag === undefined) return '';
-  if (tag === '' || tag.includes(',')) invalid(`password tag must be a non-empty string without ',', got ${show(tag)}`);
-  return tag;
-}
-
-function specArgs(spec: SourceSpec): string[] {
-  return [num(spec.distinctWindowMs), num(spec.ratioWindowMs), String(spec.maxDistinct), num(spec.longDistinctWindowMs ?? spec.distinctWindowMs)];
-}
 
 /** One state per store, so every Guard given the same RedisStore shares one (as its buckets do). */
 const perStore = new WeakMap<RedisStore, RedisGuardState>();

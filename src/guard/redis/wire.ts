@@ -1,0 +1,100 @@
+/**
+ * The guard script's wire format (guard.lua), shared by the state (state.ts) and its logins (login.ts):
+ * how arguments are written, how replies are read, and one operation of a batch.
+ */
+import { SluiceError, show } from '../../core/index.js';
+import type { AccountView, JudgedFailure, JudgedSuccess, Path, SourceSpec, SourceView } from '../state.js';
+
+export function invalid(message: string): never {
+  throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `RedisGuardState ${message}`);
+}
+
+/** One operation of a batch: its keys (one hash slot), its arguments, and what to do with its reply. */
+export interface Unit {
+  readonly slot: number;
+  readonly keys: string[];
+  readonly args: string[];
+  /** Whether its arguments refer to the sessions sent at the start of the call. */
+  readonly session: boolean;
+  /** Reads its reply from r at i; returns the index after it. */
+  answer(r: unknown[], i: number): number;
+  fail(err: unknown): void;
+}
+
+/** An account view as the script replies it: 0, or 1 and uf, ff, ul, fl, lf, "fam,...". */
+export function readAccountView(r: unknown[], i: number): [AccountView | undefined, number] {
+  if (Number(r[i]) === 0) return [undefined, i + 1];
+  const fam = String(r[i + 6]);
+  return [
+    {
+      unfamiliarFailures: Number(r[i + 1]),
+      familiarFailures: Number(r[i + 2]),
+      unfamiliarLockedUntil: Number(r[i + 3]),
+      familiarLockedUntil: Number(r[i + 4]),
+      lastFailureAt: Number(r[i + 5]),
+      familiar: fam === '' ? [] : fam.split(','),
+    },
+    i + 7,
+  ];
+}
+
+/** A failure's reply: counted (1 or 0), failures on the path, total, and the path ('f' or 'u'). */
+export function readFailure(r: unknown[], i: number): [JudgedFailure, number] {
+  return [{ counted: Number(r[i]) === 1, failures: Number(r[i + 1]), total: Number(r[i + 2]), path: pathOf(String(r[i + 3])) }, i + 4];
+}
+
+/** A success's reply: the path and the strangers' failures before it. */
+export function readSuccess(r: unknown[], i: number): [JudgedSuccess, number] {
+  return [{ path: pathOf(String(r[i])), unfamiliarFailuresBefore: Number(r[i + 1]) }, i + 2];
+}
+
+export function none(_r: unknown[], i: number): [undefined, number] {
+  return [undefined, i];
+}
+
+/**
+ * A source view from [generation, failures, successes, previous failures, previous successes, distinct
+ * accounts, the same in the long window]: the two-generation estimate of source-table.ts, the previous
+ * window fading linearly across this one.
+ */
+export function readSourceView(r: unknown[], i: number, now: number, spec: SourceSpec): [SourceView, number] {
+  const ratioMs = spec.ratioWindowMs;
+  const weight = (ratioMs - (now - Number(r[i]) * ratioMs)) / ratioMs;
+  return [
+    {
+      failures: Number(r[i + 3]) * weight + Number(r[i + 1]),
+      successes: Number(r[i + 4]) * weight + Number(r[i + 2]),
+      distinctFailedAccounts: Number(r[i + 5]),
+      distinctFailedAccountsLong: Number(r[i + 6]),
+    },
+    i + 7,
+  ];
+}
+
+/** A number as the script reads it: integers exactly, with no exponent. */
+export function num(n: number): string {
+  return Number.isInteger(n) ? n.toFixed(0) : String(n);
+}
+
+export function code(path: Path): string {
+  return path === 'familiar' ? 'f' : 'u';
+}
+
+function pathOf(code: string): Path {
+  return code === 'f' ? 'familiar' : 'unfamiliar';
+}
+
+/** Tags travel comma-joined in the records, so none may be empty or hold a comma. */
+export function checkTags(tags: readonly string[], what: string): void {
+  for (const s of tags) if (typeof s !== 'string' || s === '' || s.includes(',')) invalid(`${what} tag must be a non-empty string without ',', got ${show(s)}`);
+}
+
+export function tagArg(tag: string | undefined): string {
+  if (tag === undefined) return '';
+  if (tag === '' || tag.includes(',')) invalid(`password tag must be a non-empty string without ',', got ${show(tag)}`);
+  return tag;
+}
+
+export function specArgs(spec: SourceSpec): string[] {
+  return [num(spec.distinctWindowMs), num(spec.ratioWindowMs), String(spec.maxDistinct), num(spec.longDistinctWindowMs ?? spec.distinctWindowMs)];
+}

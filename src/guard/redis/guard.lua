@@ -49,6 +49,32 @@ local function split(s)
   return t
 end
 
+-- n little-endian doubles from raw at `at` with one unpack (a call per value costs more than the value),
+-- and back.
+local DFMT = {}
+local function dfmt(n)
+  local f = DFMT[n]
+  if not f then
+    f = '<' .. string.rep('d', n)
+    DFMT[n] = f
+  end
+  return f
+end
+
+local function doubles(raw, at)
+  local n = (#raw - at + 1) / 8
+  if n < 1 then return {} end
+  local t = { sunpack(dfmt(n), raw, at) }
+  t[n + 1] = nil -- unpack's last value is the position after
+  return t
+end
+
+local function packDoubles(t)
+  local n = #t
+  if n == 0 then return '' end
+  return spack(dfmt(n), unpack(t, 1, n))
+end
+
 local function touch(key, kind)
   if not DIRTY[key] then
     DIRTY[key] = true
@@ -63,19 +89,36 @@ end
 local function decodeAccount(raw)
   if not raw or #raw < ACC_HEAD_BYTES then return false end
   local uf, ff, ul, fl, lf, fu, exp, npw, nfam, at = sunpack(ACC_HEAD, raw)
-  local r = { uf = uf, ff = ff, ul = ul, fl = fl, lf = lf, fu = fu, exp = exp, famu = {} }
-  r.pw = split(string.sub(raw, at, at + npw - 1))
-  r.fam = split(string.sub(raw, at + npw, at + npw + nfam - 1))
-  at = at + npw + nfam
-  for i = 1, #r.fam do r.famu[i], at = sunpack('<d', raw, at) end
+  -- The tag lists stay text until an operation needs them as lists (pwOf, famOf): a check reads neither.
+  local r = { uf = uf, ff = ff, ul = ul, fl = fl, lf = lf, fu = fu, exp = exp }
+  r.pwRaw = string.sub(raw, at, at + npw - 1)
+  r.famRaw = string.sub(raw, at + npw, at + npw + nfam - 1)
+  r.famu = doubles(raw, at + npw + nfam)
   return r
 end
 
+local function pwOf(r)
+  local t = r.pw
+  if not t then
+    t = split(r.pwRaw)
+    r.pw = t
+  end
+  return t
+end
+
+local function famOf(r)
+  local t = r.fam
+  if not t then
+    t = split(r.famRaw)
+    r.fam = t
+  end
+  return t
+end
+
 local function encodeAccount(r)
-  local pw, fam = table.concat(r.pw, ','), table.concat(r.fam, ',')
-  local parts = { spack(ACC_HEAD, r.uf, r.ff, r.ul, r.fl, r.lf, r.fu, r.exp, #pw, #fam), pw, fam }
-  for i = 1, #r.famu do parts[#parts + 1] = spack('<d', r.famu[i]) end
-  return table.concat(parts)
+  local pw = r.pw and table.concat(r.pw, ',') or r.pwRaw
+  local fam = r.fam and table.concat(r.fam, ',') or r.famRaw
+  return spack(ACC_HEAD, r.uf, r.ff, r.ul, r.fl, r.lf, r.fu, r.exp, #pw, #fam) .. pw .. fam .. packDoubles(r.famu)
 end
 
 local function account(key)
@@ -101,12 +144,18 @@ local function liveAccount(key, now)
     return nil
   end
   if r.lf > 0 and r.fu <= now then forget(r) end
-  if #r.fam > 0 then
+  local ends = r.famu
+  local stale = false
+  for i = 1, #ends do
+    if ends[i] <= now then stale = true end
+  end
+  if stale then
+    local all = famOf(r)
     local fam, famu = {}, {}
-    for i = 1, #r.fam do
-      if r.famu[i] > now then
-        fam[#fam + 1] = r.fam[i]
-        famu[#famu + 1] = r.famu[i]
+    for i = 1, #all do
+      if ends[i] > now then
+        fam[#fam + 1] = all[i]
+        famu[#famu + 1] = ends[i]
       end
     end
     r.fam, r.famu = fam, famu
@@ -129,9 +178,10 @@ end
 -- of its tags is on it, else 'u'.
 local function judge(r, tags)
   if r == nil then return 'u' end
+  local fam = famOf(r)
   for i = 1, #tags do
-    for j = 1, #r.fam do
-      if r.fam[j] == tags[i] then return 'f' end
+    for j = 1, #fam do
+      if fam[j] == tags[i] then return 'f' end
     end
   end
   return 'u'
@@ -142,8 +192,9 @@ local function failAccount(key, now, path, tag, memoryMs, tags)
   local r = liveAccount(key, now)
   if path == 'j' then path = judge(r, tags) end
   if tag ~= '' and r ~= nil then
-    for i = 1, #r.pw do
-      if r.pw[i] == tag then return 0, r, path end
+    local pw = pwOf(r)
+    for i = 1, #pw do
+      if pw[i] == tag then return 0, r, path end
     end
   end
   if r == nil then r = newAccount(key, now) end
@@ -151,8 +202,9 @@ local function failAccount(key, now, path, tag, memoryMs, tags)
   r.lf = now
   r.fu = now + memoryMs
   if tag ~= '' then
-    table.insert(r.pw, 1, tag)
-    while #r.pw > REMEMBERED_PASSWORDS do table.remove(r.pw) end
+    local pw = pwOf(r)
+    table.insert(pw, 1, tag)
+    while #pw > REMEMBERED_PASSWORDS do table.remove(pw) end
   end
   r.exp = max(r.exp, now + memoryMs)
   saved(key, r, now)
@@ -182,20 +234,21 @@ local function succeedAccount(key, now, path, familiarMs, maxFamiliar, tags)
     if r.uf == 0 then r.lf = 0 end
   end
   local untilMs = now + familiarMs
+  local fam, famu = famOf(r), r.famu
   for i = #tags, 1, -1 do
     local tag = tags[i]
-    for j = #r.fam, 1, -1 do
-      if r.fam[j] == tag then
-        table.remove(r.fam, j)
-        table.remove(r.famu, j)
+    for j = #fam, 1, -1 do
+      if fam[j] == tag then
+        table.remove(fam, j)
+        table.remove(famu, j)
       end
     end
-    table.insert(r.fam, 1, tag)
-    table.insert(r.famu, 1, untilMs)
+    table.insert(fam, 1, tag)
+    table.insert(famu, 1, untilMs)
   end
-  while #r.fam > maxFamiliar do
-    table.remove(r.fam)
-    table.remove(r.famu)
+  while #fam > maxFamiliar do
+    table.remove(fam)
+    table.remove(famu)
   end
   local exp = r.ul
   if r.lf > 0 then exp = max(exp, r.fu) else exp = max(exp, now) end
@@ -211,7 +264,7 @@ local function accountView(out, n, r)
     return n + 1
   end
   out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6], out[n + 7] =
-    1, r.uf, r.ff, ms(r.ul), ms(r.fl), ms(r.lf), table.concat(r.fam, ',')
+    1, r.uf, r.ff, ms(r.ul), ms(r.fl), ms(r.lf), r.fam and table.concat(r.fam, ',') or r.famRaw
   return n + 7
 end
 
@@ -249,20 +302,22 @@ end
 local function decodeSource(raw)
   if not raw or #raw < SRC_HEAD_BYTES then return false end
   local gen, f, s, pf, ps, last, bd, bat, bend, ntags, at = sunpack(SRC_HEAD, raw)
-  local src = { gen = gen, f = f, s = s, pf = pf, ps = ps, last = last, b = { bd, bat }, bend = bend }
-  local tags = split(string.sub(raw, at, at + ntags - 1))
-  local seen = {}
-  at = at + ntags
-  for i = 1, #tags do seen[i], at = sunpack('<d', raw, at) end
-  src.tags, src.seen = tags, seen
-  return src
+  -- The account tags stay text until a failure needs them (tagsOf): the counts read only when each was seen.
+  return { gen = gen, f = f, s = s, pf = pf, ps = ps, last = last, b = { bd, bat }, bend = bend, tagsRaw = string.sub(raw, at, at + ntags - 1), seen = doubles(raw, at + ntags) }
+end
+
+local function tagsOf(src)
+  local t = src.tags
+  if not t then
+    t = split(src.tagsRaw)
+    src.tags = t
+  end
+  return t
 end
 
 local function encodeSource(src)
-  local tags = table.concat(src.tags, ',')
-  local parts = { spack(SRC_HEAD, src.gen, src.f, src.s, src.pf, src.ps, src.last, src.b[1], src.b[2], src.bend, #tags), tags }
-  for i = 1, #src.seen do parts[#parts + 1] = spack('<d', src.seen[i]) end
-  return table.concat(parts)
+  local tags = src.tags and table.concat(src.tags, ',') or src.tagsRaw
+  return spack(SRC_HEAD, src.gen, src.f, src.s, src.pf, src.ps, src.last, src.b[1], src.b[2], src.bend, #tags) .. tags .. packDoubles(src.seen)
 end
 
 local function source(key)
@@ -291,7 +346,7 @@ end
 -- source-table.ts's noteDistinct: the account's entry moves to now; else an entry past both windows is
 -- reused, else one is added below the cap, else the oldest is replaced (the count then reads "at least").
 local function noteDistinct(src, account, now, setMs, maxDistinct)
-  local tags, seen = src.tags, src.seen
+  local tags, seen = tagsOf(src), src.seen
   local oldest, oldestSeen = 0, INF
   for k = 1, #tags do
     if tags[k] == account then

@@ -204,6 +204,17 @@ export class ObjectEngine {
         else r.objects[i] = a.commit(r.objects[i], now, cost, leaseId);
       }
       this.persist(t, sk, r, now);
+    } else if (!allowed && cost > 0 && t.verdicts.some((v) => v.bans)) {
+      // The bans this denial starts (blockFor), the one state a denial writes (core/block.ts).
+      const r = row ?? this.create(t, sk);
+      for (let i = 0; i < t.algorithms.length; i++) {
+        const a = t.algorithms[i]!;
+        const v = t.verdicts[i]!;
+        if (!v.bans) continue;
+        if (a.kind === 'slab') r.slab.set(v.next, t.offsets[i]!);
+        else r.objects[i] = a.ban!(r.objects[i], now, v);
+      }
+      this.persist(t, sk, r, now);
     }
     return combine(t.policies, t.verdicts, leaseId);
   }

@@ -5,12 +5,16 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DurableObjectStore } from '../../src/cloudflare/store.js';
 import { SWEEP_GAP_MS } from '../../src/cloudflare/engine.js';
-import { Limiter } from '../../src/index.js';
+import { Limiter, SluiceError } from '../../src/index.js';
 import { storeConformance } from '../contracts/store-conformance.js';
+import { banConformance } from '../contracts/ban-conformance.js';
+import { calendarConformance } from '../contracts/calendar-conformance.js';
 import { FakeNamespace } from './fake.js';
 
 const shared = new FakeNamespace();
 storeConformance('durable-object (fake namespace)', () => new DurableObjectStore({ namespace: shared, clock: 'client' }), { runs: 40 });
+banConformance('durable-object (fake namespace)', () => new DurableObjectStore({ namespace: shared, clock: 'client' }), 30);
+calendarConformance('durable-object (fake namespace)', () => new DurableObjectStore({ namespace: shared, clock: 'client' }), 30, { perCallLimits: false });
 storeConformance('durable-object, 4 shards (fake namespace)', () => new DurableObjectStore({ namespace: shared, shards: 4, clock: 'client' }), { runs: 10 });
 
 test('durable-object: state survives the eviction of every object', async () => {
@@ -109,4 +113,9 @@ test('durable-object: an object that fails rejects with ERR_SLUICE_STORE_UNAVAIL
   const broken = { idFromName: (n: string) => n, get: () => ({ decide: async () => { throw new Error('Durable Object reset because its code was updated'); } }) };
   const l = new Limiter({ policy: { algorithm: 'gcra', limit: 1, window: '1s' }, store: new DurableObjectStore({ namespace: broken as never }) });
   await assert.rejects(l.limit('k'), (e: { code?: string; message: string }) => e.code === 'ERR_SLUICE_STORE_UNAVAILABLE' && e.message.includes('"key:k"') && e.message.includes('code was updated'));
+});
+
+test('durable-object: per-call limits are refused, not ignored', async () => {
+  const l = new Limiter({ policy: { name: 'p', algorithm: 'fixed-window', limit: 5, window: '1m' }, store: new DurableObjectStore({ namespace: shared, clock: 'client' }) });
+  await assert.rejects(l.limit(`refuse:${Math.random()}`, { limits: { p: 50 } }), (e: unknown) => e instanceof SluiceError && e.code === 'ERR_SLUICE_INVALID_OPTION' && /per-call 'limits' need/.test(e.message));
 });

@@ -59,6 +59,18 @@ test('durable-object in workerd: 400 concurrent requests over 16 shards admit ex
   for (let k = 0; k < 8; k++) assert.equal(ds.filter((d, i) => i % 8 === k && d.allowed).length, 20, keys[k]);
 });
 
+test('regression: a DurableObjectStore made in one request decides in the next (a stub belongs to the request that made it)', async () => {
+  const key = `shared:${Math.random()}`;
+  const statuses = [];
+  const allowed = [];
+  for (let i = 0; i < 2; i++) {
+    const res = await mf.dispatchFetch(`http://localhost/shared?key=${encodeURIComponent(key)}`);
+    statuses.push(res.status);
+    allowed.push(((await res.json()) as { allowed: boolean }).allowed);
+  }
+  assert.deepEqual([statuses, allowed], [[200, 200], [true, false]]);
+});
+
 test('durable-object in workerd: state survives the objects (a restart on the same storage)', async () => {
   const persist = join(work, 'persist');
   const url = 'http://localhost/limit?algorithm=fixed-window&limit=3&window=1d&key=persisted';

@@ -16,6 +16,9 @@ storeConformance('durable-object, 4 shards (workerd)', () => new DurableObjectSt
 
 export { SluiceDurableObject };
 
+/** One limiter for every request of this isolate, as an app keeps it. */
+let shared: Limiter | undefined;
+
 export default {
   async fetch(request: Request, e: Env): Promise<Response> {
     env = e;
@@ -30,6 +33,10 @@ export default {
         store: new DurableObjectStore({ namespace: e.SLUICE, ...(shards === undefined ? {} : { shards: Number(shards) }) }),
       });
       return Response.json(await limiter.limit(q('key') ?? 'k'));
+    }
+    if (url.pathname === '/shared') {
+      shared ??= new Limiter({ policy: { algorithm: 'fixed-window', limit: 1, window: '1d' }, store: new DurableObjectStore({ namespace: e.SLUICE }) });
+      return Response.json(await shared.limit(q('key') ?? 'k'));
     }
     return new Response('not found', { status: 404 });
   },

@@ -97,23 +97,18 @@ local function decodeAccount(raw)
   return r
 end
 
-local function pwOf(r)
-  local t = r.pw
+-- A record's tag list, split from its text the first time an operation needs it as a list.
+local function listOf(r, field, text)
+  local t = r[field]
   if not t then
-    t = split(r.pwRaw)
-    r.pw = t
+    t = split(r[text])
+    r[field] = t
   end
   return t
 end
 
-local function famOf(r)
-  local t = r.fam
-  if not t then
-    t = split(r.famRaw)
-    r.fam = t
-  end
-  return t
-end
+local function pwOf(r) return listOf(r, 'pw', 'pwRaw') end
+local function famOf(r) return listOf(r, 'fam', 'famRaw') end
 
 local function encodeAccount(r)
   local pw = r.pw and table.concat(r.pw, ',') or r.pwRaw
@@ -306,14 +301,7 @@ local function decodeSource(raw)
   return { gen = gen, f = f, s = s, pf = pf, ps = ps, last = last, b = { bd, bat }, bend = bend, tagsRaw = string.sub(raw, at, at + ntags - 1), seen = doubles(raw, at + ntags) }
 end
 
-local function tagsOf(src)
-  local t = src.tags
-  if not t then
-    t = split(src.tagsRaw)
-    src.tags = t
-  end
-  return t
-end
+local function tagsOf(src) return listOf(src, 'tags', 'tagsRaw') end
 
 local function encodeSource(src)
   local tags = src.tags and table.concat(src.tags, ',') or src.tagsRaw

@@ -36,7 +36,7 @@ const demo: Command = {
   },
 };
 
-const SIMULATE_USAGE = `usage: sluice simulate attacks [--seed N] [--users N] [--servers N] [--anomaly-scope process|fleet] [--scenario NAME]...
+const SIMULATE_USAGE = `usage: sluice simulate attacks [--seed N] [--users N] [--servers N] [--anomaly-scope process|fleet] [--warmup-days N] [--step-up off|suspicious|stuffing] [--scenario NAME]...
        sluice simulate accuracy [--seed N] [--sources N] [--requests N] [--buckets K] [--mix NAME]...
        sluice simulate distributed [--redis URL] [--nodes N] [--seconds N] [--shape NAME]... [--strategy NAME]...
 
@@ -46,6 +46,8 @@ defaults, on a simulated clock, and prints what got through and which real users
   --users N        legitimate users (default 10000)
   --servers N      app servers sharing the guard's state and store, logins spread over them (default 1)
   --anomaly-scope process|fleet   the guards' anomalyScope (default process)
+  --warmup-days N  days of legitimate traffic before the attack (default 3); 0: a fresh guard meets it 1 min in
+  --step-up off|suspicious|stuffing   the guards' successStepUp (default: the guard's, suspicious)
   --scenario NAME  run only this scenario (repeatable): ${SCENARIO_NAMES.join(', ')}
 
 ${ACCURACY_USAGE}
@@ -72,6 +74,8 @@ const simulate: Command = {
     let users = 10_000;
     let servers = 1;
     let anomalyScope: 'process' | 'fleet' = 'process';
+    let warmupDays: number | undefined;
+    let successStepUp: 'off' | 'suspicious' | 'stuffing' | undefined;
     const only: string[] = [];
     for (let i = 0; i < rest.length; i++) {
       const flag = rest[i]!;
@@ -87,16 +91,28 @@ const simulate: Command = {
         else servers = n;
       } else if (flag === '--anomaly-scope' && (value === 'process' || value === 'fleet')) {
         anomalyScope = value;
+      } else if (flag === '--warmup-days' && value !== undefined && /^\d{1,2}$/.test(value)) {
+        warmupDays = Number(value);
+      } else if (flag === '--step-up' && (value === 'off' || value === 'suspicious' || value === 'stuffing')) {
+        successStepUp = value;
       } else if (flag === '--scenario' && value !== undefined && SCENARIO_NAMES.includes(value)) {
         only.push(value);
       } else {
         const why =
-          flag === '--scenario' ? `unknown scenario ${JSON.stringify(value ?? '')}` : flag === '--anomaly-scope' ? `--anomaly-scope takes process or fleet, got ${JSON.stringify(value ?? '')}` : `unexpected argument ${JSON.stringify(flag)}`;
+          flag === '--scenario'
+            ? `unknown scenario ${JSON.stringify(value ?? '')}`
+            : flag === '--anomaly-scope'
+              ? `--anomaly-scope takes process or fleet, got ${JSON.stringify(value ?? '')}`
+              : flag === '--warmup-days'
+                ? `--warmup-days takes a whole number of days from 0 to 99, got ${JSON.stringify(value ?? '')}`
+                : flag === '--step-up'
+                  ? `--step-up takes off, suspicious or stuffing, got ${JSON.stringify(value ?? '')}`
+                  : `unexpected argument ${JSON.stringify(flag)}`;
         output.err(`sluice simulate: ${why}\n\n${this.usage}`);
         return EXIT_USAGE;
       }
     }
-    const options = { seed, users, only, servers, anomalyScope };
+    const options = { seed, users, only, servers, anomalyScope, ...(warmupDays === undefined ? {} : { warmupDays }), ...(successStepUp === undefined ? {} : { successStepUp }) };
     const results = await simulateAttacks(options, (r) => output.err(`  ${r.name}: done\n`));
     output.out(formatResults(options, results));
     return 0;

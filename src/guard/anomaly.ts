@@ -25,6 +25,13 @@ export interface AnomalySettings {
   readonly shared?: boolean;
 }
 
+/** What a monitor has learnt, to persist and restore (GuardState.writeBaselines). */
+export interface RateBaseline {
+  readonly mean: number;
+  readonly variance: number;
+  readonly learnt: number;
+}
+
 /** A bucket gap longer than this many spans resets the baseline rather than folding in zeros one by one. */
 const MAX_FOLD_SPANS = 10;
 
@@ -92,6 +99,29 @@ export class FailureRateMonitor {
   threshold(): number {
     const deviation = Math.max(Math.sqrt(this.variance), Math.sqrt(this.mean));
     return Math.max(this.s.minFailures - 1, this.mean + this.s.sigma * deviation);
+  }
+
+  /** The baseline learnt so far, to persist; undefined until a bucket has been learnt. */
+  snapshot(): RateBaseline | undefined {
+    return this.learnt === 0 ? undefined : { mean: this.mean, variance: this.variance, learnt: this.learnt };
+  }
+
+  /**
+   * Adopts a persisted baseline (a fleet's, or this service's before a restart), unless this monitor has
+   * learnt more of its own: a fresh deploy then tests its first bucket against it instead of waiting out
+   * its warm-up. Ill-formed values are ignored, as a missing baseline is.
+   */
+  restore(b: RateBaseline): void {
+    const ok = Number.isFinite(b.mean) && b.mean >= 0 && Number.isFinite(b.variance) && b.variance >= 0 && Number.isInteger(b.learnt) && b.learnt > 0;
+    if (!ok || b.learnt <= this.learnt) return;
+    this.mean = b.mean;
+    this.variance = b.variance;
+    this.learnt = Math.min(b.learnt, Number.MAX_SAFE_INTEGER);
+  }
+
+  /** Whether the baseline has learnt its warm-up's buckets (or adopted a persisted baseline that has). */
+  get warmedUp(): boolean {
+    return this.learnt >= this.s.warmup;
   }
 
   /** Buckets folded into the baseline so far. */

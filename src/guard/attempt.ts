@@ -19,6 +19,17 @@ export interface LoginOutcome extends LoginAttempt {
   success: boolean;
   /** The wrong password, so that repeating it does not count again. Only its keyed hash is kept. */
   password?: string;
+  /**
+   * On a failure: false when no such account exists. The guard treats the attempt exactly as any other
+   * failure (its answers never tell which accounts exist); only the global share of such failures feeds
+   * the unknown-account monitor, because a leaked list is full of accounts a site never had.
+   */
+  accountExists?: boolean;
+  /**
+   * On a success: the login passed a second factor (MFA) after `record` stepped it up. It completes the
+   * login: the success is recorded and never stepped up again.
+   */
+  secondFactor?: boolean;
 }
 
 /** Longest account or fingerprint accepted: longer is a mistake or an attack on the hasher. */
@@ -140,6 +151,9 @@ export function checkOutcome(input: LoginOutcome): void {
   if (typeof input.success !== 'boolean') bad('record', 'success', 'true or false', input.success);
   const p = input.password;
   if (p !== undefined && (typeof p !== 'string' || p.length > MAX_PASSWORD)) bad('record', 'password', `a string of at most ${MAX_PASSWORD} characters`, typeof p === 'string' ? `<${p.length} characters>` : p);
+  if (input.accountExists !== undefined && typeof input.accountExists !== 'boolean') bad('record', 'accountExists', 'true, false or undefined', input.accountExists);
+  if (input.secondFactor !== undefined && typeof input.secondFactor !== 'boolean') bad('record', 'secondFactor', 'true, false or undefined', input.secondFactor);
+  if (input.accountExists === false && input.success) bad('record', 'accountExists', 'true or undefined on a success', input.accountExists);
 }
 
 /** The guard's reading of an address: core/ip.ts's, of at most MAX_IP characters, IPv6 also in [brackets]. */

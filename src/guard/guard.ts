@@ -21,7 +21,7 @@ import { MemoryStore } from '../stores/memory.js';
 import { isPromise, type MaybePromise } from '../core/maybe-promise.js';
 import type { Clock, Decision, Policy } from '../core/types.js';
 import type { Store, StoreTable } from '../stores/store.js';
-import { FailureRateMonitor } from './anomaly.js';
+import { GuardMonitors } from './monitors.js';
 import { checkOutcome, tagAttemptRecalling, type AttemptTagger, type LoginAttempt, type LoginOutcome, type TaggedAttempt } from './attempt.js';
 import { backoffMs, type BackoffSchedule } from './backoff.js';
 import { KeyedHasher } from './keyed-hash.js';
@@ -37,7 +37,26 @@ export interface RecordResult {
   readonly counted: boolean;
   /** The account's consecutive failures, both paths, after this attempt (a success from a familiar source forgets only its own path's). */
   readonly consecutiveFailures: number;
+  /**
+   * 'mfa': a correct password on an unfamiliar path while the guard sees stuffing (see `successStepUp`).
+   * The login must not complete yet: nothing was recorded; ask for the second factor, then record the
+   * success again with `secondFactor: true`. 'allow' otherwise.
+   */
+  readonly action: 'allow' | 'mfa';
+  /** Why a success was stepped up, in the order checked; empty for 'allow'. */
+  readonly reasons: readonly string[];
 }
+
+/** What check() learnt of a stranger's attempt, kept for its record() (the same tagged attempt). */
+interface CheckedPath {
+  readonly familiar: boolean;
+  readonly unfamiliarFailures: number;
+  readonly ipSource: SourceView | undefined;
+  readonly netSource: SourceView | undefined;
+}
+
+const NO_REASONS: readonly string[] = Object.freeze([]);
+const ALLOWED = (consecutiveFailures: number, counted = false): RecordResult => ({ counted, consecutiveFailures, action: 'allow', reasons: NO_REASONS });
 
 /** The largest distinct-accounts set any source needs: one past the highest threshold. */
 function distinctCap(c: GuardConfig): number {
@@ -58,9 +77,9 @@ export class Guard {
   private readonly tagger: AttemptTagger;
   /** The tags of attempts checked and not yet recorded: record() finds check()'s instead of tagging again. */
   private readonly recent = new RecentAttempts();
-  private readonly monitor: FailureRateMonitor;
-  /** Failures from unfamiliar sources only, on a long time scale: what low-and-slow stuffing moves. */
-  private readonly strangerMonitor: FailureRateMonitor;
+  /** What check() judged of each attempt it saw, for record()'s step-up at success (dies with the tags). */
+  private readonly checked = new WeakMap<TaggedAttempt, CheckedPath>();
+  private readonly monitors: GuardMonitors;
   /**
    * The token buckets, bound straight to the store (what a Limiter does inside) so that a synchronous
    * store (MemoryStore) answers without a Promise: a pair on the memory store then awaits nothing but its
@@ -101,22 +120,7 @@ export class Guard {
     this.hasher = new KeyedHasher(c.secret);
     const reputation = new Reputation(c.allowList, c.denyList, c.hostingRanges);
     this.tagger = { hasher: this.hasher, reputation, ipv4Subnet: c.ipv4Subnet, ipv6Subnet: c.ipv6Subnet };
-    this.monitor = new FailureRateMonitor({
-      bucketMs: c.anomalyBucketMs,
-      span: c.anomalyBaselineBuckets,
-      warmup: c.anomalyWarmupBuckets,
-      sigma: c.anomalySigma,
-      minFailures: c.anomalyMinFailures,
-      shared: c.anomalyScope === 'fleet',
-    });
-    this.strangerMonitor = new FailureRateMonitor({
-      bucketMs: c.strangerAnomalyBucketMs,
-      span: c.strangerAnomalyBaselineBuckets,
-      warmup: c.strangerAnomalyWarmupBuckets,
-      sigma: c.strangerAnomalySigma,
-      minFailures: c.strangerAnomalyMinFailures,
-      shared: c.anomalyScope === 'fleet',
-    });
+    this.monitors = new GuardMonitors(c, this.state);
     if (c.anomalyScope === 'fleet') {
       if (typeof this.state.shareFailures !== 'function') {
         throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'anomalyScope' 'fleet' needs a state that shares failure counts (a RedisStore's, or one MemoryGuardState given to every guard); this state has no shareFailures()`);
@@ -165,6 +169,8 @@ export class Guard {
   async check(attempt: LoginAttempt): Promise<GuardVerdict> {
     const t = tagAttemptRecalling('check', attempt, this.tagger, this.recent);
     const now = this.clock();
+    const maintained = this.monitors.maintain(now);
+    if (maintained !== undefined) await maintained;
     const login = this.login;
     if (login === undefined) return this.checkOn(this.parts, t, now);
     // On Redis: every read below in one batch operation (the per-source ones only for a stranger, as the
@@ -214,6 +220,8 @@ export class Guard {
     const familiar = judgePath(account, t.sources) === 'familiar';
     const stranger = !familiar && !standing.allowed;
     const [ip, net, pair, ipSource, netSource, fpSource] = stranger ? read : [undefined, undefined, read[2], undefined, undefined, undefined];
+    if (!standing.allowed) this.monitors.strangerMix.note(now, stranger);
+    this.checked.set(t, { familiar, unfamiliarFailures: account?.unfamiliarFailures ?? 0, ipSource, netSource });
     let risk = 0;
     if (ip !== undefined && exhausted(ip)) {
       reasons.push('ip-failures');
@@ -255,12 +263,15 @@ export class Guard {
       if (ipSource !== undefined && ipSource.distinctFailedAccounts >= c.ipDistinctAccounts) {
         reasons.push('ip-distinct-accounts');
         risk += w.ipDistinctAccounts;
-      } else if (ipSource !== undefined && ipSource.distinctFailedAccountsLong >= c.ipDistinctAccountsLong) {
+      } else if (ipSource !== undefined && ipSource.distinctFailedAccountsLong >= c.ipDistinctAccountsLong && !vouched(ipSource)) {
         // The same evidence over a day, for a source too slow for the short window; not counted twice.
         reasons.push('ip-distinct-accounts-long');
         risk += w.ipDistinctAccountsLong;
       }
-      if (netSource !== undefined && netSource.distinctFailedAccounts >= c.subnetDistinctAccounts) {
+      // A source that also lets real users in (its successes, as many as the accounts failing from it) is a
+      // shared network, not a sprayer: carrier-grade NAT puts thousands behind one /24, a household's NAT a
+      // few behind one address. Only the short distinct-accounts count (ten in half an hour) outweighs it.
+      if (netSource !== undefined && netSource.distinctFailedAccounts >= c.subnetDistinctAccounts && !vouched(netSource)) {
         reasons.push('subnet-distinct-accounts');
         risk += w.subnetDistinctAccounts;
       }
@@ -268,7 +279,7 @@ export class Guard {
         reasons.push('fingerprint-reuse');
         risk += w.fingerprintReuse;
       }
-      if (this.highRatio(ipSource) || this.highRatio(netSource) || this.highRatio(fpSource)) {
+      if ((this.highRatio(ipSource) && !vouched(ipSource!)) || (this.highRatio(netSource) && !vouched(netSource!)) || this.highRatio(fpSource)) {
         reasons.push('failure-ratio');
         risk += w.failureRatio;
       }
@@ -276,14 +287,9 @@ export class Guard {
         reasons.push('hosting-provider');
         risk += w.hostingProvider;
       }
-      if (this.monitor.anomalous(now)) {
-        reasons.push('global-failure-anomaly');
-        risk += w.globalAnomaly;
-      }
-      if (this.strangerMonitor.anomalous(now)) {
-        reasons.push('stranger-failure-anomaly');
-        risk += w.strangerAnomaly;
-      }
+      const evidence = this.monitors.evidence(now);
+      for (const r of evidence.reasons) reasons.push(r);
+      risk += evidence.risk;
     }
     const verdict = decide(c, floor, risk, reasons);
     // A refused attempt never reaches record(), so an attack that is being refused would drop out of the
@@ -291,8 +297,7 @@ export class Guard {
     // stranger refused (challenge or worse) counts as a failure of its sources and of the global and
     // stranger failure rates.
     if (!familiar && rank(verdict.action) >= rank('challenge')) {
-      this.monitor.note(now);
-      this.strangerMonitor.note(now);
+      this.monitors.noteFailure(now, true);
       if (!standing.allowed) {
         const noted = this.noteSources(p.state, t, true, now);
         if (isPromise(noted)) await noted;
@@ -319,6 +324,13 @@ export class Guard {
     const t = tagAttemptRecalling('record', outcome, this.tagger, this.recent);
     checkOutcome(outcome);
     const now = this.clock();
+    const maintained = this.monitors.maintain(now);
+    if (maintained !== undefined) await maintained;
+    if (!t.standing.allowed && outcome.secondFactor !== true) this.monitors.unknownAccounts.note(now, !outcome.success && outcome.accountExists === false);
+    if (outcome.success && outcome.secondFactor !== true && this.config.successStepUp !== 'off' && !t.standing.allowed) {
+      const stepUp = await this.stepUpAtSuccess(t, now);
+      if (stepUp !== undefined) return stepUp;
+    }
     const login = this.login;
     if (login === undefined) return this.recordOn(this.parts, t, outcome, now);
     try {
@@ -333,14 +345,14 @@ export class Guard {
   private async recordByLogin(login: LoginPort, t: TaggedAttempt, outcome: LoginOutcome, now: number): Promise<RecordResult> {
     if (outcome.success) {
       const judged = await login.succeed(t, now);
-      return { counted: false, consecutiveFailures: judged.path === 'familiar' ? judged.unfamiliarFailuresBefore : 0 };
+      this.monitors.noteSuccess(now);
+      return ALLOWED(judged.path === 'familiar' ? judged.unfamiliarFailuresBefore : 0);
     }
     const passwordTag = outcome.password === undefined ? undefined : this.hasher.passwordTag(t.account, outcome.password);
     const failed = await login.fail(t, passwordTag, this.random(), now);
-    if (!failed.counted) return { counted: false, consecutiveFailures: failed.total };
-    this.monitor.note(now);
-    if (failed.path === 'unfamiliar') this.strangerMonitor.note(now);
-    return { counted: true, consecutiveFailures: failed.total };
+    if (!failed.counted) return ALLOWED(failed.total);
+    this.monitors.noteFailure(now, failed.path === 'unfamiliar');
+    return ALLOWED(failed.total, true);
   }
 
   private async recordOn(p: Parts, t: TaggedAttempt, outcome: LoginOutcome, now: number): Promise<RecordResult> {
@@ -371,14 +383,15 @@ export class Guard {
         this.noteSources(state, t, false, now),
       ] as const);
       const [judged] = isPromise(writes) ? await writes : writes;
+      this.monitors.noteSuccess(now);
       if (judged !== undefined) [path, unfamiliarBefore] = [judged.path, judged.unfamiliarFailuresBefore];
-      return { counted: false, consecutiveFailures: path === 'familiar' ? unfamiliarBefore : 0 };
+      return ALLOWED(path === 'familiar' ? unfamiliarBefore : 0);
     }
     const passwordTag = password === undefined ? undefined : this.hasher.passwordTag(t.account, password);
     const failAccount = path === undefined ? state.failAccountJudged!(t.account, t.sources, passwordTag, now, c.failureMemoryMs) : state.failAccount(t.account, path, passwordTag, now, c.failureMemoryMs);
     const failed = isPromise(failAccount) ? await failAccount : failAccount;
     if (path === undefined) path = (failed as JudgedFailure).path;
-    if (!failed.counted) return { counted: false, consecutiveFailures: failed.total };
+    if (!failed.counted) return ALLOWED(failed.total);
     const waitMs = backoffMs(this.backoff, failed.failures, this.random());
     const writes = all([
       waitMs > 0 ? state.lockAccount(t.account, path, now + waitMs) : undefined,
@@ -388,9 +401,58 @@ export class Guard {
       this.noteSources(state, t, true, now),
     ]);
     if (isPromise(writes)) await writes;
-    this.monitor.note(now);
-    if (path === 'unfamiliar') this.strangerMonitor.note(now);
-    return { counted: true, consecutiveFailures: failed.total };
+    this.monitors.noteFailure(now, path === 'unfamiliar');
+    return ALLOWED(failed.total, true);
+  }
+
+  /**
+   * Risk at the moment of success: a correct password is where a takeover happens. A success on an
+   * unfamiliar path while the monitors see stuffing is stepped up (see `successStepUp`), and nothing of it
+   * is written: the attacker's source does not become familiar, the pair lane is not cleared. What check()
+   * learnt of the attempt is used when this process checked it; otherwise the account and the sources are
+   * read, one round trip, and only while there is evidence of stuffing.
+   */
+  private async stepUpAtSuccess(t: TaggedAttempt, now: number): Promise<RecordResult | undefined> {
+    const c = this.config;
+    const evidence = this.monitors.evidence(now);
+    if (evidence.reasons.length === 0) return undefined;
+    const seen = this.checked.get(t) ?? (await this.readPath(t, now));
+    if (seen.familiar) return undefined;
+    // The attempt's own evidence. A source that failed on two accounts or more within the long window is a
+    // proxy that came back with a valid pair (one could be the person's own typo of the account name, just
+    // before); a hosting provider is not where people log in from.
+    const own: string[] = [];
+    if (seen.unfamiliarFailures > 0) own.push('account-stranger-failures');
+    const proxy = (s: SourceView | undefined) => s !== undefined && s.distinctFailedAccountsLong >= 2 && !vouched(s);
+    if (proxy(seen.ipSource) || proxy(seen.netSource)) own.push('source-failed-elsewhere');
+    if (t.standing.hosting) own.push('hosting-provider');
+    // Strangers' failures on the account alone are the owner's misfortune as often as an attack: with no
+    // evidence on the attempt itself, 'suspicious' lets the owner in, unless a wave is failing right now
+    // (the global failure anomaly, minutes long), when a prompt costs few and a takeover is likeliest.
+    const loud = evidence.reasons.includes('global-failure-anomaly');
+    if (c.successStepUp === 'suspicious' && !loud && !own.some((r) => r !== 'account-stranger-failures')) return undefined;
+    return { counted: false, consecutiveFailures: seen.unfamiliarFailures, action: 'mfa', reasons: ['stranger-success', ...evidence.reasons, ...own] };
+  }
+
+  /** check()'s judgement of an attempt this process did not check: the account and its sources, read. */
+  private async readPath(t: TaggedAttempt, now: number): Promise<CheckedPath> {
+    let account: AccountView | undefined;
+    let ipSource: SourceView | undefined;
+    let netSource: SourceView | undefined;
+    const login = this.login;
+    if (login !== undefined) {
+      try {
+        const [a, reads] = await login.read(t, now, true);
+        [account, ipSource, netSource] = [a, reads[3], reads[4]];
+        return { familiar: judgePath(account, t.sources) === 'familiar', unfamiliarFailures: account?.unfamiliarFailures ?? 0, ipSource, netSource };
+      } catch (err) {
+        if (!login.isOffline(err)) throw err;
+      }
+    }
+    const state = login?.offline?.state ?? this.state;
+    const spec = this.sourceSpec;
+    [account, ipSource, netSource] = await Promise.all([state.readAccount(t.account, now), state.readSource(t.address, now, spec), state.readSource(t.subnet, now, spec)]);
+    return { familiar: judgePath(account, t.sources) === 'familiar', unfamiliarFailures: account?.unfamiliarFailures ?? 0, ipSource, netSource };
   }
 
   /**
@@ -399,25 +461,7 @@ export class Guard {
    * counts are kept for the next call and the monitors go on with their own count and the last total read.
    */
   async syncAnomaly(): Promise<void> {
-    if (this.config.anomalyScope !== 'fleet') return;
-    const now = this.clock();
-    await Promise.all([
-      this.shareOne('global', this.monitor, this.config.anomalyBucketMs, now),
-      this.shareOne('stranger', this.strangerMonitor, this.config.strangerAnomalyBucketMs, now),
-    ]);
-  }
-
-  private async shareOne(name: string, monitor: FailureRateMonitor, bucketMs: number, now: number): Promise<void> {
-    const adds = monitor.takeUnshared(now);
-    let totals: number[];
-    try {
-      // Kept for three buckets: the current one, the one before (still being added to by slow syncs), and one spare.
-      totals = await this.state.shareFailures!(name, adds, 3 * bucketMs, now);
-    } catch {
-      monitor.unshare(adds);
-      return;
-    }
-    adds.forEach(([bucket], i) => monitor.applyShared(bucket, totals[i]!));
+    await this.monitors.sync(this.clock());
   }
 
   /** Stops the timer of `anomalyScope: 'fleet'` (it never keeps a process alive, being unref'd). */
@@ -428,12 +472,12 @@ export class Guard {
 
   /** Whether global failures are anomalous now (for dashboards and the simulator). */
   anomalous(): boolean {
-    return this.monitor.anomalous(this.clock());
+    return this.monitors.failures.anomalous(this.clock());
   }
 
   /** Failures in the current global anomaly bucket, as this guard knows them (the fleet's with `anomalyScope: 'fleet'`). */
   failuresThisBucket(): number {
-    return this.monitor.currentCount(this.clock());
+    return this.monitors.failures.currentCount(this.clock());
   }
 
   /** Notes the attempt on its address, subnet and fingerprint: a Promise only if the state answers with one. */
@@ -450,6 +494,11 @@ export class Guard {
     if (s === undefined || s.failures < this.config.ratioMinFailures) return false;
     return s.failures / (s.failures + s.successes) >= this.config.failureRatio;
   }
+}
+
+/** A source with as many successes as accounts failing from it: real users share it (see check). */
+function vouched(s: SourceView): boolean {
+  return s.successes >= Math.max(1, s.distinctFailedAccounts);
 }
 
 function keepUnlessUnavailable(err: unknown): void {

@@ -52,6 +52,8 @@ export class MemoryGuardState implements GuardState {
   private accountEvictor: MapIterator<string> | undefined;
   /** shareFailures' counts: by monitor and bucket, with when each expires. A few per monitor at a time. */
   private readonly failureCounts = new Map<string, { count: number; expiresAt: number }>();
+  /** writeBaselines' text, with when it expires. */
+  private baselines: { text: string; expiresAt: number } | undefined;
 
   constructor(options: MemoryGuardStateOptions = {}) {
     if (typeof options !== 'object' || options === null) {
@@ -201,6 +203,15 @@ export class MemoryGuardState implements GuardState {
       }
       return held.count;
     });
+  }
+
+  readBaselines(now: number): string | undefined {
+    const b = this.baselines;
+    return b !== undefined && b.expiresAt > now ? b.text : undefined;
+  }
+
+  writeBaselines(baselines: string, ttlMs: number, now: number): void {
+    this.baselines = { text: baselines, expiresAt: now + ttlMs };
   }
 
   /** Everything held, as JSON: for audits and the privacy test (it must hold no plain value). */

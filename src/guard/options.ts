@@ -29,6 +29,10 @@ export interface SignalWeights {
   globalAnomaly: number;
   /** Failures from unfamiliar sources per `strangerAnomalyBucket` are beyond `strangerAnomalySigma` of their baseline. */
   strangerAnomaly: number;
+  /** The share of failures on accounts that do not exist is beyond `unknownAccountSigma` of its baseline (or prior). */
+  unknownAccountAnomaly: number;
+  /** The share of attempts from unfamiliar paths is beyond `strangerMixSigma` of its baseline. */
+  strangerMixAnomaly: number;
 }
 
 export interface GuardOptions {
@@ -142,6 +146,38 @@ export interface GuardOptions {
   strangerAnomalySigma?: number;
   /** Fewest unfamiliar failures in a bucket that can be an anomaly. Default 10. */
   strangerAnomalyMinFailures?: number;
+  /**
+   * The unknown-account monitor: of the attempts recorded per bucket, the share that failed on an account
+   * that does not exist (`record({ success: false, accountExists: false })`). Bucket default '1h'.
+   */
+  unknownAccountBucket?: number | string;
+  /** Binomial standard deviations above the baseline share that count. Default 4. */
+  unknownAccountSigma?: number;
+  /**
+   * The share assumed before the baseline is learnt (6 buckets), so a fresh deploy is protected from its
+   * first bucket: legitimate traffic stays below it. Default 0.1.
+   */
+  unknownAccountPrior?: number;
+  /** The stranger-mix monitor: of the attempts checked per bucket, the share on unfamiliar paths. Bucket default '1h'. */
+  strangerMixBucket?: number | string;
+  /** Binomial standard deviations above the baseline share that count. Default 4. */
+  strangerMixSigma?: number;
+  /**
+   * Risk at the moment of success: what `record({ success: true })` does with a correct password on an
+   * unfamiliar path (no device and no network the account has used) while the guard sees stuffing (an
+   * unknown-account, stranger-mix, stranger-failure or global-failure anomaly):
+   * - 'suspicious' (default): while the global failure rate is anomalous (a wave, minutes long), or when
+   *   the attempt carries evidence of its own as well (its address or subnet failed on two accounts or more
+   *   within `longSourceWindow`, a hosting-provider address);
+   * - 'stuffing': for every such success, at the price of a second factor for legitimate users who log in
+   *   from a new device and a new network while an attack lasts (docs/guard.md has the trade-off measured);
+   * - 'off': never steps up at success.
+   * A stepped-up success changes nothing; the application asks for the second factor and records the
+   * success again with `secondFactor: true`. Familiar paths are never stepped up for this.
+   */
+  successStepUp?: 'off' | 'suspicious' | 'stuffing';
+  /** How often the anomaly monitors' baselines are written to the state for a fresh guard to start from. 0: never. Default '5m'. */
+  baselineSaveEvery?: number | string;
 
   /** Risk points per signal. */
   weights?: Partial<SignalWeights>;
@@ -210,6 +246,13 @@ export interface GuardConfig {
   readonly strangerAnomalyWarmupBuckets: number;
   readonly strangerAnomalySigma: number;
   readonly strangerAnomalyMinFailures: number;
+  readonly unknownAccountBucketMs: number;
+  readonly unknownAccountSigma: number;
+  readonly unknownAccountPrior: number;
+  readonly strangerMixBucketMs: number;
+  readonly strangerMixSigma: number;
+  readonly successStepUp: 'off' | 'suspicious' | 'stuffing';
+  readonly baselineSaveEveryMs: number;
   readonly weights: SignalWeights;
   readonly delayAt: number;
   readonly challengeAt: number;
@@ -233,6 +276,8 @@ export const DEFAULT_WEIGHTS: SignalWeights = Object.freeze({
   hostingProvider: 2,
   globalAnomaly: 2,
   strangerAnomaly: 1,
+  unknownAccountAnomaly: 1,
+  strangerMixAnomaly: 1,
 });
 
 const KNOWN = new Set([
@@ -243,7 +288,8 @@ const KNOWN = new Set([
   'allowList', 'denyList', 'hostingRanges', 'anomalyBucket', 'anomalyBaselineBuckets', 'anomalyWarmupBuckets',
   'anomalySigma', 'anomalyMinFailures', 'anomalyScope', 'anomalySyncEvery', 'strangerAnomalyBucket', 'strangerAnomalyBaselineBuckets',
   'strangerAnomalyWarmupBuckets', 'strangerAnomalySigma', 'strangerAnomalyMinFailures', 'weights', 'delayAt', 'challengeAt', 'mfaAt', 'blockAt', 'riskDelay',
-  'challenge', 'powDifficulty', 'powStep', 'powMaxDifficulty', 'blockFor',
+  'challenge', 'powDifficulty', 'powStep', 'powMaxDifficulty', 'blockFor', 'unknownAccountBucket', 'unknownAccountSigma',
+  'unknownAccountPrior', 'strangerMixBucket', 'strangerMixSigma', 'successStepUp', 'baselineSaveEvery',
 ]);
 
 /** Shortest secret accepted: 16 bytes (128 bits), the HMAC key length below which guessing gets cheap. */
@@ -317,6 +363,12 @@ function secretBytes(secret: unknown, env: string | undefined): { bytes: Uint8Ar
   return { bytes: Uint8Array.from(bytes), ephemeral: false };
 }
 
+function stepUp(v: unknown): GuardConfig['successStepUp'] {
+  if (v === undefined) return 'suspicious';
+  if (v !== 'off' && v !== 'suspicious' && v !== 'stuffing') invalid(`'successStepUp' must be 'off', 'suspicious' or 'stuffing', got ${show(v)}`);
+  return v;
+}
+
 function weights(o: GuardOptions): SignalWeights {
   const w = o.weights;
   if (w === undefined) return DEFAULT_WEIGHTS;
@@ -384,6 +436,13 @@ export function resolveOptions(options: GuardOptions, env: string | undefined): 
     strangerAnomalyWarmupBuckets: integer(o, 'strangerAnomalyWarmupBuckets', 12, 1),
     strangerAnomalySigma: fraction(o, 'strangerAnomalySigma', 3, 0, 100),
     strangerAnomalyMinFailures: integer(o, 'strangerAnomalyMinFailures', 10, 1),
+    unknownAccountBucketMs: duration(o, 'unknownAccountBucket', '1h'),
+    unknownAccountSigma: fraction(o, 'unknownAccountSigma', 4, 0, 100),
+    unknownAccountPrior: fraction(o, 'unknownAccountPrior', 0.1, 0, 1),
+    strangerMixBucketMs: duration(o, 'strangerMixBucket', '1h'),
+    strangerMixSigma: fraction(o, 'strangerMixSigma', 4, 0, 100),
+    successStepUp: stepUp(o.successStepUp),
+    baselineSaveEveryMs: o.baselineSaveEvery === 0 ? 0 : duration(o, 'baselineSaveEvery', '5m'),
     weights: weights(o),
     delayAt: integer(o, 'delayAt', 1, 1),
     challengeAt: integer(o, 'challengeAt', 2, 1),

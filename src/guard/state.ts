@@ -126,6 +126,14 @@ export interface GuardState {
    */
   shareFailures?(monitor: string, adds: readonly (readonly [bucket: number, count: number])[], ttlMs: number, now: number): MaybePromise<number[]>;
   /**
+   * Optional: the anomaly monitors' baselines as a guard last wrote them (a JSON text the guard made and
+   * validates), or undefined if none is held. A guard that starts reads them, so a deploy or a new region
+   * tests its first bucket against what the fleet learnt instead of waiting out its warm-up.
+   */
+  readBaselines?(now: number): MaybePromise<string | undefined>;
+  /** Optional: keeps `baselines` (replacing what was held) until `ttlMs` after `now`. */
+  writeBaselines?(baselines: string, ttlMs: number, now: number): MaybePromise<void>;
+  /**
    * Optional, for a remote state made for `store` (the Redis state a RedisStore gives): whole-login
    * operations that keep the guard's buckets too (see LoginPort). Undefined for any other store, whose
    * own tables then keep the buckets.

@@ -34,8 +34,8 @@ test('stuffing-slow: the stranger-failure anomaly sees it; at weight 2 it refuse
 
 test('stuffing-slow over 8 servers: per process each sees an eighth and refuses almost nothing; with anomalyScope fleet they refuse what one server does', async () => {
   const one = await runScenario(scenario('stuffing-slow'), users, population, 18);
-  const perProcess = await runScenario(scenario('stuffing-slow'), users, population, 18, {}, 8);
-  const fleet = await runScenario(scenario('stuffing-slow'), users, population, 18, { anomalyScope: 'fleet' }, 8);
+  const perProcess = await runScenario(scenario('stuffing-slow'), users, population, 18, {}, { servers: 8 });
+  const fleet = await runScenario(scenario('stuffing-slow'), users, population, 18, { anomalyScope: 'fleet' }, { servers: 8 });
   assert.ok(one.refusedAfterGrace > 100, `one server refused ${one.refusedAfterGrace}`);
   assert.ok(perProcess.refusedAfterGrace < one.refusedAfterGrace / 10, `per process ${perProcess.refusedAfterGrace} against ${one.refusedAfterGrace}`);
   assert.ok(fleet.refusedAfterGrace >= 0.9 * one.refusedAfterGrace, `fleet ${fleet.refusedAfterGrace} against ${one.refusedAfterGrace}`);

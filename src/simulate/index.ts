@@ -15,6 +15,10 @@ export interface SimulateOptions {
   readonly servers?: number;
   /** The guards' anomalyScope. Default 'process'. */
   readonly anomalyScope?: 'process' | 'fleet';
+  /** Days of legitimate traffic before the attack's day; 0: a fresh guard, with no history, meets it. Default 3. */
+  readonly warmupDays?: number;
+  /** The guards' successStepUp. Default the guard's ('suspicious'). */
+  readonly successStepUp?: 'off' | 'suspicious' | 'stuffing';
 }
 
 export const SCENARIO_NAMES = ['brute-force', 'credential-stuffing', 'spraying-200-ips', 'spraying-one-/64', 'brute-force-slow', 'stuffing-slow', 'spraying-slow'];
@@ -42,7 +46,10 @@ export async function simulateAttacks(options: SimulateOptions, onResult?: (r: S
   const results: ScenarioResult[] = [];
   for (const attack of attacks) {
     // Seeded by the scenario's place in the full list, so running a subset replays the same scenario.
-    const r = await runScenario(attack, users, population, options.seed + 100 + SCENARIO_NAMES.indexOf(attack.name), { anomalyScope: options.anomalyScope ?? 'process' }, options.servers ?? 1);
+    const guard = { anomalyScope: options.anomalyScope ?? 'process', ...(options.successStepUp === undefined ? {} : { successStepUp: options.successStepUp }) };
+    // A fresh guard meets the attack in its first minutes; a warmed-up one 6 h into the measured period.
+    const settings = { servers: options.servers ?? 1, warmupDays: options.warmupDays ?? 3, ...(options.warmupDays === 0 ? { attackOffsetMs: 60_000 } : {}) };
+    const r = await runScenario(attack, users, population, options.seed + 100 + SCENARIO_NAMES.indexOf(attack.name), guard, settings);
     onResult?.(r);
     results.push(r);
   }
@@ -56,6 +63,7 @@ export function formatResults(options: SimulateOptions, results: readonly Scenar
     `${r.through} (${pct(r.through, r.attempts)})`,
     pct(r.refusedAfterGrace, r.afterGrace),
     `${r.compromised} / ${r.compromisedNoGuard}`,
+    String(r.stoppedAtSuccess),
     duration(r.detectionMs),
   ]);
   const legitRows = results.map((r) => [
@@ -64,14 +72,16 @@ export function formatResults(options: SimulateOptions, results: readonly Scenar
     `${r.legitDelayed} (${pct(r.legitDelayed, r.legitUsers)})`,
     `${r.legitChallenged} (${pct(r.legitChallenged, r.legitUsers)})`,
     `${r.legitSteppedUp} (${pct(r.legitSteppedUp, r.legitUsers)})`,
+    `${r.legitSteppedUpAtSuccess} (${pct(r.legitSteppedUpAtSuccess, r.legitUsers)})`,
     `${r.legitBlocked} (${pct(r.legitBlocked, r.legitUsers)})`,
   ]);
   const right = 'right' as const;
   return [
-    `sluice simulate attacks --seed ${options.seed} --users ${options.users}${(options.servers ?? 1) > 1 ? ` --servers ${options.servers}` : ''}${options.anomalyScope === 'fleet' ? ' --anomaly-scope fleet' : ''}`,
+    `sluice simulate attacks --seed ${options.seed} --users ${options.users}${(options.servers ?? 1) > 1 ? ` --servers ${options.servers}` : ''}${options.anomalyScope === 'fleet' ? ' --anomaly-scope fleet' : ''}${options.warmupDays !== undefined && options.warmupDays !== 3 ? ` --warmup-days ${options.warmupDays}` : ''}${options.successStepUp !== undefined ? ` --step-up ${options.successStepUp}` : ''}`,
     `${options.users} users (1% with a common password; 60% own IPv4, 25% behind shared NATs, 15% IPv6 privacy addresses;`,
-    `80% keep a device cookie), 2 logins a day each, 4% of logins with typos, 3% from another network, 1% on a new device;`,
-    `three warm-up days of legitimate traffic (not counted), then the attack 6 h into the measured period. Guard defaults throughout.`,
+    `80% keep a device cookie), 2 logins a day each, 4% of logins with typos, 0.5% first typing an account name that does not exist,`,
+    `3% from another network, 1% on a new device; ${options.warmupDays === 0 ? 'a fresh guard with no history: the attack starts 1 min in' : `${options.warmupDays ?? 3} warm-up days of legitimate traffic (not counted), then the attack 6 h into the measured period`}.`,
+    `Guard defaults throughout${options.successStepUp !== undefined ? `, but successStepUp '${options.successStepUp}'` : ''}.`,
     '',
     'Attackers (an attempt gets through when it reaches password verification: allowed, or delayed and waited out;',
     'the attacker solves no challenge and passes no MFA)',
@@ -82,6 +92,7 @@ export function formatResults(options: SimulateOptions, results: readonly Scenar
         { header: 'got through', align: right },
         { header: 'refused after 5 min', align: right },
         { header: 'compromised / no guard', align: right },
+        { header: 'stopped at success', align: right },
         { header: 'detected after', align: right },
       ],
       attackRows,
@@ -95,6 +106,7 @@ export function formatResults(options: SimulateOptions, results: readonly Scenar
         { header: 'delayed', align: right },
         { header: 'challenged', align: right },
         { header: 'stepped up (MFA)', align: right },
+        { header: 'of which at success', align: right },
         { header: 'blocked', align: right },
       ],
       legitRows,

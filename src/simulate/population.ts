@@ -22,6 +22,8 @@ export interface PopulationSettings {
   readonly newDeviceShare: number;
   /** Per session: share that mistypes at least once. */
   readonly typoShare: number;
+  /** Per session: share that first types an account name that does not exist (a typo in the email). */
+  readonly wrongAccountShare: number;
 }
 
 export const DEFAULT_POPULATION: PopulationSettings = {
@@ -35,6 +37,7 @@ export const DEFAULT_POPULATION: PopulationSettings = {
   roamingShare: 0.03,
   newDeviceShare: 0.01,
   typoShare: 0.04,
+  wrongAccountShare: 0.005,
 };
 
 export interface User {
@@ -51,6 +54,8 @@ export interface Session {
   readonly fingerprint: string | undefined;
   /** Wrong passwords typed before the right one, in order. */
   readonly typos: readonly string[];
+  /** An account name that does not exist, tried (with the right password) before the real one; or undefined. */
+  readonly wrongAccount: string | undefined;
 }
 
 /** A random address in public-looking IPv4 space (first octet 11–222, skipping 127). */
@@ -99,5 +104,6 @@ export function makeSession(p: PopulationSettings, users: readonly User[], user:
       typos.push(k > 0 && random() < 0.3 ? typos[k - 1]! : `${u.password}-typo${Math.floor(random() * 1e6)}`);
     }
   }
-  return { user, ip, fingerprint, typos };
+  const wrongAccount = p.wrongAccountShare > 0 && random() < p.wrongAccountShare ? u.account.replace('@', '_@') : undefined;
+  return { user, ip, fingerprint, typos, wrongAccount };
 }

@@ -19,9 +19,9 @@ const MAX_LEGIT_RETRIES = 3;
  * failures. Its first day is a fresh deployment's, when every user is a stranger on the first login, which
  * the hourly stranger-failure baseline takes about two days to forget (EWMA over 24 buckets).
  */
-const WARMUP_DAYS = 3;
+const DEFAULT_WARMUP_DAYS = 3;
 /** The attack starts this far into the measured period. */
-const ATTACK_OFFSET = 6 * HOUR;
+const DEFAULT_ATTACK_OFFSET = 6 * HOUR;
 /** A simulated epoch start, aligned to nothing in particular. */
 const EPOCH = 1_750_000_000_000;
 /** With several servers and anomalyScope 'fleet': how often they share their anomaly counts (the default '1s'). */
@@ -38,6 +38,8 @@ export interface ScenarioResult {
   readonly afterGrace: number;
   readonly refusedAfterGrace: number;
   readonly compromised: number;
+  /** Attacker attempts with a valid pair that record() stepped up at success (a takeover stopped there). */
+  readonly stoppedAtSuccess: number;
   /** What the same attempts would have compromised with no guard. */
   readonly compromisedNoGuard: number;
   /** From the attack's first attempt to its first refused one; undefined if none was refused. */
@@ -46,6 +48,8 @@ export interface ScenarioResult {
   readonly legitDelayed: number;
   readonly legitChallenged: number;
   readonly legitSteppedUp: number;
+  /** Of those, stepped up by record() at success (a correct password on an unfamiliar path during stuffing). */
+  readonly legitSteppedUpAtSuccess: number;
   readonly legitBlocked: number;
   /** Legitimate users who never got in. */
   readonly legitLockedOut: number;
@@ -54,6 +58,16 @@ export interface ScenarioResult {
   readonly legitReasons: ReadonlyMap<string, number>;
   /** Why attacker attempts were refused: reason → refused attempts that named it. */
   readonly attackReasons: ReadonlyMap<string, number>;
+}
+
+/** How a run is set up beyond the guard's options. */
+export interface RunSettings {
+  /** App servers sharing the guard's state and store. Default 1. */
+  readonly servers?: number;
+  /** Days of legitimate traffic before the measured period; 0 is a fresh guard meeting the attack. Default 3. */
+  readonly warmupDays?: number;
+  /** When the attack starts into the measured period. Default 6 h. */
+  readonly attackOffsetMs?: number;
 }
 
 type Event =
@@ -68,8 +82,11 @@ export async function runScenario(
   population: PopulationSettings,
   seed: number,
   guardOptions: GuardOptions = {},
-  servers = 1,
+  settings: RunSettings = {},
 ): Promise<ScenarioResult> {
+  const servers = settings.servers ?? 1;
+  const WARMUP_DAYS = settings.warmupDays ?? DEFAULT_WARMUP_DAYS;
+  const ATTACK_OFFSET = settings.attackOffsetMs ?? DEFAULT_ATTACK_OFFSET;
   const random = seededRandom(seed);
   let now = EPOCH;
   // N app servers on one shared state and store, as N processes on one Redis: each login goes to the next
@@ -100,7 +117,8 @@ export async function runScenario(
     for (let u = 0; u < users.length; u++) {
       for (let k = 0; k < population.sessionsPerDay; k++) {
         const t = EPOCH + day * DAY + randomInt(random, 0, DAY - 1);
-        heap.push({ t, seq: 0, kind: 'legit', s: makeSession(population, users, u, random), step: 0, retries: 0, measured });
+        const s = makeSession(population, users, u, random);
+        heap.push({ t, seq: 0, kind: 'legit', s, step: s.wrongAccount === undefined ? 0 : -1, retries: 0, measured });
       }
     }
   }
@@ -110,6 +128,9 @@ export async function runScenario(
   const delayed = new Set<number>();
   const challenged = new Set<number>();
   const steppedUp = new Set<number>();
+  const steppedUpAtSuccess = new Set<number>();
+  const known = new Set(users.map((u) => u.account));
+  let stoppedAtSuccess = 0;
   const blocked = new Set<number>();
   const lockedOut = new Set<number>();
   const active = new Set<number>();
@@ -143,7 +164,8 @@ export async function runScenario(
         const { s } = e;
         const u = users[s.user]!;
         const server = next();
-        const v = await fleet[server]!.check({ account: u.account, ip: s.ip, fingerprint: s.fingerprint });
+        const account = e.step < 0 ? s.wrongAccount! : u.account;
+        const v = await fleet[server]!.check({ account, ip: s.ip, fingerprint: s.fingerprint });
         decisions++;
         if (e.measured) {
           active.add(s.user);
@@ -162,8 +184,21 @@ export async function runScenario(
         const { s } = e;
         const u = users[s.user]!;
         const typo = s.typos[e.step];
-        if (typo === undefined) {
-          await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: true });
+        if (e.step < 0) {
+          // The name typed does not exist: a failure the application reports as such, then the real name.
+          await fleet[e.server]!.record({ account: s.wrongAccount!, ip: s.ip, fingerprint: s.fingerprint, success: false, password: u.password, accountExists: false });
+          heap.push({ t: e.t + randomInt(random, 3_000, 15_000), seq: 0, kind: 'legit', s, step: 0, retries: 0, measured: e.measured });
+        } else if (typo === undefined) {
+          const r = await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: true });
+          if (r.action === 'mfa') {
+            // Stepped up at success: the person passes the second factor, and the login completes.
+            if (e.measured) {
+              steppedUp.add(s.user);
+              steppedUpAtSuccess.add(s.user);
+              for (const reason of r.reasons) legitReasons.set(reason, (legitReasons.get(reason) ?? 0) + 1);
+            }
+            await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: true, secondFactor: true });
+          }
         } else {
           await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: false, password: typo });
           heap.push({ t: e.t + randomInt(random, 3_000, 15_000), seq: 0, kind: 'legit', s, step: e.step + 1, retries: 0, measured: e.measured });
@@ -192,8 +227,13 @@ export async function runScenario(
       case 'attack-verify': {
         through++;
         const { a } = e;
-        await fleet[e.server]!.record({ account: a.account, ip: a.ip, success: a.valid, password: a.valid ? undefined : a.password });
-        if (a.valid) compromised.add(a.account);
+        const r = await fleet[e.server]!.record({ account: a.account, ip: a.ip, success: a.valid, password: a.valid ? undefined : a.password, accountExists: a.valid || known.has(a.account) });
+        if (r.action === 'mfa') {
+          // Stepped up at success: the attacker passes no second factor.
+          stoppedAtSuccess++;
+          for (const reason of r.reasons) attackReasons.set(reason, (attackReasons.get(reason) ?? 0) + 1);
+          if (firstRefused === undefined) firstRefused = e.t - attackStart;
+        } else if (a.valid) compromised.add(a.account);
         break;
       }
     }
@@ -206,12 +246,14 @@ export async function runScenario(
     afterGrace,
     refusedAfterGrace,
     compromised: compromised.size,
+    stoppedAtSuccess,
     compromisedNoGuard: validAccounts.size,
     detectionMs: firstRefused,
     legitUsers: active.size,
     legitDelayed: delayed.size,
     legitChallenged: challenged.size,
     legitSteppedUp: steppedUp.size,
+    legitSteppedUpAtSuccess: steppedUpAtSuccess.size,
     legitBlocked: blocked.size,
     legitLockedOut: lockedOut.size,
     decisions,

@@ -1,0 +1,31 @@
+// Low-and-slow stuffing end to end on the smaller population: the takeover stopped at the correct password,
+// and a fresh guard, with no history, facing a fast wave. Apart from attacks.test.ts so each file stays short.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { seededRandom } from '../support/random.js';
+import { makeAttacks } from './attacks.js';
+import { DEFAULT_POPULATION, makeUsers } from './population.js';
+import { runScenario } from './run.js';
+
+const population = { ...DEFAULT_POPULATION, users: 2000 };
+const users = makeUsers(population, seededRandom(3));
+const scenario = (name: string) => makeAttacks(users, seededRandom(4)).find((a) => a.name === name)!;
+
+test('stuffing-slow: successStepUp stuffing stops the takeovers at the correct password; the default steps up only attempts with evidence of their own', async () => {
+  const strict = await runScenario(scenario('stuffing-slow'), users, population, 18, { successStepUp: 'stuffing' });
+  assert.ok(strict.compromised <= 0.1 * strict.compromisedNoGuard, `${strict.compromised} of ${strict.compromisedNoGuard}`);
+  assert.ok(strict.stoppedAtSuccess >= 0.9 * strict.compromisedNoGuard, `stopped ${strict.stoppedAtSuccess}`);
+  assert.ok(strict.attackReasons.has('stranger-success') && strict.attackReasons.has('unknown-account-anomaly'), [...strict.attackReasons.keys()].join());
+  assert.equal(strict.legitBlocked, 0);
+  const byDefault = await runScenario(scenario('stuffing-slow'), users, population, 18);
+  assert.ok(byDefault.legitChallenged + byDefault.legitSteppedUp <= 0.01 * byDefault.legitUsers, `${byDefault.legitChallenged} challenged, ${byDefault.legitSteppedUp} stepped up`);
+  assert.ok(byDefault.legitSteppedUpAtSuccess < strict.legitSteppedUpAtSuccess, 'the default trades takeovers for fewer prompts');
+});
+
+test('a fresh guard (no history) stops a fast stuffing wave within its first 5 minutes', async () => {
+  const r = await runScenario(scenario('credential-stuffing'), users, population, 19, {}, { warmupDays: 0, attackOffsetMs: 60_000 });
+  assert.ok(r.detectionMs !== undefined && r.detectionMs < 5 * 60_000, `detected after ${r.detectionMs} ms`);
+  assert.ok(r.attackReasons.has('unknown-account-anomaly'), [...r.attackReasons.keys()].join());
+  assert.ok(r.compromised <= 0.1 * r.compromisedNoGuard, `${r.compromised} of ${r.compromisedNoGuard}`);
+  assert.equal(r.legitBlocked, 0, JSON.stringify([...r.legitReasons]));
+});

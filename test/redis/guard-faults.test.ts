@@ -53,9 +53,9 @@ test("onError 'open': Redis killed, check() judges as if nothing were known and 
   await sleep(100);
   const v = await timed(() => guard.check({ account: 'alice', ip: '192.0.2.9' }));
   assert.deepEqual({ action: v.action, reasons: v.reasons }, { action: 'allow', reasons: [] });
-  assert.deepEqual(await timed(() => guard.record({ account: 'alice', ip: '192.0.2.9', success: false })), { counted: true, consecutiveFailures: 0 });
+  assert.deepEqual(await timed(() => guard.record({ account: 'alice', ip: '192.0.2.9', success: false })), { counted: true, consecutiveFailures: 0, action: 'allow', reasons: [] });
   // A success too: the pair lane cannot be forgotten meanwhile, and the login still records.
-  assert.deepEqual(await timed(() => guard.record({ account: 'alice', ip: '192.0.2.9', success: true })), { counted: false, consecutiveFailures: 0 });
+  assert.deepEqual(await timed(() => guard.record({ account: 'alice', ip: '192.0.2.9', success: true })), { counted: false, consecutiveFailures: 0, action: 'allow', reasons: [] });
   assert.ok(state.stats.fallbacks >= 3 && state.stats.refused >= 3, JSON.stringify(state.stats));
 
   // Back: ioredis reconnects and the state is shared again (the new server starts empty).

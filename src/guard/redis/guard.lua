@@ -636,6 +636,17 @@ local function run(KEYS, ARGV)
       end
       n = n + count
       a, k = a + 3 + count, k + count
+    elseif op == 'RB' then
+      -- readBaselines: the monitors' persisted baselines (a JSON text the guard validates), or ''.
+      out[n + 1] = rcall('GET', KEYS[k]) or ''
+      n = n + 1
+      a, k = a + 1, k + 1
+    elseif op == 'WB' then
+      -- writeBaselines. ARGV: time to live, the text.
+      rcall('SET', KEYS[k], ARGV[a + 2], 'PX', ARGV[a + 1])
+      out[n + 1] = 1
+      n = n + 1
+      a, k = a + 3, k + 1
     else
       return redis.error_reply('ERR sluice guard script: unknown operation ' .. tostring(op))
     end

@@ -123,8 +123,13 @@ export class RedisGuardState implements GuardState, LoginHost {
     return `${this.prefix}:{gf:${escapeId(monitor)}}:${num(bucket)}`;
   }
 
+  /** The key of the anomaly monitors' persisted baselines: one for the fleet. */
+  baselinesKey(): string {
+    return `${this.prefix}:{gb:baselines}`;
+  }
+
   /** The cluster slot of `<prefix>:{<kind>:<tag>}` (0 on a standalone Redis, where every call may mix slots). */
-  slot(kind: 'ga' | 'gs' | 'gf', tag: string): number {
+  slot(kind: 'ga' | 'gs' | 'gf' | 'gb', tag: string): number {
     return this.cluster ? slotOf(`${kind}:${escapeId(tag)}`) : 0;
   }
 
@@ -208,6 +213,44 @@ export class RedisGuardState implements GuardState, LoginHost {
       (l) => l.readSource(source, now, spec),
       undefined,
     );
+  }
+
+  /**
+   * The fleet's persisted monitor baselines, in whatever call goes next. As shareFailures, no failure
+   * policy: it rejects, and the guard starts without them.
+   */
+  readBaselines(): Promise<string | undefined> {
+    return new Promise((resolve, reject) => {
+      this.enqueue({
+        slot: this.slot('gb', 'baselines'),
+        keys: [this.baselinesKey()],
+        args: ['RB'],
+        session: false,
+        answer: (r, i) => {
+          const v = r[i];
+          resolve(typeof v === 'string' && v.length > 0 ? v : undefined);
+          return i + 1;
+        },
+        fail: reject,
+      });
+    });
+  }
+
+  /** Replaces the fleet's persisted baselines, kept `ttlMs`. */
+  writeBaselines(baselines: string, ttlMs: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.enqueue({
+        slot: this.slot('gb', 'baselines'),
+        keys: [this.baselinesKey()],
+        args: ['WB', num(Math.ceil(ttlMs)), baselines],
+        session: false,
+        answer: (_r, i) => {
+          resolve();
+          return i + 1;
+        },
+        fail: reject,
+      });
+    });
   }
 
   /**

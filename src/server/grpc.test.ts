@@ -379,6 +379,42 @@ describe('grpc.health.v1 Watch', () => {
   });
 });
 
+test('a connection with no call in flight for --grpc-max-connection-idle-ms gets GOAWAY; a call in flight holds the idle clock', async () => {
+  const idle = createGrpcServer({ service: () => stub, log: pino({ level: 'silent' }), maxMessageBytes: MAX, serving: async () => true, maxConnectionIdleMs: 400 });
+  const port = await idle.listen('127.0.0.1', 0);
+  const client = http2.connect(`http://127.0.0.1:${port}`);
+  try {
+    const t0 = Date.now();
+    const goaway = new Promise<number>((resolve) => client.once('goaway', () => resolve(Date.now() - t0)));
+    // A Watch is a call in flight for as long as it is open: no GOAWAY while it is.
+    const w = new WatchCall(client, '');
+    await w.count(1);
+    await new Promise((r) => setTimeout(r, 700));
+    assert.equal(client.closed, false, 'an open call keeps the connection');
+    w.cancel();
+    const after = await goaway;
+    assert.ok(after >= 700, `GOAWAY ${after} ms after connecting, once the call had ended`);
+  } finally {
+    client.destroy();
+    idle.destroy();
+  }
+});
+
+test('a connection that opens no call within firstCallTimeoutMs (--headers-timeout-ms) is closed', async () => {
+  const strict = createGrpcServer({ service: () => stub, log: pino({ level: 'silent' }), maxMessageBytes: MAX, serving: async () => true, firstCallTimeoutMs: 300 });
+  const port = await strict.listen('127.0.0.1', 0);
+  const client = http2.connect(`http://127.0.0.1:${port}`);
+  client.on('error', () => {});
+  try {
+    const t0 = Date.now();
+    await new Promise<void>((resolve) => client.once('close', () => resolve()));
+    assert.ok(Date.now() - t0 >= 250, `closed after ${Date.now() - t0} ms`);
+  } finally {
+    client.destroy();
+    strict.destroy();
+  }
+});
+
 test('a connection past its maximum age gets GOAWAY, keeps its call in flight until the grace runs out, then is cut; a new connection is served', async () => {
   const aging = createGrpcServer({ service: () => stub, log: pino({ level: 'silent' }), maxMessageBytes: MAX, serving: async () => true, watchEveryMs: 1000, maxConnectionAgeMs: 500, maxConnectionAgeGraceMs: 300 });
   const port = await aging.listen('127.0.0.1', 0);

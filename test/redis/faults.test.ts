@@ -41,7 +41,9 @@ async function nodeRedis(): Promise<Client> {
 }
 
 /** Runs `loops` sequential callers until stopped; records every decision and the slowest wait. */
-function load(limiter: Limiter, loops = 8) {
+const LOOPS = 8;
+
+function load(limiter: Limiter, loops = LOOPS) {
   const seen: Decision[] = [];
   let slowest = 0;
   let stop = false;
@@ -114,7 +116,9 @@ for (const [name, onError, connect] of modes) {
       assert.ok(during.length > 50, `decisions kept flowing (${during.length})`);
       assert.ok(l.slowest() < TIMEOUT + 150, `none waited much past the timeout (slowest ${l.slowest().toFixed(1)} ms)`);
       assert.ok(during.every((d) => d.reason === 'store-error'), 'every decision made while Redis was down says so');
-      assert.equal(maxOffline, 0, 'nothing waits in the client offline queue');
+      // The store sends nothing while the client is not ready; what ioredis holds for resending is the
+      // calls that were on the wire when Redis died (autoResendUnfulfilledCommands), at most one per loop.
+      assert.ok(maxOffline <= LOOPS, `${maxOffline} commands wait in the client offline queue, more than the ${LOOPS} that were in flight`);
       if (onError === 'open') assert.ok(during.every((d) => d.allowed));
       if (onError === 'closed') assert.ok(during.every((d) => !d.allowed && d.retryAfterMs === CLOSED_RETRY_MS));
       if (typeof onError === 'object') {

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { createChallenge, difficultyFor, MemorySpentStore, verifySolution } from '../../src/pow/index.js';
 import { checkPassword, checkTotp, makeAccount, totpUri, type Account } from './accounts.js';
-import { loadGuard, type GuardDecision } from './guard-contract.js';
+import { loadGuard, stepsUp, type GuardDecision } from './guard-contract.js';
 import { PAGE_SCRIPT, pageHtml } from './page.js';
 
 const WIDGET = new URL('../../dist/browser/sluice-pow.js', import.meta.url);
@@ -59,10 +59,25 @@ export async function startDemo(options: DemoOptions = {}): Promise<Demo> {
     const passwordOk = checkPassword(user, password);
     const mfaOk = d.action !== 'mfa' || (passwordOk && (await checkTotp(user, String(body.totp))));
     const success = passwordOk && mfaOk;
-    await guard.record({ account, ip, success, ...(success ? {} : { password }) });
-    if (success) return [200, { status: 'ok', account, decision }];
-    if (d.action === 'mfa') return [401, { status: 'mfa', error: 'failed', decision }];
-    return [401, { status: 'denied', decision }];
+    if (!success) {
+      // accountExists feeds the guard's unknown-account monitor; the answer stays the same either way.
+      await guard.record({ account, ip, success: false, password, accountExists: user !== undefined });
+      if (d.action === 'mfa') return [401, { status: 'mfa', error: 'failed', decision }];
+      return [401, { status: 'denied', decision }];
+    }
+    // Risk at the moment of success: a correct password on a stranger's path while the guard sees stuffing
+    // is stepped up, and the login completes only once the second factor is passed.
+    const recorded = await guard.record({ account, ip, success: true, ...(d.action === 'mfa' ? { secondFactor: true } : {}) });
+    if (stepsUp(recorded)) {
+      const stepUp = { ...decision, action: 'mfa', reasons: recorded.reasons };
+      if (typeof body.totp !== 'string') return [401, { status: 'mfa', decision: stepUp }];
+      if (!(await checkTotp(user, body.totp))) {
+        await guard.record({ account, ip, success: false });
+        return [401, { status: 'mfa', error: 'failed', decision: stepUp }];
+      }
+      await guard.record({ account, ip, success: true, secondFactor: true });
+    }
+    return [200, { status: 'ok', account, decision }];
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -21,7 +21,12 @@ export interface GuardDecision {
 
 export interface LoginGuard {
   check(attempt: { account: string; ip: string }): Promise<GuardDecision> | GuardDecision;
-  record(outcome: { account: string; ip: string; success: boolean; password?: string }): Promise<unknown> | unknown;
+  record(outcome: { account: string; ip: string; success: boolean; password?: string; accountExists?: boolean; secondFactor?: boolean }): Promise<unknown> | unknown;
+}
+
+/** Whether record() stepped a success up to MFA (the real guard's `action: 'mfa'`; the stand-in never does). */
+export function stepsUp(recorded: unknown): recorded is { action: 'mfa'; reasons: readonly string[] } {
+  return typeof recorded === 'object' && recorded !== null && (recorded as { action?: unknown }).action === 'mfa';
 }
 
 export interface LoadedGuard {

@@ -16,6 +16,7 @@ const { io } = await connectBothClients(async (client) => {
 /** An ioredis stand-in that forwards to `io` and logs each script call's round. */
 function counted() {
   const rounds: number[] = [];
+  const sizes: number[] = [];
   let round = 0;
   let open = false;
   const log = () => {
@@ -31,7 +32,7 @@ function counted() {
       return io.status;
     },
     on: (event: string, listener: (...a: unknown[]) => void) => io.on(event, listener),
-    evalsha: (...a: unknown[]) => (log(), (io.evalsha as (...x: unknown[]) => Promise<unknown>)(...a)),
+    evalsha: (...a: unknown[]) => (log(), sizes.push(a.length), (io.evalsha as (...x: unknown[]) => Promise<unknown>)(...a)),
     eval: (...a: unknown[]) => (log(), (io.eval as (...x: unknown[]) => Promise<unknown>)(...a)),
   };
   /** Rounds and calls since the last take(). */
@@ -40,7 +41,7 @@ function counted() {
     rounds.length = 0;
     return r;
   };
-  return { client, take };
+  return { client, take, sizes };
 }
 
 test('a login on a RedisStore: a check is one call, a record one more, with the memory guard\'s verdicts', async () => {
@@ -92,4 +93,16 @@ test('concurrent logins share calls: 64 checks in one, their 64 records in one m
   assert.deepEqual(wire.take(), { rounds: 1, calls: 1 });
   const stats = (guard.state as RedisGuardState).stats;
   assert.equal(stats.fallbacks, 0);
+});
+
+test('Guards with the same options on one store share one session: a call carries its constants once', async () => {
+  const wire = counted();
+  const store = new RedisStore({ client: wire.client, prefix: `${base}:${n++}`, timeoutMs: 2000, onError: 'closed' });
+  const guards = Array.from({ length: 40 }, () => new Guard({ secret: 'rounds-secret-0123456789ab', store }));
+  await guards[0]!.check({ account: 'warm', ip: '192.0.2.1' });
+  wire.sizes.length = 0;
+  await Promise.all(guards.map((g, i) => g.check({ account: `user${i}`, ip: '192.0.2.1' })));
+  assert.equal(wire.sizes.length, 1);
+  // sha, key count, 40 × 4 keys, the session count and one session (signature + 17 constants), 40 × 3 + 2 × 4 × 40 operation arguments
+  assert.equal(wire.sizes[0], 2 + 160 + 1 + 18 + 40 * (3 + 4 + 4));
 });

@@ -277,10 +277,13 @@ export class RedisGuardState implements GuardState, LoginHost {
   }
 
   /**
-   * The constants a LoginSession sends with its operations; returns the session's number. Called once
-   * per Guard (login.ts).
+   * The constants a LoginSession sends with its operations, its signature first; returns the session's
+   * number. Called once per Guard (login.ts).
    */
   addSession(constants: string[]): number {
+    // Guards with the same options share one (a Guard made per request must not grow every call).
+    const at = this.sessions.findIndex((c) => c[0] === constants[0]);
+    if (at >= 0) return at + 1;
     this.sessions.push(constants);
     return this.sessions.length;
   }

@@ -29,8 +29,9 @@ for i = 1, np do V[i] = { next = {} } end
 local READY, PREFETCH, BANS = false, true, false
 -- The calendar bounds text last parsed into CALS (one call's operations mostly share it).
 local CALTEXT
--- Per-call limits seen, by their ARGV text: the policies each decides with (variant()).
-local VARIANTS = {}
+-- Per-call limits seen, by their ARGV text: the policies each decides with (variants()). A function
+-- library keeps them between calls, so they are dropped all at once past VARIANTS_KEPT distinct texts.
+local VARIANTS, NVARIANTS, VARIANTS_KEPT = {}, 0, 256
 -- Whether a one-key call without arguments can take single(): one fixed-size policy, Redis time.
 local SINGLE = false
 -- What single() reads on every call, looked up once by prepare(): the one policy, its verdict, its
@@ -142,7 +143,9 @@ local function variants(spec)
     end
     i = i + 1
   end
+  if NVARIANTS >= VARIANTS_KEPT then VARIANTS, NVARIANTS = {}, 0 end
   VARIANTS[spec] = PL
+  NVARIANTS = NVARIANTS + 1
   return PL
 end
 

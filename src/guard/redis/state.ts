@@ -18,6 +18,7 @@
 import { readFileSync } from 'node:fs';
 import { SluiceError, show } from '../../core/index.js';
 import { connectionStats, RedisConnection, type ConnectionStats } from '../../stores/redis/connection.js';
+import { checkRedisBasics } from '../../stores/redis/options.js';
 import type { OnError } from '../../stores/redis/failure.js';
 import { escapeId, slotOf } from '../../stores/redis/keys.js';
 import { RedisStore } from '../../stores/redis/redis-store.js';
@@ -82,17 +83,7 @@ export class RedisGuardState implements GuardState, LoginHost {
   private readonly sessions: string[][] = [];
 
   constructor(options: RedisGuardStateOptions) {
-    if (typeof options !== 'object' || options === null) invalid(`options must be an object such as { client }, got ${show(options)}`);
-    for (const field of Object.keys(options)) {
-      if (!KNOWN.has(field)) invalid(`unknown option '${field}'; known options are ${[...KNOWN].join(', ')}`);
-    }
-    if (options.client === undefined) invalid(`'client' is required: an ioredis or node-redis client`);
-    const prefix = options.prefix ?? 'sluice';
-    if (typeof prefix !== 'string' || prefix.length === 0 || /[{}]/.test(prefix)) {
-      invalid(`'prefix' must be a non-empty string without '{' or '}' (the tag is the key's hash tag), got ${show(prefix)}`);
-    }
-    const timeoutMs = options.timeoutMs ?? 50;
-    if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0) invalid(`'timeoutMs' must be a positive number of milliseconds, got ${show(timeoutMs)}`);
+    const { prefix, timeoutMs } = checkRedisBasics('RedisGuardState', options, KNOWN);
     const onError = options.onError ?? 'open';
     if (onError !== 'open' && onError !== 'closed' && onError !== 'local') invalid(`'onError' must be 'open', 'closed' or 'local', got ${show(onError)}`);
     this.connection = new RedisConnection({ client: options.client, timeoutMs, maxInFlight: MAX_IN_FLIGHT, owner: 'RedisGuardState', stats: this.stats });

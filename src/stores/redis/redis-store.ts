@@ -13,6 +13,7 @@ import { SluiceError, show } from '../../core/index.js';
 import type { ScriptRunner } from '../script-runner.js';
 import type { Store, TableSpec } from '../store.js';
 import { CONNECT_TIMEOUT_MS, connectionStats, RedisConnection } from './connection.js';
+import { checkRedisBasics } from './options.js';
 import { checkOnError, type OnError } from './failure.js';
 import { scriptRunner } from './strategy.js';
 import { RedisTable, type RedisStoreStats, type StoreContext } from './table.js';
@@ -69,17 +70,7 @@ export class RedisStore implements Store {
   private readonly ctx: StoreContext;
 
   constructor(options: RedisStoreOptions) {
-    if (typeof options !== 'object' || options === null) invalid(`options must be an object such as { client }, got ${show(options)}`);
-    for (const field of Object.keys(options)) {
-      if (!KNOWN.has(field)) invalid(`unknown option '${field}'; known options are ${[...KNOWN].join(', ')}`);
-    }
-    if (options.client === undefined) invalid(`'client' is required: an ioredis or node-redis client`);
-    const prefix = options.prefix ?? 'sluice';
-    if (typeof prefix !== 'string' || prefix.length === 0 || /[{}]/.test(prefix)) {
-      invalid(`'prefix' must be a non-empty string without '{' or '}' (the identity is the key's hash tag), got ${show(prefix)}`);
-    }
-    const timeoutMs = options.timeoutMs ?? 50;
-    if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0) invalid(`'timeoutMs' must be a positive number of milliseconds, got ${show(timeoutMs)}`);
+    const { prefix, timeoutMs } = checkRedisBasics('RedisStore', options, KNOWN);
     const onError = checkOnError(options.onError ?? 'open');
     const clock = options.clock ?? 'server';
     if (clock !== 'server' && clock !== 'client') invalid(`'clock' must be 'server' or 'client', got ${show(clock)}`);

@@ -11,7 +11,7 @@
  * State (2 slots): [start of the window counted (epoch ms), count in it]. All zeros is idle.
  */
 import { SluiceError, show } from './errors.js';
-import { ceilMs, retryMs } from './time.js';
+import { countInWindow } from './fixed-window.js';
 import type { Calendar, Policy, SlabAlgorithm, Verdict } from './types.js';
 
 export const CALENDAR_UNITS = ['day', 'week', 'month'] as const;
@@ -166,21 +166,7 @@ export class CalendarWindow implements SlabAlgorithm {
       [start, end] = this.periods.periodOf(stored);
       endsIn = end - start;
     }
-    const count = stored === start ? s[o + 1]! : 0;
-    const after = count + cost;
-    v.allowed = after <= this.limit;
-    v.delayMs = 0;
-    if (v.allowed) {
-      v.remaining = this.limit - after;
-      v.resetAfterMs = after > 0 ? ceilMs(endsIn) : 0;
-      v.retryAfterMs = 0;
-      v.next[0] = start;
-      v.next[1] = after;
-    } else {
-      v.remaining = Math.max(0, this.limit - count);
-      v.resetAfterMs = count > 0 ? ceilMs(endsIn) : 0;
-      v.retryAfterMs = retryMs(endsIn);
-    }
+    countInWindow(v, this.limit, start, stored === start ? s[o + 1]! : 0, cost, endsIn);
   }
 
   adjust(s: Float64Array, o: number, now: number, delta: number): void {

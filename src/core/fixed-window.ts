@@ -11,6 +11,29 @@
 import { ceilMs, retryMs } from './time.js';
 import type { Policy, SlabAlgorithm, Verdict } from './types.js';
 
+/**
+ * The verdict of `cost` more in a window that already counts `count` and ends in `endsIn` ms, with the
+ * state to keep (the window's id and its new count) when admitted. Shared by the epoch-aligned and the
+ * calendar window, which differ only in where a window starts and ends.
+ */
+export function countInWindow(v: Verdict, limit: number, window: number, count: number, cost: number, endsIn: number): void {
+  const after = count + cost;
+  v.allowed = after <= limit;
+  v.delayMs = 0;
+  if (v.allowed) {
+    v.remaining = limit - after;
+    v.resetAfterMs = after > 0 ? ceilMs(endsIn) : 0;
+    v.retryAfterMs = 0;
+    v.next[0] = window;
+    v.next[1] = after;
+  } else {
+    v.remaining = Math.max(0, limit - count);
+    v.resetAfterMs = count > 0 ? ceilMs(endsIn) : 0;
+    // A cost above the limit never gets here: the limiter refuses it before any store is asked.
+    v.retryAfterMs = retryMs(endsIn);
+  }
+}
+
 export class FixedWindow implements SlabAlgorithm {
   readonly kind = 'slab';
   readonly slots = 2;
@@ -32,22 +55,7 @@ export class FixedWindow implements SlabAlgorithm {
       index = stored; // the clock stepped back: stand still at the start of the stored window
       endsIn = this.windowMs;
     }
-    const count = stored === index ? s[o + 1]! : 0;
-    const after = count + cost;
-    v.allowed = after <= this.limit;
-    v.delayMs = 0;
-    if (v.allowed) {
-      v.remaining = this.limit - after;
-      v.resetAfterMs = after > 0 ? ceilMs(endsIn) : 0;
-      v.retryAfterMs = 0;
-      v.next[0] = index;
-      v.next[1] = after;
-    } else {
-      v.remaining = Math.max(0, this.limit - count);
-      v.resetAfterMs = count > 0 ? ceilMs(endsIn) : 0;
-      // A cost above the limit never gets here: the limiter refuses it before any store is asked.
-      v.retryAfterMs = retryMs(endsIn);
-    }
+    countInWindow(v, this.limit, index, stored === index ? s[o + 1]! : 0, cost, endsIn);
   }
 
   adjust(s: Float64Array, o: number, now: number, delta: number): void {

@@ -20,8 +20,9 @@
 --   failures <prefix>:{gf:<monitor>}:<bucket>  the fleet's anomaly count (INCRBY)
 --
 -- ARGV: the number of sessions, each session's signature and constants (a guard's options, SESSION_ARGS
--- values), then
--- per operation its code and arguments. Reply: one flat array, each operation's fields in turn.
+-- values), then per operation its code and arguments; a login's operations (AR SR AF AS SN) take their
+-- session and time from the last T operation before them. Reply: one flat array, each operation's fields
+-- in turn.
 
 local REMEMBERED_PASSWORDS = 3
 local SESSION_ARGS = 17
@@ -90,11 +91,11 @@ local function decodeAccount(raw)
   if not raw or #raw < ACC_HEAD_BYTES then return false end
   local uf, ff, ul, fl, lf, fu, exp, npw, nfam, at = sunpack(ACC_HEAD, raw)
   -- The tag lists stay text until an operation needs them as lists (pwOf, famOf): a check reads neither.
-  local r = { uf = uf, ff = ff, ul = ul, fl = fl, lf = lf, fu = fu, exp = exp }
-  r.pwRaw = string.sub(raw, at, at + npw - 1)
-  r.famRaw = string.sub(raw, at + npw, at + npw + nfam - 1)
-  r.famu = doubles(raw, at + npw + nfam)
-  return r
+  -- One constructor with every field: a field added later can cost the table a rehash.
+  return {
+    uf = uf, ff = ff, ul = ul, fl = fl, lf = lf, fu = fu, exp = exp, now = false, pw = false, fam = false,
+    pwRaw = string.sub(raw, at, at + npw - 1), famRaw = string.sub(raw, at + npw, at + npw + nfam - 1), famu = doubles(raw, at + npw + nfam),
+  }
 end
 
 -- A record's tag list, split from its text the first time an operation needs it as a list.
@@ -285,8 +286,15 @@ end
 
 local V = { next = {} }
 
--- A peek (cost 0) at bucket b under policy p: allowed (1 or 0), remaining, resetAfterMs, retryAfterMs.
+-- A peek (cost 0) at bucket b under policy p: allowed (1 or 0), remaining, resetAfterMs, retryAfterMs;
+-- or 2 alone when the bucket is full (no deficit once refilled), whose peek is always (1, burst, 0, 0).
 local function peek(out, n, p, b, now)
+  local at = b[2]
+  if now > at then at = now end
+  if b[1] - (at - b[2]) * p.limit <= 0 then
+    out[n + 1] = 2
+    return n + 1
+  end
   TB.evaluate(p, b, now, 0, V)
   out[n + 1], out[n + 2], out[n + 3], out[n + 4] = V.allowed and 1 or 0, V.remaining, V.reset, V.retry
   return n + 4
@@ -357,7 +365,7 @@ local function sourceView(out, n, src, now, distinctMs, longMs)
     if src.seen[k] + distinctMs > now then d = d + 1 end
     if src.seen[k] + longMs > now then dl = dl + 1 end
   end
-  out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6], out[n + 7] = num(src.gen), src.f, src.s, src.pf, src.ps, d, dl
+  out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6], out[n + 7] = src.gen, src.f, src.s, src.pf, src.ps, d, dl
   return n + 7
 end
 
@@ -492,39 +500,60 @@ local function run(KEYS, ARGV)
   local out, n, k = {}, 0, 1
   local nargs = #ARGV
   local skip = 0
+  local s, now
   while a <= nargs do
     local op = ARGV[a]
     if skip > 0 then
       -- An operation that depends on a failure that was not counted (a repeated password): skipped, with
-      -- its arguments (every login source operation has the same four) and its one key.
+      -- its arguments (every login source operation has the same two) and its one key.
       skip = skip - 1
-      a = a + 5
+      a = a + 3
       k = k + 1
+    elseif op == 'T' then
+      -- The session and time of the login operations that follow. ARGV: session, now.
+      s, now = S[tonumber(ARGV[a + 1])], tonumber(ARGV[a + 2])
+      a = a + 3
     elseif op == 'AR' then
-      -- A login's check, account part: the account's view and a peek at its pair bucket. ARGV: session, now.
-      local s, now = S[tonumber(ARGV[a + 1])], tonumber(ARGV[a + 2])
+      -- A login's check, account part: the account's view and a peek at its pair bucket.
       n = accountView(out, n, liveAccount(KEYS[k], now))
-      n = peek(out, n, s.p, pairBucket(KEYS[k + 1]), now)
-      a, k = a + 3, k + 2
-    elseif op == 'SR' then
-      -- A login's check, one source: its view, then a peek at its bucket ('i' or 'n'; '-' for none).
-      local s, now, bk = S[tonumber(ARGV[a + 1])], tonumber(ARGV[a + 2]), ARGV[a + 3]
-      local src, rec = readSource(KEYS[k], now, s.ratioMs, s.idleMs)
-      if src == nil then
-        out[n + 1] = 0
+      local pk = KEYS[k + 1]
+      if not REC[pk] and (REC[pk] == false or not PRE[pk]) then
+        -- No bucket, or deleted earlier in this call: full.
+        out[n + 1] = 2
         n = n + 1
       else
-        out[n + 1] = 1
-        n = sourceView(out, n + 1, src, now, s.distinctMs, s.longMs)
+        n = peek(out, n, s.p, pairBucket(pk), now)
       end
-      if bk ~= '-' then n = peek(out, n, s[bk], rec.b, now) end
-      a, k = a + 4, k + 1
+      a, k = a + 1, k + 2
+    elseif op == 'SR' then
+      -- A login's check, one source: its view, then a peek at its bucket ('i' or 'n'; '-' for none).
+      local bk, key = ARGV[a + 1], KEYS[k]
+      if REC[key] == nil and not PRE[key] then
+        -- No record, and none made earlier in this call: no view, and a full bucket (peek's 2).
+        out[n + 1] = 0
+        n = n + 1
+        if bk ~= '-' then
+          out[n + 1] = 2
+          n = n + 1
+        end
+      else
+        local src, rec = readSource(key, now, s.ratioMs, s.idleMs)
+        if src == nil then
+          out[n + 1] = 0
+          n = n + 1
+        else
+          out[n + 1] = 1
+          n = sourceView(out, n + 1, src, now, s.distinctMs, s.longMs)
+        end
+        if bk ~= '-' then n = peek(out, n, s[bk], rec.b, now) end
+      end
+      a, k = a + 2, k + 1
     elseif op == 'AF' then
       -- A login's failure, account part: counted unless the password is one of the last three wrong
-      -- ones; then the backoff lock and the pair bucket. ARGV: session, now, password tag, random, the
-      -- attempt's tags (count first), and how many source operations that follow depend on it.
-      local s, now, tag, random = S[tonumber(ARGV[a + 1])], tonumber(ARGV[a + 2]), ARGV[a + 3], tonumber(ARGV[a + 4])
-      local tags, b = tagsAt(a + 5)
+      -- ones; then the backoff lock and the pair bucket. ARGV: password tag, random, the attempt's tags
+      -- (count first), and how many source operations that follow depend on it.
+      local tag, random = ARGV[a + 1], tonumber(ARGV[a + 2])
+      local tags, b = tagsAt(a + 3)
       local counted, r, path = failAccount(KEYS[k], now, 'j', tag, s.memoryMs, tags)
       if counted == 1 then
         local wait = backoff(s, path == 'f' and r.ff or r.uf, random)
@@ -537,9 +566,8 @@ local function run(KEYS, ARGV)
       n = n + 4
       a, k = b + 1, k + 2
     elseif op == 'AS' then
-      -- A login's success, account part: the success, and the pair bucket forgotten. ARGV: session, now, tags.
-      local s, now = S[tonumber(ARGV[a + 1])], tonumber(ARGV[a + 2])
-      local tags, b = tagsAt(a + 3)
+      -- A login's success, account part: the success, and the pair bucket forgotten. ARGV: tags.
+      local tags, b = tagsAt(a + 1)
       local path, before = succeedAccount(KEYS[k], now, 'j', s.familiarMs, s.maxFamiliar, tags)
       local pk = KEYS[k + 1]
       if REC[pk] or (REC[pk] == nil and PRE[pk]) then -- a pair bucket there is: forgotten
@@ -550,17 +578,16 @@ local function run(KEYS, ARGV)
       n = n + 2
       a, k = b, k + 2
     elseif op == 'SN' then
-      -- A login's outcome on one source. ARGV: session, now, the account's tag, and '0' for a success,
-      -- '1' for a failure, 'i' or 'n' for a failure that also charges the address's or subnet's bucket.
-      -- No reply.
-      local s, now, acct, what = S[tonumber(ARGV[a + 1])], tonumber(ARGV[a + 2]), ARGV[a + 3], ARGV[a + 4]
+      -- A login's outcome on one source. ARGV: the account's tag, and '0' for a success, '1' for a
+      -- failure, 'i' or 'n' for a failure that also charges the address's or subnet's bucket. No reply.
+      local acct, what = ARGV[a + 1], ARGV[a + 2]
       local src = noteSource(KEYS[k], now, acct, what ~= '0', s.ratioMs, s.setMs, s.maxDistinct, s.idleMs)
       if what == 'i' or what == 'n' then
         local p = s[what]
         TB.adjust(p, src.b, now, 1)
         src.bend = TB.idle(p, src.b)
       end
-      a, k = a + 5, k + 1
+      a, k = a + 3, k + 1
     elseif op == 'RA' then
       -- readAccount. ARGV: now.
       n = accountView(out, n, liveAccount(KEYS[k], tonumber(ARGV[a + 1])))

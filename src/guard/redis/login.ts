@@ -19,18 +19,11 @@ import type { StoreTable } from '../../stores/store.js';
 import type { TaggedAttempt } from '../attempt.js';
 import type { AccountView, GuardState, JudgedFailure, JudgedSuccess, LoginConfig, LoginPort, OfflineParts, SourceReads, SourceSpec } from '../state.js';
 import type { ConnectionStats } from '../../stores/redis/connection.js';
-import { checkTags, num, readAccountView, readFailure, readSourceView, readSuccess, type Unit } from './wire.js';
+import { checkTags, num, readAccountView, readFailure, readSourceView, readSuccess, type LoginContext, type Unit } from './wire.js';
 
 /** The rejection of a login operation whose call failed, when the state does not fail closed. */
 export const OFFLINE = new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', 'RedisGuardState: Redis did not answer; the guard decides on its offline state');
 
-/** One operation's part: keys of one slot, its arguments, and how to read its reply. */
-interface Part {
-  slot: number;
-  keys: string[];
-  args: string[];
-  answer(r: unknown[], i: number): number;
-}
 
 /** What a LoginSession uses of its RedisGuardState (state.ts, which makes the sessions). */
 export interface LoginHost {
@@ -49,7 +42,7 @@ export interface LoginHost {
 export class LoginSession implements LoginPort {
   readonly offline: OfflineParts | undefined;
   private readonly id: string;
-  private readonly bucketDays: [Policy, Policy, Policy];
+  readonly bucketDays: [Policy, Policy, Policy];
 
   constructor(private readonly state: LoginHost, c: LoginConfig, storeOnError: OnError) {
     for (const p of [c.ip, c.subnet, c.pair]) {
@@ -78,7 +71,7 @@ export class LoginSession implements LoginPort {
     this.offline = offline === undefined ? undefined : { state: offline, ip: table(c.ip), subnet: table(c.subnet), pair: table(c.pair) };
   }
 
-  private readonly spec: SourceSpec;
+  readonly spec: SourceSpec;
 
   isOffline(err: unknown): boolean {
     return err === OFFLINE;
@@ -90,58 +83,25 @@ export class LoginSession implements LoginPort {
    */
   read(t: TaggedAttempt, now: number, sources: boolean): Promise<[AccountView | undefined, SourceReads]> {
     const st = this.state;
-    const at = num(now);
-    const [ipPolicy, netPolicy, pairPolicy] = this.bucketDays;
-    let account: AccountView | undefined;
-    const reads: SourceReads = [undefined, undefined, undefined as unknown as Decision, undefined, undefined, undefined];
-    const parts: Part[] = [
-      {
-        slot: st.slot('ga', t.account),
-        keys: [st.accountKey(t.account), st.pairKey(t.account, t.address)],
-        args: ['AR', this.id, at],
-        answer: (r, i) => {
-          [account, i] = readAccountView(r, i);
-          [reads[2], i] = readDecision(r, i, pairPolicy);
-          return i;
-        },
-      },
-    ];
+    const op = new CheckOp(this, now);
+    const parts: Part[] = [{ slot: st.slot('ga', t.account), keys: [st.accountKey(t.account), st.pairKey(t.account, t.address)], args: ['AR'], kind: ACCOUNT }];
     if (sources) {
-      const source = (tag: string, bucket: 'i' | 'n' | '-', viewAt: 3 | 4 | 5, decisionAt: 0 | 1, policy: Policy): Part => ({
-        slot: st.slot('gs', tag),
-        keys: [st.sourceKey(tag)],
-        args: ['SR', this.id, at, bucket],
-        answer: (r, i) => {
-          if (Number(r[i]) === 0) i++;
-          else [reads[viewAt], i] = readSourceView(r, i + 1, now, this.spec);
-          if (bucket !== '-') [reads[decisionAt], i] = readDecision(r, i, policy);
-          return i;
-        },
-      });
-      parts.push(source(t.address, 'i', 3, 0, ipPolicy), source(t.subnet, 'n', 4, 1, netPolicy));
-      if (t.fingerprint !== undefined) parts.push(source(t.fingerprint, '-', 5, 0, ipPolicy));
+      parts.push(
+        { slot: st.slot('gs', t.address), keys: [st.sourceKey(t.address)], args: ['SR', 'i'], kind: ADDRESS },
+        { slot: st.slot('gs', t.subnet), keys: [st.sourceKey(t.subnet)], args: ['SR', 'n'], kind: SUBNET },
+      );
+      if (t.fingerprint !== undefined) parts.push({ slot: st.slot('gs', t.fingerprint), keys: [st.sourceKey(t.fingerprint)], args: ['SR', '-'], kind: FINGERPRINT });
     }
-    return this.sendParts(parts).then(() => [account, reads]);
+    return this.send(op, parts, now);
   }
 
   /** record()'s success: the account's success (its path judged there), the pair bucket forgotten, every source noted. */
   succeed(t: TaggedAttempt, now: number): Promise<JudgedSuccess> {
     checkTags(t.sources, 'source');
     const st = this.state;
-    let judged!: JudgedSuccess;
-    const parts: Part[] = [
-      {
-        slot: st.slot('ga', t.account),
-        keys: [st.accountKey(t.account), st.pairKey(t.account, t.address)],
-        args: ['AS', this.id, num(now), String(t.sources.length), ...t.sources],
-        answer: (r, i) => {
-          [judged, i] = readSuccess(r, i);
-          return i;
-        },
-      },
-      ...this.notes(t, now, false),
-    ];
-    return this.sendParts(parts).then(() => judged);
+    const parts: Part[] = [{ slot: st.slot('ga', t.account), keys: [st.accountKey(t.account), st.pairKey(t.account, t.address)], args: ['AS', String(t.sources.length), ...t.sources], kind: ACCOUNT }];
+    this.notes(parts, t, false);
+    return this.send(new SuccessOp(this), parts, now);
   }
 
   /**
@@ -154,49 +114,52 @@ export class LoginSession implements LoginPort {
     checkTags(t.sources, 'source');
     if (passwordTag !== undefined) checkTags([passwordTag], 'password');
     const st = this.state;
-    const notes = this.notes(t, now, true);
+    const notes: Part[] = [];
+    this.notes(notes, t, true);
     // On a standalone Redis the source writes ride in the same call, skipped by the script when the
     // failure does not count; on a Cluster they are in other slots, so they wait for the answer.
     const together = !st.cluster;
-    let failed!: JudgedFailure;
     const account: Part = {
       slot: st.slot('ga', t.account),
       keys: [st.accountKey(t.account), st.pairKey(t.account, t.address)],
-      args: ['AF', this.id, num(now), passwordTag ?? '', String(random), String(t.sources.length), ...t.sources, together ? String(notes.length) : '0'],
-      answer: (r, i) => {
-        [failed, i] = readFailure(r, i);
-        return i;
-      },
+      args: ['AF', passwordTag ?? '', String(random), String(t.sources.length), ...t.sources, together ? String(notes.length) : '0'],
+      kind: ACCOUNT,
     };
-    if (together) return this.sendParts([account, ...notes]).then(() => failed);
-    return this.sendParts([account]).then(() => (failed.counted ? this.sendParts(notes).then(() => failed) : failed));
+    if (together) {
+      notes.unshift(account);
+      return this.send(new FailOp(this), notes, now);
+    }
+    return this.send(new FailOp(this), [account], now).then((failed) => (failed.counted ? this.send(new FailOp(this, failed), notes, now) : failed));
   }
 
-  /** The SN operations of an outcome on the address, subnet and fingerprint. */
-  private notes(t: TaggedAttempt, now: number, failed: boolean): Part[] {
+  /** Adds to `parts` the SN operations of an outcome on the address, subnet and fingerprint. */
+  private notes(parts: Part[], t: TaggedAttempt, failed: boolean): void {
     const st = this.state;
-    const at = num(now);
     const charge = failed && !t.standing.allowed;
-    const note = (tag: string, what: string): Part => ({ slot: st.slot('gs', tag), keys: [st.sourceKey(tag)], args: ['SN', this.id, at, t.account, what], answer: (_r, i) => i });
     const outcome = failed ? '1' : '0';
-    const parts = [note(t.address, charge ? 'i' : outcome), note(t.subnet, charge ? 'n' : outcome)];
-    if (t.fingerprint !== undefined) parts.push(note(t.fingerprint, outcome));
-    return parts;
+    parts.push(
+      { slot: st.slot('gs', t.address), keys: [st.sourceKey(t.address)], args: ['SN', t.account, charge ? 'i' : outcome], kind: NOTE },
+      { slot: st.slot('gs', t.subnet), keys: [st.sourceKey(t.subnet)], args: ['SN', t.account, charge ? 'n' : outcome], kind: NOTE },
+    );
+    if (t.fingerprint !== undefined) parts.push({ slot: st.slot('gs', t.fingerprint), keys: [st.sourceKey(t.fingerprint)], args: ['SN', t.account, outcome], kind: NOTE });
   }
 
   /**
-   * Sends parts as units of the state's batch: all as one on a standalone Redis (one call, so a login's
-   * work is atomic), one per slot on a Cluster. Resolves when every one has answered.
+   * Sends an operation's parts as units of the state's batch: all as one on a standalone Redis (one call,
+   * so a login's work is atomic), one per slot on a Cluster. Resolves with the operation's result when
+   * every unit has answered.
    */
-  private sendParts(parts: Part[]): Promise<void> {
+  private send<T>(op: Op<T>, parts: Part[], now: number): Promise<T> {
     const st = this.state;
-    const offline = (err: unknown) => {
-      st.stats.fallbacks++;
-      if (st.onError !== 'closed') return OFFLINE;
-      return err instanceof SluiceError ? err : new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `RedisGuardState: Redis failed: ${(err as Error)?.message ?? String(err)}`);
-    };
+    const context: LoginContext = { session: this.id, now: num(now) };
+    const promise = new Promise<T>((resolve, reject) => {
+      op.resolve = resolve;
+      op.reject = reject;
+    });
     if (!st.cluster || parts.length === 1) {
-      return new Promise((resolve, reject) => st.enqueue(unitOf(parts, resolve, (err) => reject(offline(err)))));
+      op.pending = 1;
+      st.enqueue(new LoginUnit(op, parts, context));
+      return promise;
     }
     const bySlot = new Map<number, Part[]>();
     for (const p of parts) {
@@ -204,28 +167,141 @@ export class LoginSession implements LoginPort {
       if (group === undefined) bySlot.set(p.slot, [p]);
       else group.push(p);
     }
-    return Promise.all([...bySlot.values()].map((group) => new Promise<void>((resolve, reject) => st.enqueue(unitOf(group, resolve, (err) => reject(offline(err))))))).then(() => undefined);
+    op.pending = bySlot.size;
+    for (const group of bySlot.values()) st.enqueue(new LoginUnit(op, group, context));
+    return promise;
+  }
+
+  /** The rejection of an operation whose call failed: OFFLINE, for the guard's offline path, unless the state fails closed. */
+  failure(err: unknown): unknown {
+    const st = this.state;
+    st.stats.fallbacks++;
+    if (st.onError !== 'closed') return OFFLINE;
+    return err instanceof SluiceError ? err : new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `RedisGuardState: Redis failed: ${(err as Error)?.message ?? String(err)}`);
   }
 }
 
-function unitOf(parts: Part[], resolve: () => void, fail: (err: unknown) => void): Unit {
-  const keys = parts.length === 1 ? parts[0]!.keys : parts.flatMap((p) => p.keys);
-  const args = parts.length === 1 ? parts[0]!.args : parts.flatMap((p) => p.args);
-  return {
-    slot: parts[0]!.slot,
-    keys,
-    args,
-    session: true,
-    answer: (r, i) => {
-      for (const p of parts) i = p.answer(r, i);
-      resolve();
-      return i;
-    },
-    fail,
-  };
+// What a part of a login operation is, for reading its reply.
+const ACCOUNT = 0;
+const ADDRESS = 1;
+const SUBNET = 2;
+const FINGERPRINT = 3;
+const NOTE = 4;
+
+/** One operation's part: keys of one slot, its arguments, and what it is (how its reply reads). */
+interface Part {
+  slot: number;
+  keys: string[];
+  args: string[];
+  kind: number;
 }
 
-/** A bucket peek as the script replies it: allowed (1 or 0), remaining, resetAfterMs, retryAfterMs. */
+/**
+ * One login operation in flight: reads its parts' replies, and settles its promise once every unit has
+ * answered. Objects rather than closures: a login makes several of these per turn.
+ */
+abstract class Op<T> {
+  resolve!: (value: T) => void;
+  reject!: (err: unknown) => void;
+  pending = 0;
+  constructor(readonly session: LoginSession) {}
+  abstract answer(kind: number, r: unknown[], i: number): number;
+  abstract result(): T;
+  answered(): void {
+    if (--this.pending === 0) this.resolve(this.result());
+  }
+}
+
+class CheckOp extends Op<[AccountView | undefined, SourceReads]> {
+  private account: AccountView | undefined;
+  private readonly reads: SourceReads = [undefined, undefined, undefined as unknown as Decision, undefined, undefined, undefined];
+  constructor(session: LoginSession, private readonly now: number) {
+    super(session);
+  }
+  answer(kind: number, r: unknown[], i: number): number {
+    const reads = this.reads;
+    const [ipPolicy, netPolicy, pairPolicy] = this.session.bucketDays;
+    if (kind === ACCOUNT) {
+      [this.account, i] = readAccountView(r, i);
+      [reads[2], i] = readDecision(r, i, pairPolicy);
+      return i;
+    }
+    // A source: its view (0 for none), then its bucket's peek (none for a fingerprint).
+    const viewAt = kind === ADDRESS ? 3 : kind === SUBNET ? 4 : 5;
+    if (Number(r[i]) === 0) i++;
+    else [reads[viewAt], i] = readSourceView(r, i + 1, this.now, this.session.spec);
+    if (kind === ADDRESS) [reads[0], i] = readDecision(r, i, ipPolicy);
+    else if (kind === SUBNET) [reads[1], i] = readDecision(r, i, netPolicy);
+    return i;
+  }
+  result(): [AccountView | undefined, SourceReads] {
+    return [this.account, this.reads];
+  }
+}
+
+class SuccessOp extends Op<JudgedSuccess> {
+  private judged!: JudgedSuccess;
+  answer(kind: number, r: unknown[], i: number): number {
+    if (kind === ACCOUNT) [this.judged, i] = readSuccess(r, i);
+    return i;
+  }
+  result(): JudgedSuccess {
+    return this.judged;
+  }
+}
+
+class FailOp extends Op<JudgedFailure> {
+  /** `failed`: the account's answer, when the notes go after it (on a Cluster). */
+  constructor(session: LoginSession, private failed?: JudgedFailure) {
+    super(session);
+  }
+  answer(kind: number, r: unknown[], i: number): number {
+    if (kind === ACCOUNT) [this.failed, i] = readFailure(r, i);
+    return i;
+  }
+  result(): JudgedFailure {
+    return this.failed!;
+  }
+}
+
+/** A unit of the state's batch: an operation's parts in one slot (all of them on a standalone Redis). */
+class LoginUnit<T> implements Unit {
+  readonly slot: number;
+  readonly keys: string[];
+  readonly args: string[];
+  constructor(
+    private readonly op: Op<T>,
+    private readonly parts: Part[],
+    readonly context: LoginContext,
+  ) {
+    this.slot = parts[0]!.slot;
+    if (parts.length === 1) {
+      this.keys = parts[0]!.keys;
+      this.args = parts[0]!.args;
+    } else {
+      const keys: string[] = (this.keys = []);
+      const args: string[] = (this.args = []);
+      for (const p of parts) {
+        for (const k of p.keys) keys.push(k);
+        for (const a of p.args) args.push(a);
+      }
+    }
+  }
+  answer(r: unknown[], i: number): number {
+    for (const p of this.parts) i = this.op.answer(p.kind, r, i);
+    this.op.answered();
+    return i;
+  }
+  fail(err: unknown): void {
+    this.op.reject(this.op.session.failure(err));
+  }
+}
+
+/**
+ * A bucket peek as the script replies it: allowed (1 or 0), remaining, resetAfterMs, retryAfterMs; or 2
+ * alone for a bucket that is full, whose peek is always the same (allowed, `burst` remaining, no wait).
+ */
 function readDecision(r: unknown[], i: number, p: Policy): [Decision, number] {
+  if (Number(r[i]) === 2) return [makeDecision(true, p.limit, p.burst ?? p.limit, 0, 0, 0, p.name, undefined, undefined), i + 1];
   return [makeDecision(Number(r[i]) === 1, p.limit, Number(r[i + 1]), Number(r[i + 2]), Number(r[i + 3]), 0, p.name, undefined, undefined), i + 4];
 }

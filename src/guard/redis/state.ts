@@ -26,7 +26,7 @@ import { defineLibrary } from '../../stores/redis/script.js';
 import { MemoryGuardState } from '../memory-state.js';
 import { registerGuardStateMaker, type AccountView, type FailOutcome, type GuardState, type JudgedFailure, type JudgedSuccess, type LoginConfig, type LoginPort, type Path, type SourceSpec, type SourceView } from '../state.js';
 import { LoginSession, type LoginHost } from './login.js';
-import { checkTags, code, invalid, none, num, readAccountView, readFailure, readSourceView, readSuccess, specArgs, tagArg, type Unit } from './wire.js';
+import { checkTags, code, invalid, none, num, readAccountView, readFailure, readSourceView, readSuccess, specArgs, tagArg, type LoginContext, type Unit } from './wire.js';
 
 /**
  * When Redis cannot answer within timeoutMs (down, frozen, not connected):
@@ -56,8 +56,13 @@ export interface RedisGuardStateStats extends ConnectionStats {
 }
 
 const KNOWN = new Set(['client', 'prefix', 'timeoutMs', 'onError']);
-/** Most operations per script call, so that one call never holds Redis long; a login's operations are never split. */
-const MAX_OPERATIONS = 256;
+/**
+ * Most operations per script call; a login's operations are never split. A turn's logins then go as
+ * several calls, written together: Redis answers the first while it runs the next, and the client reads
+ * that answer (and sends those logins' next calls) meanwhile, rather than the two taking turns on one big
+ * call. It also keeps one call from holding Redis long.
+ */
+export const MAX_OPERATIONS = 16;
 /** Most calls awaiting an answer, as RedisStore's default: beyond it calls fail fast instead of queueing. */
 const MAX_IN_FLIGHT = 1024;
 
@@ -216,7 +221,7 @@ export class RedisGuardState implements GuardState, LoginHost {
         slot: this.slot('gb', 'baselines'),
         keys: [this.baselinesKey()],
         args: ['RB'],
-        session: false,
+        context: undefined,
         answer: (r, i) => {
           const v = r[i];
           resolve(typeof v === 'string' && v.length > 0 ? v : undefined);
@@ -234,7 +239,7 @@ export class RedisGuardState implements GuardState, LoginHost {
         slot: this.slot('gb', 'baselines'),
         keys: [this.baselinesKey()],
         args: ['WB', num(Math.ceil(ttlMs)), baselines],
-        session: false,
+        context: undefined,
         answer: (_r, i) => {
           resolve();
           return i + 1;
@@ -257,7 +262,7 @@ export class RedisGuardState implements GuardState, LoginHost {
         slot: this.slot('gf', monitor),
         keys: adds.map(([bucket]) => this.failureCountKey(monitor, bucket)),
         args: ['SF', num(Math.ceil(ttlMs)), String(adds.length), ...adds.map(([, count]) => num(count))],
-        session: false,
+        context: undefined,
         answer: (r, i) => {
           resolve(r.slice(i, i + adds.length).map(Number));
           return i + adds.length;
@@ -311,7 +316,7 @@ export class RedisGuardState implements GuardState, LoginHost {
         slot,
         keys,
         args,
-        session: false,
+        context: undefined,
         answer: (r, i) => {
           const [value, next] = parse(r, i);
           resolve(value);
@@ -354,11 +359,21 @@ export class RedisGuardState implements GuardState, LoginHost {
     let sessions = false;
     for (const u of units) {
       for (const k of u.keys) keys.push(k);
-      if (u.session) sessions = true;
+      if (u.context !== undefined) sessions = true;
     }
     const args: string[] = [sessions ? String(this.sessions.length) : '0'];
     if (sessions) for (const s of this.sessions) for (const a of s) args.push(a);
-    for (const u of units) for (const a of u.args) args.push(a);
+    // A turn's logins mostly share one session and one coarse `now`: a T operation sets them for the
+    // operations that follow, sent only where they change.
+    let context: LoginContext | undefined;
+    for (const u of units) {
+      const c = u.context;
+      if (c !== undefined && (context === undefined || c.session !== context.session || c.now !== context.now)) {
+        args.push('T', c.session, c.now);
+        context = c;
+      }
+      for (const a of u.args) args.push(a);
+    }
     this.connection.send(GUARD_SCRIPT, keys, args, answerAll, units, units.length);
   }
 }

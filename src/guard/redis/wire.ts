@@ -14,11 +14,21 @@ export interface Unit {
   readonly slot: number;
   readonly keys: string[];
   readonly args: string[];
-  /** Whether its arguments refer to the sessions sent at the start of the call. */
-  readonly session: boolean;
+  /**
+   * A login operation's session number and time (`now`), which it shares with every part of it: the
+   * call sends them once, by a T operation before the first unit with a different pair, and the
+   * sessions themselves at its start. Undefined for the state's single operations.
+   */
+  readonly context: LoginContext | undefined;
   /** Reads its reply from r at i; returns the index after it. */
   answer(r: unknown[], i: number): number;
   fail(err: unknown): void;
+}
+
+/** A login operation's session number and time, as the script's T operation takes them. */
+export interface LoginContext {
+  readonly session: string;
+  readonly now: string;
 }
 
 /** An account view as the script replies it: 0, or 1 and uf, ff, ul, fl, lf, "fam,...". */

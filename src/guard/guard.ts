@@ -223,6 +223,7 @@ export class Guard {
     if (!standing.allowed) this.monitors.strangerMix.note(now, stranger);
     this.checked.set(t, { familiar, unfamiliarFailures: account?.unfamiliarFailures ?? 0, ipSource, netSource });
     let risk = 0;
+    let globalRisk = 0;
     if (ip !== undefined && exhausted(ip)) {
       reasons.push('ip-failures');
       raise(floor, 'block', untilOneToken(ip, c.ipFailuresPerDay, 86_400_000));
@@ -290,8 +291,9 @@ export class Guard {
       const evidence = this.monitors.evidence(now);
       for (const r of evidence.reasons) reasons.push(r);
       risk += evidence.risk;
+      globalRisk = evidence.risk;
     }
-    const verdict = decide(c, floor, risk, reasons);
+    const verdict = decide(c, floor, risk, reasons, globalRisk);
     // A refused attempt never reaches record(), so an attack that is being refused would drop out of the
     // failure rate and its sources' counts, end the signals, get through again, and so oscillate. A
     // stranger refused (challenge or worse) counts as a failure of its sources and of the global and
@@ -418,13 +420,16 @@ export class Guard {
     if (evidence.reasons.length === 0) return undefined;
     const seen = this.checked.get(t) ?? (await this.readPath(t, now));
     if (seen.familiar) return undefined;
-    // The attempt's own evidence. A source that failed on two accounts or more within the long window is a
-    // proxy that came back with a valid pair (one could be the person's own typo of the account name, just
-    // before); a hosting provider is not where people log in from.
+    // The attempt's own evidence. An address that failed on another account within the long window is a
+    // proxy come back with a valid pair: a slow stuffer uses each address a few times a week. A subnet
+    // holds many customers, so it takes two. The account's own strangers' failures may have come from
+    // this source (the person's typos just before), so one failed account is taken off for them. A
+    // hosting provider is not where people log in from.
     const own: string[] = [];
     if (seen.unfamiliarFailures > 0) own.push('account-stranger-failures');
-    const proxy = (s: SourceView | undefined) => s !== undefined && s.distinctFailedAccountsLong >= 2 && !vouched(s);
-    if (proxy(seen.ipSource) || proxy(seen.netSource)) own.push('source-failed-elsewhere');
+    const elsewhere = (s: SourceView | undefined, least: number) =>
+      s !== undefined && s.distinctFailedAccountsLong - (seen.unfamiliarFailures > 0 ? 1 : 0) >= least && !vouched(s);
+    if (elsewhere(seen.ipSource, 1) || elsewhere(seen.netSource, 2)) own.push('source-failed-elsewhere');
     if (t.standing.hosting) own.push('hosting-provider');
     // Strangers' failures on the account alone are the owner's misfortune as often as an attack: with no
     // evidence on the attempt itself, 'suspicious' lets the owner in, unless a wave is failing right now

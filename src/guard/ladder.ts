@@ -50,9 +50,14 @@ export function riskAction(c: GuardConfig, risk: number): GuardAction {
   return 'allow';
 }
 
-/** Combines the floor and the risk into the verdict. */
-export function decide(c: GuardConfig, floor: Floor, risk: number, reasons: readonly string[]): GuardVerdict {
-  const byRisk = riskAction(c, risk);
+/**
+ * Combines the floor and the risk into the verdict. `globalRisk` is the part of `risk` that says an attack
+ * is under way somewhere (the global monitors), not that this attempt is one: it steps an attempt up but
+ * never blocks it, since a person can pass a second factor and cannot pass a block.
+ */
+export function decide(c: GuardConfig, floor: Floor, risk: number, reasons: readonly string[], globalRisk = 0): GuardVerdict {
+  let byRisk = riskAction(c, risk);
+  if (byRisk === 'block' && risk - globalRisk < c.blockAt) byRisk = 'mfa';
   const action = rank(byRisk) > rank(floor.action) ? byRisk : floor.action;
   let delayMs = 0;
   let retryAfterMs = 0;

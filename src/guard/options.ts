@@ -92,7 +92,8 @@ export interface GuardOptions {
   ipDistinctAccounts?: number;
   /**
    * Window of the long distinct-accounts count per address, read from the same capped set as the short
-   * one: a low-and-slow sprayer fails on a couple of accounts an hour per address. Default '1d'.
+   * one: a low-and-slow sprayer fails on a couple of accounts an hour per address, and a slow stuffer's
+   * proxy on one or two a week, so this is also how long a source's failures are remembered. Default '7d'.
    */
   longSourceWindow?: number | string;
   /** Distinct accounts failing from one address within `longSourceWindow`. Default 2. */
@@ -415,7 +416,7 @@ export function resolveOptions(options: GuardOptions, env: string | undefined): 
     sourceWindowMs: duration(o, 'sourceWindow', '30m'),
     ratioWindowMs: duration(o, 'ratioWindow', '1d'),
     ipDistinctAccounts: integer(o, 'ipDistinctAccounts', 10, 2, 1000),
-    longSourceWindowMs: duration(o, 'longSourceWindow', '1d'),
+    longSourceWindowMs: duration(o, 'longSourceWindow', '7d'),
     ipDistinctAccountsLong: integer(o, 'ipDistinctAccountsLong', 2, 2, 1000),
     subnetDistinctAccounts: integer(o, 'subnetDistinctAccounts', 20, 2, 1000),
     fingerprintDistinctAccounts: integer(o, 'fingerprintDistinctAccounts', 5, 2, 1000),

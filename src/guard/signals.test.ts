@@ -14,7 +14,7 @@ const fail = (account: string, ip: string, fingerprint?: string) =>
 test('ten distinct accounts failing from one address within 30 min: challenged, harder than the base', async () => {
   const { guard, advance } = makeGuard({ ratioMinFailures: 10_000 });
   for (let i = 0; i < 9; i++) await guard.record(fail(`user${i}`, v4(1)));
-  // Nine are below the short threshold; the day's count (two or more) is the weaker long signal.
+  // Nine are below the short threshold; the week's count (two or more) is the weaker long signal.
   assert.deepEqual((await guard.check({ account: 'next', ip: v4(1) })).reasons, ['ip-distinct-accounts-long']);
   await guard.record(fail('user9', v4(1)));
   assert.deepEqual(await guard.check({ account: 'next', ip: v4(1) }), {
@@ -22,8 +22,8 @@ test('ten distinct accounts failing from one address within 30 min: challenged, 
   });
   // The same account failing again is not another distinct account.
   advance(60 * 60_000 + 1000);
-  assert.deepEqual((await guard.check({ account: 'next', ip: v4(1) })).reasons, ['ip-distinct-accounts-long'], 'the short window forgot them; the day has not');
-  advance(86_400_000);
+  assert.deepEqual((await guard.check({ account: 'next', ip: v4(1) })).reasons, ['ip-distinct-accounts-long'], 'the short window forgot them; the week has not');
+  advance(7 * 86_400_000);
   assert.deepEqual((await guard.check({ account: 'next', ip: v4(1) })).reasons, [], 'forgotten after the long window');
 });
 
@@ -131,7 +131,7 @@ test('a refused stranger counts as a failure of its sources, so refusing an atta
   assert.deepEqual((await guard.check({ account: 'user10', ip: '203.0.113.9' })).reasons, ['ip-distinct-accounts', 'failure-ratio', 'hosting-provider']);
 });
 
-test('ip-distinct-accounts-long: a slow sprayer failing on two accounts a day from one address; alone a delay', async () => {
+test('ip-distinct-accounts-long: a slow sprayer failing on two accounts a week from one address; alone a delay', async () => {
   const { guard, advance } = makeGuard({ ratioMinFailures: 10_000 });
   await guard.record(fail('user0', v4(1)));
   advance(3 * 3_600_000); // hours apart: the 30-minute window never holds two
@@ -142,7 +142,7 @@ test('ip-distinct-accounts-long: a slow sprayer failing on two accounts a day fr
     action: 'delay', delayMs: 1000, retryAfterMs: 0, challenge: undefined, risk: 1, reasons: ['ip-distinct-accounts-long'],
   });
   assert.deepEqual((await guard.check({ account: 'x', ip: v4(2) })).reasons, [], 'a neighbour has its own count');
-  advance(86_400_000 - 3 * 3_600_000 + 1000); // user0 leaves the day
+  advance(7 * 86_400_000 - 3 * 3_600_000 + 1000); // user0 leaves the week
   assert.deepEqual((await guard.check({ account: 'x', ip: v4(1) })).reasons, []);
 });
 

@@ -70,19 +70,46 @@ test('risk at success: without evidence of stuffing a stranger logs in as before
   assert.deepEqual([r.action, r.reasons], ['allow', []]);
 });
 
-test("successStepUp: 'off' never steps up; 'suspicious' needs the attempt's own evidence, such as its address failing elsewhere", async () => {
+test("successStepUp: 'off' never steps up; 'suspicious' needs the attempt's own evidence, such as its address failing on another account", async () => {
   const off = makeGuard({ successStepUp: 'off' });
   await leakedList(off.guard, 30);
   assert.equal((await login(off.guard, 'alice', lone(7))).action, 'allow');
 
-  const { guard } = makeGuard({ successStepUp: 'suspicious' });
+  const { guard, advance } = makeGuard({ successStepUp: 'suspicious' });
   await leakedList(guard, 30);
   assert.equal((await login(guard, 'alice', lone(7))).action, 'allow', 'a clean address');
-  // lone(1003) tried leak3@... before, and one more: a stuffer's proxy coming back with a valid pair.
-  await guard.record({ account: 'leak-more@mail.test', ip: lone(1003), success: false, accountExists: false });
-  const r = await login(guard, 'dave', lone(1003));
+  // lone(1004) tried leak4@... before: a stuffer's proxy coming back with a valid pair, days later.
+  advance(3 * 86_400_000);
+  await leakedList(guard, 30, 100);
+  const r = await login(guard, 'dave', lone(1004));
   assert.equal(r.action, 'mfa');
-  assert.deepEqual(r.reasons, ['stranger-success', 'unknown-account-anomaly', 'source-failed-elsewhere']);
+  assert.deepEqual(r.reasons, ['stranger-success', 'stranger-failure-anomaly', 'unknown-account-anomaly', 'source-failed-elsewhere']);
+});
+
+test("successStepUp 'suspicious': a person's own typos from a new address do not make it a proxy, nor one failure elsewhere in its subnet", async () => {
+  const { guard } = makeGuard({ successStepUp: 'suspicious' });
+  await leakedList(guard, 30);
+  for (const typo of ['erin-typo-1', 'erin-typo-2']) await guard.record({ account: 'erin', ip: '10.200.0.1', success: false, password: typo });
+  assert.equal((await login(guard, 'erin', '10.200.0.1')).action, 'allow', 'her own typos');
+  await guard.record({ account: 'someone-else', ip: '10.201.0.1', success: false, password: 'x' });
+  assert.equal((await login(guard, 'frank', '10.201.0.2')).action, 'allow', 'one failed account in the /24');
+  await guard.record({ account: 'someone-else', ip: '10.201.0.3', success: true });
+  await guard.record({ account: 'a-third', ip: '10.201.0.4', success: false, password: 'y' });
+  await guard.record({ account: 'a-fourth', ip: '10.201.0.5', success: false, password: 'z' });
+  assert.equal((await login(guard, 'gina', '10.201.0.6')).action, 'mfa', 'three failed accounts and one success in the /24');
+});
+
+test('legit user blocked in spraying-one-/64: evidence of an attack elsewhere steps an attempt up to MFA, never blocks it', async () => {
+  // The global monitors alone, weighted past blockAt: a stranger is asked for a second factor, not refused.
+  const { guard } = makeGuard({ weights: { unknownAccountAnomaly: 6, ipDistinctAccounts: 6 } });
+  await leakedList(guard, 30);
+  const v = await guard.check({ account: 'harry', ip: lone(9) });
+  assert.equal(v.action, 'mfa');
+  assert.deepEqual(v.reasons, ['unknown-account-anomaly']);
+  assert.ok(v.risk >= 6, `risk ${v.risk}`);
+  // Its own evidence still blocks: ten accounts failing from one address, a sprayer, at the same weight.
+  for (let i = 0; i < 10; i++) await guard.record({ account: `sprayed${i}`, ip: lone(10), success: false, password: 'Summer2026!' });
+  assert.equal((await guard.check({ account: 'ivan', ip: lone(10) })).action, 'block');
 });
 
 test('risk at success without check() in this process: the account and sources are read, and the answer is the same', async () => {

@@ -64,7 +64,7 @@ test('the low-and-slow options: defaults, and bad values named', () => {
   const c = resolveOptions({ secret: SECRET }, undefined);
   assert.deepEqual(
     [c.longSourceWindowMs, c.ipDistinctAccountsLong, c.strangerAnomalyBucketMs, c.strangerAnomalyBaselineBuckets, c.strangerAnomalyWarmupBuckets, c.strangerAnomalySigma, c.strangerAnomalyMinFailures, c.weights.ipDistinctAccountsLong, c.weights.strangerAnomaly],
-    [86_400_000, 2, 3_600_000, 24, 12, 3, 10, 1, 1],
+    [7 * 86_400_000, 2, 3_600_000, 24, 12, 3, 10, 1, 1],
   );
   assert.throws(() => resolveOptions({ secret: SECRET, ipDistinctAccountsLong: 1 }, undefined), { code: 'ERR_SLUICE_INVALID_OPTION', message: /'ipDistinctAccountsLong' must be an integer from 2 to 1000, got 1/ });
   assert.throws(() => resolveOptions({ secret: SECRET, longSourceWindow: '10m' }, undefined), { code: 'ERR_SLUICE_INVALID_OPTION', message: /'longSourceWindow' \(600000 ms\) must be at least 'sourceWindow'/ });

@@ -14,12 +14,16 @@ const scenario = (name: string) => makeAttacks(users, seededRandom(4)).find((a) 
 test('stuffing-slow: successStepUp stuffing stops the takeovers at the correct password; the default steps up only attempts with evidence of their own', async () => {
   const strict = await runScenario(scenario('stuffing-slow'), users, population, 18, { successStepUp: 'stuffing' });
   assert.ok(strict.compromised <= 0.1 * strict.compromisedNoGuard, `${strict.compromised} of ${strict.compromisedNoGuard}`);
-  assert.ok(strict.stoppedAtSuccess >= 0.9 * strict.compromisedNoGuard, `stopped ${strict.stoppedAtSuccess}`);
+  // The rest were refused before the password: their proxies had failed on other accounts that week.
+  assert.ok(strict.stoppedAtSuccess >= 0.5 * strict.compromisedNoGuard, `stopped ${strict.stoppedAtSuccess}`);
   assert.ok(strict.attackReasons.has('stranger-success') && strict.attackReasons.has('unknown-account-anomaly'), [...strict.attackReasons.keys()].join());
   assert.equal(strict.legitBlocked, 0);
   const byDefault = await runScenario(scenario('stuffing-slow'), users, population, 18);
   assert.ok(byDefault.legitChallenged + byDefault.legitSteppedUp <= 0.01 * byDefault.legitUsers, `${byDefault.legitChallenged} challenged, ${byDefault.legitSteppedUp} stepped up`);
   assert.ok(byDefault.legitSteppedUpAtSuccess < strict.legitSteppedUpAtSuccess, 'the default trades takeovers for fewer prompts');
+  assert.ok(byDefault.attackReasons.has('source-failed-elsewhere'), [...byDefault.attackReasons.keys()].join());
+  const off = await runScenario(scenario('stuffing-slow'), users, population, 18, { successStepUp: 'off' });
+  assert.ok(byDefault.compromised < off.compromised, `${byDefault.compromised} against ${off.compromised} with 'off'`);
 });
 
 test('a fresh guard (no history) stops a fast stuffing wave within its first 5 minutes', async () => {

@@ -168,8 +168,8 @@ export interface GuardOptions {
    * unfamiliar path (no device and no network the account has used) while the guard sees stuffing (an
    * unknown-account, stranger-mix, stranger-failure or global-failure anomaly):
    * - 'suspicious' (default): while the global failure rate is anomalous (a wave, minutes long), or when
-   *   the attempt carries evidence of its own as well (its address or subnet failed on two accounts or more
-   *   within `longSourceWindow`, a hosting-provider address);
+   *   the attempt carries evidence of its own as well (its address failed on another account within
+   *   `longSourceWindow`, its subnet on two, a hosting-provider address);
    * - 'stuffing': for every such success, at the price of a second factor for legitimate users who log in
    *   from a new device and a new network while an attack lasts (docs/guard.md has the trade-off measured);
    * - 'off': never steps up at success.

@@ -98,11 +98,27 @@ local function decodeAccount(raw)
   }
 end
 
+-- The tag lists of the records this library wrote, by their text (a function library's locals outlive
+-- a call): a list is split again from its text (a string per tag) only when it is not here. Each is taken
+-- by the first record that reads it back, as that record may change it; at most MAX_LISTS are kept.
+local LISTS, NLISTS, MAX_LISTS = {}, 0, 4096
+
+local function joined(list)
+  local text = table.concat(list, ',')
+  if #list > 1 then
+    if NLISTS >= MAX_LISTS then LISTS, NLISTS = {}, 0 end
+    LISTS[text], NLISTS = list, NLISTS + 1
+  end
+  return text
+end
+
 -- A record's tag list, split from its text the first time an operation needs it as a list.
 local function listOf(r, field, text)
   local t = r[field]
   if not t then
-    t = split(r[text])
+    local raw = r[text]
+    t = LISTS[raw]
+    if t then LISTS[raw] = nil else t = split(raw) end
     r[field] = t
   end
   return t
@@ -112,8 +128,8 @@ local function pwOf(r) return listOf(r, 'pw', 'pwRaw') end
 local function famOf(r) return listOf(r, 'fam', 'famRaw') end
 
 local function encodeAccount(r)
-  local pw = r.pw and table.concat(r.pw, ',') or r.pwRaw
-  local fam = r.fam and table.concat(r.fam, ',') or r.famRaw
+  local pw = r.pw and joined(r.pw) or r.pwRaw
+  local fam = r.fam and joined(r.fam) or r.famRaw
   return spack(ACC_HEAD, r.uf, r.ff, r.ul, r.fl, r.lf, r.fu, r.exp, #pw, #fam) .. pw .. fam .. packDoubles(r.famu)
 end
 
@@ -312,7 +328,7 @@ end
 local function tagsOf(src) return listOf(src, 'tags', 'tagsRaw') end
 
 local function encodeSource(src)
-  local tags = src.tags and table.concat(src.tags, ',') or src.tagsRaw
+  local tags = src.tags and joined(src.tags) or src.tagsRaw
   return spack(SRC_HEAD, src.gen, src.f, src.s, src.pf, src.ps, src.last, src.b[1], src.b[2], src.bend, #tags) .. tags .. packDoubles(src.seen)
 end
 

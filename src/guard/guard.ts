@@ -346,7 +346,7 @@ export class Guard {
   /** record() on Redis: the same writes as recordOn, in one batch operation (two on a Cluster for a counted failure). */
   private async recordByLogin(login: LoginPort, t: TaggedAttempt, outcome: LoginOutcome, now: number): Promise<RecordResult> {
     if (outcome.success) {
-      const judged = await login.succeed(t, now);
+      const judged = await login.succeed(t, now, this.checked.get(t)?.familiar);
       this.monitors.noteSuccess(now);
       return ALLOWED(judged.path === 'familiar' ? judged.unfamiliarFailuresBefore : 0);
     }
@@ -374,6 +374,11 @@ export class Guard {
       unfamiliarBefore = account?.unfamiliarFailures ?? 0;
     }
     if (success) {
+      // A success vouches for its sources when its path is familiar; a stranger's is noted only where a
+      // source is tracked already (GuardState.noteSource). The path is known here when it was read first;
+      // a judging state tells it with its write, so unless check() in this process found it, the notes
+      // wait for that answer.
+      const familiar = path !== undefined ? path === 'familiar' : this.checked.get(t)?.familiar;
       // Independent writes to different records: sent together (see check).
       const writes = all([
         path === undefined
@@ -382,11 +387,15 @@ export class Guard {
         // A store that cannot forget rejects its reset (RedisStore during an outage); the pair lane then
         // keeps its count, which errs towards caution, and the login still records. Other errors stand.
         resetKeepingUnavailable(p.pair, t.pairKey),
-        this.noteSources(state, t, false, now),
+        familiar === undefined ? undefined : this.noteSources(state, t, false, now, !familiar),
       ] as const);
       const [judged] = isPromise(writes) ? await writes : writes;
-      this.monitors.noteSuccess(now);
       if (judged !== undefined) [path, unfamiliarBefore] = [judged.path, judged.unfamiliarFailuresBefore];
+      if (familiar === undefined) {
+        const noted = this.noteSources(state, t, false, now, path !== 'familiar');
+        if (isPromise(noted)) await noted;
+      }
+      this.monitors.noteSuccess(now);
       return ALLOWED(path === 'familiar' ? unfamiliarBefore : 0);
     }
     const passwordTag = password === undefined ? undefined : this.hasher.passwordTag(t.account, password);
@@ -485,15 +494,19 @@ export class Guard {
     return this.monitors.failures.currentCount(this.clock());
   }
 
-  /** Notes the attempt on its address, subnet and fingerprint: a Promise only if the state answers with one. */
-  private noteSources(state: GuardState, t: TaggedAttempt, failed: boolean, now: number): MaybePromise<unknown> {
+  /**
+   * Notes the attempt on its address, subnet and fingerprint: a Promise only if the state answers with one.
+   * `onlyIfTracked`: a stranger's success, noted only where a source is already tracked (GuardState.noteSource).
+   */
+  private noteSources(state: GuardState, t: TaggedAttempt, failed: boolean, now: number, onlyIfTracked = false): MaybePromise<unknown> {
     const spec = this.sourceSpec;
     return all([
-      state.noteSource(t.address, t.account, failed, now, spec),
-      state.noteSource(t.subnet, t.account, failed, now, spec),
-      t.fingerprint === undefined ? undefined : state.noteSource(t.fingerprint, t.account, failed, now, spec),
+      state.noteSource(t.address, t.account, failed, now, spec, onlyIfTracked),
+      state.noteSource(t.subnet, t.account, failed, now, spec, onlyIfTracked),
+      t.fingerprint === undefined ? undefined : state.noteSource(t.fingerprint, t.account, failed, now, spec, onlyIfTracked),
     ]);
   }
+
 
   private highRatio(s: SourceView | undefined): boolean {
     if (s === undefined || s.failures < this.config.ratioMinFailures) return false;

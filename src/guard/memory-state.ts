@@ -182,8 +182,8 @@ export class MemoryGuardState implements GuardState {
 
   // ---- sources ----
 
-  noteSource(source: string, account: string, failed: boolean, now: number, spec: SourceSpec): SourceView {
-    return this.sources.note(source, account, failed, now, spec);
+  noteSource(source: string, account: string, failed: boolean, now: number, spec: SourceSpec, onlyIfTracked = false): SourceView {
+    return this.sources.note(source, account, failed, now, spec, onlyIfTracked);
   }
 
   readSource(source: string, now: number, spec: SourceSpec): SourceView | undefined {

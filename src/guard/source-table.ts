@@ -53,9 +53,12 @@ export class SourceTable {
     return this.index.size;
   }
 
-  note(source: string, account: string, failed: boolean, now: number, spec: SourceSpec): SourceView {
+  /** A failure or a success; with `onlyIfTracked`, a success only on a live row (GuardState.noteSource). */
+  note(source: string, account: string, failed: boolean, now: number, spec: SourceSpec, onlyIfTracked = false): SourceView {
     this.longestWindowMs = Math.max(this.longestWindowMs, longestWindow(spec));
-    const o = (this.index.get(source) ?? this.insert(source, now)) * SLOTS;
+    const row = this.index.get(source);
+    if (!failed && onlyIfTracked && (row === undefined || this.slab[row * SLOTS + LAST_AT]! + 2 * longestWindow(spec) <= now)) return UNTRACKED;
+    const o = (row ?? this.insert(source, now)) * SLOTS;
     const s = this.slab;
     roll(s, o, now, spec.ratioWindowMs);
     s[o + LAST_AT] = now;
@@ -199,6 +202,9 @@ export class SourceTable {
     this.free.push(row);
   }
 }
+
+/** The view of a source not tracked. */
+const UNTRACKED: SourceView = Object.freeze({ failures: 0, successes: 0, distinctFailedAccounts: 0, distinctFailedAccountsLong: 0 });
 
 /** How long a distinct entry can still count: the longer of the two distinct windows. */
 function setWindow(spec: SourceSpec): number {

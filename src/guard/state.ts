@@ -114,8 +114,13 @@ export interface GuardState {
   /**
    * Notes one attempt from `source` (an address, subnet or fingerprint tag): a failure on `account`, or a
    * success. Returns the view after it. The record expires two of its longer window after its last attempt.
+   * With `onlyIfTracked`, a success is noted only on a source that has a live record (one that failed
+   * within its windows), and otherwise nothing is written and the view is all zeros: a stranger's first
+   * success somewhere says little of the source, and most sources never fail, so tracking each one's
+   * successes would cost a write per login. Successes on familiar paths are always noted: they are what
+   * vouches for a shared network (see guard.ts, vouched).
    */
-  noteSource(source: string, account: string, failed: boolean, now: number, spec: SourceSpec): MaybePromise<SourceView>;
+  noteSource(source: string, account: string, failed: boolean, now: number, spec: SourceSpec, onlyIfTracked?: boolean): MaybePromise<SourceView>;
   /** The source's view now, or undefined if it has none. */
   readSource(source: string, now: number, spec: SourceSpec): MaybePromise<SourceView | undefined>;
   /**
@@ -175,8 +180,12 @@ export interface OfflineParts {
 export interface LoginPort {
   /** The account with its pair bucket, and with `sources` the address's, subnet's and fingerprint's records and the first two's buckets. */
   read(t: TaggedAttempt, now: number, sources: boolean): Promise<[AccountView | undefined, SourceReads]>;
-  /** A success: judged, the pair bucket forgotten, every source noted. */
-  succeed(t: TaggedAttempt, now: number): Promise<JudgedSuccess>;
+  /**
+   * A success: judged, the pair bucket forgotten, every source noted (a stranger's success only where the
+   * source is tracked: see noteSource). `familiar`: the path as check() found it, if this process checked
+   * the attempt; the state may judge it again when it writes.
+   */
+  succeed(t: TaggedAttempt, now: number, familiar: boolean | undefined): Promise<JudgedSuccess>;
   /** A failure: counted unless the password repeats, its backoff lock (jittered by `random`), the buckets charged, every source noted. */
   fail(t: TaggedAttempt, passwordTag: string | undefined, random: number, now: number): Promise<JudgedFailure>;
   readonly offline: OfflineParts | undefined;

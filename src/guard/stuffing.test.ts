@@ -196,13 +196,23 @@ test('a persisted baseline the guard cannot read or parse is ignored: the guard 
 test('collateral: a /24 shared with a sprayer is not a sprayer while real users log in from it', async () => {
   const run = async (withUsers: boolean) => {
     const { guard } = makeGuard({ ratioMinFailures: 10_000 });
-    // Real users at home in 198.51.100.0/24, each familiar with its own address.
-    if (withUsers) for (let u = 0; u < 30; u++) await login(guard, `home${u}`, v4(100 + u));
+    // Real users at home in 198.51.100.0/24, each familiar with its own address: a first login there makes
+    // it familiar, and the logins after vouch for it.
+    if (withUsers) for (let u = 0; u < 30; u++) for (let k = 0; k < 2; k++) await login(guard, `home${u}`, v4(100 + u));
     for (let i = 0; i < 20; i++) await guard.record({ account: `victim${i}`, ip: v4(i), success: false });
     return (await guard.check({ account: 'newcomer', ip: v4(200) })).reasons;
   };
   assert.ok((await run(false)).includes('subnet-distinct-accounts'), 'a sprayer alone in its /24');
   assert.ok(!(await run(true)).includes('subnet-distinct-accounts'), 'a /24 where real users log in');
+});
+
+test("a stranger's success writes no source record where none failed; a familiar success does", async () => {
+  // (A stranger's success on a source that failed counts: signals.test.ts, 'successes dilute it'.)
+  const { guard, state } = makeGuard();
+  await login(guard, 'dana', v4(7));
+  assert.equal(state.sourceCount, 0, 'a first login from a source that never failed: no address or subnet record');
+  await login(guard, 'dana', v4(7));
+  assert.equal(state.sourceCount, 2, 'a familiar login vouches for its address and subnet');
 });
 
 test("a new user's first success clears the hindrance for that path", async () => {

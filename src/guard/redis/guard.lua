@@ -9,6 +9,9 @@
 -- when the batch ends: each redis.call costs more than the Lua around it, so a login's reads cost a share
 -- of one command, and a stuffing wave's many attempts from one address one write of it.
 --
+-- Reads are not here: a check reads its keys with a plain MGET and decodes them in the app (records.ts,
+-- the twin of decodeAccount, liveAccount and decodeSource below), so a check costs Redis no script.
+--
 -- Keys and values (all packed with struct, little-endian doubles):
 --   account  <prefix>:{ga:<account>}          uf ff ul fl lf fu exp, then the wrong password tags and the
 --                                              familiar source tags (comma-joined), then familiar ends
@@ -20,7 +23,7 @@
 --   failures <prefix>:{gf:<monitor>}:<bucket>  the fleet's anomaly count (INCRBY)
 --
 -- ARGV: the number of sessions, each session's signature and constants (a guard's options, SESSION_ARGS
--- values), then per operation its code and arguments; a login's operations (AR SR AF AS SN) take their
+-- values), then per operation its code and arguments; a login's operations (AF AS SN) take their
 -- session and time from the last T operation before them. Reply: one flat array, each operation's fields
 -- in turn.
 
@@ -270,16 +273,6 @@ local function succeedAccount(key, now, path, familiarMs, maxFamiliar, tags)
   return path, ufBefore
 end
 
-local function accountView(out, n, r)
-  if r == nil then
-    out[n + 1] = 0
-    return n + 1
-  end
-  out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6], out[n + 7] =
-    1, r.uf, r.ff, ms(r.ul), ms(r.fl), ms(r.lf), r.fam and table.concat(r.fam, ',') or r.famRaw
-  return n + 7
-end
-
 -- ---- buckets (token-bucket.lua's state: deficit, time of the last change) ----
 
 local function decodeBucket(raw)
@@ -298,22 +291,6 @@ local function pairBucket(key)
     REC[key] = b
   end
   return b
-end
-
-local V = { next = {} }
-
--- A peek (cost 0) at bucket b under policy p: allowed (1 or 0), remaining, resetAfterMs, retryAfterMs;
--- or 2 alone when the bucket is full (no deficit once refilled), whose peek is always (1, burst, 0, 0).
-local function peek(out, n, p, b, now)
-  local at = b[2]
-  if now > at then at = now end
-  if b[1] - (at - b[2]) * p.limit <= 0 then
-    out[n + 1] = 2
-    return n + 1
-  end
-  TB.evaluate(p, b, now, 0, V)
-  out[n + 1], out[n + 2], out[n + 3], out[n + 4] = V.allowed and 1 or 0, V.remaining, V.reset, V.retry
-  return n + 4
 end
 
 -- ---- sources ----
@@ -385,24 +362,19 @@ local function sourceView(out, n, src, now, distinctMs, longMs)
   return n + 7
 end
 
--- A source as the memory table's read(): none if idle, else rolled to now.
-local function readSource(key, now, ratioMs, idleMs)
-  local src = source(key)
-  if not live(src, now, idleMs) then return nil, src end
-  roll(src, ratioMs, now)
-  return src, src
-end
-
--- source-table.ts's note(): a failure on `account` or a success. The record's end is kept for the write.
-local function noteSource(key, now, account, failed, ratioMs, setMs, maxDistinct, idleMs)
+-- source-table.ts's note(): a failure on `account` ('1'), a success ('0'), or a stranger's success ('t'),
+-- which is noted only on a source already tracked (live): nil then, and nothing is written. The record's
+-- end is kept for the write.
+local function noteSource(key, now, account, what, ratioMs, setMs, maxDistinct, idleMs)
   local src = source(key)
   if not live(src, now, idleMs) then
+    if what == 't' then return nil end
     src.gen, src.f, src.s, src.pf, src.ps, src.tags, src.seen = 0, 0, 0, 0, 0, {}, {}
   end
   src.empty = nil
   roll(src, ratioMs, now)
   src.last = now
-  if failed then
+  if what == '1' then
     src.f = src.f + 1
     noteDistinct(src, account, now, setMs, maxDistinct)
   else
@@ -516,6 +488,8 @@ local function run(KEYS, ARGV)
   local out, n, k = {}, 0, 1
   local nargs = #ARGV
   local skip = 0
+  -- The path the last AS judged, for the SN operations of its success that follow ('j').
+  local judged = 'u'
   local s, now
   while a <= nargs do
     local op = ARGV[a]
@@ -529,41 +503,6 @@ local function run(KEYS, ARGV)
       -- The session and time of the login operations that follow. ARGV: session, now.
       s, now = S[tonumber(ARGV[a + 1])], tonumber(ARGV[a + 2])
       a = a + 3
-    elseif op == 'AR' then
-      -- A login's check, account part: the account's view and a peek at its pair bucket.
-      n = accountView(out, n, liveAccount(KEYS[k], now))
-      local pk = KEYS[k + 1]
-      if not REC[pk] and (REC[pk] == false or not PRE[pk]) then
-        -- No bucket, or deleted earlier in this call: full.
-        out[n + 1] = 2
-        n = n + 1
-      else
-        n = peek(out, n, s.p, pairBucket(pk), now)
-      end
-      a, k = a + 1, k + 2
-    elseif op == 'SR' then
-      -- A login's check, one source: its view, then a peek at its bucket ('i' or 'n'; '-' for none).
-      local bk, key = ARGV[a + 1], KEYS[k]
-      if REC[key] == nil and not PRE[key] then
-        -- No record, and none made earlier in this call: no view, and a full bucket (peek's 2).
-        out[n + 1] = 0
-        n = n + 1
-        if bk ~= '-' then
-          out[n + 1] = 2
-          n = n + 1
-        end
-      else
-        local src, rec = readSource(key, now, s.ratioMs, s.idleMs)
-        if src == nil then
-          out[n + 1] = 0
-          n = n + 1
-        else
-          out[n + 1] = 1
-          n = sourceView(out, n + 1, src, now, s.distinctMs, s.longMs)
-        end
-        if bk ~= '-' then n = peek(out, n, s[bk], rec.b, now) end
-      end
-      a, k = a + 2, k + 1
     elseif op == 'AF' then
       -- A login's failure, account part: counted unless the password is one of the last three wrong
       -- ones; then the backoff lock and the pair bucket. ARGV: password tag, random, the attempt's tags
@@ -582,32 +521,39 @@ local function run(KEYS, ARGV)
       n = n + 4
       a, k = b + 1, k + 2
     elseif op == 'AS' then
-      -- A login's success, account part: the success, and the pair bucket forgotten. ARGV: tags.
-      local tags, b = tagsAt(a + 1)
+      -- A login's success, account part: the success, and the pair bucket forgotten. ARGV: '1' when the
+      -- pair's key follows the account's ('0': the check found no pair bucket), tags.
+      local tags, b = tagsAt(a + 2)
       local path, before = succeedAccount(KEYS[k], now, 'j', s.familiarMs, s.maxFamiliar, tags)
-      local pk = KEYS[k + 1]
-      if REC[pk] or (REC[pk] == nil and PRE[pk]) then -- a pair bucket there is: forgotten
-        REC[pk] = false
-        touch(pk, 'b')
+      judged = path
+      if ARGV[a + 1] == '1' then
+        local pk = KEYS[k + 1]
+        if REC[pk] or (REC[pk] == nil and PRE[pk]) then -- a pair bucket there is: forgotten
+          REC[pk] = false
+          touch(pk, 'b')
+        end
+        k = k + 1
       end
       out[n + 1], out[n + 2] = path, before
       n = n + 2
-      a, k = b, k + 2
+      a, k = b, k + 1
     elseif op == 'SN' then
-      -- A login's outcome on one source. ARGV: the account's tag, and '0' for a success, '1' for a
-      -- failure, 'i' or 'n' for a failure that also charges the address's or subnet's bucket. No reply.
-      local acct, what = ARGV[a + 1], ARGV[a + 2]
-      local src = noteSource(KEYS[k], now, acct, what ~= '0', s.ratioMs, s.setMs, s.maxDistinct, s.idleMs)
-      if what == 'i' or what == 'n' then
-        local p = s[what]
-        TB.adjust(p, src.b, now, 1)
-        src.bend = TB.idle(p, src.b)
+      -- A login's outcome on one source. ARGV: the account's tag, and '0' for a success, 't' for a
+      -- stranger's success (noted only where the source is tracked), 'j' for a success whose path the AS
+      -- before it judged ('0' if familiar, else 't'), '1' for a failure, 'i' or 'n' for a failure that also
+      -- charges the address's or subnet's bucket. No reply.
+      local key, acct, what = KEYS[k], ARGV[a + 1], ARGV[a + 2]
+      if what == 'j' then what = judged == 'f' and '0' or 't' end
+      -- A stranger's success where no record is, nor was made earlier in this call: nothing to note.
+      if what ~= 't' or REC[key] ~= nil or PRE[key] then
+        local src = noteSource(key, now, acct, (what == 'i' or what == 'n') and '1' or what, s.ratioMs, s.setMs, s.maxDistinct, s.idleMs)
+        if what == 'i' or what == 'n' then
+          local p = s[what]
+          TB.adjust(p, src.b, now, 1)
+          src.bend = TB.idle(p, src.b)
+        end
       end
       a, k = a + 3, k + 1
-    elseif op == 'RA' then
-      -- readAccount. ARGV: now.
-      n = accountView(out, n, liveAccount(KEYS[k], tonumber(ARGV[a + 1])))
-      a, k = a + 2, k + 1
     elseif op == 'FA' then
       -- failAccount. ARGV: now, path ('f', 'u', or 'j' to judge it from the tags), password tag ('' for
       -- none), memoryMs, tags. Replies counted, failures on the path, total, and the path.
@@ -642,28 +588,20 @@ local function run(KEYS, ARGV)
       out[n + 1], out[n + 2] = path, before
       n = n + 2
       a, k = b, k + 1
-    elseif op == 'NS' or op == 'RS' then
-      -- noteSource / readSource. ARGV: now, distinctWindowMs, ratioWindowMs, maxDistinct,
-      -- longDistinctWindowMs, and for noteSource the account tag and '1' for a failure or '0' for a success.
+    elseif op == 'NS' then
+      -- noteSource. ARGV: now, distinctWindowMs, ratioWindowMs, maxDistinct, longDistinctWindowMs, the
+      -- account tag, and '1' for a failure, '0' for a success, 't' for a stranger's success. Replies the
+      -- source's view after it (all zeros for a stranger's success on a source not tracked).
       local now, distinctMs, ratioMs, maxDistinct, longMs = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
       local setMs = max(distinctMs, longMs)
-      local idleMs = 2 * max(setMs, ratioMs)
-      if op == 'NS' then
-        local src = noteSource(KEYS[k], now, ARGV[a + 6], ARGV[a + 7] == '1', ratioMs, setMs, maxDistinct, idleMs)
+      local src = noteSource(KEYS[k], now, ARGV[a + 6], ARGV[a + 7], ratioMs, setMs, maxDistinct, 2 * max(setMs, ratioMs))
+      if src then
         n = sourceView(out, n, src, now, distinctMs, longMs)
-        a = a + 8
       else
-        local src = readSource(KEYS[k], now, ratioMs, idleMs)
-        if src == nil then
-          out[n + 1] = 0
-          n = n + 1
-        else
-          out[n + 1] = 1
-          n = sourceView(out, n + 1, src, now, distinctMs, longMs)
-        end
-        a = a + 6
+        out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6], out[n + 7] = floor(now / ratioMs), 0, 0, 0, 0, 0, 0
+        n = n + 7
       end
-      k = k + 1
+      a, k = a + 8, k + 1
     elseif op == 'SF' then
       -- shareFailures: the fleet's failure count per anomaly bucket. ARGV: time to live, the number of
       -- buckets, what to add to each. Replies each bucket's total after the additions.

@@ -12,14 +12,15 @@
  * state fails closed, and the guard then decides on `offline` as its memory path does.
  */
 import { createHash } from 'node:crypto';
-import { createAlgorithm, makeDecision, SluiceError } from '../../core/index.js';
+import { createAlgorithm, SluiceError } from '../../core/index.js';
 import type { Decision, Policy } from '../../core/index.js';
 import { Fallback, type OnError } from '../../stores/redis/failure.js';
 import type { StoreTable } from '../../stores/store.js';
 import type { TaggedAttempt } from '../attempt.js';
 import type { AccountView, GuardState, JudgedFailure, JudgedSuccess, LoginConfig, LoginPort, OfflineParts, SourceReads, SourceSpec } from '../state.js';
 import type { ConnectionStats } from '../../stores/redis/connection.js';
-import { checkTags, num, readAccountView, readFailure, readSourceView, readSuccess, type LoginContext, type Unit } from './wire.js';
+import { accountView, BucketPeek, sourceView } from './records.js';
+import { checkTags, num, readFailure, readSuccess, type LoginContext, type ReadUnit, type Unit } from './wire.js';
 
 /** The rejection of a login operation whose call failed, when the state does not fail closed. */
 export const OFFLINE = new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', 'RedisGuardState: Redis did not answer; the guard decides on its offline state');
@@ -37,12 +38,16 @@ export interface LoginHost {
   addSession(constants: string[]): number;
   offline(): GuardState | undefined;
   enqueue(unit: Unit): void;
+  enqueueRead(unit: ReadUnit): void;
 }
 
 export class LoginSession implements LoginPort {
   readonly offline: OfflineParts | undefined;
   private readonly id: string;
-  readonly bucketDays: [Policy, Policy, Policy];
+  /** The peeks of the address's, the subnet's and the pair's buckets. */
+  readonly peeks: [BucketPeek, BucketPeek, BucketPeek];
+  /** What each attempt's check found, as bits (PAIR, ADDRESS_FOUND, ...), for its record (dies with the tags). */
+  readonly found = new WeakMap<TaggedAttempt, number>();
 
   constructor(private readonly state: LoginHost, c: LoginConfig, storeOnError: OnError) {
     for (const p of [c.ip, c.subnet, c.pair]) {
@@ -62,7 +67,7 @@ export class LoginSession implements LoginPort {
     const signature = createHash('sha1').update(constants.join(',')).digest('base64url').slice(0, 16);
     this.id = String(state.addSession([signature, ...constants]));
     this.spec = s;
-    this.bucketDays = [c.ip, c.subnet, c.pair];
+    this.peeks = [new BucketPeek(c.ip), new BucketPeek(c.subnet), new BucketPeek(c.pair)];
     const offline = state.offline();
     const table = (p: Policy): StoreTable => {
       const f = new Fallback(storeOnError, { policies: [p], algorithms: [createAlgorithm(p)], clock: c.clock });
@@ -79,29 +84,57 @@ export class LoginSession implements LoginPort {
 
   /**
    * check()'s reads: the account with its pair bucket, and with `sources` the address's and subnet's
-   * records and buckets and the fingerprint's record.
+   * records and buckets and the fingerprint's record. A read, not a script: one MGET for all of them on a
+   * standalone Redis (one per slot on a Cluster, sent together), decoded here (records.ts).
    */
   read(t: TaggedAttempt, now: number, sources: boolean): Promise<[AccountView | undefined, SourceReads]> {
     const st = this.state;
-    const op = new CheckOp(this, now);
-    const parts: Part[] = [{ slot: st.slot('ga', t.account), keys: [st.accountKey(t.account), st.pairKey(t.account, t.address)], args: ['AR'], kind: ACCOUNT }];
+    // Sources not read count as found: a record then writes them as it would without this check.
+    const check = new CheckRead(this, t, now, sources ? 0 : ADDRESS_FOUND | SUBNET_FOUND | FINGERPRINT_FOUND);
+    const promise = new Promise<[AccountView | undefined, SourceReads]>((resolve, reject) => {
+      check.resolve = resolve;
+      check.reject = reject;
+    });
+    const parts: ReadPart[] = [{ slot: st.slot('ga', t.account), keys: [st.accountKey(t.account), st.pairKey(t.account, t.address)], kind: ACCOUNT }];
     if (sources) {
       parts.push(
-        { slot: st.slot('gs', t.address), keys: [st.sourceKey(t.address)], args: ['SR', 'i'], kind: ADDRESS },
-        { slot: st.slot('gs', t.subnet), keys: [st.sourceKey(t.subnet)], args: ['SR', 'n'], kind: SUBNET },
+        { slot: st.slot('gs', t.address), keys: [st.sourceKey(t.address)], kind: ADDRESS },
+        { slot: st.slot('gs', t.subnet), keys: [st.sourceKey(t.subnet)], kind: SUBNET },
       );
-      if (t.fingerprint !== undefined) parts.push({ slot: st.slot('gs', t.fingerprint), keys: [st.sourceKey(t.fingerprint)], args: ['SR', '-'], kind: FINGERPRINT });
+      if (t.fingerprint !== undefined) parts.push({ slot: st.slot('gs', t.fingerprint), keys: [st.sourceKey(t.fingerprint)], kind: FINGERPRINT });
     }
-    return this.send(op, parts, now);
+    const groups = st.cluster ? bySlot(parts) : [parts];
+    check.pending = groups.length;
+    for (const group of groups) st.enqueueRead(new LoginRead(check, group));
+    return promise;
   }
 
-  /** record()'s success: the account's success (its path judged there), the pair bucket forgotten, every source noted. */
-  succeed(t: TaggedAttempt, now: number): Promise<JudgedSuccess> {
+  /**
+   * record()'s success: the account's success (its path judged there), the pair bucket forgotten, every
+   * source noted, a stranger's success only on a source already tracked. On a standalone Redis one call,
+   * whose source notes follow the path the account's part judged; on a Cluster the notes are in other
+   * slots, so they follow `familiar` (check()'s judgement) when this process checked the attempt, and
+   * otherwise wait for the account's answer.
+   */
+  succeed(t: TaggedAttempt, now: number, familiar: boolean | undefined): Promise<JudgedSuccess> {
     checkTags(t.sources, 'source');
     const st = this.state;
-    const parts: Part[] = [{ slot: st.slot('ga', t.account), keys: [st.accountKey(t.account), st.pairKey(t.account, t.address)], args: ['AS', String(t.sources.length), ...t.sources], kind: ACCOUNT }];
-    this.notes(parts, t, false);
-    return this.send(new SuccessOp(this), parts, now);
+    // What the check in this process found: a key it found empty is left out (a stranger's success writes
+    // nothing where nothing is tracked), at the price of missing what another process wrote meanwhile.
+    const found = familiar === undefined ? undefined : this.found.get(t);
+    const pair = found === undefined || (found & PAIR) !== 0;
+    const accountKeys = pair ? [st.accountKey(t.account), st.pairKey(t.account, t.address)] : [st.accountKey(t.account)];
+    const account: Part = { slot: st.slot('ga', t.account), keys: accountKeys, args: ['AS', pair ? '1' : '0', String(t.sources.length), ...t.sources], kind: ACCOUNT };
+    const parts: Part[] = [account];
+    if (!st.cluster || familiar !== undefined) {
+      this.notes(parts, t, familiar === undefined ? 'j' : familiar ? '0' : 't', familiar === false ? found : undefined);
+      return this.send(new SuccessOp(this), parts, now);
+    }
+    return this.send(new SuccessOp(this), parts, now).then((judged) => {
+      const notes: Part[] = [];
+      this.notes(notes, t, judged.path === 'familiar' ? '0' : 't');
+      return this.send(new SuccessOp(this, judged), notes, now);
+    });
   }
 
   /**
@@ -115,7 +148,7 @@ export class LoginSession implements LoginPort {
     if (passwordTag !== undefined) checkTags([passwordTag], 'password');
     const st = this.state;
     const notes: Part[] = [];
-    this.notes(notes, t, true);
+    this.notes(notes, t, '1');
     // On a standalone Redis the source writes ride in the same call, skipped by the script when the
     // failure does not count; on a Cluster they are in other slots, so they wait for the answer.
     const together = !st.cluster;
@@ -132,16 +165,20 @@ export class LoginSession implements LoginPort {
     return this.send(new FailOp(this), [account], now).then((failed) => (failed.counted ? this.send(new FailOp(this, failed), notes, now) : failed));
   }
 
-  /** Adds to `parts` the SN operations of an outcome on the address, subnet and fingerprint. */
-  private notes(parts: Part[], t: TaggedAttempt, failed: boolean): void {
+  /**
+   * Adds to `parts` the SN operations of an outcome on the address, subnet and fingerprint: '1' a failure
+   * (which also charges the address's and subnet's buckets unless allow-listed), or a success: '0', 't'
+   * a stranger's, 'j' as the account's part before it judged (see guard.lua's SN).
+   */
+  private notes(parts: Part[], t: TaggedAttempt, outcome: '1' | '0' | 't' | 'j', found?: number): void {
     const st = this.state;
+    const failed = outcome === '1';
     const charge = failed && !t.standing.allowed;
-    const outcome = failed ? '1' : '0';
-    parts.push(
-      { slot: st.slot('gs', t.address), keys: [st.sourceKey(t.address)], args: ['SN', t.account, charge ? 'i' : outcome], kind: NOTE },
-      { slot: st.slot('gs', t.subnet), keys: [st.sourceKey(t.subnet)], args: ['SN', t.account, charge ? 'n' : outcome], kind: NOTE },
-    );
-    if (t.fingerprint !== undefined) parts.push({ slot: st.slot('gs', t.fingerprint), keys: [st.sourceKey(t.fingerprint)], args: ['SN', t.account, outcome], kind: NOTE });
+    // `found`: for a stranger's success, the sources the check found a record of; the others are left out.
+    const note = (bit: number) => found === undefined || (found & bit) !== 0;
+    if (note(ADDRESS_FOUND)) parts.push({ slot: st.slot('gs', t.address), keys: [st.sourceKey(t.address)], args: ['SN', t.account, charge ? 'i' : outcome], kind: NOTE });
+    if (note(SUBNET_FOUND)) parts.push({ slot: st.slot('gs', t.subnet), keys: [st.sourceKey(t.subnet)], args: ['SN', t.account, charge ? 'n' : outcome], kind: NOTE });
+    if (t.fingerprint !== undefined && note(FINGERPRINT_FOUND)) parts.push({ slot: st.slot('gs', t.fingerprint), keys: [st.sourceKey(t.fingerprint)], args: ['SN', t.account, outcome], kind: NOTE });
   }
 
   /**
@@ -161,14 +198,9 @@ export class LoginSession implements LoginPort {
       st.enqueue(new LoginUnit(op, parts, context));
       return promise;
     }
-    const bySlot = new Map<number, Part[]>();
-    for (const p of parts) {
-      const group = bySlot.get(p.slot);
-      if (group === undefined) bySlot.set(p.slot, [p]);
-      else group.push(p);
-    }
-    op.pending = bySlot.size;
-    for (const group of bySlot.values()) st.enqueue(new LoginUnit(op, group, context));
+    const groups = bySlot(parts);
+    op.pending = groups.length;
+    for (const group of groups) st.enqueue(new LoginUnit(op, group, context));
     return promise;
   }
 
@@ -212,41 +244,104 @@ abstract class Op<T> {
   }
 }
 
-class CheckOp extends Op<[AccountView | undefined, SourceReads]> {
+/** A read's part: keys of one slot, and what they are (how their values decode). */
+interface ReadPart {
+  slot: number;
+  keys: string[];
+  kind: number;
+}
+
+/** Parts by hash slot, for a Cluster: one call per slot involved. */
+function bySlot<P extends { slot: number }>(parts: P[]): P[][] {
+  const groups = new Map<number, P[]>();
+  for (const p of parts) {
+    const group = groups.get(p.slot);
+    if (group === undefined) groups.set(p.slot, [p]);
+    else group.push(p);
+  }
+  return [...groups.values()];
+}
+
+// What a check found, by key (LoginSession's `found`): a bit for each key that had a value.
+const PAIR = 1;
+const ADDRESS_FOUND = 2;
+const SUBNET_FOUND = 4;
+const FINGERPRINT_FOUND = 8;
+
+/** One check's reads in flight: decodes each part's values, and settles once every read has answered. */
+class CheckRead {
+  resolve!: (value: [AccountView | undefined, SourceReads]) => void;
+  reject!: (err: unknown) => void;
+  pending = 0;
   private account: AccountView | undefined;
   private readonly reads: SourceReads = [undefined, undefined, undefined as unknown as Decision, undefined, undefined, undefined];
-  constructor(session: LoginSession, private readonly now: number) {
-    super(session);
-  }
-  answer(kind: number, r: unknown[], i: number): number {
-    const reads = this.reads;
-    const [ipPolicy, netPolicy, pairPolicy] = this.session.bucketDays;
+  constructor(
+    readonly session: LoginSession,
+    private readonly t: TaggedAttempt,
+    private readonly now: number,
+    private found: number,
+  ) {}
+  answer(kind: number, values: readonly (Uint8Array | null)[], i: number): number {
+    const { reads, now } = this;
+    const [ip, subnet, pair] = this.session.peeks;
     if (kind === ACCOUNT) {
-      [this.account, i] = readAccountView(r, i);
-      [reads[2], i] = readDecision(r, i, pairPolicy);
-      return i;
+      this.account = accountView(values[i]!, now);
+      reads[2] = pair.pair(values[i + 1]!, now);
+      if (values[i + 1] !== null) this.found |= PAIR;
+      return i + 2;
     }
-    // A source: its view (0 for none), then its bucket's peek (none for a fingerprint).
-    const viewAt = kind === ADDRESS ? 3 : kind === SUBNET ? 4 : 5;
-    if (Number(r[i]) === 0) i++;
-    else [reads[viewAt], i] = readSourceView(r, i + 1, this.now, this.session.spec);
-    if (kind === ADDRESS) [reads[0], i] = readDecision(r, i, ipPolicy);
-    else if (kind === SUBNET) [reads[1], i] = readDecision(r, i, netPolicy);
+    // A source: its view, and its bucket's peek (none for a fingerprint).
+    const bytes = values[i]!;
+    const spec = this.session.spec;
+    if (bytes !== null) this.found |= kind === ADDRESS ? ADDRESS_FOUND : kind === SUBNET ? SUBNET_FOUND : FINGERPRINT_FOUND;
+    if (kind === ADDRESS) [reads[3], reads[0]] = [sourceView(bytes, now, spec), ip.source(bytes, now)];
+    else if (kind === SUBNET) [reads[4], reads[1]] = [sourceView(bytes, now, spec), subnet.source(bytes, now)];
+    else reads[5] = sourceView(bytes, now, spec);
+    return i + 1;
+  }
+  answered(): void {
+    if (--this.pending > 0) return;
+    this.session.found.set(this.t, this.found);
+    this.resolve([this.account, this.reads]);
+  }
+}
+
+/** A check's read of one slot (all of it on a standalone Redis), as a unit of the state's batch. */
+class LoginRead implements ReadUnit {
+  readonly slot: number;
+  readonly keys: string[];
+  constructor(
+    private readonly check: CheckRead,
+    private readonly parts: ReadPart[],
+  ) {
+    this.slot = parts[0]!.slot;
+    if (parts.length === 1) this.keys = parts[0]!.keys;
+    else {
+      const keys: string[] = (this.keys = []);
+      for (const p of parts) for (const k of p.keys) keys.push(k);
+    }
+  }
+  answer(values: readonly (Uint8Array | null)[], i: number): number {
+    for (const p of this.parts) i = this.check.answer(p.kind, values, i);
+    this.check.answered();
     return i;
   }
-  result(): [AccountView | undefined, SourceReads] {
-    return [this.account, this.reads];
+  fail(err: unknown): void {
+    this.check.reject(this.check.session.failure(err));
   }
 }
 
 class SuccessOp extends Op<JudgedSuccess> {
-  private judged!: JudgedSuccess;
+  /** `judged`: the account's answer, when the notes go after it (on a Cluster). */
+  constructor(session: LoginSession, private judged?: JudgedSuccess) {
+    super(session);
+  }
   answer(kind: number, r: unknown[], i: number): number {
     if (kind === ACCOUNT) [this.judged, i] = readSuccess(r, i);
     return i;
   }
   result(): JudgedSuccess {
-    return this.judged;
+    return this.judged!;
   }
 }
 
@@ -297,11 +392,3 @@ class LoginUnit<T> implements Unit {
   }
 }
 
-/**
- * A bucket peek as the script replies it: allowed (1 or 0), remaining, resetAfterMs, retryAfterMs; or 2
- * alone for a bucket that is full, whose peek is always the same (allowed, `burst` remaining, no wait).
- */
-function readDecision(r: unknown[], i: number, p: Policy): [Decision, number] {
-  if (Number(r[i]) === 2) return [makeDecision(true, p.limit, p.burst ?? p.limit, 0, 0, 0, p.name, undefined, undefined), i + 1];
-  return [makeDecision(Number(r[i]) === 1, p.limit, Number(r[i + 1]), Number(r[i + 2]), Number(r[i + 3]), 0, p.name, undefined, undefined), i + 4];
-}

@@ -17,7 +17,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { SluiceError, show } from '../../core/index.js';
-import { connectionStats, RedisConnection, type ConnectionStats } from '../../stores/redis/connection.js';
+import { connectionStats, RedisConnection, VALUES, type ConnectionStats } from '../../stores/redis/connection.js';
 import { checkRedisBasics } from '../../stores/redis/options.js';
 import type { OnError } from '../../stores/redis/failure.js';
 import { escapeId, slotOf } from '../../stores/redis/keys.js';
@@ -26,7 +26,8 @@ import { defineLibrary } from '../../stores/redis/script.js';
 import { MemoryGuardState } from '../memory-state.js';
 import { registerGuardStateMaker, type AccountView, type FailOutcome, type GuardState, type JudgedFailure, type JudgedSuccess, type LoginConfig, type LoginPort, type Path, type SourceSpec, type SourceView } from '../state.js';
 import { LoginSession, type LoginHost } from './login.js';
-import { checkTags, code, invalid, none, num, readAccountView, readFailure, readSourceView, readSuccess, specArgs, tagArg, type LoginContext, type Unit } from './wire.js';
+import { accountView, sourceView } from './records.js';
+import { checkTags, code, invalid, none, num, readFailure, readSourceView, readSuccess, specArgs, tagArg, type LoginContext, type ReadUnit, type Unit } from './wire.js';
 
 /**
  * When Redis cannot answer within timeoutMs (down, frozen, not connected):
@@ -63,6 +64,8 @@ const KNOWN = new Set(['client', 'prefix', 'timeoutMs', 'onError']);
  * call. It also keeps one call from holding Redis long.
  */
 export const MAX_OPERATIONS = 16;
+/** Most keys per read (MGET) of a batch: a turn's reads go as several beyond it. */
+export const MAX_READ_KEYS = 256;
 /** Most calls awaiting an answer, as RedisStore's default: beyond it calls fail fast instead of queueing. */
 const MAX_IN_FLIGHT = 1024;
 
@@ -82,6 +85,7 @@ export class RedisGuardState implements GuardState, LoginHost {
   private readonly connection: RedisConnection;
   private local: MemoryGuardState | undefined;
   private queue: Unit[] = [];
+  private reads: ReadUnit[] = [];
   private scheduled = false;
   private readonly flushNow = () => this.flush();
   /** The constants of every LoginSession on this state, sent at the start of each call that has login operations. */
@@ -130,7 +134,7 @@ export class RedisGuardState implements GuardState, LoginHost {
   }
 
   readAccount(account: string, now: number): Promise<AccountView | undefined> {
-    return this.single(this.slot('ga', account), [this.accountKey(account)], ['RA', num(now)], readAccountView, (l) => l.readAccount(account, now), undefined);
+    return this.singleRead(this.slot('ga', account), this.accountKey(account), (bytes) => accountView(bytes, now), (l) => l.readAccount(account, now), undefined);
   }
 
   failAccount(account: string, path: Path, passwordTag: string | undefined, now: number, memoryMs: number): Promise<FailOutcome> {
@@ -188,27 +192,20 @@ export class RedisGuardState implements GuardState, LoginHost {
     );
   }
 
-  noteSource(source: string, account: string, failed: boolean, now: number, spec: SourceSpec): Promise<SourceView> {
+  noteSource(source: string, account: string, failed: boolean, now: number, spec: SourceSpec, onlyIfTracked = false): Promise<SourceView> {
     checkTags([account], 'account');
     return this.single(
       this.slot('gs', source),
       [this.sourceKey(source)],
-      ['NS', num(now), ...specArgs(spec), account, failed ? '1' : '0'],
+      ['NS', num(now), ...specArgs(spec), account, failed ? '1' : onlyIfTracked ? 't' : '0'],
       (r, i) => readSourceView(r, i, now, spec),
-      (l) => l.noteSource(source, account, failed, now, spec),
+      (l) => l.noteSource(source, account, failed, now, spec, onlyIfTracked),
       { failures: 0, successes: 0, distinctFailedAccounts: 0, distinctFailedAccountsLong: 0 },
     );
   }
 
   readSource(source: string, now: number, spec: SourceSpec): Promise<SourceView | undefined> {
-    return this.single(
-      this.slot('gs', source),
-      [this.sourceKey(source)],
-      ['RS', num(now), ...specArgs(spec)],
-      (r, i) => (Number(r[i]) === 0 ? [undefined, i + 1] : readSourceView(r, i + 1, now, spec)),
-      (l) => l.readSource(source, now, spec),
-      undefined,
-    );
+    return this.singleRead(this.slot('gs', source), this.sourceKey(source), (bytes) => sourceView(bytes, now, spec), (l) => l.readSource(source, now, spec), undefined);
   }
 
   /**
@@ -309,6 +306,30 @@ export class RedisGuardState implements GuardState, LoginHost {
     }
   }
 
+  /** Adds one read to the batch going out at the end of this turn of the event loop. */
+  enqueueRead(unit: ReadUnit): void {
+    this.reads.push(unit);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      process.nextTick(this.flushNow);
+    }
+  }
+
+  /** One key's value, decoded, with the failure policy of `single`. */
+  private singleRead<T>(slot: number, key: string, decode: (bytes: Uint8Array | null) => T, local: (l: MemoryGuardState) => T, open: T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.enqueueRead({
+        slot,
+        keys: [key],
+        answer: (values, i) => {
+          resolve(decode(values[i]!));
+          return i + 1;
+        },
+        fail: (err) => this.fallBack(err, resolve, reject, local, open),
+      });
+    });
+  }
+
   /** One operation with its failure policy: `local` on this process's state, `open`, or a rejection when closed. */
   private single<T>(slot: number, keys: string[], args: string[], parse: (r: unknown[], i: number) => [T, number], local: (l: MemoryGuardState) => T, open: T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
@@ -322,31 +343,48 @@ export class RedisGuardState implements GuardState, LoginHost {
           resolve(value);
           return next;
         },
-        fail: (err) => {
-          this.stats.fallbacks++;
-          if (this.onError === 'closed') reject(err instanceof SluiceError ? err : new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `RedisGuardState: Redis failed: ${(err as Error)?.message ?? String(err)}`));
-          else if (this.onError === 'local') resolve(local((this.local ??= new MemoryGuardState())));
-          else resolve(open);
-        },
+        fail: (err) => this.fallBack(err, resolve, reject, local, open),
       });
     });
   }
 
+  /** An operation's answer when its call failed: `local` on this process's state, `open`, or a rejection when closed. */
+  private fallBack<T>(err: unknown, resolve: (value: T) => void, reject: (err: unknown) => void, local: (l: MemoryGuardState) => T, open: T): void {
+    this.stats.fallbacks++;
+    if (this.onError === 'closed') reject(err instanceof SluiceError ? err : new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `RedisGuardState: Redis failed: ${(err as Error)?.message ?? String(err)}`));
+    else if (this.onError === 'local') resolve(local((this.local ??= new MemoryGuardState())));
+    else resolve(open);
+  }
+
+  /**
+   * Sends the turn's reads (one MGET per slot, at most MAX_READ_KEYS keys each), then its script
+   * operations (one call per slot, at most MAX_OPERATIONS each). Nothing in one turn waits on another
+   * operation of the same turn: a login's check and its record are never in one.
+   */
   private flush(): void {
     this.scheduled = false;
+    const reads = this.reads;
     const units = this.queue;
+    this.reads = [];
     this.queue = [];
-    if (!this.cluster) {
-      this.sendAll(units);
-      return;
+    if (reads.length > 0) for (const group of bySlot(reads, this.cluster)) this.sendReads(group);
+    if (units.length > 0) for (const group of bySlot(units, this.cluster)) this.sendAll(group);
+  }
+
+  /** Sends reads in MGETs of at most MAX_READ_KEYS keys (a read's keys are never split). */
+  private sendReads(reads: ReadUnit[]): void {
+    let keys: string[] = [];
+    let from = 0;
+    for (let i = 0; i < reads.length; i++) {
+      const unit = reads[i]!;
+      if (keys.length > 0 && keys.length + unit.keys.length > MAX_READ_KEYS) {
+        this.connection.send(VALUES, keys, NO_ARGS, answerReads, reads.slice(from, i), i - from);
+        keys = [];
+        from = i;
+      }
+      for (const k of unit.keys) keys.push(k);
     }
-    const bySlot = new Map<number, Unit[]>();
-    for (const u of units) {
-      const group = bySlot.get(u.slot);
-      if (group === undefined) bySlot.set(u.slot, [u]);
-      else group.push(u);
-    }
-    for (const group of bySlot.values()) this.sendAll(group);
+    this.connection.send(VALUES, keys, NO_ARGS, answerReads, from === 0 ? reads : reads.slice(from), reads.length - from);
   }
 
   /** Sends units in calls of at most MAX_OPERATIONS each. */
@@ -376,6 +414,36 @@ export class RedisGuardState implements GuardState, LoginHost {
     }
     this.connection.send(GUARD_SCRIPT, keys, args, answerAll, units, units.length);
   }
+}
+
+/** Units by hash slot on a Cluster (a call's keys must share one); all together on a standalone Redis. */
+function bySlot<U extends { readonly slot: number }>(units: U[], cluster: boolean): Iterable<U[]> {
+  if (!cluster) return [units];
+  const groups = new Map<number, U[]>();
+  for (const u of units) {
+    const group = groups.get(u.slot);
+    if (group === undefined) groups.set(u.slot, [u]);
+    else group.push(u);
+  }
+  return groups.values();
+}
+
+const NO_ARGS: string[] = [];
+
+/** The Done of every read: each unit reads its values in turn; all fail together. */
+function answerReads(units: ReadUnit[], reply: unknown, failed: boolean, err: unknown): void {
+  if (!failed) {
+    try {
+      const values = reply as (Uint8Array | null)[];
+      let i = 0;
+      for (const u of units) i = u.answer(values, i);
+      if (i !== values.length) throw new Error(`sluice internal: MGET replied ${values.length} values, read ${i}`);
+      return;
+    } catch (e) {
+      err = e;
+    }
+  }
+  for (const u of units) u.fail(err);
 }
 
 /** The Done of every call: each unit reads its part of the reply in turn; all fail together. */

@@ -25,6 +25,18 @@ export interface Unit {
   fail(err: unknown): void;
 }
 
+/**
+ * One read of a batch: keys of one hash slot whose values are read as bytes (MGET, no script) and
+ * decoded in the app (records.ts).
+ */
+export interface ReadUnit {
+  readonly slot: number;
+  readonly keys: string[];
+  /** Reads its values from `values` at i; returns the index after them. */
+  answer(values: readonly (Uint8Array | null)[], i: number): number;
+  fail(err: unknown): void;
+}
+
 /** A login operation's session number and time, as the script's T operation takes them. */
 export interface LoginContext {
   readonly session: string;

@@ -26,6 +26,12 @@ export interface RedisAdapter {
   connectLazy(): void;
   evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
   eval(source: string, keys: string[], args: string[]): Promise<unknown>;
+  /**
+   * MGET of keys of one hash slot, each value as its bytes (null for none): a feature whose values are
+   * packed binary (the guard's records) reads them without a script, and both clients would otherwise
+   * decode them as UTF-8 and lose bytes.
+   */
+  values(keys: string[]): Promise<(Uint8Array | null)[]>;
   /** Listens to the client's 'error' events (node-redis crashes the process on an unheard one). */
   onError(listener: (err: unknown) => void): void;
   /** Listens to the client's 'ready' events (both clients emit one on each connection). */
@@ -102,6 +108,7 @@ function ioredis(c: AnyClient): RedisAdapter {
     },
     evalsha: (sha, keys, args) => evalsha.call(c, sha, keys.length, ...keys, ...args) as Promise<unknown>,
     eval: (source, keys, args) => evalScript.call(c, source, keys.length, ...keys, ...args) as Promise<unknown>,
+    values: (keys) => (c.mgetBuffer as Fn).call(c, ...keys) as Promise<(Uint8Array | null)[]>,
     onError: (listener) => listen(c, listener),
     onReady: (listener) => listen(c, listener, 'ready'),
   };
@@ -142,7 +149,18 @@ function nodeRedis(c: AnyClient): RedisAdapter {
     connectLazy: () => {},
     evalsha: (sha, keys, args) => evalSha.call(c, sha, { keys, arguments: args }) as Promise<unknown>,
     eval: (source, keys, args) => evalScript.call(c, source, { keys, arguments: args }) as Promise<unknown>,
+    values: (keys) => (cluster ? send!.call(c, keys[0], true, ['MGET', ...keys], bytesReply()) : send!.call(c, ['MGET', ...keys], bytesReply())) as Promise<(Uint8Array | null)[]>,
     onError: (listener) => listen(c, listener),
     onReady: (listener) => listen(c, listener, 'ready'),
   };
+}
+
+/**
+ * node-redis's option for bulk replies as bytes: `returnBuffers` in v4, a type mapping of RESP blob
+ * strings (type 36, '$') to Buffer in v5 and later; each version ignores the other's. Made on first use:
+ * node-redis runs where Buffer is a global.
+ */
+let bytes: object | undefined;
+function bytesReply(): object {
+  return (bytes ??= { returnBuffers: true, typeMapping: { 36: (globalThis as { Buffer?: unknown }).Buffer } });
 }

@@ -17,16 +17,23 @@
  * // unanswered, or no answer comes within timeoutMs; with the reply's error when Redis answers one
  *
  * `send` is the same call without a Promise, for a caller that answers many operations from one reply
- * (the limiter's batched tables).
+ * (the limiter's batched tables). Given VALUES instead of a script, it reads its keys' values as bytes
+ * (one MGET; no arguments), with the same deadline, bound and counters.
  */
 import { SluiceError } from '../../core/index.js';
 import { adapt, type RedisAdapter } from './adapter.js';
 import { Deadlines, type Pending } from './deadlines.js';
 import { isLibrary, type Script } from './script.js';
 
+/** What `send` runs instead of a script to read its keys' values as bytes: MGET, which nothing retries. */
+export const VALUES = Symbol('MGET of the keys, values as bytes');
+
+/** A script to run, or VALUES. */
+export type Command = Script | typeof VALUES;
+
 /** What a connection counts. A store passes its own stats object (with more fields) to count into. */
 export interface ConnectionStats {
-  /** Script calls sent, and operations they carried (a batched call carries several). */
+  /** Calls sent (script calls and reads of values), and operations they carried (a batched call carries several). */
   calls: number;
   operations: number;
   /** Calls that got no answer within timeoutMs, and calls (or client events) that failed with an error. */
@@ -85,7 +92,7 @@ interface Call<T> extends Pending {
 
 /** A call held until the client's first connection (or refused: then only done, tag and err matter). */
 interface Held {
-  readonly script: Script;
+  readonly script: Command;
   readonly keys: string[];
   readonly args: string[];
   readonly done: Done<any>;
@@ -188,7 +195,7 @@ export class RedisConnection {
    * exactly once, when the reply, the error or the deadline comes, or (from a macrotask) when the call
    * is refused.
    */
-  send<T>(script: Script, keys: string[], args: string[], done: Done<T>, tag: T, operations: number): void {
+  send<T>(script: Command, keys: string[], args: string[], done: Done<T>, tag: T, operations: number): void {
     if (!this.adapter.ready() || this.inFlight >= this.maxInFlight || this.held !== undefined) {
       this.hold(script, keys, args, done, tag, operations);
       return;
@@ -218,7 +225,7 @@ export class RedisConnection {
   }
 
   /** The slow path of send: hold the call for the first connection, or refuse it. */
-  private hold<T>(script: Script, keys: string[], args: string[], done: Done<T>, tag: T, operations: number): void {
+  private hold<T>(script: Command, keys: string[], args: string[], done: Done<T>, tag: T, operations: number): void {
     const held: Held = { script, keys, args, done, tag, operations, err: undefined };
     if (this.adapter.ready()) {
       this.connected = true;
@@ -310,10 +317,11 @@ export class RedisConnection {
     call.done(call.tag, reply, failed, err);
   }
 
-  /** FCALL for a library where functions are allowed, else EVALSHA. */
-  private invoke(script: Script, keys: string[], args: string[]): Promise<unknown> {
+  /** FCALL for a library where functions are allowed, else EVALSHA; MGET for VALUES. */
+  private invoke(script: Command, keys: string[], args: string[]): Promise<unknown> {
     const { adapter } = this;
     try {
+      if (script === VALUES) return adapter.values(keys);
       const functions = this.functions ? adapter.functions : undefined;
       return functions !== undefined && isLibrary(script) ? functions.fcall(script.fn, keys, args) : adapter.evalsha(script.sha, keys, args);
     } catch (err) {
@@ -327,7 +335,8 @@ export class RedisConnection {
    * one FUNCTION LOAD, and the call retried once. A server or ACL that does not allow functions turns this
    * connection to EVALSHA for good. No other error is retried.
    */
-  private recover(script: Script, err: unknown, keys: string[], args: string[]): Promise<unknown> | undefined {
+  private recover(script: Command, err: unknown, keys: string[], args: string[]): Promise<unknown> | undefined {
+    if (script === VALUES) return undefined;
     const { adapter, stats } = this;
     const why = message(err);
     const functions = this.functions ? adapter.functions : undefined;

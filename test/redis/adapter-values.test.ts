@@ -1,0 +1,68 @@
+// The adapter's values(): MGET with every value as its bytes, on each client major sluice supports (ioredis
+// 5 and 6, node-redis 4, 5 and 6), standalone and Cluster. The guard's records are packed binary, and a
+// client that decoded them as UTF-8 would lose bytes: every byte value is written and must come back.
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { test } from 'node:test';
+import { Cluster, Redis } from 'ioredis';
+import { Redis as Redis5 } from 'ioredis5';
+import { createClient, createCluster } from 'redis';
+import { createClient as createClient4, createCluster as createCluster4 } from 'redis4';
+import { createClient as createClient5, createCluster as createCluster5 } from 'redis5';
+import { adapt } from '../../src/stores/redis/adapter.js';
+import { redisUrl, runPrefix, useCluster } from './harness.js';
+
+const BYTES = Uint8Array.from({ length: 256 }, (_, i) => 255 - i);
+const base = runPrefix('adapter-values');
+
+/** Writes BYTES under one key of a hash tag, then reads it with a key that has no value between. */
+async function roundTrip(client: unknown, writer: Redis | Cluster, name: string): Promise<void> {
+  const key = `${base}:{${name}}:bytes`;
+  await writer.set(key, Buffer.from(BYTES), 'PX', 60_000);
+  const values = await adapt(client).values([key, `${base}:{${name}}:none`, key]);
+  assert.equal(values.length, 3);
+  assert.deepEqual([...values[0]!], [...BYTES], `${name}: every byte back`);
+  assert.equal(values[1], null, `${name}: no value is null`);
+  assert.deepEqual([...values[2]!], [...BYTES]);
+}
+
+test('values() on a standalone Redis: ioredis 5 and 6, node-redis 4, 5 and 6', async () => {
+  const io = new Redis(redisUrl());
+  const io5 = new Redis5(redisUrl());
+  const nr4 = createClient4({ url: redisUrl() });
+  const nr5 = createClient5({ url: redisUrl() });
+  const nr6 = createClient({ url: redisUrl() });
+  for (const c of [nr4, nr5, nr6]) c.on('error', () => {});
+  await Promise.all([once(io, 'ready'), once(io5, 'ready'), nr4.connect(), nr5.connect(), nr6.connect()]);
+  try {
+    await roundTrip(io, io, 'ioredis6');
+    await roundTrip(io5, io, 'ioredis5');
+    await roundTrip(nr4, io, 'redis4');
+    await roundTrip(nr5, io, 'redis5');
+    await roundTrip(nr6, io, 'redis6');
+  } finally {
+    io.disconnect();
+    io5.disconnect();
+    await Promise.all([nr4.quit(), nr5.quit(), nr6.quit()]);
+  }
+});
+
+const ctx = useCluster();
+
+test('values() on a Redis Cluster: ioredis, node-redis 4, 5 and 6, routed by the keys\' slot', async () => {
+  const rootNodes = ctx.cluster.ports.map((port) => ({ url: `redis://127.0.0.1:${port}` }));
+  const nr4 = createCluster4({ rootNodes });
+  const nr5 = createCluster5({ rootNodes });
+  nr4.on('error', () => {});
+  nr5.on('error', () => {});
+  await Promise.all([nr4.connect(), nr5.connect()]);
+  try {
+    await roundTrip(ctx.io, ctx.io, 'ioredis-cluster');
+    await roundTrip(nr4, ctx.io, 'redis4-cluster');
+    await roundTrip(nr5, ctx.io, 'redis5-cluster');
+    await roundTrip(ctx.nr, ctx.io, 'redis6-cluster');
+  } finally {
+    await nr4.quit().catch(() => {});
+    await nr5.close().catch(() => {});
+  }
+});

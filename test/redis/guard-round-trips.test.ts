@@ -113,3 +113,33 @@ test('Guards with the same options on one store share one session: a call carrie
   };
   assert.equal(await callSize(40), await callSize(1));
 });
+
+test("a success computed from a stale read is done by the script instead: two checks of one account, then both successes", async () => {
+  // Each record sends the success its check computed (AC) with the record it read; the second read is stale
+  // once the first success is written, so the script does that success itself, and nothing is lost.
+  let now = 1_700_000_123_456;
+  const wire = counted();
+  const store = new RedisStore({ client: wire.client, prefix: `${base}:${n++}`, timeoutMs: 2000, onError: 'closed' });
+  const options = { secret: 'rounds-secret-0123456789ab', clock: () => now, random: () => 0 };
+  const redis = new Guard({ ...options, store });
+  const memory = new Guard(options);
+  const both = async <T>(f: (g: Guard) => Promise<T>) => {
+    const [a, b] = [await f(redis), await f(memory)];
+    assert.deepEqual(a, b);
+    return a;
+  };
+  const home = { account: 'carol', ip: '203.0.113.5' };
+  const phone = { account: 'carol', ip: '198.51.100.20' };
+  await both((g) => g.check(home));
+  await both((g) => g.check(phone));
+  await both((g) => g.record({ ...home, success: true }));
+  await both((g) => g.record({ ...phone, success: true }));
+  // Both paths are familiar now, the second success not lost to the first: strangers failing on many
+  // accounts from either address get the next stranger there refused, and carol let in.
+  for (const at of [home, phone]) {
+    now += 1000;
+    for (let i = 0; i < 12; i++) await both((g) => g.record({ account: `victim${i}@${at.ip}`, ip: at.ip, success: false, password: 'x' }));
+    assert.notEqual((await both((g) => g.check({ account: 'dave', ip: at.ip }))).action, 'allow', `a stranger from ${at.ip}`);
+    assert.equal((await both((g) => g.check(at))).action, 'allow', `carol from ${at.ip}`);
+  }
+});

@@ -130,10 +130,23 @@ end
 local function pwOf(r) return listOf(r, 'pw', 'pwRaw') end
 local function famOf(r) return listOf(r, 'fam', 'famRaw') end
 
+-- The layout of an account with n familiar sources, for one pack: 'c0' packs a string whole.
+local AFMT = {}
+local function accountFormat(n)
+  local f = AFMT[n]
+  if not f then
+    f = ACC_HEAD .. 'c0c0' .. string.rep('d', n)
+    AFMT[n] = f
+  end
+  return f
+end
+
 local function encodeAccount(r)
   local pw = r.pw and joined(r.pw) or r.pwRaw
   local fam = r.fam and joined(r.fam) or r.famRaw
-  return spack(ACC_HEAD, r.uf, r.ff, r.ul, r.fl, r.lf, r.fu, r.exp, #pw, #fam) .. pw .. fam .. packDoubles(r.famu)
+  local ends = r.famu
+  local n = #ends
+  return spack(accountFormat(n), r.uf, r.ff, r.ul, r.fl, r.lf, r.fu, r.exp, #pw, #fam, pw, fam, unpack(ends, 1, n))
 end
 
 local function account(key)
@@ -145,8 +158,14 @@ local function account(key)
   return r
 end
 
+-- No wrong password tags: a record's `pw` is its list once split, or false with its text in pwRaw.
+local function forgetPasswords(r)
+  r.pw, r.pwRaw = false, ''
+end
+
 local function forget(r)
-  r.uf, r.ff, r.ul, r.fl, r.lf, r.fu, r.pw = 0, 0, 0, 0, 0, 0, {}
+  r.uf, r.ff, r.ul, r.fl, r.lf, r.fu = 0, 0, 0, 0, 0, 0
+  forgetPasswords(r)
 end
 
 -- The live record, or nil: expired parts are dropped as memory-state's liveAccount drops them.
@@ -178,8 +197,11 @@ local function liveAccount(key, now)
   return r
 end
 
+-- Familiar ends of a record with none; never written to (a success builds new lists).
+local NO_ENDS = {}
+
 local function newAccount(key, now)
-  local r = { uf = 0, ff = 0, ul = 0, fl = 0, lf = 0, fu = 0, exp = now, pw = {}, fam = {}, famu = {} }
+  local r = { uf = 0, ff = 0, ul = 0, fl = 0, lf = 0, fu = 0, exp = now, now = false, pw = false, pwRaw = '', fam = false, famRaw = '', famu = NO_ENDS }
   REC[key] = r
   return r
 end
@@ -189,23 +211,39 @@ local function saved(key, r, now)
   touch(key, 'a')
 end
 
+-- Whether `tag` is one of the comma-joined entries of `text`, found without splitting it.
+local function onList(text, tag)
+  local from, last = 1, #text
+  while true do
+    local s, e = string.find(text, tag, from, true)
+    if not s then return false end
+    if (s == 1 or string.byte(text, s - 1) == 44) and (e == last or string.byte(text, e + 1) == 44) then return true end
+    from = s + 1
+  end
+end
+
 -- The attempt's path from the account's own familiar list, as state.ts's judgePath: familiar ('f') if any
--- of its tags is on it, else 'u'.
-local function judge(r, tags)
+-- of its n tags (ARGV from a0) is on it, else 'u'.
+local function judge(r, a0, n)
   if r == nil then return 'u' end
-  local fam = famOf(r)
-  for i = 1, #tags do
-    for j = 1, #fam do
-      if fam[j] == tags[i] then return 'f' end
+  local fam = r.fam
+  for i = a0, a0 + n - 1 do
+    local tag = ARGV_[i]
+    if fam then
+      for j = 1, #fam do
+        if fam[j] == tag then return 'f' end
+      end
+    elseif onList(r.famRaw, tag) then
+      return 'f'
     end
   end
   return 'u'
 end
 
 -- memory-state's failAccount (path 'j': judged). Returns counted (1 or 0), the record and the path.
-local function failAccount(key, now, path, tag, memoryMs, tags)
+local function failAccount(key, now, path, tag, memoryMs, a0, ntags)
   local r = liveAccount(key, now)
-  if path == 'j' then path = judge(r, tags) end
+  if path == 'j' then path = judge(r, a0, ntags) end
   if tag ~= '' and r ~= nil then
     local pw = pwOf(r)
     for i = 1, #pw do
@@ -237,37 +275,54 @@ local function lock(r, path, untilMs)
 end
 
 -- memory-state's succeedAccount (path 'j': judged). Returns the path and the strangers' failures before.
-local function succeedAccount(key, now, path, familiarMs, maxFamiliar, tags)
+-- Whether `tag` is one of the n tags in ARGV from a0.
+local function among(tag, a0, n)
+  for i = a0, a0 + n - 1 do
+    if ARGV_[i] == tag then return true end
+  end
+  return false
+end
+
+-- memory-state's succeedAccount (path 'j': judged), for the attempt's n tags in ARGV from a0. Returns the
+-- path and the strangers' failures before. The familiar list becomes the tags, in order, then the others
+-- it held, at most maxFamiliar: built anew rather than edited in place (each table.insert or remove in the
+-- middle of a list moves its tail).
+local function succeedAccount(key, now, path, familiarMs, maxFamiliar, a0, ntags)
   local r = liveAccount(key, now)
-  if path == 'j' then path = judge(r, tags) end
+  if path == 'j' then path = judge(r, a0, ntags) end
   local ufBefore = r and r.uf or 0
-  r = r or newAccount(key, now)
+  local fam, ends, n = {}, {}, 0
+  local untilMs = now + familiarMs
+  for i = a0, a0 + ntags - 1 do
+    local tag = ARGV_[i]
+    if n < maxFamiliar and not among(tag, a0, i - a0) then
+      n = n + 1
+      fam[n], ends[n] = tag, untilMs
+    end
+  end
+  if r then
+    local old, oldEnds = famOf(r), r.famu
+    for j = 1, #old do
+      if n >= maxFamiliar then break end
+      if not among(old[j], a0, ntags) then
+        n = n + 1
+        fam[n], ends[n] = old[j], oldEnds[j]
+      end
+    end
+  else
+    r = newAccount(key, now)
+  end
+  r.fam, r.famu = fam, ends
   if path == 'u' then
     forget(r)
   else
-    r.ff, r.fl, r.pw = 0, 0, {}
+    r.ff, r.fl = 0, 0
+    forgetPasswords(r)
     if r.uf == 0 then r.lf = 0 end
-  end
-  local untilMs = now + familiarMs
-  local fam, famu = famOf(r), r.famu
-  for i = #tags, 1, -1 do
-    local tag = tags[i]
-    for j = #fam, 1, -1 do
-      if fam[j] == tag then
-        table.remove(fam, j)
-        table.remove(famu, j)
-      end
-    end
-    table.insert(fam, 1, tag)
-    table.insert(famu, 1, untilMs)
-  end
-  while #fam > maxFamiliar do
-    table.remove(fam)
-    table.remove(famu)
   end
   local exp = r.ul
   if r.lf > 0 then exp = max(exp, r.fu) else exp = max(exp, now) end
-  for i = 1, #r.famu do exp = max(exp, r.famu[i]) end
+  for i = 1, n do exp = max(exp, ends[i]) end
   r.exp = exp
   saved(key, r, now)
   return path, ufBefore
@@ -416,11 +471,10 @@ end
 
 -- ---- the batch ----
 
-local function tagsAt(a)
-  local n = tonumber(ARGV_[a])
-  local t = {}
-  for i = 1, n do t[i] = ARGV_[a + i] end
-  return t, a + n + 1
+-- The attempt's tags, counted at ARGV[c]: their first index, their number, and the index after them.
+local function tagRange(c)
+  local n = tonumber(ARGV_[c])
+  return c + 1, n, c + 1 + n
 end
 
 -- Writes every record the batch changed, once, with a TTL that ends when the guard would forget it.
@@ -508,8 +562,8 @@ local function run(KEYS, ARGV)
       -- ones; then the backoff lock and the pair bucket. ARGV: password tag, random, the attempt's tags
       -- (count first), and how many source operations that follow depend on it.
       local tag, random = ARGV[a + 1], tonumber(ARGV[a + 2])
-      local tags, b = tagsAt(a + 3)
-      local counted, r, path = failAccount(KEYS[k], now, 'j', tag, s.memoryMs, tags)
+      local a0, ntags, b = tagRange(a + 3)
+      local counted, r, path = failAccount(KEYS[k], now, 'j', tag, s.memoryMs, a0, ntags)
       if counted == 1 then
         local wait = backoff(s, path == 'f' and r.ff or r.uf, random)
         if wait > 0 then lock(r, path, now + wait) end
@@ -520,11 +574,24 @@ local function run(KEYS, ARGV)
       out[n + 1], out[n + 2], out[n + 3], out[n + 4] = counted, path == 'f' and r.ff or r.uf, r.ff + r.uf, path
       n = n + 4
       a, k = b + 1, k + 2
-    elseif op == 'AS' then
-      -- A login's success, account part: the success, and the pair bucket forgotten. ARGV: '1' when the
-      -- pair's key follows the account's ('0': the check found no pair bucket), tags.
-      local tags, b = tagsAt(a + 2)
-      local path, before = succeedAccount(KEYS[k], now, 'j', s.familiarMs, s.maxFamiliar, tags)
+    elseif op == 'AS' or op == 'AC' then
+      -- A login's success, account part: the success, and the pair bucket forgotten. ARGV: for AC, the
+      -- success as the app computed it from the account's record as its check read it (records.ts): the
+      -- record as read ('' for none), the new record, its time to live, and the path and failures before
+      -- as the app judged them, written as they are if the record is still what the check read (nor
+      -- touched earlier in this call), else done here as AS does; then for both, '1' when the pair's key
+      -- follows the account's ('0': the check found no pair bucket), and the tags.
+      local key, path, before = KEYS[k], nil, nil
+      if op == 'AC' then
+        if REC[key] == nil and (PRE[key] or '') == ARGV[a + 1] then
+          rcall('SET', key, ARGV[a + 2], 'PX', ARGV[a + 3])
+          PRE[key] = ARGV[a + 2] -- what a later operation of this call reads
+          path, before = ARGV[a + 4], tonumber(ARGV[a + 5])
+        end
+        a = a + 5
+      end
+      local a0, ntags, b = tagRange(a + 2)
+      if path == nil then path, before = succeedAccount(key, now, 'j', s.familiarMs, s.maxFamiliar, a0, ntags) end
       judged = path
       if ARGV[a + 1] == '1' then
         local pk = KEYS[k + 1]
@@ -558,8 +625,8 @@ local function run(KEYS, ARGV)
       -- failAccount. ARGV: now, path ('f', 'u', or 'j' to judge it from the tags), password tag ('' for
       -- none), memoryMs, tags. Replies counted, failures on the path, total, and the path.
       local now = tonumber(ARGV[a + 1])
-      local tags, b = tagsAt(a + 5)
-      local counted, r, path = failAccount(KEYS[k], now, ARGV[a + 2], ARGV[a + 3], tonumber(ARGV[a + 4]), tags)
+      local a0, ntags, b = tagRange(a + 5)
+      local counted, r, path = failAccount(KEYS[k], now, ARGV[a + 2], ARGV[a + 3], tonumber(ARGV[a + 4]), a0, ntags)
       out[n + 1], out[n + 2], out[n + 3], out[n + 4] = counted, path == 'f' and r.ff or r.uf, r.ff + r.uf, path
       n = n + 4
       a, k = b, k + 1
@@ -583,8 +650,8 @@ local function run(KEYS, ARGV)
       -- succeedAccount. ARGV: now, path ('f', 'u' or 'j'), familiarMs, maxFamiliar, tags. Replies the path
       -- and the strangers' failures before.
       local now = tonumber(ARGV[a + 1])
-      local tags, b = tagsAt(a + 5)
-      local path, before = succeedAccount(KEYS[k], now, ARGV[a + 2], tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tags)
+      local a0, ntags, b = tagRange(a + 5)
+      local path, before = succeedAccount(KEYS[k], now, ARGV[a + 2], tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), a0, ntags)
       out[n + 1], out[n + 2] = path, before
       n = n + 2
       a, k = b, k + 1

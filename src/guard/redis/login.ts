@@ -19,8 +19,9 @@ import type { StoreTable } from '../../stores/store.js';
 import type { TaggedAttempt } from '../attempt.js';
 import type { AccountView, GuardState, JudgedFailure, JudgedSuccess, LoginConfig, LoginPort, OfflineParts, SourceReads, SourceSpec } from '../state.js';
 import type { ConnectionStats } from '../../stores/redis/connection.js';
-import { accountView, BucketPeek, sourceView } from './records.js';
-import { checkTags, num, readFailure, readSuccess, type LoginContext, type ReadUnit, type Unit } from './wire.js';
+import type { Arg } from '../../stores/redis/adapter.js';
+import { accountView, BucketPeek, sourceView, succeededAccount } from './records.js';
+import { checkTags, code, num, readFailure, readSuccess, type LoginContext, type ReadUnit, type Unit } from './wire.js';
 
 /** The rejection of a login operation whose call failed, when the state does not fail closed. */
 export const OFFLINE = new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', 'RedisGuardState: Redis did not answer; the guard decides on its offline state');
@@ -46,8 +47,10 @@ export class LoginSession implements LoginPort {
   private readonly id: string;
   /** The peeks of the address's, the subnet's and the pair's buckets. */
   readonly peeks: [BucketPeek, BucketPeek, BucketPeek];
-  /** What each attempt's check found, as bits (PAIR, ADDRESS_FOUND, ...), for its record (dies with the tags). */
-  readonly found = new WeakMap<TaggedAttempt, number>();
+  /** What each attempt's check found, for its record (dies with the tags). */
+  readonly found = new WeakMap<TaggedAttempt, Found>();
+  private readonly familiarMs: number;
+  private readonly maxFamiliar: number;
 
   constructor(private readonly state: LoginHost, c: LoginConfig, storeOnError: OnError) {
     for (const p of [c.ip, c.subnet, c.pair]) {
@@ -68,6 +71,8 @@ export class LoginSession implements LoginPort {
     this.id = String(state.addSession([signature, ...constants]));
     this.spec = s;
     this.peeks = [new BucketPeek(c.ip), new BucketPeek(c.subnet), new BucketPeek(c.pair)];
+    this.familiarMs = c.familiarMs;
+    this.maxFamiliar = c.maxFamiliar;
     const offline = state.offline();
     const table = (p: Policy): StoreTable => {
       const f = new Fallback(storeOnError, { policies: [p], algorithms: [createAlgorithm(p)], clock: c.clock });
@@ -122,12 +127,18 @@ export class LoginSession implements LoginPort {
     // What the check in this process found: a key it found empty is left out (a stranger's success writes
     // nothing where nothing is tracked), at the price of missing what another process wrote meanwhile.
     const found = familiar === undefined ? undefined : this.found.get(t);
-    const pair = found === undefined || (found & PAIR) !== 0;
+    const pair = found === undefined || (found.keys & PAIR) !== 0;
     const accountKeys = pair ? [st.accountKey(t.account), st.pairKey(t.account, t.address)] : [st.accountKey(t.account)];
-    const account: Part = { slot: st.slot('ga', t.account), keys: accountKeys, args: ['AS', pair ? '1' : '0', String(t.sources.length), ...t.sources], kind: ACCOUNT };
-    const parts: Part[] = [account];
+    const args: Arg[] = ['AS', pair ? '1' : '0', String(t.sources.length), ...t.sources];
+    if (found !== undefined) {
+      // The success computed here from the record the check read; the script only compares and writes it.
+      const done = succeededAccount(found.account, now, t.sources, this.familiarMs, this.maxFamiliar);
+      args[0] = 'AC';
+      args.splice(1, 0, found.account ?? '', done.value, num(done.ttlMs), code(done.judged.path), String(done.judged.unfamiliarFailuresBefore));
+    }
+    const parts: Part[] = [{ slot: st.slot('ga', t.account), keys: accountKeys, args, kind: ACCOUNT }];
     if (!st.cluster || familiar !== undefined) {
-      this.notes(parts, t, familiar === undefined ? 'j' : familiar ? '0' : 't', familiar === false ? found : undefined);
+      this.notes(parts, t, familiar === undefined ? 'j' : familiar ? '0' : 't', familiar === false ? found?.keys : undefined);
       return this.send(new SuccessOp(this), parts, now);
     }
     return this.send(new SuccessOp(this), parts, now).then((judged) => {
@@ -224,7 +235,7 @@ const NOTE = 4;
 interface Part {
   slot: number;
   keys: string[];
-  args: string[];
+  args: Arg[];
   kind: number;
 }
 
@@ -242,6 +253,12 @@ abstract class Op<T> {
   answered(): void {
     if (--this.pending === 0) this.resolve(this.result());
   }
+}
+
+/** What a check found: a bit for each key that had a value (PAIR, ADDRESS_FOUND, ...), and the account's record as read. */
+interface Found {
+  readonly keys: number;
+  readonly account: Uint8Array | null;
 }
 
 /** A read's part: keys of one slot, and what they are (how their values decode). */
@@ -281,10 +298,12 @@ class CheckRead {
     private readonly now: number,
     private found: number,
   ) {}
+  private accountBytes: Uint8Array | null = null;
   answer(kind: number, values: readonly (Uint8Array | null)[], i: number): number {
     const { reads, now } = this;
     const [ip, subnet, pair] = this.session.peeks;
     if (kind === ACCOUNT) {
+      this.accountBytes = values[i]!;
       this.account = accountView(values[i]!, now);
       reads[2] = pair.pair(values[i + 1]!, now);
       if (values[i + 1] !== null) this.found |= PAIR;
@@ -301,7 +320,7 @@ class CheckRead {
   }
   answered(): void {
     if (--this.pending > 0) return;
-    this.session.found.set(this.t, this.found);
+    this.session.found.set(this.t, { keys: this.found, account: this.accountBytes });
     this.resolve([this.account, this.reads]);
   }
 }
@@ -363,7 +382,7 @@ class FailOp extends Op<JudgedFailure> {
 class LoginUnit<T> implements Unit {
   readonly slot: number;
   readonly keys: string[];
-  readonly args: string[];
+  readonly args: Arg[];
   constructor(
     private readonly op: Op<T>,
     private readonly parts: Part[],
@@ -375,7 +394,7 @@ class LoginUnit<T> implements Unit {
       this.args = parts[0]!.args;
     } else {
       const keys: string[] = (this.keys = []);
-      const args: string[] = (this.args = []);
+      const args: Arg[] = (this.args = []);
       for (const p of parts) {
         for (const k of p.keys) keys.push(k);
         for (const a of p.args) args.push(a);

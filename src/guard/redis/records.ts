@@ -14,7 +14,7 @@
  */
 import { makeDecision, TokenBucket, Verdict } from '../../core/index.js';
 import type { Decision, Policy } from '../../core/index.js';
-import type { AccountView, SourceSpec, SourceView } from '../state.js';
+import type { AccountView, JudgedSuccess, SourceSpec, SourceView } from '../state.js';
 
 const ACCOUNT_HEAD_BYTES = 60;
 const SOURCE_HEAD_BYTES = 74;
@@ -29,36 +29,112 @@ function ascii(bytes: Uint8Array, from: number, to: number): string {
   return s;
 }
 
-/**
- * An account's view at `now`, or undefined if there is none or it has expired (liveAccount): failures
- * past their memory read as none, familiar sources past their end are left out.
- */
-export function accountView(bytes: Uint8Array | null, now: number): AccountView | undefined {
+/** An account record whole, as guard.lua's liveAccount leaves it: failures past their memory forgotten, familiar sources past their end left out. */
+interface AccountRecord {
+  uf: number;
+  ff: number;
+  ul: number;
+  fl: number;
+  lf: number;
+  fu: number;
+  exp: number;
+  /** The wrong password tags, comma-joined (read only when asked for). */
+  pw: string;
+  familiar: string[];
+  ends: number[];
+}
+
+/** The live record at `now`, or undefined if there is none or it has expired (liveAccount). */
+function liveAccount(bytes: Uint8Array | null, now: number, passwords: boolean): AccountRecord | undefined {
   if (bytes === null || bytes.length < ACCOUNT_HEAD_BYTES) return undefined;
   const d = view(bytes);
-  if (f64(d, 48) <= now) return undefined; // exp
-  let uf = f64(d, 0);
-  let ff = f64(d, 8);
-  let ul = f64(d, 16);
-  let fl = f64(d, 24);
-  let lf = f64(d, 32);
-  if (lf > 0 && f64(d, 40) <= now) uf = ff = ul = fl = lf = 0; // failures forgotten (fu passed)
+  const exp = f64(d, 48);
+  if (exp <= now) return undefined;
   const npw = d.getUint16(56, true);
   const nfam = d.getUint16(58, true);
+  const r: AccountRecord = { uf: f64(d, 0), ff: f64(d, 8), ul: f64(d, 16), fl: f64(d, 24), lf: f64(d, 32), fu: f64(d, 40), exp, pw: '', familiar: [], ends: [] };
+  if (r.lf > 0 && r.fu <= now) r.uf = r.ff = r.ul = r.fl = r.lf = r.fu = 0; // the failures are forgotten, and their passwords
+  else if (passwords) r.pw = ascii(bytes, ACCOUNT_HEAD_BYTES, ACCOUNT_HEAD_BYTES + npw);
   const famAt = ACCOUNT_HEAD_BYTES + npw;
   const endsAt = famAt + nfam;
-  const familiar: string[] = [];
   if (nfam > 0) {
     let from = famAt;
     let k = 0;
     for (let i = famAt; i <= endsAt; i++) {
       if (i < endsAt && bytes[i] !== 44) continue; // ','
-      if (f64(d, endsAt + 8 * k) > now) familiar.push(ascii(bytes, from, i));
+      const end = f64(d, endsAt + 8 * k);
+      if (end > now) {
+        r.familiar.push(ascii(bytes, from, i));
+        r.ends.push(end);
+      }
       from = i + 1;
       k++;
     }
   }
-  return { unfamiliarFailures: uf, familiarFailures: ff, unfamiliarLockedUntil: ul, familiarLockedUntil: fl, lastFailureAt: lf, familiar };
+  return r;
+}
+
+/** An account's view at `now`, or undefined if there is none or it has expired (liveAccount). */
+export function accountView(bytes: Uint8Array | null, now: number): AccountView | undefined {
+  const r = liveAccount(bytes, now, false);
+  if (r === undefined) return undefined;
+  return { unfamiliarFailures: r.uf, familiarFailures: r.ff, unfamiliarLockedUntil: r.ul, familiarLockedUntil: r.fl, lastFailureAt: r.lf, familiar: r.familiar };
+}
+
+/** A success computed in the app (succeededAccount): the record to write, its time to live, and the answer. */
+export interface AccountSuccess {
+  readonly value: Uint8Array;
+  readonly ttlMs: number;
+  readonly judged: JudgedSuccess;
+}
+
+/**
+ * guard.lua's succeedAccount on the record `bytes` (as read, or null for none): the path judged from its
+ * familiar list, the path's failures forgotten (a stranger's success forgets both paths'), the wrong
+ * passwords forgotten, and `sources` made familiar first, then the others it held, at most `maxFamiliar`.
+ * The script writes the result only if the record is still `bytes` (guard.lua's AC), so a success costs
+ * Redis a comparison and a write instead of the work.
+ */
+export function succeededAccount(bytes: Uint8Array | null, now: number, sources: readonly string[], familiarMs: number, maxFamiliar: number): AccountSuccess {
+  const r = liveAccount(bytes, now, false);
+  let familiarPath = false;
+  if (r !== undefined) for (const s of sources) if (r.familiar.includes(s)) familiarPath = true;
+  const fam: string[] = [];
+  const ends: number[] = [];
+  const until = now + familiarMs;
+  for (let i = 0; i < sources.length; i++) {
+    const tag = sources[i]!;
+    if (fam.length < maxFamiliar && sources.indexOf(tag) === i) {
+      fam.push(tag);
+      ends.push(until);
+    }
+  }
+  if (r !== undefined) {
+    for (let j = 0; j < r.familiar.length && fam.length < maxFamiliar; j++) {
+      if (!sources.includes(r.familiar[j]!)) {
+        fam.push(r.familiar[j]!);
+        ends.push(r.ends[j]!);
+      }
+    }
+  }
+  let [uf, ff, ul, fl, lf, fu] = r === undefined ? [0, 0, 0, 0, 0, 0] : [r.uf, r.ff, r.ul, r.fl, r.lf, r.fu];
+  const before = uf;
+  if (!familiarPath) uf = ff = ul = fl = lf = fu = 0;
+  else {
+    ff = fl = 0;
+    if (uf === 0) lf = 0;
+  }
+  let exp = Math.max(ul, lf > 0 ? fu : now);
+  for (const e of ends) if (e > exp) exp = e;
+  const text = fam.join(',');
+  const value = Buffer.allocUnsafe(ACCOUNT_HEAD_BYTES + text.length + 8 * ends.length);
+  let at = 0;
+  for (const x of [uf, ff, ul, fl, lf, fu, exp]) at = value.writeDoubleLE(x, at);
+  at = value.writeUInt16LE(0, at); // no wrong passwords
+  at = value.writeUInt16LE(text.length, at);
+  at += value.write(text, at, 'latin1');
+  for (const e of ends) at = value.writeDoubleLE(e, at);
+  return { value, ttlMs: Math.ceil(exp - now), judged: { path: familiarPath ? 'familiar' : 'unfamiliar', unfamiliarFailuresBefore: before } };
 }
 
 /** A token bucket's state, as the store's slab layout (all zeros: full). */

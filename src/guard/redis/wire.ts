@@ -3,6 +3,7 @@
  * how arguments are written, how replies are read, and one operation of a batch.
  */
 import { SluiceError, show } from '../../core/index.js';
+import type { Arg } from '../../stores/redis/adapter.js';
 import type { AccountView, JudgedFailure, JudgedSuccess, Path, SourceSpec, SourceView } from '../state.js';
 
 export function invalid(message: string): never {
@@ -13,7 +14,7 @@ export function invalid(message: string): never {
 export interface Unit {
   readonly slot: number;
   readonly keys: string[];
-  readonly args: string[];
+  readonly args: Arg[];
   /**
    * A login operation's session number and time (`now`), which it shares with every part of it: the
    * call sends them once, by a T operation before the first unit with a different pair, and the

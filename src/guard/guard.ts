@@ -182,7 +182,7 @@ export class Guard {
       if (!login.isOffline(err)) throw err;
       return this.checkOn({ ...login.offline!, judging: false }, t, now);
     }
-    return this.verdict(this.parts, t, now, read[0], read[1]);
+    return this.verdict(this.parts, t, now, read[0], read[1], login);
   }
 
   private async checkOn(p: Parts, t: TaggedAttempt, now: number): Promise<GuardVerdict> {
@@ -207,8 +207,11 @@ export class Guard {
     return this.verdict(p, t, now, account, read);
   }
 
-  /** The verdict from check()'s reads (the per-source ones are ignored for a familiar or allow-listed source). */
-  private async verdict(p: Parts, t: TaggedAttempt, now: number, account: AccountView | undefined, read: SourceReads): Promise<GuardVerdict> {
+  /**
+   * The verdict from check()'s reads (the per-source ones are ignored for a familiar or allow-listed
+   * source). `login`: the login port the reads came from, which notes a refused stranger's sources.
+   */
+  private async verdict(p: Parts, t: TaggedAttempt, now: number, account: AccountView | undefined, read: SourceReads, login?: LoginPort): Promise<GuardVerdict> {
     const c = this.config;
     const standing = t.standing;
     const reasons: string[] = [];
@@ -301,7 +304,7 @@ export class Guard {
     if (!familiar && rank(verdict.action) >= rank('challenge')) {
       this.monitors.noteFailure(now, true);
       if (!standing.allowed) {
-        const noted = this.noteSources(p.state, t, true, now);
+        const noted = login === undefined ? this.noteSources(p.state, t, true, now) : this.refuseByLogin(login, t, now);
         if (isPromise(noted)) await noted;
       }
     }
@@ -446,6 +449,16 @@ export class Guard {
     const loud = evidence.reasons.includes('global-failure-anomaly');
     if (c.successStepUp === 'suspicious' && !loud && !own.some((r) => r !== 'account-stranger-failures')) return undefined;
     return { counted: false, consecutiveFailures: seen.unfamiliarFailures, action: 'mfa', reasons: ['stranger-success', ...evidence.reasons, ...own] };
+  }
+
+  /** A refused stranger's sources noted as failed through the login port; while it cannot answer, on its offline state. */
+  private async refuseByLogin(login: LoginPort, t: TaggedAttempt, now: number): Promise<void> {
+    try {
+      await login.refuse(t, now);
+    } catch (err) {
+      if (!login.isOffline(err)) throw err;
+      await this.noteSources(login.offline!.state, t, true, now);
+    }
   }
 
   /** check()'s judgement of an attempt this process did not check: the account and its sources, read. */

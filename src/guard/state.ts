@@ -186,6 +186,8 @@ export interface LoginPort {
    * the attempt; the state may judge it again when it writes.
    */
   succeed(t: TaggedAttempt, now: number, familiar: boolean | undefined): Promise<JudgedSuccess>;
+  /** A refused stranger: every source noted as failed (no bucket charged, no account touched), as check() does. */
+  refuse(t: TaggedAttempt, now: number): Promise<void>;
   /** A failure: counted unless the password repeats, its backoff lock (jittered by `random`), the buckets charged, every source noted. */
   fail(t: TaggedAttempt, passwordTag: string | undefined, random: number, now: number): Promise<JudgedFailure>;
   readonly offline: OfflineParts | undefined;

@@ -18,8 +18,8 @@
 --   pair     <prefix>:{ga:<account>}:p:<addr>  the account+address bucket ('dd', as the store's slab), in
 --                                              the account's slot so a login's account work is one call
 --   source   <prefix>:{gs:<source>}            gen f s pf ps last (ratio counts), the address's or subnet's
---                                              bucket (deficit, at) and when it is full again, the failed
---                                              account tags and when each last failed
+--                                              bucket (deficit, at) and when it is full again, then per
+--                                              failed account its 32-bit hash and when it last failed
 --   failures <prefix>:{gf:<monitor>}:<bucket>  the fleet's anomaly count (INCRBY)
 --
 -- ARGV: the number of sessions, each session's signature and constants (a guard's options, SESSION_ARGS
@@ -29,8 +29,8 @@
 
 local REMEMBERED_PASSWORDS = 3
 local SESSION_ARGS = 17
-local ACC_HEAD, SRC_HEAD = '<dddddddHH', '<dddddddddH'
-local ACC_HEAD_BYTES, SRC_HEAD_BYTES = 60, 74
+local ACC_HEAD, SRC_HEAD = '<dddddddHH', '<ddddddddd'
+local ACC_HEAD_BYTES, SRC_HEAD_BYTES = 60, 72
 local TB
 local READY = false
 local ARGV_
@@ -350,25 +350,36 @@ end
 
 -- ---- sources ----
 
+-- A source's failed accounts are `ent`: each account's 32-bit hash (source-table.ts's hash32, sent by
+-- the app) and when it last failed, in turn.
 local function decodeSource(raw)
   if not raw or #raw < SRC_HEAD_BYTES then return false end
-  local gen, f, s, pf, ps, last, bd, bat, bend, ntags, at = sunpack(SRC_HEAD, raw)
-  -- The account tags stay text until a failure needs them (tagsOf): the counts read only when each was seen.
-  return { gen = gen, f = f, s = s, pf = pf, ps = ps, last = last, b = { bd, bat }, bend = bend, tagsRaw = string.sub(raw, at, at + ntags - 1), seen = doubles(raw, at + ntags) }
+  local gen, f, s, pf, ps, last, bd, bat, bend = sunpack(SRC_HEAD, raw)
+  return { gen = gen, f = f, s = s, pf = pf, ps = ps, last = last, b = { bd, bat }, bend = bend, ent = doubles(raw, SRC_HEAD_BYTES + 1) }
 end
 
-local function tagsOf(src) return listOf(src, 'tags', 'tagsRaw') end
+-- The layout of a source with n values of failed accounts, for one pack.
+local SFMT = {}
+local function sourceFormat(n)
+  local f = SFMT[n]
+  if not f then
+    f = SRC_HEAD .. string.rep('d', n)
+    SFMT[n] = f
+  end
+  return f
+end
 
 local function encodeSource(src)
-  local tags = src.tags and joined(src.tags) or src.tagsRaw
-  return spack(SRC_HEAD, src.gen, src.f, src.s, src.pf, src.ps, src.last, src.b[1], src.b[2], src.bend, #tags) .. tags .. packDoubles(src.seen)
+  local ent = src.ent
+  local n = #ent
+  return spack(sourceFormat(n), src.gen, src.f, src.s, src.pf, src.ps, src.last, src.b[1], src.b[2], src.bend, unpack(ent, 1, n))
 end
 
 local function source(key)
   local src = REC[key]
   if src == nil then
     src = decodeSource(PRE[key])
-    if not src then src = { gen = 0, f = 0, s = 0, pf = 0, ps = 0, last = 0, b = { 0, 0 }, bend = -INF, tags = {}, seen = {}, empty = true } end
+    if not src then src = { gen = 0, f = 0, s = 0, pf = 0, ps = 0, last = 0, b = { 0, 0 }, bend = -INF, ent = {}, empty = true } end
     REC[key] = src
   end
   return src
@@ -389,49 +400,52 @@ end
 
 -- source-table.ts's noteDistinct: the account's entry moves to now; else an entry past both windows is
 -- reused, else one is added below the cap, else the oldest is replaced (the count then reads "at least").
-local function noteDistinct(src, account, now, setMs, maxDistinct)
-  local tags, seen = tagsOf(src), src.seen
+local function noteDistinct(src, hash, now, setMs, maxDistinct)
+  local ent = src.ent
+  local count = #ent / 2
   local oldest, oldestSeen = 0, INF
-  for k = 1, #tags do
-    if tags[k] == account then
-      seen[k] = now
+  for k = 1, count do
+    local i = 2 * k
+    if ent[i - 1] == hash then
+      ent[i] = now
       return
     end
-    if seen[k] < oldestSeen then oldest, oldestSeen = k, seen[k] end
+    if ent[i] < oldestSeen then oldest, oldestSeen = k, ent[i] end
   end
   local k
   if oldest > 0 and oldestSeen + setMs <= now then k = oldest
-  elseif #tags < maxDistinct then k = #tags + 1
+  elseif count < maxDistinct then k = count + 1
   else k = oldest end
-  tags[k], seen[k] = account, now
+  ent[2 * k - 1], ent[2 * k] = hash, now
 end
 
 -- Counts and window start go back to the caller, which weighs the previous generation (a fraction).
 local function sourceView(out, n, src, now, distinctMs, longMs)
   local d, dl = 0, 0
-  for k = 1, #src.seen do
-    if src.seen[k] + distinctMs > now then d = d + 1 end
-    if src.seen[k] + longMs > now then dl = dl + 1 end
+  local ent = src.ent
+  for i = 2, #ent, 2 do
+    if ent[i] + distinctMs > now then d = d + 1 end
+    if ent[i] + longMs > now then dl = dl + 1 end
   end
   out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6], out[n + 7] = src.gen, src.f, src.s, src.pf, src.ps, d, dl
   return n + 7
 end
 
--- source-table.ts's note(): a failure on `account` ('1'), a success ('0'), or a stranger's success ('t'),
--- which is noted only on a source already tracked (live): nil then, and nothing is written. The record's
--- end is kept for the write.
-local function noteSource(key, now, account, what, ratioMs, setMs, maxDistinct, idleMs)
+-- source-table.ts's note(): a failure on the account hashed `hash` ('1'), a success ('0'), or a
+-- stranger's success ('t'), which is noted only on a source already tracked (live): nil then, and
+-- nothing is written. The record's end is kept for the write.
+local function noteSource(key, now, hash, what, ratioMs, setMs, maxDistinct, idleMs)
   local src = source(key)
   if not live(src, now, idleMs) then
     if what == 't' then return nil end
-    src.gen, src.f, src.s, src.pf, src.ps, src.tags, src.seen = 0, 0, 0, 0, 0, {}, {}
+    src.gen, src.f, src.s, src.pf, src.ps, src.ent = 0, 0, 0, 0, 0, {}
   end
   src.empty = nil
   roll(src, ratioMs, now)
   src.last = now
   if what == '1' then
     src.f = src.f + 1
-    noteDistinct(src, account, now, setMs, maxDistinct)
+    noteDistinct(src, hash, now, setMs, maxDistinct)
   else
     src.s = src.s + 1
   end
@@ -605,15 +619,15 @@ local function run(KEYS, ARGV)
       n = n + 2
       a, k = b, k + 1
     elseif op == 'SN' then
-      -- A login's outcome on one source. ARGV: the account's tag, and '0' for a success, 't' for a
+      -- A login's outcome on one source. ARGV: the account's hash, and '0' for a success, 't' for a
       -- stranger's success (noted only where the source is tracked), 'j' for a success whose path the AS
       -- before it judged ('0' if familiar, else 't'), '1' for a failure, 'i' or 'n' for a failure that also
       -- charges the address's or subnet's bucket. No reply.
-      local key, acct, what = KEYS[k], ARGV[a + 1], ARGV[a + 2]
+      local key, hash, what = KEYS[k], tonumber(ARGV[a + 1]), ARGV[a + 2]
       if what == 'j' then what = judged == 'f' and '0' or 't' end
       -- A stranger's success where no record is, nor was made earlier in this call: nothing to note.
       if what ~= 't' or REC[key] ~= nil or PRE[key] then
-        local src = noteSource(key, now, acct, (what == 'i' or what == 'n') and '1' or what, s.ratioMs, s.setMs, s.maxDistinct, s.idleMs)
+        local src = noteSource(key, now, hash, (what == 'i' or what == 'n') and '1' or what, s.ratioMs, s.setMs, s.maxDistinct, s.idleMs)
         if what == 'i' or what == 'n' then
           local p = s[what]
           TB.adjust(p, src.b, now, 1)
@@ -657,11 +671,11 @@ local function run(KEYS, ARGV)
       a, k = b, k + 1
     elseif op == 'NS' then
       -- noteSource. ARGV: now, distinctWindowMs, ratioWindowMs, maxDistinct, longDistinctWindowMs, the
-      -- account tag, and '1' for a failure, '0' for a success, 't' for a stranger's success. Replies the
+      -- account's hash, and '1' for a failure, '0' for a success, 't' for a stranger's success. Replies the
       -- source's view after it (all zeros for a stranger's success on a source not tracked).
       local now, distinctMs, ratioMs, maxDistinct, longMs = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
       local setMs = max(distinctMs, longMs)
-      local src = noteSource(KEYS[k], now, ARGV[a + 6], ARGV[a + 7], ratioMs, setMs, maxDistinct, 2 * max(setMs, ratioMs))
+      local src = noteSource(KEYS[k], now, tonumber(ARGV[a + 6]), ARGV[a + 7], ratioMs, setMs, maxDistinct, 2 * max(setMs, ratioMs))
       if src then
         n = sourceView(out, n, src, now, distinctMs, longMs)
       else

@@ -20,6 +20,7 @@ import type { TaggedAttempt } from '../attempt.js';
 import type { AccountView, GuardState, JudgedFailure, JudgedSuccess, LoginConfig, LoginPort, OfflineParts, SourceReads, SourceSpec } from '../state.js';
 import type { ConnectionStats } from '../../stores/redis/connection.js';
 import type { Arg } from '../../stores/redis/adapter.js';
+import { hash32 } from '../source-table.js';
 import { accountView, BucketPeek, sourceView, succeededAccount } from './records.js';
 import { checkTags, code, num, readFailure, readSuccess, type LoginContext, type ReadUnit, type Unit } from './wire.js';
 
@@ -148,6 +149,14 @@ export class LoginSession implements LoginPort {
     });
   }
 
+  /** check()'s refusal of a stranger: its sources noted as failed, no bucket charged. One operation, no reply. */
+  refuse(t: TaggedAttempt, now: number): Promise<void> {
+    checkTags(t.sources, 'source');
+    const parts: Part[] = [];
+    this.notes(parts, t, '1', undefined, false);
+    return this.send(new NoteOp(this), parts, now);
+  }
+
   /**
    * record()'s failure: counted on the account unless the password is one of its last three wrong ones,
    * then its backoff lock (with `random` for the jitter, drawn here for every failure rather than only a
@@ -181,15 +190,15 @@ export class LoginSession implements LoginPort {
    * (which also charges the address's and subnet's buckets unless allow-listed), or a success: '0', 't'
    * a stranger's, 'j' as the account's part before it judged (see guard.lua's SN).
    */
-  private notes(parts: Part[], t: TaggedAttempt, outcome: '1' | '0' | 't' | 'j', found?: number): void {
+  private notes(parts: Part[], t: TaggedAttempt, outcome: '1' | '0' | 't' | 'j', found?: number, charged = outcome === '1'): void {
     const st = this.state;
-    const failed = outcome === '1';
-    const charge = failed && !t.standing.allowed;
+    const charge = charged && !t.standing.allowed;
     // `found`: for a stranger's success, the sources the check found a record of; the others are left out.
     const note = (bit: number) => found === undefined || (found & bit) !== 0;
-    if (note(ADDRESS_FOUND)) parts.push({ slot: st.slot('gs', t.address), keys: [st.sourceKey(t.address)], args: ['SN', t.account, charge ? 'i' : outcome], kind: NOTE });
-    if (note(SUBNET_FOUND)) parts.push({ slot: st.slot('gs', t.subnet), keys: [st.sourceKey(t.subnet)], args: ['SN', t.account, charge ? 'n' : outcome], kind: NOTE });
-    if (t.fingerprint !== undefined && note(FINGERPRINT_FOUND)) parts.push({ slot: st.slot('gs', t.fingerprint), keys: [st.sourceKey(t.fingerprint)], args: ['SN', t.account, outcome], kind: NOTE });
+    const account = String(hash32(t.account)); // a source keeps its failed accounts' hashes, as the memory state's table
+    if (note(ADDRESS_FOUND)) parts.push({ slot: st.slot('gs', t.address), keys: [st.sourceKey(t.address)], args: ['SN', account, charge ? 'i' : outcome], kind: NOTE });
+    if (note(SUBNET_FOUND)) parts.push({ slot: st.slot('gs', t.subnet), keys: [st.sourceKey(t.subnet)], args: ['SN', account, charge ? 'n' : outcome], kind: NOTE });
+    if (t.fingerprint !== undefined && note(FINGERPRINT_FOUND)) parts.push({ slot: st.slot('gs', t.fingerprint), keys: [st.sourceKey(t.fingerprint)], args: ['SN', account, outcome], kind: NOTE });
   }
 
   /**
@@ -362,6 +371,14 @@ class SuccessOp extends Op<JudgedSuccess> {
   result(): JudgedSuccess {
     return this.judged!;
   }
+}
+
+/** Notes alone: nothing to read back. */
+class NoteOp extends Op<void> {
+  answer(_kind: number, _r: unknown[], i: number): number {
+    return i;
+  }
+  result(): void {}
 }
 
 class FailOp extends Op<JudgedFailure> {

@@ -9,15 +9,14 @@
  *            the familiar source tags (nfam bytes, comma-joined), then one double per familiar tag: its end
  *   pair     deficit, at (the token bucket's state)
  *   source   gen f s pf ps last (ratio counts), the bucket's deficit and at, when it is full again
- *            (9 doubles), ntags (uint16), the failed account tags (ntags bytes), then one double per tag:
- *            when it last failed
+ *            (9 doubles), then two doubles per failed account: its 32-bit hash, and when it last failed
  */
 import { makeDecision, TokenBucket, Verdict } from '../../core/index.js';
 import type { Decision, Policy } from '../../core/index.js';
 import type { AccountView, JudgedSuccess, SourceSpec, SourceView } from '../state.js';
 
 const ACCOUNT_HEAD_BYTES = 60;
-const SOURCE_HEAD_BYTES = 74;
+const SOURCE_HEAD_BYTES = 72;
 
 const view = (bytes: Uint8Array) => new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 const f64 = (d: DataView, at: number) => d.getFloat64(at, true);
@@ -201,7 +200,7 @@ export function sourceView(bytes: Uint8Array | null, now: number, spec: SourceSp
   const weight = (ratioMs - (now - gen * ratioMs)) / ratioMs;
   let distinct = 0;
   let distinctLong = 0;
-  for (let at = SOURCE_HEAD_BYTES + d.getUint16(72, true); at + 8 <= bytes.length; at += 8) {
+  for (let at = SOURCE_HEAD_BYTES + 8; at + 8 <= bytes.length; at += 16) {
     const seen = f64(d, at);
     if (seen + spec.distinctWindowMs > now) distinct++;
     if (seen + longMs > now) distinctLong++;

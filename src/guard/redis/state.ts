@@ -25,6 +25,7 @@ import { escapeId, slotOf } from '../../stores/redis/keys.js';
 import { RedisStore } from '../../stores/redis/redis-store.js';
 import { defineLibrary } from '../../stores/redis/script.js';
 import { MemoryGuardState } from '../memory-state.js';
+import { hash32 } from '../source-table.js';
 import { registerGuardStateMaker, type AccountView, type FailOutcome, type GuardState, type JudgedFailure, type JudgedSuccess, type LoginConfig, type LoginPort, type Path, type SourceSpec, type SourceView } from '../state.js';
 import { LoginSession, type LoginHost } from './login.js';
 import { accountView, sourceView } from './records.js';
@@ -198,7 +199,7 @@ export class RedisGuardState implements GuardState, LoginHost {
     return this.single(
       this.slot('gs', source),
       [this.sourceKey(source)],
-      ['NS', num(now), ...specArgs(spec), account, failed ? '1' : onlyIfTracked ? 't' : '0'],
+      ['NS', num(now), ...specArgs(spec), String(hash32(account)), failed ? '1' : onlyIfTracked ? 't' : '0'],
       (r, i) => readSourceView(r, i, now, spec),
       (l) => l.noteSource(source, account, failed, now, spec, onlyIfTracked),
       { failures: 0, successes: 0, distinctFailedAccounts: 0, distinctFailedAccountsLong: 0 },

@@ -17,7 +17,7 @@
 --                                              familiar source tags (comma-joined), then familiar ends
 --   pair     <prefix>:{ga:<account>}:p:<addr>  the account+address bucket ('dd', as the store's slab), in
 --                                              the account's slot so a login's account work is one call
---   source   <prefix>:{gs:<source>}            gen f s pf ps last (ratio counts), the address's or subnet's
+--   source   <prefix>:{gs:<source>}:v2         gen f s pf ps last (ratio counts), the address's or subnet's
 --                                              bucket (deficit, at) and when it is full again, then per
 --                                              failed account its 32-bit hash and when it last failed
 --   failures <prefix>:{gf:<monitor>}:<bucket>  the fleet's anomaly count (INCRBY)

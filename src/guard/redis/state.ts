@@ -44,7 +44,7 @@ export type GuardStateOnError = 'open' | 'closed' | 'local';
 export interface RedisGuardStateOptions {
   /** An ioredis Redis or Cluster, or a node-redis (v4 or later) client or cluster, connected by you. */
   client: unknown;
-  /** Start of every key: `<prefix>:{ga:<account tag>}[:p:<address tag>]`, `<prefix>:{gs:<source tag>}`. No braces. Default 'sluice'. */
+  /** Start of every key: `<prefix>:{ga:<account tag>}[:p:<address tag>]`, `<prefix>:{gs:<source tag>}:v2`. No braces. Default 'sluice'. */
   prefix?: string;
   /** Longest wait for Redis per call before `onError` answers. Default 50 ms. */
   timeoutMs?: number;
@@ -117,7 +117,9 @@ export class RedisGuardState implements GuardState, LoginHost {
 
   /** The key of a source's record (an address's or subnet's with its bucket): one key, one slot. */
   sourceKey(source: string): string {
-    return `${this.prefix}:{gs:${escapeId(source)}}`;
+    // v2: failed accounts as 32-bit hashes; records of the layout before (their tags as text) are not read,
+    // and expire on their own TTLs.
+    return `${this.prefix}:{gs:${escapeId(source)}}:v2`;
   }
 
   /** The key of a monitor's failure count in one anomaly bucket: one hash tag per monitor, one slot. */

@@ -38,6 +38,13 @@ export interface RedisAdapter {
    * decode them as UTF-8 and lose bytes.
    */
   values(keys: string[]): Promise<(Uint8Array | null)[]>;
+  /**
+   * Holds what is written to the connection until the returned function is called, so the calls of one
+   * turn of the event loop leave in one write: ioredis writes each command by itself. Undefined where
+   * there is nothing to hold (node-redis gathers a turn's commands itself; a cluster has a connection per
+   * node; a client not connected).
+   */
+  cork(): (() => void) | undefined;
   /** Listens to the client's 'error' events (node-redis crashes the process on an unheard one). */
   onError(listener: (err: unknown) => void): void;
   /** Listens to the client's 'ready' events (both clients emit one on each connection). */
@@ -115,6 +122,12 @@ function ioredis(c: AnyClient): RedisAdapter {
     evalsha: (sha, keys, args) => evalsha.call(c, sha, keys.length, ...keys, ...args) as Promise<unknown>,
     eval: (source, keys, args) => evalScript.call(c, source, keys.length, ...keys, ...args) as Promise<unknown>,
     values: (keys) => (c.mgetBuffer as Fn).call(c, ...keys) as Promise<(Uint8Array | null)[]>,
+    cork: () => {
+      const stream = c.stream as { cork?: () => void; uncork?: () => void } | undefined;
+      if (cluster || c.status !== 'ready' || typeof stream?.cork !== 'function' || typeof stream.uncork !== 'function') return undefined;
+      stream.cork();
+      return () => stream.uncork!();
+    },
     onError: (listener) => listen(c, listener),
     onReady: (listener) => listen(c, listener, 'ready'),
   };
@@ -156,6 +169,7 @@ function nodeRedis(c: AnyClient): RedisAdapter {
     evalsha: (sha, keys, args) => evalSha.call(c, sha, { keys, arguments: args }) as Promise<unknown>,
     eval: (source, keys, args) => evalScript.call(c, source, { keys, arguments: args }) as Promise<unknown>,
     values: (keys) => (cluster ? send!.call(c, keys[0], true, ['MGET', ...keys], bytesReply()) : send!.call(c, ['MGET', ...keys], bytesReply())) as Promise<(Uint8Array | null)[]>,
+    cork: () => undefined,
     onError: (listener) => listen(c, listener),
     onReady: (listener) => listen(c, listener, 'ready'),
   };

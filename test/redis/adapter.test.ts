@@ -1,6 +1,7 @@
 // The adapter's values(): MGET with every value as its bytes, on each client major sluice supports (ioredis
 // 5 and 6, node-redis 4, 5 and 6), standalone and Cluster. The guard's records are packed binary, and a
 // client that decoded them as UTF-8 would lose bytes: every byte value is written and must come back.
+// And its cork(): a turn's calls on ioredis leave in one write.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { test } from 'node:test';
@@ -10,6 +11,8 @@ import { createClient, createCluster } from 'redis';
 import { createClient as createClient4, createCluster as createCluster4 } from 'redis4';
 import { createClient as createClient5, createCluster as createCluster5 } from 'redis5';
 import { adapt } from '../../src/stores/redis/adapter.js';
+import { RedisConnection } from '../../src/stores/redis/connection.js';
+import { defineScript } from '../../src/stores/redis/script.js';
 import { redisUrl, runPrefix, useCluster } from './harness.js';
 
 const BYTES = Uint8Array.from({ length: 256 }, (_, i) => 255 - i);
@@ -44,6 +47,27 @@ test('values() on a standalone Redis: ioredis 5 and 6, node-redis 4, 5 and 6', a
     io.disconnect();
     io5.disconnect();
     await Promise.all([nr4.quit(), nr5.quit(), nr6.quit()]);
+  }
+});
+
+test('a turn of calls on ioredis leaves in one write (the socket is corked until the turn ends)', async () => {
+  const io = new Redis(redisUrl());
+  await once(io, 'ready');
+  try {
+    const stream = (io as unknown as { stream: { _write: (...a: unknown[]) => unknown; _writev: (...a: unknown[]) => unknown } }).stream;
+    const writes: number[] = [];
+    const write = stream._write.bind(stream);
+    const writev = stream._writev.bind(stream);
+    stream._write = (...a: unknown[]) => (writes.push(1), write(...a));
+    stream._writev = (chunks: unknown, cb: unknown) => (writes.push((chunks as unknown[]).length), writev(chunks, cb));
+    const connection = new RedisConnection({ client: io, timeoutMs: 2000, owner: 'test' });
+    const script = defineScript('one', 'return 1');
+    await connection.run(script, [], []); // loads the script
+    writes.length = 0;
+    assert.deepEqual(await Promise.all(Array.from({ length: 5 }, () => connection.run(script, [], []))), [1, 1, 1, 1, 1]);
+    assert.deepEqual(writes, [5], 'five calls, one write of five commands');
+  } finally {
+    io.disconnect();
   }
 });
 

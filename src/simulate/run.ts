@@ -130,6 +130,11 @@ export async function runScenario(
   const steppedUp = new Set<number>();
   const steppedUpAtSuccess = new Set<number>();
   const known = new Set(users.map((u) => u.account));
+  // Users whose real account+password pair the defender's corpus holds: those the population says, and
+  // those whose pair a stuffer holds when the corpus has that pair too (it is the same leak). Their logins
+  // with the real password carry leakedCredential: true, as the application's corpus lookup would say.
+  const leakedAccounts = new Set(users.filter((u) => u.leakedPair).map((u) => u.account));
+  for (const a of attack.attempts) if (a.valid && a.leaked) leakedAccounts.add(a.account);
   let stoppedAtSuccess = 0;
   const blocked = new Set<number>();
   const lockedOut = new Set<number>();
@@ -165,7 +170,9 @@ export async function runScenario(
         const u = users[s.user]!;
         const server = next();
         const account = e.step < 0 ? s.wrongAccount! : u.account;
-        const v = await fleet[server]!.check({ account, ip: s.ip, fingerprint: s.fingerprint });
+        // Only the real password on the real account is a leaked pair; a typo or a mistyped name is not.
+        const leakedCredential = e.step >= 0 && s.typos[e.step] === undefined && leakedAccounts.has(u.account);
+        const v = await fleet[server]!.check({ account, ip: s.ip, fingerprint: s.fingerprint, leakedCredential });
         decisions++;
         if (e.measured) {
           active.add(s.user);
@@ -189,7 +196,8 @@ export async function runScenario(
           await fleet[e.server]!.record({ account: s.wrongAccount!, ip: s.ip, fingerprint: s.fingerprint, success: false, password: u.password, accountExists: false });
           heap.push({ t: e.t + randomInt(random, 3_000, 15_000), seq: 0, kind: 'legit', s, step: 0, retries: 0, measured: e.measured });
         } else if (typo === undefined) {
-          const r = await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: true });
+          const leakedCredential = leakedAccounts.has(u.account);
+          const r = await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: true, leakedCredential });
           if (r.action === 'mfa') {
             // Stepped up at success: the person passes the second factor, and the login completes.
             if (e.measured) {
@@ -197,7 +205,7 @@ export async function runScenario(
               steppedUpAtSuccess.add(s.user);
               for (const reason of r.reasons) legitReasons.set(reason, (legitReasons.get(reason) ?? 0) + 1);
             }
-            await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: true, secondFactor: true });
+            await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: true, secondFactor: true, leakedCredential });
           }
         } else {
           await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: false, password: typo });
@@ -210,7 +218,7 @@ export async function runScenario(
         if (compromised.has(e.a.account)) break;
         made++;
         const server = next();
-        const v = await fleet[server]!.check({ account: e.a.account, ip: e.a.ip });
+        const v = await fleet[server]!.check({ account: e.a.account, ip: e.a.ip, leakedCredential: e.a.leaked });
         decisions++;
         const refused = v.action === 'challenge' || v.action === 'mfa' || v.action === 'block';
         const sinceStart = e.t - attackStart;
@@ -227,7 +235,7 @@ export async function runScenario(
       case 'attack-verify': {
         through++;
         const { a } = e;
-        const r = await fleet[e.server]!.record({ account: a.account, ip: a.ip, success: a.valid, password: a.valid ? undefined : a.password, accountExists: a.valid || known.has(a.account) });
+        const r = await fleet[e.server]!.record({ account: a.account, ip: a.ip, success: a.valid, password: a.valid ? undefined : a.password, accountExists: a.valid || known.has(a.account), leakedCredential: a.leaked });
         if (r.action === 'mfa') {
           // Stepped up at success: the attacker passes no second factor.
           stoppedAtSuccess++;

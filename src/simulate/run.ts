@@ -72,7 +72,7 @@ export interface RunSettings {
 
 type Event =
   | { t: number; seq: number; kind: 'legit'; s: Session; step: number; retries: number; measured: boolean }
-  | { t: number; seq: number; kind: 'legit-verify'; s: Session; step: number; measured: boolean; server: number }
+  | { t: number; seq: number; kind: 'legit-verify'; s: Session; step: number; measured: boolean; server: number; passedMfa: boolean }
   | { t: number; seq: number; kind: 'attack'; a: AttackAttempt }
   | { t: number; seq: number; kind: 'attack-verify'; a: AttackAttempt; server: number };
 
@@ -184,7 +184,7 @@ export async function runScenario(
           break;
         }
         // A person solves the challenge or the MFA prompt, waits out the delay, and the password is checked.
-        heap.push({ t: e.t + v.delayMs, seq: 0, kind: 'legit-verify', s, step: e.step, measured: e.measured, server });
+        heap.push({ t: e.t + v.delayMs, seq: 0, kind: 'legit-verify', s, step: e.step, measured: e.measured, server, passedMfa: v.action === 'mfa' });
         break;
       }
       case 'legit-verify': {
@@ -197,7 +197,9 @@ export async function runScenario(
           heap.push({ t: e.t + randomInt(random, 3_000, 15_000), seq: 0, kind: 'legit', s, step: 0, retries: 0, measured: e.measured });
         } else if (typo === undefined) {
           const leakedCredential = leakedAccounts.has(u.account);
-          const r = await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: true, leakedCredential });
+          // A person who passed the MFA check() asked for has passed the second factor of this login, and
+          // the application says so (as the demo does), rather than asking for it again at success.
+          const r = await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: true, leakedCredential, ...(e.passedMfa ? { secondFactor: true } : {}) });
           if (r.action === 'mfa') {
             // Stepped up at success: the person passes the second factor, and the login completes.
             if (e.measured) {

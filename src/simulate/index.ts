@@ -81,6 +81,7 @@ export function formatResults(options: SimulateOptions, results: readonly Scenar
     `${r.legitChallenged} (${pct(r.legitChallenged, r.legitUsers)})`,
     `${r.legitSteppedUp} (${pct(r.legitSteppedUp, r.legitUsers)})`,
     `${r.legitSteppedUpAtSuccess} (${pct(r.legitSteppedUpAtSuccess, r.legitUsers)})`,
+    `${r.legitChallengedOrSteppedUp} (${pct(r.legitChallengedOrSteppedUp, r.legitUsers)})`,
     `${r.legitBlocked} (${pct(r.legitBlocked, r.legitUsers)})`,
   ]);
   const right = 'right' as const;
@@ -116,6 +117,7 @@ export function formatResults(options: SimulateOptions, results: readonly Scenar
         { header: 'challenged', align: right },
         { header: 'stepped up (MFA)', align: right },
         { header: 'of which at success', align: right },
+        { header: 'challenged or MFA', align: right },
         { header: 'blocked', align: right },
       ],
       legitRows,

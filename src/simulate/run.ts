@@ -50,6 +50,8 @@ export interface ScenarioResult {
   readonly legitSteppedUp: number;
   /** Of those, stepped up by record() at success (a correct password on an unfamiliar path during stuffing). */
   readonly legitSteppedUpAtSuccess: number;
+  /** Users challenged or stepped up, each counted once (issue 30's bound: at most 1%). */
+  readonly legitChallengedOrSteppedUp: number;
   readonly legitBlocked: number;
   /** Legitimate users who never got in. */
   readonly legitLockedOut: number;
@@ -264,6 +266,7 @@ export async function runScenario(
     legitChallenged: challenged.size,
     legitSteppedUp: steppedUp.size,
     legitSteppedUpAtSuccess: steppedUpAtSuccess.size,
+    legitChallengedOrSteppedUp: new Set([...challenged, ...steppedUp]).size,
     legitBlocked: blocked.size,
     legitLockedOut: lockedOut.size,
     decisions,

@@ -39,8 +39,9 @@ export interface RecordResult {
   readonly consecutiveFailures: number;
   /**
    * 'mfa': a correct password on an unfamiliar path while the guard sees stuffing (see `successStepUp`),
-   * or with a pair the application found leaked (`leakedCredential`). The login must not complete yet: nothing was recorded; ask for the second factor, then record the
-   * success again with `secondFactor: true`. 'allow' otherwise.
+   * or with a pair the application found leaked (`leakedCredential`). The login must not complete yet:
+   * nothing was recorded; ask for the second factor, then record the success again with
+   * `secondFactor: true`. 'allow' otherwise.
    */
   readonly action: 'allow' | 'mfa';
   /** Why a success was stepped up, in the order checked; empty for 'allow'. */

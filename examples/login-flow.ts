@@ -41,6 +41,12 @@ export interface LoginRequest {
   captchaToken: unknown;
   /** A one-time code, when the guard asked for MFA. */
   otp: unknown;
+  /**
+   * Your leaked-credential check of this account+password pair, if you have one: Cloudflare's
+   * `Exposed-Credential-Check: 1` header (only when the origin is reachable through Cloudflare alone), or an
+   * in-house breach corpus. A leaked password alone (a Have I Been Pwned range match) is not a leaked pair.
+   */
+  leakedCredential?: boolean;
 }
 
 export interface LoginReply {
@@ -66,7 +72,12 @@ export async function handleLogin(deps: LoginDeps, req: LoginRequest): Promise<L
   if (typeof account !== 'string' || account.length === 0 || account.length > 256 || typeof password !== 'string' || password.length > 1024) {
     return reply(400, { error: 'bad_request' });
   }
-  const attempt = req.device === undefined ? { account, ip: req.ip } : { account, ip: req.ip, fingerprint: req.device };
+  const attempt = {
+    account,
+    ip: req.ip,
+    ...(req.device === undefined ? {} : { fingerprint: req.device }),
+    ...(req.leakedCredential === undefined ? {} : { leakedCredential: req.leakedCredential }),
+  };
   const v = await deps.guard.check(attempt);
   if (v.action === 'block') {
     return reply(429, { error: 'too_many_attempts' }, { 'retry-after': String(Math.ceil(v.retryAfterMs / 1000)) });
@@ -87,7 +98,8 @@ export async function handleLogin(deps: LoginDeps, req: LoginRequest): Promise<L
   const passwordOk = await verify(password, user?.hash ?? (await DUMMY));
   const otpOk = v.action !== 'mfa' || (user !== undefined && typeof req.otp === 'string' && req.otp.length === user.otp.length && timingSafeEqual(Buffer.from(req.otp), Buffer.from(user.otp)));
   const ok = user !== undefined && passwordOk && otpOk;
-  await deps.guard.record({ ...attempt, success: ok, password: ok ? undefined : password });
+  // A login that passed the MFA asked for says so, so that the guard does not ask for it again at success.
+  await deps.guard.record({ ...attempt, success: ok, password: ok ? undefined : password, ...(ok && v.action === 'mfa' ? { secondFactor: true } : {}) });
   return ok ? reply(200, { ok: true }) : INVALID();
 }
 

@@ -67,12 +67,23 @@ test('sluice simulate attacks: a small seeded run prints both tables, and the sa
   assert.equal((await run(...args)).out, a.out);
 });
 
+test('sluice simulate attacks: --leak-coverage and --leaked-pair-share reach the run, and its header says so', async () => {
+  const a = await run('simulate', 'attacks', '--seed', '7', '--users', '300', '--scenario', 'brute-force', '--leak-coverage', '0.5', '--leaked-pair-share', '0');
+  assert.equal(a.code, 0, a.err);
+  assert.match(a.out, /^sluice simulate attacks --seed 7 --users 300 --leak-coverage 0.5 --leaked-pair-share 0\n/);
+  assert.match(a.out, /0% with their own account\+password pair in the leaked corpus,\nwhich holds 50% of a stuffer's pairs/);
+});
+
 test('sluice simulate: usage errors', async () => {
   assert.match((await run('simulate')).err, /expected 'attacks', 'accuracy' or 'distributed', got ""/);
   assert.match((await run('simulate', 'attacks', '--users', '0')).err, /--users needs a positive integer, got "0"/);
   assert.match((await run('simulate', 'attacks', '--scenario', 'nope')).err, /unknown scenario "nope"/);
   assert.match((await run('simulate', 'attacks', '--fast')).err, /unexpected argument "--fast"/);
   assert.equal((await run('simulate', 'attacks', '--seed')).code, EXIT_USAGE);
+  assert.match((await run('simulate', 'attacks', '--leak-coverage', '1.5')).err, /--leak-coverage takes a fraction from 0 to 1, got "1.5"/);
+  assert.match((await run('simulate', 'attacks', '--leak-coverage', '-0.1')).err, /--leak-coverage takes a fraction from 0 to 1, got "-0.1"/);
+  assert.match((await run('simulate', 'attacks', '--leaked-pair-share', 'lots')).err, /--leaked-pair-share takes a fraction from 0 to 1, got "lots"/);
+  assert.equal((await run('simulate', 'attacks', '--leaked-pair-share')).code, EXIT_USAGE);
 });
 
 test('regression: sluice serve --help lists every setting of settings.ts with its flag and environment variable (new settings were once left out of the CLI)', async () => {

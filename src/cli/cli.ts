@@ -36,7 +36,8 @@ const demo: Command = {
   },
 };
 
-const SIMULATE_USAGE = `usage: sluice simulate attacks [--seed N] [--users N] [--servers N] [--anomaly-scope process|fleet] [--warmup-days N] [--step-up off|suspicious|stuffing] [--scenario NAME]...
+const SIMULATE_USAGE = `usage: sluice simulate attacks [--seed N] [--users N] [--servers N] [--anomaly-scope process|fleet] [--warmup-days N] [--step-up off|suspicious|stuffing]
+                               [--leak-coverage X] [--leaked-pair-share X] [--scenario NAME]...
        sluice simulate accuracy [--seed N] [--sources N] [--requests N] [--buckets K] [--mix NAME]...
        sluice simulate distributed [--redis URL] [--nodes N] [--seconds N] [--shape NAME]... [--strategy NAME]...
 
@@ -48,10 +49,18 @@ defaults, on a simulated clock, and prints what got through and which real users
   --anomaly-scope process|fleet   the guards' anomalyScope (default process)
   --warmup-days N  days of legitimate traffic before the attack (default 3); 0: a fresh guard meets it 1 min in
   --step-up off|suspicious|stuffing   the guards' successStepUp (default: the guard's, suspicious)
+  --leak-coverage X      share of a stuffer's pairs in the app's leaked corpus, 0 to 1 (default 0.9)
+  --leaked-pair-share X  share of users whose own pair is in it, 0 to 1 (default 0.015)
   --scenario NAME  run only this scenario (repeatable): ${SCENARIO_NAMES.join(', ')}
 
 ${ACCURACY_USAGE}
 ${DISTRIBUTED_USAGE}`;
+
+/** Parses a fraction from 0 to 1 written in decimal (0, 0.5, .9, 1), or returns an error message. */
+function fractionFlag(flag: string, value: string | undefined): number | string {
+  if (value === undefined || !/^(?:0|1|0?\.\d+|1\.0+)$/.test(value)) return `sluice simulate: ${flag} takes a fraction from 0 to 1, got ${JSON.stringify(value ?? '')}`;
+  return Number(value);
+}
 
 /** Parses a positive integer flag value, or returns an error message. */
 function positiveFlag(flag: string, value: string | undefined): number | string {
@@ -76,6 +85,8 @@ const simulate: Command = {
     let anomalyScope: 'process' | 'fleet' = 'process';
     let warmupDays: number | undefined;
     let successStepUp: 'off' | 'suspicious' | 'stuffing' | undefined;
+    let leakCoverage: number | undefined;
+    let leakedPairShare: number | undefined;
     const only: string[] = [];
     for (let i = 0; i < rest.length; i++) {
       const flag = rest[i]!;
@@ -89,6 +100,14 @@ const simulate: Command = {
         if (flag === '--seed') seed = n;
         else if (flag === '--users') users = n;
         else servers = n;
+      } else if (flag === '--leak-coverage' || flag === '--leaked-pair-share') {
+        const x = fractionFlag(flag, value);
+        if (typeof x === 'string') {
+          output.err(`${x}\n\n${this.usage}`);
+          return EXIT_USAGE;
+        }
+        if (flag === '--leak-coverage') leakCoverage = x;
+        else leakedPairShare = x;
       } else if (flag === '--anomaly-scope' && (value === 'process' || value === 'fleet')) {
         anomalyScope = value;
       } else if (flag === '--warmup-days' && value !== undefined && /^\d{1,2}$/.test(value)) {
@@ -112,7 +131,13 @@ const simulate: Command = {
         return EXIT_USAGE;
       }
     }
-    const options = { seed, users, only, servers, anomalyScope, ...(warmupDays === undefined ? {} : { warmupDays }), ...(successStepUp === undefined ? {} : { successStepUp }) };
+    const options = {
+      seed, users, only, servers, anomalyScope,
+      ...(warmupDays === undefined ? {} : { warmupDays }),
+      ...(successStepUp === undefined ? {} : { successStepUp }),
+      ...(leakCoverage === undefined ? {} : { leakCoverage }),
+      ...(leakedPairShare === undefined ? {} : { leakedPairShare }),
+    };
     const results = await simulateAttacks(options, (r) => output.err(`  ${r.name}: done\n`));
     output.out(formatResults(options, results));
     return 0;

@@ -12,6 +12,14 @@ export interface LoginAttempt {
   ip: string;
   /** A stable device identifier that your server set (a signed cookie), never a client-claimed value. */
   fingerprint?: string;
+  /**
+   * The application found this attempt's account+password pair in a corpus of leaked credentials (a
+   * Cloudflare `Exposed-Credential-Check: 1` header, an in-house breach corpus). A leaked *password* alone
+   * (Have I Been Pwned's range API, `Exposed-Credential-Check: 4`) is not a leaked pair: pass false or
+   * nothing for it. On an unfamiliar path it steps the attempt up to MFA, at check() and at a success; a
+   * familiar path is never hindered by it. The flag is read for this call only: never stored, never sent.
+   */
+  leakedCredential?: boolean;
 }
 
 /** What `guard.record` takes: the attempt and its outcome. */
@@ -144,6 +152,16 @@ export function tagAttempt(call: 'check' | 'record', input: unknown, tagger: Att
     subnetKey: `n:${subnet}`,
     pairKey: `p:${account}.${address}`,
   };
+}
+
+/**
+ * Whether the attempt says its account+password pair is leaked: true, false or undefined, else an error
+ * naming the field (a truthy string such as 'false' must not step anyone up, nor a typo let a pair through).
+ */
+export function leakedFlag(call: 'check' | 'record', input: LoginAttempt): boolean {
+  const v = input.leakedCredential;
+  if (v !== undefined && typeof v !== 'boolean') bad(call, 'leakedCredential', 'true, false or undefined', v);
+  return v === true;
 }
 
 /** Checks the outcome's `success` and `password` (no object returned: record reads them itself). */

@@ -22,7 +22,7 @@ import { isPromise, type MaybePromise } from '../core/maybe-promise.js';
 import type { Clock, Decision, Policy } from '../core/types.js';
 import type { Store, StoreTable } from '../stores/store.js';
 import { GuardMonitors } from './monitors.js';
-import { checkOutcome, tagAttemptRecalling, type AttemptTagger, type LoginAttempt, type LoginOutcome, type TaggedAttempt } from './attempt.js';
+import { checkOutcome, leakedFlag, tagAttemptRecalling, type AttemptTagger, type LoginAttempt, type LoginOutcome, type TaggedAttempt } from './attempt.js';
 import { backoffMs, type BackoffSchedule } from './backoff.js';
 import { KeyedHasher } from './keyed-hash.js';
 import { decide, raise, rank, type Floor, type GuardVerdict } from './ladder.js';
@@ -38,9 +38,10 @@ export interface RecordResult {
   /** The account's consecutive failures, both paths, after this attempt (a success from a familiar source forgets only its own path's). */
   readonly consecutiveFailures: number;
   /**
-   * 'mfa': a correct password on an unfamiliar path while the guard sees stuffing (see `successStepUp`).
-   * The login must not complete yet: nothing was recorded; ask for the second factor, then record the
-   * success again with `secondFactor: true`. 'allow' otherwise.
+   * 'mfa': a correct password on an unfamiliar path while the guard sees stuffing (see `successStepUp`),
+   * or with a pair the application found leaked (`leakedCredential`). The login must not complete yet:
+   * nothing was recorded; ask for the second factor, then record the success again with
+   * `secondFactor: true`. 'allow' otherwise.
    */
   readonly action: 'allow' | 'mfa';
   /** Why a success was stepped up, in the order checked; empty for 'allow'. */
@@ -164,15 +165,17 @@ export class Guard {
    * Decides what to do with a login attempt before its password is verified. It changes no account state
    * and charges no bucket; a stranger's attempt that it refuses (challenge or worse) counts as a failure of
    * its address, subnet and fingerprint (the distinct-accounts sets and the failure ratio) and of the global
-   * failure rate, because a refused attempt never reaches `record`.
+   * failure rate, because a refused attempt never reaches `record`. A stranger whose account+password pair
+   * is leaked (`leakedCredential: true`) is asked for at least MFA.
    */
   async check(attempt: LoginAttempt): Promise<GuardVerdict> {
     const t = tagAttemptRecalling('check', attempt, this.tagger, this.recent);
+    const leaked = leakedFlag('check', attempt);
     const now = this.clock();
     const maintained = this.monitors.maintain(now);
     if (maintained !== undefined) await maintained;
     const login = this.login;
-    if (login === undefined) return this.checkOn(this.parts, t, now);
+    if (login === undefined) return this.checkOn(this.parts, t, now, leaked);
     // On Redis: every read below in one batch operation (the per-source ones only for a stranger, as the
     // memory path reads them); while Redis cannot answer, the memory path on the offline state.
     let read: [AccountView | undefined, SourceReads];
@@ -180,12 +183,12 @@ export class Guard {
       read = await login.read(t, now, !t.standing.allowed);
     } catch (err) {
       if (!login.isOffline(err)) throw err;
-      return this.checkOn({ ...login.offline!, judging: false }, t, now);
+      return this.checkOn({ ...login.offline!, judging: false }, t, now, leaked);
     }
-    return this.verdict(this.parts, t, now, read[0], read[1], login);
+    return this.verdict(this.parts, t, now, read[0], read[1], leaked, login);
   }
 
-  private async checkOn(p: Parts, t: TaggedAttempt, now: number): Promise<GuardVerdict> {
+  private async checkOn(p: Parts, t: TaggedAttempt, now: number, leaked: boolean): Promise<GuardVerdict> {
     const standing = t.standing;
     // Hard throttles. A familiar source skips the per-source ones: it has logged in to this account before,
     // and the account's owner must keep a way in while strangers hammer the account or share the address.
@@ -204,14 +207,15 @@ export class Guard {
       const reads = this.sourceReads(p, t, now, stranger);
       read = isPromise(reads) ? await reads : reads;
     }
-    return this.verdict(p, t, now, account, read);
+    return this.verdict(p, t, now, account, read, leaked);
   }
 
   /**
    * The verdict from check()'s reads (the per-source ones are ignored for a familiar or allow-listed
-   * source). `login`: the login port the reads came from, which notes a refused stranger's sources.
+   * source). `leaked`: the application found the attempt's account+password pair in a leaked corpus.
+   * `login`: the login port the reads came from, which notes a refused stranger's sources.
    */
-  private async verdict(p: Parts, t: TaggedAttempt, now: number, account: AccountView | undefined, read: SourceReads, login?: LoginPort): Promise<GuardVerdict> {
+  private async verdict(p: Parts, t: TaggedAttempt, now: number, account: AccountView | undefined, read: SourceReads, leaked: boolean, login?: LoginPort): Promise<GuardVerdict> {
     const c = this.config;
     const standing = t.standing;
     const reasons: string[] = [];
@@ -264,6 +268,18 @@ export class Guard {
     // Signals: risk points, for unfamiliar sources outside the allow list.
     if (stranger) {
       const w = c.weights;
+      // A leaked account+password pair on a stranger's path is a floor of 'mfa', not risk points. It is a
+      // fact about this attempt's own pair (attackers hold it), not a degree of suspicion to add up: a
+      // challenge below MFA is what a paid solver passes, so points short of `mfaAt` would let a stuffer
+      // with a valid pair through, and so would an operator's raised `mfaAt`. A floor is also exactly "at
+      // least MFA, never a block by itself": the pair's owner, met on a new network, has the second factor
+      // and must not be locked out. The attempt's other signals still climb above it, and none of it is
+      // global evidence (no monitor reads the flag). A familiar path never meets it: the owner at home with
+      // a leaked password is told to change it by the application, not stepped up.
+      if (leaked) {
+        reasons.push('leaked-credential');
+        raise(floor, 'mfa', 0);
+      }
       if (ipSource !== undefined && ipSource.distinctFailedAccounts >= c.ipDistinctAccounts) {
         reasons.push('ip-distinct-accounts');
         risk += w.ipDistinctAccounts;
@@ -300,7 +316,11 @@ export class Guard {
     // A refused attempt never reaches record(), so an attack that is being refused would drop out of the
     // failure rate and its sources' counts, end the signals, get through again, and so oscillate. A
     // stranger refused (challenge or worse) counts as a failure of its sources and of the global and
-    // stranger failure rates.
+    // stranger failure rates. A stranger stepped up for a leaked pair counts as well: a stuffing run refused
+    // by its pairs then stays in the failure rates and in its proxies' distinct-account sets, so the signals
+    // that catch the pairs a corpus lacks still see the run. The owner of a leaked pair, stepped up on a new
+    // network, leaves one failure there for their own account, which their success after the second factor
+    // outweighs (the source is then vouched for: as many successes as accounts failing from it).
     if (!familiar && rank(verdict.action) >= rank('challenge')) {
       this.monitors.noteFailure(now, true);
       if (!standing.allowed) {
@@ -328,12 +348,13 @@ export class Guard {
   async record(outcome: LoginOutcome): Promise<RecordResult> {
     const t = tagAttemptRecalling('record', outcome, this.tagger, this.recent);
     checkOutcome(outcome);
+    const leaked = leakedFlag('record', outcome);
     const now = this.clock();
     const maintained = this.monitors.maintain(now);
     if (maintained !== undefined) await maintained;
     if (!t.standing.allowed && outcome.secondFactor !== true) this.monitors.unknownAccounts.note(now, !outcome.success && outcome.accountExists === false);
     if (outcome.success && outcome.secondFactor !== true && this.config.successStepUp !== 'off' && !t.standing.allowed) {
-      const stepUp = await this.stepUpAtSuccess(t, now);
+      const stepUp = await this.stepUpAtSuccess(t, now, leaked);
       if (stepUp !== undefined) return stepUp;
     }
     const login = this.login;
@@ -421,15 +442,16 @@ export class Guard {
 
   /**
    * Risk at the moment of success: a correct password is where a takeover happens. A success on an
-   * unfamiliar path while the monitors see stuffing is stepped up (see `successStepUp`), and nothing of it
-   * is written: the attacker's source does not become familiar, the pair lane is not cleared. What check()
+   * unfamiliar path while the monitors see stuffing is stepped up (see `successStepUp`), and so is one
+   * whose pair the application found leaked (`leaked`), whatever the monitors see; nothing of it is
+   * written: the attacker's source does not become familiar, the pair lane is not cleared. What check()
    * learnt of the attempt is used when this process checked it; otherwise the account and the sources are
-   * read, one round trip, and only while there is evidence of stuffing.
+   * read, one round trip, and only while there is evidence of stuffing or a leaked pair.
    */
-  private async stepUpAtSuccess(t: TaggedAttempt, now: number): Promise<RecordResult | undefined> {
+  private async stepUpAtSuccess(t: TaggedAttempt, now: number, leaked: boolean): Promise<RecordResult | undefined> {
     const c = this.config;
     const evidence = this.monitors.evidence(now);
-    if (evidence.reasons.length === 0) return undefined;
+    if (evidence.reasons.length === 0 && !leaked) return undefined;
     const seen = this.checked.get(t) ?? (await this.readPath(t, now));
     if (seen.familiar) return undefined;
     // The attempt's own evidence. An address that failed on another account within the long window is a
@@ -443,6 +465,10 @@ export class Guard {
       s !== undefined && s.distinctFailedAccountsLong - (seen.unfamiliarFailures > 0 ? 1 : 0) >= least && !vouched(s);
     if (elsewhere(seen.ipSource, 1) || elsewhere(seen.netSource, 2)) own.push('source-failed-elsewhere');
     if (t.standing.hosting) own.push('hosting-provider');
+    // A leaked pair that works is a takeover whether or not the monitors see a run: a slow stuffer's pairs
+    // arrive one at a time, and an application that learns of the leak only after verifying the password
+    // (an in-house corpus keyed by the password's hash) has had no say at check().
+    if (leaked) return { counted: false, consecutiveFailures: seen.unfamiliarFailures, action: 'mfa', reasons: ['stranger-success', 'leaked-credential', ...evidence.reasons, ...own] };
     // Strangers' failures on the account alone are the owner's misfortune as often as an attack: with no
     // evidence on the attempt itself, 'suspicious' lets the owner in, unless a wave is failing right now
     // (the global failure anomaly, minutes long), when a prompt costs few and a takeover is likeliest.

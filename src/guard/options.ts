@@ -173,6 +173,8 @@ export interface GuardOptions {
    * - 'stuffing': for every such success, at the price of a second factor for legitimate users who log in
    *   from a new device and a new network while an attack lasts (docs/guard.md has the trade-off measured);
    * - 'off': never steps up at success.
+   * Under 'suspicious' and 'stuffing', a success on an unfamiliar path whose account+password pair the
+   * application found leaked (`leakedCredential: true`) is stepped up whatever the monitors see.
    * A stepped-up success changes nothing; the application asks for the second factor and records the
    * success again with `secondFactor: true`. Familiar paths are never stepped up for this.
    */

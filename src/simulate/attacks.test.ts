@@ -1,6 +1,8 @@
 // The low-and-slow scenarios end to end on a smaller population, through the real Guard: slow spraying is
 // refused by the long per-address count with the stranger-failure anomaly, and slow stuffing shows the
 // trade-off the README documents (delays only by default; a challenge for every stranger at weight 2).
+// With no leaked corpus: the application passes no leakedCredential, for its users (leakedPairShare 0) or
+// for the attackers (makeAttacks without a corpus); stuffing.test.ts measures the corpus.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { seededRandom } from '../support/random.js';
@@ -8,7 +10,7 @@ import { makeAttacks } from './attacks.js';
 import { DEFAULT_POPULATION, makeUsers } from './population.js';
 import { runScenario } from './run.js';
 
-const population = { ...DEFAULT_POPULATION, users: 2000 };
+const population = { ...DEFAULT_POPULATION, users: 2000, leakedPairShare: 0 };
 const users = makeUsers(population, seededRandom(3));
 const scenario = (name: string) => makeAttacks(users, seededRandom(4)).find((a) => a.name === name)!;
 

@@ -12,6 +12,12 @@ export interface AttackAttempt {
   readonly password: string;
   /** Whether the password is the account's real one (what a guard-less login would let in). */
   readonly valid: boolean;
+  /**
+   * Whether the defender's corpus of leaked credentials holds this account+password pair (the application
+   * then passes `leakedCredential: true`). Only a stuffer's pairs can be: a sprayed common password or a
+   * brute-force guess is at most a password-only match, which is not a leaked pair.
+   */
+  readonly leaked: boolean;
 }
 
 export interface Attack {
@@ -47,6 +53,7 @@ function bruteForce(users: readonly User[], random: () => number, guesses: numbe
     ip,
     password: i === hitAt ? u.password : `wordlist-${i}`,
     valid: i === hitAt,
+    leaked: false,
   }));
 }
 
@@ -63,7 +70,7 @@ function stuffing(users: readonly User[], random: () => number, pairs: number, i
     const account = real ? users[randomInt(random, 0, users.length - 1)]!.account : `leak${leaked++}@mail.test`;
     const tries = random() < 0.5 ? 1 : 2;
     for (let k = 0; k < tries && out.length < pairs; k++) {
-      out.push({ at: 0, account, ip: pool[randomInt(random, 0, ips - 1)]!, password: `leaked-${out.length}`, valid: false });
+      out.push({ at: 0, account, ip: pool[randomInt(random, 0, ips - 1)]!, password: `leaked-${out.length}`, valid: false, leaked: false });
     }
   }
   // Plant the valid pairs at random positions, each a distinct real user with the real password.
@@ -90,14 +97,39 @@ function spraying(users: readonly User[], random: () => number, passwords: reado
   for (const password of passwords) {
     for (const a of names) {
       const i = out.length;
-      out.push({ at: spread(i, n, durationMs, random), account: a.account, ip: ipFor(i), password, valid: a.password === password });
+      out.push({ at: spread(i, n, durationMs, random), account: a.account, ip: ipFor(i), password, valid: a.password === password, leaked: false });
     }
   }
   return out;
 }
 
-/** Every scenario, built for `users` from `random`. */
-export function makeAttacks(users: readonly User[], random: () => number): Attack[] {
+/**
+ * The share of a stuffer's pairs that the defender's corpus of leaked credentials holds, by default. No
+ * study measures it; the pairs stuffers trade are public combo lists, compiled from the same breaches that
+ * Have I Been Pwned, Cloudflare and in-house corpora are built from, and a fresh private leak (or fresh
+ * infostealer logs) that no corpus holds yet is the exception: one pair in ten here. docs/guard.md shows
+ * what lower coverage costs (`--leak-coverage`).
+ */
+export const DEFAULT_LEAK_COVERAGE = 0.9;
+
+/** What the defender's leaked corpus knows of the attacks' pairs. */
+export interface Corpus {
+  /** Share of stuffing pairs the corpus holds, 0 to 1. */
+  readonly leakCoverage: number;
+  /** Draws which pairs; a stream of its own, so that coverage changes nothing else in the attacks. */
+  readonly random: () => number;
+}
+
+/**
+ * Marks each pair as held by the corpus with probability `leakCoverage`. One draw per attempt whatever the
+ * coverage, so a higher coverage holds every pair a lower one does (the frontier compares like with like).
+ */
+function inCorpus(attempts: readonly AttackAttempt[], corpus: Corpus): AttackAttempt[] {
+  return attempts.map((a) => ({ ...a, leaked: corpus.random() < corpus.leakCoverage }));
+}
+
+/** Every scenario, built for `users` from `random`; stuffing pairs are in `corpus` (none when it is left out). */
+export function makeAttacks(users: readonly User[], random: () => number, corpus: Corpus = { leakCoverage: 0, random: () => 1 }): Attack[] {
   const sprayIps = Array.from({ length: 200 }, () => randomIpv4(random));
   const slash64 = '2001:db8:bad:1::';
   return [
@@ -111,7 +143,7 @@ export function makeAttacks(users: readonly User[], random: () => number): Attac
       name: 'credential-stuffing',
       description: '100,000 leaked pairs over 5,000 addresses in 2 h, 1–2 tries per account, 0.5% valid',
       days: 1,
-      attempts: stuffing(users, random, 100_000, 5_000, 2 * HOUR, 0.005),
+      attempts: inCorpus(stuffing(users, random, 100_000, 5_000, 2 * HOUR, 0.005), corpus),
     },
     {
       name: 'spraying-200-ips',
@@ -135,7 +167,7 @@ export function makeAttacks(users: readonly User[], random: () => number): Attac
       name: 'stuffing-slow',
       description: '10,000 leaked pairs over 5,000 addresses in 7 days (2 per address), 0.5% valid',
       days: 8,
-      attempts: stuffing(users, random, 10_000, 5_000, 7 * DAY, 0.005),
+      attempts: inCorpus(stuffing(users, random, 10_000, 5_000, 7 * DAY, 0.005), corpus),
     },
     {
       name: 'spraying-slow',

@@ -2,7 +2,7 @@
 // through a Guard with its defaults, and prints what got through and whom it hindered.
 import { seededRandom } from '../support/random.js';
 import { formatTable } from '../support/table.js';
-import { makeAttacks } from './attacks.js';
+import { DEFAULT_LEAK_COVERAGE, makeAttacks } from './attacks.js';
 import { DEFAULT_POPULATION, makeUsers, type PopulationSettings } from './population.js';
 import { runScenario, type ScenarioResult } from './run.js';
 
@@ -19,10 +19,16 @@ export interface SimulateOptions {
   readonly warmupDays?: number;
   /** The guards' successStepUp. Default the guard's ('suspicious'). */
   readonly successStepUp?: 'off' | 'suspicious' | 'stuffing';
+  /** Share of a stuffer's pairs the defender's leaked corpus holds, 0 to 1. Default DEFAULT_LEAK_COVERAGE (0.9). */
+  readonly leakCoverage?: number;
+  /** Share of users whose own account+password pair the corpus holds, 0 to 1. Default 0.015 (DEFAULT_POPULATION). */
+  readonly leakedPairShare?: number;
 }
 
 export const SCENARIO_NAMES = ['brute-force', 'credential-stuffing', 'spraying-200-ips', 'spraying-one-/64', 'brute-force-slow', 'stuffing-slow', 'spraying-slow'];
 
+/** A share as a percentage, without trailing zeros: 0.015 → '1.5%'. */
+const share = (x: number) => `${Number((100 * x).toFixed(2))}%`;
 const pct = (n: number, of: number) => (of === 0 ? '-' : `${((100 * n) / of).toFixed(n === of || n === 0 ? 0 : 2)}%`);
 
 function duration(ms: number | undefined): string {
@@ -40,9 +46,11 @@ function reasonList(reasons: ReadonlyMap<string, number>): string {
 }
 
 export async function simulateAttacks(options: SimulateOptions, onResult?: (r: ScenarioResult) => void): Promise<ScenarioResult[]> {
-  const population: PopulationSettings = { ...DEFAULT_POPULATION, users: options.users };
+  const population: PopulationSettings = { ...DEFAULT_POPULATION, users: options.users, leakedPairShare: options.leakedPairShare ?? DEFAULT_POPULATION.leakedPairShare };
   const users = makeUsers(population, seededRandom(options.seed));
-  const attacks = makeAttacks(users, seededRandom(options.seed + 1)).filter((a) => options.only.length === 0 || options.only.includes(a.name));
+  // The corpus draws from a stream of its own, so that its coverage changes nothing else in the attacks.
+  const corpus = { leakCoverage: options.leakCoverage ?? DEFAULT_LEAK_COVERAGE, random: seededRandom(options.seed ^ 0x1eac0de) };
+  const attacks = makeAttacks(users, seededRandom(options.seed + 1), corpus).filter((a) => options.only.length === 0 || options.only.includes(a.name));
   const results: ScenarioResult[] = [];
   for (const attack of attacks) {
     // Seeded by the scenario's place in the full list, so running a subset replays the same scenario.
@@ -73,14 +81,16 @@ export function formatResults(options: SimulateOptions, results: readonly Scenar
     `${r.legitChallenged} (${pct(r.legitChallenged, r.legitUsers)})`,
     `${r.legitSteppedUp} (${pct(r.legitSteppedUp, r.legitUsers)})`,
     `${r.legitSteppedUpAtSuccess} (${pct(r.legitSteppedUpAtSuccess, r.legitUsers)})`,
+    `${r.legitChallengedOrSteppedUp} (${pct(r.legitChallengedOrSteppedUp, r.legitUsers)})`,
     `${r.legitBlocked} (${pct(r.legitBlocked, r.legitUsers)})`,
   ]);
   const right = 'right' as const;
   return [
-    `sluice simulate attacks --seed ${options.seed} --users ${options.users}${(options.servers ?? 1) > 1 ? ` --servers ${options.servers}` : ''}${options.anomalyScope === 'fleet' ? ' --anomaly-scope fleet' : ''}${options.warmupDays !== undefined && options.warmupDays !== 3 ? ` --warmup-days ${options.warmupDays}` : ''}${options.successStepUp !== undefined ? ` --step-up ${options.successStepUp}` : ''}`,
+    `sluice simulate attacks --seed ${options.seed} --users ${options.users}${(options.servers ?? 1) > 1 ? ` --servers ${options.servers}` : ''}${options.anomalyScope === 'fleet' ? ' --anomaly-scope fleet' : ''}${options.warmupDays !== undefined && options.warmupDays !== 3 ? ` --warmup-days ${options.warmupDays}` : ''}${options.successStepUp !== undefined ? ` --step-up ${options.successStepUp}` : ''}${options.leakCoverage !== undefined ? ` --leak-coverage ${options.leakCoverage}` : ''}${options.leakedPairShare !== undefined ? ` --leaked-pair-share ${options.leakedPairShare}` : ''}`,
     `${options.users} users (1% with a common password; 60% own IPv4, 25% behind shared NATs, 15% IPv6 privacy addresses;`,
     `80% keep a device cookie), 2 logins a day each, 4% of logins with typos, 0.5% first typing an account name that does not exist,`,
-    `3% from another network, 1% on a new device; ${options.warmupDays === 0 ? 'a fresh guard with no history: the attack starts 1 min in' : `${options.warmupDays ?? 3} warm-up days of legitimate traffic (not counted), then the attack 6 h into the measured period`}.`,
+    `3% from another network, 1% on a new device; ${share(options.leakedPairShare ?? DEFAULT_POPULATION.leakedPairShare)} with their own account+password pair in the leaked corpus,`,
+    `which holds ${share(options.leakCoverage ?? DEFAULT_LEAK_COVERAGE)} of a stuffer's pairs; ${options.warmupDays === 0 ? 'a fresh guard with no history: the attack starts 1 min in' : `${options.warmupDays ?? 3} warm-up days of legitimate traffic (not counted), then the attack 6 h into the measured period`}.`,
     `Guard defaults throughout${options.successStepUp !== undefined ? `, but successStepUp '${options.successStepUp}'` : ''}.`,
     '',
     'Attackers (an attempt gets through when it reaches password verification: allowed, or delayed and waited out;',
@@ -107,6 +117,7 @@ export function formatResults(options: SimulateOptions, results: readonly Scenar
         { header: 'challenged', align: right },
         { header: 'stepped up (MFA)', align: right },
         { header: 'of which at success', align: right },
+        { header: 'challenged or MFA', align: right },
         { header: 'blocked', align: right },
       ],
       legitRows,

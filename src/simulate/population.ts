@@ -1,5 +1,6 @@
 // The legitimate population: accounts, their passwords, homes (own IPv4, shared NAT, IPv6 privacy
-// addresses), devices, and login sessions with the typos real people make.
+// addresses), devices, whose account+password pair is in a leaked corpus, and login sessions with the
+// typos real people make.
 import { randomInt } from '../support/random.js';
 
 /** The three passwords a sprayer tries; a small share of users really has one of them. */
@@ -24,6 +25,12 @@ export interface PopulationSettings {
   readonly typoShare: number;
   /** Per session: share that first types an account name that does not exist (a typo in the email). */
   readonly wrongAccountShare: number;
+  /**
+   * Share of users whose own account+password pair is in the defender's corpus of leaked credentials (they
+   * reused a password that leaked elsewhere with the same email): their logins with the real password
+   * carry `leakedCredential: true`.
+   */
+  readonly leakedPairShare: number;
 }
 
 export const DEFAULT_POPULATION: PopulationSettings = {
@@ -38,6 +45,10 @@ export const DEFAULT_POPULATION: PopulationSettings = {
   newDeviceShare: 0.01,
   typoShare: 0.04,
   wrongAccountShare: 0.005,
+  // Google's Password Checkup study (Thomas et al., "Protecting accounts from credential stuffing with
+  // password breach alerting", USENIX Security 2019): about 1.5% of the sign-ins it saw used a breached
+  // username+password pair. Every user here logs in equally often, so a share of users is a share of sign-ins.
+  leakedPairShare: 0.015,
 };
 
 export interface User {
@@ -46,6 +57,8 @@ export interface User {
   /** An IPv4 address, or an IPv6 /64 prefix ending in '::' awaiting a privacy suffix. */
   readonly home: string;
   readonly fingerprint: string | undefined;
+  /** The account+password pair is in the defender's leaked corpus (see leakedPairShare). */
+  readonly leakedPair: boolean;
 }
 
 export interface Session {
@@ -83,9 +96,10 @@ export function makeUsers(p: PopulationSettings, random: () => number): User[] {
       : r < p.ownIpv4Share + p.natShare
         ? nats[randomInt(random, 0, nats.length - 1)]!
         : `2001:db8:${hex(i >> 16)}:${hex(i & 0xffff)}::`;
-    users.push({ account: `user${i}@example.com`, password, home, fingerprint: random() < p.fingerprintShare ? `dev-${i}` : undefined });
+    users.push({ account: `user${i}@example.com`, password, home, fingerprint: random() < p.fingerprintShare ? `dev-${i}` : undefined, leakedPair: false });
   }
-  return users;
+  // Drawn after every other draw, so that a seed gives the same users, homes and devices whatever the share.
+  return users.map((u) => ({ ...u, leakedPair: random() < p.leakedPairShare }));
 }
 
 /** One login session of `user`: where from, which device, and which typos come first. */

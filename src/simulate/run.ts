@@ -50,6 +50,8 @@ export interface ScenarioResult {
   readonly legitSteppedUp: number;
   /** Of those, stepped up by record() at success (a correct password on an unfamiliar path during stuffing). */
   readonly legitSteppedUpAtSuccess: number;
+  /** Users challenged or stepped up, each counted once (issue 30's bound: at most 1%). */
+  readonly legitChallengedOrSteppedUp: number;
   readonly legitBlocked: number;
   /** Legitimate users who never got in. */
   readonly legitLockedOut: number;
@@ -72,7 +74,7 @@ export interface RunSettings {
 
 type Event =
   | { t: number; seq: number; kind: 'legit'; s: Session; step: number; retries: number; measured: boolean }
-  | { t: number; seq: number; kind: 'legit-verify'; s: Session; step: number; measured: boolean; server: number }
+  | { t: number; seq: number; kind: 'legit-verify'; s: Session; step: number; measured: boolean; server: number; passedMfa: boolean }
   | { t: number; seq: number; kind: 'attack'; a: AttackAttempt }
   | { t: number; seq: number; kind: 'attack-verify'; a: AttackAttempt; server: number };
 
@@ -130,6 +132,11 @@ export async function runScenario(
   const steppedUp = new Set<number>();
   const steppedUpAtSuccess = new Set<number>();
   const known = new Set(users.map((u) => u.account));
+  // Users whose real account+password pair the defender's corpus holds: those the population says, and
+  // those whose pair a stuffer holds when the corpus has that pair too (it is the same leak). Their logins
+  // with the real password carry leakedCredential: true, as the application's corpus lookup would say.
+  const leakedAccounts = new Set(users.filter((u) => u.leakedPair).map((u) => u.account));
+  for (const a of attack.attempts) if (a.valid && a.leaked) leakedAccounts.add(a.account);
   let stoppedAtSuccess = 0;
   const blocked = new Set<number>();
   const lockedOut = new Set<number>();
@@ -165,7 +172,9 @@ export async function runScenario(
         const u = users[s.user]!;
         const server = next();
         const account = e.step < 0 ? s.wrongAccount! : u.account;
-        const v = await fleet[server]!.check({ account, ip: s.ip, fingerprint: s.fingerprint });
+        // Only the real password on the real account is a leaked pair; a typo or a mistyped name is not.
+        const leakedCredential = e.step >= 0 && s.typos[e.step] === undefined && leakedAccounts.has(u.account);
+        const v = await fleet[server]!.check({ account, ip: s.ip, fingerprint: s.fingerprint, leakedCredential });
         decisions++;
         if (e.measured) {
           active.add(s.user);
@@ -177,7 +186,7 @@ export async function runScenario(
           break;
         }
         // A person solves the challenge or the MFA prompt, waits out the delay, and the password is checked.
-        heap.push({ t: e.t + v.delayMs, seq: 0, kind: 'legit-verify', s, step: e.step, measured: e.measured, server });
+        heap.push({ t: e.t + v.delayMs, seq: 0, kind: 'legit-verify', s, step: e.step, measured: e.measured, server, passedMfa: v.action === 'mfa' });
         break;
       }
       case 'legit-verify': {
@@ -189,7 +198,10 @@ export async function runScenario(
           await fleet[e.server]!.record({ account: s.wrongAccount!, ip: s.ip, fingerprint: s.fingerprint, success: false, password: u.password, accountExists: false });
           heap.push({ t: e.t + randomInt(random, 3_000, 15_000), seq: 0, kind: 'legit', s, step: 0, retries: 0, measured: e.measured });
         } else if (typo === undefined) {
-          const r = await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: true });
+          const leakedCredential = leakedAccounts.has(u.account);
+          // A person who passed the MFA check() asked for has passed the second factor of this login, and
+          // the application says so (as the demo does), rather than asking for it again at success.
+          const r = await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: true, leakedCredential, ...(e.passedMfa ? { secondFactor: true } : {}) });
           if (r.action === 'mfa') {
             // Stepped up at success: the person passes the second factor, and the login completes.
             if (e.measured) {
@@ -197,7 +209,7 @@ export async function runScenario(
               steppedUpAtSuccess.add(s.user);
               for (const reason of r.reasons) legitReasons.set(reason, (legitReasons.get(reason) ?? 0) + 1);
             }
-            await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: true, secondFactor: true });
+            await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: true, secondFactor: true, leakedCredential });
           }
         } else {
           await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: false, password: typo });
@@ -210,7 +222,7 @@ export async function runScenario(
         if (compromised.has(e.a.account)) break;
         made++;
         const server = next();
-        const v = await fleet[server]!.check({ account: e.a.account, ip: e.a.ip });
+        const v = await fleet[server]!.check({ account: e.a.account, ip: e.a.ip, leakedCredential: e.a.leaked });
         decisions++;
         const refused = v.action === 'challenge' || v.action === 'mfa' || v.action === 'block';
         const sinceStart = e.t - attackStart;
@@ -227,7 +239,7 @@ export async function runScenario(
       case 'attack-verify': {
         through++;
         const { a } = e;
-        const r = await fleet[e.server]!.record({ account: a.account, ip: a.ip, success: a.valid, password: a.valid ? undefined : a.password, accountExists: a.valid || known.has(a.account) });
+        const r = await fleet[e.server]!.record({ account: a.account, ip: a.ip, success: a.valid, password: a.valid ? undefined : a.password, accountExists: a.valid || known.has(a.account), leakedCredential: a.leaked });
         if (r.action === 'mfa') {
           // Stepped up at success: the attacker passes no second factor.
           stoppedAtSuccess++;
@@ -254,6 +266,7 @@ export async function runScenario(
     legitChallenged: challenged.size,
     legitSteppedUp: steppedUp.size,
     legitSteppedUpAtSuccess: steppedUpAtSuccess.size,
+    legitChallengedOrSteppedUp: new Set([...challenged, ...steppedUp]).size,
     legitBlocked: blocked.size,
     legitLockedOut: lockedOut.size,
     decisions,

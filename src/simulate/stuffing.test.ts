@@ -1,15 +1,37 @@
 // Low-and-slow stuffing end to end on the smaller population: the takeover stopped at the correct password,
-// and a fresh guard, with no history, facing a fast wave. Apart from attacks.test.ts so each file stays short.
+// with and without a leaked corpus, and a fresh guard, with no history, facing a fast wave. Apart from
+// attacks.test.ts so each file stays short.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { seededRandom } from '../support/random.js';
-import { makeAttacks } from './attacks.js';
+import { DEFAULT_LEAK_COVERAGE, makeAttacks, type Corpus } from './attacks.js';
 import { DEFAULT_POPULATION, makeUsers } from './population.js';
 import { runScenario } from './run.js';
 
-const population = { ...DEFAULT_POPULATION, users: 2000 };
+// With no leaked corpus the application passes no leakedCredential, for its users or for the attackers.
+const population = { ...DEFAULT_POPULATION, users: 2000, leakedPairShare: 0 };
 const users = makeUsers(population, seededRandom(3));
 const scenario = (name: string) => makeAttacks(users, seededRandom(4)).find((a) => a.name === name)!;
+// With one: the same users, 1.5% of them with their own pair in it, and the corpus holding the share of
+// the stuffer's pairs the simulator assumes by default.
+const leakedPopulation = { ...DEFAULT_POPULATION, users: 2000 };
+const leakedUsers = makeUsers(leakedPopulation, seededRandom(3));
+const corpus = (leakCoverage: number): Corpus => ({ leakCoverage, random: seededRandom(5) });
+const withCorpus = (name: string, leakCoverage = DEFAULT_LEAK_COVERAGE) => makeAttacks(leakedUsers, seededRandom(4), corpus(leakCoverage)).find((a) => a.name === name)!;
+
+test('stuffing-slow with a leaked corpus: the leaked-credential signal stops the takeovers (at most 5 of 50); at most 1% of users stepped up or challenged, none blocked', async () => {
+  const r = await runScenario(withCorpus('stuffing-slow'), leakedUsers, leakedPopulation, 18);
+  assert.equal(r.compromisedNoGuard, 50);
+  assert.ok(r.compromised <= 5, `${r.compromised} of ${r.compromisedNoGuard}`);
+  assert.ok(r.attackReasons.has('leaked-credential'), [...r.attackReasons.keys()].join());
+  assert.ok(r.legitChallenged + r.legitSteppedUp <= 0.01 * r.legitUsers, `${r.legitChallenged} challenged, ${r.legitSteppedUp} stepped up`);
+  assert.equal(r.legitBlocked, 0);
+  // The owners of leaked pairs are met on a new network too: their prompts are the signal's price.
+  assert.ok(r.legitReasons.has('leaked-credential'), [...r.legitReasons.keys()].join());
+  // The same week with no corpus: the takeovers the signal stopped.
+  const none = await runScenario(scenario('stuffing-slow'), users, population, 18);
+  assert.ok(r.compromised < none.compromised / 3, `${r.compromised} with the corpus against ${none.compromised} without`);
+});
 
 test('stuffing-slow: successStepUp stuffing stops the takeovers at the correct password; the default steps up only attempts with evidence of their own', async () => {
   const strict = await runScenario(scenario('stuffing-slow'), users, population, 18, { successStepUp: 'stuffing' });

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { createExpressApp } from '../../examples/express-login.js';
 import { createFastifyApp } from '../../examples/fastify-login.js';
-import { hashPassword, type LoginDeps } from '../../examples/login-flow.js';
+import { handleLogin, hashPassword, type LoginDeps, type LoginRequest } from '../../examples/login-flow.js';
 import { Guard, turnstile, type GuardOptions } from '../../src/guard/index.js';
 import { MemoryStore } from '../../src/index.js';
 
@@ -149,3 +149,14 @@ for (const framework of ['express', 'fastify'] as const) {
     });
   });
 }
+
+test('the login flow with a leaked pair: a new device is asked for MFA before the password is judged, passes with the code, and is familiar from then on', async () => {
+  const guard = new Guard({ secret: 'integration-secret-0123456789', store: new MemoryStore(), clock: () => 1_760_000_000_000, random: () => 0 });
+  const deps: LoginDeps = { guard, users: { find: (a) => users.get(a) }, captcha: turnstile({ secret: 'siteverify-secret', url: siteverifyUrl }) };
+  const req = (password: string, otp?: string): LoginRequest => ({ account: 'alice@example.com', password, ip: '203.0.113.9', device: 'alice-new-laptop-0001', captchaToken: undefined, otp, leakedCredential: true });
+  assert.deepEqual(await handleLogin(deps, req('anything at all')), { status: 401, body: { error: 'mfa_required' }, headers: {} });
+  assert.equal((await handleLogin(deps, req('right-password', '000000'))).status, 401);
+  assert.equal((await handleLogin(deps, req('right-password', '654321'))).status, 200);
+  // The success was recorded with its second factor: the device is familiar, and the leaked pair no longer hinders it.
+  assert.deepEqual((await guard.check({ account: 'alice@example.com', ip: '198.51.100.77', fingerprint: 'alice-new-laptop-0001', leakedCredential: true })).reasons, []);
+});

@@ -1,6 +1,7 @@
-// The guard's own throttle and signal suites (src/guard/throttles.test.ts, signals.test.ts), run unchanged
-// with every guard on a fresh RedisStore and the RedisGuardState it gives, on a standalone Redis, failing
-// closed so a Redis error fails a test. Each test is named as in its memory suite; this file is the Redis run.
+// The guard's own throttle and signal suites (src/guard/throttles.test.ts, signals.test.ts,
+// leaked-credential.test.ts), run unchanged with every guard on a fresh RedisStore and the RedisGuardState
+// it gives, on a standalone Redis, failing closed so a Redis error fails a test. Each test is named as in
+// its memory suite; this file is the Redis run.
 import { once } from 'node:events';
 import { after } from 'node:test';
 import { Redis } from 'ioredis';
@@ -20,3 +21,4 @@ after(async () => {
 setGuardBackend(() => ({ store: new RedisStore({ client: io, prefix: `${base}:${n++}`, clock: 'client', timeoutMs: 2000, onError: 'closed' }) }));
 await import('../../src/guard/throttles.test.js');
 await import('../../src/guard/signals.test.js');
+await import('../../src/guard/leaked-credential.test.js');

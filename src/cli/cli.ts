@@ -37,7 +37,8 @@ const demo: Command = {
 };
 
 const SIMULATE_USAGE = `usage: sluice simulate attacks [--seed N] [--users N] [--servers N] [--anomaly-scope process|fleet] [--warmup-days N] [--step-up off|suspicious|stuffing]
-                               [--leak-coverage X] [--leaked-pair-share X] [--scenario NAME]...
+                               [--leak-coverage X] [--leaked-pair-share X] [--proof-share X] [--attacker-proof-share X]
+                               [--scenario NAME]...
        sluice simulate accuracy [--seed N] [--sources N] [--requests N] [--buckets K] [--mix NAME]...
        sluice simulate distributed [--redis URL] [--nodes N] [--seconds N] [--shape NAME]... [--strategy NAME]...
 
@@ -51,6 +52,8 @@ defaults, on a simulated clock, and prints what got through and which real users
   --step-up off|suspicious|stuffing   the guards' successStepUp (default: the guard's, suspicious)
   --leak-coverage X      share of a stuffer's pairs in the app's leaked corpus, 0 to 1 (default 0.9)
   --leaked-pair-share X  share of users whose own pair is in it, 0 to 1 (default 0.015)
+  --proof-share X        share of users whose client brings the login page's proof of work (default 0.98)
+  --attacker-proof-share X  share of the attacker's attempts that bring one (default 0)
   --scenario NAME  run only this scenario (repeatable): ${SCENARIO_NAMES.join(', ')}
 
 ${ACCURACY_USAGE}
@@ -87,6 +90,8 @@ const simulate: Command = {
     let successStepUp: 'off' | 'suspicious' | 'stuffing' | undefined;
     let leakCoverage: number | undefined;
     let leakedPairShare: number | undefined;
+    let proofShare: number | undefined;
+    let attackerProofShare: number | undefined;
     const only: string[] = [];
     for (let i = 0; i < rest.length; i++) {
       const flag = rest[i]!;
@@ -100,14 +105,16 @@ const simulate: Command = {
         if (flag === '--seed') seed = n;
         else if (flag === '--users') users = n;
         else servers = n;
-      } else if (flag === '--leak-coverage' || flag === '--leaked-pair-share') {
+      } else if (flag === '--leak-coverage' || flag === '--leaked-pair-share' || flag === '--proof-share' || flag === '--attacker-proof-share') {
         const x = fractionFlag(flag, value);
         if (typeof x === 'string') {
           output.err(`${x}\n\n${this.usage}`);
           return EXIT_USAGE;
         }
         if (flag === '--leak-coverage') leakCoverage = x;
-        else leakedPairShare = x;
+        else if (flag === '--leaked-pair-share') leakedPairShare = x;
+        else if (flag === '--proof-share') proofShare = x;
+        else attackerProofShare = x;
       } else if (flag === '--anomaly-scope' && (value === 'process' || value === 'fleet')) {
         anomalyScope = value;
       } else if (flag === '--warmup-days' && value !== undefined && /^\d{1,2}$/.test(value)) {
@@ -137,6 +144,8 @@ const simulate: Command = {
       ...(successStepUp === undefined ? {} : { successStepUp }),
       ...(leakCoverage === undefined ? {} : { leakCoverage }),
       ...(leakedPairShare === undefined ? {} : { leakedPairShare }),
+      ...(proofShare === undefined ? {} : { proofShare }),
+      ...(attackerProofShare === undefined ? {} : { attackerProofShare }),
     };
     const results = await simulateAttacks(options, (r) => output.err(`  ${r.name}: done\n`));
     output.out(formatResults(options, results));

@@ -20,6 +20,12 @@ export interface LoginAttempt {
    * familiar path is never hindered by it. The flag is read for this call only: never stored, never sent.
    */
   leakedCredential?: boolean;
+  /**
+   * The attempt came with a proof the application verified: a proof of work (`sluice/pow`, which a login
+   * page can solve in the background while the person types) or a CAPTCHA. A stuffing run of scripted
+   * clients leaves it out; see the `no-proof` signal.
+   */
+  proof?: 'pow' | 'captcha';
 }
 
 /** What `guard.record` takes: the attempt and its outcome. */
@@ -162,6 +168,21 @@ export function leakedFlag(call: 'check' | 'record', input: LoginAttempt): boole
   const v = input.leakedCredential;
   if (v !== undefined && typeof v !== 'boolean') bad(call, 'leakedCredential', 'true, false or undefined', v);
   return v === true;
+}
+
+/** What an attempt says of itself beyond who and where, read for one call and never stored. */
+export interface AttemptFlags {
+  /** Its account+password pair is in a leaked corpus (leakedFlag). */
+  readonly leaked: boolean;
+  /** It came with a verified proof of work or CAPTCHA. */
+  readonly proof: boolean;
+}
+
+/** The attempt's flags, each checked: an ill-typed one is an error naming the field. */
+export function attemptFlags(call: 'check' | 'record', input: LoginAttempt): AttemptFlags {
+  const p = input.proof;
+  if (p !== undefined && p !== 'pow' && p !== 'captcha') bad(call, 'proof', "'pow', 'captcha' or undefined", p);
+  return { leaked: leakedFlag(call, input), proof: p !== undefined };
 }
 
 /** Checks the outcome's `success` and `password` (no object returned: record reads them itself). */

@@ -22,7 +22,7 @@ import { isPromise, type MaybePromise } from '../core/maybe-promise.js';
 import type { Clock, Decision, Policy } from '../core/types.js';
 import type { Store, StoreTable } from '../stores/store.js';
 import { GuardMonitors } from './monitors.js';
-import { checkOutcome, leakedFlag, tagAttemptRecalling, type AttemptTagger, type LoginAttempt, type LoginOutcome, type TaggedAttempt } from './attempt.js';
+import { attemptFlags, checkOutcome, tagAttemptRecalling, type AttemptFlags, type AttemptTagger, type LoginAttempt, type LoginOutcome, type TaggedAttempt } from './attempt.js';
 import { backoffMs, type BackoffSchedule } from './backoff.js';
 import { KeyedHasher } from './keyed-hash.js';
 import { decide, raise, rank, type Floor, type GuardVerdict } from './ladder.js';
@@ -54,6 +54,8 @@ interface CheckedPath {
   readonly unfamiliarFailures: number;
   readonly ipSource: SourceView | undefined;
   readonly netSource: SourceView | undefined;
+  /** Whether the checked attempt came with a proof (of work, or a CAPTCHA). */
+  readonly proof: boolean;
 }
 
 const NO_REASONS: readonly string[] = Object.freeze([]);
@@ -170,12 +172,12 @@ export class Guard {
    */
   async check(attempt: LoginAttempt): Promise<GuardVerdict> {
     const t = tagAttemptRecalling('check', attempt, this.tagger, this.recent);
-    const leaked = leakedFlag('check', attempt);
+    const flags = attemptFlags('check', attempt);
     const now = this.clock();
     const maintained = this.monitors.maintain(now);
     if (maintained !== undefined) await maintained;
     const login = this.login;
-    if (login === undefined) return this.checkOn(this.parts, t, now, leaked);
+    if (login === undefined) return this.checkOn(this.parts, t, now, flags);
     // On Redis: every read below in one batch operation (the per-source ones only for a stranger, as the
     // memory path reads them); while Redis cannot answer, the memory path on the offline state.
     let read: [AccountView | undefined, SourceReads];
@@ -183,12 +185,12 @@ export class Guard {
       read = await login.read(t, now, !t.standing.allowed);
     } catch (err) {
       if (!login.isOffline(err)) throw err;
-      return this.checkOn({ ...login.offline!, judging: false }, t, now, leaked);
+      return this.checkOn({ ...login.offline!, judging: false }, t, now, flags);
     }
-    return this.verdict(this.parts, t, now, read[0], read[1], leaked, login);
+    return this.verdict(this.parts, t, now, read[0], read[1], flags, login);
   }
 
-  private async checkOn(p: Parts, t: TaggedAttempt, now: number, leaked: boolean): Promise<GuardVerdict> {
+  private async checkOn(p: Parts, t: TaggedAttempt, now: number, flags: AttemptFlags): Promise<GuardVerdict> {
     const standing = t.standing;
     // Hard throttles. A familiar source skips the per-source ones: it has logged in to this account before,
     // and the account's owner must keep a way in while strangers hammer the account or share the address.
@@ -207,15 +209,15 @@ export class Guard {
       const reads = this.sourceReads(p, t, now, stranger);
       read = isPromise(reads) ? await reads : reads;
     }
-    return this.verdict(p, t, now, account, read, leaked);
+    return this.verdict(p, t, now, account, read, flags);
   }
 
   /**
    * The verdict from check()'s reads (the per-source ones are ignored for a familiar or allow-listed
-   * source). `leaked`: the application found the attempt's account+password pair in a leaked corpus.
+   * source). `flags`: what the attempt says of itself (a leaked pair, a proof).
    * `login`: the login port the reads came from, which notes a refused stranger's sources.
    */
-  private async verdict(p: Parts, t: TaggedAttempt, now: number, account: AccountView | undefined, read: SourceReads, leaked: boolean, login?: LoginPort): Promise<GuardVerdict> {
+  private async verdict(p: Parts, t: TaggedAttempt, now: number, account: AccountView | undefined, read: SourceReads, flags: AttemptFlags, login?: LoginPort): Promise<GuardVerdict> {
     const c = this.config;
     const standing = t.standing;
     const reasons: string[] = [];
@@ -228,7 +230,7 @@ export class Guard {
     const stranger = !familiar && !standing.allowed;
     const [ip, net, pair, ipSource, netSource, fpSource] = stranger ? read : [undefined, undefined, read[2], undefined, undefined, undefined];
     if (!standing.allowed) this.monitors.strangerMix.note(now, stranger);
-    this.checked.set(t, { familiar, unfamiliarFailures: account?.unfamiliarFailures ?? 0, ipSource, netSource });
+    this.checked.set(t, { familiar, unfamiliarFailures: account?.unfamiliarFailures ?? 0, ipSource, netSource, proof: flags.proof });
     let risk = 0;
     let globalRisk = 0;
     if (ip !== undefined && exhausted(ip)) {
@@ -276,7 +278,7 @@ export class Guard {
       // and must not be locked out. The attempt's other signals still climb above it, and none of it is
       // global evidence (no monitor reads the flag). A familiar path never meets it: the owner at home with
       // a leaked password is told to change it by the application, not stepped up.
-      if (leaked) {
+      if (flags.leaked) {
         reasons.push('leaked-credential');
         raise(floor, 'mfa', 0);
       }
@@ -306,6 +308,14 @@ export class Guard {
       if (standing.hosting) {
         reasons.push('hosting-provider');
         risk += w.hostingProvider;
+      }
+      // The share of strangers without a proof is the proofless monitor's; an attempt that is one of them
+      // while it is anomalous is evidence of its own (a scripted client in a run of them), which the
+      // global evidence alone is not: a stranger with a proof meets only the latter.
+      this.monitors.noteProof(now, flags.proof);
+      if (!flags.proof && this.monitors.prooflessAnomalous(now)) {
+        reasons.push('no-proof');
+        risk += w.noProof;
       }
       const evidence = this.monitors.evidence(now);
       for (const r of evidence.reasons) reasons.push(r);
@@ -348,13 +358,13 @@ export class Guard {
   async record(outcome: LoginOutcome): Promise<RecordResult> {
     const t = tagAttemptRecalling('record', outcome, this.tagger, this.recent);
     checkOutcome(outcome);
-    const leaked = leakedFlag('record', outcome);
+    const flags = attemptFlags('record', outcome);
     const now = this.clock();
     const maintained = this.monitors.maintain(now);
     if (maintained !== undefined) await maintained;
     if (!t.standing.allowed && outcome.secondFactor !== true) this.monitors.unknownAccounts.note(now, !outcome.success && outcome.accountExists === false);
     if (outcome.success && outcome.secondFactor !== true && this.config.successStepUp !== 'off' && !t.standing.allowed) {
-      const stepUp = await this.stepUpAtSuccess(t, now, leaked);
+      const stepUp = await this.stepUpAtSuccess(t, now, flags);
       if (stepUp !== undefined) return stepUp;
     }
     const login = this.login;
@@ -443,13 +453,14 @@ export class Guard {
   /**
    * Risk at the moment of success: a correct password is where a takeover happens. A success on an
    * unfamiliar path while the monitors see stuffing is stepped up (see `successStepUp`), and so is one
-   * whose pair the application found leaked (`leaked`), whatever the monitors see; nothing of it is
+   * whose pair the application found leaked (`flags.leaked`), whatever the monitors see; nothing of it is
    * written: the attacker's source does not become familiar, the pair lane is not cleared. What check()
    * learnt of the attempt is used when this process checked it; otherwise the account and the sources are
    * read, one round trip, and only while there is evidence of stuffing or a leaked pair.
    */
-  private async stepUpAtSuccess(t: TaggedAttempt, now: number, leaked: boolean): Promise<RecordResult | undefined> {
+  private async stepUpAtSuccess(t: TaggedAttempt, now: number, flags: AttemptFlags): Promise<RecordResult | undefined> {
     const c = this.config;
+    const leaked = flags.leaked;
     const evidence = this.monitors.evidence(now);
     if (evidence.reasons.length === 0 && !leaked) return undefined;
     const seen = this.checked.get(t) ?? (await this.readPath(t, now));
@@ -465,6 +476,9 @@ export class Guard {
       s !== undefined && s.distinctFailedAccountsLong - (seen.unfamiliarFailures > 0 ? 1 : 0) >= least && !vouched(s);
     if (elsewhere(seen.ipSource, 1) || elsewhere(seen.netSource, 2)) own.push('source-failed-elsewhere');
     if (t.standing.hosting) own.push('hosting-provider');
+    // A success with no proof (neither at its check nor now) while strangers without one are anomalously
+    // many: a scripted client in the run, whose password the leak gave it.
+    if (!flags.proof && !seen.proof && this.monitors.prooflessAnomalous(now)) own.push('no-proof');
     // A leaked pair that works is a takeover whether or not the monitors see a run: a slow stuffer's pairs
     // arrive one at a time, and an application that learns of the leak only after verifying the password
     // (an in-house corpus keyed by the password's hash) has had no say at check().
@@ -497,7 +511,7 @@ export class Guard {
       try {
         const [a, reads] = await login.read(t, now, true);
         [account, ipSource, netSource] = [a, reads[3], reads[4]];
-        return { familiar: judgePath(account, t.sources) === 'familiar', unfamiliarFailures: account?.unfamiliarFailures ?? 0, ipSource, netSource };
+        return { familiar: judgePath(account, t.sources) === 'familiar', unfamiliarFailures: account?.unfamiliarFailures ?? 0, ipSource, netSource, proof: false };
       } catch (err) {
         if (!login.isOffline(err)) throw err;
       }
@@ -505,7 +519,7 @@ export class Guard {
     const state = login?.offline?.state ?? this.state;
     const spec = this.sourceSpec;
     [account, ipSource, netSource] = await Promise.all([state.readAccount(t.account, now), state.readSource(t.address, now, spec), state.readSource(t.subnet, now, spec)]);
-    return { familiar: judgePath(account, t.sources) === 'familiar', unfamiliarFailures: account?.unfamiliarFailures ?? 0, ipSource, netSource };
+    return { familiar: judgePath(account, t.sources) === 'familiar', unfamiliarFailures: account?.unfamiliarFailures ?? 0, ipSource, netSource, proof: false };
   }
 
   /**

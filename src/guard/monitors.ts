@@ -1,7 +1,7 @@
 /**
  * The guard's global monitors, which see what no per-address threshold can: the failure rate, strangers'
- * failures, the share of failures on accounts that do not exist, and the share of attempts from unfamiliar
- * paths. One place keeps them, shares their counts with a fleet (`anomalyScope: 'fleet'`), and persists
+ * failures, the share of failures on accounts that do not exist, the share of attempts from unfamiliar
+ * paths, and the share of strangers' attempts that come without a proof (of work, or a CAPTCHA). One place keeps them, shares their counts with a fleet (`anomalyScope: 'fleet'`), and persists
  * their baselines in the guard state so that a fresh guard starts from what the fleet learnt.
  */
 import { FailureRateMonitor, type RateBaseline } from './anomaly.js';
@@ -13,6 +13,7 @@ import type { GuardState } from './state.js';
 const SHARE_SPAN = 24;
 const UNKNOWN_WARMUP = 6;
 const MIX_WARMUP = 24;
+const PROOFLESS_WARMUP = 24;
 /** The least share tested against: a baseline of almost nothing does not make a handful of hits an anomaly. */
 const SHARE_FLOOR = 0.002;
 /** Fewest hits in a bucket that can be an anomaly. */
@@ -36,6 +37,7 @@ interface PersistedBaselines {
   readonly strangerFailures?: RateBaseline;
   readonly unknownAccounts?: ShareBaseline;
   readonly strangerMix?: ShareBaseline;
+  readonly proofless?: ShareBaseline;
 }
 
 export class GuardMonitors {
@@ -48,6 +50,9 @@ export class GuardMonitors {
   readonly strangerMix: ShareMonitor;
   /** Failures among recorded attempts, per failure bucket: the failure-rate monitor's cold start. */
   readonly coldFailures: ShareMonitor;
+  /** Strangers' checked attempts that came without a proof; nothing is noted until one came with a proof. */
+  readonly proofless: ShareMonitor;
+  private proofsSeen = false;
   private loaded: boolean;
   private loading: Promise<void> | undefined;
   private savedAt = Number.NEGATIVE_INFINITY;
@@ -70,6 +75,7 @@ export class GuardMonitors {
     this.unknownAccounts = new ShareMonitor({ ...share, bucketMs: c.unknownAccountBucketMs, warmup: UNKNOWN_WARMUP, prior: c.unknownAccountPrior, sigma: c.unknownAccountSigma }, shared);
     // A fresh deploy knows no one, so every attempt is a stranger's: the mix has no useful prior and waits for its baseline.
     this.strangerMix = new ShareMonitor({ ...share, bucketMs: c.strangerMixBucketMs, warmup: MIX_WARMUP, prior: 1, sigma: c.strangerMixSigma }, shared);
+    this.proofless = new ShareMonitor({ ...share, bucketMs: c.prooflessBucketMs, warmup: PROOFLESS_WARMUP, prior: c.prooflessPrior, sigma: c.prooflessSigma }, shared);
     this.coldFailures = new ShareMonitor({ ...share, bucketMs: c.anomalyBucketMs, warmup: Number.POSITIVE_INFINITY, prior: COLD_FAILURE_SHARE, floor: COLD_FAILURE_SHARE, minHits: Math.max(c.anomalyMinFailures, COLD_MIN_FAILURES), sigma: c.anomalySigma }, shared);
     this.loaded = typeof state.readBaselines !== 'function';
   }
@@ -101,7 +107,25 @@ export class GuardMonitors {
       reasons.push('stranger-mix-anomaly');
       spread = Math.max(spread, w.strangerMixAnomaly);
     }
+    if (this.prooflessAnomalous(now)) {
+      reasons.push('proofless-anomaly');
+      spread = Math.max(spread, w.prooflessAnomaly);
+    }
     return { reasons, risk: risk + spread };
+  }
+
+  /**
+   * Notes a stranger's checked attempt, with or without a proof. A site that passes no proof at all would
+   * see every attempt without one, which is no evidence of anything: nothing is noted until one comes.
+   */
+  noteProof(now: number, proof: boolean): void {
+    if (proof) this.proofsSeen = true;
+    if (this.proofsSeen) this.proofless.note(now, !proof);
+  }
+
+  /** Whether strangers' attempts without a proof are anomalously many now. */
+  prooflessAnomalous(now: number): boolean {
+    return this.proofsSeen && this.proofless.anomalous(now);
   }
 
   /** Notes a failure (and whether it was a stranger's) in the failure-rate monitors. */
@@ -147,6 +171,7 @@ export class GuardMonitors {
       this.shareRate('stranger', this.strangerFailures, now),
       this.shareShare('unknown-account', this.unknownAccounts, now),
       this.shareShare('stranger-mix', this.strangerMix, now),
+      this.proofsSeen ? this.shareShare('proofless', this.proofless, now) : undefined,
       this.failures.warmedUp ? undefined : this.shareShare('cold-failures', this.coldFailures, now),
     ]);
   }
@@ -174,6 +199,7 @@ export class GuardMonitors {
     if (isObject(p.strangerFailures)) this.strangerFailures.restore(p.strangerFailures);
     if (isObject(p.unknownAccounts)) this.unknownAccounts.restore(p.unknownAccounts);
     if (isObject(p.strangerMix)) this.strangerMix.restore(p.strangerMix);
+    if (isObject(p.proofless)) this.proofless.restore(p.proofless);
   }
 
   private persisted(): string | undefined {
@@ -183,8 +209,9 @@ export class GuardMonitors {
       strangerFailures: this.strangerFailures.snapshot(),
       unknownAccounts: this.unknownAccounts.snapshot(),
       strangerMix: this.strangerMix.snapshot(),
+      proofless: this.proofless.snapshot(),
     };
-    if (b.failures === undefined && b.strangerFailures === undefined && b.unknownAccounts === undefined && b.strangerMix === undefined) return undefined;
+    if (b.failures === undefined && b.strangerFailures === undefined && b.unknownAccounts === undefined && b.strangerMix === undefined && b.proofless === undefined) return undefined;
     return JSON.stringify(b);
   }
 
@@ -203,7 +230,7 @@ export class GuardMonitors {
 
   private async shareShare(name: string, monitor: ShareMonitor, now: number): Promise<void> {
     const taken = monitor.takeUnshared(now);
-    const ttl = 3 * (monitor === this.unknownAccounts ? this.c.unknownAccountBucketMs : monitor === this.strangerMix ? this.c.strangerMixBucketMs : this.c.anomalyBucketMs);
+    const ttl = 3 * (monitor === this.unknownAccounts ? this.c.unknownAccountBucketMs : monitor === this.strangerMix ? this.c.strangerMixBucketMs : monitor === this.proofless ? this.c.prooflessBucketMs : this.c.anomalyBucketMs);
     // Both series in one call, so they are added together or not at all: a bucket's attempts at 2b, its hits at 2b + 1.
     const adds = [...taken.attempts.map(([b, n]) => [2 * b, n] as const), ...taken.hits.map(([b, h]) => [2 * b + 1, h] as const)];
     let totals: number[];

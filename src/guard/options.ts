@@ -33,6 +33,14 @@ export interface SignalWeights {
   unknownAccountAnomaly: number;
   /** The share of attempts from unfamiliar paths is beyond `strangerMixSigma` of its baseline. */
   strangerMixAnomaly: number;
+  /** The share of strangers' attempts without a `proof` is beyond `prooflessSigma` of its baseline (or prior). */
+  prooflessAnomaly: number;
+  /**
+   * While `prooflessAnomaly` holds, this stranger's attempt came without a `proof` (the attempt's own
+   * evidence). Default 0: before the password it adds nothing, and at a correct password it steps the
+   * stranger up (see `successStepUp`), which is where a stuffer's valid pair is stopped.
+   */
+  noProof: number;
 }
 
 export interface GuardOptions {
@@ -164,12 +172,27 @@ export interface GuardOptions {
   /** Binomial standard deviations above the baseline share that count. Default 4. */
   strangerMixSigma?: number;
   /**
+   * The proofless monitor: of strangers' attempts checked per bucket, the share that came without a
+   * `proof` (a proof of work the login page solves in the background, or a CAPTCHA). It counts nothing
+   * until the guard has seen an attempt with a proof, so a site that never passes one is never judged by
+   * it. Bucket default '1h'.
+   */
+  prooflessBucket?: number | string;
+  /** Binomial standard deviations above the baseline share that count. Default 4. */
+  prooflessSigma?: number;
+  /**
+   * The share assumed before the baseline is learnt (24 buckets): where the login page solves a proof in
+   * the background, legitimate strangers come without one far less often than this. Default 0.5.
+   */
+  prooflessPrior?: number;
+  /**
    * Risk at the moment of success: what `record({ success: true })` does with a correct password on an
    * unfamiliar path (no device and no network the account has used) while the guard sees stuffing (an
    * unknown-account, stranger-mix, stranger-failure or global-failure anomaly):
    * - 'suspicious' (default): while the global failure rate is anomalous (a wave, minutes long), or when
    *   the attempt carries evidence of its own as well (its address failed on another account within
-   *   `longSourceWindow`, its subnet on two, a hosting-provider address);
+   *   `longSourceWindow`, its subnet on two, a hosting-provider address, no `proof` while strangers without
+   *   one are anomalously many);
    * - 'stuffing': for every such success, at the price of a second factor for legitimate users who log in
    *   from a new device and a new network while an attack lasts (docs/guard.md has the trade-off measured);
    * - 'off': never steps up at success.
@@ -254,6 +277,9 @@ export interface GuardConfig {
   readonly unknownAccountPrior: number;
   readonly strangerMixBucketMs: number;
   readonly strangerMixSigma: number;
+  readonly prooflessBucketMs: number;
+  readonly prooflessSigma: number;
+  readonly prooflessPrior: number;
   readonly successStepUp: 'off' | 'suspicious' | 'stuffing';
   readonly baselineSaveEveryMs: number;
   readonly weights: SignalWeights;
@@ -281,6 +307,8 @@ export const DEFAULT_WEIGHTS: SignalWeights = Object.freeze({
   strangerAnomaly: 1,
   unknownAccountAnomaly: 1,
   strangerMixAnomaly: 1,
+  prooflessAnomaly: 1,
+  noProof: 0,
 });
 
 const KNOWN = new Set([
@@ -292,7 +320,8 @@ const KNOWN = new Set([
   'anomalySigma', 'anomalyMinFailures', 'anomalyScope', 'anomalySyncEvery', 'strangerAnomalyBucket', 'strangerAnomalyBaselineBuckets',
   'strangerAnomalyWarmupBuckets', 'strangerAnomalySigma', 'strangerAnomalyMinFailures', 'weights', 'delayAt', 'challengeAt', 'mfaAt', 'blockAt', 'riskDelay',
   'challenge', 'powDifficulty', 'powStep', 'powMaxDifficulty', 'blockFor', 'unknownAccountBucket', 'unknownAccountSigma',
-  'unknownAccountPrior', 'strangerMixBucket', 'strangerMixSigma', 'successStepUp', 'baselineSaveEvery',
+  'unknownAccountPrior', 'strangerMixBucket', 'strangerMixSigma', 'prooflessBucket', 'prooflessSigma', 'prooflessPrior',
+  'successStepUp', 'baselineSaveEvery',
 ]);
 
 /** Shortest secret accepted: 16 bytes (128 bits), the HMAC key length below which guessing gets cheap. */
@@ -444,6 +473,9 @@ export function resolveOptions(options: GuardOptions, env: string | undefined): 
     unknownAccountPrior: fraction(o, 'unknownAccountPrior', 0.1, 0, 1),
     strangerMixBucketMs: duration(o, 'strangerMixBucket', '1h'),
     strangerMixSigma: fraction(o, 'strangerMixSigma', 4, 0, 100),
+    prooflessBucketMs: duration(o, 'prooflessBucket', '1h'),
+    prooflessSigma: fraction(o, 'prooflessSigma', 4, 0, 100),
+    prooflessPrior: fraction(o, 'prooflessPrior', 0.5, 0, 1),
     successStepUp: stepUp(o.successStepUp),
     baselineSaveEveryMs: o.baselineSaveEvery === 0 ? 0 : duration(o, 'baselineSaveEvery', '5m'),
     weights: weights(o),

@@ -10,7 +10,7 @@ import { makeAttacks } from './attacks.js';
 import { DEFAULT_POPULATION, makeUsers } from './population.js';
 import { runScenario } from './run.js';
 
-const population = { ...DEFAULT_POPULATION, users: 2000, leakedPairShare: 0 };
+const population = { ...DEFAULT_POPULATION, users: 2000, leakedPairShare: 0, proofShare: 0 };
 const users = makeUsers(population, seededRandom(3));
 const scenario = (name: string) => makeAttacks(users, seededRandom(4)).find((a) => a.name === name)!;
 

@@ -23,6 +23,10 @@ export interface SimulateOptions {
   readonly leakCoverage?: number;
   /** Share of users whose own account+password pair the corpus holds, 0 to 1. Default 0.015 (DEFAULT_POPULATION). */
   readonly leakedPairShare?: number;
+  /** Share of users whose client carries the login page's proof of work, 0 to 1. Default 0.98 (DEFAULT_POPULATION). */
+  readonly proofShare?: number;
+  /** Share of the attacker's attempts that carry it, 0 to 1. Default 0. */
+  readonly attackerProofShare?: number;
 }
 
 export const SCENARIO_NAMES = ['brute-force', 'credential-stuffing', 'spraying-200-ips', 'spraying-one-/64', 'brute-force-slow', 'stuffing-slow', 'spraying-slow'];
@@ -46,7 +50,12 @@ function reasonList(reasons: ReadonlyMap<string, number>): string {
 }
 
 export async function simulateAttacks(options: SimulateOptions, onResult?: (r: ScenarioResult) => void): Promise<ScenarioResult[]> {
-  const population: PopulationSettings = { ...DEFAULT_POPULATION, users: options.users, leakedPairShare: options.leakedPairShare ?? DEFAULT_POPULATION.leakedPairShare };
+  const population: PopulationSettings = {
+    ...DEFAULT_POPULATION,
+    users: options.users,
+    leakedPairShare: options.leakedPairShare ?? DEFAULT_POPULATION.leakedPairShare,
+    proofShare: options.proofShare ?? DEFAULT_POPULATION.proofShare,
+  };
   const users = makeUsers(population, seededRandom(options.seed));
   // The corpus draws from a stream of its own, so that its coverage changes nothing else in the attacks.
   const corpus = { leakCoverage: options.leakCoverage ?? DEFAULT_LEAK_COVERAGE, random: seededRandom(options.seed ^ 0x1eac0de) };
@@ -56,7 +65,7 @@ export async function simulateAttacks(options: SimulateOptions, onResult?: (r: S
     // Seeded by the scenario's place in the full list, so running a subset replays the same scenario.
     const guard = { anomalyScope: options.anomalyScope ?? 'process', ...(options.successStepUp === undefined ? {} : { successStepUp: options.successStepUp }) };
     // A fresh guard meets the attack in its first minutes; a warmed-up one 6 h into the measured period.
-    const settings = { servers: options.servers ?? 1, warmupDays: options.warmupDays ?? 3, ...(options.warmupDays === 0 ? { attackOffsetMs: 60_000 } : {}) };
+    const settings = { servers: options.servers ?? 1, warmupDays: options.warmupDays ?? 3, attackerProofShare: options.attackerProofShare ?? 0, ...(options.warmupDays === 0 ? { attackOffsetMs: 60_000 } : {}) };
     const r = await runScenario(attack, users, population, options.seed + 100 + SCENARIO_NAMES.indexOf(attack.name), guard, settings);
     onResult?.(r);
     results.push(r);
@@ -86,11 +95,12 @@ export function formatResults(options: SimulateOptions, results: readonly Scenar
   ]);
   const right = 'right' as const;
   return [
-    `sluice simulate attacks --seed ${options.seed} --users ${options.users}${(options.servers ?? 1) > 1 ? ` --servers ${options.servers}` : ''}${options.anomalyScope === 'fleet' ? ' --anomaly-scope fleet' : ''}${options.warmupDays !== undefined && options.warmupDays !== 3 ? ` --warmup-days ${options.warmupDays}` : ''}${options.successStepUp !== undefined ? ` --step-up ${options.successStepUp}` : ''}${options.leakCoverage !== undefined ? ` --leak-coverage ${options.leakCoverage}` : ''}${options.leakedPairShare !== undefined ? ` --leaked-pair-share ${options.leakedPairShare}` : ''}`,
+    `sluice simulate attacks --seed ${options.seed} --users ${options.users}${(options.servers ?? 1) > 1 ? ` --servers ${options.servers}` : ''}${options.anomalyScope === 'fleet' ? ' --anomaly-scope fleet' : ''}${options.warmupDays !== undefined && options.warmupDays !== 3 ? ` --warmup-days ${options.warmupDays}` : ''}${options.successStepUp !== undefined ? ` --step-up ${options.successStepUp}` : ''}${options.leakCoverage !== undefined ? ` --leak-coverage ${options.leakCoverage}` : ''}${options.leakedPairShare !== undefined ? ` --leaked-pair-share ${options.leakedPairShare}` : ''}${options.proofShare !== undefined ? ` --proof-share ${options.proofShare}` : ''}${options.attackerProofShare !== undefined ? ` --attacker-proof-share ${options.attackerProofShare}` : ''}`,
     `${options.users} users (1% with a common password; 60% own IPv4, 25% behind shared NATs, 15% IPv6 privacy addresses;`,
     `80% keep a device cookie), 2 logins a day each, 4% of logins with typos, 0.5% first typing an account name that does not exist,`,
     `3% from another network, 1% on a new device; ${share(options.leakedPairShare ?? DEFAULT_POPULATION.leakedPairShare)} with their own account+password pair in the leaked corpus,`,
-    `which holds ${share(options.leakCoverage ?? DEFAULT_LEAK_COVERAGE)} of a stuffer's pairs; ${options.warmupDays === 0 ? 'a fresh guard with no history: the attack starts 1 min in' : `${options.warmupDays ?? 3} warm-up days of legitimate traffic (not counted), then the attack 6 h into the measured period`}.`,
+    `which holds ${share(options.leakCoverage ?? DEFAULT_LEAK_COVERAGE)} of a stuffer's pairs; ${share(options.proofShare ?? DEFAULT_POPULATION.proofShare)} of users' clients and ${share(options.attackerProofShare ?? 0)} of the attacker's attempts`,
+    `carry the login page's proof of work; ${options.warmupDays === 0 ? 'a fresh guard with no history: the attack starts 1 min in' : `${options.warmupDays ?? 3} warm-up days of legitimate traffic (not counted), then the attack 6 h into the measured period`}.`,
     `Guard defaults throughout${options.successStepUp !== undefined ? `, but successStepUp '${options.successStepUp}'` : ''}.`,
     '',
     'Attackers (an attempt gets through when it reaches password verification: allowed, or delayed and waited out;',

@@ -31,6 +31,11 @@ export interface PopulationSettings {
    * carry `leakedCredential: true`.
    */
   readonly leakedPairShare: number;
+  /**
+   * Share of users whose client carries the login page's proof of work (`proof: 'pow'`): the page solves
+   * one in the background while the person types, in any browser that runs its script.
+   */
+  readonly proofShare: number;
 }
 
 export const DEFAULT_POPULATION: PopulationSettings = {
@@ -49,6 +54,9 @@ export const DEFAULT_POPULATION: PopulationSettings = {
   // password breach alerting", USENIX Security 2019): about 1.5% of the sign-ins it saw used a breached
   // username+password pair. Every user here logs in equally often, so a share of users is a share of sign-ins.
   leakedPairShare: 0.015,
+  // GOV.UK measured about 1.1% of its visits not running its scripts (Government Digital Service, "How many
+  // people are missing out on JavaScript enhancement?", 2013); twice that come without the proof here.
+  proofShare: 0.98,
 };
 
 export interface User {
@@ -59,6 +67,8 @@ export interface User {
   readonly fingerprint: string | undefined;
   /** The account+password pair is in the defender's leaked corpus (see leakedPairShare). */
   readonly leakedPair: boolean;
+  /** The user's client carries the login page's proof of work (see proofShare). */
+  readonly proofs: boolean;
 }
 
 export interface Session {
@@ -96,10 +106,11 @@ export function makeUsers(p: PopulationSettings, random: () => number): User[] {
       : r < p.ownIpv4Share + p.natShare
         ? nats[randomInt(random, 0, nats.length - 1)]!
         : `2001:db8:${hex(i >> 16)}:${hex(i & 0xffff)}::`;
-    users.push({ account: `user${i}@example.com`, password, home, fingerprint: random() < p.fingerprintShare ? `dev-${i}` : undefined, leakedPair: false });
+    users.push({ account: `user${i}@example.com`, password, home, fingerprint: random() < p.fingerprintShare ? `dev-${i}` : undefined, leakedPair: false, proofs: true });
   }
-  // Drawn after every other draw, so that a seed gives the same users, homes and devices whatever the share.
-  return users.map((u) => ({ ...u, leakedPair: random() < p.leakedPairShare }));
+  // Drawn after every other draw, so that a seed gives the same users, homes and devices whatever the shares.
+  const leaked = users.map((u) => ({ ...u, leakedPair: random() < p.leakedPairShare }));
+  return leaked.map((u) => ({ ...u, proofs: random() < p.proofShare }));
 }
 
 /** One login session of `user`: where from, which device, and which typos come first. */

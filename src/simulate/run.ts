@@ -27,6 +27,11 @@ const EPOCH = 1_750_000_000_000;
 /** With several servers and anomalyScope 'fleet': how often they share their anomaly counts (the default '1s'). */
 const SYNC_MS = 1000;
 
+/** A login page's proof of work, verified by the application. */
+const POW = { proof: 'pow' } as const;
+/** What a user's client adds to an attempt: the page's proof of work, if it runs the page's script. */
+const proofOf = (u: User) => (u.proofs ? POW : {});
+
 export interface ScenarioResult {
   readonly name: string;
   readonly description: string;
@@ -70,13 +75,18 @@ export interface RunSettings {
   readonly warmupDays?: number;
   /** When the attack starts into the measured period. Default 6 h. */
   readonly attackOffsetMs?: number;
+  /**
+   * Share of the attacker's attempts that carry the login page's proof of work (its tooling runs the page's
+   * script, or pays for the work). Default 0: this attacker solves no challenge, and a proof is one.
+   */
+  readonly attackerProofShare?: number;
 }
 
 type Event =
   | { t: number; seq: number; kind: 'legit'; s: Session; step: number; retries: number; measured: boolean }
   | { t: number; seq: number; kind: 'legit-verify'; s: Session; step: number; measured: boolean; server: number; passedMfa: boolean }
-  | { t: number; seq: number; kind: 'attack'; a: AttackAttempt }
-  | { t: number; seq: number; kind: 'attack-verify'; a: AttackAttempt; server: number };
+  | { t: number; seq: number; kind: 'attack'; a: AttackAttempt; proof: boolean }
+  | { t: number; seq: number; kind: 'attack-verify'; a: AttackAttempt; server: number; proof: boolean };
 
 export async function runScenario(
   attack: Attack,
@@ -125,7 +135,10 @@ export async function runScenario(
     }
   }
   const attackStart = start + ATTACK_OFFSET;
-  for (const a of attack.attempts) heap.push({ t: attackStart + a.at, seq: 0, kind: 'attack', a });
+  // Which attempts carry a proof: a stream of its own, so that the share changes nothing else.
+  const proofRandom = seededRandom(seed ^ 0x9f00f);
+  const attackerProofShare = settings.attackerProofShare ?? 0;
+  for (const a of attack.attempts) heap.push({ t: attackStart + a.at, seq: 0, kind: 'attack', a, proof: proofRandom() < attackerProofShare });
 
   const delayed = new Set<number>();
   const challenged = new Set<number>();
@@ -174,7 +187,7 @@ export async function runScenario(
         const account = e.step < 0 ? s.wrongAccount! : u.account;
         // Only the real password on the real account is a leaked pair; a typo or a mistyped name is not.
         const leakedCredential = e.step >= 0 && s.typos[e.step] === undefined && leakedAccounts.has(u.account);
-        const v = await fleet[server]!.check({ account, ip: s.ip, fingerprint: s.fingerprint, leakedCredential });
+        const v = await fleet[server]!.check({ account, ip: s.ip, fingerprint: s.fingerprint, leakedCredential, ...proofOf(u) });
         decisions++;
         if (e.measured) {
           active.add(s.user);
@@ -195,13 +208,13 @@ export async function runScenario(
         const typo = s.typos[e.step];
         if (e.step < 0) {
           // The name typed does not exist: a failure the application reports as such, then the real name.
-          await fleet[e.server]!.record({ account: s.wrongAccount!, ip: s.ip, fingerprint: s.fingerprint, success: false, password: u.password, accountExists: false });
+          await fleet[e.server]!.record({ account: s.wrongAccount!, ip: s.ip, fingerprint: s.fingerprint, success: false, password: u.password, accountExists: false, ...proofOf(u) });
           heap.push({ t: e.t + randomInt(random, 3_000, 15_000), seq: 0, kind: 'legit', s, step: 0, retries: 0, measured: e.measured });
         } else if (typo === undefined) {
           const leakedCredential = leakedAccounts.has(u.account);
           // A person who passed the MFA check() asked for has passed the second factor of this login, and
           // the application says so (as the demo does), rather than asking for it again at success.
-          const r = await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: true, leakedCredential, ...(e.passedMfa ? { secondFactor: true } : {}) });
+          const r = await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: true, leakedCredential, ...proofOf(u), ...(e.passedMfa ? { secondFactor: true } : {}) });
           if (r.action === 'mfa') {
             // Stepped up at success: the person passes the second factor, and the login completes.
             if (e.measured) {
@@ -209,10 +222,10 @@ export async function runScenario(
               steppedUpAtSuccess.add(s.user);
               for (const reason of r.reasons) legitReasons.set(reason, (legitReasons.get(reason) ?? 0) + 1);
             }
-            await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: true, secondFactor: true, leakedCredential });
+            await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: true, secondFactor: true, leakedCredential, ...proofOf(u) });
           }
         } else {
-          await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: false, password: typo });
+          await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: false, password: typo, ...proofOf(u) });
           heap.push({ t: e.t + randomInt(random, 3_000, 15_000), seq: 0, kind: 'legit', s, step: e.step + 1, retries: 0, measured: e.measured });
         }
         break;
@@ -222,7 +235,7 @@ export async function runScenario(
         if (compromised.has(e.a.account)) break;
         made++;
         const server = next();
-        const v = await fleet[server]!.check({ account: e.a.account, ip: e.a.ip, leakedCredential: e.a.leaked });
+        const v = await fleet[server]!.check({ account: e.a.account, ip: e.a.ip, leakedCredential: e.a.leaked, ...(e.proof ? POW : {}) });
         decisions++;
         const refused = v.action === 'challenge' || v.action === 'mfa' || v.action === 'block';
         const sinceStart = e.t - attackStart;
@@ -233,13 +246,13 @@ export async function runScenario(
           if (refused) refusedAfterGrace++;
         }
         // The attacker does not solve challenges or MFA; it does wait out a delay.
-        if (!refused) heap.push({ t: e.t + v.delayMs, seq: 0, kind: 'attack-verify', a: e.a, server });
+        if (!refused) heap.push({ t: e.t + v.delayMs, seq: 0, kind: 'attack-verify', a: e.a, server, proof: e.proof });
         break;
       }
       case 'attack-verify': {
         through++;
         const { a } = e;
-        const r = await fleet[e.server]!.record({ account: a.account, ip: a.ip, success: a.valid, password: a.valid ? undefined : a.password, accountExists: a.valid || known.has(a.account), leakedCredential: a.leaked });
+        const r = await fleet[e.server]!.record({ account: a.account, ip: a.ip, success: a.valid, password: a.valid ? undefined : a.password, accountExists: a.valid || known.has(a.account), leakedCredential: a.leaked, ...(e.proof ? POW : {}) });
         if (r.action === 'mfa') {
           // Stepped up at success: the attacker passes no second factor.
           stoppedAtSuccess++;

@@ -8,13 +8,14 @@ import { DEFAULT_LEAK_COVERAGE, makeAttacks, type Corpus } from './attacks.js';
 import { DEFAULT_POPULATION, makeUsers } from './population.js';
 import { runScenario } from './run.js';
 
-// With no leaked corpus the application passes no leakedCredential, for its users or for the attackers.
-const population = { ...DEFAULT_POPULATION, users: 2000, leakedPairShare: 0 };
+// With no leaked corpus the application passes no leakedCredential, for its users or for the attackers;
+// and no proof (the login page solves none), except in the test of proofs.
+const population = { ...DEFAULT_POPULATION, users: 2000, leakedPairShare: 0, proofShare: 0 };
 const users = makeUsers(population, seededRandom(3));
 const scenario = (name: string) => makeAttacks(users, seededRandom(4)).find((a) => a.name === name)!;
 // With one: the same users, 1.5% of them with their own pair in it, and the corpus holding the share of
 // the stuffer's pairs the simulator assumes by default.
-const leakedPopulation = { ...DEFAULT_POPULATION, users: 2000 };
+const leakedPopulation = { ...DEFAULT_POPULATION, users: 2000, proofShare: 0 };
 const leakedUsers = makeUsers(leakedPopulation, seededRandom(3));
 const corpus = (leakCoverage: number): Corpus => ({ leakCoverage, random: seededRandom(5) });
 const withCorpus = (name: string, leakCoverage = DEFAULT_LEAK_COVERAGE) => makeAttacks(leakedUsers, seededRandom(4), corpus(leakCoverage)).find((a) => a.name === name)!;
@@ -54,4 +55,21 @@ test('a fresh guard (no history) stops a fast stuffing wave within its first 5 m
   assert.ok(r.attackReasons.has('unknown-account-anomaly'), [...r.attackReasons.keys()].join());
   assert.ok(r.compromised <= 0.1 * r.compromisedNoGuard, `${r.compromised} of ${r.compromisedNoGuard}`);
   assert.equal(r.legitBlocked, 0, JSON.stringify([...r.legitReasons]));
+});
+
+test('stuffing-slow with proofs: the login page\'s proof of work, which a scripted stuffer leaves out, stops its takeovers at the correct password', async () => {
+  // The users of the test without a corpus, 98% of whose clients bring the page's proof (the default).
+  const proofed = { ...population, proofShare: DEFAULT_POPULATION.proofShare };
+  const proofUsers = makeUsers(proofed, seededRandom(3));
+  const attack = makeAttacks(proofUsers, seededRandom(4)).find((a) => a.name === 'stuffing-slow')!;
+  const r = await runScenario(attack, proofUsers, proofed, 18);
+  assert.ok(r.compromised <= 5, `${r.compromised} of ${r.compromisedNoGuard}`);
+  assert.ok(r.attackReasons.has('no-proof') && r.attackReasons.has('proofless-anomaly'), [...r.attackReasons.keys()].join());
+  assert.ok(r.legitChallenged + r.legitSteppedUp <= 0.01 * r.legitUsers, `${r.legitChallenged} challenged, ${r.legitSteppedUp} stepped up`);
+  assert.equal(r.legitBlocked, 0);
+  // A stuffer whose tooling brings the proof too is back to what the guard sees without proofs.
+  const paying = await runScenario(attack, proofUsers, proofed, 18, {}, { attackerProofShare: 1 });
+  const none = await runScenario(scenario('stuffing-slow'), users, population, 18);
+  assert.ok(!paying.attackReasons.has('no-proof'), [...paying.attackReasons.keys()].join());
+  assert.ok(r.compromised < paying.compromised && paying.compromised === none.compromised, `${r.compromised} against ${paying.compromised} and ${none.compromised} without proofs`);
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { FailureRateMonitor } from './anomaly.js';
+import { FailureRateMonitor, normalTail, poissonUpper } from './anomaly.js';
 
 const settings = { bucketMs: 60_000, span: 60, warmup: 30, sigma: 3, minFailures: 10 };
 
@@ -22,11 +22,57 @@ test('a shift beyond 3 sigma fires within the bucket, and a steady rate does not
   let t = feed(m, 0, 120, 20); // a steady 20 a minute
   assert.equal(m.anomalous(t), false);
   assert.ok(Math.abs(m.baselineMean - 20) < 1e-9);
-  // sd floor is sqrt(20) ≈ 4.47, so the threshold is 20 + 3·4.47 ≈ 33.4 failures in a minute.
-  for (let i = 0; i < 33; i++) m.note(t + i);
+  // The sd floor is sqrt(20) ≈ 4.47, so 20 + 3·4.47 ≈ 33.4 failures in a minute; but 20 a minute is
+  // Poisson, and a Poisson count goes beyond 35 in 0.13 % of minutes, as a normal one beyond 3 sigma.
+  for (let i = 0; i < 35; i++) m.note(t + i);
   assert.equal(m.anomalous(t + 40), false);
   m.note(t + 41);
-  assert.equal(m.anomalous(t + 42), true, '34 failures within the first second of a minute');
+  assert.equal(m.anomalous(t + 42), true, '36 failures within the first second of a minute');
+});
+
+test('global-failure-anomaly false alarms at 4 failures a minute: "3 sigma" fires in 0.13 % of ordinary minutes, as for a normal count', () => {
+  // At 50,000 users a site fails some 4 logins a minute. mean + 3·sqrt(mean) is 10, and a Poisson count
+  // reaches 11 in 0.28 % of minutes: about thirty false alarms a week, each challenging the strangers of
+  // two minutes. The threshold is the Poisson count with the normal's chance instead.
+  const m = new FailureRateMonitor(settings);
+  let t = feed(m, 0, 120, 4);
+  assert.ok(Math.abs(m.baselineMean - 4) < 1e-9);
+  assert.equal(m.threshold(), 11);
+  // Ordinary minutes, drawn from a Poisson distribution with mean 4 by a seeded generator: false alarms.
+  let seed = 12345;
+  const random = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+  const poisson = (mean: number) => {
+    let k = 0;
+    for (let p = random(); p > Math.exp(-mean); p *= random()) k++;
+    return k;
+  };
+  let alarms = 0;
+  const minutes = 20_000;
+  for (let b = 0; b < minutes; b++) {
+    const n = poisson(4);
+    for (let i = 0; i < n; i++) m.note(t + i);
+    if (m.anomalous(t + 59_999) && m.currentCount(t + 59_999) > m.threshold()) alarms++;
+    t += 60_000;
+  }
+  assert.ok(alarms / minutes < 0.002, `${alarms} of ${minutes} minutes`);
+});
+
+test('poissonUpper is the least count whose Poisson tail is at most the chance, for small means and large', () => {
+  const tail = (mean: number, k: number) => {
+    let pmf = Math.exp(-mean);
+    let cdf = pmf;
+    for (let i = 1; i <= k; i++) cdf += pmf *= mean / i;
+    return 1 - cdf;
+  };
+  for (const mean of [0.1, 0.5, 1, 4, 20, 100, 600]) {
+    const chance = normalTail(3);
+    const k = poissonUpper(mean, chance);
+    assert.ok(tail(mean, k) <= chance && (k === 0 || tail(mean, k - 1) > chance), `mean ${mean}: ${k}`);
+  }
+  assert.equal(poissonUpper(0, 0.001), 0);
+  // Beyond a mean of 1000 the skew-corrected normal quantile: within two of the count summed to it.
+  assert.ok(Math.abs(poissonUpper(1001, normalTail(3)) - poissonUpper(999, normalTail(3)) - 2) <= 2);
+  assert.ok(Math.abs(normalTail(3) - 0.0013499) < 1e-6 && Math.abs(normalTail(0) - 0.5) < 1e-6);
 });
 
 test('an attack is not learnt: the anomaly holds for as long as the rate stays high', () => {

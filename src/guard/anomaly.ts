@@ -8,6 +8,10 @@
  *   does not become the new normal, and the start of each bucket (few failures yet) is not a gap.
  * - The deviation is at least sqrt(mean), the Poisson floor, so a near-zero variance on a quiet site
  *   does not make a couple of typos an anomaly; and at least `minFailures` must fail within the bucket.
+ * - "Beyond 3 sigma" is read as what it means for a normal variable, a chance of 0.13 % that a bucket of
+ *   ordinary failures goes beyond it: counts of a few a bucket are Poisson, whose tail is far heavier than
+ *   mean + 3·sqrt(mean) says (at 4 a minute, 0.28 % of minutes reach 11, about thirty false alarms a
+ *   week), so the threshold is never below the Poisson count with that chance.
  * - By default it is per process: each node sees its share of traffic, and the share moves with it, so the
  *   test holds. Shared (the guard's `anomalyScope: 'fleet'`), it counts the fleet's failures instead: what it
  *   notes waits in `unshared` until the guard adds it to the shared count, and the count it tests is the
@@ -44,6 +48,9 @@ export class FailureRateMonitor {
   private variance = 0;
   private learnt = 0;
   private previousAnomalous = false;
+  /** The Poisson floor of the threshold, for the mean it was computed for (it changes once a bucket). */
+  private poisson = 0;
+  private poissonFor = Number.NaN;
   /** Failures noted and not yet added to the shared count, by bucket (shared mode only). */
   private readonly unshared = new Map<number, number>();
 
@@ -98,7 +105,11 @@ export class FailureRateMonitor {
   /** The failure count above which a bucket is anomalous (for reports and tests). */
   threshold(): number {
     const deviation = Math.max(Math.sqrt(this.variance), Math.sqrt(this.mean));
-    return Math.max(this.s.minFailures - 1, this.mean + this.s.sigma * deviation);
+    if (this.poissonFor !== this.mean) {
+      this.poissonFor = this.mean;
+      this.poisson = poissonUpper(this.mean, normalTail(this.s.sigma));
+    }
+    return Math.max(this.s.minFailures - 1, this.mean + this.s.sigma * deviation, this.poisson);
   }
 
   /** The baseline learnt so far, to persist; undefined until a bucket has been learnt. */
@@ -174,4 +185,47 @@ export class FailureRateMonitor {
     }
     this.learnt++;
   }
+}
+
+/** The chance that a standard normal variable exceeds `sigma` (Abramowitz and Stegun 26.2.17, error < 7.5e-8). */
+export function normalTail(sigma: number): number {
+  const z = Math.abs(sigma);
+  const t = 1 / (1 + 0.2316419 * z);
+  const poly = t * (0.31938153 + t * (-0.356563782 + t * (1.781477937 + t * (-1.821255978 + t * 1.330274429))));
+  const tail = (Math.exp((-z * z) / 2) / Math.sqrt(2 * Math.PI)) * poly;
+  return sigma >= 0 ? tail : 1 - tail;
+}
+
+/** The least k with P(X > k) at most `chance` for X Poisson with mean `mean` (0 for a mean of 0). */
+export function poissonUpper(mean: number, chance: number): number {
+  if (!(mean > 0)) return 0;
+  if (mean > 1000) {
+    // Summing would take thousands of terms; here the Cornish-Fisher quantile (the normal's, corrected for
+    // the Poisson's skew, 1/sqrt(mean)) is within two counts of the exact one.
+    const z = normalQuantile(chance);
+    return Math.ceil(mean + z * Math.sqrt(mean) + (z * z - 1) / 6);
+  }
+  // Summed from k = 0 in log space: exp(-mean) underflows for a mean of some hundreds.
+  let logPmf = -mean;
+  let cdf = Math.exp(logPmf);
+  let k = 0;
+  const limit = mean + 40 * Math.sqrt(mean) + 40;
+  while (1 - cdf > chance && k < limit) {
+    k++;
+    logPmf += Math.log(mean / k);
+    cdf += Math.exp(logPmf);
+  }
+  return k;
+}
+
+/** The z with normalTail(z) = `chance`, by bisection (called once a bucket, for a large mean only). */
+function normalQuantile(chance: number): number {
+  let lo = -10;
+  let hi = 10;
+  for (let i = 0; i < 60; i++) {
+    const mid = (lo + hi) / 2;
+    if (normalTail(mid) > chance) lo = mid;
+    else hi = mid;
+  }
+  return (lo + hi) / 2;
 }

@@ -174,15 +174,15 @@ export function leakedFlag(call: 'check' | 'record', input: LoginAttempt): boole
 export interface AttemptFlags {
   /** Its account+password pair is in a leaked corpus (leakedFlag). */
   readonly leaked: boolean;
-  /** It came with a verified proof of work or CAPTCHA. */
-  readonly proof: boolean;
+  /** The verified proof it came with, if any. */
+  readonly proof: 'pow' | 'captcha' | undefined;
 }
 
 /** The attempt's flags, each checked: an ill-typed one is an error naming the field. */
 export function attemptFlags(call: 'check' | 'record', input: LoginAttempt): AttemptFlags {
   const p = input.proof;
   if (p !== undefined && p !== 'pow' && p !== 'captcha') bad(call, 'proof', "'pow', 'captcha' or undefined", p);
-  return { leaked: leakedFlag(call, input), proof: p !== undefined };
+  return { leaked: leakedFlag(call, input), proof: p };
 }
 
 /** Checks the outcome's `success` and `password` (no object returned: record reads them itself). */

@@ -230,7 +230,7 @@ export class Guard {
     const stranger = !familiar && !standing.allowed;
     const [ip, net, pair, ipSource, netSource, fpSource] = stranger ? read : [undefined, undefined, read[2], undefined, undefined, undefined];
     if (!standing.allowed) this.monitors.strangerMix.note(now, stranger);
-    this.checked.set(t, { familiar, unfamiliarFailures: account?.unfamiliarFailures ?? 0, ipSource, netSource, proof: flags.proof });
+    this.checked.set(t, { familiar, unfamiliarFailures: account?.unfamiliarFailures ?? 0, ipSource, netSource, proof: flags.proof !== undefined });
     let risk = 0;
     let globalRisk = 0;
     if (ip !== undefined && exhausted(ip)) {
@@ -312,8 +312,8 @@ export class Guard {
       // The share of strangers without a proof is the proofless monitor's; an attempt that is one of them
       // while it is anomalous is evidence of its own (a scripted client in a run of them), which the
       // global evidence alone is not: a stranger with a proof meets only the latter.
-      this.monitors.noteProof(now, flags.proof);
-      if (!flags.proof && this.monitors.prooflessAnomalous(now)) {
+      this.monitors.noteProof(now, flags.proof !== undefined);
+      if (flags.proof === undefined && this.monitors.prooflessAnomalous(now)) {
         reasons.push('no-proof');
         risk += w.noProof;
       }
@@ -322,7 +322,7 @@ export class Guard {
       risk += evidence.risk;
       globalRisk = evidence.risk;
     }
-    const verdict = decide(c, floor, risk, reasons, globalRisk);
+    const verdict = metByProof(c, decide(c, floor, risk, reasons, globalRisk), flags.proof);
     // A refused attempt never reaches record(), so an attack that is being refused would drop out of the
     // failure rate and its sources' counts, end the signals, get through again, and so oscillate. A
     // stranger refused (challenge or worse) counts as a failure of its sources and of the global and
@@ -478,7 +478,7 @@ export class Guard {
     if (t.standing.hosting) own.push('hosting-provider');
     // A success with no proof (neither at its check nor now) while strangers without one are anomalously
     // many: a scripted client in the run, whose password the leak gave it.
-    if (!flags.proof && !seen.proof && this.monitors.prooflessAnomalous(now)) own.push('no-proof');
+    if (flags.proof === undefined && !seen.proof && this.monitors.prooflessAnomalous(now)) own.push('no-proof');
     // A leaked pair that works is a takeover whether or not the monitors see a run: a slow stuffer's pairs
     // arrive one at a time, and an application that learns of the leak only after verifying the password
     // (an in-house corpus keyed by the password's hash) has had no say at check().
@@ -565,6 +565,20 @@ export class Guard {
     if (s === undefined || s.failures < this.config.ratioMinFailures) return false;
     return s.failures / (s.failures + s.successes) >= this.config.failureRatio;
   }
+}
+
+/**
+ * A challenge the attempt has met already: a proof of work at no more than the base difficulty (the one a
+ * login page solves in the background, at `powDifficulty`), or a solved CAPTCHA (which meets any). It goes
+ * on as it would have once solved, with `challenge-met` among its reasons: the person never saw it, and a
+ * scripted client that brought no proof still meets it. A harder challenge (more risk) is not met.
+ */
+function metByProof(c: GuardConfig, v: GuardVerdict, proof: 'pow' | 'captcha' | undefined): GuardVerdict {
+  if (v.action !== 'challenge' || proof === undefined) return v;
+  // A solved CAPTCHA meets any challenge; a proof of work, one no harder than the base.
+  const met = proof === 'captcha' || (v.challenge !== 'captcha' && v.challenge !== undefined && v.challenge <= c.powDifficulty);
+  if (!met) return v;
+  return { ...v, action: v.delayMs > 0 ? 'delay' : 'allow', challenge: undefined, reasons: [...v.reasons, 'challenge-met'] };
 }
 
 /** A source with as many successes as accounts failing from it: real users share it (see check). */

@@ -72,3 +72,30 @@ test("proof is validated: 'pow', 'captcha' or undefined, naming the field", asyn
   assert.throws(() => makeGuard({ prooflessPrior: 2 }), /prooflessPrior/);
   assert.throws(() => makeGuard({ weights: { noProof: -1 } }), /weights\.noProof/);
 });
+
+test('challenge-met: a challenge no harder than the base is met by the proof of work the attempt brought; a harder one is not', async () => {
+  const { guard } = makeGuard({ freeFailures: 100 });
+  // Five wrong passwords at home: account-failures (2 points), a 16-bit challenge.
+  await guard.check({ account: 'tom', ip: lone(1) });
+  await guard.record({ account: 'tom', ip: lone(1), success: true });
+  for (let i = 0; i < 5; i++) await guard.record({ account: 'tom', ip: lone(1), success: false, password: `typo${i}` });
+  const bare = await guard.check({ account: 'tom', ip: lone(1) });
+  assert.equal(bare.action, 'challenge');
+  assert.equal(bare.challenge, 16);
+  const proven = await guard.check({ account: 'tom', ip: lone(1), proof: 'pow' });
+  assert.equal(proven.action, 'allow');
+  assert.deepEqual(proven.reasons, ['account-failures', 'challenge-met']);
+  assert.equal(proven.challenge, undefined);
+  // A stranger with the same failures and a hosting address: 4 points, MFA, which no proof meets.
+  const { guard: strict } = makeGuard({ freeFailures: 100, hostingRanges: ['10.0.0.0/8'] });
+  for (let i = 0; i < 5; i++) await strict.record({ account: 'tom', ip: lone(2), success: false, password: `typo${i}` });
+  assert.equal((await strict.check({ account: 'tom', ip: lone(2), proof: 'captcha' })).action, 'mfa');
+  // 3 points: an 18-bit challenge, harder than the page's background proof.
+  const { guard: harder } = makeGuard({ freeFailures: 100, weights: { accountFailures: 3 } });
+  for (let i = 0; i < 5; i++) await harder.record({ account: 'tom', ip: lone(3), success: false, password: `typo${i}` });
+  const v = await harder.check({ account: 'tom', ip: lone(3), proof: 'pow' });
+  assert.equal(v.action, 'challenge');
+  assert.equal(v.challenge, 18);
+  // A solved CAPTCHA meets it.
+  assert.equal((await harder.check({ account: 'tom', ip: lone(3), proof: 'captcha' })).action, 'allow');
+});

@@ -53,8 +53,8 @@ local function split(s)
   return t
 end
 
--- n little-endian doubles from raw at `at` with one unpack (a call per value costs more than the value),
--- and back.
+-- The little-endian doubles from raw at `at` to its end, with one unpack (a call per value costs more than
+-- the value).
 local DFMT = {}
 local function dfmt(n)
   local f = DFMT[n]
@@ -71,12 +71,6 @@ local function doubles(raw, at)
   local t = { sunpack(dfmt(n), raw, at) }
   t[n + 1] = nil -- unpack's last value is the position after
   return t
-end
-
-local function packDoubles(t)
-  local n = #t
-  if n == 0 then return '' end
-  return spack(dfmt(n), unpack(t, 1, n))
 end
 
 local function touch(key, kind)

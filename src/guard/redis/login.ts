@@ -1,10 +1,12 @@
 /**
- * A Guard's logins on Redis: check() is one operation of the state's batch and record() one more, each
- * carrying everything the guard needs from the account (with its account+address pair bucket, in the
+ * A Guard's logins on Redis: check() is one read of the state's batch and record() one script operation,
+ * each carrying everything the guard needs from the account (with its account+address pair bucket, in the
  * account's slot) and from the address, subnet and fingerprint (each source's record holds its bucket).
- * On a standalone Redis an operation is one script call shared with every other login of the same turn of
- * the event loop; on a Cluster it is one call per slot involved, sent together, except that a failure's
- * source writes wait for the account's answer (a repeated wrong password counts nowhere).
+ * On a standalone Redis a turn's reads are one MGET and its operations script calls shared with every
+ * other login of the turn; on a Cluster each is one call per slot involved, sent together, except that a
+ * failure's source writes wait for the account's answer (a repeated wrong password counts nowhere). A
+ * success is computed here from the record its check read (records.ts), and the script only compares and
+ * writes it.
  *
  * Decisions stay the guard's (guard.ts): this file only moves the reads and writes its memory path makes,
  * with the same arithmetic in the script (token-bucket.lua is the limiter's twin of core/token-bucket.ts;

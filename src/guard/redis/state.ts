@@ -1,11 +1,12 @@
 /**
  * RedisGuardState: the login guard's state (src/guard/state.ts) on Redis, so every app server sees every
  * other's failures. Every operation joins a batch: what the guards on this state ask in one turn of the
- * event loop goes to Redis as one script call (guard.lua, beside this file), one per hash slot on a
- * Cluster, sent together through the store's connection layer (stores/redis/connection.ts).
+ * event loop goes to Redis together, its reads as one MGET decoded here (records.ts) and its writes as
+ * script calls (guard.lua, beside this file), one per hash slot on a Cluster, through the store's
+ * connection layer (stores/redis/connection.ts).
  *
- * A Guard on a RedisStore also runs its logins through a LoginSession (login.ts): a check is one batch
- * operation and a record one more, carrying the account, pair, address, subnet and fingerprint work with
+ * A Guard on a RedisStore also runs its logins through a LoginSession (login.ts): a check is one read and
+ * a record one script operation, carrying the account, pair, address, subnet and fingerprint work with
  * the guard's token buckets, which then live in the same keys.
  *
  * It lives in the guard, not beside RedisStore: the store knows nothing of the guard (sluice/redis carries

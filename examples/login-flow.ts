@@ -96,11 +96,18 @@ export async function handleLogin(deps: LoginDeps, req: LoginRequest): Promise<L
 
   const user = deps.users.find(account);
   const passwordOk = await verify(password, user?.hash ?? (await DUMMY));
-  const otpOk = v.action !== 'mfa' || (user !== undefined && typeof req.otp === 'string' && req.otp.length === user.otp.length && timingSafeEqual(Buffer.from(req.otp), Buffer.from(user.otp)));
-  const ok = user !== undefined && passwordOk && otpOk;
+  const otpValid = user !== undefined && typeof req.otp === 'string' && req.otp.length === user.otp.length && timingSafeEqual(Buffer.from(req.otp), Buffer.from(user.otp));
+  const ok = user !== undefined && passwordOk && (v.action !== 'mfa' || otpValid);
   // A login that passed the MFA asked for says so, so that the guard does not ask for it again at success.
-  await deps.guard.record({ ...attempt, success: ok, password: ok ? undefined : password, ...(ok && v.action === 'mfa' ? { secondFactor: true } : {}) });
-  return ok ? reply(200, { ok: true }) : INVALID();
+  const recorded = await deps.guard.record({ ...attempt, success: ok, password: ok ? undefined : password, ...(ok && v.action === 'mfa' ? { secondFactor: true } : {}) });
+  if (!ok) return INVALID();
+  if (recorded.action === 'mfa') {
+    // Stepped up at success (a stranger's correct password while the guard sees stuffing): nothing was
+    // recorded; the login completes only with the second factor, recorded as such.
+    if (!otpValid) return reply(401, { error: 'mfa_required' });
+    await deps.guard.record({ ...attempt, success: true, secondFactor: true });
+  }
+  return reply(200, { ok: true });
 }
 
 /** A new device id for the device cookie: random, so nobody can claim another's device. */

@@ -160,3 +160,19 @@ test('the login flow with a leaked pair: a new device is asked for MFA before th
   // The success was recorded with its second factor: the device is familiar, and the leaked pair no longer hinders it.
   assert.deepEqual((await guard.check({ account: 'alice@example.com', ip: '198.51.100.77', fingerprint: 'alice-new-laptop-0001', leakedCredential: true })).reasons, []);
 });
+
+test('login flow bug: a success stepped up at the correct password returned 200; it now asks for the second factor and completes with it', async () => {
+  // successStepUp 'stuffing' steps up every stranger's success while stuffing is seen; a run of failures
+  // on accounts that do not exist is that evidence (the unknown-account prior).
+  let now = 1_760_000_000_000;
+  const guard = new Guard({ secret: 'integration-secret-0123456789', store: new MemoryStore(), clock: () => now, random: () => 0, successStepUp: 'stuffing' });
+  for (let i = 0; i < 30; i++) await guard.record({ account: `leak${i}@mail.test`, ip: `10.1.${i}.1`, success: false, password: 'x', accountExists: false });
+  now += 1000;
+  const deps: LoginDeps = { guard, users: { find: (a) => users.get(a) }, captcha: turnstile({ secret: 'siteverify-secret', url: siteverifyUrl }) };
+  const req = (otp?: string): LoginRequest => ({ account: 'alice@example.com', password: 'right-password', ip: '203.0.113.44', device: undefined, captchaToken: undefined, otp });
+  assert.deepEqual(await handleLogin(deps, req()), { status: 401, body: { error: 'mfa_required' }, headers: {} });
+  assert.equal((await handleLogin(deps, req('000000'))).status, 401);
+  assert.equal((await handleLogin(deps, req('654321'))).status, 200);
+  // The second factor made the address familiar: the next login there is not stepped up.
+  assert.equal((await handleLogin(deps, req())).status, 200);
+});

@@ -40,13 +40,6 @@ local SESSIONS, NSESSIONS = {}, 0
 -- write when the call ends, in order.
 local PRE, REC, KIND, DIRTY, NDIRTY
 
-local function num(x) return fmt('%.17g', x) end
--- A time for a reply: an integer as it is (Redis replies Lua numbers as integers), else exactly as text.
-local function ms(x)
-  if x % 1 == 0 then return x end
-  return num(x)
-end
-
 local function split(s)
   local t = {}
   if s and s ~= '' then for x in string.gmatch(s, '[^,]+') do t[#t + 1] = x end end

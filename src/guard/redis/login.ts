@@ -24,7 +24,7 @@ import type { ConnectionStats } from '../../stores/redis/connection.js';
 import type { Arg } from '../../stores/redis/adapter.js';
 import { hash32 } from '../source-table.js';
 import { accountView, BucketPeek, sourceView, succeededAccount } from './records.js';
-import { checkTags, code, num, readFailure, readSuccess, type LoginContext, type ReadUnit, type Unit } from './wire.js';
+import { bySlot, checkTags, code, num, readFailure, readSuccess, type LoginContext, type ReadUnit, type Unit } from './wire.js';
 
 /** The rejection of a login operation whose call failed, when the state does not fail closed. */
 export const OFFLINE = new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', 'RedisGuardState: Redis did not answer; the guard decides on its offline state');
@@ -279,17 +279,6 @@ interface ReadPart {
   kind: number;
 }
 
-/** Parts by hash slot, for a Cluster: one call per slot involved. */
-function bySlot<P extends { slot: number }>(parts: P[]): P[][] {
-  const groups = new Map<number, P[]>();
-  for (const p of parts) {
-    const group = groups.get(p.slot);
-    if (group === undefined) groups.set(p.slot, [p]);
-    else group.push(p);
-  }
-  return [...groups.values()];
-}
-
 // What a check found, by key (LoginSession's `found`): a bit for each key that had a value.
 const PAIR = 1;
 const ADDRESS_FOUND = 2;
@@ -324,9 +313,13 @@ class CheckRead {
     const bytes = values[i]!;
     const spec = this.session.spec;
     if (bytes !== null) this.found |= kind === ADDRESS ? ADDRESS_FOUND : kind === SUBNET ? SUBNET_FOUND : FINGERPRINT_FOUND;
-    if (kind === ADDRESS) [reads[3], reads[0]] = [sourceView(bytes, now, spec), ip.source(bytes, now)];
-    else if (kind === SUBNET) [reads[4], reads[1]] = [sourceView(bytes, now, spec), subnet.source(bytes, now)];
-    else reads[5] = sourceView(bytes, now, spec);
+    if (kind === ADDRESS) {
+      reads[3] = sourceView(bytes, now, spec);
+      reads[0] = ip.source(bytes, now);
+    } else if (kind === SUBNET) {
+      reads[4] = sourceView(bytes, now, spec);
+      reads[1] = subnet.source(bytes, now);
+    } else reads[5] = sourceView(bytes, now, spec);
     return i + 1;
   }
   answered(): void {

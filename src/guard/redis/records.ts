@@ -37,23 +37,20 @@ interface AccountRecord {
   lf: number;
   fu: number;
   exp: number;
-  /** The wrong password tags, comma-joined (read only when asked for). */
-  pw: string;
   familiar: string[];
   ends: number[];
 }
 
 /** The live record at `now`, or undefined if there is none or it has expired (liveAccount). */
-function liveAccount(bytes: Uint8Array | null, now: number, passwords: boolean): AccountRecord | undefined {
+function liveAccount(bytes: Uint8Array | null, now: number): AccountRecord | undefined {
   if (bytes === null || bytes.length < ACCOUNT_HEAD_BYTES) return undefined;
   const d = view(bytes);
   const exp = f64(d, 48);
   if (exp <= now) return undefined;
   const npw = d.getUint16(56, true);
   const nfam = d.getUint16(58, true);
-  const r: AccountRecord = { uf: f64(d, 0), ff: f64(d, 8), ul: f64(d, 16), fl: f64(d, 24), lf: f64(d, 32), fu: f64(d, 40), exp, pw: '', familiar: [], ends: [] };
-  if (r.lf > 0 && r.fu <= now) r.uf = r.ff = r.ul = r.fl = r.lf = r.fu = 0; // the failures are forgotten, and their passwords
-  else if (passwords) r.pw = ascii(bytes, ACCOUNT_HEAD_BYTES, ACCOUNT_HEAD_BYTES + npw);
+  const r: AccountRecord = { uf: f64(d, 0), ff: f64(d, 8), ul: f64(d, 16), fl: f64(d, 24), lf: f64(d, 32), fu: f64(d, 40), exp, familiar: [], ends: [] };
+  if (r.lf > 0 && r.fu <= now) r.uf = r.ff = r.ul = r.fl = r.lf = r.fu = 0; // the failures are forgotten
   const famAt = ACCOUNT_HEAD_BYTES + npw;
   const endsAt = famAt + nfam;
   if (nfam > 0) {
@@ -75,7 +72,7 @@ function liveAccount(bytes: Uint8Array | null, now: number, passwords: boolean):
 
 /** An account's view at `now`, or undefined if there is none or it has expired (liveAccount). */
 export function accountView(bytes: Uint8Array | null, now: number): AccountView | undefined {
-  const r = liveAccount(bytes, now, false);
+  const r = liveAccount(bytes, now);
   if (r === undefined) return undefined;
   return { unfamiliarFailures: r.uf, familiarFailures: r.ff, unfamiliarLockedUntil: r.ul, familiarLockedUntil: r.fl, lastFailureAt: r.lf, familiar: r.familiar };
 }
@@ -95,7 +92,7 @@ export interface AccountSuccess {
  * Redis a comparison and a write instead of the work.
  */
 export function succeededAccount(bytes: Uint8Array | null, now: number, sources: readonly string[], familiarMs: number, maxFamiliar: number): AccountSuccess {
-  const r = liveAccount(bytes, now, false);
+  const r = liveAccount(bytes, now);
   let familiarPath = false;
   if (r !== undefined) for (const s of sources) if (r.familiar.includes(s)) familiarPath = true;
   const fam: string[] = [];
@@ -116,19 +113,23 @@ export function succeededAccount(bytes: Uint8Array | null, now: number, sources:
       }
     }
   }
-  let [uf, ff, ul, fl, lf, fu] = r === undefined ? [0, 0, 0, 0, 0, 0] : [r.uf, r.ff, r.ul, r.fl, r.lf, r.fu];
-  const before = uf;
-  if (!familiarPath) uf = ff = ul = fl = lf = fu = 0;
-  else {
-    ff = fl = 0;
-    if (uf === 0) lf = 0;
-  }
+  const before = r?.uf ?? 0;
+  // A stranger's success forgets both paths' failures and locks; the owner's, its own path's.
+  const uf = familiarPath ? before : 0;
+  const ul = familiarPath ? r!.ul : 0;
+  const lf = familiarPath && uf > 0 ? r!.lf : 0;
+  const fu = familiarPath ? r!.fu : 0;
   let exp = Math.max(ul, lf > 0 ? fu : now);
   for (const e of ends) if (e > exp) exp = e;
   const text = fam.join(',');
   const value = Buffer.allocUnsafe(ACCOUNT_HEAD_BYTES + text.length + 8 * ends.length);
-  let at = 0;
-  for (const x of [uf, ff, ul, fl, lf, fu, exp]) at = value.writeDoubleLE(x, at);
+  value.writeDoubleLE(uf, 0);
+  value.writeDoubleLE(0, 8); // ff
+  value.writeDoubleLE(ul, 16);
+  value.writeDoubleLE(0, 24); // fl
+  value.writeDoubleLE(lf, 32);
+  value.writeDoubleLE(fu, 40);
+  let at = value.writeDoubleLE(exp, 48);
   at = value.writeUInt16LE(0, at); // no wrong passwords
   at = value.writeUInt16LE(text.length, at);
   at += value.write(text, at, 'latin1');
@@ -136,20 +137,12 @@ export function succeededAccount(bytes: Uint8Array | null, now: number, sources:
   return { value, ttlMs: Math.ceil(exp - now), judged: { path: familiarPath ? 'familiar' : 'unfamiliar', unfamiliarFailuresBefore: before } };
 }
 
-/** A token bucket's state, as the store's slab layout (all zeros: full). */
-function bucketState(d: DataView | undefined, at: number): Float64Array {
-  const s = new Float64Array(2);
-  if (d !== undefined) {
-    s[0] = f64(d, at);
-    s[1] = f64(d, at + 8);
-  }
-  return s;
-}
-
 /** Reads token-bucket peeks (cost 0) under one policy, as the Lua bucket's peek: the limiter's own arithmetic. */
 export class BucketPeek {
   private readonly bucket: TokenBucket;
   private readonly v = new Verdict(2);
+  /** The state peeked at, in the store's slab layout (all zeros: full); evaluate only reads it. */
+  private readonly state = new Float64Array(2);
 
   constructor(readonly policy: Policy) {
     this.bucket = new TokenBucket(policy);
@@ -157,15 +150,23 @@ export class BucketPeek {
 
   /** The peek of a pair key's value (16 bytes; anything else is a full bucket). */
   pair(bytes: Uint8Array | null, now: number): Decision {
-    return this.peek(bucketState(bytes !== null && bytes.length === 16 ? view(bytes) : undefined, 0), now);
+    return this.peek(bytes !== null && bytes.length === 16 ? bytes : null, 0, now);
   }
 
   /** The peek of the bucket inside a source's record (none: full). */
   source(bytes: Uint8Array | null, now: number): Decision {
-    return this.peek(bucketState(bytes !== null && bytes.length >= SOURCE_HEAD_BYTES ? view(bytes) : undefined, 48), now);
+    return this.peek(bytes !== null && bytes.length >= SOURCE_HEAD_BYTES ? bytes : null, 48, now);
   }
 
-  private peek(s: Float64Array, now: number): Decision {
+  /** The peek of the bucket state at `at` in `bytes` (null: a full bucket). */
+  private peek(bytes: Uint8Array | null, at: number, now: number): Decision {
+    const s = this.state;
+    if (bytes === null) s[0] = s[1] = 0;
+    else {
+      const d = view(bytes);
+      s[0] = f64(d, at);
+      s[1] = f64(d, at + 8);
+    }
     const v = this.v;
     this.bucket.evaluate(s, 0, now, 0, v);
     const p = this.policy;

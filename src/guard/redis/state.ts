@@ -30,7 +30,7 @@ import { hash32 } from '../source-table.js';
 import { registerGuardStateMaker, type AccountView, type FailOutcome, type GuardState, type JudgedFailure, type JudgedSuccess, type LoginConfig, type LoginPort, type Path, type SourceSpec, type SourceView } from '../state.js';
 import { LoginSession, type LoginHost } from './login.js';
 import { accountView, sourceView } from './records.js';
-import { checkTags, code, invalid, none, num, readFailure, readSourceView, readSuccess, specArgs, tagArg, type LoginContext, type ReadUnit, type Unit } from './wire.js';
+import { bySlot, checkTags, code, invalid, none, num, readFailure, readSourceView, readSuccess, specArgs, tagArg, type LoginContext, type ReadUnit, type Unit } from './wire.js';
 
 /**
  * When Redis cannot answer within timeoutMs (down, frozen, not connected):
@@ -305,15 +305,16 @@ export class RedisGuardState implements GuardState, LoginHost {
   /** Adds one operation to the batch going out at the end of this turn of the event loop. */
   enqueue(unit: Unit): void {
     this.queue.push(unit);
-    if (!this.scheduled) {
-      this.scheduled = true;
-      process.nextTick(this.flushNow);
-    }
+    this.schedule();
   }
 
   /** Adds one read to the batch going out at the end of this turn of the event loop. */
   enqueueRead(unit: ReadUnit): void {
     this.reads.push(unit);
+    this.schedule();
+  }
+
+  private schedule(): void {
     if (!this.scheduled) {
       this.scheduled = true;
       process.nextTick(this.flushNow);
@@ -372,8 +373,8 @@ export class RedisGuardState implements GuardState, LoginHost {
     const units = this.queue;
     this.reads = [];
     this.queue = [];
-    if (reads.length > 0) for (const group of bySlot(reads, this.cluster)) this.sendReads(group);
-    if (units.length > 0) for (const group of bySlot(units, this.cluster)) this.sendAll(group);
+    if (reads.length > 0) for (const group of this.cluster ? bySlot(reads) : [reads]) this.sendReads(group);
+    if (units.length > 0) for (const group of this.cluster ? bySlot(units) : [units]) this.sendAll(group);
   }
 
   /** Sends reads in MGETs of at most MAX_READ_KEYS keys (a read's keys are never split). */
@@ -419,18 +420,6 @@ export class RedisGuardState implements GuardState, LoginHost {
     }
     this.connection.send(GUARD_SCRIPT, keys, args, answerAll, units, units.length);
   }
-}
-
-/** Units by hash slot on a Cluster (a call's keys must share one); all together on a standalone Redis. */
-function bySlot<U extends { readonly slot: number }>(units: U[], cluster: boolean): Iterable<U[]> {
-  if (!cluster) return [units];
-  const groups = new Map<number, U[]>();
-  for (const u of units) {
-    const group = groups.get(u.slot);
-    if (group === undefined) groups.set(u.slot, [u]);
-    else group.push(u);
-  }
-  return groups.values();
 }
 
 const NO_ARGS: string[] = [];

@@ -4,7 +4,7 @@
  */
 import { SluiceError, show } from '../../core/index.js';
 import type { Arg } from '../../stores/redis/adapter.js';
-import type { AccountView, JudgedFailure, JudgedSuccess, Path, SourceSpec, SourceView } from '../state.js';
+import type { JudgedFailure, JudgedSuccess, Path, SourceSpec, SourceView } from '../state.js';
 
 export function invalid(message: string): never {
   throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `RedisGuardState ${message}`);
@@ -38,27 +38,21 @@ export interface ReadUnit {
   fail(err: unknown): void;
 }
 
+/** Units grouped by hash slot, for a Cluster, where each call's keys must share one. */
+export function bySlot<U extends { readonly slot: number }>(units: U[]): U[][] {
+  const groups = new Map<number, U[]>();
+  for (const u of units) {
+    const group = groups.get(u.slot);
+    if (group === undefined) groups.set(u.slot, [u]);
+    else group.push(u);
+  }
+  return [...groups.values()];
+}
+
 /** A login operation's session number and time, as the script's T operation takes them. */
 export interface LoginContext {
   readonly session: string;
   readonly now: string;
-}
-
-/** An account view as the script replies it: 0, or 1 and uf, ff, ul, fl, lf, "fam,...". */
-export function readAccountView(r: unknown[], i: number): [AccountView | undefined, number] {
-  if (Number(r[i]) === 0) return [undefined, i + 1];
-  const fam = String(r[i + 6]);
-  return [
-    {
-      unfamiliarFailures: Number(r[i + 1]),
-      familiarFailures: Number(r[i + 2]),
-      unfamiliarLockedUntil: Number(r[i + 3]),
-      familiarLockedUntil: Number(r[i + 4]),
-      lastFailureAt: Number(r[i + 5]),
-      familiar: fam === '' ? [] : fam.split(','),
-    },
-    i + 7,
-  ];
 }
 
 /** A failure's reply: counted (1 or 0), failures on the path, total, and the path ('f' or 'u'). */

@@ -98,6 +98,33 @@ test('concurrent logins share calls: 64 checks in reads of MAX_READ_KEYS keys se
   assert.equal(stats.fallbacks, 0);
 });
 
+test('a full call is written at once, not at the end of the turn: 64 records in one turn go as calls of MAX_OPERATIONS, each written before the next is built', async () => {
+  // Redis runs a full call while the client builds the next. Before, the turn's calls were held (corked)
+  // together until the turn ended, and the client and Redis took turns on the whole batch.
+  const events: string[] = [];
+  const stream = io.stream;
+  const client = {
+    get status() {
+      return io.status;
+    },
+    on: (event: string, listener: (...a: unknown[]) => void) => io.on(event, listener),
+    stream: {
+      cork: () => (events.push('cork'), stream.cork()),
+      uncork: () => (events.push('write'), stream.uncork()),
+    },
+    evalsha: (...a: unknown[]) => (events.push('call'), (io.evalsha as (...x: unknown[]) => Promise<unknown>)(...a)),
+    eval: (...a: unknown[]) => (io.eval as (...x: unknown[]) => Promise<unknown>)(...a),
+    mgetBuffer: (...a: unknown[]) => (io.mgetBuffer as (...x: unknown[]) => Promise<unknown>)(...a),
+  };
+  const store = new RedisStore({ client, prefix: `${base}:${n++}`, timeoutMs: 2000, onError: 'closed' });
+  const guard = new Guard({ secret: 'rounds-secret-0123456789ab', store });
+  await guard.record({ account: 'warm', ip: '192.0.2.1', success: true }); // loads the script
+  const logins = Array.from({ length: 64 }, (_, i) => ({ account: `user${i}`, ip: `203.0.113.${i + 1}`, success: true }));
+  events.length = 0;
+  await Promise.all(logins.map((l) => guard.record(l)));
+  assert.deepEqual(events.filter((e) => e !== 'cork'), Array.from({ length: 64 / MAX_OPERATIONS }, () => ['call', 'write']).flat());
+});
+
 test('Guards with the same options on one store share one session: a call carries its constants once', async () => {
   /** The size of the calls that 40 records make, from `guards` taking turns. */
   const callSize = async (count: number) => {

@@ -61,13 +61,13 @@ export interface RedisGuardStateStats extends ConnectionStats {
 
 const KNOWN = new Set(['client', 'prefix', 'timeoutMs', 'onError']);
 /**
- * Most operations per script call; a login's operations are never split. A turn's logins then go as
- * several calls, written together: Redis answers the first while it runs the next, and the client reads
- * that answer (and sends those logins' next calls) meanwhile, rather than the two taking turns on one big
- * call. It also keeps one call from holding Redis long.
+ * Most operations per script call; a login's operations are never split. On a standalone Redis a call
+ * leaves as soon as it is full, not at the end of the turn: Redis runs it while the client builds the
+ * next, and answers it while the client reads other answers, rather than the two taking turns on one
+ * turn's whole batch. It also keeps one call from holding Redis long.
  */
 export const MAX_OPERATIONS = 16;
-/** Most keys per read (MGET) of a batch: a turn's reads go as several beyond it. */
+/** Most keys per read (MGET) of a batch: a turn's reads go as several beyond it, each as soon as it is full. */
 export const MAX_READ_KEYS = 256;
 /** Most calls awaiting an answer, as RedisStore's default: beyond it calls fail fast instead of queueing. */
 const MAX_IN_FLIGHT = 1024;
@@ -89,6 +89,8 @@ export class RedisGuardState implements GuardState, LoginHost {
   private local: MemoryGuardState | undefined;
   private queue: Unit[] = [];
   private reads: ReadUnit[] = [];
+  /** The keys of `reads`. */
+  private readKeys = 0;
   private scheduled = false;
   private readonly flushNow = () => this.flush();
   /** The constants of every LoginSession on this state, sent at the start of each call that has login operations. */
@@ -302,15 +304,33 @@ export class RedisGuardState implements GuardState, LoginHost {
     return this.onError === 'open' ? OPEN : undefined;
   }
 
-  /** Adds one operation to the batch going out at the end of this turn of the event loop. */
+  /**
+   * Adds one operation to the batch going out at the end of this turn of the event loop, or at once
+   * when it fills a call on a standalone Redis (see MAX_OPERATIONS; on a Cluster a turn's operations are
+   * grouped by slot first).
+   */
   enqueue(unit: Unit): void {
-    this.queue.push(unit);
+    const queue = this.queue;
+    queue.push(unit);
+    if (queue.length >= MAX_OPERATIONS && !this.cluster) {
+      this.queue = [];
+      this.send(queue);
+      this.connection.writeNow();
+    }
     this.schedule();
   }
 
-  /** Adds one read to the batch going out at the end of this turn of the event loop. */
+  /** Adds one read to the batch going out at the end of this turn of the event loop, sending a full read first (as enqueue). */
   enqueueRead(unit: ReadUnit): void {
+    if (this.readKeys + unit.keys.length > MAX_READ_KEYS && !this.cluster) {
+      const reads = this.reads;
+      this.reads = [];
+      this.readKeys = 0;
+      this.sendReads(reads);
+      this.connection.writeNow();
+    }
     this.reads.push(unit);
+    this.readKeys += unit.keys.length;
     this.schedule();
   }
 
@@ -372,6 +392,7 @@ export class RedisGuardState implements GuardState, LoginHost {
     const reads = this.reads;
     const units = this.queue;
     this.reads = [];
+    this.readKeys = 0;
     this.queue = [];
     if (reads.length > 0) for (const group of this.cluster ? bySlot(reads) : [reads]) this.sendReads(group);
     if (units.length > 0) for (const group of this.cluster ? bySlot(units) : [units]) this.sendAll(group);

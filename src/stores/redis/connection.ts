@@ -139,12 +139,16 @@ export class RedisConnection {
   private readonly deliverNow = () => this.deliver();
   /** Releases the client's connection held since this turn's first call (adapter.cork), if held. */
   private uncork: (() => void) | undefined;
-  private readonly uncorkNow = () => {
-    const uncork = this.uncork!;
+  private readonly uncorkNow = () => this.writeNow();
+  private readonly pollNow = () => this.poll();
+
+  /** Writes this turn's calls so far to the connection now, rather than at the turn's end (see send). */
+  writeNow(): void {
+    const uncork = this.uncork;
+    if (uncork === undefined) return;
     this.uncork = undefined;
     uncork();
-  };
-  private readonly pollNow = () => this.poll();
+  }
 
   constructor(options: RedisConnectionOptions) {
     this.owner = options.owner;
@@ -213,7 +217,8 @@ export class RedisConnection {
     this.inFlight++;
     const call: Call<T> = { deadline: this.deadlines.deadline(), settled: false, done, tag };
     this.deadlines.add(call);
-    // A turn's calls (a batch flushed in several, the reads and the writes) leave in one write.
+    // A turn's calls (a batch flushed in several, the reads and the writes) leave in one write, at the
+    // turn's end or when the caller asks (writeNow).
     if (this.uncork === undefined) {
       this.uncork = this.adapter.cork();
       if (this.uncork !== undefined) process.nextTick(this.uncorkNow);

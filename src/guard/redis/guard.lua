@@ -66,6 +66,17 @@ local function doubles(raw, at)
   return t
 end
 
+-- Bytes that came as a string of one character per byte (wire.ts's byteString), which the client sent
+-- UTF-8 encoded: each byte from 0x80 up as two, 0xC2 or 0xC3 then a continuation byte.
+local UTF8_BYTE
+local function bytes(s)
+  if not UTF8_BYTE then
+    UTF8_BYTE = {}
+    for b = 128, 255 do UTF8_BYTE[string.char(192 + floor(b / 64), 128 + b % 64)] = string.char(b) end
+  end
+  return (string.gsub(s, '[\194\195][\128-\191]', UTF8_BYTE))
+end
+
 local function touch(key, kind)
   if not DIRTY[key] then
     DIRTY[key] = true
@@ -578,15 +589,18 @@ local function run(KEYS, ARGV)
     elseif op == 'AS' or op == 'AC' then
       -- A login's success, account part: the success, and the pair bucket forgotten. ARGV: for AC, the
       -- success as the app computed it from the account's record as its check read it (records.ts): the
-      -- record as read ('' for none), the new record, its time to live, and the path and failures before
-      -- as the app judged them, written as they are if the record is still what the check read (nor
-      -- touched earlier in this call), else done here as AS does; then for both, '1' when the pair's key
-      -- follows the account's ('0': the check found no pair bucket), and the tags.
+      -- record as read ('' for none) and the new record, both as byte strings (bytes()), its time to
+      -- live, and the path and failures before as the app judged them, written as they are if the record
+      -- is still what the check read (nor touched earlier in this call), else done here as AS does; then
+      -- for both, '1' when the pair's key follows the account's ('0': the check found no pair bucket),
+      -- and the tags.
       local key, path, before = KEYS[k], nil, nil
       if op == 'AC' then
-        if REC[key] == nil and (PRE[key] or '') == ARGV[a + 1] then
-          rcall('SET', key, ARGV[a + 2], 'PX', ARGV[a + 3])
-          PRE[key] = ARGV[a + 2] -- what a later operation of this call reads
+        local read = ARGV[a + 1]
+        if REC[key] == nil and (read == '' and not PRE[key] or PRE[key] and PRE[key] == bytes(read)) then
+          local value = bytes(ARGV[a + 2])
+          rcall('SET', key, value, 'PX', ARGV[a + 3])
+          PRE[key] = value -- what a later operation of this call reads
           path, before = ARGV[a + 4], tonumber(ARGV[a + 5])
         end
         a = a + 5

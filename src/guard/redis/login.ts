@@ -24,7 +24,7 @@ import type { ConnectionStats } from '../../stores/redis/connection.js';
 import type { Arg } from '../../stores/redis/adapter.js';
 import { hash32 } from '../source-table.js';
 import { accountView, BucketPeek, sourceView, succeededAccount } from './records.js';
-import { bySlot, checkTags, code, num, readFailure, readSuccess, type LoginContext, type ReadUnit, type Unit } from './wire.js';
+import { bySlot, byteString, checkTags, code, num, readFailure, readSuccess, type LoginContext, type ReadUnit, type Unit } from './wire.js';
 
 /** The rejection of a login operation whose call failed, when the state does not fail closed. */
 export const OFFLINE = new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', 'RedisGuardState: Redis did not answer; the guard decides on its offline state');
@@ -137,7 +137,7 @@ export class LoginSession implements LoginPort {
       // The success computed here from the record the check read; the script only compares and writes it.
       const done = succeededAccount(found.account, now, t.sources, this.familiarMs, this.maxFamiliar);
       args[0] = 'AC';
-      args.splice(1, 0, found.account ?? '', done.value, num(done.ttlMs), code(done.judged.path), String(done.judged.unfamiliarFailuresBefore));
+      args.splice(1, 0, byteString(found.account), byteString(done.value), num(done.ttlMs), code(done.judged.path), String(done.judged.unfamiliarFailuresBefore));
     }
     const parts: Part[] = [{ slot: st.slot('ga', t.account), keys: accountKeys, args, kind: ACCOUNT }];
     if (!st.cluster || familiar !== undefined) {

@@ -77,8 +77,12 @@ async function measure(contender: Contender, mix: Mix, inFlight: number, pairs: 
   const worker = async (count: number, offset: number) => {
     for (let k = 0; k < count; k++) if (!(await run(login(mix, offset + next++)))) refused++;
   };
-  // Warm-up: the JIT, the script loads, and a state that is not empty.
-  await Promise.all(Array.from({ length: inFlight }, () => worker(Math.ceil(1000 / inFlight), 10_000_000)));
+  // Warm-up: the JIT, the script loads, and a state that is not empty, on accounts the run does not log in
+  // to (a typical login's account is a bijection of its index below ACCOUNTS), so that each of the run's
+  // logins stays its account's first.
+  const warmUp = 1000;
+  if (Math.ceil(pairs / inFlight) * inFlight > ACCOUNTS - warmUp) throw new Error(`at most ${ACCOUNTS - warmUp} logins a measurement, got ${pairs}`);
+  await Promise.all(Array.from({ length: inFlight }, () => worker(Math.floor(warmUp / inFlight), ACCOUNTS - warmUp)));
   next = 0;
   refused = 0;
   const snap = async () => parse(await info.info('all'));

@@ -3,12 +3,15 @@
 // run against the memory state; privacy and TTLs of every key left. Unique prefixes; nothing is flushed.
 // Stores and states fail closed here, so a Redis error fails a test instead of being answered quietly.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { Guard, MemoryGuardState, RedisGuardState, type GuardState, type Path, type SourceSpec } from '../../src/guard/index.js';
 import * as sluiceRedis from '../../src/stores/redis/index.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { guardConformance } from '../contracts/guard-conformance.js';
 import { assertNoPlainValue, privacyTrace } from '../support/privacy.js';
+import { byteString } from '../../src/guard/redis/wire.js';
+import { succeededAccount } from '../../src/guard/redis/records.js';
 import { connectBothClients, runPrefix } from './harness.js';
 
 const base = runPrefix('guard');
@@ -203,3 +206,20 @@ function normalize(v: unknown): unknown {
   }
   return out;
 }
+
+test("a record's bytes survive the trip as a byte string: guard.lua's bytes() returns every byte value that wire.ts's byteString sent, through both clients", async () => {
+  // The decoder as guard.lua has it (its text, run by EVAL), on all 256 byte values and a record's worth
+  // of them: were it wrong, a success's compare would fail and the script would redo every success itself.
+  const lua = readFileSync(new URL('../../src/guard/redis/guard.lua', import.meta.url), 'utf8');
+  const decoder = /\nlocal UTF8_BYTE\n[\s\S]*?\nend\n/.exec(lua)?.[0];
+  assert.ok(decoder, 'guard.lua defines UTF8_BYTE and bytes()');
+  // It replies in hex, which both clients read as text.
+  const script = `local floor = math.floor\n${decoder}\nreturn (string.gsub(bytes(ARGV[1]), '.', function(c) return string.format('%02x', c:byte()) end))`;
+  const all = Uint8Array.from({ length: 256 }, (_, i) => i);
+  const record = succeededAccount(null, 1_700_000_123_456.25, ['AAAAAAAAAAAAAAAA', 'BBBBBBBBBBBBBBBB'], 2_592_000_000, 8).value;
+  for (const bytes of [all, record, new Uint8Array(0)]) {
+    const hex = Buffer.from(bytes).toString('hex');
+    assert.equal(await io.eval(script, 0, byteString(bytes)), hex);
+    assert.equal(await nr.eval(script, { arguments: [byteString(bytes)] }), hex);
+  }
+});

@@ -1,7 +1,7 @@
 // The `sluice` command line: a table of subcommands and a dispatcher that returns an exit code.
 import { readFileSync } from 'node:fs';
 import { runDemo } from '../demo/index.js';
-import { formatResults, SCENARIO_NAMES, simulateAttacks } from '../simulate/index.js';
+import { formatResults, SCENARIO_NAMES, simulateAttacks, type SimulateOptions } from '../simulate/index.js';
 import { accuracyCommand, ACCURACY_USAGE } from './simulate-accuracy.js';
 import { distributedCommand, DISTRIBUTED_USAGE } from './simulate-distributed.js';
 
@@ -71,6 +71,20 @@ function positiveFlag(flag: string, value: string | undefined): number | string 
   return Number(value);
 }
 
+/** The options of `sluice simulate attacks` that its number flags set. */
+type NumberOption = 'seed' | 'users' | 'servers' | 'leakCoverage' | 'leakedPairShare' | 'proofShare' | 'attackerProofShare';
+
+/** `sluice simulate attacks`'s number flags: the option each sets, and its parser. */
+const ATTACK_NUMBER_FLAGS = new Map<string, { option: NumberOption; parse: (flag: string, value: string | undefined) => number | string }>([
+  ['--seed', { option: 'seed', parse: positiveFlag }],
+  ['--users', { option: 'users', parse: positiveFlag }],
+  ['--servers', { option: 'servers', parse: positiveFlag }],
+  ['--leak-coverage', { option: 'leakCoverage', parse: fractionFlag }],
+  ['--leaked-pair-share', { option: 'leakedPairShare', parse: fractionFlag }],
+  ['--proof-share', { option: 'proofShare', parse: fractionFlag }],
+  ['--attacker-proof-share', { option: 'attackerProofShare', parse: fractionFlag }],
+]);
+
 const simulate: Command = {
   summary: 'replay attacks on the login guard; measure window accuracy; compare distributed strategies',
   usage: SIMULATE_USAGE,
@@ -82,39 +96,22 @@ const simulate: Command = {
       output.err(`sluice simulate: expected 'attacks', 'accuracy' or 'distributed', got ${JSON.stringify(what ?? '')}\n\n${this.usage}`);
       return EXIT_USAGE;
     }
-    let seed = 1;
-    let users = 10_000;
-    let servers = 1;
+    const numbers: { -readonly [K in NumberOption]?: number } = {};
     let anomalyScope: 'process' | 'fleet' = 'process';
     let warmupDays: number | undefined;
     let successStepUp: 'off' | 'suspicious' | 'stuffing' | undefined;
-    let leakCoverage: number | undefined;
-    let leakedPairShare: number | undefined;
-    let proofShare: number | undefined;
-    let attackerProofShare: number | undefined;
     const only: string[] = [];
     for (let i = 0; i < rest.length; i++) {
       const flag = rest[i]!;
       const value = rest[++i];
-      if (flag === '--seed' || flag === '--users' || flag === '--servers') {
-        const n = positiveFlag(flag, value);
+      const numeric = ATTACK_NUMBER_FLAGS.get(flag);
+      if (numeric !== undefined) {
+        const n = numeric.parse(flag, value);
         if (typeof n === 'string') {
           output.err(`${n}\n\n${this.usage}`);
           return EXIT_USAGE;
         }
-        if (flag === '--seed') seed = n;
-        else if (flag === '--users') users = n;
-        else servers = n;
-      } else if (flag === '--leak-coverage' || flag === '--leaked-pair-share' || flag === '--proof-share' || flag === '--attacker-proof-share') {
-        const x = fractionFlag(flag, value);
-        if (typeof x === 'string') {
-          output.err(`${x}\n\n${this.usage}`);
-          return EXIT_USAGE;
-        }
-        if (flag === '--leak-coverage') leakCoverage = x;
-        else if (flag === '--leaked-pair-share') leakedPairShare = x;
-        else if (flag === '--proof-share') proofShare = x;
-        else attackerProofShare = x;
+        numbers[numeric.option] = n;
       } else if (flag === '--anomaly-scope' && (value === 'process' || value === 'fleet')) {
         anomalyScope = value;
       } else if (flag === '--warmup-days' && value !== undefined && /^\d{1,2}$/.test(value)) {
@@ -138,14 +135,10 @@ const simulate: Command = {
         return EXIT_USAGE;
       }
     }
-    const options = {
-      seed, users, only, servers, anomalyScope,
+    const options: SimulateOptions = {
+      seed: 1, users: 10_000, servers: 1, ...numbers, only, anomalyScope,
       ...(warmupDays === undefined ? {} : { warmupDays }),
       ...(successStepUp === undefined ? {} : { successStepUp }),
-      ...(leakCoverage === undefined ? {} : { leakCoverage }),
-      ...(leakedPairShare === undefined ? {} : { leakedPairShare }),
-      ...(proofShare === undefined ? {} : { proofShare }),
-      ...(attackerProofShare === undefined ? {} : { attackerProofShare }),
     };
     const results = await simulateAttacks(options, (r) => output.err(`  ${r.name}: done\n`));
     output.out(formatResults(options, results));

@@ -21,7 +21,6 @@ import type { StoreTable } from '../../stores/store.js';
 import type { TaggedAttempt } from '../attempt.js';
 import type { AccountView, GuardState, JudgedFailure, JudgedSuccess, LoginConfig, LoginPort, OfflineParts, SourceReads, SourceSpec } from '../state.js';
 import type { ConnectionStats } from '../../stores/redis/connection.js';
-import type { Arg } from '../../stores/redis/adapter.js';
 import { hash32 } from '../source-table.js';
 import { accountView, BucketPeek, sourceView, succeededAccount } from './records.js';
 import { bySlot, byteString, checkTags, code, num, readFailure, readSuccess, type LoginContext, type ReadUnit, type Unit } from './wire.js';
@@ -132,7 +131,7 @@ export class LoginSession implements LoginPort {
     const found = familiar === undefined ? undefined : this.found.get(t);
     const pair = found === undefined || (found.keys & PAIR) !== 0;
     const accountKeys = pair ? [st.accountKey(t.account), st.pairKey(t.account, t.address)] : [st.accountKey(t.account)];
-    const args: Arg[] = ['AS', pair ? '1' : '0', String(t.sources.length), ...t.sources];
+    const args: string[] = ['AS', pair ? '1' : '0', String(t.sources.length), ...t.sources];
     if (found !== undefined) {
       // The success computed here from the record the check read; the script only compares and writes it.
       const done = succeededAccount(found.account, now, t.sources, this.familiarMs, this.maxFamiliar);
@@ -246,7 +245,7 @@ const NOTE = 4;
 interface Part {
   slot: number;
   keys: string[];
-  args: Arg[];
+  args: string[];
   kind: number;
 }
 
@@ -394,7 +393,7 @@ class FailOp extends Op<JudgedFailure> {
 class LoginUnit<T> implements Unit {
   readonly slot: number;
   readonly keys: string[];
-  readonly args: Arg[];
+  readonly args: string[];
   constructor(
     private readonly op: Op<T>,
     private readonly parts: Part[],
@@ -406,7 +405,7 @@ class LoginUnit<T> implements Unit {
       this.args = parts[0]!.args;
     } else {
       const keys: string[] = (this.keys = []);
-      const args: Arg[] = (this.args = []);
+      const args: string[] = (this.args = []);
       for (const p of parts) {
         for (const k of p.keys) keys.push(k);
         for (const a of p.args) args.push(a);

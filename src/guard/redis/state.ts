@@ -20,7 +20,6 @@ import { readFileSync } from 'node:fs';
 import { SluiceError, show } from '../../core/index.js';
 import { connectionStats, RedisConnection, VALUES, type ConnectionStats } from '../../stores/redis/connection.js';
 import { checkRedisBasics } from '../../stores/redis/options.js';
-import type { Arg } from '../../stores/redis/adapter.js';
 import type { OnError } from '../../stores/redis/failure.js';
 import { escapeId, slotOf } from '../../stores/redis/keys.js';
 import { RedisStore } from '../../stores/redis/redis-store.js';
@@ -426,7 +425,7 @@ export class RedisGuardState implements GuardState, LoginHost {
       for (const k of u.keys) keys.push(k);
       if (u.context !== undefined) sessions = true;
     }
-    const args: Arg[] = [sessions ? String(this.sessions.length) : '0'];
+    const args: string[] = [sessions ? String(this.sessions.length) : '0'];
     if (sessions) for (const s of this.sessions) for (const a of s) args.push(a);
     // A turn's logins mostly share one session and one coarse `now`: a T operation sets them for the
     // operations that follow, sent only where they change.

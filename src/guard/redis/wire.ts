@@ -3,7 +3,6 @@
  * how arguments are written, how replies are read, and one operation of a batch.
  */
 import { SluiceError, show } from '../../core/index.js';
-import type { Arg } from '../../stores/redis/adapter.js';
 import type { JudgedFailure, JudgedSuccess, Path, SourceSpec, SourceView } from '../state.js';
 
 export function invalid(message: string): never {
@@ -14,7 +13,7 @@ export function invalid(message: string): never {
 export interface Unit {
   readonly slot: number;
   readonly keys: string[];
-  readonly args: Arg[];
+  readonly args: string[];
   /**
    * A login operation's session number and time (`now`), which it shares with every part of it: the
    * call sends them once, by a T operation before the first unit with a different pair, and the
@@ -90,9 +89,9 @@ export function readSourceView(r: unknown[], i: number, now: number, spec: Sourc
 
 /**
  * Bytes as an argument the script reads back as those bytes (guard.lua's bytes()): a string of one
- * character per byte, which the client sends UTF-8 encoded. A Uint8Array argument would do without the
- * decoding, but it puts a client's whole call, hundreds of arguments, in its slower byte mode: on
- * ioredis that costs the client more than the script's decoding costs Redis.
+ * character per byte, which the client sends UTF-8 encoded. A Buffer argument would need no decoding,
+ * but it puts ioredis's whole call, hundreds of arguments, in its slower byte mode, which costs the
+ * client more than the script's decoding costs Redis.
  */
 export function byteString(bytes: Uint8Array | null): string {
   if (bytes === null) return '';

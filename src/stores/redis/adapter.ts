@@ -1,17 +1,12 @@
 /**
  * One tiny interface over the two Node Redis clients: ioredis (Redis and Cluster) and node-redis v4 and
- * later (client and cluster), and the one place that tells them apart. Arguments are strings, or
- * Buffers for binary values, which both accept. Cluster routing is the client's: every call's keys share
- * one hash slot, and both clients route a script call by its first key. Only the connection layer
- * (connection.ts) and `setIfAbsent` call a client; features go through those.
+ * later (client and cluster), and the one place that tells them apart. Arguments are always strings,
+ * which both accept (a feature sends binary values as one character per byte). Cluster routing is the
+ * client's: every call's keys share one hash slot, and both clients route a script call by its first
+ * key. Only the connection layer (connection.ts) and `setIfAbsent` call a client; features go through
+ * those.
  */
 import { SluiceError, show } from '../../core/index.js';
-
-/**
- * A script argument: text, or bytes (a Buffer: both clients send one as it is, where other byte arrays
- * would be turned into text) for a feature whose values are packed binary.
- */
-export type Arg = string | Uint8Array;
 
 export interface RedisAdapter {
   readonly kind: 'ioredis' | 'node-redis';
@@ -30,8 +25,8 @@ export interface RedisAdapter {
    * its owner calls connect(), and a second call would throw in theirs.
    */
   connectLazy(): void;
-  evalsha(sha: string, keys: string[], args: Arg[]): Promise<unknown>;
-  eval(source: string, keys: string[], args: Arg[]): Promise<unknown>;
+  evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
+  eval(source: string, keys: string[], args: string[]): Promise<unknown>;
   /**
    * MGET of keys of one hash slot, each value as its bytes (null for none): a feature whose values are
    * packed binary (the guard's records) reads them without a script, and both clients would otherwise
@@ -52,7 +47,7 @@ export interface RedisAdapter {
 }
 
 export interface FunctionCalls {
-  fcall(fn: string, keys: string[], args: Arg[]): Promise<unknown>;
+  fcall(fn: string, keys: string[], args: string[]): Promise<unknown>;
   load(library: string): Promise<unknown>;
 }
 

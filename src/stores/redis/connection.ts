@@ -21,7 +21,7 @@
  * (one MGET; no arguments), with the same deadline, bound and counters.
  */
 import { SluiceError } from '../../core/index.js';
-import { adapt, type Arg, type RedisAdapter } from './adapter.js';
+import { adapt, type RedisAdapter } from './adapter.js';
 import { Deadlines, type Pending } from './deadlines.js';
 import { isLibrary, type Script } from './script.js';
 
@@ -94,7 +94,7 @@ interface Call<T> extends Pending {
 interface Held {
   readonly script: Command;
   readonly keys: string[];
-  readonly args: Arg[];
+  readonly args: string[];
   readonly done: Done<any>;
   readonly tag: unknown;
   readonly operations: number;
@@ -197,7 +197,7 @@ export class RedisConnection {
   }
 
   /** Runs `script` on `keys` (one hash slot) with `args` within timeoutMs; see the file's comment. */
-  run(script: Script, keys: string[], args: Arg[]): Promise<unknown> {
+  run(script: Script, keys: string[], args: string[]): Promise<unknown> {
     return new Promise((resolve, reject) => this.send(script, keys, args, settlePromise, { resolve, reject }, 1));
   }
 
@@ -206,7 +206,7 @@ export class RedisConnection {
    * exactly once, when the reply, the error or the deadline comes, or (from a macrotask) when the call
    * is refused.
    */
-  send<T>(script: Command, keys: string[], args: Arg[], done: Done<T>, tag: T, operations: number): void {
+  send<T>(script: Command, keys: string[], args: string[], done: Done<T>, tag: T, operations: number): void {
     if (!this.adapter.ready() || this.inFlight >= this.maxInFlight || this.held !== undefined) {
       this.hold(script, keys, args, done, tag, operations);
       return;
@@ -242,7 +242,7 @@ export class RedisConnection {
   }
 
   /** The slow path of send: hold the call for the first connection, or refuse it. */
-  private hold<T>(script: Command, keys: string[], args: Arg[], done: Done<T>, tag: T, operations: number): void {
+  private hold<T>(script: Command, keys: string[], args: string[], done: Done<T>, tag: T, operations: number): void {
     const held: Held = { script, keys, args, done, tag, operations, err: undefined };
     if (this.adapter.ready()) {
       this.connected = true;
@@ -335,7 +335,7 @@ export class RedisConnection {
   }
 
   /** FCALL for a library where functions are allowed, else EVALSHA; MGET for VALUES. */
-  private invoke(script: Command, keys: string[], args: Arg[]): Promise<unknown> {
+  private invoke(script: Command, keys: string[], args: string[]): Promise<unknown> {
     const { adapter } = this;
     try {
       if (script === VALUES) return adapter.values(keys);
@@ -352,7 +352,7 @@ export class RedisConnection {
    * one FUNCTION LOAD, and the call retried once. A server or ACL that does not allow functions turns this
    * connection to EVALSHA for good. No other error is retried.
    */
-  private recover(script: Command, err: unknown, keys: string[], args: Arg[]): Promise<unknown> | undefined {
+  private recover(script: Command, err: unknown, keys: string[], args: string[]): Promise<unknown> | undefined {
     if (script === VALUES) return undefined;
     const { adapter, stats } = this;
     const why = message(err);
@@ -385,7 +385,7 @@ export class RedisConnection {
     );
   }
 
-  private withoutFunctions(script: Script, keys: string[], args: Arg[]): Promise<unknown> {
+  private withoutFunctions(script: Script, keys: string[], args: string[]): Promise<unknown> {
     this.functions = false;
     const { adapter, stats } = this;
     return adapter.evalsha(script.sha, keys, args).catch((err: unknown) => {

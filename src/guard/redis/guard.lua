@@ -46,22 +46,28 @@ local function split(s)
   return t
 end
 
--- The little-endian doubles from raw at `at` to its end, with one unpack (a call per value costs more than
--- the value).
-local DFMT = {}
-local function dfmt(n)
-  local f = DFMT[n]
+-- A struct layout: `head`, then n little-endian doubles, made once per head and n. A record packs or
+-- unpacks whole with one: a call per value costs more than the value.
+local LAYOUTS = {}
+local function layout(head, n)
+  local byCount = LAYOUTS[head]
+  if not byCount then
+    byCount = {}
+    LAYOUTS[head] = byCount
+  end
+  local f = byCount[n]
   if not f then
-    f = '<' .. string.rep('d', n)
-    DFMT[n] = f
+    f = head .. string.rep('d', n)
+    byCount[n] = f
   end
   return f
 end
 
+-- The little-endian doubles from raw at `at` to its end.
 local function doubles(raw, at)
   local n = (#raw - at + 1) / 8
   if n < 1 then return {} end
-  local t = { sunpack(dfmt(n), raw, at) }
+  local t = { sunpack(layout('<', n), raw, at) }
   t[n + 1] = nil -- unpack's last value is the position after
   return t
 end
@@ -128,23 +134,16 @@ end
 local function pwOf(r) return listOf(r, 'pw', 'pwRaw') end
 local function famOf(r) return listOf(r, 'fam', 'famRaw') end
 
--- The layout of an account with n familiar sources, for one pack: 'c0' packs a string whole.
-local AFMT = {}
-local function accountFormat(n)
-  local f = AFMT[n]
-  if not f then
-    f = ACC_HEAD .. 'c0c0' .. string.rep('d', n)
-    AFMT[n] = f
-  end
-  return f
-end
+-- An account's head, its wrong password tags and its familiar tags ('c0' packs a string whole), then
+-- one double per familiar tag.
+local ACC_PACK = ACC_HEAD .. 'c0c0'
 
 local function encodeAccount(r)
   local pw = r.pw and joined(r.pw) or r.pwRaw
   local fam = r.fam and joined(r.fam) or r.famRaw
   local ends = r.famu
   local n = #ends
-  return spack(accountFormat(n), r.uf, r.ff, r.ul, r.fl, r.lf, r.fu, r.exp, #pw, #fam, pw, fam, unpack(ends, 1, n))
+  return spack(layout(ACC_PACK, n), r.uf, r.ff, r.ul, r.fl, r.lf, r.fu, r.exp, #pw, #fam, pw, fam, unpack(ends, 1, n))
 end
 
 local function account(key)
@@ -356,21 +355,10 @@ local function decodeSource(raw)
   return { gen = gen, f = f, s = s, pf = pf, ps = ps, last = last, b = { bd, bat }, bend = bend, ent = doubles(raw, SRC_HEAD_BYTES + 1) }
 end
 
--- The layout of a source with n values of failed accounts, for one pack.
-local SFMT = {}
-local function sourceFormat(n)
-  local f = SFMT[n]
-  if not f then
-    f = SRC_HEAD .. string.rep('d', n)
-    SFMT[n] = f
-  end
-  return f
-end
-
 local function encodeSource(src)
   local ent = src.ent
   local n = #ent
-  return spack(sourceFormat(n), src.gen, src.f, src.s, src.pf, src.ps, src.last, src.b[1], src.b[2], src.bend, unpack(ent, 1, n))
+  return spack(layout(SRC_HEAD, n), src.gen, src.f, src.s, src.pf, src.ps, src.last, src.b[1], src.b[2], src.bend, unpack(ent, 1, n))
 end
 
 local function source(key)

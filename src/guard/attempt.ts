@@ -160,29 +160,24 @@ export function tagAttempt(call: 'check' | 'record', input: unknown, tagger: Att
   };
 }
 
-/**
- * Whether the attempt says its account+password pair is leaked: true, false or undefined, else an error
- * naming the field (a truthy string such as 'false' must not step anyone up, nor a typo let a pair through).
- */
-export function leakedFlag(call: 'check' | 'record', input: LoginAttempt): boolean {
-  const v = input.leakedCredential;
-  if (v !== undefined && typeof v !== 'boolean') bad(call, 'leakedCredential', 'true, false or undefined', v);
-  return v === true;
-}
-
 /** What an attempt says of itself beyond who and where, read for one call and never stored. */
 export interface AttemptFlags {
-  /** Its account+password pair is in a leaked corpus (leakedFlag). */
+  /** Its account+password pair is in a leaked corpus (`leakedCredential: true`). */
   readonly leaked: boolean;
   /** The verified proof it came with, if any. */
   readonly proof: 'pow' | 'captcha' | undefined;
 }
 
-/** The attempt's flags, each checked: an ill-typed one is an error naming the field. */
+/**
+ * The attempt's flags, each checked: an ill-typed one is an error naming the field (a truthy string such
+ * as 'false' must not step anyone up, nor a typo let a pair through).
+ */
 export function attemptFlags(call: 'check' | 'record', input: LoginAttempt): AttemptFlags {
+  const leaked = input.leakedCredential;
+  if (leaked !== undefined && typeof leaked !== 'boolean') bad(call, 'leakedCredential', 'true, false or undefined', leaked);
   const p = input.proof;
   if (p !== undefined && p !== 'pow' && p !== 'captcha') bad(call, 'proof', "'pow', 'captcha' or undefined", p);
-  return { leaked: leakedFlag(call, input), proof: p };
+  return { leaked: leaked === true, proof: p };
 }
 
 /** Checks the outcome's `success` and `password` (no object returned: record reads them itself). */

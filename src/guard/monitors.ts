@@ -1,8 +1,9 @@
 /**
  * The guard's global monitors, which see what no per-address threshold can: the failure rate, strangers'
  * failures, the share of failures on accounts that do not exist, the share of attempts from unfamiliar
- * paths, and the share of strangers' attempts that come without a proof (of work, or a CAPTCHA). One place keeps them, shares their counts with a fleet (`anomalyScope: 'fleet'`), and persists
- * their baselines in the guard state so that a fresh guard starts from what the fleet learnt.
+ * paths, and the share of strangers' attempts that come without a proof (of work, or a CAPTCHA). One
+ * place keeps them, shares their counts with a fleet (`anomalyScope: 'fleet'`), and persists their
+ * baselines in the guard state so that a fresh guard starts from what the fleet learnt.
  */
 import { FailureRateMonitor, type RateBaseline } from './anomaly.js';
 import type { GuardConfig } from './options.js';
@@ -230,7 +231,7 @@ export class GuardMonitors {
 
   private async shareShare(name: string, monitor: ShareMonitor, now: number): Promise<void> {
     const taken = monitor.takeUnshared(now);
-    const ttl = 3 * (monitor === this.unknownAccounts ? this.c.unknownAccountBucketMs : monitor === this.strangerMix ? this.c.strangerMixBucketMs : monitor === this.proofless ? this.c.prooflessBucketMs : this.c.anomalyBucketMs);
+    const ttl = 3 * monitor.bucketMs;
     // Both series in one call, so they are added together or not at all: a bucket's attempts at 2b, its hits at 2b + 1.
     const adds = [...taken.attempts.map(([b, n]) => [2 * b, n] as const), ...taken.hits.map(([b, h]) => [2 * b + 1, h] as const)];
     let totals: number[];

@@ -45,6 +45,10 @@ const MAX_FOLD_SPANS = 10;
 
 export class ShareMonitor {
   private readonly s: ShareSettings;
+  /** The length of its buckets. */
+  get bucketMs(): number {
+    return this.s.bucketMs;
+  }
   private readonly alpha: number;
   private bucket = -1;
   private attempts = 0;

@@ -42,6 +42,7 @@ export interface LoginHost {
   offline(): GuardState | undefined;
   enqueue(unit: Unit): void;
   enqueueRead(unit: ReadUnit): void;
+  create(key: string, value: string, ttlMs: number): Promise<boolean>;
 }
 
 export class LoginSession implements LoginPort {
@@ -129,6 +130,7 @@ export class LoginSession implements LoginPort {
     // What the check in this process found: a key it found empty is left out (a stranger's success writes
     // nothing where nothing is tracked), at the price of missing what another process wrote meanwhile.
     const found = familiar === undefined ? undefined : this.found.get(t);
+    if (found !== undefined && found.account === null && found.keys === 0) return this.create(t, now, found);
     const pair = found === undefined || (found.keys & PAIR) !== 0;
     const accountKeys = pair ? [st.accountKey(t.account), st.pairKey(t.account, t.address)] : [st.accountKey(t.account)];
     const args: string[] = ['AS', pair ? '1' : '0', String(t.sources.length), ...t.sources];
@@ -148,6 +150,20 @@ export class LoginSession implements LoginPort {
       this.notes(notes, t, judged.path === 'familiar' ? '0' : 't');
       return this.send(new SuccessOp(this, judged), notes, now);
     });
+  }
+
+  /**
+   * A first login's success, where its check found no key at all (no account, pair or source record):
+   * the account's record is created by one SET NX, no script, and nothing else is written (a stranger's
+   * success notes only sources already tracked). If another login created the record meanwhile, the
+   * success goes to the script as a success this process did not check.
+   */
+  private create(t: TaggedAttempt, now: number, found: Found): Promise<JudgedSuccess> {
+    const done = succeededAccount(found.account, now, t.sources, this.familiarMs, this.maxFamiliar);
+    return this.state.create(this.state.accountKey(t.account), byteString(done.value), done.ttlMs).then(
+      (created) => (created ? done.judged : this.succeed(t, now, undefined)),
+      (err: unknown) => Promise.reject(this.failure(err)),
+    );
   }
 
   /** check()'s refusal of a stranger: its sources noted as failed, no bucket charged. One operation, no reply. */

@@ -18,7 +18,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { SluiceError, show } from '../../core/index.js';
-import { connectionStats, RedisConnection, VALUES, type ConnectionStats } from '../../stores/redis/connection.js';
+import { connectionStats, CREATE, RedisConnection, VALUES, type ConnectionStats } from '../../stores/redis/connection.js';
 import { checkRedisBasics } from '../../stores/redis/options.js';
 import type { OnError } from '../../stores/redis/failure.js';
 import { escapeId, slotOf } from '../../stores/redis/keys.js';
@@ -317,6 +317,15 @@ export class RedisGuardState implements GuardState, LoginHost {
       this.connection.writeNow();
     }
     this.schedule();
+  }
+
+  /**
+   * Creates `key` with `value` (a byte string) for `ttlMs` if it is absent: one SET NX, sent now and
+   * written with the rest of the turn; true when created. Not batched: a plain command costs Redis less
+   * than its share of a script call.
+   */
+  create(key: string, value: string, ttlMs: number): Promise<boolean> {
+    return this.connection.run(CREATE, [key], [value, String(ttlMs)]) as Promise<boolean>;
   }
 
   /** Adds one read to the batch going out at the end of this turn of the event loop, sending a full read first (as enqueue). */

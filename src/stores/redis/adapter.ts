@@ -34,6 +34,12 @@ export interface RedisAdapter {
    */
   values(keys: string[]): Promise<(Uint8Array | null)[]>;
   /**
+   * `SET key value PX ttlMs NX` of a value given as a byte string (one character per byte, as features
+   * send binary arguments), written as those bytes; true when the key was created. A feature whose
+   * record is absent creates it without a script.
+   */
+  create(key: string, value: string, ttlMs: number): Promise<boolean>;
+  /**
    * Holds what is written to the connection until the returned function is called, so the calls of one
    * turn of the event loop leave in one write: ioredis writes each command by itself. Undefined where
    * there is nothing to hold (node-redis gathers a turn's commands itself; a cluster has a connection per
@@ -90,7 +96,7 @@ export interface RedisSetClient {
  * `SET key value NX PX ttlMs` in the client's dialect; true when the key was set. The dialect must be
  * right: node-redis ignores ioredis-style string arguments, which would drop NX.
  */
-export async function setIfAbsent(client: RedisSetClient, dialect: RedisDialect, key: string, value: string, ttlMs: number): Promise<boolean> {
+export async function setIfAbsent(client: RedisSetClient, dialect: RedisDialect, key: string, value: string | Uint8Array, ttlMs: number): Promise<boolean> {
   const reply = dialect === 'ioredis' ? await client.set(key, value, 'PX', ttlMs, 'NX') : await client.set(key, value, { PX: ttlMs, NX: true });
   return reply === 'OK';
 }
@@ -117,6 +123,7 @@ function ioredis(c: AnyClient): RedisAdapter {
     evalsha: (sha, keys, args) => evalsha.call(c, sha, keys.length, ...keys, ...args) as Promise<unknown>,
     eval: (source, keys, args) => evalScript.call(c, source, keys.length, ...keys, ...args) as Promise<unknown>,
     values: (keys) => (c.mgetBuffer as Fn).call(c, ...keys) as Promise<(Uint8Array | null)[]>,
+    create: (key, value, ttlMs) => setIfAbsent(c as unknown as RedisSetClient, 'ioredis', key, Buffer.from(value, 'latin1'), ttlMs),
     cork: () => {
       const stream = c.stream as { cork?: () => void; uncork?: () => void } | undefined;
       if (cluster || c.status !== 'ready' || typeof stream?.cork !== 'function' || typeof stream.uncork !== 'function') return undefined;
@@ -164,6 +171,7 @@ function nodeRedis(c: AnyClient): RedisAdapter {
     evalsha: (sha, keys, args) => evalSha.call(c, sha, { keys, arguments: args }) as Promise<unknown>,
     eval: (source, keys, args) => evalScript.call(c, source, { keys, arguments: args }) as Promise<unknown>,
     values: (keys) => (cluster ? send!.call(c, keys[0], true, ['MGET', ...keys], bytesReply()) : send!.call(c, ['MGET', ...keys], bytesReply())) as Promise<(Uint8Array | null)[]>,
+    create: (key, value, ttlMs) => setIfAbsent(c as unknown as RedisSetClient, 'node-redis', key, Buffer.from(value, 'latin1'), ttlMs),
     cork: () => undefined,
     onError: (listener) => listen(c, listener),
     onReady: (listener) => listen(c, listener, 'ready'),

@@ -18,7 +18,8 @@
  *
  * `send` is the same call without a Promise, for a caller that answers many operations from one reply
  * (the limiter's batched tables). Given VALUES instead of a script, it reads its keys' values as bytes
- * (one MGET; no arguments), with the same deadline, bound and counters.
+ * (one MGET; no arguments), and given CREATE it creates an absent key (one SET NX), with the same
+ * deadline, bound and counters.
  */
 import { SluiceError } from '../../core/index.js';
 import { adapt, type RedisAdapter } from './adapter.js';
@@ -28,8 +29,15 @@ import { isLibrary, type Script } from './script.js';
 /** What `send` runs instead of a script to read its keys' values as bytes: MGET, which nothing retries. */
 export const VALUES = Symbol('MGET of the keys, values as bytes');
 
-/** A script to run, or VALUES. */
-export type Command = Script | typeof VALUES;
+/**
+ * What `send` runs instead of a script to create a key only if it is absent: `SET key value PX ttl NX`,
+ * keys [key], args [value as a byte string, ttl in ms]; the reply is true when it was created. Nothing
+ * retries it.
+ */
+export const CREATE = Symbol('SET key value PX ttl NX');
+
+/** A script to run, VALUES or CREATE. */
+export type Command = Script | typeof VALUES | typeof CREATE;
 
 /** What a connection counts. A store passes its own stats object (with more fields) to count into. */
 export interface ConnectionStats {
@@ -196,8 +204,8 @@ export class RedisConnection {
     });
   }
 
-  /** Runs `script` on `keys` (one hash slot) with `args` within timeoutMs; see the file's comment. */
-  run(script: Script, keys: string[], args: string[]): Promise<unknown> {
+  /** Runs `script` (or VALUES, CREATE) on `keys` (one hash slot) with `args` within timeoutMs; see the file's comment. */
+  run(script: Command, keys: string[], args: string[]): Promise<unknown> {
     return new Promise((resolve, reject) => this.send(script, keys, args, settlePromise, { resolve, reject }, 1));
   }
 
@@ -334,11 +342,12 @@ export class RedisConnection {
     call.done(call.tag, reply, failed, err);
   }
 
-  /** FCALL for a library where functions are allowed, else EVALSHA; MGET for VALUES. */
+  /** FCALL for a library where functions are allowed, else EVALSHA; MGET for VALUES, SET NX for CREATE. */
   private invoke(script: Command, keys: string[], args: string[]): Promise<unknown> {
     const { adapter } = this;
     try {
       if (script === VALUES) return adapter.values(keys);
+      if (script === CREATE) return adapter.create(keys[0]!, args[0]!, Number(args[1]));
       const functions = this.functions ? adapter.functions : undefined;
       return functions !== undefined && isLibrary(script) ? functions.fcall(script.fn, keys, args) : adapter.evalsha(script.sha, keys, args);
     } catch (err) {
@@ -353,7 +362,7 @@ export class RedisConnection {
    * connection to EVALSHA for good. No other error is retried.
    */
   private recover(script: Command, err: unknown, keys: string[], args: string[]): Promise<unknown> | undefined {
-    if (script === VALUES) return undefined;
+    if (script === VALUES || script === CREATE) return undefined;
     const { adapter, stats } = this;
     const why = message(err);
     const functions = this.functions ? adapter.functions : undefined;

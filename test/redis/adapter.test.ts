@@ -1,7 +1,8 @@
-// The adapter's values(): MGET with every value as its bytes, on each client major sluice supports (ioredis
-// 5 and 6, node-redis 4, 5 and 6), standalone and Cluster. The guard's records are packed binary, and a
-// client that decoded them as UTF-8 would lose bytes: every byte value is written and must come back.
-// And its cork(): a turn's calls on ioredis leave in one write.
+// The adapter's values() and create(): MGET with every value as its bytes, and SET NX of a value sent as
+// a byte string, on each client major sluice supports (ioredis 5 and 6, node-redis 4, 5 and 6), standalone
+// and Cluster. The guard's records are packed binary, and a client that encoded or decoded them as UTF-8
+// would change bytes: every byte value is created and must come back. And its cork(): a turn's calls on
+// ioredis leave in one write.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { test } from 'node:test';
@@ -18,18 +19,26 @@ import { redisUrl, runPrefix, useCluster } from './harness.js';
 const BYTES = Uint8Array.from({ length: 256 }, (_, i) => 255 - i);
 const base = runPrefix('adapter-values');
 
-/** Writes BYTES under one key of a hash tag, then reads it with a key that has no value between. */
+/**
+ * Creates BYTES under one key of a hash tag (a second create refused), then reads it with a key that has
+ * no value between, and with `writer` as raw bytes.
+ */
 async function roundTrip(client: unknown, writer: Redis | Cluster, name: string): Promise<void> {
   const key = `${base}:{${name}}:bytes`;
-  await writer.set(key, Buffer.from(BYTES), 'PX', 60_000);
-  const values = await adapt(client).values([key, `${base}:{${name}}:none`, key]);
+  const adapter = adapt(client);
+  assert.equal(await adapter.create(key, Buffer.from(BYTES).toString('latin1'), 60_000), true, `${name}: created`);
+  assert.equal(await adapter.create(key, 'other', 60_000), false, `${name}: a second create refused`);
+  assert.deepEqual([...(await writer.getBuffer(key))!], [...BYTES], `${name}: every byte written as itself`);
+  const ttl = await writer.pttl(key);
+  assert.ok(ttl > 50_000 && ttl <= 60_000, `${name}: PX set, got ${ttl}`);
+  const values = await adapter.values([key, `${base}:{${name}}:none`, key]);
   assert.equal(values.length, 3);
   assert.deepEqual([...values[0]!], [...BYTES], `${name}: every byte back`);
   assert.equal(values[1], null, `${name}: no value is null`);
   assert.deepEqual([...values[2]!], [...BYTES]);
 }
 
-test('values() on a standalone Redis: ioredis 5 and 6, node-redis 4, 5 and 6', async () => {
+test('values() and create() on a standalone Redis: ioredis 5 and 6, node-redis 4, 5 and 6', async () => {
   const io = new Redis(redisUrl());
   const io5 = new Redis5(redisUrl());
   const nr4 = createClient4({ url: redisUrl() });
@@ -73,7 +82,7 @@ test('a turn of calls on ioredis leaves in one write (the socket is corked until
 
 const ctx = useCluster();
 
-test('values() on a Redis Cluster: ioredis, node-redis 4, 5 and 6, routed by the keys\' slot', async () => {
+test('values() and create() on a Redis Cluster: ioredis, node-redis 4, 5 and 6, routed by the keys\' slot', async () => {
   const rootNodes = ctx.cluster.ports.map((port) => ({ url: `redis://127.0.0.1:${port}` }));
   const nr4 = createCluster4({ rootNodes });
   const nr5 = createCluster5({ rootNodes });

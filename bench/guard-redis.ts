@@ -11,7 +11,10 @@
 //   over, `consume` both on a failure, `delete` the pair on a success that follows failures (as its docs'
 //   example does: `if (resUsernameAndIP !== null && resUsernameAndIP.consumedPoints > 0)`).
 // Mixes (a login is a check, then a record unless the check refused it):
-// - typical: 50,000 accounts from 20,000 addresses, 5 % of logins fail (wrong password);
+// - typical: 50,000 accounts from 20,000 addresses, 5 % of logins fail (wrong password), each login its
+//   account's first (a stranger's);
+// - returning: the same logins, each account having logged in once before from the same address (an
+//   untimed pass of successes first), so each success is its owner's, from a familiar address;
 // - stuffing: a wave where 80 % of logins are an attacker's, each a new account with a wrong password,
 //   from 512 addresses in 8 /24s, and 20 % are the typical mix's.
 // Figures per login: Redis commands sent by the client (counted at ioredis's sendCommand), commands run
@@ -27,7 +30,7 @@ import { Redis } from 'ioredis';
 import { freePort, OwnRedis } from '../test/redis/harness.js';
 
 type Contender = 'sluice' | 'before' | 'rlflex';
-type Mix = 'typical' | 'stuffing';
+type Mix = 'typical' | 'returning' | 'stuffing';
 interface Result {
   contender: Contender;
   mix: Mix;
@@ -42,6 +45,7 @@ interface Result {
   refused: number;
 }
 
+const MIXES: Mix[] = ['typical', 'returning', 'stuffing'];
 const ACCOUNTS = 50_000;
 const ADDRESSES = 20_000;
 const floodIp = (n: number) => `${11 + (n >>> 16)}.${(n >>> 8) & 255}.${n & 255}.${1 + (n % 250)}`;
@@ -83,13 +87,20 @@ async function measure(contender: Contender, mix: Mix, inFlight: number, pairs: 
   const warmUp = 1000;
   if (Math.ceil(pairs / inFlight) * inFlight > ACCOUNTS - warmUp) throw new Error(`at most ${ACCOUNTS - warmUp} logins a measurement, got ${pairs}`);
   await Promise.all(Array.from({ length: inFlight }, () => worker(Math.floor(warmUp / inFlight), ACCOUNTS - warmUp)));
+  const each = Math.ceil(pairs / inFlight);
+  if (mix === 'returning') {
+    // The run's accounts log in once first, successfully, from the addresses the run uses.
+    next = 0;
+    await Promise.all(Array.from({ length: inFlight }, () => (async () => {
+      for (let k = 0; k < each; k++) await run({ ...login(mix, next++), success: true, password: undefined });
+    })()));
+  }
   next = 0;
   refused = 0;
   const snap = async () => parse(await info.info('all'));
   const a = await snap();
   const sent0 = sent;
   const t0 = performance.now();
-  const each = Math.ceil(pairs / inFlight);
   await Promise.all(Array.from({ length: inFlight }, () => worker(each, 0)));
   const ms = performance.now() - t0;
   const sentN = sent - sent0;
@@ -181,7 +192,7 @@ async function main(): Promise<void> {
   const idleCpuUsPerMs = ((parse(await flush.info('all')).cpu - c0) * 1e6) / (performance.now() - t0);
   try {
     for (let rep = 0; rep < REPS; rep++) {
-      for (const mix of ['typical', 'stuffing'] as Mix[]) {
+      for (const mix of MIXES) {
         for (const inFlight of [1, 64]) {
           for (const contender of ['sluice', 'before', 'rlflex'] as Contender[]) {
             await flush.flushall(); // our own server: each measurement starts from an empty Redis
@@ -201,7 +212,7 @@ async function main(): Promise<void> {
   console.log(`guard on Redis, ${REPS} reps (medians), ${PAIRS} logins at 64 in flight and ${Math.ceil(PAIRS / 4)} at 1; before = ${BEFORE}; an idle redis-server burnt ${(idleCpuUsPerMs * 1000).toFixed(0)} µs of CPU a second\n`);
   console.log('| mix | in flight | contender | logins/s | × before | × rlflex | commands sent / login | run by Redis / login | Redis CPU µs / login | the same, less idle | refused |');
   console.log('|---|---|---|---|---|---|---|---|---|---|---|');
-  for (const mix of ['typical', 'stuffing'] as Mix[]) {
+  for (const mix of MIXES) {
     for (const inFlight of [1, 64]) {
       const med = (c: Contender, f: (r: Result) => number) => median(results.filter((r) => r.mix === mix && r.inFlight === inFlight && r.contender === c).map(f));
       for (const c of ['sluice', 'before', 'rlflex'] as Contender[]) {

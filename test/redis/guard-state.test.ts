@@ -3,15 +3,16 @@
 // run against the memory state; privacy and TTLs of every key left. Unique prefixes; nothing is flushed.
 // Stores and states fail closed here, so a Redis error fails a test instead of being answered quietly.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { Guard, MemoryGuardState, RedisGuardState, type GuardState, type Path, type SourceSpec } from '../../src/guard/index.js';
 import * as sluiceRedis from '../../src/stores/redis/index.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { guardConformance } from '../contracts/guard-conformance.js';
 import { assertNoPlainValue, privacyTrace } from '../support/privacy.js';
-import { byteString } from '../../src/guard/redis/wire.js';
-import { succeededAccount } from '../../src/guard/redis/records.js';
+import { packSuccess, succeededAccount } from '../../src/guard/redis/records.js';
+import { GUARD_SCRIPT } from '../../src/guard/redis/state.js';
+import { successArgs } from '../../src/guard/redis/wire.js';
+import { RedisConnection } from '../../src/stores/redis/connection.js';
 import { connectBothClients, runPrefix } from './harness.js';
 
 const base = runPrefix('guard');
@@ -207,19 +208,57 @@ function normalize(v: unknown): unknown {
   return out;
 }
 
-test("a record's bytes survive the trip as a byte string: guard.lua's bytes() returns every byte value that wire.ts's byteString sent, through both clients", async () => {
-  // The decoder as guard.lua has it (its text, run by EVAL), on all 256 byte values and a record's worth
-  // of them: were it wrong, a success's compare would fail and the script would redo every success itself.
-  const lua = readFileSync(new URL('../../src/guard/redis/guard.lua', import.meta.url), 'utf8');
-  const decoder = /\nlocal UTF8_BYTE\n[\s\S]*?\nend\n/.exec(lua)?.[0];
-  assert.ok(decoder, 'guard.lua defines UTF8_BYTE and bytes()');
-  // It replies in hex, which both clients read as text.
-  const script = `local floor = math.floor\n${decoder}\nreturn (string.gsub(bytes(ARGV[1]), '.', function(c) return string.format('%02x', c:byte()) end))`;
-  const all = Uint8Array.from({ length: 256 }, (_, i) => i);
-  const record = succeededAccount(null, 1_700_000_123_456.25, ['AAAAAAAAAAAAAAAA', 'BBBBBBBBBBBBBBBB'], 2_592_000_000, 8).value;
-  for (const bytes of [all, record, new Uint8Array(0)]) {
-    const hex = Buffer.from(bytes).toString('hex');
-    assert.equal(await io.eval(script, 0, byteString(bytes)), hex);
-    assert.equal(await nr.eval(script, { arguments: [byteString(bytes)] }), hex);
+test("the script packs an AC success's fields into the record the app computed, when the record is still the one read", async () => {
+  // The script alone, on a record set here: were the compare (SHA1 of the record read) never to match,
+  // every success would fall back to the script's own work and the differential tests would not notice.
+  const day = 86_400_000;
+  const key = `${fresh()}:{ga:acct}`;
+  const read = packSuccess(succeededAccount(null, 1_700_000_000_000.5, ['AAAAAAAA', 'BBBBBBBB'], 30 * day, 8));
+  const now = 1_700_000_000_000.5 + day + 0.25;
+  const done = succeededAccount(read, now, ['CCCCCCCC', 'AAAAAAAA'], 30 * day, 8);
+  assert.equal(done.judged.path, 'familiar');
+  assert.equal(done.familiar, 'CCCCCCCC,AAAAAAAA,BBBBBBBB');
+  await io.set(key, read, 'PX', 60_000);
+  const connection = new RedisConnection({ client: io, timeoutMs: 2000, owner: 'test' });
+  // No sessions; a T operation for the time; the AC operation, no pair key, no tags.
+  const reply = await connection.run(GUARD_SCRIPT, [key], ['0', 'T', '1', String(now), 'AC', ...successArgs(read, done), '0', '0']);
+  assert.deepEqual(reply, ['f', 0]);
+  assert.equal((await io.getBuffer(key))!.toString('hex'), packSuccess(done).toString('hex'));
+  const ttl = await io.pttl(key);
+  assert.ok(ttl > done.ttlMs - 5000 && ttl <= done.ttlMs, `PX ${done.ttlMs}, got ${ttl}`);
+});
+
+test("a success computed in the app and packed by the script (AC) leaves the same bytes as the script's own success (AS)", async () => {
+  // Two guards on two prefixes, the same logins at the same times: one checks each login first, so its
+  // successes are computed in the app (a first one created whole by SET NX, later ones packed by the
+  // script from the fields sent); the other only records, so the script does each success itself. Were
+  // a field sent or packed wrong, the records would differ.
+  let now = 1_700_000_123_456.5;
+  const options = { secret: 'ac-as-secret-0123456789abcdef', clock: () => now, random: () => 0.5 };
+  const [app, script] = [fresh(), fresh()];
+  const checked = new Guard({ ...options, store: new RedisStore({ client: io, prefix: app, onError: 'closed' }) });
+  const recorded = new Guard({ ...options, store: new RedisStore({ client: io, prefix: script, onError: 'closed' }) });
+  const logins = [
+    { account: 'ann', ip: '203.0.113.1', success: true },
+    { account: 'ann', ip: '203.0.113.1', success: false, password: 'typo' },
+    { account: 'ann', ip: '203.0.113.1', success: true },
+    { account: 'ann', ip: '198.51.100.2', success: true },
+    { account: 'ann', ip: '203.0.113.1', fingerprint: 'laptop', success: true },
+    { account: 'ben', ip: '198.51.100.3', success: false, password: 'x' },
+    { account: 'ben', ip: '198.51.100.3', success: true },
+  ];
+  for (const l of logins) {
+    now += 60_000.25;
+    await checked.check(l);
+    assert.deepEqual(await checked.record(l), await recorded.record(l), JSON.stringify(l));
   }
+  const values = async (prefix: string) => {
+    const out = new Map<string, string>();
+    for (const k of await io.keys(`${prefix}:*`)) out.set(k.slice(prefix.length), (await io.getBuffer(k))!.toString('hex'));
+    return out;
+  };
+  const [a, b] = [await values(app), await values(script)];
+  const accounts = [...a.keys()].filter((k) => k.startsWith(':{ga:') && !k.includes(':p:'));
+  assert.equal(accounts.length, 2, 'two accounts');
+  for (const k of accounts) assert.equal(a.get(k), b.get(k), k);
 });

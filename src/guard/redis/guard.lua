@@ -31,7 +31,7 @@ local REMEMBERED_PASSWORDS = 3
 local SESSION_ARGS = 17
 local ACC_HEAD, SRC_HEAD = '<dddddddHH', '<ddddddddd'
 local ACC_HEAD_BYTES, SRC_HEAD_BYTES = 60, 72
-local TB
+local TB, sha1hex
 local READY = false
 local ARGV_
 local SESSIONS, NSESSIONS = {}, 0
@@ -70,17 +70,6 @@ local function doubles(raw, at)
   local t = { sunpack(layout('<', n), raw, at) }
   t[n + 1] = nil -- unpack's last value is the position after
   return t
-end
-
--- Bytes that came as a string of one character per byte (wire.ts's byteString), which the client sent
--- UTF-8 encoded: each byte from 0x80 up as two, 0xC2 or 0xC3 then a continuation byte.
-local UTF8_BYTE
-local function bytes(s)
-  if not UTF8_BYTE then
-    UTF8_BYTE = {}
-    for b = 128, 255 do UTF8_BYTE[string.char(192 + floor(b / 64), 128 + b % 64)] = string.char(b) end
-  end
-  return (string.gsub(s, '[\194\195][\128-\191]', UTF8_BYTE))
 end
 
 local function touch(key, kind)
@@ -515,6 +504,7 @@ local function run(KEYS, ARGV)
   if not READY then
     bind_libraries()
     TB = ALG['token-bucket']
+    sha1hex = redis.sha1hex
     READY = true
   end
   ARGV_ = ARGV
@@ -577,21 +567,24 @@ local function run(KEYS, ARGV)
     elseif op == 'AS' or op == 'AC' then
       -- A login's success, account part: the success, and the pair bucket forgotten. ARGV: for AC, the
       -- success as the app computed it from the account's record as its check read it (records.ts): the
-      -- record as read ('' for none) and the new record, both as byte strings (bytes()), its time to
-      -- live, and the path and failures before as the app judged them, written as they are if the record
-      -- is still what the check read (nor touched earlier in this call), else done here as AS does; then
-      -- for both, '1' when the pair's key follows the account's ('0': the check found no pair bucket),
-      -- and the tags.
+      -- SHA1 of the record as read ('' for none), the new record's uf ul lf fu exp, its familiar tags
+      -- (comma-joined), their number and ends, its time to live, and the path and failures before as the
+      -- app judged them, packed and written as they are if the record is still what the check read (nor
+      -- touched earlier in this call), else done here as AS does; then for both, '1' when the pair's key
+      -- follows the account's ('0': the check found no pair bucket), and the tags.
       local key, path, before = KEYS[k], nil, nil
       if op == 'AC' then
-        local read = ARGV[a + 1]
-        if REC[key] == nil and (read == '' and not PRE[key] or PRE[key] and PRE[key] == bytes(read)) then
-          local value = bytes(ARGV[a + 2])
-          rcall('SET', key, value, 'PX', ARGV[a + 3])
+        local read, pre, nends = ARGV[a + 1], PRE[key], tonumber(ARGV[a + 8])
+        if REC[key] == nil and (read == '' and not pre or pre and read == sha1hex(pre)) then
+          local fam, ends = ARGV[a + 7], {}
+          for i = 1, nends do ends[i] = tonumber(ARGV[a + 8 + i]) end
+          local value = spack(layout(ACC_PACK, nends), tonumber(ARGV[a + 2]), 0, tonumber(ARGV[a + 3]), 0, tonumber(ARGV[a + 4]),
+            tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]), 0, #fam, '', fam, unpack(ends, 1, nends))
+          rcall('SET', key, value, 'PX', ARGV[a + 9 + nends])
           PRE[key] = value -- what a later operation of this call reads
-          path, before = ARGV[a + 4], tonumber(ARGV[a + 5])
+          path, before = ARGV[a + 10 + nends], tonumber(ARGV[a + 11 + nends])
         end
-        a = a + 5
+        a = a + 11 + nends
       end
       local a0, ntags, b = tagRange(a + 2)
       if path == nil then path, before = succeedAccount(key, now, 'j', s.familiarMs, s.maxFamiliar, a0, ntags) end

@@ -22,8 +22,8 @@ import type { TaggedAttempt } from '../attempt.js';
 import type { AccountView, GuardState, JudgedFailure, JudgedSuccess, LoginConfig, LoginPort, OfflineParts, SourceReads, SourceSpec } from '../state.js';
 import type { ConnectionStats } from '../../stores/redis/connection.js';
 import { hash32 } from '../source-table.js';
-import { accountView, BucketPeek, sourceView, succeededAccount } from './records.js';
-import { bySlot, byteString, checkTags, code, num, readFailure, readSuccess, type LoginContext, type ReadUnit, type Unit } from './wire.js';
+import { accountView, BucketPeek, packSuccess, sourceView, succeededAccount } from './records.js';
+import { bySlot, byteString, checkTags, code, num, readFailure, readSuccess, successArgs, type LoginContext, type ReadUnit, type Unit } from './wire.js';
 
 /** The rejection of a login operation whose call failed, when the state does not fail closed. */
 export const OFFLINE = new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', 'RedisGuardState: Redis did not answer; the guard decides on its offline state');
@@ -135,10 +135,9 @@ export class LoginSession implements LoginPort {
     const accountKeys = pair ? [st.accountKey(t.account), st.pairKey(t.account, t.address)] : [st.accountKey(t.account)];
     const args: string[] = ['AS', pair ? '1' : '0', String(t.sources.length), ...t.sources];
     if (found !== undefined) {
-      // The success computed here from the record the check read; the script only compares and writes it.
-      const done = succeededAccount(found.account, now, t.sources, this.familiarMs, this.maxFamiliar);
+      // The success computed here from the record the check read; the script only compares, packs and writes it.
       args[0] = 'AC';
-      args.splice(1, 0, byteString(found.account), byteString(done.value), num(done.ttlMs), code(done.judged.path), String(done.judged.unfamiliarFailuresBefore));
+      args.splice(1, 0, ...successArgs(found.account, succeededAccount(found.account, now, t.sources, this.familiarMs, this.maxFamiliar)));
     }
     const parts: Part[] = [{ slot: st.slot('ga', t.account), keys: accountKeys, args, kind: ACCOUNT }];
     if (!st.cluster || familiar !== undefined) {
@@ -160,7 +159,7 @@ export class LoginSession implements LoginPort {
    */
   private create(t: TaggedAttempt, now: number, found: Found): Promise<JudgedSuccess> {
     const done = succeededAccount(found.account, now, t.sources, this.familiarMs, this.maxFamiliar);
-    return this.state.create(this.state.accountKey(t.account), byteString(done.value), done.ttlMs).then(
+    return this.state.create(this.state.accountKey(t.account), byteString(packSuccess(done)), done.ttlMs).then(
       (created) => (created ? done.judged : this.succeed(t, now, undefined)),
       (err: unknown) => Promise.reject(this.failure(err)),
     );

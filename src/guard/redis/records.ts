@@ -77,9 +77,19 @@ export function accountView(bytes: Uint8Array | null, now: number): AccountView 
   return { unfamiliarFailures: r.uf, familiarFailures: r.ff, unfamiliarLockedUntil: r.ul, familiarLockedUntil: r.fl, lastFailureAt: r.lf, familiar: r.familiar };
 }
 
-/** A success computed in the app (succeededAccount): the record to write, its time to live, and the answer. */
+/**
+ * A success computed in the app (succeededAccount): the new record's fields (its failure counts and times
+ * as the success leaves them, its familiar tags comma-joined and their ends; no wrong passwords), its time
+ * to live, and the answer. The script packs the fields (guard.lua's AC), or packSuccess does.
+ */
 export interface AccountSuccess {
-  readonly value: Uint8Array;
+  readonly uf: number;
+  readonly ul: number;
+  readonly lf: number;
+  readonly fu: number;
+  readonly exp: number;
+  readonly familiar: string;
+  readonly ends: readonly number[];
   readonly ttlMs: number;
   readonly judged: JudgedSuccess;
 }
@@ -121,20 +131,25 @@ export function succeededAccount(bytes: Uint8Array | null, now: number, sources:
   const fu = familiarPath ? r!.fu : 0;
   let exp = Math.max(ul, lf > 0 ? fu : now);
   for (const e of ends) if (e > exp) exp = e;
-  const text = fam.join(',');
-  const value = Buffer.allocUnsafe(ACCOUNT_HEAD_BYTES + text.length + 8 * ends.length);
-  value.writeDoubleLE(uf, 0);
+  return { uf, ul, lf, fu, exp, familiar: fam.join(','), ends, ttlMs: Math.ceil(exp - now), judged: { path: familiarPath ? 'familiar' : 'unfamiliar', unfamiliarFailuresBefore: before } };
+}
+
+/** The record a success leaves, as its bytes: what guard.lua's AC packs from the same fields. */
+export function packSuccess(s: AccountSuccess): Buffer {
+  const text = s.familiar;
+  const value = Buffer.allocUnsafe(ACCOUNT_HEAD_BYTES + text.length + 8 * s.ends.length);
+  value.writeDoubleLE(s.uf, 0);
   value.writeDoubleLE(0, 8); // ff
-  value.writeDoubleLE(ul, 16);
+  value.writeDoubleLE(s.ul, 16);
   value.writeDoubleLE(0, 24); // fl
-  value.writeDoubleLE(lf, 32);
-  value.writeDoubleLE(fu, 40);
-  let at = value.writeDoubleLE(exp, 48);
+  value.writeDoubleLE(s.lf, 32);
+  value.writeDoubleLE(s.fu, 40);
+  let at = value.writeDoubleLE(s.exp, 48);
   at = value.writeUInt16LE(0, at); // no wrong passwords
   at = value.writeUInt16LE(text.length, at);
   at += value.write(text, at, 'latin1');
-  for (const e of ends) at = value.writeDoubleLE(e, at);
-  return { value, ttlMs: Math.ceil(exp - now), judged: { path: familiarPath ? 'familiar' : 'unfamiliar', unfamiliarFailuresBefore: before } };
+  for (const e of s.ends) at = value.writeDoubleLE(e, at);
+  return value;
 }
 
 /** Reads token-bucket peeks (cost 0) under one policy, as the Lua bucket's peek: the limiter's own arithmetic. */

@@ -2,7 +2,9 @@
  * The guard script's wire format (guard.lua), shared by the state (state.ts) and its logins (login.ts):
  * how arguments are written, how replies are read, and one operation of a batch.
  */
+import { createHash } from 'node:crypto';
 import { SluiceError, show } from '../../core/index.js';
+import type { AccountSuccess } from './records.js';
 import type { JudgedFailure, JudgedSuccess, Path, SourceSpec, SourceView } from '../state.js';
 
 export function invalid(message: string): never {
@@ -88,14 +90,24 @@ export function readSourceView(r: unknown[], i: number, now: number, spec: Sourc
 }
 
 /**
- * Bytes as an argument the script reads back as those bytes (guard.lua's bytes()): a string of one
- * character per byte, which the client sends UTF-8 encoded. A Buffer argument would need no decoding,
- * but it puts ioredis's whole call, hundreds of arguments, in its slower byte mode, which costs the
- * client more than the script's decoding costs Redis.
+ * Bytes as a string of one character per byte, as the connection layer takes a binary value (CREATE's;
+ * the adapter writes it back as those bytes).
  */
 export function byteString(bytes: Uint8Array | null): string {
   if (bytes === null) return '';
   return (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)).toString('latin1');
+}
+
+/**
+ * An AC operation's arguments after its code: the SHA1 of the record as the check read it ('' for none),
+ * then the success's fields, its time to live and its answer (guard.lua's AC). Numbers and tags travel
+ * as text: bytes would need decoding in the script.
+ */
+export function successArgs(read: Uint8Array | null, done: AccountSuccess): string[] {
+  const args = [read === null ? '' : createHash('sha1').update(read).digest('hex'), num(done.uf), num(done.ul), num(done.lf), num(done.fu), num(done.exp), done.familiar, String(done.ends.length)];
+  for (const e of done.ends) args.push(num(e));
+  args.push(num(done.ttlMs), code(done.judged.path), String(done.judged.unfamiliarFailuresBefore));
+  return args;
 }
 
 /** A number as the script reads it: integers exactly, with no exponent. */

@@ -106,6 +106,23 @@ test('onError insurance: the guard state goes local while Redis is away, so this
   client.disconnect();
 });
 
+test("a first login's success (one SET NX) when Redis died after its check: 'open' answers as if nothing were known, 'closed' rejects", async () => {
+  for (const onError of ['open', 'closed'] as const) {
+    const { client, guard, state } = await setup(onError);
+    const login = { account: `dave-${onError}`, ip: '198.51.100.77' };
+    assert.equal((await guard.check(login)).action, 'allow'); // found nothing: its success would create the record
+    await own.server.stop();
+    await sleep(100);
+    const fallbacks = state.stats.fallbacks;
+    if (onError === 'open') assert.deepEqual(await timed(() => guard.record({ ...login, success: true })), { counted: false, consecutiveFailures: 0, action: 'allow', reasons: [] });
+    else await timed(() => assert.rejects(guard.record({ ...login, success: true }), { code: 'ERR_SLUICE_STORE_UNAVAILABLE' }));
+    assert.equal(state.stats.fallbacks, fallbacks + 1, onError);
+    await own.server.start();
+    await waitReady(client);
+    client.disconnect();
+  }
+});
+
 test('no rejection went unhandled', () => {
   assert.deepEqual(unhandled, []);
 });

@@ -50,6 +50,28 @@ test('guard on redis cluster: keys over many slots, each call on one; an account
   assert.equal(state.stats.calls, 40 * 3 + 1);
 });
 
+test("guard on redis cluster: a first login's success, through either client, is one call (SET NX), and its record is read back", async () => {
+  for (const client of [() => ctx.io, () => ctx.nr]) {
+    let now = 1_700_000_000_000;
+    const s = store(client);
+    const guard = new Guard({ secret: 'cluster-secret-0123456789ab', store: s, clock: () => now });
+    const state = guard.state as RedisGuardState;
+    const login = { account: 'newbie', ip: '198.51.100.8' };
+    await guard.check(login);
+    const calls = state.stats.calls;
+    assert.deepEqual(await guard.record({ ...login, success: true }), { counted: false, consecutiveFailures: 0, action: 'allow', reasons: [] });
+    assert.equal(state.stats.calls, calls + 1);
+    // The record is there: four strangers' failures later, the owner from the familiar address is still let in.
+    for (let i = 1; i <= 4; i++) {
+      now += 1000;
+      await guard.record({ account: 'newbie', ip: `203.0.113.${i}`, success: false });
+    }
+    const owner = await guard.check(login);
+    const stranger = await guard.check({ account: 'newbie', ip: '192.0.2.50' });
+    assert.deepEqual([owner.action, stranger.reasons.includes('account-backoff')], ['allow', true]);
+  }
+});
+
 test('no guard state call on the cluster fell back', () => {
   for (const s of stores) {
     assert.equal(s.stats.fallbacks, 0);

@@ -10,7 +10,9 @@
 -- of one command, and a stuffing wave's many attempts from one address one write of it.
 --
 -- Reads are not here: a check reads its keys with a plain MGET and decodes them in the app (records.ts,
--- the twin of decodeAccount, liveAccount and decodeSource below), so a check costs Redis no script.
+-- the twin of decodeAccount, liveAccount and decodeSource below), so a check costs Redis no script. Nor
+-- is a first login's success, whose check found no key at all: the app packs its account record as AC
+-- below does (records.ts's packSuccess) and creates it with SET NX.
 --
 -- Keys and values (all packed with struct, little-endian doubles):
 --   account  <prefix>:{ga:<account>}          uf ff ul fl lf fu exp, then the wrong password tags and the

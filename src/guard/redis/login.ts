@@ -5,8 +5,8 @@
  * On a standalone Redis a turn's reads are one MGET and its operations script calls shared with every
  * other login of the turn; on a Cluster each is one call per slot involved, sent together, except that a
  * failure's source writes wait for the account's answer (a repeated wrong password counts nowhere). A
- * success is computed here from the record its check read (records.ts), and the script only compares and
- * writes it.
+ * success is computed here from the record its check read (records.ts), and the script only compares,
+ * packs and writes it; a first login's, whose check found no key at all, is one SET NX and no script.
  *
  * Decisions stay the guard's (guard.ts): this file only moves the reads and writes its memory path makes,
  * with the same arithmetic in the script (token-bucket.lua is the limiter's twin of core/token-bucket.ts;

@@ -6,8 +6,8 @@
  * connection layer (stores/redis/connection.ts).
  *
  * A Guard on a RedisStore also runs its logins through a LoginSession (login.ts): a check is one read and
- * a record one script operation, carrying the account, pair, address, subnet and fingerprint work with
- * the guard's token buckets, which then live in the same keys.
+ * a record one script operation (a first login's success one SET NX), carrying the account, pair, address,
+ * subnet and fingerprint work with the guard's token buckets, which then live in the same keys.
  *
  * It lives in the guard, not beside RedisStore: the store knows nothing of the guard (sluice/redis carries
  * no guard code), and a Guard given a RedisStore builds this state on the store's client (redisGuardStateOf).

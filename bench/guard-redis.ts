@@ -78,8 +78,12 @@ async function measure(contender: Contender, mix: Mix, inFlight: number, pairs: 
   const run = await contenderRun(contender, client, prefix, beforeDir);
   let refused = 0;
   let next = 0;
-  const worker = async (count: number, offset: number) => {
-    for (let k = 0; k < count; k++) if (!(await run(login(mix, offset + next++)))) refused++;
+  /** Runs `count` logins from `offset` on; `succeed`: each as a success, whatever the mix says. */
+  const worker = async (count: number, offset: number, succeed = false) => {
+    for (let k = 0; k < count; k++) {
+      const l = login(mix, offset + next++);
+      if (!(await run(succeed ? { ...l, success: true, password: undefined } : l))) refused++;
+    }
   };
   // Warm-up: the JIT, the script loads, and a state that is not empty, on accounts the run does not log in
   // to (a typical login's account is a bijection of its index below ACCOUNTS), so that each of the run's
@@ -91,9 +95,7 @@ async function measure(contender: Contender, mix: Mix, inFlight: number, pairs: 
   if (mix === 'returning') {
     // The run's accounts log in once first, successfully, from the addresses the run uses.
     next = 0;
-    await Promise.all(Array.from({ length: inFlight }, () => (async () => {
-      for (let k = 0; k < each; k++) await run({ ...login(mix, next++), success: true, password: undefined });
-    })()));
+    await Promise.all(Array.from({ length: inFlight }, () => worker(each, 0, true)));
   }
   next = 0;
   refused = 0;

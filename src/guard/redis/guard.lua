@@ -578,10 +578,10 @@ local function run(KEYS, ARGV)
       if op == 'AC' then
         local read, pre, nends = ARGV[a + 1], PRE[key], tonumber(ARGV[a + 8])
         if REC[key] == nil and (read == '' and not pre or pre and read == sha1hex(pre)) then
-          local fam, ends = ARGV[a + 7], {}
-          for i = 1, nends do ends[i] = tonumber(ARGV[a + 8 + i]) end
-          local value = spack(layout(ACC_PACK, nends), tonumber(ARGV[a + 2]), 0, tonumber(ARGV[a + 3]), 0, tonumber(ARGV[a + 4]),
-            tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]), 0, #fam, '', fam, unpack(ends, 1, nends))
+          -- struct.pack reads a number from its text itself, so the fields go to it as they came.
+          local fam = ARGV[a + 7]
+          local value = spack(layout(ACC_PACK, nends), ARGV[a + 2], 0, ARGV[a + 3], 0, ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], 0, #fam, '', fam,
+            unpack(ARGV, a + 9, a + 8 + nends))
           rcall('SET', key, value, 'PX', ARGV[a + 9 + nends])
           PRE[key] = value -- what a later operation of this call reads
           path, before = ARGV[a + 10 + nends], tonumber(ARGV[a + 11 + nends])

@@ -5,7 +5,7 @@
 // Node 20.19's require(esm) is not enough: it is absent before 20.19 and in Jest, and TypeScript's
 // node16 resolution types a `require` of an ES module as an error.
 import { build, transform } from 'esbuild';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 

@@ -28,6 +28,7 @@ import { MemoryGuardState } from '../memory-state.js';
 import { hash32 } from '../source-table.js';
 import { registerGuardStateMaker, type AccountView, type FailOutcome, type GuardState, type JudgedFailure, type JudgedSuccess, type LoginConfig, type LoginPort, type Path, type SourceSpec, type SourceView } from '../state.js';
 import { LoginSession, type LoginHost } from './login.js';
+import { withOffline } from './offline.js';
 import { accountView, sourceView } from './records.js';
 import { bySlot, checkTags, code, invalid, none, num, readFailure, readSourceView, readSuccess, specArgs, tagArg, type LoginContext, type ReadUnit, type Unit } from './wire.js';
 
@@ -294,7 +295,7 @@ export class RedisGuardState implements GuardState, LoginHost {
    */
   loginPort(store: unknown, config: LoginConfig): LoginPort | undefined {
     if (!(store instanceof RedisStore) || perStore.get(store) !== this) return undefined;
-    return new LoginSession(this, config, store.onError);
+    return withOffline(new LoginSession(this, config), this.offline(), store.onError, config);
   }
 
   /** The state answering for Redis while it cannot: this process's own ('local'), or empty answers ('open'); none when 'closed'. */

@@ -31,7 +31,8 @@ import { resolveOptions, type GuardConfig, type GuardOptions } from './options.j
 import { RecentAttempts } from './recent-attempts.js';
 import { Reputation } from './reputation.js';
 import { StateLogin } from './state-login.js';
-import { guardStateOf, judgePath, type GuardState, type LoginPort, type LoginReads, type SourceSpec, type SourceView } from './state.js';
+import { judgePath } from './rules.js';
+import { guardStateOf, type GuardState, type LoginPort, type LoginReads, type SourceSpec, type SourceView } from './state.js';
 
 /** What `guard.record` reports back: whether the failure counted (a repeated wrong password does not). */
 export interface RecordResult {

@@ -11,7 +11,8 @@ import type { Decision } from '../core/types.js';
 import type { StoreTable } from '../stores/store.js';
 import type { TaggedAttempt } from './attempt.js';
 import { backoffMs, type BackoffSchedule } from './backoff.js';
-import { judgePath, type AccountView, type GuardState, type JudgedFailure, type JudgedSuccess, type LoginPort, type LoginReads, type Path, type SourceSpec, type SourceView } from './state.js';
+import { judgePath } from './rules.js';
+import type { AccountView, GuardState, JudgedFailure, JudgedSuccess, LoginPort, LoginReads, Path, SourceSpec, SourceView } from './state.js';
 
 /** The guard's token buckets, as tables of a store. */
 export interface LoginTables {

@@ -11,7 +11,6 @@ import type { MaybePromise } from '../core/maybe-promise.js';
 import type { Clock, Decision, Policy } from '../core/types.js';
 import type { TaggedAttempt } from './attempt.js';
 import type { BackoffSchedule } from './backoff.js';
-import { tagIn } from './keyed-hash.js';
 
 /** Which of an account's two independent failure counters an attempt belongs to (as Entra smart lockout). */
 export type Path = 'familiar' | 'unfamiliar';
@@ -240,15 +239,4 @@ const stateMakers: ((store: unknown) => GuardState | undefined)[] = [];
 
 export function registerGuardStateMaker(make: (store: unknown) => GuardState | undefined): void {
   stateMakers.push(make);
-}
-
-/**
- * The path of an attempt from `sources` (its location and device tags): familiar if the account knows any.
- * Every tag is compared, as tagIn compares every entry, so the time taken does not say which one matched.
- */
-export function judgePath(account: AccountView | undefined, sources: readonly string[]): Path {
-  if (account === undefined || account.familiar.length === 0) return 'unfamiliar';
-  let familiar = false;
-  for (const s of sources) if (tagIn(s, account.familiar)) familiar = true;
-  return familiar ? 'familiar' : 'unfamiliar';
 }

@@ -20,7 +20,7 @@ import type { TaggedAttempt } from '../attempt.js';
 import type { AccountView, JudgedFailure, JudgedSuccess, LoginConfig, LoginPort, LoginReads, SourceSpec, SourceView } from '../state.js';
 import type { ConnectionStats } from '../../stores/redis/connection.js';
 import { hash32 } from '../source-table.js';
-import { accountView, BucketPeek, packSuccess, sourceView, succeededAccount } from './records.js';
+import { accountView, BucketPeek, packSuccess, sourceViewOf, succeededAccount } from './records.js';
 import { bySlot, byteString, checkTags, code, num, readFailure, readSuccess, successArgs, type LoginContext, type ReadUnit, type Unit } from './wire.js';
 
 /** The rejection of a login operation whose call failed, when the state does not fail closed. */
@@ -322,12 +322,12 @@ class CheckRead {
     const spec = this.session.spec;
     if (bytes !== null) this.found |= kind === ADDRESS ? ADDRESS_FOUND : kind === SUBNET ? SUBNET_FOUND : FINGERPRINT_FOUND;
     if (kind === ADDRESS) {
-      reads.ipSource = sourceView(bytes, now, spec);
+      reads.ipSource = sourceViewOf(bytes, now, spec);
       reads.ip = ip.source(bytes, now);
     } else if (kind === SUBNET) {
-      reads.netSource = sourceView(bytes, now, spec);
+      reads.netSource = sourceViewOf(bytes, now, spec);
       reads.subnet = subnet.source(bytes, now);
-    } else reads.fingerprintSource = sourceView(bytes, now, spec);
+    } else reads.fingerprintSource = sourceViewOf(bytes, now, spec);
     return i + 1;
   }
   answered(): void {

@@ -29,7 +29,7 @@ import { hash32 } from '../source-table.js';
 import { registerGuardStateMaker, type AccountView, type FailOutcome, type GuardState, type JudgedFailure, type JudgedSuccess, type LoginConfig, type LoginPort, type Path, type SourceSpec, type SourceView } from '../state.js';
 import { LoginSession, type LoginHost } from './login.js';
 import { withOffline } from './offline.js';
-import { accountView, sourceView } from './records.js';
+import { accountView, sourceViewOf } from './records.js';
 import { bySlot, checkTags, code, invalid, none, num, readFailure, readSourceView, readSuccess, specArgs, tagArg, type LoginContext, type ReadUnit, type Unit } from './wire.js';
 
 /**
@@ -212,7 +212,7 @@ export class RedisGuardState implements GuardState, LoginHost {
   }
 
   readSource(source: string, now: number, spec: SourceSpec): Promise<SourceView | undefined> {
-    return this.singleRead(this.slot('gs', source), this.sourceKey(source), (bytes) => sourceView(bytes, now, spec), (l) => l.readSource(source, now, spec), undefined);
+    return this.singleRead(this.slot('gs', source), this.sourceKey(source), (bytes) => sourceViewOf(bytes, now, spec), (l) => l.readSource(source, now, spec), undefined);
   }
 
   /**

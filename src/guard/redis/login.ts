@@ -21,7 +21,7 @@ import type { AccountView, JudgedFailure, JudgedSuccess, LoginConfig, LoginPort,
 import type { ConnectionStats } from '../../stores/redis/connection.js';
 import { hash32 } from '../source-table.js';
 import { accountView, BucketPeek, packSuccess, sourceViewOf, succeededAccount } from './records.js';
-import { bySlot, byteString, checkTags, code, num, readFailure, readSuccess, successArgs, type LoginContext, type ReadUnit, type Unit } from './wire.js';
+import { bySlot, checkTags, code, num, readFailure, readSuccess, successArgs, type LoginContext, type ReadUnit, type Unit } from './wire.js';
 
 /** The rejection of a login operation whose call failed, when the state does not fail closed. */
 export const OFFLINE = new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', 'RedisGuardState: Redis did not answer; the guard decides on its offline state');
@@ -39,7 +39,7 @@ export interface LoginHost {
   addSession(constants: string[]): number;
   enqueue(unit: Unit): void;
   enqueueRead(unit: ReadUnit): void;
-  create(key: string, value: string, ttlMs: number): Promise<boolean>;
+  create(key: string, value: Uint8Array, ttlMs: number): Promise<boolean>;
 }
 
 export class LoginSession implements LoginPort {
@@ -145,7 +145,7 @@ export class LoginSession implements LoginPort {
    */
   private create(t: TaggedAttempt, now: number, found: Found): Promise<JudgedSuccess> {
     const done = succeededAccount(found.account, now, t.sources, this.familiarMs, this.maxFamiliar);
-    return this.state.create(this.state.accountKey(t.account), byteString(packSuccess(done)), done.ttlMs).then(
+    return this.state.create(this.state.accountKey(t.account), packSuccess(done), done.ttlMs).then(
       (created) => (created ? done.judged : this.succeed(t, now, undefined)),
       (err: unknown) => Promise.reject(this.failure(err)),
     );

@@ -3,8 +3,8 @@
  * the record as the rule leaves it and the answer out, no I/O, no clock, no storage. The memory state
  * (memory-state.ts, source-table.ts) keeps its records and applies these; the Redis state decodes a record
  * read in the app (redis/records.ts) and applies them too, and guard.lua is their Lua twin, operation for
- * operation (its liveAccount, failAccount, lockAccount, succeedAccount, roll and readSource), held to
- * them by the Redis-against-memory differential and the guard conformance suites.
+ * operation (its liveAccount, judge, failAccount, lock and succeedAccount; roll, live and sourceView), held
+ * to them by the Redis-against-memory differential and the guard conformance suites.
  *
  * Accounts (Entra smart lockout's shape): two failure counters, familiar and unfamiliar path, each with its
  * backoff lock; the last three wrong password tags, a repeat of which counts nothing; the familiar sources,

@@ -196,7 +196,7 @@ export class Guard {
       reasons.push('subnet-failures');
       raise(floor, 'block', untilOneToken(net, c.subnetFailuresPerDay, 86_400_000));
     }
-    if (exhausted(pair)) {
+    if (pair !== undefined && exhausted(pair)) {
       reasons.push('pair-failures');
       raise(floor, 'block', untilOneToken(pair, c.pairFailuresPerHour, 3_600_000));
     }
@@ -364,7 +364,7 @@ export class Guard {
 
   /** check()'s judgement of an attempt this process did not check: the account and its sources, read. */
   private async readPath(t: TaggedAttempt, now: number): Promise<CheckedPath> {
-    const read = this.login.read(t, now, true);
+    const read = this.login.read(t, now, true, false);
     const reads = isPromise(read) ? await read : read;
     return { familiar: judgePath(reads.account, t.sources) === 'familiar', unfamiliarFailures: reads.account?.unfamiliarFailures ?? 0, ipSource: reads.ipSource, netSource: reads.netSource, proof: false };
   }

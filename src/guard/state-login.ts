@@ -43,18 +43,18 @@ export class StateLogin implements LoginPort {
     private readonly c: StateLoginConfig,
   ) {}
 
-  read(t: TaggedAttempt, now: number, sources: boolean): MaybePromise<LoginReads> {
+  read(t: TaggedAttempt, now: number, sources: boolean, buckets = true): MaybePromise<LoginReads> {
     // Which reads a check needs depends on the account (is the source familiar?), so on an asynchronous
     // state they are all sent with the account's read, as for a stranger, and a familiar source's are
     // dropped unread by the Guard: reads change nothing, and a few lookups more cost less than a second
     // round trip for the login (and one timeout, not seven, when the backend is frozen).
     const readAccount = this.state.readAccount(t.account, now);
     if (isPromise(readAccount)) {
-      if (sources) return Promise.all([readAccount, this.sourceReads(t, now, true)]).then(([account, reads]) => named(account, reads));
-      return readAccount.then((account) => then(this.sourceReads(t, now, false), (reads) => named(account, reads)));
+      if (sources) return Promise.all([readAccount, this.sourceReads(t, now, true, buckets)]).then(([account, reads]) => named(account, reads));
+      return readAccount.then((account) => then(this.sourceReads(t, now, false, buckets), (reads) => named(account, reads)));
     }
     const stranger = sources && judgePath(readAccount, t.sources) !== 'familiar';
-    return then(this.sourceReads(t, now, stranger), (reads) => named(readAccount, reads));
+    return then(this.sourceReads(t, now, stranger, buckets), (reads) => named(readAccount, reads));
   }
 
   refuse(t: TaggedAttempt, now: number): MaybePromise<void> {
@@ -123,15 +123,15 @@ export class StateLogin implements LoginPort {
     return [judgePath(account, t.sources), account?.unfamiliarFailures ?? 0];
   }
 
-  /** The buckets and source records check() reads: the per-source ones only for a stranger; the pair's always. */
-  private sourceReads(t: TaggedAttempt, now: number, stranger: boolean): MaybePromise<SourceReads> {
+  /** The buckets and source records check() reads: the per-source ones only for a stranger; the pair's always, with `buckets`. */
+  private sourceReads(t: TaggedAttempt, now: number, stranger: boolean, buckets: boolean): MaybePromise<SourceReads> {
     const { spec } = this.c;
     const { ip, subnet, pair } = this.tables;
     const state = this.state;
     return all([
-      stranger ? ip.decide(t.ipKey, 0, undefined) : undefined,
-      stranger ? subnet.decide(t.subnetKey, 0, undefined) : undefined,
-      pair.decide(t.pairKey, 0, undefined),
+      stranger && buckets ? ip.decide(t.ipKey, 0, undefined) : undefined,
+      stranger && buckets ? subnet.decide(t.subnetKey, 0, undefined) : undefined,
+      buckets ? pair.decide(t.pairKey, 0, undefined) : undefined,
       stranger ? state.readSource(t.address, now, spec) : undefined,
       stranger ? state.readSource(t.subnet, now, spec) : undefined,
       stranger && t.fingerprint !== undefined ? state.readSource(t.fingerprint, now, spec) : undefined,
@@ -153,7 +153,7 @@ export class StateLogin implements LoginPort {
   }
 }
 
-type SourceReads = readonly [Decision | undefined, Decision | undefined, Decision, SourceView | undefined, SourceView | undefined, SourceView | undefined];
+type SourceReads = readonly [Decision | undefined, Decision | undefined, Decision | undefined, SourceView | undefined, SourceView | undefined, SourceView | undefined];
 
 function named(account: AccountView | undefined, r: SourceReads): LoginReads {
   return { account, ip: r[0], subnet: r[1], pair: r[2], ipSource: r[3], netSource: r[4], fingerprintSource: r[5] };

@@ -152,8 +152,8 @@ export interface GuardState {
  */
 export interface LoginReads {
   readonly account: AccountView | undefined;
-  /** The peek (cost 0) of the account+address pair's bucket. */
-  readonly pair: Decision;
+  /** The peek (cost 0) of the account+address pair's bucket; undefined only when read without buckets. */
+  readonly pair: Decision | undefined;
   /** The peeks of the address's and the subnet's buckets. */
   readonly ip: Decision | undefined;
   readonly subnet: Decision | undefined;
@@ -191,8 +191,10 @@ export interface LoginPort {
   /**
    * check()'s reads. `sources`: whether the attempt may be a stranger's (its address is not allow-listed);
    * the per-source reads are then made, all of them or only if the account does not know the source.
+   * `buckets` false: only the records are wanted (record()'s step-up, for an attempt this process did not
+   * check), and a port whose buckets cost a call of their own leaves them out.
    */
-  read(t: TaggedAttempt, now: number, sources: boolean): MaybePromise<LoginReads>;
+  read(t: TaggedAttempt, now: number, sources: boolean, buckets?: boolean): MaybePromise<LoginReads>;
   /** A refused stranger: every source noted as failed (no bucket charged, no account touched), as check() does. */
   refuse(t: TaggedAttempt, now: number): MaybePromise<void>;
   /**

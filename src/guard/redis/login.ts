@@ -81,6 +81,7 @@ export class LoginSession implements LoginPort {
    * records and buckets and the fingerprint's record. A read, not a script: one MGET for all of them on a
    * standalone Redis (one per slot on a Cluster, sent together), decoded here (records.ts).
    */
+  /** `buckets` is not needed: the buckets are in the records' keys, read by the same MGET. */
   read(t: TaggedAttempt, now: number, sources: boolean): Promise<LoginReads> {
     const st = this.state;
     // Sources not read count as found: a record then writes them as it would without this check.

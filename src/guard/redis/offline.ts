@@ -23,11 +23,11 @@ export class OfflineFallback implements LoginPort {
     private readonly offline: LoginPort,
   ) {}
 
-  read(t: TaggedAttempt, now: number, sources: boolean): Promise<LoginReads> {
-    return (this.online.read(t, now, sources) as Promise<LoginReads>).catch((err: unknown) => {
+  read(t: TaggedAttempt, now: number, sources: boolean, buckets?: boolean): Promise<LoginReads> {
+    return (this.online.read(t, now, sources, buckets) as Promise<LoginReads>).catch((err: unknown) => {
       if (err !== OFFLINE) throw err;
       this.readOffline.add(t);
-      return this.offline.read(t, now, sources);
+      return this.offline.read(t, now, sources, buckets);
     });
   }
 

@@ -179,6 +179,8 @@ export class Guard {
       reasons.push('ip-deny-list');
       raise(floor, 'block', c.blockMs);
     }
+    // Hard throttles. A familiar source skips the per-source ones: it has logged in to this account before,
+    // and the account's owner must keep a way in while strangers hammer the account or share the address.
     const account = reads.account;
     const familiar = judgePath(account, t.sources) === 'familiar';
     const stranger = !familiar && !standing.allowed;

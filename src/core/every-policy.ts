@@ -42,7 +42,11 @@ export function writeEvery(write: 'charge' | 'ban', algorithms: readonly Algorit
     const a = algorithms[i]!;
     const v = verdicts[i]!;
     if (write === 'ban' && !v.bans) continue;
-    if (a.kind === 'slab') slab.set(v.next, base + offsets[i]!);
-    else objects.set(i, write === 'charge' ? a.commit(objects.get(i), now, cost, leaseId) : a.ban!(objects.get(i), now, v));
+    if (a.kind === 'slab') {
+      // By hand rather than slab.set(): a row is a few slots, and the builtin call costs more than the copy.
+      const next = v.next;
+      const o = base + offsets[i]!;
+      for (let j = 0; j < next.length; j++) slab[o + j] = next[j]!;
+    } else objects.set(i, write === 'charge' ? a.commit(objects.get(i), now, cost, leaseId) : a.ban!(objects.get(i), now, v));
   }
 }

@@ -13,6 +13,7 @@
  * and is not set again once no row is left: an idle key costs no storage and no alarm.
  */
 import { combine, createAlgorithm, SluiceError, show, Verdict } from '../core/index.js';
+import { evaluateEvery, writeEvery, writeOf, type RowObjects } from '../core/every-policy.js';
 import type { Algorithm, Decision, Policy } from '../core/index.js';
 import { sha256 } from '../crypto/sha256.js';
 import { encodeBase64url } from '../crypto/base64url.js';
@@ -74,12 +75,24 @@ const MAX_PLAIN_KEY = 512;
 
 const noop = () => {};
 
+/** A row's object states for core/every-policy.ts: `states` set per call, undefined for an idle key. */
+class ArrayObjects implements RowObjects {
+  states: unknown[] | undefined;
+  get(i: number): unknown {
+    return this.states?.[i];
+  }
+  set(i: number, state: unknown): void {
+    this.states![i] = state;
+  }
+}
+
 export class ObjectEngine {
   private readonly storage: ObjectStorage;
   private readonly wallClock: () => number;
   private readonly compiled = new Map<string, Compiled>();
   /** Rows in memory by storage key; null marks a key known to have no row. */
   private readonly rows = new Map<string, Row | null>();
+  private readonly rowObjects = new ArrayObjects();
   private readonly loading = new Map<string, Promise<void>>();
   /** The alarm set, or null for none; undefined until start() has read it. */
   private alarmAt: number | null | undefined;
@@ -187,33 +200,15 @@ export class ObjectEngine {
   private decideLoaded(t: Compiled, sk: string, key: string, cost: number, leaseId: string | undefined, now: number): Decision {
     checkRequest(key, cost, now);
     const row = this.rows.get(sk) ?? undefined;
-    const slab = row === undefined ? t.idle : row.slab;
-    let allowed = true;
-    for (let i = 0; i < t.algorithms.length; i++) {
-      const a = t.algorithms[i]!;
-      const v = t.verdicts[i]!;
-      if (a.kind === 'slab') a.evaluate(slab, t.offsets[i]!, now, cost, v);
-      else a.evaluate(row === undefined ? undefined : row.objects[i], now, cost, v);
-      if (!v.allowed) allowed = false;
-    }
-    if (allowed && cost > 0) {
+    // Every policy charged only if every one admits; a denial writes only the bans it starts (core/every-policy.ts).
+    const objects = this.rowObjects;
+    objects.states = row?.objects;
+    const allowed = evaluateEvery(t.algorithms, t.offsets, t.verdicts, row === undefined ? t.idle : row.slab, 0, objects, now, cost);
+    const write = writeOf(allowed, cost, !allowed && t.verdicts.some((v) => v.bans));
+    if (write !== undefined) {
       const r = row ?? this.create(t, sk);
-      for (let i = 0; i < t.algorithms.length; i++) {
-        const a = t.algorithms[i]!;
-        if (a.kind === 'slab') r.slab.set(t.verdicts[i]!.next, t.offsets[i]!);
-        else r.objects[i] = a.commit(r.objects[i], now, cost, leaseId);
-      }
-      this.persist(t, sk, r, now);
-    } else if (!allowed && cost > 0 && t.verdicts.some((v) => v.bans)) {
-      // The bans this denial starts (blockFor), the one state a denial writes (core/block.ts).
-      const r = row ?? this.create(t, sk);
-      for (let i = 0; i < t.algorithms.length; i++) {
-        const a = t.algorithms[i]!;
-        const v = t.verdicts[i]!;
-        if (!v.bans) continue;
-        if (a.kind === 'slab') r.slab.set(v.next, t.offsets[i]!);
-        else r.objects[i] = a.ban!(r.objects[i], now, v);
-      }
+      objects.states = r.objects;
+      writeEvery(write, t.algorithms, t.offsets, t.verdicts, r.slab, 0, objects, now, cost, leaseId);
       this.persist(t, sk, r, now);
     }
     return combine(t.policies, t.verdicts, leaseId);

@@ -18,19 +18,21 @@ import { SluiceError, show } from '../core/errors.js';
 import { compilePolicies } from '../core/policy.js';
 import { emitWarning, nodeEnv, randomUnit, unrefTimer } from '../runtime.js';
 import { MemoryStore } from '../stores/memory.js';
-import { isPromise, type MaybePromise } from '../core/maybe-promise.js';
+import { isPromise } from '../core/maybe-promise.js';
 import type { Clock, Decision, Policy } from '../core/types.js';
-import type { Store, StoreTable } from '../stores/store.js';
+import type { Store } from '../stores/store.js';
 import { GuardMonitors } from './monitors.js';
 import { attemptFlags, checkOutcome, tagAttemptRecalling, type AttemptFlags, type AttemptTagger, type LoginAttempt, type LoginOutcome, type TaggedAttempt } from './attempt.js';
-import { backoffMs, type BackoffSchedule } from './backoff.js';
+import type { BackoffSchedule } from './backoff.js';
 import { KeyedHasher } from './keyed-hash.js';
 import { decide, raise, rank, type Floor, type GuardVerdict } from './ladder.js';
 import { MemoryGuardState } from './memory-state.js';
 import { resolveOptions, type GuardConfig, type GuardOptions } from './options.js';
 import { RecentAttempts } from './recent-attempts.js';
 import { Reputation } from './reputation.js';
-import { guardStateOf, judgePath, type AccountView, type GuardState, type JudgedFailure, type LoginPort, type Path, type SourceReads, type SourceSpec, type SourceView } from './state.js';
+import { StateLogin } from './state-login.js';
+import { judgePath } from './rules.js';
+import { guardStateOf, type GuardState, type LoginPort, type LoginReads, type SourceSpec, type SourceView } from './state.js';
 
 /** What `guard.record` reports back: whether the failure counted (a repeated wrong password does not). */
 export interface RecordResult {
@@ -71,8 +73,6 @@ let warnedEphemeral = false;
 export class Guard {
   readonly config: GuardConfig;
   readonly state: GuardState;
-  /** Whether record() lets the state judge the attempt's path in the call that writes it (see record). */
-  private readonly judging: boolean;
   readonly store: Store;
   private readonly clock: Clock;
   private readonly random: () => number;
@@ -84,19 +84,11 @@ export class Guard {
   private readonly checked = new WeakMap<TaggedAttempt, CheckedPath>();
   private readonly monitors: GuardMonitors;
   /**
-   * The token buckets, bound straight to the store (what a Limiter does inside) so that a synchronous
-   * store (MemoryStore) answers without a Promise: a pair on the memory store then awaits nothing but its
-   * two calls. An asynchronous store (RedisStore) returns Promises, which are awaited together as before.
+   * The state as the guard decides on it: each login's reads and writes whole (state.ts, LoginPort). On a
+   * RedisStore's own state, the state's port, the buckets in the state's keys; on any other state, the
+   * state's calls with the buckets in the store (state-login.ts).
    */
-  private readonly ipBucket: StoreTable;
-  private readonly subnetBucket: StoreTable;
-  private readonly pairBucket: StoreTable;
-  private readonly backoff: BackoffSchedule;
-  /** The state and buckets the memory path decides on (the state's and the store's). */
-  private readonly parts: Parts;
-  /** On a RedisStore's own state: the logins' batched reads and writes, with the buckets in the state's keys. */
-  private readonly login: LoginPort | undefined;
-  private readonly sourceSpec: SourceSpec;
+  private readonly login: LoginPort;
   /** With `anomalyScope: 'fleet'`: the timer that shares the anomaly counts (unref'd; close() stops it). */
   private syncTimer: ReturnType<typeof setInterval> | undefined;
 
@@ -117,9 +109,6 @@ export class Guard {
     if (typeof this.state !== 'object' || this.state === null || typeof this.state.failAccount !== 'function') {
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'state' must be a GuardState such as new MemoryGuardState(), got ${show(this.state)}`);
     }
-    // In memory a read before the write costs no round trip, and the two plain calls cost less than the
-    // judged one (which reads too and builds its answer).
-    this.judging = !(this.state instanceof MemoryGuardState) && this.state.failAccountJudged !== undefined && this.state.succeedAccountJudged !== undefined;
     this.hasher = new KeyedHasher(c.secret);
     const reputation = new Reputation(c.allowList, c.denyList, c.hostingRanges);
     this.tagger = { hasher: this.hasher, reputation, ipv4Subnet: c.ipv4Subnet, ipv6Subnet: c.ipv6Subnet };
@@ -133,29 +122,25 @@ export class Guard {
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'store' must be a sluice store such as new MemoryStore(), got ${show(this.store)}`);
     }
     const policy = (name: string, limit: number, window: string) => compilePolicies([{ name, algorithm: 'token-bucket', limit, window }])[0]!;
+    const ip = policy('guard-ip', c.ipFailuresPerDay, '1d');
+    const subnet = policy('guard-subnet', c.subnetFailuresPerDay, '1d');
+    const pair = policy('guard-pair', c.pairFailuresPerHour, '1h');
+    const backoff: BackoffSchedule = { freeFailures: c.freeFailures, baseMs: c.backoffBaseMs, maxMs: c.backoffMaxMs, jitter: c.backoffJitter };
+    const spec: SourceSpec = { distinctWindowMs: c.sourceWindowMs, longDistinctWindowMs: c.longSourceWindowMs, ratioWindowMs: c.ratioWindowMs, maxDistinct: distinctCap(c) };
+    const config = { spec, memoryMs: c.failureMemoryMs, familiarMs: c.familiarMs, maxFamiliar: c.maxFamiliarSources, backoff };
+    // The state a RedisStore gave keeps the buckets beside the records, so that a login's check and record
+    // are one batch operation each (redis/login.ts). Any other state: its calls, and the buckets bound
+    // straight to the store (what a Limiter does inside), so that a synchronous store (MemoryStore)
+    // answers without a Promise.
     const bind = (p: Policy) => this.store.bind({ policies: [p], algorithms: [createAlgorithm(p)], clock: this.clock });
-    const ipPolicy = policy('guard-ip', c.ipFailuresPerDay, '1d');
-    const subnetPolicy = policy('guard-subnet', c.subnetFailuresPerDay, '1d');
-    const pairPolicy = policy('guard-pair', c.pairFailuresPerHour, '1h');
-    this.ipBucket = bind(ipPolicy);
-    this.subnetBucket = bind(subnetPolicy);
-    this.pairBucket = bind(pairPolicy);
-    this.backoff = { freeFailures: c.freeFailures, baseMs: c.backoffBaseMs, maxMs: c.backoffMaxMs, jitter: c.backoffJitter };
-    this.sourceSpec = { distinctWindowMs: c.sourceWindowMs, longDistinctWindowMs: c.longSourceWindowMs, ratioWindowMs: c.ratioWindowMs, maxDistinct: distinctCap(c) };
-    this.parts = { state: this.state, ip: this.ipBucket, subnet: this.subnetBucket, pair: this.pairBucket, judging: this.judging };
-    // The state a RedisStore gave: the buckets join it, so that a login's check and record are one batch
-    // operation each (redis/login.ts) instead of a state call and a bucket call per record and source.
-    this.login = this.state.loginPort?.(this.store, {
-      spec: this.sourceSpec,
-      memoryMs: c.failureMemoryMs,
-      familiarMs: c.familiarMs,
-      maxFamiliar: c.maxFamiliarSources,
-      backoff: this.backoff,
-      ip: ipPolicy,
-      subnet: subnetPolicy,
-      pair: pairPolicy,
-      clock: this.clock,
-    });
+    this.login =
+      this.state.loginPort?.(this.store, { ...config, ip, subnet, pair, clock: this.clock }) ??
+      new StateLogin(this.state, { ip: bind(ip), subnet: bind(subnet), pair: bind(pair) }, {
+        ...config,
+        // In memory a read before the write costs no round trip, and the two plain calls cost less than
+        // the judged one (which reads too and builds its answer).
+        judging: !(this.state instanceof MemoryGuardState) && this.state.failAccountJudged !== undefined && this.state.succeedAccountJudged !== undefined,
+      });
     // Last, once nothing above can throw: a guard that failed to construct leaves no timer behind.
     if (c.anomalyScope === 'fleet' && c.anomalySyncEveryMs > 0) {
       this.syncTimer = setInterval(() => void this.syncAnomaly(), c.anomalySyncEveryMs);
@@ -176,48 +161,16 @@ export class Guard {
     const now = this.clock();
     const maintained = this.monitors.maintain(now);
     if (maintained !== undefined) await maintained;
-    const login = this.login;
-    if (login === undefined) return this.checkOn(this.parts, t, now, flags);
-    // On Redis: every read below in one batch operation (the per-source ones only for a stranger, as the
-    // memory path reads them); while Redis cannot answer, the memory path on the offline state.
-    let read: [AccountView | undefined, SourceReads];
-    try {
-      read = await login.read(t, now, !t.standing.allowed);
-    } catch (err) {
-      if (!login.isOffline(err)) throw err;
-      return this.checkOn({ ...login.offline!, judging: false }, t, now, flags);
-    }
-    return this.verdict(this.parts, t, now, read[0], read[1], flags, login);
-  }
-
-  private async checkOn(p: Parts, t: TaggedAttempt, now: number, flags: AttemptFlags): Promise<GuardVerdict> {
-    const standing = t.standing;
-    // Hard throttles. A familiar source skips the per-source ones: it has logged in to this account before,
-    // and the account's owner must keep a way in while strangers hammer the account or share the address.
-    // Every read is independent of the others, so they go out together: on Redis one round trip for all of
-    // them instead of one each (and one timeout, not seven, when Redis is frozen). Which reads a check
-    // needs depends on the account (is the source familiar?), so on an asynchronous state they are all sent
-    // with the account's read, as for a stranger, and a familiar source's are dropped unread: reads change
-    // nothing, and a few lookups more for Redis cost less than a second round trip for the login.
-    const readAccount = p.state.readAccount(t.account, now);
-    let account: AccountView | undefined;
-    let read: SourceReads | undefined;
-    if (isPromise(readAccount) && !standing.allowed) [account, read] = await Promise.all([readAccount, this.sourceReads(p, t, now, true)]);
-    else account = isPromise(readAccount) ? await readAccount : readAccount;
-    if (read === undefined) {
-      const stranger = judgePath(account, t.sources) !== 'familiar' && !standing.allowed;
-      const reads = this.sourceReads(p, t, now, stranger);
-      read = isPromise(reads) ? await reads : reads;
-    }
-    return this.verdict(p, t, now, account, read, flags);
+    // Every read in one operation (the per-source ones only for a stranger): on Redis one round trip.
+    const reads = this.login.read(t, now, !t.standing.allowed);
+    return this.verdict(t, now, isPromise(reads) ? await reads : reads, flags);
   }
 
   /**
    * The verdict from check()'s reads (the per-source ones are ignored for a familiar or allow-listed
    * source). `flags`: what the attempt says of itself (a leaked pair, a proof).
-   * `login`: the login port the reads came from, which notes a refused stranger's sources.
    */
-  private async verdict(p: Parts, t: TaggedAttempt, now: number, account: AccountView | undefined, read: SourceReads, flags: AttemptFlags, login?: LoginPort): Promise<GuardVerdict> {
+  private async verdict(t: TaggedAttempt, now: number, reads: LoginReads, flags: AttemptFlags): Promise<GuardVerdict> {
     const c = this.config;
     const standing = t.standing;
     const reasons: string[] = [];
@@ -226,9 +179,13 @@ export class Guard {
       reasons.push('ip-deny-list');
       raise(floor, 'block', c.blockMs);
     }
+    // Hard throttles. A familiar source skips the per-source ones: it has logged in to this account before,
+    // and the account's owner must keep a way in while strangers hammer the account or share the address.
+    const account = reads.account;
     const familiar = judgePath(account, t.sources) === 'familiar';
     const stranger = !familiar && !standing.allowed;
-    const [ip, net, pair, ipSource, netSource, fpSource] = stranger ? read : [undefined, undefined, read[2], undefined, undefined, undefined];
+    const { pair } = reads;
+    const { ip, subnet: net, ipSource, netSource, fingerprintSource: fpSource } = stranger ? reads : NOT_READ;
     if (!standing.allowed) this.monitors.strangerMix.note(now, stranger);
     this.checked.set(t, { familiar, unfamiliarFailures: account?.unfamiliarFailures ?? 0, ipSource, netSource, proof: flags.proof !== undefined });
     let risk = 0;
@@ -241,7 +198,7 @@ export class Guard {
       reasons.push('subnet-failures');
       raise(floor, 'block', untilOneToken(net, c.subnetFailuresPerDay, 86_400_000));
     }
-    if (exhausted(pair)) {
+    if (pair !== undefined && exhausted(pair)) {
       reasons.push('pair-failures');
       raise(floor, 'block', untilOneToken(pair, c.pairFailuresPerHour, 3_600_000));
     }
@@ -334,24 +291,11 @@ export class Guard {
     if (!familiar && rank(verdict.action) >= rank('challenge')) {
       this.monitors.noteFailure(now, true);
       if (!standing.allowed) {
-        const noted = login === undefined ? this.noteSources(p.state, t, true, now) : this.refuseByLogin(login, t, now);
+        const noted = this.login.refuse(t, now);
         if (isPromise(noted)) await noted;
       }
     }
     return verdict;
-  }
-
-  /** The reads of check(): the per-source ones only for a stranger; the account+address pair's always. */
-  private sourceReads(p: Parts, t: TaggedAttempt, now: number, stranger: boolean): MaybePromise<SourceReads> {
-    const spec = this.sourceSpec;
-    return all([
-      stranger ? p.ip.decide(t.ipKey, 0, undefined) : undefined,
-      stranger ? p.subnet.decide(t.subnetKey, 0, undefined) : undefined,
-      p.pair.decide(t.pairKey, 0, undefined),
-      stranger ? p.state.readSource(t.address, now, spec) : undefined,
-      stranger ? p.state.readSource(t.subnet, now, spec) : undefined,
-      stranger && t.fingerprint !== undefined ? p.state.readSource(t.fingerprint, now, spec) : undefined,
-    ] as const);
   }
 
   /** Records the outcome of a verified attempt. Pass the wrong `password` on failure so repeats are not counted. */
@@ -367,86 +311,15 @@ export class Guard {
       const stepUp = await this.stepUpAtSuccess(t, now, flags);
       if (stepUp !== undefined) return stepUp;
     }
-    const login = this.login;
-    if (login === undefined) return this.recordOn(this.parts, t, outcome, now);
-    try {
-      return await this.recordByLogin(login, t, outcome, now);
-    } catch (err) {
-      if (!login.isOffline(err)) throw err;
-      return this.recordOn({ ...login.offline!, judging: false }, t, outcome, now);
-    }
-  }
-
-  /** record() on Redis: the same writes as recordOn, in one batch operation (two on a Cluster for a counted failure). */
-  private async recordByLogin(login: LoginPort, t: TaggedAttempt, outcome: LoginOutcome, now: number): Promise<RecordResult> {
     if (outcome.success) {
-      const judged = await login.succeed(t, now, this.checked.get(t)?.familiar);
+      const judged = await this.login.succeed(t, now, this.checked.get(t)?.familiar);
       this.monitors.noteSuccess(now);
       return ALLOWED(judged.path === 'familiar' ? judged.unfamiliarFailuresBefore : 0);
     }
     const passwordTag = outcome.password === undefined ? undefined : this.hasher.passwordTag(t.account, outcome.password);
-    const failed = await login.fail(t, passwordTag, this.random(), now);
+    const failed = await this.login.fail(t, passwordTag, this.random, now);
     if (!failed.counted) return ALLOWED(failed.total);
     this.monitors.noteFailure(now, failed.path === 'unfamiliar');
-    return ALLOWED(failed.total, true);
-  }
-
-  private async recordOn(p: Parts, t: TaggedAttempt, outcome: LoginOutcome, now: number): Promise<RecordResult> {
-    const c = this.config;
-    const { success, password } = outcome;
-    const standing = t.standing;
-    // The path (familiar or not) is judged from the attempt's location and device tags. A remote state that
-    // judges it itself (Redis: in the same script call) saves the read before the write, a round trip; any
-    // other is read first.
-    const state = p.state;
-    let path: Path | undefined;
-    let unfamiliarBefore = 0;
-    if (!p.judging) {
-      const readAccount = state.readAccount(t.account, now);
-      const account = isPromise(readAccount) ? await readAccount : readAccount;
-      path = judgePath(account, t.sources);
-      unfamiliarBefore = account?.unfamiliarFailures ?? 0;
-    }
-    if (success) {
-      // A success vouches for its sources when its path is familiar; a stranger's is noted only where a
-      // source is tracked already (GuardState.noteSource). The path is known here when it was read first;
-      // a judging state tells it with its write, so unless check() in this process found it, the notes
-      // wait for that answer.
-      const familiar = path !== undefined ? path === 'familiar' : this.checked.get(t)?.familiar;
-      // Independent writes to different records: sent together (see check).
-      const writes = all([
-        path === undefined
-          ? state.succeedAccountJudged!(t.account, t.sources, now, c.familiarMs, c.maxFamiliarSources)
-          : state.succeedAccount(t.account, path, t.sources, now, c.familiarMs, c.maxFamiliarSources),
-        // A store that cannot forget rejects its reset (RedisStore during an outage); the pair lane then
-        // keeps its count, which errs towards caution, and the login still records. Other errors stand.
-        resetKeepingUnavailable(p.pair, t.pairKey),
-        familiar === undefined ? undefined : this.noteSources(state, t, false, now, !familiar),
-      ] as const);
-      const [judged] = isPromise(writes) ? await writes : writes;
-      if (judged !== undefined) [path, unfamiliarBefore] = [judged.path, judged.unfamiliarFailuresBefore];
-      if (familiar === undefined) {
-        const noted = this.noteSources(state, t, false, now, path !== 'familiar');
-        if (isPromise(noted)) await noted;
-      }
-      this.monitors.noteSuccess(now);
-      return ALLOWED(path === 'familiar' ? unfamiliarBefore : 0);
-    }
-    const passwordTag = password === undefined ? undefined : this.hasher.passwordTag(t.account, password);
-    const failAccount = path === undefined ? state.failAccountJudged!(t.account, t.sources, passwordTag, now, c.failureMemoryMs) : state.failAccount(t.account, path, passwordTag, now, c.failureMemoryMs);
-    const failed = isPromise(failAccount) ? await failAccount : failAccount;
-    if (path === undefined) path = (failed as JudgedFailure).path;
-    if (!failed.counted) return ALLOWED(failed.total);
-    const waitMs = backoffMs(this.backoff, failed.failures, this.random());
-    const writes = all([
-      waitMs > 0 ? state.lockAccount(t.account, path, now + waitMs) : undefined,
-      p.pair.adjust(t.pairKey, 1),
-      standing.allowed ? undefined : p.ip.adjust(t.ipKey, 1),
-      standing.allowed ? undefined : p.subnet.adjust(t.subnetKey, 1),
-      this.noteSources(state, t, true, now),
-    ]);
-    if (isPromise(writes)) await writes;
-    this.monitors.noteFailure(now, path === 'unfamiliar');
     return ALLOWED(failed.total, true);
   }
 
@@ -491,35 +364,11 @@ export class Guard {
     return { counted: false, consecutiveFailures: seen.unfamiliarFailures, action: 'mfa', reasons: ['stranger-success', ...evidence.reasons, ...own] };
   }
 
-  /** A refused stranger's sources noted as failed through the login port; while it cannot answer, on its offline state. */
-  private async refuseByLogin(login: LoginPort, t: TaggedAttempt, now: number): Promise<void> {
-    try {
-      await login.refuse(t, now);
-    } catch (err) {
-      if (!login.isOffline(err)) throw err;
-      await this.noteSources(login.offline!.state, t, true, now);
-    }
-  }
-
   /** check()'s judgement of an attempt this process did not check: the account and its sources, read. */
   private async readPath(t: TaggedAttempt, now: number): Promise<CheckedPath> {
-    let account: AccountView | undefined;
-    let ipSource: SourceView | undefined;
-    let netSource: SourceView | undefined;
-    const login = this.login;
-    if (login !== undefined) {
-      try {
-        const [a, reads] = await login.read(t, now, true);
-        [account, ipSource, netSource] = [a, reads[3], reads[4]];
-        return { familiar: judgePath(account, t.sources) === 'familiar', unfamiliarFailures: account?.unfamiliarFailures ?? 0, ipSource, netSource, proof: false };
-      } catch (err) {
-        if (!login.isOffline(err)) throw err;
-      }
-    }
-    const state = login?.offline?.state ?? this.state;
-    const spec = this.sourceSpec;
-    [account, ipSource, netSource] = await Promise.all([state.readAccount(t.account, now), state.readSource(t.address, now, spec), state.readSource(t.subnet, now, spec)]);
-    return { familiar: judgePath(account, t.sources) === 'familiar', unfamiliarFailures: account?.unfamiliarFailures ?? 0, ipSource, netSource, proof: false };
+    const read = this.login.read(t, now, true, false);
+    const reads = isPromise(read) ? await read : read;
+    return { familiar: judgePath(reads.account, t.sources) === 'familiar', unfamiliarFailures: reads.account?.unfamiliarFailures ?? 0, ipSource: reads.ipSource, netSource: reads.netSource, proof: false };
   }
 
   /**
@@ -547,20 +396,6 @@ export class Guard {
     return this.monitors.failures.currentCount(this.clock());
   }
 
-  /**
-   * Notes the attempt on its address, subnet and fingerprint: a Promise only if the state answers with one.
-   * `onlyIfTracked`: a stranger's success, noted only where a source is already tracked (GuardState.noteSource).
-   */
-  private noteSources(state: GuardState, t: TaggedAttempt, failed: boolean, now: number, onlyIfTracked = false): MaybePromise<unknown> {
-    const spec = this.sourceSpec;
-    return all([
-      state.noteSource(t.address, t.account, failed, now, spec, onlyIfTracked),
-      state.noteSource(t.subnet, t.account, failed, now, spec, onlyIfTracked),
-      t.fingerprint === undefined ? undefined : state.noteSource(t.fingerprint, t.account, failed, now, spec, onlyIfTracked),
-    ]);
-  }
-
-
   private highRatio(s: SourceView | undefined): boolean {
     if (s === undefined || s.failures < this.config.ratioMinFailures) return false;
     return s.failures / (s.failures + s.successes) >= this.config.failureRatio;
@@ -586,40 +421,8 @@ function vouched(s: SourceView): boolean {
   return s.successes >= Math.max(1, s.distinctFailedAccounts);
 }
 
-function keepUnlessUnavailable(err: unknown): void {
-  if (!(err instanceof SluiceError && err.code === 'ERR_SLUICE_STORE_UNAVAILABLE')) throw err;
-}
-
-/** Resets a bucket; a store that cannot forget (sync throw or rejection alike) leaves it, other errors stand. */
-function resetKeepingUnavailable(table: StoreTable, key: string): MaybePromise<void> {
-  let r: MaybePromise<void>;
-  try {
-    r = table.reset(key);
-  } catch (err) {
-    return keepUnlessUnavailable(err);
-  }
-  return isPromise(r) ? r.catch(keepUnlessUnavailable) : undefined;
-}
-
-type Settled<T extends readonly unknown[]> = { -readonly [K in keyof T]: Awaited<T[K]> };
-
-/** The state and buckets a check or record decides on, and whether the state judges an attempt's path in the call that writes. */
-interface Parts {
-  readonly state: GuardState;
-  readonly ip: StoreTable;
-  readonly subnet: StoreTable;
-  readonly pair: StoreTable;
-  readonly judging: boolean;
-}
-
-/**
- * Promise.all for values that are Promises only on an asynchronous store: the values themselves when none
- * is a Promise (the memory store, no microtask hop), else one Promise of them all (Redis: sent together).
- */
-function all<T extends readonly unknown[]>(values: T): MaybePromise<Settled<T>> {
-  for (const v of values) if (isPromise(v)) return Promise.all(values) as Promise<Settled<T>>;
-  return values as unknown as Settled<T>;
-}
+/** The per-source reads as check() takes them for a familiar or allow-listed source: none. */
+const NOT_READ = { ip: undefined, subnet: undefined, ipSource: undefined, netSource: undefined, fingerprintSource: undefined } as const;
 
 /**
  * Whether a peeked bucket has no whole token left. A store that could not answer says so by its failure

@@ -6,10 +6,13 @@
  * the next two records in sweep order (insertion order, cycling) and drops expired ones (no timer per
  * record). At the cap, an insert drops the oldest-inserted record: under a flood, the guard forgets the
  * sources it met longest ago, which are the flood's own first addresses once the flood has run a while.
+ *
+ * This file only keeps the records; what an attempt does to one is rules.ts's (guard.lua is its twin).
  */
 import { SluiceError, show } from '../core/errors.js';
 import { SourceTable } from './source-table.js';
-import { judgePath, type AccountView, type FailOutcome, type GuardState, type JudgedFailure, type JudgedSuccess, type Path, type SourceSpec, type SourceView } from './state.js';
+import { AccountRecord, failAccount, failureOutcome, judgePath, liveAccount, lockAccount, repeatsPassword, succeedAccount } from './rules.js';
+import type { AccountView, FailOutcome, GuardState, JudgedFailure, JudgedSuccess, Path, SourceSpec, SourceView } from './state.js';
 
 export interface MemoryGuardStateOptions {
   /** Most account records kept. Default 1,000,000. */
@@ -18,25 +21,8 @@ export interface MemoryGuardStateOptions {
   maxSources?: number;
 }
 
-/** Wrong password tags remembered per account (Entra smart lockout: the last three). */
-export const REMEMBERED_PASSWORDS = 3;
+export { REMEMBERED_PASSWORDS } from './rules.js';
 const SWEEP_PER_INSERT = 2;
-
-class AccountRecord implements AccountView {
-  unfamiliarFailures = 0;
-  familiarFailures = 0;
-  unfamiliarLockedUntil = 0;
-  familiarLockedUntil = 0;
-  lastFailureAt = 0;
-  /** When the failure counters (and locks, and password tags) are forgotten: memoryMs after the last failure. */
-  failuresUntil = 0;
-  /** When every part of the record has expired. */
-  expiresAt = 0;
-  /** Newest first. */
-  passwords: string[] | null = null;
-  familiar: string[] = [];
-  familiarUntil: number[] = [];
-}
 
 export class MemoryGuardState implements GuardState {
   readonly maxAccounts: number;
@@ -82,13 +68,10 @@ export class MemoryGuardState implements GuardState {
   private liveAccount(account: string, now: number): AccountRecord | undefined {
     const r = this.accounts.get(account);
     if (r === undefined) return undefined;
-    if (r.expiresAt <= now) {
+    if (!liveAccount(r, now)) {
       this.accounts.delete(account);
       return undefined;
     }
-    // Failures past their memory are forgotten lazily, on the next look, when familiar sources keep the record.
-    if (r.lastFailureAt > 0 && r.failuresUntil <= now) forgetFailures(r);
-    if (r.familiar.length > 0) pruneFamiliar(r, now);
     return r;
   }
 
@@ -97,22 +80,9 @@ export class MemoryGuardState implements GuardState {
   }
 
   failAccount(account: string, path: Path, passwordTag: string | undefined, now: number, memoryMs: number): FailOutcome {
-    let r = this.liveAccount(account, now);
-    if (passwordTag !== undefined && r?.passwords != null && r.passwords.includes(passwordTag)) {
-      return { counted: false, failures: path === 'familiar' ? r.familiarFailures : r.unfamiliarFailures, total: r.familiarFailures + r.unfamiliarFailures };
-    }
-    if (r === undefined) r = this.insertAccount(account, now);
-    if (path === 'familiar') r.familiarFailures++;
-    else r.unfamiliarFailures++;
-    r.lastFailureAt = now;
-    r.failuresUntil = now + memoryMs;
-    if (passwordTag !== undefined) {
-      const list = r.passwords ?? (r.passwords = []);
-      list.unshift(passwordTag);
-      if (list.length > REMEMBERED_PASSWORDS) list.length = REMEMBERED_PASSWORDS;
-    }
-    r.expiresAt = Math.max(r.expiresAt, now + memoryMs);
-    return { counted: true, failures: path === 'familiar' ? r.familiarFailures : r.unfamiliarFailures, total: r.familiarFailures + r.unfamiliarFailures };
+    const r = this.liveAccount(account, now);
+    if (repeatsPassword(r, passwordTag)) return failureOutcome(r!, path, false);
+    return failAccount(r ?? this.insertAccount(account, now), path, passwordTag, now, memoryMs);
   }
 
   failAccountJudged(account: string, sources: readonly string[], passwordTag: string | undefined, now: number, memoryMs: number): JudgedFailure {
@@ -131,30 +101,11 @@ export class MemoryGuardState implements GuardState {
   lockAccount(account: string, path: Path, until: number): void {
     const r = this.accounts.get(account);
     if (r === undefined) return; // failAccount created it; gone only if evicted, and then there is nothing to lock
-    if (path === 'familiar') r.familiarLockedUntil = Math.max(r.familiarLockedUntil, until);
-    else r.unfamiliarLockedUntil = Math.max(r.unfamiliarLockedUntil, until);
-    r.expiresAt = Math.max(r.expiresAt, until);
+    lockAccount(r, path, until);
   }
 
   succeedAccount(account: string, path: Path, sources: readonly string[], now: number, familiarMs: number, maxFamiliar: number): void {
-    const r = this.liveAccount(account, now) ?? this.insertAccount(account, now);
-    if (path === 'unfamiliar') forgetFailures(r);
-    else {
-      r.familiarFailures = 0;
-      r.familiarLockedUntil = 0;
-      r.passwords = null;
-      if (r.unfamiliarFailures === 0) r.lastFailureAt = 0;
-    }
-    const until = now + familiarMs;
-    for (let i = sources.length - 1; i >= 0; i--) moveToFront(r, sources[i]!, until);
-    if (r.familiar.length > maxFamiliar) {
-      r.familiar.length = maxFamiliar;
-      r.familiarUntil.length = maxFamiliar;
-    }
-    // The latest of every expiry, by a loop: Math.max(...spread) builds an argument list per success.
-    let expiresAt = Math.max(r.lastFailureAt > 0 ? r.failuresUntil : now, r.unfamiliarLockedUntil);
-    for (const t of r.familiarUntil) if (t > expiresAt) expiresAt = t;
-    r.expiresAt = expiresAt;
+    succeedAccount(this.liveAccount(account, now) ?? this.insertAccount(account, now), path, sources, now, familiarMs, maxFamiliar);
   }
 
   /** The next account in sweep (insertion) order, wrapping around. */
@@ -227,44 +178,3 @@ function positive(value: unknown, field: string): number {
   }
   return value;
 }
-
-function forgetFailures(r: AccountRecord): void {
-  r.unfamiliarFailures = 0;
-  r.familiarFailures = 0;
-  r.unfamiliarLockedUntil = 0;
-  r.familiarLockedUntil = 0;
-  r.lastFailureAt = 0;
-  r.failuresUntil = 0;
-  r.passwords = null;
-}
-
-/**
- * Puts `tag` first in the account's familiar list with `until`, removing its older entry: the lists hold
- * at most a few dozen entries, shifted by hand rather than by splice and unshift (which allocate).
- */
-function moveToFront(r: AccountRecord, tag: string, until: number): void {
-  const tags = r.familiar;
-  const times = r.familiarUntil;
-  let at = tags.indexOf(tag);
-  if (at < 0) {
-    at = tags.length;
-    tags.push(tag);
-    times.push(until);
-  }
-  for (let j = at; j > 0; j--) {
-    tags[j] = tags[j - 1]!;
-    times[j] = times[j - 1]!;
-  }
-  tags[0] = tag;
-  times[0] = until;
-}
-
-function pruneFamiliar(r: AccountRecord, now: number): void {
-  for (let i = r.familiar.length - 1; i >= 0; i--) {
-    if (r.familiarUntil[i]! <= now) {
-      r.familiar.splice(i, 1);
-      r.familiarUntil.splice(i, 1);
-    }
-  }
-}
-

@@ -9,14 +9,10 @@
  * Row: [ratio generation, failures, successes, previous failures, previous successes, last attempt,
  *       distinct count, account hash 0, last seen 0, account hash 1, last seen 1]
  */
+import { FAILURES, LAST_AT, longestWindow, roll, setWindow, sourceIdle, sourceView, SUCCESSES } from './rules.js';
 import type { SourceSpec, SourceView } from './state.js';
 
-const GEN = 0;
-const FAILURES = 1;
-const SUCCESSES = 2;
-const PREV_FAILURES = 3;
-const PREV_SUCCESSES = 4;
-const LAST_AT = 5;
+// The ratio counts (rules.ts: GEN to LAST_AT) first, then:
 const DISTINCT = 6;
 const INLINE_AT = 7;
 /** Distinct accounts kept in the row itself. */
@@ -57,7 +53,7 @@ export class SourceTable {
   note(source: string, account: string, failed: boolean, now: number, spec: SourceSpec, onlyIfTracked = false): SourceView {
     this.longestWindowMs = Math.max(this.longestWindowMs, longestWindow(spec));
     const row = this.index.get(source);
-    if (!failed && onlyIfTracked && (row === undefined || this.slab[row * SLOTS + LAST_AT]! + 2 * longestWindow(spec) <= now)) return UNTRACKED;
+    if (!failed && onlyIfTracked && (row === undefined || sourceIdle(this.slab[row * SLOTS + LAST_AT]!, now, spec))) return UNTRACKED;
     const o = (row ?? this.insert(source, now)) * SLOTS;
     const s = this.slab;
     roll(s, o, now, spec.ratioWindowMs);
@@ -75,7 +71,7 @@ export class SourceTable {
     const row = this.index.get(source);
     if (row === undefined) return undefined;
     const o = row * SLOTS;
-    if (this.slab[o + LAST_AT]! + 2 * longestWindow(spec) <= now) {
+    if (sourceIdle(this.slab[o + LAST_AT]!, now, spec)) {
       this.drop(source, row);
       return undefined;
     }
@@ -149,8 +145,6 @@ export class SourceTable {
 
   private view(o: number, now: number, spec: SourceSpec): SourceView {
     const s = this.slab;
-    const ratioMs = spec.ratioWindowMs;
-    const weight = (ratioMs - (now - s[o + GEN]! * ratioMs)) / ratioMs;
     let distinct = 0;
     let distinctLong = 0;
     const longMs = spec.longDistinctWindowMs ?? spec.distinctWindowMs;
@@ -161,12 +155,7 @@ export class SourceTable {
       if (seen + spec.distinctWindowMs > now) distinct++;
       if (seen + longMs > now) distinctLong++;
     }
-    return {
-      failures: s[o + PREV_FAILURES]! * weight + s[o + FAILURES]!,
-      successes: s[o + PREV_SUCCESSES]! * weight + s[o + SUCCESSES]!,
-      distinctFailedAccounts: distinct,
-      distinctFailedAccountsLong: distinctLong,
-    };
+    return sourceView(s, o, now, spec, distinct, distinctLong);
   }
 
   // ---- rows, sweeping and eviction ----
@@ -205,30 +194,3 @@ export class SourceTable {
 
 /** The view of a source not tracked. */
 const UNTRACKED: SourceView = Object.freeze({ failures: 0, successes: 0, distinctFailedAccounts: 0, distinctFailedAccountsLong: 0 });
-
-/** How long a distinct entry can still count: the longer of the two distinct windows. */
-function setWindow(spec: SourceSpec): number {
-  return Math.max(spec.distinctWindowMs, spec.longDistinctWindowMs ?? 0);
-}
-
-/** The longest window a source's record serves; it expires two of these after its last attempt. */
-function longestWindow(spec: SourceSpec): number {
-  return Math.max(setWindow(spec), spec.ratioWindowMs);
-}
-
-/** Moves the row's counts to the ratio-window generation of `now`. */
-function roll(s: Float64Array, o: number, now: number, windowMs: number): void {
-  const gen = Math.floor(now / windowMs);
-  const was = s[o + GEN]!;
-  if (gen === was) return;
-  if (gen === was + 1) {
-    s[o + PREV_FAILURES] = s[o + FAILURES]!;
-    s[o + PREV_SUCCESSES] = s[o + SUCCESSES]!;
-  } else {
-    s[o + PREV_FAILURES] = 0;
-    s[o + PREV_SUCCESSES] = 0;
-  }
-  s[o + FAILURES] = 0;
-  s[o + SUCCESSES] = 0;
-  s[o + GEN] = gen;
-}

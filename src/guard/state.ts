@@ -9,10 +9,8 @@
  */
 import type { MaybePromise } from '../core/maybe-promise.js';
 import type { Clock, Decision, Policy } from '../core/types.js';
-import type { StoreTable } from '../stores/store.js';
 import type { TaggedAttempt } from './attempt.js';
 import type { BackoffSchedule } from './backoff.js';
-import { tagIn } from './keyed-hash.js';
 
 /** Which of an account's two independent failure counters an attempt belongs to (as Entra smart lockout). */
 export type Path = 'familiar' | 'unfamiliar';
@@ -139,15 +137,30 @@ export interface GuardState {
   /** Optional: keeps `baselines` (replacing what was held) until `ttlMs` after `now`. */
   writeBaselines?(baselines: string, ttlMs: number, now: number): MaybePromise<void>;
   /**
-   * Optional, for a remote state made for `store` (the Redis state a RedisStore gives): whole-login
-   * operations that keep the guard's buckets too (see LoginPort). Undefined for any other store, whose
-   * own tables then keep the buckets.
+   * Optional, for a remote state made for `store` (the Redis state a RedisStore gives): its own login port,
+   * which keeps the guard's buckets too. Undefined for any other store: the Guard then runs its logins on
+   * this state and the store's tables (state-login.ts).
    */
   loginPort?(store: unknown, config: LoginConfig): LoginPort | undefined;
 }
 
-/** What check() reads besides the account: the address's, subnet's and pair's buckets, and three source records. */
-export type SourceReads = [Decision | undefined, Decision | undefined, Decision, SourceView | undefined, SourceView | undefined, SourceView | undefined];
+/**
+ * What check() reads of an attempt (LoginPort.read): its account with the account+address pair's bucket,
+ * and for a stranger the address's and subnet's buckets and the records of its address, subnet and
+ * fingerprint. The per-source ones are undefined when they were not read (a familiar or allow-listed
+ * source), and are to be ignored for a familiar source when they were.
+ */
+export interface LoginReads {
+  readonly account: AccountView | undefined;
+  /** The peek (cost 0) of the account+address pair's bucket; undefined only when read without buckets. */
+  readonly pair: Decision | undefined;
+  /** The peeks of the address's and the subnet's buckets. */
+  readonly ip: Decision | undefined;
+  readonly subnet: Decision | undefined;
+  readonly ipSource: SourceView | undefined;
+  readonly netSource: SourceView | undefined;
+  readonly fingerprintSource: SourceView | undefined;
+}
 
 /** A guard's options as a login port needs them (fixed per Guard). */
 export interface LoginConfig {
@@ -163,35 +176,39 @@ export interface LoginConfig {
   readonly clock: Clock;
 }
 
-/** The state and buckets the guard decides on when a login port cannot answer. */
-export interface OfflineParts {
-  readonly state: GuardState;
-  readonly ip: StoreTable;
-  readonly subnet: StoreTable;
-  readonly pair: StoreTable;
-}
-
 /**
- * A remote state's whole-login operations, with the guard's buckets kept in the state (the Redis state's:
- * redis/login.ts): check()'s reads in one operation, record()'s writes in one more, the same reads and
- * writes the guard's memory path makes, so the guard decides exactly as it does there. An operation that
- * rejects with an error `isOffline` accepts means "decide on `offline`"; any other rejection stands.
+ * The guard's state as the Guard decides on it: a login's reads and writes, whole, with the guard's token
+ * buckets. check() makes one read and at most one refusal; record() one success or one failure. Every
+ * Guard talks to its state through one of these, whatever the backend:
+ * - state-login.ts: any GuardState (the memory one, or a remote one given explicitly) with the buckets
+ *   in the Guard's store;
+ * - redis/login.ts: the Redis state of a RedisStore, the buckets in the state's keys, each operation one
+ *   batched call; redis/offline.ts answers for it from a memory state while Redis cannot.
+ * An implementation answers synchronously where it can (the memory state), so a login in memory waits
+ * for no Promise; a rejection stands (the Guard's check or record rejects with it).
  */
 export interface LoginPort {
-  /** The account with its pair bucket, and with `sources` the address's, subnet's and fingerprint's records and the first two's buckets. */
-  read(t: TaggedAttempt, now: number, sources: boolean): Promise<[AccountView | undefined, SourceReads]>;
+  /**
+   * check()'s reads. `sources`: whether the attempt may be a stranger's (its address is not allow-listed);
+   * the per-source reads are then made, all of them or only if the account does not know the source.
+   * `buckets` false: only the records are wanted (record()'s step-up, for an attempt this process did not
+   * check), and a port whose buckets cost a call of their own leaves them out.
+   */
+  read(t: TaggedAttempt, now: number, sources: boolean, buckets?: boolean): MaybePromise<LoginReads>;
+  /** A refused stranger: every source noted as failed (no bucket charged, no account touched), as check() does. */
+  refuse(t: TaggedAttempt, now: number): MaybePromise<void>;
   /**
    * A success: judged, the pair bucket forgotten, every source noted (a stranger's success only where the
    * source is tracked: see noteSource). `familiar`: the path as check() found it, if this process checked
    * the attempt; the state may judge it again when it writes.
    */
-  succeed(t: TaggedAttempt, now: number, familiar: boolean | undefined): Promise<JudgedSuccess>;
-  /** A refused stranger: every source noted as failed (no bucket charged, no account touched), as check() does. */
-  refuse(t: TaggedAttempt, now: number): Promise<void>;
-  /** A failure: counted unless the password repeats, its backoff lock (jittered by `random`), the buckets charged, every source noted. */
-  fail(t: TaggedAttempt, passwordTag: string | undefined, random: number, now: number): Promise<JudgedFailure>;
-  readonly offline: OfflineParts | undefined;
-  isOffline(err: unknown): boolean;
+  succeed(t: TaggedAttempt, now: number, familiar: boolean | undefined): MaybePromise<JudgedSuccess>;
+  /**
+   * A failure: counted unless the password repeats, its backoff lock (jittered by a draw of `random`), the
+   * buckets charged, every source noted. A port draws `random` once per failure it counts or sends, as the
+   * guard's random sequence is part of its behaviour (the simulator replays it).
+   */
+  fail(t: TaggedAttempt, passwordTag: string | undefined, random: () => number, now: number): MaybePromise<JudgedFailure>;
 }
 
 /**
@@ -224,15 +241,4 @@ const stateMakers: ((store: unknown) => GuardState | undefined)[] = [];
 
 export function registerGuardStateMaker(make: (store: unknown) => GuardState | undefined): void {
   stateMakers.push(make);
-}
-
-/**
- * The path of an attempt from `sources` (its location and device tags): familiar if the account knows any.
- * Every tag is compared, as tagIn compares every entry, so the time taken does not say which one matched.
- */
-export function judgePath(account: AccountView | undefined, sources: readonly string[]): Path {
-  if (account === undefined || account.familiar.length === 0) return 'unfamiliar';
-  let familiar = false;
-  for (const s of sources) if (tagIn(s, account.familiar)) familiar = true;
-  return familiar ? 'familiar' : 'unfamiliar';
 }

@@ -16,6 +16,7 @@
  * tracked: it is decided by `onFull`, with `reason: 'store-full'`.
  */
 import { combine, makeDecision, SluiceError, show, Verdict } from '../core/index.js';
+import { evaluateEvery, writeEvery, writeOf, type RowObjects } from '../core/every-policy.js';
 import type { Algorithm, Clock, Decision, ObjectAlgorithm, Policy, SlabAlgorithm } from '../core/index.js';
 import type { Store, StoreTable, TableSpec } from './store.js';
 
@@ -107,6 +108,8 @@ export class MemoryTable implements StoreTable {
   private readonly offsets: number[];
   /** Per algorithm: object state by row (empty for slab algorithms). */
   private readonly objects: unknown[][];
+  /** The object states of one row, by policy, for core/every-policy.ts (its `row` set per call). */
+  private readonly rowObjects: ColumnObjects;
   private readonly rowSlots: number;
   private readonly verdicts: Verdict[];
   /** Scratch verdicts for asking whether a key denies now, apart from `verdicts`, which may hold a pending commit. */
@@ -130,6 +133,7 @@ export class MemoryTable implements StoreTable {
     let slots = 0;
     this.offsets = this.algorithms.map((a) => (a.kind === 'slab' ? (slots += a.slots) - a.slots : -1));
     this.objects = this.algorithms.map(() => []);
+    this.rowObjects = new ColumnObjects(this.objects);
     this.rowSlots = slots;
     this.verdicts = this.algorithms.map((a) => new Verdict(a.kind === 'slab' ? a.slots : 0));
     this.probes = this.algorithms.map((a) => new Verdict(a.kind === 'slab' ? a.slots : 0));
@@ -155,39 +159,22 @@ export class MemoryTable implements StoreTable {
     return this.decideAll(key, cost, leaseId, algorithms, algorithms.map((a) => a.policy));
   }
 
+  /** Every policy on the key: charged only if every one admits, a denial writing only its bans (core/every-policy.ts). */
   private decideAll(key: string, cost: number, leaseId: string | undefined, algorithms: readonly Algorithm[], policies: readonly Policy[]): Decision {
     const now = this.clock();
     const row = this.index.get(key);
-    const s = row === undefined ? this.idleRow : this.slab;
-    const base = row === undefined ? 0 : row * this.rowSlots;
-    let allowed = true;
-    for (let i = 0; i < algorithms.length; i++) {
-      const a = algorithms[i]!;
-      const v = this.verdicts[i]!;
-      if (a.kind === 'slab') a.evaluate(s, base + this.offsets[i]!, now, cost, v);
-      else a.evaluate(row === undefined ? undefined : this.objects[i]![row], now, cost, v);
-      if (!v.allowed) allowed = false;
-    }
-    if (allowed && cost > 0) {
+    const objects = this.rowObjects;
+    objects.row = row ?? -1;
+    const allowed = evaluateEvery(algorithms, this.offsets, this.verdicts, row === undefined ? this.idleRow : this.slab, row === undefined ? 0 : row * this.rowSlots, objects, now, cost);
+    const write = writeOf(allowed, cost, this.bans);
+    if (write !== undefined) {
       const r = row ?? this.insert(key, now);
-      if (r < 0) return this.full(policies[0]!, this.verdicts[0]!);
-      this.commit(r, now, cost, leaseId, algorithms);
-    } else if (!allowed && cost > 0 && this.bans) {
-      this.recordBans(row ?? this.insert(key, now), now, algorithms);
+      // No room for a new key: a charge answers as the store does when full; a ban is not remembered.
+      if (r < 0) return write === 'charge' ? this.full(policies[0]!, this.verdicts[0]!) : combine(policies, this.verdicts, leaseId);
+      objects.row = r;
+      writeEvery(write, algorithms, this.offsets, this.verdicts, this.slab, r * this.rowSlots, objects, now, cost, leaseId); // insert() may have grown the slab
     }
     return combine(policies, this.verdicts, leaseId);
-  }
-
-  /** Writes the bans that this denial starts (blockFor), the one state a denial changes. */
-  private recordBans(row: number, now: number, algorithms: readonly Algorithm[]): void {
-    if (row < 0) return; // no room for a new key: it is denied all the same, unremembered
-    for (let i = 0; i < algorithms.length; i++) {
-      const v = this.verdicts[i]!;
-      if (!v.bans) continue;
-      const a = algorithms[i]!;
-      if (a.kind === 'slab') this.writeRow(row * this.rowSlots + this.offsets[i]!, v.next);
-      else this.objects[i]![row] = a.ban!(this.objects[i]![row], now, v);
-    }
   }
 
   /** The decision for a new key the store had no room for (every key it could evict is denying). */
@@ -221,18 +208,6 @@ export class MemoryTable implements StoreTable {
     for (let j = 0; j < next.length; j++) slab[o + j] = next[j]!;
   }
 
-  private commit(row: number, now: number, cost: number, leaseId: string | undefined, algorithms: readonly Algorithm[]): void {
-    const base = row * this.rowSlots;
-    for (let i = 0; i < algorithms.length; i++) {
-      const a = algorithms[i]!;
-      if (a.kind === 'slab') {
-        this.writeRow(base + this.offsets[i]!, this.verdicts[i]!.next);
-      } else {
-        const column = this.objects[i]!;
-        column[row] = a.commit(column[row], now, cost, leaseId);
-      }
-    }
-  }
 
   adjust(key: string, delta: number): Decision {
     const now = this.clock();
@@ -391,5 +366,17 @@ export class MemoryTable implements StoreTable {
     this.drop(victim[0], victim[1]);
     this.store.stats.evicted++;
     return true;
+  }
+}
+
+/** A row's object states where each policy keeps a column of them (by row): the row is set per call, -1 for an idle key. */
+class ColumnObjects implements RowObjects {
+  row = -1;
+  constructor(private readonly columns: unknown[][]) {}
+  get(i: number): unknown {
+    return this.row < 0 ? undefined : this.columns[i]![this.row];
+  }
+  set(i: number, state: unknown): void {
+    this.columns[i]![this.row] = state;
   }
 }

@@ -1,8 +1,8 @@
-// The adapter's values() and create(): MGET with every value as its bytes, and SET NX of a value sent as
-// a byte string, on each client major sluice supports (ioredis 5 and 6, node-redis 4, 5 and 6), standalone
-// and Cluster. The guard's records are packed binary, and a client that encoded or decoded them as UTF-8
-// would change bytes: every byte value is created and must come back. And its cork(): a turn's calls on
-// ioredis leave in one write.
+// The adapter's plain commands (command(), as redisCommand makes them): SET NX of a value sent as bytes,
+// and MGET with every value back as its bytes, on each client major sluice supports (ioredis 5 and 6,
+// node-redis 4, 5 and 6), standalone and Cluster. A feature's packed binary values (the guard's records)
+// would change if a client encoded or decoded them as UTF-8: every byte value is created and must come
+// back. And its cork(): a turn's calls on ioredis leave in one write.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { test } from 'node:test';
@@ -11,13 +11,15 @@ import { Redis as Redis5 } from 'ioredis5';
 import { createClient, createCluster } from 'redis';
 import { createClient as createClient4, createCluster as createCluster4 } from 'redis4';
 import { createClient as createClient5, createCluster as createCluster5 } from 'redis5';
-import { adapt } from '../../src/stores/redis/adapter.js';
+import { adapt, redisCommand } from '../../src/stores/redis/adapter.js';
 import { RedisConnection } from '../../src/stores/redis/connection.js';
 import { defineScript } from '../../src/stores/redis/script.js';
 import { redisUrl, runPrefix, useCluster } from './harness.js';
 
 const BYTES = Uint8Array.from({ length: 256 }, (_, i) => 255 - i);
 const base = runPrefix('adapter-values');
+const SET = redisCommand('SET');
+const MGET_BYTES = redisCommand('MGET', { readonly: true, bytes: true });
 
 /**
  * Creates BYTES under one key of a hash tag (a second create refused), then reads it with a key that has
@@ -26,19 +28,19 @@ const base = runPrefix('adapter-values');
 async function roundTrip(client: unknown, writer: Redis | Cluster, name: string): Promise<void> {
   const key = `${base}:{${name}}:bytes`;
   const adapter = adapt(client);
-  assert.equal(await adapter.create(key, Buffer.from(BYTES).toString('latin1'), 60_000), true, `${name}: created`);
-  assert.equal(await adapter.create(key, 'other', 60_000), false, `${name}: a second create refused`);
+  assert.equal(await adapter.command(SET, [key], [Buffer.from(BYTES), 'PX', '60000', 'NX']), 'OK', `${name}: created`);
+  assert.equal(await adapter.command(SET, [key], ['other', 'PX', '60000', 'NX']), null, `${name}: a second create refused`);
   assert.deepEqual([...(await writer.getBuffer(key))!], [...BYTES], `${name}: every byte written as itself`);
   const ttl = await writer.pttl(key);
   assert.ok(ttl > 50_000 && ttl <= 60_000, `${name}: PX set, got ${ttl}`);
-  const values = await adapter.values([key, `${base}:{${name}}:none`, key]);
+  const values = (await adapter.command(MGET_BYTES, [key, `${base}:{${name}}:none`, key], [])) as (Uint8Array | null)[];
   assert.equal(values.length, 3);
   assert.deepEqual([...values[0]!], [...BYTES], `${name}: every byte back`);
   assert.equal(values[1], null, `${name}: no value is null`);
   assert.deepEqual([...values[2]!], [...BYTES]);
 }
 
-test('values() and create() on a standalone Redis: ioredis 5 and 6, node-redis 4, 5 and 6', async () => {
+test('plain commands (SET NX of bytes, MGET as bytes) on a standalone Redis: ioredis 5 and 6, node-redis 4, 5 and 6', async () => {
   const io = new Redis(redisUrl());
   const io5 = new Redis5(redisUrl());
   const nr4 = createClient4({ url: redisUrl() });
@@ -82,7 +84,7 @@ test('a turn of calls on ioredis leaves in one write (the socket is corked until
 
 const ctx = useCluster();
 
-test('values() and create() on a Redis Cluster: ioredis, node-redis 4, 5 and 6, routed by the keys\' slot', async () => {
+test('plain commands (SET NX of bytes, MGET as bytes) on a Redis Cluster: ioredis, node-redis 4, 5 and 6, routed by the keys\' slot', async () => {
   const rootNodes = ctx.cluster.ports.map((port) => ({ url: `redis://127.0.0.1:${port}` }));
   const nr4 = createCluster4({ rootNodes });
   const nr5 = createCluster5({ rootNodes });

@@ -1,5 +1,7 @@
--- Guard state on Redis: the twin of src/guard/memory-state.ts and source-table.ts, and of the guard's
--- token buckets (token-bucket.lua, loaded before this file with the store's prelude). One call runs a
+-- Guard state on Redis: the Lua twin of the guard's record rules (src/guard/rules.ts: liveAccount, judge,
+-- failAccount, lock, succeedAccount; roll, live, sourceView), kept in memory by memory-state.ts and
+-- source-table.ts, and of the guard's token buckets (token-bucket.lua, loaded before this file with the
+-- store's prelude). One call runs a
 -- batch of operations, in order, from any number of logins: on a Cluster every key of one call shares
 -- one hash slot (the caller groups by slot), so every call is atomic and never CROSSSLOT. Time is the
 -- guard's clock (each operation's `now`), so every app server judges expiry as the memory state would;
@@ -9,8 +11,8 @@
 -- when the batch ends: each redis.call costs more than the Lua around it, so a login's reads cost a share
 -- of one command, and a stuffing wave's many attempts from one address one write of it.
 --
--- Reads are not here: a check reads its keys with a plain MGET and decodes them in the app (records.ts,
--- the twin of decodeAccount, liveAccount and decodeSource below), so a check costs Redis no script. Nor
+-- Reads are not here: a check reads its keys with a plain MGET and decodes them in the app (records.ts
+-- decodes as decodeAccount and decodeSource below, then applies rules.ts), so a check costs Redis no script. Nor
 -- is a first login's success, whose check found no key at all: the app packs its account record as AC
 -- below does (records.ts's packSuccess) and creates it with SET NX.
 --

@@ -8,22 +8,20 @@
  * success is computed here from the record its check read (records.ts), and the script only compares,
  * packs and writes it; a first login's, whose check found no key at all, is one SET NX and no script.
  *
- * Decisions stay the guard's (guard.ts): this file only moves the reads and writes its memory path makes,
+ * Decisions stay the guard's (guard.ts): this file only moves the reads and writes state-login.ts makes,
  * with the same arithmetic in the script (token-bucket.lua is the limiter's twin of core/token-bucket.ts;
  * backoffMs is backoff.ts's). When Redis cannot answer, each operation rejects with OFFLINE unless the
- * state fails closed, and the guard then decides on `offline` as its memory path does.
+ * state fails closed, and offline.ts then answers it from the offline state, as the memory state would.
  */
 import { createHash } from 'node:crypto';
-import { createAlgorithm, SluiceError } from '../../core/index.js';
-import type { Decision, Policy } from '../../core/index.js';
-import { Fallback, type OnError } from '../../stores/redis/failure.js';
-import type { StoreTable } from '../../stores/store.js';
+import { SluiceError } from '../../core/index.js';
+import type { Decision } from '../../core/index.js';
 import type { TaggedAttempt } from '../attempt.js';
-import type { AccountView, GuardState, JudgedFailure, JudgedSuccess, LoginConfig, LoginPort, OfflineParts, SourceReads, SourceSpec } from '../state.js';
+import type { AccountView, JudgedFailure, JudgedSuccess, LoginConfig, LoginPort, LoginReads, SourceSpec, SourceView } from '../state.js';
 import type { ConnectionStats } from '../../stores/redis/connection.js';
 import { hash32 } from '../source-table.js';
-import { accountView, BucketPeek, packSuccess, sourceView, succeededAccount } from './records.js';
-import { bySlot, byteString, checkTags, code, num, readFailure, readSuccess, successArgs, type LoginContext, type ReadUnit, type Unit } from './wire.js';
+import { accountView, BucketPeek, packSuccess, sourceViewOf, succeededAccount } from './records.js';
+import { bySlot, checkTags, code, num, readFailure, readSuccess, successArgs, type LoginContext, type ReadUnit, type Unit } from './wire.js';
 
 /** The rejection of a login operation whose call failed, when the state does not fail closed. */
 export const OFFLINE = new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', 'RedisGuardState: Redis did not answer; the guard decides on its offline state');
@@ -39,14 +37,12 @@ export interface LoginHost {
   sourceKey(source: string): string;
   slot(kind: 'ga' | 'gs' | 'gf', tag: string): number;
   addSession(constants: string[]): number;
-  offline(): GuardState | undefined;
   enqueue(unit: Unit): void;
   enqueueRead(unit: ReadUnit): void;
-  create(key: string, value: string, ttlMs: number): Promise<boolean>;
+  create(key: string, value: Uint8Array, ttlMs: number): Promise<boolean>;
 }
 
 export class LoginSession implements LoginPort {
-  readonly offline: OfflineParts | undefined;
   private readonly id: string;
   /** The peeks of the address's, the subnet's and the pair's buckets. */
   readonly peeks: [BucketPeek, BucketPeek, BucketPeek];
@@ -55,7 +51,7 @@ export class LoginSession implements LoginPort {
   private readonly familiarMs: number;
   private readonly maxFamiliar: number;
 
-  constructor(private readonly state: LoginHost, c: LoginConfig, storeOnError: OnError) {
+  constructor(private readonly state: LoginHost, c: LoginConfig) {
     for (const p of [c.ip, c.subnet, c.pair]) {
       if (p.algorithm !== 'token-bucket') throw new Error(`sluice internal: the guard's bucket '${p.name}' must be a token bucket`);
     }
@@ -76,30 +72,21 @@ export class LoginSession implements LoginPort {
     this.peeks = [new BucketPeek(c.ip), new BucketPeek(c.subnet), new BucketPeek(c.pair)];
     this.familiarMs = c.familiarMs;
     this.maxFamiliar = c.maxFamiliar;
-    const offline = state.offline();
-    const table = (p: Policy): StoreTable => {
-      const f = new Fallback(storeOnError, { policies: [p], algorithms: [createAlgorithm(p)], clock: c.clock });
-      return { sync: true, decide: (k, cost, lease) => f.decide(k, cost, lease), adjust: (k, d) => f.adjust(k, d), release: (k, l) => f.release(k, l), reset: (k) => f.reset(k) };
-    };
-    this.offline = offline === undefined ? undefined : { state: offline, ip: table(c.ip), subnet: table(c.subnet), pair: table(c.pair) };
   }
 
   readonly spec: SourceSpec;
-
-  isOffline(err: unknown): boolean {
-    return err === OFFLINE;
-  }
 
   /**
    * check()'s reads: the account with its pair bucket, and with `sources` the address's and subnet's
    * records and buckets and the fingerprint's record. A read, not a script: one MGET for all of them on a
    * standalone Redis (one per slot on a Cluster, sent together), decoded here (records.ts).
    */
-  read(t: TaggedAttempt, now: number, sources: boolean): Promise<[AccountView | undefined, SourceReads]> {
+  /** `buckets` is not needed: the buckets are in the records' keys, read by the same MGET. */
+  read(t: TaggedAttempt, now: number, sources: boolean): Promise<LoginReads> {
     const st = this.state;
     // Sources not read count as found: a record then writes them as it would without this check.
     const check = new CheckRead(this, t, now, sources ? 0 : ADDRESS_FOUND | SUBNET_FOUND | FINGERPRINT_FOUND);
-    const promise = new Promise<[AccountView | undefined, SourceReads]>((resolve, reject) => {
+    const promise = new Promise<LoginReads>((resolve, reject) => {
       check.resolve = resolve;
       check.reject = reject;
     });
@@ -159,7 +146,7 @@ export class LoginSession implements LoginPort {
    */
   private create(t: TaggedAttempt, now: number, found: Found): Promise<JudgedSuccess> {
     const done = succeededAccount(found.account, now, t.sources, this.familiarMs, this.maxFamiliar);
-    return this.state.create(this.state.accountKey(t.account), byteString(packSuccess(done)), done.ttlMs).then(
+    return this.state.create(this.state.accountKey(t.account), packSuccess(done), done.ttlMs).then(
       (created) => (created ? done.judged : this.succeed(t, now, undefined)),
       (err: unknown) => Promise.reject(this.failure(err)),
     );
@@ -179,7 +166,8 @@ export class LoginSession implements LoginPort {
    * counted one), the pair bucket, and every source noted with the address's and subnet's buckets
    * charged (not for an allow-listed address).
    */
-  fail(t: TaggedAttempt, passwordTag: string | undefined, random: number, now: number): Promise<JudgedFailure> {
+  fail(t: TaggedAttempt, passwordTag: string | undefined, randomUnit: () => number, now: number): Promise<JudgedFailure> {
+    const random = randomUnit();
     checkTags(t.sources, 'source');
     if (passwordTag !== undefined) checkTags([passwordTag], 'password');
     const st = this.state;
@@ -301,11 +289,18 @@ const FINGERPRINT_FOUND = 8;
 
 /** One check's reads in flight: decodes each part's values, and settles once every read has answered. */
 class CheckRead {
-  resolve!: (value: [AccountView | undefined, SourceReads]) => void;
+  resolve!: (value: LoginReads) => void;
   reject!: (err: unknown) => void;
   pending = 0;
-  private account: AccountView | undefined;
-  private readonly reads: SourceReads = [undefined, undefined, undefined as unknown as Decision, undefined, undefined, undefined];
+  private readonly reads: { -readonly [K in keyof LoginReads]: LoginReads[K] } = {
+    account: undefined,
+    pair: undefined as unknown as Decision,
+    ip: undefined,
+    subnet: undefined,
+    ipSource: undefined as SourceView | undefined,
+    netSource: undefined,
+    fingerprintSource: undefined,
+  };
   constructor(
     readonly session: LoginSession,
     private readonly t: TaggedAttempt,
@@ -318,8 +313,8 @@ class CheckRead {
     const [ip, subnet, pair] = this.session.peeks;
     if (kind === ACCOUNT) {
       this.accountBytes = values[i]!;
-      this.account = accountView(values[i]!, now);
-      reads[2] = pair.pair(values[i + 1]!, now);
+      reads.account = accountView(values[i]!, now);
+      reads.pair = pair.pair(values[i + 1]!, now);
       if (values[i + 1] !== null) this.found |= PAIR;
       return i + 2;
     }
@@ -328,18 +323,18 @@ class CheckRead {
     const spec = this.session.spec;
     if (bytes !== null) this.found |= kind === ADDRESS ? ADDRESS_FOUND : kind === SUBNET ? SUBNET_FOUND : FINGERPRINT_FOUND;
     if (kind === ADDRESS) {
-      reads[3] = sourceView(bytes, now, spec);
-      reads[0] = ip.source(bytes, now);
+      reads.ipSource = sourceViewOf(bytes, now, spec);
+      reads.ip = ip.source(bytes, now);
     } else if (kind === SUBNET) {
-      reads[4] = sourceView(bytes, now, spec);
-      reads[1] = subnet.source(bytes, now);
-    } else reads[5] = sourceView(bytes, now, spec);
+      reads.netSource = sourceViewOf(bytes, now, spec);
+      reads.subnet = subnet.source(bytes, now);
+    } else reads.fingerprintSource = sourceViewOf(bytes, now, spec);
     return i + 1;
   }
   answered(): void {
     if (--this.pending > 0) return;
     this.session.found.set(this.t, { keys: this.found, account: this.accountBytes });
-    this.resolve([this.account, this.reads]);
+    this.resolve(this.reads);
   }
 }
 

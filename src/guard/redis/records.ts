@@ -1,8 +1,8 @@
 /**
  * The guard's records on Redis, read in the app: a check reads its keys' values with one MGET (no script)
- * and decodes them here, so Redis does no more per check than hand over the bytes. This is the twin of
- * guard.lua's decodeAccount / liveAccount and decodeSource / readSource, and of the limiter's token bucket
- * (core/token-bucket.ts, whose Lua twin writes the buckets): the same layouts, the same expiry.
+ * and they are decoded here, so Redis does no more per check than hand over the bytes. Only decoding and
+ * packing: what a record means at `now`, and what a success does to it, is rules.ts's (the rules guard.lua
+ * is the twin of), and a bucket's peek is the limiter's own token bucket (core/token-bucket.ts).
  *
  * Layouts (little-endian doubles, as guard.lua packs them with struct):
  *   account  uf ff ul fl lf fu exp (7 doubles), npw nfam (2 uint16), the wrong password tags (npw bytes),
@@ -13,6 +13,7 @@
  */
 import { makeDecision, TokenBucket, Verdict } from '../../core/index.js';
 import type { Decision, Policy } from '../../core/index.js';
+import { AccountRecord, judgePath, liveAccount, roll, sourceIdle, sourceView, succeedAccount } from '../rules.js';
 import type { AccountView, JudgedSuccess, SourceSpec, SourceView } from '../state.js';
 
 const ACCOUNT_HEAD_BYTES = 60;
@@ -28,29 +29,21 @@ function ascii(bytes: Uint8Array, from: number, to: number): string {
   return s;
 }
 
-/** An account record whole, as guard.lua's liveAccount leaves it: failures past their memory forgotten, familiar sources past their end left out. */
-interface AccountRecord {
-  uf: number;
-  ff: number;
-  ul: number;
-  fl: number;
-  lf: number;
-  fu: number;
-  exp: number;
-  familiar: string[];
-  ends: number[];
-}
-
-/** The live record at `now`, or undefined if there is none or it has expired (liveAccount). */
-function liveAccount(bytes: Uint8Array | null, now: number): AccountRecord | undefined {
+/** The record in `bytes` (as read, null for none) as it is at `now` (rules.ts liveAccount), or undefined if there is none or it has expired. The wrong password tags are not decoded: the app never needs them. */
+function liveRecord(bytes: Uint8Array | null, now: number): AccountRecord | undefined {
   if (bytes === null || bytes.length < ACCOUNT_HEAD_BYTES) return undefined;
   const d = view(bytes);
-  const exp = f64(d, 48);
-  if (exp <= now) return undefined;
+  const r = new AccountRecord();
+  r.expiresAt = f64(d, 48);
+  if (r.expiresAt <= now) return undefined;
+  r.unfamiliarFailures = f64(d, 0);
+  r.familiarFailures = f64(d, 8);
+  r.unfamiliarLockedUntil = f64(d, 16);
+  r.familiarLockedUntil = f64(d, 24);
+  r.lastFailureAt = f64(d, 32);
+  r.failuresUntil = f64(d, 40);
   const npw = d.getUint16(56, true);
   const nfam = d.getUint16(58, true);
-  const r: AccountRecord = { uf: f64(d, 0), ff: f64(d, 8), ul: f64(d, 16), fl: f64(d, 24), lf: f64(d, 32), fu: f64(d, 40), exp, familiar: [], ends: [] };
-  if (r.lf > 0 && r.fu <= now) r.uf = r.ff = r.ul = r.fl = r.lf = r.fu = 0; // the failures are forgotten
   const famAt = ACCOUNT_HEAD_BYTES + npw;
   const endsAt = famAt + nfam;
   if (nfam > 0) {
@@ -58,23 +51,19 @@ function liveAccount(bytes: Uint8Array | null, now: number): AccountRecord | und
     let k = 0;
     for (let i = famAt; i <= endsAt; i++) {
       if (i < endsAt && bytes[i] !== 44) continue; // ','
-      const end = f64(d, endsAt + 8 * k);
-      if (end > now) {
-        r.familiar.push(ascii(bytes, from, i));
-        r.ends.push(end);
-      }
+      r.familiar.push(ascii(bytes, from, i));
+      r.familiarUntil.push(f64(d, endsAt + 8 * k));
       from = i + 1;
       k++;
     }
   }
+  liveAccount(r, now);
   return r;
 }
 
 /** An account's view at `now`, or undefined if there is none or it has expired (liveAccount). */
 export function accountView(bytes: Uint8Array | null, now: number): AccountView | undefined {
-  const r = liveAccount(bytes, now);
-  if (r === undefined) return undefined;
-  return { unfamiliarFailures: r.uf, familiarFailures: r.ff, unfamiliarLockedUntil: r.ul, familiarLockedUntil: r.fl, lastFailureAt: r.lf, familiar: r.familiar };
+  return liveRecord(bytes, now);
 }
 
 /**
@@ -95,43 +84,27 @@ export interface AccountSuccess {
 }
 
 /**
- * guard.lua's succeedAccount on the record `bytes` (as read, or null for none): the path judged from its
- * familiar list, the path's failures forgotten (a stranger's success forgets both paths'), the wrong
- * passwords forgotten, and `sources` made familiar first, then the others it held, at most `maxFamiliar`.
- * The script writes the result only if the record is still `bytes` (guard.lua's AC), so a success costs
- * Redis a comparison and a write instead of the work.
+ * rules.ts's succeedAccount on the record `bytes` (as read, or null for none), its path judged from its
+ * familiar list. The script writes the result only if the record is still `bytes` (guard.lua's AC), so a
+ * success costs Redis a comparison and a write instead of the work.
  */
 export function succeededAccount(bytes: Uint8Array | null, now: number, sources: readonly string[], familiarMs: number, maxFamiliar: number): AccountSuccess {
-  const r = liveAccount(bytes, now);
-  let familiarPath = false;
-  if (r !== undefined) for (const s of sources) if (r.familiar.includes(s)) familiarPath = true;
-  const fam: string[] = [];
-  const ends: number[] = [];
-  const until = now + familiarMs;
-  for (let i = 0; i < sources.length; i++) {
-    const tag = sources[i]!;
-    if (fam.length < maxFamiliar && sources.indexOf(tag) === i) {
-      fam.push(tag);
-      ends.push(until);
-    }
-  }
-  if (r !== undefined) {
-    for (let j = 0; j < r.familiar.length && fam.length < maxFamiliar; j++) {
-      if (!sources.includes(r.familiar[j]!)) {
-        fam.push(r.familiar[j]!);
-        ends.push(r.ends[j]!);
-      }
-    }
-  }
-  const before = r?.uf ?? 0;
-  // A stranger's success forgets both paths' failures and locks; the owner's, its own path's.
-  const uf = familiarPath ? before : 0;
-  const ul = familiarPath ? r!.ul : 0;
-  const lf = familiarPath && uf > 0 ? r!.lf : 0;
-  const fu = familiarPath ? r!.fu : 0;
-  let exp = Math.max(ul, lf > 0 ? fu : now);
-  for (const e of ends) if (e > exp) exp = e;
-  return { uf, ul, lf, fu, exp, familiar: fam.join(','), ends, ttlMs: Math.ceil(exp - now), judged: { path: familiarPath ? 'familiar' : 'unfamiliar', unfamiliarFailuresBefore: before } };
+  const read = liveRecord(bytes, now);
+  const path = judgePath(read, sources);
+  const before = read?.unfamiliarFailures ?? 0;
+  const r = read ?? new AccountRecord();
+  succeedAccount(r, path, sources, now, familiarMs, maxFamiliar);
+  return {
+    uf: r.unfamiliarFailures,
+    ul: r.unfamiliarLockedUntil,
+    lf: r.lastFailureAt,
+    fu: r.failuresUntil,
+    exp: r.expiresAt,
+    familiar: r.familiar.join(','),
+    ends: r.familiarUntil,
+    ttlMs: Math.ceil(r.expiresAt - now),
+    judged: { path, unfamiliarFailuresBefore: before },
+  };
 }
 
 /** The record a success leaves, as its bytes: what guard.lua's AC packs from the same fields. */
@@ -189,31 +162,20 @@ export class BucketPeek {
   }
 }
 
+/** A source record's ratio counts, copied out of its bytes to be rolled (rules.ts). */
+const counts = new Float64Array(6);
+
 /**
  * A source's view at `now` (readSource and sourceView), or undefined if there is none or it has been idle
- * for two of its longest windows. The previous ratio window fades linearly across this one (source-table.ts).
+ * for two of its longest windows: rules.ts's roll and sourceView on the counts read.
  */
-export function sourceView(bytes: Uint8Array | null, now: number, spec: SourceSpec): SourceView | undefined {
+export function sourceViewOf(bytes: Uint8Array | null, now: number, spec: SourceSpec): SourceView | undefined {
   if (bytes === null || bytes.length < SOURCE_HEAD_BYTES) return undefined;
   const d = view(bytes);
+  if (sourceIdle(f64(d, 40), now, spec)) return undefined; // last
+  for (let i = 0; i < 6; i++) counts[i] = f64(d, 8 * i);
+  roll(counts, 0, now, spec.ratioWindowMs);
   const longMs = spec.longDistinctWindowMs ?? spec.distinctWindowMs;
-  const ratioMs = spec.ratioWindowMs;
-  const idleMs = 2 * Math.max(spec.distinctWindowMs, longMs, ratioMs);
-  if (f64(d, 40) + idleMs <= now) return undefined; // last
-  // The ratio counts as of the generation of `now` (roll).
-  let gen = f64(d, 0);
-  let f = f64(d, 8);
-  let s = f64(d, 16);
-  let pf = f64(d, 24);
-  let ps = f64(d, 32);
-  const nowGen = Math.floor(now / ratioMs);
-  if (nowGen !== gen) {
-    if (nowGen === gen + 1) [pf, ps] = [f, s];
-    else pf = ps = 0;
-    f = s = 0;
-    gen = nowGen;
-  }
-  const weight = (ratioMs - (now - gen * ratioMs)) / ratioMs;
   let distinct = 0;
   let distinctLong = 0;
   for (let at = SOURCE_HEAD_BYTES + 8; at + 8 <= bytes.length; at += 16) {
@@ -221,5 +183,5 @@ export function sourceView(bytes: Uint8Array | null, now: number, spec: SourceSp
     if (seen + spec.distinctWindowMs > now) distinct++;
     if (seen + longMs > now) distinctLong++;
   }
-  return { failures: pf * weight + f, successes: ps * weight + s, distinctFailedAccounts: distinct, distinctFailedAccountsLong: distinctLong };
+  return sourceView(counts, 0, now, spec, distinct, distinctLong);
 }

@@ -18,7 +18,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { SluiceError, show } from '../../core/index.js';
-import { connectionStats, CREATE, RedisConnection, VALUES, type ConnectionStats } from '../../stores/redis/connection.js';
+import { connectionStats, RedisConnection, redisCommand, type ConnectionStats } from '../../stores/redis/connection.js';
 import { checkRedisBasics } from '../../stores/redis/options.js';
 import type { OnError } from '../../stores/redis/failure.js';
 import { escapeId, slotOf } from '../../stores/redis/keys.js';
@@ -28,7 +28,8 @@ import { MemoryGuardState } from '../memory-state.js';
 import { hash32 } from '../source-table.js';
 import { registerGuardStateMaker, type AccountView, type FailOutcome, type GuardState, type JudgedFailure, type JudgedSuccess, type LoginConfig, type LoginPort, type Path, type SourceSpec, type SourceView } from '../state.js';
 import { LoginSession, type LoginHost } from './login.js';
-import { accountView, sourceView } from './records.js';
+import { withOffline } from './offline.js';
+import { accountView, sourceViewOf } from './records.js';
 import { bySlot, checkTags, code, invalid, none, num, readFailure, readSourceView, readSuccess, specArgs, tagArg, type LoginContext, type ReadUnit, type Unit } from './wire.js';
 
 /**
@@ -70,6 +71,11 @@ export const MAX_OPERATIONS = 16;
 export const MAX_READ_KEYS = 256;
 /** Most calls awaiting an answer, as RedisStore's default: beyond it calls fail fast instead of queueing. */
 const MAX_IN_FLIGHT = 1024;
+
+/** A turn's reads: the records' values, as the bytes they were packed to (records.ts decodes them). */
+const READ_RECORDS = redisCommand('MGET', { readonly: true, bytes: true });
+/** A first login's record, written only if there is none: `SET key value PX ttl NX`. */
+const CREATE_RECORD = redisCommand('SET');
 
 const lua = (path: string) => readFileSync(new URL(path, import.meta.url), 'utf8');
 /** The store's prelude and token bucket (the guard's buckets are the limiter's token bucket), then the guard's operations. */
@@ -211,7 +217,7 @@ export class RedisGuardState implements GuardState, LoginHost {
   }
 
   readSource(source: string, now: number, spec: SourceSpec): Promise<SourceView | undefined> {
-    return this.singleRead(this.slot('gs', source), this.sourceKey(source), (bytes) => sourceView(bytes, now, spec), (l) => l.readSource(source, now, spec), undefined);
+    return this.singleRead(this.slot('gs', source), this.sourceKey(source), (bytes) => sourceViewOf(bytes, now, spec), (l) => l.readSource(source, now, spec), undefined);
   }
 
   /**
@@ -294,7 +300,7 @@ export class RedisGuardState implements GuardState, LoginHost {
    */
   loginPort(store: unknown, config: LoginConfig): LoginPort | undefined {
     if (!(store instanceof RedisStore) || perStore.get(store) !== this) return undefined;
-    return new LoginSession(this, config, store.onError);
+    return withOffline(new LoginSession(this, config), this.offline(), store.onError, config);
   }
 
   /** The state answering for Redis while it cannot: this process's own ('local'), or empty answers ('open'); none when 'closed'. */
@@ -320,12 +326,12 @@ export class RedisGuardState implements GuardState, LoginHost {
   }
 
   /**
-   * Creates `key` with `value` (a byte string) for `ttlMs` if it is absent: one SET NX, sent now and
+   * Creates `key` with `value` (a record's bytes) for `ttlMs` if it is absent: one SET NX, sent now and
    * written with the rest of the turn; true when created. Not batched: a plain command costs Redis less
    * than its share of a script call.
    */
-  create(key: string, value: string, ttlMs: number): Promise<boolean> {
-    return this.connection.run(CREATE, [key], [value, String(ttlMs)]) as Promise<boolean>;
+  create(key: string, value: Uint8Array, ttlMs: number): Promise<boolean> {
+    return this.connection.run(CREATE_RECORD, [key], [value, 'PX', String(ttlMs), 'NX']).then(created);
   }
 
   /** Adds one read to the batch going out at the end of this turn of the event loop, sending a full read first (as enqueue). */
@@ -413,13 +419,13 @@ export class RedisGuardState implements GuardState, LoginHost {
     for (let i = 0; i < reads.length; i++) {
       const unit = reads[i]!;
       if (keys.length > 0 && keys.length + unit.keys.length > MAX_READ_KEYS) {
-        this.connection.send(VALUES, keys, NO_ARGS, answerReads, reads.slice(from, i), i - from);
+        this.connection.send(READ_RECORDS, keys, NO_ARGS, answerReads, reads.slice(from, i), i - from);
         keys = [];
         from = i;
       }
       for (const k of unit.keys) keys.push(k);
     }
-    this.connection.send(VALUES, keys, NO_ARGS, answerReads, from === 0 ? reads : reads.slice(from), reads.length - from);
+    this.connection.send(READ_RECORDS, keys, NO_ARGS, answerReads, from === 0 ? reads : reads.slice(from), reads.length - from);
   }
 
   /** Sends units in calls of at most MAX_OPERATIONS each. */
@@ -452,6 +458,9 @@ export class RedisGuardState implements GuardState, LoginHost {
 }
 
 const NO_ARGS: string[] = [];
+
+/** SET NX's reply: OK when it set the key, nil when the key was there. */
+const created = (reply: unknown): boolean => reply === 'OK';
 
 /** The Done of every read: each unit reads its values in turn; all fail together. */
 function answerReads(units: ReadUnit[], reply: unknown, failed: boolean, err: unknown): void {

@@ -90,15 +90,6 @@ export function readSourceView(r: unknown[], i: number, now: number, spec: Sourc
 }
 
 /**
- * Bytes as a string of one character per byte, as the connection layer takes a binary value (CREATE's;
- * the adapter writes it back as those bytes).
- */
-export function byteString(bytes: Uint8Array | null): string {
-  if (bytes === null) return '';
-  return (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)).toString('latin1');
-}
-
-/**
  * An AC operation's arguments after its code: the SHA1 of the record as the check read it ('' for none),
  * then the success's fields, its time to live and its answer (guard.lua's AC). Numbers and tags travel
  * as text: bytes would need decoding in the script.

@@ -1,10 +1,9 @@
 /**
  * One tiny interface over the two Node Redis clients: ioredis (Redis and Cluster) and node-redis v4 and
- * later (client and cluster), and the one place that tells them apart. Arguments are always strings,
- * which both accept (a feature sends binary values as one character per byte). Cluster routing is the
- * client's: every call's keys share one hash slot, and both clients route a script call by its first
- * key. Only the connection layer (connection.ts) and `setIfAbsent` call a client; features go through
- * those.
+ * later (client and cluster), and the one place that tells them apart. Arguments are strings, or bytes
+ * (a Buffer) for a binary value, which both clients send as given. Cluster routing is the client's: every
+ * call's keys share one hash slot, and both clients route a call by its keys. Only the connection layer
+ * (connection.ts) and `setIfAbsent` call a client; features go through those.
  */
 import { SluiceError, show } from '../../core/index.js';
 
@@ -25,20 +24,10 @@ export interface RedisAdapter {
    * its owner calls connect(), and a second call would throw in theirs.
    */
   connectLazy(): void;
-  evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
-  eval(source: string, keys: string[], args: string[]): Promise<unknown>;
-  /**
-   * MGET of keys of one hash slot, each value as its bytes (null for none): a feature whose values are
-   * packed binary (the guard's records) reads them without a script, and both clients would otherwise
-   * decode them as UTF-8 and lose bytes.
-   */
-  values(keys: string[]): Promise<(Uint8Array | null)[]>;
-  /**
-   * `SET key value PX ttlMs NX` of a value given as a byte string (one character per byte, as features
-   * send binary arguments), written as those bytes; true when the key was created. A feature whose
-   * record is absent creates it without a script.
-   */
-  create(key: string, value: string, ttlMs: number): Promise<boolean>;
+  evalsha(sha: string, keys: string[], args: Arg[]): Promise<unknown>;
+  eval(source: string, keys: string[], args: Arg[]): Promise<unknown>;
+  /** A plain command: `command.name`, then `keys` (of one hash slot), then `args`; see RedisCommand. */
+  command(command: RedisCommand, keys: string[], args: Arg[]): Promise<unknown>;
   /**
    * Holds what is written to the connection until the returned function is called, so the calls of one
    * turn of the event loop leave in one write: ioredis writes each command by itself. Undefined where
@@ -52,8 +41,30 @@ export interface RedisAdapter {
   onReady(listener: () => void): void;
 }
 
+/** An argument as a client sends it: text, or a binary value's bytes (a Buffer). */
+export type Arg = string | Uint8Array;
+
+/**
+ * A plain Redis command (no script), as `redisCommand` makes it: sent as `name keys... args...`.
+ * `bytes`: its bulk replies come back as bytes (Buffers), as a packed binary value must, where a client
+ * would otherwise decode them as UTF-8 and lose bytes. `readonly`: it only reads (node-redis's cluster
+ * routing asks).
+ */
+export interface RedisCommand {
+  readonly name: string;
+  readonly readonly: boolean;
+  readonly bytes: boolean;
+  /** ioredis's method for it: the command's name in lower case, with `Buffer` for bytes. */
+  readonly method: string;
+}
+
+export function redisCommand(name: string, options: { readonly?: boolean; bytes?: boolean } = {}): RedisCommand {
+  const bytes = options.bytes === true;
+  return Object.freeze({ name: name.toUpperCase(), readonly: options.readonly === true, bytes, method: name.toLowerCase() + (bytes ? 'Buffer' : '') });
+}
+
 export interface FunctionCalls {
-  fcall(fn: string, keys: string[], args: string[]): Promise<unknown>;
+  fcall(fn: string, keys: string[], args: Arg[]): Promise<unknown>;
   load(library: string): Promise<unknown>;
 }
 
@@ -122,8 +133,8 @@ function ioredis(c: AnyClient): RedisAdapter {
     },
     evalsha: (sha, keys, args) => evalsha.call(c, sha, keys.length, ...keys, ...args) as Promise<unknown>,
     eval: (source, keys, args) => evalScript.call(c, source, keys.length, ...keys, ...args) as Promise<unknown>,
-    values: (keys) => (c.mgetBuffer as Fn).call(c, ...keys) as Promise<(Uint8Array | null)[]>,
-    create: (key, value, ttlMs) => setIfAbsent(c as unknown as RedisSetClient, 'ioredis', key, Buffer.from(value, 'latin1'), ttlMs),
+    // ioredis has a method per command, and one ending in Buffer for bytes replies.
+    command: (command, keys, args) => (c[command.method] as Fn).call(c, ...keys, ...args) as Promise<unknown>,
     cork: () => {
       const stream = c.stream as { cork?: () => void; uncork?: () => void } | undefined;
       if (cluster || c.status !== 'ready' || typeof stream?.cork !== 'function' || typeof stream.uncork !== 'function') return undefined;
@@ -170,8 +181,11 @@ function nodeRedis(c: AnyClient): RedisAdapter {
     connectLazy: () => {},
     evalsha: (sha, keys, args) => evalSha.call(c, sha, { keys, arguments: args }) as Promise<unknown>,
     eval: (source, keys, args) => evalScript.call(c, source, { keys, arguments: args }) as Promise<unknown>,
-    values: (keys) => (cluster ? send!.call(c, keys[0], true, ['MGET', ...keys], bytesReply()) : send!.call(c, ['MGET', ...keys], bytesReply())) as Promise<(Uint8Array | null)[]>,
-    create: (key, value, ttlMs) => setIfAbsent(c as unknown as RedisSetClient, 'node-redis', key, Buffer.from(value, 'latin1'), ttlMs),
+    command: (command, keys, args) => {
+      const options = command.bytes ? bytesReply() : undefined;
+      const argv = [command.name, ...keys, ...args];
+      return (cluster ? send!.call(c, keys[0], command.readonly, argv, options) : send!.call(c, argv, options)) as Promise<unknown>;
+    },
     cork: () => undefined,
     onError: (listener) => listen(c, listener),
     onReady: (listener) => listen(c, listener, 'ready'),

@@ -17,27 +17,27 @@
  * // unanswered, or no answer comes within timeoutMs; with the reply's error when Redis answers one
  *
  * `send` is the same call without a Promise, for a caller that answers many operations from one reply
- * (the limiter's batched tables). Given VALUES instead of a script, it reads its keys' values as bytes
- * (one MGET; no arguments), and given CREATE it creates an absent key (one SET NX), with the same
- * deadline, bound and counters.
+ * (the limiter's batched tables). Either also sends a plain command (adapter.ts, redisCommand) in place
+ * of a script, with the same deadline, bound and counters, and no retry: a feature reading its packed
+ * values with MGET, say, needs no script for it.
+ *
+ * @example
+ * const MGET_BYTES = redisCommand('MGET', { readonly: true, bytes: true });
+ * const values = await connection.run(MGET_BYTES, keys, []);
  */
 import { SluiceError } from '../../core/index.js';
-import { adapt, type RedisAdapter } from './adapter.js';
+import { adapt, type Arg, type RedisAdapter, type RedisCommand } from './adapter.js';
 import { Deadlines, type Pending } from './deadlines.js';
 import { isLibrary, type Script } from './script.js';
 
-/** What `send` runs instead of a script to read its keys' values as bytes: MGET, which nothing retries. */
-export const VALUES = Symbol('MGET of the keys, values as bytes');
+export { redisCommand, type Arg, type RedisCommand } from './adapter.js';
 
-/**
- * What `send` runs instead of a script to create a key only if it is absent: `SET key value PX ttl NX`,
- * keys [key], args [value as a byte string, ttl in ms]; the reply is true when it was created. Nothing
- * retries it.
- */
-export const CREATE = Symbol('SET key value PX ttl NX');
+/** What a connection runs: a script, or a plain command. */
+export type Command = Script | RedisCommand;
 
-/** A script to run, VALUES or CREATE. */
-export type Command = Script | typeof VALUES | typeof CREATE;
+function isPlain(command: Command): command is RedisCommand {
+  return (command as RedisCommand).method !== undefined;
+}
 
 /** What a connection counts. A store passes its own stats object (with more fields) to count into. */
 export interface ConnectionStats {
@@ -102,7 +102,7 @@ interface Call<T> extends Pending {
 interface Held {
   readonly script: Command;
   readonly keys: string[];
-  readonly args: string[];
+  readonly args: Arg[];
   readonly done: Done<any>;
   readonly tag: unknown;
   readonly operations: number;
@@ -204,8 +204,8 @@ export class RedisConnection {
     });
   }
 
-  /** Runs `script` (or VALUES, CREATE) on `keys` (one hash slot) with `args` within timeoutMs; see the file's comment. */
-  run(script: Command, keys: string[], args: string[]): Promise<unknown> {
+  /** Runs `script` (or a plain command) on `keys` (one hash slot) with `args` within timeoutMs; see the file's comment. */
+  run(script: Command, keys: string[], args: Arg[]): Promise<unknown> {
     return new Promise((resolve, reject) => this.send(script, keys, args, settlePromise, { resolve, reject }, 1));
   }
 
@@ -214,7 +214,7 @@ export class RedisConnection {
    * exactly once, when the reply, the error or the deadline comes, or (from a macrotask) when the call
    * is refused.
    */
-  send<T>(script: Command, keys: string[], args: string[], done: Done<T>, tag: T, operations: number): void {
+  send<T>(script: Command, keys: string[], args: Arg[], done: Done<T>, tag: T, operations: number): void {
     if (!this.adapter.ready() || this.inFlight >= this.maxInFlight || this.held !== undefined) {
       this.hold(script, keys, args, done, tag, operations);
       return;
@@ -250,7 +250,7 @@ export class RedisConnection {
   }
 
   /** The slow path of send: hold the call for the first connection, or refuse it. */
-  private hold<T>(script: Command, keys: string[], args: string[], done: Done<T>, tag: T, operations: number): void {
+  private hold<T>(script: Command, keys: string[], args: Arg[], done: Done<T>, tag: T, operations: number): void {
     const held: Held = { script, keys, args, done, tag, operations, err: undefined };
     if (this.adapter.ready()) {
       this.connected = true;
@@ -342,12 +342,11 @@ export class RedisConnection {
     call.done(call.tag, reply, failed, err);
   }
 
-  /** FCALL for a library where functions are allowed, else EVALSHA; MGET for VALUES, SET NX for CREATE. */
-  private invoke(script: Command, keys: string[], args: string[]): Promise<unknown> {
+  /** FCALL for a library where functions are allowed, else EVALSHA; a plain command as itself. */
+  private invoke(script: Command, keys: string[], args: Arg[]): Promise<unknown> {
     const { adapter } = this;
     try {
-      if (script === VALUES) return adapter.values(keys);
-      if (script === CREATE) return adapter.create(keys[0]!, args[0]!, Number(args[1]));
+      if (isPlain(script)) return adapter.command(script, keys, args);
       const functions = this.functions ? adapter.functions : undefined;
       return functions !== undefined && isLibrary(script) ? functions.fcall(script.fn, keys, args) : adapter.evalsha(script.sha, keys, args);
     } catch (err) {
@@ -361,8 +360,8 @@ export class RedisConnection {
    * one FUNCTION LOAD, and the call retried once. A server or ACL that does not allow functions turns this
    * connection to EVALSHA for good. No other error is retried.
    */
-  private recover(script: Command, err: unknown, keys: string[], args: string[]): Promise<unknown> | undefined {
-    if (script === VALUES || script === CREATE) return undefined;
+  private recover(script: Command, err: unknown, keys: string[], args: Arg[]): Promise<unknown> | undefined {
+    if (isPlain(script)) return undefined;
     const { adapter, stats } = this;
     const why = message(err);
     const functions = this.functions ? adapter.functions : undefined;
@@ -394,7 +393,7 @@ export class RedisConnection {
     );
   }
 
-  private withoutFunctions(script: Script, keys: string[], args: string[]): Promise<unknown> {
+  private withoutFunctions(script: Script, keys: string[], args: Arg[]): Promise<unknown> {
     this.functions = false;
     const { adapter, stats } = this;
     return adapter.evalsha(script.sha, keys, args).catch((err: unknown) => {

@@ -70,12 +70,14 @@ export async function storeFromSettings(settings: Settings): Promise<ServiceStor
     kind = 'redis-cluster';
   } else if (settings.redisSentinel !== undefined) {
     // The Sentinels name the primary; on a failover ioredis asks them again and reconnects to the new one.
+    // failoverDetector: it also listens to the Sentinels' +switch-master, so a primary that hangs (frozen,
+    // or partitioned with its TCP connections up) is left on promotion, not when it closes the connection.
     // The Redis AUTH settings are the primary's and replicas'; the Sentinels themselves are asked without.
     // With TLS both hops use it, with the same CA: a deployment that encrypts its Redis encrypts its
     // Sentinels too (tls-replication), and ioredis otherwise reaches a TLS primary in plain text.
     const at = settings.redisSentinel.indexOf('@');
     const tls = 'tls' in clientOptions ? { enableTLSForSentinelMode: true, sentinelTLS: clientOptions.tls } : {};
-    client = new Redis({ ...clientOptions, ...tls, name: settings.redisSentinel.slice(0, at), sentinels: hostPorts(settings.redisSentinel.slice(at + 1)) });
+    client = new Redis({ ...clientOptions, ...tls, failoverDetector: true, name: settings.redisSentinel.slice(0, at), sentinels: hostPorts(settings.redisSentinel.slice(at + 1)) });
     kind = 'redis-sentinel';
   } else {
     client = new Redis(settings.redis!, clientOptions);

@@ -47,7 +47,7 @@ export async function startService(settings: Settings, options: StartOptions = {
   const log = pino({ level: settings.logLevel, base: { service: 'sluice' } }, (options.logStream ?? process.stdout) as never);
   const config = loadConfig(settings.config, { mergeDomains: settings.mergeDomainConfig }); // throws ConfigError: the CLI prints every problem and exits 1
   const tls = readGrpcTls(settings); // throws SettingsError naming the file, before anything listens
-  const backing = await storeFromSettings(settings);
+  const backing = await storeFromSettings(settings, log);
   // The memory store's clock: the library's default (coarse) unless --clock monotonic. Redis keeps its own time.
   const clock = settings.clock === 'monotonic' && backing.kind === 'memory' ? { clock: monotonicClock } : {};
   const telemetry = await serviceTelemetry(log);

@@ -150,7 +150,7 @@ const simulate: Command = {
 /** Exit code for a config that does not validate (or a service that could not start). */
 export const EXIT_CONFIG = 1;
 
-const SERVE_KEYS = ['config', 'mergeDomainConfig', 'host', 'port', 'grpcPort', 'grpcMaxConnectionAgeMs', 'grpcMaxConnectionAgeGraceMs', 'grpcMaxConnectionIdleMs', 'grpcMaxConcurrentStreams', 'grpcKeepaliveTimeMs', 'grpcKeepaliveTimeoutMs', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxConnections', 'grpcTlsCert', 'grpcTlsKey', 'grpcTlsClientCa', 'redis', 'redisCluster', 'redisSentinel', 'redisPerSecond', 'redisPrefix', 'redisUsername', 'redisPassword', 'redisTls', 'redisTlsCa', 'redisTimeoutMs', 'redisConnectTimeoutMs', 'failureMode', 'maxKeys', 'memoryOnFull', 'clock', 'maxBodyBytes', 'logLevel', 'watch', 'maxDetailedSeries', 'shadowMode', 'strictDomains', 'nearLimitRatio', 'demoUrl'] as const;
+const SERVE_KEYS = ['config', 'mergeDomainConfig', 'host', 'port', 'grpcPort', 'grpcMaxConnectionAgeMs', 'grpcMaxConnectionAgeGraceMs', 'grpcMaxConnectionIdleMs', 'grpcMaxConcurrentStreams', 'grpcKeepaliveTimeMs', 'grpcKeepaliveTimeoutMs', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxConnections', 'grpcTlsCert', 'grpcTlsKey', 'grpcTlsClientCa', 'redis', 'redisCluster', 'redisSentinel', 'redisPerSecond', 'redisPrefix', 'redisUsername', 'redisPassword', 'redisTls', 'redisTlsCa', 'redisTimeoutMs', 'redisConnectTimeoutMs', 'failureMode', 'maxKeys', 'memoryOnFull', 'clock', 'maxBodyBytes', 'maxConfigBytes', 'maxRules', 'logLevel', 'watch', 'maxDetailedSeries', 'shadowMode', 'strictDomains', 'nearLimitRatio', 'demoUrl'] as const;
 
 // The service's modules load only when a service command runs: they need the optional dependencies
 // (yaml, pino, prom-client), and `sluice demo` must work without them.
@@ -222,19 +222,21 @@ const serve: Command = {
 
 const checkConfig: Command = {
   summary: 'validate a service config and list every problem with file:line:column',
-  usage: 'usage: sluice check-config --config <file or folder> [--merge-domain-config true]\n\nValidates without serving. Prints every problem, one per line, and exits 1 if there is any.\n',
+  usage: 'usage: sluice check-config --config <file or folder> [--merge-domain-config true] [--max-config-bytes N] [--max-rules N]\n\nValidates without serving. Prints every problem, one per line, and exits 1 if there is any.\n',
   async run(args, output) {
     const { settings: S, config: C } = await serverModules();
     let path: string;
     let mergeDomains: boolean;
+    let maxBytes: number;
+    let maxRules: number;
     try {
-      ({ config: path, mergeDomainConfig: mergeDomains } = S.readSettings(args, process.env, ['config', 'mergeDomainConfig']));
+      ({ config: path, mergeDomainConfig: mergeDomains, maxConfigBytes: maxBytes, maxRules } = S.readSettings(args, process.env, ['config', 'mergeDomainConfig', 'maxConfigBytes', 'maxRules']));
     } catch (e) {
       output.err(`sluice check-config: ${(e as Error).message}\n`);
       return EXIT_USAGE;
     }
     try {
-      const cfg = C.loadConfig(path, { mergeDomains });
+      const cfg = C.loadConfig(path, { mergeDomains, maxBytes, maxRules });
       const rules = [...cfg.domains.values()].reduce((n, d) => n + d.rules.length, 0);
       output.out(`ok: ${cfg.files.length} file(s), ${cfg.domains.size} domain(s), ${rules} rule(s)\n`);
       return 0;

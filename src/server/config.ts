@@ -128,18 +128,42 @@ export function configFiles(path: string): string[] {
   return files;
 }
 
+/** Default --max-config-bytes: 16 MiB of YAML, about 200,000 one-line rules. */
+export const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
+/** Default --max-rules. */
+export const MAX_RULES = 100_000;
+
 export interface ConfigOptions {
   /**
    * Envoy ratelimit's MERGE_DOMAIN_CONFIG: files that name the same domain add up to one domain. A top-level
    * descriptor defined in two of them is still an error; a `replaces` may name a rule of any of them.
    */
   readonly mergeDomains?: boolean;
+  /** Most bytes of YAML, all files together, read before parsing (--max-config-bytes). Default MAX_CONFIG_BYTES. */
+  readonly maxBytes?: number;
+  /** Most rate_limit blocks, all domains together (--max-rules). Default MAX_RULES. */
+  readonly maxRules?: number;
+}
+
+/**
+ * The config's files and their texts, once their sizes (read first, from the file system) are within
+ * `maxBytes`: a config too big to parse is refused before it is read.
+ */
+export function readConfigFiles(path: string, options: ConfigOptions = {}): { file: string; text: string }[] {
+  const files = configFiles(path);
+  const maxBytes = options.maxBytes ?? MAX_CONFIG_BYTES;
+  let bytes = 0;
+  for (const f of files) bytes += statSync(f).size;
+  if (bytes > maxBytes) {
+    const what = files.length === 1 ? basename(files[0]!) : `${path} (${files.length} files)`;
+    throw new ConfigError([`${what}: the config is ${bytes} bytes; at most ${maxBytes} (--max-config-bytes)`]);
+  }
+  return files.map((file) => ({ file, text: readFileSync(file, 'utf8') }));
 }
 
 /** Reads and validates a config file or folder. Throws ConfigError listing every problem. */
 export function loadConfig(path: string, options: ConfigOptions = {}): ServiceConfig {
-  const files = configFiles(path);
-  return parseConfig(files.map((file) => ({ file, text: readFileSync(file, 'utf8') })), options);
+  return parseConfig(readConfigFiles(path, options), options);
 }
 
 /** Validates config texts (one domain per file, unless merged). Throws ConfigError listing every problem. */
@@ -167,6 +191,13 @@ export function parseConfig(sources: readonly { file: string; text: string }[], 
   }
   for (const r of unresolved) {
     if (!domains.get(r.domain)?.rules.some((rule) => rule.name === r.name)) problems.push(r.problem);
+  }
+  const maxRules = options.maxRules ?? MAX_RULES;
+  let rules = 0;
+  for (const d of domains.values()) rules += d.rules.length;
+  if (rules > maxRules) {
+    const what = sources.length === 1 ? basename(sources[0]!.file) : `${sources.length} files`;
+    problems.unshift(`${what}: the config holds ${rules} rules; at most ${maxRules} (--max-rules)`);
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return { domains, files: sources.map((s) => s.file) };
@@ -285,7 +316,7 @@ function mergeDomain(a: DomainConfig, b: DomainConfig, earlierFiles: readonly st
   };
 }
 
-function emptyLevel(): Level {
+export function emptyLevel(): Level {
   return { exact: new Map(), wildcards: [], byKey: new Map() };
 }
 

@@ -289,7 +289,7 @@ export function createHttpServer(deps: HttpDeps): Server {
       case '/healthcheck': // envoyproxy/ratelimit's path for the same question (store reachable, not stopping)
         if (deps.stopping()) return send(res, 503, 'stopping\n', { 'content-type': 'text/plain' });
         deps.ready().then(
-          (ok) => send(res, ok ? 200 : 503, ok ? 'ready\n' : 'the store is unreachable and the failure mode is closed\n', { 'content-type': 'text/plain' }),
+          (ok) => send(res, ok ? 200 : 503, ok ? 'ready\n' : 'the store is not answering\n', { 'content-type': 'text/plain' }),
           (e) => answerError(res, e),
         );
         return;

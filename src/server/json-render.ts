@@ -112,7 +112,7 @@ export function renderRlsJsonSized(r: RlsResponse): RenderedJson {
     }
     if (s.limitRemaining !== 0) out += ',"limitRemaining":' + integerText(s.limitRemaining);
     if (s.durationUntilResetMs !== 0) out += ',"durationUntilReset":"' + millisAsSeconds(s.durationUntilResetMs) + 's"';
-    // Beyond Envoy's DescriptorStatus, and only on a status that can never pass: sluice says why.
+    // Beyond Envoy's DescriptorStatus, on a status that can never pass or that the store decided: sluice says why.
     if (s.reason !== undefined) out += ',"reason":"' + s.reason + '"';
     out += '}';
   }
@@ -158,7 +158,7 @@ function renderCommon(r: RlsResponse): RenderedJson | undefined {
   if (r.overallCode !== 'OK' || statuses.length !== 1) return undefined;
   const s = statuses[0]!;
   const l = s.currentLimit;
-  if (s.code !== 'OK' || l === undefined || s.limitRemaining === 0 || s.durationUntilResetMs === 0) return undefined;
+  if (s.code !== 'OK' || l === undefined || s.limitRemaining === 0 || s.durationUntilResetMs === 0 || s.reason !== undefined) return undefined;
   const o = statusOpening(l);
   if (o.answerMiddle === undefined) return undefined;
   const limitRemaining = integerText(s.limitRemaining);
@@ -204,7 +204,7 @@ export function renderCheck(r: RlsResponse): string {
   return JSON.stringify({
     allowed: r.overallCode === 'OK',
     retryAfterMs: r.retryAfterMs,
-    ...(r.reason !== undefined ? { reason: r.reason } : {}),
+    ...(r.reason !== undefined ? { reason: r.reason } : r.storeReason !== undefined ? { reason: r.storeReason } : {}),
     // Allowed: until the key's state is as if unused. Denied: until a retry of the same cost can pass.
     statuses: r.statuses.map((s) => ({
       rule: s.rule ?? null,

@@ -56,32 +56,56 @@ export interface RuleSetOptions {
   readonly telemetry?: Telemetry | undefined;
 }
 
+/**
+ * The rules of a RuleSet, one at a time: a reload adds them in slices between decisions (config-reload.ts)
+ * and swaps the finished set in.
+ */
+export class RuleBuilder {
+  readonly rules = new Map<string, Rule>();
+  kept = 0;
+  private readonly cap: number;
+
+  constructor(
+    private readonly options: RuleSetOptions,
+    private readonly previous?: RuleSet,
+  ) {
+    this.cap = options.maxDetailedSeries ?? DEFAULT_MAX_DETAILED_SERIES;
+  }
+
+  add(spec: RuleSpec): void {
+    const { cap, options } = this;
+    const old = this.previous?.rules.get(spec.id);
+    if (old !== undefined && signature(old.spec) === signature(spec)) {
+      const detailed = perValue(spec) ? (old.detailed?.cap === cap ? old.detailed : new DetailedStats(spec.domain, spec.id, cap)) : undefined;
+      this.rules.set(spec.id, new Rule(spec, old.limiter, old.stats, detailed));
+      this.kept++;
+      return;
+    }
+    const limiter = spec.policy === undefined ? undefined : new Limiter({ policy: toOptions(spec.policy), store: options.store, ...(options.clock ? { clock: options.clock } : {}), ...(options.telemetry ? { telemetry: options.telemetry } : {}) });
+    const detailed = perValue(spec) ? new DetailedStats(spec.domain, spec.id, cap) : undefined;
+    this.rules.set(spec.id, new Rule(spec, limiter, new RuleStats(spec.domain, spec.id), detailed));
+  }
+}
+
 export class RuleSet {
   /** Rules by id, across domains. */
-  readonly rules = new Map<string, Rule>();
+  readonly rules: Map<string, Rule>;
   /** Carried over from the previous set (for the reload log and tests). */
-  kept = 0;
+  readonly kept: number;
 
+  /** `built`: the config's rules already added (a reload's); otherwise they are built here, at once. */
   constructor(
     readonly config: ServiceConfig,
     options: RuleSetOptions,
     previous?: RuleSet,
+    built?: RuleBuilder,
   ) {
-    const cap = options.maxDetailedSeries ?? DEFAULT_MAX_DETAILED_SERIES;
-    for (const d of config.domains.values()) {
-      for (const spec of d.rules) {
-        const old = previous?.rules.get(spec.id);
-        if (old !== undefined && signature(old.spec) === signature(spec)) {
-          const detailed = perValue(spec) ? (old.detailed?.cap === cap ? old.detailed : new DetailedStats(spec.domain, spec.id, cap)) : undefined;
-          this.rules.set(spec.id, new Rule(spec, old.limiter, old.stats, detailed));
-          this.kept++;
-          continue;
-        }
-        const limiter = spec.policy === undefined ? undefined : new Limiter({ policy: toOptions(spec.policy), store: options.store, ...(options.clock ? { clock: options.clock } : {}), ...(options.telemetry ? { telemetry: options.telemetry } : {}) });
-        const detailed = perValue(spec) ? new DetailedStats(spec.domain, spec.id, cap) : undefined;
-        this.rules.set(spec.id, new Rule(spec, limiter, new RuleStats(spec.domain, spec.id), detailed));
-      }
+    if (built === undefined) {
+      built = new RuleBuilder(options, previous);
+      for (const d of config.domains.values()) for (const spec of d.rules) built.add(spec);
     }
+    this.rules = built.rules;
+    this.kept = built.kept;
   }
 
   domain(name: string): DomainConfig | undefined {

@@ -16,6 +16,7 @@ import type { GrpcTls } from './grpc.js';
 import { createHttpServer } from './http.js';
 import { createMetrics } from './metrics.js';
 import { RuleSet } from './rules.js';
+import { loadRulesOffThread } from './config-reload.js';
 import { loadOpenTelemetry, openTelemetry, type OpenTelemetryApi, type Telemetry } from '../telemetry.js';
 import { RateLimitService } from './service.js';
 import { readSettingFile, SettingsError } from './settings.js';
@@ -45,9 +46,10 @@ export interface StartOptions {
 
 export async function startService(settings: Settings, options: StartOptions = {}): Promise<RunningService> {
   const log = pino({ level: settings.logLevel, base: { service: 'sluice' } }, (options.logStream ?? process.stdout) as never);
-  const config = loadConfig(settings.config, { mergeDomains: settings.mergeDomainConfig }); // throws ConfigError: the CLI prints every problem and exits 1
+  const configOptions = { mergeDomains: settings.mergeDomainConfig, maxBytes: settings.maxConfigBytes, maxRules: settings.maxRules };
+  const config = loadConfig(settings.config, configOptions); // throws ConfigError: the CLI prints every problem and exits 1
   const tls = readGrpcTls(settings); // throws SettingsError naming the file, before anything listens
-  const backing = await storeFromSettings(settings);
+  const backing = await storeFromSettings(settings, log);
   // The memory store's clock: the library's default (coarse) unless --clock monotonic. Redis keeps its own time.
   const clock = settings.clock === 'monotonic' && backing.kind === 'memory' ? { clock: monotonicClock } : {};
   const telemetry = await serviceTelemetry(log);
@@ -106,7 +108,14 @@ export async function startService(settings: Settings, options: StartOptions = {
   const sweeper = backing.store instanceof MemoryStore ? setInterval(() => (backing.store as MemoryStore).sweep(), 30_000) : undefined;
   sweeper?.unref();
 
-  async function reload(reason: string): Promise<boolean> {
+  // One reload at a time, each on the rules the one before it left.
+  let reloading: Promise<boolean> = Promise.resolve(true);
+  function reload(reason: string): Promise<boolean> {
+    reloading = reloading.then(() => reloadNow(reason));
+    return reloading;
+  }
+
+  async function reloadNow(reason: string): Promise<boolean> {
     if (tls !== undefined && grpcServer !== undefined) {
       // A rotated certificate (cert-manager, a renewed file) takes effect for new connections.
       try {
@@ -117,7 +126,8 @@ export async function startService(settings: Settings, options: StartOptions = {
       }
     }
     try {
-      const next = new RuleSet(loadConfig(settings.config, { mergeDomains: settings.mergeDomainConfig }), ruleOptions, rules);
+      // Read and built off the decision path (config-reload.ts), then swapped in at once.
+      const next = await loadRulesOffThread(settings.config, configOptions, ruleOptions, rules);
       rules = next;
       service.replaceRules(next);
       reloads.ok++;

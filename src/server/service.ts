@@ -65,13 +65,17 @@ export interface DescriptorStatus {
   /** Set for a `quota_mode` rule: whether it is within or over its limit (over answers OK unless every quota is over). */
   readonly quota?: 'within' | 'over';
   /**
-   * Why an OVER_LIMIT can never turn OK: 'cost-exceeds-capacity' when the hits are more than the rule ever
-   * admits (durationUntilResetMs is then 0: no wait helps). Undefined for an ordinary decision.
+   * Why the rule did not decide as usual: 'cost-exceeds-capacity' when an OVER_LIMIT can never turn OK (the
+   * hits are more than the rule ever admits; durationUntilResetMs is then 0: no wait helps); the store's
+   * reason when its failure policy or a full memory store answered ('store-error', 'store-full'), allowed
+   * or not. Undefined for an ordinary decision.
    */
-  readonly reason?: StatusReason | undefined;
+  readonly reason?: StatusReason | StoreReason | undefined;
 }
 
 export type StatusReason = 'cost-exceeds-capacity';
+/** A decision the store made instead of the rule (the library's Decision.reason): its failure policy, or a full memory store. */
+export type StoreReason = string;
 
 export interface RlsResponse {
   readonly overallCode: Code;
@@ -85,6 +89,11 @@ export interface RlsResponse {
    * never pass, so the answer carries no Retry-After.
    */
   readonly reason?: StatusReason | undefined;
+  /**
+   * Set when some descriptor was decided by the store instead of its rule (its failure policy while Redis is
+   * unreachable: 'store-error'; a full memory store: 'store-full'), allowed or not.
+   */
+  readonly storeReason?: StoreReason | undefined;
 }
 
 /** A request the service cannot decide: rendered as 400 or gRPC INVALID_ARGUMENT with this message. */
@@ -254,7 +263,7 @@ export class RateLimitService {
   private overall(r: Answer): Answer {
     if (r.overallCode === 'OK' || !this.globalShadowMode) return r;
     this.globalShadowOverrides++;
-    return new Answer('OK', r.statuses, r.tightest, 0, false, undefined);
+    return new Answer('OK', r.statuses, r.tightest, 0, false, undefined, r.storeReason);
   }
 
   /** A rule's target never changes while the rule lives, so it is built once, not per request. */
@@ -360,10 +369,14 @@ export class RateLimitService {
     else if (d.reason !== undefined) stats.storeErrors++;
     if (!d.allowed) {
       if (this.deny !== undefined && d.reason === undefined && d.retryAfterMs > 0) this.deny.remember(`${t.id!}\u0000${key}`, { until: t0 + d.retryAfterMs, cost: hits });
-      return this.over(stats, t, hits, shadow, d.remaining, d.retryAfterMs);
+      const status = this.over(stats, t, hits, shadow, d.remaining, d.retryAfterMs);
+      return d.reason === undefined ? status : { ...status, reason: d.reason };
     }
     stats.withinLimit += hits;
     if (d.limit - d.remaining > this.nearLimitRatio * d.limit) stats.nearLimit += hits;
+    if (d.reason !== undefined) {
+      return { code: 'OK', currentLimit: t.current, limitRemaining: d.remaining, durationUntilResetMs: d.resetAfterMs, rule: t.id, shadow: false, reason: d.reason, ...(t.rule?.spec.quotaMode === true ? { quota: 'within' as const } : {}) };
+    }
     if (t.rule?.spec.quotaMode === true) {
       return { code: 'OK', currentLimit: t.current, limitRemaining: d.remaining, durationUntilResetMs: d.resetAfterMs, rule: t.id, shadow: false, quota: 'within' };
     }
@@ -412,6 +425,7 @@ function finish(all: DescriptorStatus[]): Answer {
   let retryAfterMs = 0;
   let tightest: DescriptorStatus | undefined;
   let reason: StatusReason | undefined;
+  let storeReason: StoreReason | undefined;
   let statuses = all;
   for (const s of all) {
     if (s.quota === 'over') {
@@ -423,13 +437,14 @@ function finish(all: DescriptorStatus[]): Answer {
     if (s.code === 'OVER_LIMIT') {
       over = true;
       if (s.durationUntilResetMs > retryAfterMs) retryAfterMs = s.durationUntilResetMs;
-      if (s.reason !== undefined) reason = s.reason;
+      if (s.reason === 'cost-exceeds-capacity') reason = s.reason;
     }
+    if (s.reason !== undefined && s.reason !== 'cost-exceeds-capacity') storeReason = s.reason;
     if (s.currentLimit !== undefined && (tightest === undefined || s.limitRemaining < tightest.limitRemaining)) tightest = s;
   }
   // A request that can never pass has no retry time to give, whatever its other descriptors say.
-  if (reason !== undefined) return new Answer('OVER_LIMIT', statuses, tightest, 0, false, reason);
-  return new Answer(over ? 'OVER_LIMIT' : 'OK', statuses, tightest, retryAfterMs, over, undefined);
+  if (reason !== undefined) return new Answer('OVER_LIMIT', statuses, tightest, 0, false, reason, storeReason);
+  return new Answer(over ? 'OVER_LIMIT' : 'OK', statuses, tightest, retryAfterMs, over, undefined, storeReason);
 }
 
 /**
@@ -449,6 +464,7 @@ export class Answer implements RlsResponse {
     /** Whether the headers carry Retry-After (not when global shadow mode answered OK, nor when no wait helps). */
     private readonly retryAfter: boolean,
     readonly reason: StatusReason | undefined = undefined,
+    readonly storeReason: StoreReason | undefined = undefined,
   ) {}
 
   get headers(): readonly (readonly [string, string])[] {

@@ -74,6 +74,10 @@ export interface Settings {
   clock: 'coarse' | 'monotonic';
   /** Largest request body accepted, in bytes. */
   maxBodyBytes: number;
+  /** Most bytes of config YAML (all files), at start and on reload: a bigger config is refused before it is read. */
+  maxConfigBytes: number;
+  /** Most rate_limit blocks in the config (all domains), at start and on reload. */
+  maxRules: number;
   logLevel: string;
   /** Watch the config file(s) and reload on change (SIGHUP always reloads). */
   watch: boolean;
@@ -253,6 +257,8 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
     parse: oneOf('allow', 'deny'),
   },
   maxBodyBytes: { flag: '--max-body-bytes', env: 'SLUICE_MAX_BODY_BYTES', help: 'largest request body (default 65536)', parse: int(1) },
+  maxConfigBytes: { flag: '--max-config-bytes', env: 'SLUICE_MAX_CONFIG_BYTES', help: 'largest config, all its YAML files together, in bytes: a bigger one is refused at start and on reload (default 16777216)', parse: int(1) },
+  maxRules: { flag: '--max-rules', env: 'SLUICE_MAX_RULES', help: 'most rate_limit blocks in the config: more are refused at start and on reload (default 100000)', parse: int(1) },
   logLevel: { flag: '--log-level', env: 'SLUICE_LOG_LEVEL', help: 'trace, debug, info, warn, error or fatal (default info)', parse: str },
   watch: { flag: '--watch', env: 'SLUICE_WATCH', help: 'reload when the config changes (default true)', parse: bool },
   maxDetailedSeries: {
@@ -324,6 +330,8 @@ export const DEFAULTS: Omit<Settings, 'config'> = {
   memoryOnFull: 'deny',
   clock: 'coarse',
   maxBodyBytes: 65_536,
+  maxConfigBytes: 16 * 1024 * 1024,
+  maxRules: 100_000,
   logLevel: 'info',
   watch: true,
   maxDetailedSeries: 100,

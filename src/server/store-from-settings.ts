@@ -7,11 +7,13 @@ import { MemoryStore } from '../stores/memory.js';
 import type { Store, StoreTable, TableSpec } from '../stores/store.js';
 import { readSettingFile } from './settings.js';
 import type { Settings } from './settings.js';
+import type { Logger } from 'pino';
+import { storeEventLog } from './store-log.js';
 
 export interface ServiceStore {
   readonly store: Store;
   readonly kind: 'memory' | 'redis' | 'redis-cluster' | 'redis-sentinel';
-  /** False while a configured Redis cannot be reached and failing closed would reject everything. */
+  /** False while a configured Redis does not answer a PING within 500 ms, whatever the failure mode. */
   ready(): Promise<boolean>;
   close(): Promise<void>;
 }
@@ -49,7 +51,8 @@ interface RedisClientLike {
   disconnect(): void;
 }
 
-export async function storeFromSettings(settings: Settings): Promise<ServiceStore> {
+/** `log`: where store trouble goes (storeEventLog); none without it. */
+export async function storeFromSettings(settings: Settings, log?: Logger): Promise<ServiceStore> {
   if (settings.redis === undefined && settings.redisCluster === undefined && settings.redisSentinel === undefined) {
     return { store: new MemoryStore({ maxKeys: settings.maxKeys, onFull: settings.memoryOnFull }), kind: 'memory', ready: async () => true, close: async () => {} };
   }
@@ -70,12 +73,14 @@ export async function storeFromSettings(settings: Settings): Promise<ServiceStor
     kind = 'redis-cluster';
   } else if (settings.redisSentinel !== undefined) {
     // The Sentinels name the primary; on a failover ioredis asks them again and reconnects to the new one.
+    // failoverDetector: it also listens to the Sentinels' +switch-master, so a primary that hangs (frozen,
+    // or partitioned with its TCP connections up) is left on promotion, not when it closes the connection.
     // The Redis AUTH settings are the primary's and replicas'; the Sentinels themselves are asked without.
     // With TLS both hops use it, with the same CA: a deployment that encrypts its Redis encrypts its
     // Sentinels too (tls-replication), and ioredis otherwise reaches a TLS primary in plain text.
     const at = settings.redisSentinel.indexOf('@');
     const tls = 'tls' in clientOptions ? { enableTLSForSentinelMode: true, sentinelTLS: clientOptions.tls } : {};
-    client = new Redis({ ...clientOptions, ...tls, name: settings.redisSentinel.slice(0, at), sentinels: hostPorts(settings.redisSentinel.slice(at + 1)) });
+    client = new Redis({ ...clientOptions, ...tls, failoverDetector: true, name: settings.redisSentinel.slice(0, at), sentinels: hostPorts(settings.redisSentinel.slice(at + 1)) });
     kind = 'redis-sentinel';
   } else {
     client = new Redis(settings.redis!, clientOptions);
@@ -83,22 +88,31 @@ export async function storeFromSettings(settings: Settings): Promise<ServiceStor
   }
   const clients = [client];
   const RedisStore = redisModule.RedisStore as new (o: object) => Store;
-  const storeOf = (c: RedisClientLike) => new RedisStore({ client: c, prefix: settings.redisPrefix, timeoutMs: settings.redisTimeoutMs, onError: settings.failureMode, connectTimeoutMs: settings.redisConnectTimeoutMs });
-  let store = storeOf(client);
+  const storeOf = (c: RedisClientLike, which: string) =>
+    new RedisStore({
+      client: c,
+      prefix: settings.redisPrefix,
+      timeoutMs: settings.redisTimeoutMs,
+      onError: settings.failureMode,
+      connectTimeoutMs: settings.redisConnectTimeoutMs,
+      ...(log === undefined ? {} : { onEvent: storeEventLog(log, { store: which, failureMode: settings.failureMode }) }),
+    });
+  let store = storeOf(client, kind);
   if (settings.redisPerSecond !== undefined) {
     // Its own URL's credentials and scheme only: the main Redis's AUTH settings are not its. The CA of
     // --redis-tls-ca is, when its URL is rediss://.
     const tls = settings.redisPerSecond.startsWith('rediss:') && settings.redisTlsCa !== undefined ? { tls: { ca: readSettingFile('--redis-tls-ca', settings.redisTlsCa) } } : {};
     const perSecond = new Redis(settings.redisPerSecond, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false, ...tls });
     clients.push(perSecond);
-    store = new PerSecondSplit(store, storeOf(perSecond));
+    store = new PerSecondSplit(store, storeOf(perSecond, 'redis-per-second'));
   }
   await Promise.all(clients.map((c) => connected(c, settings.redisConnectTimeoutMs)));
   return {
     store,
     kind,
+    // Not ready while Redis does not answer, whatever the failure mode: with 'open' every decision is then an
+    // allowance nobody counts, which a load balancer or an operator must be able to see.
     async ready() {
-      if (settings.failureMode === 'open') return true;
       const timeout = new Promise<false>((resolve) => setTimeout(resolve, 500, false).unref());
       const pings = Promise.all(clients.map((c) => c.ping())).then(() => true, () => false);
       return Promise.race([pings, timeout]);
@@ -117,7 +131,7 @@ export async function storeFromSettings(settings: Settings): Promise<ServiceStor
  */
 function connected(client: RedisClientLike, ms: number): Promise<void> {
   const events = client as unknown as { on(e: string, f: () => void): void; once(e: string, f: () => void): void };
-  events.on('error', () => {}); // reported through ready() and metrics
+  events.on('error', () => {}); // reported through the store's onEvent, ready() and metrics
   return new Promise<void>((resolve) => {
     const t = setTimeout(resolve, ms);
     events.once('ready', () => {

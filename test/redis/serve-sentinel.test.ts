@@ -11,6 +11,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, OwnRedis, ping } from './harness.js';
 import { post, start, TempConfig } from '../integration/serve-helpers.js';
+import { ensureBinary } from '../integration/debian.js';
+
+// The Sentinels are Debian's redis-sentinel, installed as the suite installs redis-server.
+ensureBinary('/usr/bin/redis-sentinel', 'redis-sentinel');
 
 const CONFIG = `domain: api
 descriptors:
@@ -69,7 +73,7 @@ describe('sluice serve --redis-sentinel', () => {
       'sentinel failover-timeout sluice-primary 5000',
       '',
     ].join('\n'));
-    sentinel = spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' });
+    sentinel = spawn('redis-sentinel', [conf], { stdio: 'ignore' });
     await until(() => ping(sentinelPort), 10_000, 'the Sentinel');
     await until(() => primaryPort(sentinelPort) === primary.port, 10_000, 'the Sentinel to know the primary');
   });
@@ -96,6 +100,66 @@ describe('sluice serve --redis-sentinel', () => {
       await until(() => primaryPort(sentinelPort) === replica.port, 20_000, 'the Sentinel to promote the replica');
       await until(async () => (await check('bob')) === 200, 20_000, 'the service to decide on the new primary');
       assert.equal(await check('ann'), 429, "ann's two requests were copied to the replica before it was promoted: her third is refused");
+    } finally {
+      await svc.close();
+    }
+  });
+});
+
+// Finding 1 of issue #37: a frozen master (SIGSTOP, or a partition that keeps its TCP connections up) is
+// not a dead one. No connection closes, so a client that only asks the Sentinels again on a reconnect
+// waits on the old master until it thaws; the Sentinel promotes the replica within seconds all the same.
+describe('sluice serve --redis-sentinel, the master frozen', () => {
+  let primary: OwnRedis;
+  let replica: OwnRedis;
+  let sentinel: ChildProcess | undefined;
+  let sentinelPort: number;
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-sentinel-frozen-'));
+  const cfg = new TempConfig(CONFIG);
+
+  before(async () => {
+    primary = new OwnRedis(await freePort());
+    await primary.start();
+    replica = new OwnRedis(await freePort(), ['--replicaof', '127.0.0.1', String(primary.port)]);
+    await replica.start();
+    sentinelPort = await freePort();
+    const conf = join(dir, 'sentinel.conf');
+    writeFileSync(conf, [
+      `port ${sentinelPort}`,
+      'bind 127.0.0.1',
+      `dir ${dir}`,
+      `sentinel monitor sluice-primary 127.0.0.1 ${primary.port} 1`,
+      'sentinel down-after-milliseconds sluice-primary 500',
+      'sentinel failover-timeout sluice-primary 5000',
+      '',
+    ].join('\n'));
+    sentinel = spawn('redis-sentinel', [conf], { stdio: 'ignore' });
+    await until(() => ping(sentinelPort), 10_000, 'the Sentinel');
+    await until(() => primaryPort(sentinelPort) === primary.port, 10_000, 'the Sentinel to know the primary');
+  });
+  after(async () => {
+    primary.proc?.kill('SIGCONT');
+    await kill(sentinel);
+    await replica.destroy();
+    await primary.destroy();
+    rmSync(dir, { recursive: true, force: true });
+    cfg.remove();
+  });
+
+  test('frozen sentinel master: decisions come back on the promoted replica within seconds, while the old master still hangs', async () => {
+    const prefix = `sluice-sentinel-frozen-${process.pid}`;
+    const settings = { redisSentinel: `sluice-primary@127.0.0.1:${sentinelPort}`, redisPrefix: prefix, failureMode: 'closed' as const, redisTimeoutMs: 500, grpcPort: -1 };
+    const { svc } = await start(cfg.path, { name: 'sentinel frozen', settings });
+    const check = (user: string) => post(svc.httpPort, '/v1/check', { domain: 'api', descriptors: [{ user }] }).then((r) => r.status);
+    try {
+      assert.deepEqual([await check('ann'), await check('ann')], [200, 200]);
+      await until(() => execFileSync('redis-cli', ['-p', String(replica.port), '--scan', '--pattern', `${prefix}*`], { encoding: 'utf8' }).trim() !== '', 5000, 'replication');
+      primary.proc!.kill('SIGSTOP'); // stays frozen to the end of the test: only a client that follows the Sentinel answers
+      assert.equal(await check('carl'), 429, 'failure mode closed: no answer from the frozen master is a denial');
+      await until(() => primaryPort(sentinelPort) === replica.port, 20_000, 'the Sentinel to promote the replica');
+      await until(async () => (await check('bob')) === 200, 5000, 'a decision on the promoted replica within 5 s of its promotion');
+      assert.equal(await check('ann'), 429, "ann's two requests were copied to the replica: her third is refused there");
+      assert.equal((await fetch(`http://127.0.0.1:${svc.httpPort}/readyz`)).status, 200);
     } finally {
       await svc.close();
     }
@@ -133,7 +197,7 @@ describe('sluice serve --redis-sentinel over TLS', () => {
       'sentinel down-after-milliseconds sluice-primary 500',
       '',
     ].join('\n'));
-    sentinel = spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' });
+    sentinel = spawn('redis-sentinel', [conf], { stdio: 'ignore' });
     await until(() => ping(sentinelPort, tlsCli), 10_000, 'the Sentinel on its TLS port');
     await until(() => primaryPort(sentinelPort, tlsCli) === primaryTlsPort, 10_000, 'the Sentinel to know the primary');
   });

@@ -39,6 +39,19 @@ export interface RedisAdapter {
   onError(listener: (err: unknown) => void): void;
   /** Listens to the client's 'ready' events (both clients emit one on each connection). */
   onReady(listener: () => void): void;
+  /** Listens to the client's losing its connection: ioredis 'close', node-redis 'reconnecting' (it emits no close). */
+  onClose(listener: () => void): void;
+  /**
+   * The servers behind the client, each named (host:port where the client says) with a way to send it one
+   * command: the client itself, or each master of a cluster. For the store's checks of the server's
+   * settings (health.ts), not for decisions.
+   */
+  servers(): Promise<ServerCommand[]>;
+}
+
+export interface ServerCommand {
+  readonly name: string;
+  send(args: string[]): Promise<unknown>;
 }
 
 /** An argument as a client sends it: text, or a binary value's bytes (a Buffer). */
@@ -143,12 +156,28 @@ function ioredis(c: AnyClient): RedisAdapter {
     },
     onError: (listener) => listen(c, listener),
     onReady: (listener) => listen(c, listener, 'ready'),
+    onClose: (listener) => listen(c, listener, 'close'),
+    servers: async () => {
+      const nodes = cluster ? ((c.nodes as (role: string) => AnyClient[]).call(c, 'master')) : [c];
+      return nodes.map((n) => ({ name: serverName(n.options), send: (args) => (n.call as Fn).call(n, ...args) as Promise<unknown> }));
+    },
   };
 }
 
+/** host:port from a client's options, or 'redis' when they do not say (a Sentinel's primary, a URL only). */
+function serverName(options: unknown): string {
+  const o = (options ?? {}) as { host?: unknown; port?: unknown; name?: unknown; sentinels?: unknown; url?: unknown; socket?: { host?: unknown; port?: unknown } };
+  if (Array.isArray(o.sentinels) && typeof o.name === 'string') return `the primary of '${o.name}'`;
+  const host = o.host ?? o.socket?.host;
+  const port = o.port ?? o.socket?.port;
+  if (host !== undefined && port !== undefined) return `${String(host)}:${String(port)}`;
+  if (typeof o.url === 'string') return o.url.replace(/\/\/[^@/]*@/, '//'); // no credentials in a log line
+  return 'redis';
+}
+
 /** One listener per client and event, however many stores share the client, fanned out to each store's. */
-const listeners = { error: new WeakMap<object, Array<(arg: unknown) => void>>(), ready: new WeakMap<object, Array<(arg: unknown) => void>>() };
-function listen(c: AnyClient, listener: (arg: unknown) => void, event: 'error' | 'ready' = 'error'): void {
+const listeners = { error: new WeakMap<object, Array<(arg: unknown) => void>>(), ready: new WeakMap<object, Array<(arg: unknown) => void>>(), close: new WeakMap<object, Array<(arg: unknown) => void>>(), reconnecting: new WeakMap<object, Array<(arg: unknown) => void>>() };
+function listen(c: AnyClient, listener: (arg: unknown) => void, event: keyof typeof listeners = 'error'): void {
   const byClient = listeners[event];
   let list = byClient.get(c);
   if (list === undefined) {
@@ -189,6 +218,18 @@ function nodeRedis(c: AnyClient): RedisAdapter {
     cork: () => undefined,
     onError: (listener) => listen(c, listener),
     onReady: (listener) => listen(c, listener, 'ready'),
+    onClose: (listener) => listen(c, listener, 'reconnecting'),
+    servers: async () => {
+      if (!cluster) return [{ name: serverName(c.options), send: (args) => send!.call(c, args) as Promise<unknown> }];
+      const masters = c.masters as { host?: string; port?: number }[];
+      const nodeClient = c.nodeClient as (m: unknown) => Promise<AnyClient>;
+      return Promise.all(
+        masters.map(async (m) => {
+          const node = await nodeClient.call(c, m);
+          return { name: `${m.host}:${m.port}`, send: (args: string[]) => (node.sendCommand as Fn).call(node, args) as Promise<unknown> };
+        }),
+      );
+    },
   };
 }
 

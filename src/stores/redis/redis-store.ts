@@ -15,6 +15,8 @@ import type { Store, TableSpec } from '../store.js';
 import { CONNECT_TIMEOUT_MS, connectionStats, RedisConnection } from './connection.js';
 import { checkRedisBasics } from './options.js';
 import { checkOnError, type OnError } from './failure.js';
+import { adapt } from './adapter.js';
+import { StoreHealth, type RedisStoreListener } from './health.js';
 import { scriptRunner } from './strategy.js';
 import { RedisTable, type RedisStoreStats, type StoreContext } from './table.js';
 
@@ -45,9 +47,16 @@ export interface RedisStoreOptions {
    * failure policy answers at once. Default 2000 ms.
    */
   connectTimeoutMs?: number;
+  /**
+   * Told of store trouble and of what the server says of itself, for the owner to log (the store logs
+   * nothing): no connection by connectTimeoutMs, a lost connection or unanswered calls and the recovery,
+   * an eviction policy that can drop limiter keys, a restarted or failed-over server. See health.ts and
+   * docs/redis.md, "Store trouble". Only transitions are reported, never one event per call.
+   */
+  onEvent?: RedisStoreListener;
 }
 
-const KNOWN = new Set(['client', 'prefix', 'timeoutMs', 'onError', 'clock', 'maxBatch', 'maxInFlight', 'connectTimeoutMs']);
+const KNOWN = new Set(['client', 'prefix', 'timeoutMs', 'onError', 'clock', 'maxBatch', 'maxInFlight', 'connectTimeoutMs', 'onEvent']);
 
 function invalid(message: string): never {
   throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `RedisStore ${message}`);
@@ -85,7 +94,9 @@ export class RedisStore implements Store {
       invalid(`'connectTimeoutMs' must be a number of milliseconds, 0 or more, got ${show(connectTimeoutMs)}`);
     }
     const connection = new RedisConnection({ client: options.client, timeoutMs, connectTimeoutMs, maxInFlight, owner: 'RedisStore', stats: this.stats });
-    this.ctx = { connection, prefix, onError, clientClock: clock === 'client', maxBatch, stats: this.stats };
+    if (options.onEvent !== undefined && typeof options.onEvent !== 'function') invalid(`'onEvent' must be a function, got ${show(options.onEvent)}`);
+    const health = options.onEvent === undefined ? undefined : new StoreHealth(adapt(options.client), options.onEvent, connectTimeoutMs);
+    this.ctx = { connection, prefix, onError, clientClock: clock === 'client', maxBatch, stats: this.stats, health };
   }
 
   /**

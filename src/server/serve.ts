@@ -10,6 +10,7 @@ import { createSecureContext } from 'node:tls';
 import { pino } from 'pino';
 import type { Logger } from 'pino';
 import { configFiles, ConfigError, loadConfig } from './config.js';
+import { configNotes } from './config-notes.js';
 import { Dashboard } from './dashboard.js';
 import { createGrpcServer } from './grpc.js';
 import type { GrpcTls } from './grpc.js';
@@ -46,6 +47,7 @@ export interface StartOptions {
 export async function startService(settings: Settings, options: StartOptions = {}): Promise<RunningService> {
   const log = pino({ level: settings.logLevel, base: { service: 'sluice' } }, (options.logStream ?? process.stdout) as never);
   const config = loadConfig(settings.config, { mergeDomains: settings.mergeDomainConfig }); // throws ConfigError: the CLI prints every problem and exits 1
+  for (const note of configNotes(config)) log.warn({ domain: note.domain }, note.message);
   const tls = readGrpcTls(settings); // throws SettingsError naming the file, before anything listens
   const backing = await storeFromSettings(settings);
   // The memory store's clock: the library's default (coarse) unless --clock monotonic. Redis keeps its own time.
@@ -117,7 +119,9 @@ export async function startService(settings: Settings, options: StartOptions = {
       }
     }
     try {
-      const next = new RuleSet(loadConfig(settings.config, { mergeDomains: settings.mergeDomainConfig }), ruleOptions, rules);
+      const loaded = loadConfig(settings.config, { mergeDomains: settings.mergeDomainConfig });
+      const next = new RuleSet(loaded, ruleOptions, rules);
+      for (const note of configNotes(loaded)) log.warn({ reason, domain: note.domain }, note.message);
       rules = next;
       service.replaceRules(next);
       reloads.ok++;

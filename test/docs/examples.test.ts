@@ -120,8 +120,8 @@ async function runBlock(b: Block, kind: Kind): Promise<Outcome> {
   code = code.replace(/prefix: '([^']*)'/g, (_, p: string) => `prefix: 'sluice-docs-${process.pid}-${kind}-${p}'`);
   const file = fileOf(b, kind);
   writeFileSync(file, code + '\n');
-  const env = { ...process.env, REDIS_URL: redisUrl() };
-  delete env.NODE_ENV;
+  const env: NodeJS.ProcessEnv = { ...process.env, REDIS_URL: redisUrl() };
+  delete env.NODE_ENV; // as in a new shell: the examples' secrets are then optional
   const child = spawn(TSX, [file], { cwd: projects[kind], env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (d) => (output += d));

@@ -302,7 +302,8 @@ export async function runCli(argv: readonly string[], output: Output): Promise<n
     return EXIT_USAGE;
   }
   try {
-    if (isHelp(args[0])) {
+    // `sluice <command> --help` and `sluice simulate attacks --help` alike: help anywhere is help, as --help promises.
+    if (args.some(isHelp)) {
       output.out(command === serve ? await serveUsage() : command.usage);
       return 0;
     }

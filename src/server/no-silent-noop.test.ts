@@ -109,10 +109,22 @@ test('an answer whose request matched no rule says matched: false, with no limit
   });
 });
 
+test('with a burst above the rate, RateLimit-Limit is the burst, so RateLimit-Remaining never exceeds it (the README config: 5 a second, burst 10)', async () => {
+  await serving(README_CONFIG, async (svc) => {
+    const res = await fetch(`http://127.0.0.1:${svc.httpPort}/v1/check`, { method: 'POST', body: JSON.stringify({ domain: 'api', descriptors: [{ api_key: 'burst' }] }) });
+    assert.equal(res.headers.get('ratelimit-limit'), '10, 5;w=1;burst=10');
+    assert.equal(res.headers.get('ratelimit-remaining'), '9');
+    // A rule without a burst of its own keeps Envoy's header.
+    const plain = await fetch(`http://127.0.0.1:${svc.httpPort}/v1/check`, { method: 'POST', body: JSON.stringify({ domain: 'api', descriptors: [{ remote_address: '198.51.100.7' }] }) });
+    assert.equal(plain.headers.get('ratelimit-limit'), '100, 100;w=60');
+  });
+});
+
 test("the dashboard's empty-state hint is a request the running config matches, on the page's own address", async () => {
   await serving(README_CONFIG, async (svc) => {
     const page = await (await fetch(`http://127.0.0.1:${svc.httpPort}/`)).text();
     assert.doesNotMatch(page, /localhost:8080/);
+    assert.match(page, /<link rel="icon" href="data:,">/, 'no icon named: the browser asks /favicon.ico and logs a 404');
     assert.match(page, /'curl -XPOST ' \+ location\.origin \+ "\/v1\/check -d '" \+ cfg\.exampleCheck/);
     const view = (await (await fetch(`http://127.0.0.1:${svc.httpPort}/config`)).json()) as { exampleCheck: string; domains: { rules: { limit: string }[] }[] };
     const example = await post(svc.httpPort, '/v1/check', JSON.parse(view.exampleCheck));

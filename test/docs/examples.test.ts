@@ -115,14 +115,22 @@ async function runBlock(b: Block, kind: Kind): Promise<Outcome> {
   writeFileSync(file, code + '\n');
   const env: NodeJS.ProcessEnv = { ...process.env, REDIS_URL: redisUrl() };
   delete env.NODE_ENV; // as in a new shell: the examples' secrets are then optional
-  const child = spawn(TSX, [file], { cwd: projects[kind], env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // A process group of its own: tsx runs the block in a child of its own, and a hung block is killed with it.
+  const child = spawn(TSX, [file], { cwd: projects[kind], env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const stop = (signal: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, signal);
+    } catch {
+      // the group is gone already
+    }
+  };
   let output = '';
   child.stdout.on('data', (d) => (output += d));
   child.stderr.on('data', (d) => (output += d));
   let timedOut = false;
   let answered: number | undefined;
-  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  const limit = setTimeout(() => ((timedOut = true), child.kill('SIGKILL')), RUN_LIMIT_MS);
+  const exited = new Promise<void>((resolve) => child.on('close', () => resolve()));
+  const limit = setTimeout(() => ((timedOut = true), stop('SIGKILL')), RUN_LIMIT_MS);
   if (port) {
     const end = Date.now() + RUN_LIMIT_MS - 5_000;
     while (answered === undefined && Date.now() < end && child.exitCode === null) {
@@ -132,10 +140,11 @@ async function runBlock(b: Block, kind: Kind): Promise<Outcome> {
         await new Promise((r) => setTimeout(r, 200));
       }
     }
-    child.kill('SIGTERM');
+    stop('SIGTERM');
   }
   await exited;
   clearTimeout(limit);
+  stop('SIGKILL'); // anything the block left behind in its group
   return { code: child.exitCode, signal: child.signalCode, output, timedOut, answered };
 }
 

@@ -4,6 +4,7 @@
 // both servers on Ctrl-C, on SIGTERM or SIGHUP (to npm or to this script), and when its parent dies.
 //
 //   npm start [-- --demo-port N] [-- <any sluice serve flag, e.g. --port 9090 --redis redis://...>]
+//   (--port N alone moves gRPC to N + 1; --grpc-port N, or -1 for none, puts it elsewhere)
 //   env: DEMO_PORT (the demo), SLUICE_PORT / SLUICE_GRPC_PORT / SLUICE_HOST (the service)
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
@@ -46,7 +47,11 @@ const grpcHow = '--grpc-port <port> or SLUICE_GRPC_PORT=<port>, -1 for none';
 const demoPort = port(demoPortArg ?? (process.env.DEMO_PORT || '3000'), 'the login demo port', demoHow);
 const host = serveSetting('--host', 'SLUICE_HOST', '127.0.0.1');
 const httpPort = port(serveSetting('--port', 'SLUICE_PORT', '8080'), 'the service port', serviceHow);
-const grpcRaw = serveSetting('--grpc-port', 'SLUICE_GRPC_PORT', '8081');
+// gRPC moves with the service: --port N without --grpc-port puts gRPC on N + 1, as the defaults are 8080 and 8081.
+const grpcChosen = serveSetting('--grpc-port', 'SLUICE_GRPC_PORT', undefined);
+const httpChosen = serveSetting('--port', 'SLUICE_PORT', undefined) !== undefined;
+const grpcRaw = grpcChosen ?? (httpChosen && httpPort < 65535 ? String(httpPort + 1) : '8081');
+if (grpcChosen === undefined) serveArgs.push('--grpc-port', grpcRaw);
 const grpcPort = grpcRaw === '-1' ? undefined : port(grpcRaw, 'the gRPC port', grpcHow);
 const browserHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
 const url = (h, p) => `http://${h.includes(':') ? `[${h}]` : h}:${p}/`;
@@ -146,6 +151,6 @@ if (!stopping) {
   say('sluice is running (examples/policies.yaml):');
   say(`  dashboard   ${dashboardUrl}`);
   say(`  login demo  ${demoUrl}`);
-  if (grpcPort !== undefined) say(`  gRPC        ${browserHost}:${grpcPort}  (Envoy's rate limit service)`);
+  if (grpcPort !== undefined) say(`  gRPC        ${browserHost}:${grpcPort}  (Envoy's rate limit service${grpcChosen === undefined && httpChosen ? '; the service port + 1, or --grpc-port N' : ''})`);
   say('Press Ctrl-C to stop.');
 }

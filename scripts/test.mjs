@@ -27,10 +27,13 @@ const files = [...find('src'), ...find('test')].sort();
 const filter = process.argv.slice(2);
 const chosen = filter.length ? files.filter((f) => filter.some((p) => f.includes(p))) : files;
 // Redis tests live in several folders (stores, service, guard, pow, outbound): always make sure one answers.
-await ensureRedis();
+const redis = await ensureRedis();
+// Ctrl-C reaches the test run too; this process waits for it to end, then stops a Redis it started.
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => {});
 // A test that hangs (a server that never answers, a child that never exits) fails after 5 minutes instead
 // of holding CI until its 30-minute limit; the slowest test takes about a minute on a loaded machine.
 const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-timeout=300000', ...chosen], {
   stdio: 'inherit',
 });
+redis.stop();
 process.exit(result.status ?? 1);

@@ -12,6 +12,8 @@ import { PAGE_SCRIPT, pageHtml } from './page.js';
 
 const WIDGET = new URL('../../dist/browser/sluice-pow.js', import.meta.url);
 const MAX_BODY = 4096;
+/** Wrong-password attempts one "Run attack" sends, each against a random account. */
+const ATTACK_ATTEMPTS = 30;
 /** Cap the guard's bits so a misconfiguration cannot ask a browser for hours of work. */
 const MAX_POW_DIFFICULTY = difficultyFor({ risk: 100 });
 
@@ -80,6 +82,17 @@ export async function startDemo(options: DemoOptions = {}): Promise<Demo> {
     return [200, { status: 'ok', account, decision }];
   }
 
+  // "Run attack" sends its attempts from simulated addresses (TEST-NET-3, 203.0.113.0/24; a new one per run),
+  // never from the visitor's: an attack from their own address would lock them out of their own login.
+  let attacks = 0;
+  async function attack(): Promise<[number, object]> {
+    const from = `203.0.113.${(attacks++ % 254) + 1}`;
+    // One after another, as a bot's loop sends them: each attempt meets what the guard learnt from the last.
+    const answers: object[] = [];
+    for (let i = 0; i < ATTACK_ATTEMPTS; i++) answers.push((await login({ username: `user${randomBytes(3).readUIntBE(0, 3)}`, password: `password${i}` }, from))[1]);
+    return [200, { from, answers }];
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const send = (status: number, type: string, body: string) => {
@@ -96,6 +109,10 @@ export async function startDemo(options: DemoOptions = {}): Promise<Demo> {
     }
     if (req.method === 'GET' && url.pathname === '/demo.js') return send(200, 'text/javascript', PAGE_SCRIPT);
     if (req.method === 'GET' && url.pathname === '/sluice-pow.js') return send(200, 'text/javascript', widget);
+    if (req.method === 'POST' && url.pathname === '/api/attack') {
+      const [status, answer] = await attack();
+      return send(status, 'application/json', JSON.stringify(answer));
+    }
     if (req.method === 'POST' && url.pathname === '/api/login') {
       let raw = '';
       for await (const chunk of req) {

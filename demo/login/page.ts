@@ -5,7 +5,7 @@ export function pageHtml(opts: { guardKind: string; account: string; totpSecret:
   const esc = (s: string) => s.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`);
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>sluice demo login</title>
+<title>sluice demo login</title><link rel="icon" href="data:,">
 <style>
 body{font:16px/1.45 system-ui,sans-serif;max-width:44rem;margin:2rem auto;padding:0 1rem;color:#222}
 form,.panel{border:1px solid #ccc;border-radius:8px;padding:1rem;margin:1rem 0}
@@ -28,7 +28,8 @@ TOTP secret for an authenticator app: <code id="totp-secret">${esc(opts.totpSecr
   <p id="message" role="status"></p>
 </form>
 <div class="panel"><b>Attack</b>: 30 rapid wrong-password attempts against random accounts, as credential
-stuffing would send. <button id="attack" type="button">Run attack</button> <span id="attack-result"></span></div>
+stuffing would send, from a simulated address (203.0.113.x, a new one per run), not from yours: your own
+login stays open. <button id="attack" type="button">Run attack</button> <span id="attack-result"></span></div>
 <div class="panel"><b>Guard decisions</b><pre id="log"></pre></div>
 <script src="/sluice-pow.js"></script><script src="/demo.js"></script>
 </body></html>`;
@@ -83,10 +84,9 @@ form.addEventListener('submit', (event) => {
 document.getElementById('attack').addEventListener('click', async () => {
   const out = document.getElementById('attack-result');
   out.textContent = 'running…';
-  const answers = await Promise.all(Array.from({ length: 30 }, (_, i) =>
-    post({ username: 'user' + Math.floor(Math.random() * 1e6), password: 'password' + i })));
+  const { from, answers } = await (await fetch('/api/attack', { method: 'POST' })).json();
   const counts = {};
   for (const a of answers) { counts[a.status] = (counts[a.status] || 0) + 1; note(a.decision); }
-  out.textContent = Object.entries(counts).map(([k, v]) => v + ' ' + k).join(', ');
+  out.textContent = 'from ' + from + ': ' + Object.entries(counts).map(([k, v]) => v + ' ' + k).join(', ');
 });
 `;

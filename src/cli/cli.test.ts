@@ -20,6 +20,15 @@ test('sluice demo prints one table per trace', async () => {
   assert.match(out, /→ fixed-window admitted 200 /);
 });
 
+test('`sluice simulate attacks --help` (help after a subcommand) prints the usage and exits 0, as `sluice --help` advertises', async () => {
+  for (const argv of [['simulate', 'attacks', '--help'], ['simulate', 'distributed', '-h'], ['simulate', 'accuracy', '--seed', '2', '--help']]) {
+    const r = await run(...argv);
+    assert.equal(r.code, 0, `${argv.join(' ')}: ${r.err}`);
+    assert.equal(r.err, '');
+    assert.match(r.out, /^usage: sluice simulate attacks /);
+  }
+});
+
 test('--help lists the commands; `<command> --help` shows its usage', async () => {
   const help = await run('--help');
   assert.equal(help.code, 0);

@@ -175,8 +175,8 @@ async function serviceImport<T>(load: () => Promise<T>): Promise<T> {
 }
 
 async function serverModules() {
-  const [settings, config] = await serviceImport(() => Promise.all([import('../server/settings.js'), import('../server/config.js')]));
-  return { settings, config };
+  const [settings, config, notes] = await serviceImport(() => Promise.all([import('../server/settings.js'), import('../server/config.js'), import('../server/config-notes.js')]));
+  return { settings, config, notes };
 }
 
 /** What went wrong at start-up, in one line: a taken port names the setting that moves it. */
@@ -224,7 +224,7 @@ const checkConfig: Command = {
   summary: 'validate a service config and list every problem with file:line:column',
   usage: 'usage: sluice check-config --config <file or folder> [--merge-domain-config true] [--max-config-bytes N] [--max-rules N]\n\nValidates without serving. Prints every problem, one per line, and exits 1 if there is any.\n',
   async run(args, output) {
-    const { settings: S, config: C } = await serverModules();
+    const { settings: S, config: C, notes: N } = await serverModules();
     let path: string;
     let mergeDomains: boolean;
     let maxBytes: number;
@@ -238,6 +238,7 @@ const checkConfig: Command = {
     try {
       const cfg = C.loadConfig(path, { mergeDomains, maxBytes, maxRules });
       const rules = [...cfg.domains.values()].reduce((n, d) => n + d.rules.length, 0);
+      for (const note of N.configNotes(cfg)) output.err(`warning: ${note.message}\n`);
       output.out(`ok: ${cfg.files.length} file(s), ${cfg.domains.size} domain(s), ${rules} rule(s)\n`);
       return 0;
     } catch (e) {
@@ -303,7 +304,8 @@ export async function runCli(argv: readonly string[], output: Output): Promise<n
     return EXIT_USAGE;
   }
   try {
-    if (isHelp(args[0])) {
+    // `sluice <command> --help` and `sluice simulate attacks --help` alike: help anywhere is help, as --help promises.
+    if (args.some(isHelp)) {
       output.out(command === serve ? await serveUsage() : command.usage);
       return 0;
     }

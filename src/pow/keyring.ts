@@ -4,7 +4,7 @@
  * verifying while that key stays in the ring.
  */
 import { SluiceError, show } from '../core/errors.js';
-import { nodeEnv, randomBytes } from '../runtime.js';
+import { emitWarning, nodeEnv, randomBytes } from '../runtime.js';
 import { LIMITS, MAC_DOMAIN } from './encoding.js';
 import { hmacKey, hmacSha256, type HmacKey } from '../crypto/sha256.js';
 
@@ -59,7 +59,11 @@ export function resolveSecret(secret: unknown, where: string): ResolvedKeyring {
     if (nodeEnv() === 'production') {
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${where}: 'secret' is required when NODE_ENV=production; pass at least ${MIN_SECRET_BYTES} random bytes (e.g. from an environment variable), got undefined`);
     }
-    devSecret ??= randomBytes(32);
+    if (devSecret === undefined) {
+      devSecret = randomBytes(32);
+      // Said once, as the guard says it: a challenge made here verifies nowhere else and not after a restart.
+      emitWarning(`${where} has no secret, so sluice/pow made a random one: its challenges verify only in this process and not after a restart. Pass \`secret\` (required when NODE_ENV=production).`, { code: 'WRN_SLUICE_POW_EPHEMERAL_SECRET' });
+    }
     return resolveSecret(devSecret, where);
   }
   throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${where}: 'secret' must be a string, a Uint8Array or a keyring { current, keys }, got ${show(secret)}`);

@@ -161,6 +161,26 @@ test('no default secret when NODE_ENV=production; a per-process one otherwise', 
   }
 });
 
+test('a missing POW_SECRET is never silent: the per-process random secret is announced once with WRN_SLUICE_POW_EPHEMERAL_SECRET', async () => {
+  // A child process: the warning is once per process, and this file may have made the random secret already.
+  const { spawnSync } = await import('node:child_process');
+  const script = `
+    import { createChallenge, verifySolution, MemorySpentStore } from ${JSON.stringify(new URL('./index.ts', import.meta.url).href)};
+    const codes = [];
+    process.on('warning', (w) => codes.push(w.code));
+    createChallenge({ secret: undefined, difficulty: 10, scope: 's', ttlMs: 1000 });
+    createChallenge({ secret: undefined, difficulty: 10, scope: 's', ttlMs: 1000 });
+    await verifySolution('x', { scope: 's', store: new MemorySpentStore() });
+    await new Promise((r) => setImmediate(r));
+    console.log(JSON.stringify(codes));
+  `;
+  const env = { ...process.env, NODE_ENV: 'development' };
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', env });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout.trim(), '["WRN_SLUICE_POW_EPHEMERAL_SECRET"]');
+  assert.match(r.stderr, /createChallenge has no secret, so sluice\/pow made a random one/);
+});
+
 test('difficulty is a fine-grained target: nearby difficulties get distinct targets', () => {
   const a = createChallenge({ ...easy, difficulty: 100_000 });
   const b = createChallenge({ ...easy, difficulty: 101_000 });

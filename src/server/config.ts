@@ -342,12 +342,13 @@ function loadLevel(w: Walker, node: YamlNode, path: string, parentId: string, do
     checkKeys(w, item, here, DESCRIPTOR_KEYS);
     const keyNode = item.get('key', true) as YamlNode | undefined;
     const rawKey = scalarString(keyNode);
-    if (rawKey === undefined || rawKey === '') {
+    const keyless = rawKey === undefined || rawKey === '';
+    if (keyless) {
       w.at(keyNode, item.range?.[0] ?? 0, `${here}.key`, keyNode === undefined ? `'key' is required` : `must be a non-empty string, got ${quote(keyNode)}`);
-      return;
+      // The rest of the descriptor is still checked (its rate_limit, its children), so one run lists every problem.
     }
     // Interned: a request's decoded key (see decodeRlsJsonFast) then finds it in byKey by pointer.
-    const key = internalized(rawKey);
+    const key = internalized(keyless ? '' : rawKey);
     const valueNode = item.get('value', true) as YamlNode | undefined;
     let value: string | undefined;
     if (valueNode !== undefined) {
@@ -382,6 +383,7 @@ function loadLevel(w: Walker, node: YamlNode, path: string, parentId: string, do
     const nested = item.get('descriptors', true) as YamlNode | undefined;
     if (nested !== undefined) loadLevel(w, nested, `${here}.descriptors`, `${id}.`, domain, children, rules, steps);
     const dn: DescriptorNode = { key, value, rule, children };
+    if (keyless) return; // already a problem: not matched, and no duplicate to report
     const dupe = value === undefined ? level.byKey.has(key) : level.exact.has(`${key}\u0000${value}`);
     if (dupe) {
       w.at(keyNode, 0, here, `duplicate descriptor composite key '${id}'`);

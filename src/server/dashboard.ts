@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RateLimitService } from './service.js';
+import { exampleCheckBody, limitInWords } from './example-request.js';
 
 interface Sample {
   /** Epoch ms of the end of the interval. */
@@ -77,18 +78,19 @@ export class Dashboard {
     req.on('close', () => this.clients.delete(res));
   }
 
-  configView(): { files: readonly string[]; globalShadowMode: boolean; domains: { domain: string; file: string; source: string; rules: { id: string; limit: string; shadow: boolean }[] }[] } {
+  configView(): { files: readonly string[]; globalShadowMode: boolean; exampleCheck: string | undefined; domains: { domain: string; file: string; source: string; rules: { id: string; limit: string; shadow: boolean }[] }[] } {
     const svc = this.service();
     return {
       files: svc.rules.config.files,
       globalShadowMode: svc.globalShadowMode,
+      exampleCheck: exampleCheckBody(svc.rules.config),
       domains: [...svc.rules.config.domains.values()].map((d) => ({
         domain: d.domain,
         file: d.file,
         source: d.source,
         rules: d.rules.map((r) => ({
           id: r.id,
-          limit: r.unlimited ? 'unlimited' : `${r.requestsPerUnit} per ${r.policy ? `${r.policy.windowMs} ms (${r.policy.algorithm}${r.policy.burst !== r.policy.limit ? `, burst ${r.policy.burst}` : ''})` : r.unit.toLowerCase()}`,
+          limit: limitInWords(r),
           shadow: r.shadowMode,
         })),
       })),
@@ -101,7 +103,7 @@ export class Dashboard {
 }
 
 const PAGE = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>sluice</title>
+<html lang="en"><head><meta charset="utf-8"><title>sluice</title><link rel="icon" href="data:,">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
  body{font:14px/1.4 system-ui,sans-serif;margin:0;background:#f6f7f9;color:#1d2330}
@@ -120,7 +122,7 @@ const PAGE = `<!doctype html>
 <header><h1>sluice</h1><span id="status">connecting…</span></header>
 <main>
  <section><div class="legend"><span><i class="sw" style="background:#2e9d5b"></i>allowed hits/s</span><span><i class="sw" style="background:#d9433a"></i>limited hits/s</span></div>
-  <div id="charts" data-samples="0" data-allowed="0" data-limited="0"><p class="empty">No decisions yet. Send some: <code>curl -XPOST localhost:8080/v1/check -d '{"key":"demo"}'</code></p></div></section>
+  <div id="charts" data-samples="0" data-allowed="0" data-limited="0"><p class="empty">No decisions yet. Send some: <code id="example">curl -XPOST &lt;this address&gt;/v1/check</code></p></div></section>
  <aside><div class="card"><h2>loaded config</h2><div id="rules"></div></div><div id="config"></div></aside>
 </main>
 <script>
@@ -168,6 +170,8 @@ function draw() {
   }
 }
 fetch('/config').then((r) => r.json()).then((cfg) => {
+  const example = document.getElementById('example');
+  if (example) example.textContent = cfg.exampleCheck ? 'curl -XPOST ' + location.origin + "/v1/check -d '" + cfg.exampleCheck + "'" : 'no rule is configured';
   const rules = document.getElementById('rules'), conf = document.getElementById('config');
   if (cfg.globalShadowMode) { const b = document.createElement('p'); b.id = 'global-shadow'; b.textContent = 'global shadow mode (--shadow-mode): every answer is OK; "limited" is what the rules would have refused'; rules.appendChild(b); }
   for (const d of cfg.domains) {

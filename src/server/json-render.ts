@@ -112,6 +112,8 @@ export function renderRlsJsonSized(r: RlsResponse): RenderedJson {
     }
     if (s.limitRemaining !== 0) out += ',"limitRemaining":' + integerText(s.limitRemaining);
     if (s.durationUntilResetMs !== 0) out += ',"durationUntilReset":"' + millisAsSeconds(s.durationUntilResetMs) + 's"';
+    // Beyond Envoy's DescriptorStatus, and only where no rule matched: an OK that no limit decided.
+    if (s.rule === undefined) out += ',"matched":false';
     // Beyond Envoy's DescriptorStatus, on a status that can never pass or that the store decided: sluice says why.
     if (s.reason !== undefined) out += ',"reason":"' + s.reason + '"';
     out += '}';
@@ -203,17 +205,25 @@ export function renderRlsJson(r: RlsResponse): string {
 export function renderCheck(r: RlsResponse): string {
   return JSON.stringify({
     allowed: r.overallCode === 'OK',
+    // Whether any descriptor matched a rule: an allowed answer with `matched: false` was decided by no limit.
+    matched: r.statuses.some((s) => s.rule !== undefined),
     retryAfterMs: r.retryAfterMs,
     ...(r.reason !== undefined ? { reason: r.reason } : r.storeReason !== undefined ? { reason: r.storeReason } : {}),
     // Allowed: until the key's state is as if unused. Denied: until a retry of the same cost can pass.
-    statuses: r.statuses.map((s) => ({
-      rule: s.rule ?? null,
-      allowed: s.code === 'OK',
-      limit: s.currentLimit?.requestsPerUnit ?? null,
-      remaining: s.limitRemaining,
-      ...(s.code === 'OK' ? { resetAfterMs: s.durationUntilResetMs } : { retryAfterMs: s.durationUntilResetMs }),
-      shadow: s.shadow,
-      ...(s.reason !== undefined ? { reason: s.reason } : {}),
-    })),
+    statuses: r.statuses.map((s) =>
+      s.rule === undefined
+        ? // No rule matched: no limit and nothing remaining to report (a 0 would read as "limit hit").
+          { rule: null, matched: false, allowed: s.code === 'OK', shadow: s.shadow }
+        : {
+            rule: s.rule,
+            matched: true,
+            allowed: s.code === 'OK',
+            limit: s.currentLimit?.requestsPerUnit ?? null,
+            remaining: s.limitRemaining,
+            ...(s.code === 'OK' ? { resetAfterMs: s.durationUntilResetMs } : { retryAfterMs: s.durationUntilResetMs }),
+            shadow: s.shadow,
+            ...(s.reason !== undefined ? { reason: s.reason } : {}),
+          },
+    ),
   });
 }

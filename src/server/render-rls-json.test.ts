@@ -26,6 +26,8 @@ function reference(r: RlsResponse): string {
           : { name: s.currentLimit.name || undefined, requestsPerUnit: s.currentLimit.requestsPerUnit || undefined, unit: s.currentLimit.unit },
       limitRemaining: s.limitRemaining || undefined,
       durationUntilReset: s.durationUntilResetMs === 0 ? undefined : `${s.durationUntilResetMs / 1000}s`,
+      // sluice's addition: a status no rule decided says so (issue 38)
+      matched: s.rule === undefined ? false : undefined,
     })),
     responseHeadersToAdd: r.headers.length === 0 ? undefined : r.headers.map(([key, value]) => ({ key, value })),
   });
@@ -42,7 +44,7 @@ const status: fc.Arbitrary<DescriptorStatus> = fc.record({
   currentLimit: fc.option(fc.constantFrom(...limits), { nil: undefined }),
   limitRemaining: fc.oneof(fc.constantFrom(0, 3_999_999_999, 4_294_967_295), fc.nat()),
   durationUntilResetMs: fc.oneof(fc.constantFrom(0, 1, 1000, 2_121_991), fc.nat(), fc.double({ min: 0, max: 1e7, noNaN: true })),
-  rule: fc.constant(undefined),
+  rule: fc.constantFrom(undefined, 'r'),
   shadow: fc.boolean(),
 });
 /** A limit made fresh for each answer, with any RateLimit-Limit header text, escaping or not. */

@@ -10,6 +10,7 @@ import { createSecureContext } from 'node:tls';
 import { pino } from 'pino';
 import type { Logger } from 'pino';
 import { configFiles, ConfigError, loadConfig } from './config.js';
+import { configNotes } from './config-notes.js';
 import { Dashboard } from './dashboard.js';
 import { createGrpcServer } from './grpc.js';
 import type { GrpcTls } from './grpc.js';
@@ -48,6 +49,7 @@ export async function startService(settings: Settings, options: StartOptions = {
   const log = pino({ level: settings.logLevel, base: { service: 'sluice' } }, (options.logStream ?? process.stdout) as never);
   const configOptions = { mergeDomains: settings.mergeDomainConfig, maxBytes: settings.maxConfigBytes, maxRules: settings.maxRules };
   const config = loadConfig(settings.config, configOptions); // throws ConfigError: the CLI prints every problem and exits 1
+  for (const note of configNotes(config)) log.warn({ domain: note.domain }, note.message);
   const tls = readGrpcTls(settings); // throws SettingsError naming the file, before anything listens
   const backing = await storeFromSettings(settings, log);
   // The memory store's clock: the library's default (coarse) unless --clock monotonic. Redis keeps its own time.
@@ -128,6 +130,7 @@ export async function startService(settings: Settings, options: StartOptions = {
     try {
       // Read and built off the decision path (config-reload.ts), then swapped in at once.
       const next = await loadRulesOffThread(settings.config, configOptions, ruleOptions, rules);
+      for (const note of configNotes(next.config)) log.warn({ reason, domain: note.domain }, note.message);
       rules = next;
       service.replaceRules(next);
       reloads.ok++;

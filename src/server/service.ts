@@ -46,9 +46,12 @@ export interface CurrentLimit {
   readonly header: string;
 }
 
-function currentLimit(name: string, requestsPerUnit: number, unit: UnitName | 'UNKNOWN'): CurrentLimit {
-  const window = unit === 'UNKNOWN' ? '' : `, ${requestsPerUnit};w=${UNITS[unit] / 1000}`;
-  return { name, requestsPerUnit, unit, header: `${requestsPerUnit}${window}` };
+function currentLimit(name: string, requestsPerUnit: number, unit: UnitName | 'UNKNOWN', burst?: number): CurrentLimit {
+  // A burst above the rate is what a client can send now from idle, so RateLimit-Limit is the burst (never
+  // below RateLimit-Remaining), and the policy states the rate with the burst as a parameter.
+  const bursty = burst !== undefined && burst > requestsPerUnit;
+  const window = unit === 'UNKNOWN' ? '' : `, ${requestsPerUnit};w=${UNITS[unit] / 1000}${bursty ? `;burst=${burst}` : ''}`;
+  return { name, requestsPerUnit, unit, header: `${bursty ? burst : requestsPerUnit}${window}` };
 }
 
 export interface DescriptorStatus {
@@ -273,7 +276,7 @@ export class RateLimitService {
     let t = this.targets.get(rule);
     if (t === undefined) {
       const spec = rule.spec;
-      t = { rule, limiter: rule.limiter, stats: rule.stats, current: spec.unlimited ? undefined : currentLimit(spec.name ?? '', spec.requestsPerUnit, spec.unit), id: spec.id };
+      t = { rule, limiter: rule.limiter, stats: rule.stats, current: spec.unlimited ? undefined : currentLimit(spec.name ?? '', spec.requestsPerUnit, spec.unit, spec.policy?.burst), id: spec.id };
       this.targets.set(rule, t);
     }
     return t;

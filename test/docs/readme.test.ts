@@ -1,11 +1,11 @@
-// The README is a user's guide: short, with working examples and links that resolve. Its TypeScript
-// blocks are type-checked against the source (imports of `sluice/...` mapped to src/ through package.json's
-// exports), and those that do not listen on a port are run (the Redis one on the test Redis); its YAML
-// block is validated by `sluice check-config`; its shell blocks are parsed, and every npm script, sluice
-// command and serve flag they name must exist.
+// The README is a user's guide: short, with working examples and links that resolve. Every TypeScript block
+// of it and of docs/*.md is type-checked and run from the packed tarball by examples.test.ts; here, every
+// YAML block of those pages that is not a marked fragment is validated by `sluice check-config`, and every
+// shell block is parsed, and every npm script, sluice command and serve flag it names must exist.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { allBlocks, blocksOf, isTypeScript, slug } from './blocks.js';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, test } from 'node:test';
@@ -13,57 +13,12 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
-const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
-  scripts: Record<string, string>;
-  exports: Record<string, string | { types: string } | { import: { types: string } }>;
-};
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
 
-interface Block {
-  readonly lang: string;
-  readonly code: string;
-  readonly line: number;
-}
-
-function blocks(markdown: string): Block[] {
-  const out: Block[] = [];
-  const lines = markdown.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const open = /^```(\w*)\s*$/.exec(lines[i]!);
-    if (!open) continue;
-    const start = i + 1;
-    while (++i < lines.length && !/^```\s*$/.test(lines[i]!));
-    out.push({ lang: open[1]!, code: lines.slice(start, i).join('\n'), line: start });
-  }
-  return out;
-}
-
-const ALL = blocks(README);
-const byLang = (...langs: string[]) => ALL.filter((b) => langs.includes(b.lang));
-
-// `sluice/redis` -> <root>/src/stores/redis/index.ts, from the export's types path (dist/x.d.ts -> src/x.ts).
-const SOURCE_OF = new Map<string, string>();
-for (const [sub, target] of Object.entries(pkg.exports)) {
-  if (typeof target !== 'object') continue;
-  const types = 'types' in target ? target.types : target.import.types;
-  const file = types.replace(/^\.\/dist\//, 'src/').replace(/\.d\.ts$/, '.ts');
-  SOURCE_OF.set(sub === '.' ? 'sluice' : `sluice/${sub.slice(2)}`, join(ROOT, file));
-}
+const tsBlocks = blocksOf('README.md', README).filter(isTypeScript);
 
 const work = mkdtempSync(join(tmpdir(), 'sluice-readme-'));
-writeFileSync(join(work, 'package.json'), '{"type":"module"}\n');
-symlinkSync(join(ROOT, 'node_modules'), join(work, 'node_modules'), 'dir');
 after(() => rmSync(work, { recursive: true, force: true }));
-
-function mapImports(code: string, line: number): string {
-  return code.replace(/from '(sluice(?:\/[\w/.-]+)?)'/g, (_, spec: string) => {
-    const file = SOURCE_OF.get(spec);
-    assert.ok(file, `README line ${line}: imports '${spec}', which package.json does not export`);
-    return `from '${file.replace(/\.ts$/, '.js')}'`;
-  });
-}
-
-const tsBlocks = byLang('ts', 'typescript').map((b, i) => ({ ...b, file: join(work, `block-${i + 1}-line-${b.line}.ts`) }));
-for (const b of tsBlocks) writeFileSync(b.file, mapImports(b.code, b.line));
 
 function cli(args: string[], cwd = ROOT) {
   return spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), ...args], { cwd, encoding: 'utf8', timeout: 60_000 });
@@ -107,66 +62,41 @@ test('the README has a TypeScript example for each job, and its quick start says
   assert.match(README, /npm test/);
 });
 
-test("the README's TypeScript blocks type-check against the source", () => {
-  writeFileSync(join(work, 'tsconfig.json'), JSON.stringify({
-    extends: join(ROOT, 'tsconfig.json'),
-    compilerOptions: { noEmit: true, rootDir: '/', declaration: false, sourceMap: false },
-    include: [],
-    files: tsBlocks.map((b) => b.file),
-  }));
-  const r = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(work, 'tsconfig.json')], { encoding: 'utf8', timeout: 240_000 });
-  assert.equal(r.status, 0, `tsc on the README's blocks:\n${r.stdout}${r.stderr}`);
-});
-
-// A block is run unless it serves (it would hold a port until killed). The Redis block runs against the
-// test Redis (REDIS_URL, default 127.0.0.1:6379) under a prefix of its own, and must be decided by Redis:
-// the store waits for the client's first connection, so the example needs no ready-wait.
-const runnable = tsBlocks.filter((b) => !/\.listen\(|\bserve\(/.test(b.code));
-
-test('the README blocks that do not serve run to completion; the Redis one is decided by Redis', () => {
-  assert.ok(runnable.length >= 5, `only ${runnable.length} runnable blocks`);
-  const prefix = `sluice-readme-${process.pid}-${Date.now()}`;
-  for (const b of runnable) {
-    const redis = b.code.includes("from 'sluice/redis'");
-    if (redis) writeFileSync(b.file, mapImports(b.code, b.line).replace(/prefix: '[^']*'/, `prefix: '${prefix}'`));
-    const r = spawnSync(process.execPath, ['--import', 'tsx', b.file], { cwd: work, encoding: 'utf8', timeout: 120_000, env: { ...process.env, NODE_ENV: 'development' } });
-    assert.equal(r.status, 0, `README block at line ${b.line} exited ${r.status ?? r.signal}:\n${r.stdout}${r.stderr}`);
-    if (redis) assert.match(r.stdout, /^true 99\n/, `README block at line ${b.line}: the first decision was not Redis's (${r.stdout})`);
-  }
-});
-
-test("the README's YAML config passes `sluice check-config`", () => {
-  const yaml = byLang('yaml', 'yml');
-  assert.ok(yaml.length >= 1, 'no YAML block');
+test('every YAML block of the README and docs/ that is not a marked fragment passes `sluice check-config`', () => {
+  const yaml = allBlocks().filter((b) => (b.lang === 'yaml' || b.lang === 'yml') && b.fragment === undefined);
+  assert.ok(yaml.some((b) => b.page === 'README.md'), 'no YAML block in the README');
+  assert.ok(yaml.length >= 3, `only ${yaml.length} complete YAML blocks`);
   for (const b of yaml) {
     const name = /^#\s*([\w.-]+\.ya?ml)/.exec(b.code)?.[1] ?? 'policies.yaml';
-    writeFileSync(join(work, name), b.code + '\n');
-    const r = cli(['check-config', '--config', join(work, name)]);
-    assert.equal(r.status, 0, `README line ${b.line}: check-config said\n${r.stdout}${r.stderr}`);
+    const dir = join(work, slug(b));
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, name), b.code + '\n');
+    const r = cli(['check-config', '--config', join(dir, name)]);
+    assert.equal(r.status, 0, `${b.page}:${b.line}: check-config said\n${r.stdout}${r.stderr}`);
   }
 });
 
-test("the README's shell blocks parse, and name only npm scripts, sluice commands and serve flags that exist", () => {
-  const shell = byLang('sh', 'bash', 'shell');
-  assert.ok(shell.length >= 2, 'no shell blocks');
+test('the shell blocks of the README and docs/ parse, and name only npm scripts, sluice commands and serve flags that exist', () => {
+  const shell = allBlocks().filter((b) => ['sh', 'bash', 'shell'].includes(b.lang));
+  assert.ok(shell.filter((b) => b.page === 'README.md').length >= 2, 'no shell blocks in the README');
   const commands = cli(['--help']).stdout;
   const serveFlags = cli(['serve', '--help']);
   const serveHelp = serveFlags.stdout + serveFlags.stderr;
   for (const b of shell) {
     const syntax = spawnSync('bash', ['-n'], { input: b.code, encoding: 'utf8' });
-    assert.equal(syntax.status, 0, `README line ${b.line}: bash -n: ${syntax.stderr}`);
+    assert.equal(syntax.status, 0, `${b.page}:${b.line}: bash -n: ${syntax.stderr}`);
     for (const raw of b.code.split('\n')) {
       const line = raw.replace(/\s#.*$/, '').trim();
       for (const cmd of line.split(/&&|;/).map((c) => c.trim())) {
         const npm = /^npm (run )?([\w:-]+)/.exec(cmd);
-        if (npm && npm[1]) assert.ok(pkg.scripts[npm[2]!], `README line ${b.line}: 'npm run ${npm[2]}' is not a script`);
-        else if (npm && !['install', 'ci', 'test', 'start'].includes(npm[2]!)) assert.fail(`README line ${b.line}: unexpected npm command '${cmd}'`);
+        if (npm && npm[1]) assert.ok(pkg.scripts[npm[2]!], `${b.page}:${b.line}: 'npm run ${npm[2]}' is not a script`);
+        else if (npm && !['install', 'ci', 'test', 'start'].includes(npm[2]!)) assert.fail(`${b.page}:${b.line}: unexpected npm command '${cmd}'`);
         if (npm?.[2] === 'start' || npm?.[2] === 'test') assert.ok(pkg.scripts[npm[2]], `no '${npm[2]}' script`);
         const sluice = /^npx sluice ([\w-]+)(.*)$/.exec(cmd);
         if (!sluice) continue;
-        assert.match(commands, new RegExp(`\\b${sluice[1]}\\b`), `README line ${b.line}: 'sluice ${sluice[1]}' is not a command`);
+        assert.match(commands, new RegExp(`\\b${sluice[1]}\\b`), `${b.page}:${b.line}: 'sluice ${sluice[1]}' is not a command`);
         if (sluice[1] === 'serve' || sluice[1] === 'check-config') {
-          for (const flag of sluice[2]!.match(/--[\w-]+/g) ?? []) assert.ok(serveHelp.includes(flag), `README line ${b.line}: sluice serve has no ${flag}`);
+          for (const flag of sluice[2]!.match(/--[\w-]+/g) ?? []) assert.ok(serveHelp.includes(flag), `${b.page}:${b.line}: sluice serve has no ${flag}`);
         }
       }
     }

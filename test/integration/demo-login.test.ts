@@ -84,13 +84,24 @@ test('an attack is blocked', async () => {
     const text = document.getElementById('attack-result').textContent ?? '';
     return /\d/.test(text) ? text : false;
   }, undefined, { timeout: 60_000 });
-  assert.match((await result.jsonValue()) as string, /\d+ blocked/);
-  if (demo.guardKind === 'sluice/guard') {
-    // The real guard keeps a familiar address's own path open: an attack from alice's address on other
-    // accounts does not lock alice out (the issue: the throttles must not be a lever against the owner).
-    assert.equal(await submit('correct horse battery staple'), 'Signed in as alice.');
-  } else {
-    assert.match(await submit('correct horse battery staple'), /^Too many attempts/);
+  assert.match((await result.jsonValue()) as string, /^from 203\.0\.113\.\d+: .*\d+ blocked/);
+  // The attack came from a simulated address, so the visitor's own login is untouched, whichever guard.
+  assert.equal(await submit('correct horse battery staple'), 'Signed in as alice.');
+});
+
+test("Run attack sends from simulated addresses: a new visitor who runs it first can still sign in (no 900 s lock-out)", async () => {
+  const fresh = await startDemo();
+  try {
+    const attack = (await (await fetch(`${fresh.url}/api/attack`, { method: 'POST' })).json()) as { from: string; answers: { status: string }[] };
+    assert.match(attack.from, /^203\.0\.113\.\d+$/);
+    assert.equal(attack.answers.length, 30);
+    assert.ok(attack.answers.some((a) => a.status === 'blocked'), JSON.stringify(attack.answers.map((a) => a.status)));
+    const again = (await (await fetch(`${fresh.url}/api/attack`, { method: 'POST' })).json()) as { from: string };
+    assert.notEqual(again.from, attack.from);
+    const login = await fetch(`${fresh.url}/api/login`, { method: 'POST', body: JSON.stringify({ username: 'alice', password: 'correct horse battery staple' }) });
+    assert.deepEqual([login.status, ((await login.json()) as { status: string }).status], [200, 'ok']);
+  } finally {
+    await fresh.close();
   }
 });
 

@@ -101,6 +101,34 @@ test('npm start prints the URLs to open, not log lines, and Ctrl-C (SIGINT to th
   }
 });
 
+const withoutGrpcPort = { ...process.env };
+delete withoutGrpcPort.SLUICE_GRPC_PORT;
+
+test('npm start -- --port N moves gRPC with it, to N + 1, and says how to put it elsewhere', async () => {
+  let demo = 0;
+  let http = 0;
+  for (;;) {
+    [demo, http] = await freePorts(2);
+    if (http < 65535 && (await bindable(http + 1))) break;
+  }
+  const npm = spawn('npm', ['start', '--', '--demo-port', String(demo), '--port', String(http)], { cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: withoutGrpcPort });
+  let out = '';
+  npm.stdout!.on('data', (c) => (out += c));
+  npm.stderr!.on('data', (c) => (out += c));
+  try {
+    await new Promise<void>((res, rej) => {
+      npm.stdout!.on('data', () => out.includes('Press Ctrl-C to stop.') && res());
+      npm.once('exit', (code) => rej(new Error(`npm start exited ${code}:\n${out}`)));
+      setTimeout(() => rej(new Error(`not ready after 2 minutes:\n${out}`)), 120_000).unref();
+    });
+    assert.match(out, new RegExp(`^  gRPC        127\\.0\\.0\\.1:${http + 1}  \\(Envoy's rate limit service; the service port \\+ 1, or --grpc-port N\\)$`, 'm'));
+    assert.equal(await bindable(http + 1), false, 'nothing listens on the gRPC port printed');
+    assert.doesNotMatch(out, /:8081/);
+  } finally {
+    reap(npm);
+  }
+});
+
 /** Whatever is left of the group after a failed assertion, so no server outlives the test. */
 function reap(npm: ChildProcess) {
   try {

@@ -50,7 +50,7 @@ describe('dashboard', () => {
     await page.goto(`http://127.0.0.1:${svc.httpPort}/`);
     await page.waitForFunction(() => document.getElementById('status')!.textContent!.startsWith('live'));
     assert.match((await page.textContent('#config'))!, /domain: api/);
-    assert.match((await page.textContent('#rules'))!, /api\.key: 10 per 1000 ms \(token-bucket, burst 20\)/);
+    assert.match((await page.textContent('#rules'))!, /api\.key: 10 per second \(token-bucket, burst 20\)/);
 
     // Steady traffic on two keys: one within its limit, one hammered past it.
     // Fired without waiting: a request still in flight when the service closes after the test rejects, and

@@ -2,11 +2,12 @@
 // load with no dev dependency present and that their types check under strict TypeScript.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import { runtimeConsumerTests } from '../runtimes/consumer.js';
+import { packedTarball } from '../support/packed.js';
 import { commonJsConsumerTests } from './commonjs.js';
 
 const root = resolve(import.meta.dirname, '../..');
@@ -16,14 +17,13 @@ const run = (cmd: string, args: string[], cwd: string) => execFileSync(cmd, args
 
 let packedAt = 0;
 before(() => {
-  packedAt = Date.now();
-  run('npm', ['pack', '--silent', '--pack-destination', work], root);
+  const packed = packedTarball();
+  packedAt = packed.packedAt;
+  copyFileSync(packed.tarball, join(work, basename(packed.tarball)));
   const tarball = readdirSync(work).find((f) => f.endsWith('.tgz'))!;
   execFileSync('mkdir', ['-p', consumer]);
   writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
-  // --prefer-offline, not --offline: after a bare `npm ci` the cache holds the lockfile's tarballs but not the
-  // registry metadata an install needs to resolve the optional dependencies' ranges, and --offline then
-  // skips them silently (they are optional), leaving `sluice serve` without yaml on a fresh machine.
+  // --prefer-offline, not --offline: see consumerProject in test/support/packed.ts.
   run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', join(work, tarball)], consumer);
 });
 

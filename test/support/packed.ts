@@ -1,0 +1,85 @@
+// The packed tarball, made once per state of the sources and shared by every test process that installs it
+// (test/package, test/docs): `npm pack` rebuilds dist/, so two packs at once would also race on its files.
+// The cache is keyed by a hash of everything the pack reads; a lock directory serialises the packing.
+import { createHash } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+export const ROOT = resolve(import.meta.dirname, '../..');
+
+const INPUTS = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'tsconfig.browser.json', 'README.md', 'src', 'scripts', 'docs', 'proto', 'examples'];
+
+function hashInputs(): string {
+  const h = createHash('sha256').update(ROOT);
+  const visit = (rel: string) => {
+    const abs = join(ROOT, rel);
+    if (!existsSync(abs)) return;
+    if (statSync(abs).isDirectory()) {
+      for (const name of readdirSync(abs).sort()) visit(join(rel, name));
+    } else {
+      h.update(`\0${rel}\0`).update(readFileSync(abs));
+    }
+  };
+  for (const input of INPUTS) visit(input);
+  return h.digest('hex').slice(0, 16);
+}
+
+const sleep = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+
+export interface Packed {
+  /** Absolute path of the .tgz. */
+  readonly tarball: string;
+  /** When the pack (and so the build it ran) began, in epoch ms. */
+  readonly packedAt: number;
+}
+
+/** The tarball `npm pack` makes of the sources as they are now; packed at most once per state of them. */
+export function packedTarball(): Packed {
+  const dir = join(tmpdir(), `sluice-packed-${hashInputs()}`);
+  const lock = `${dir}.lock`;
+  const deadline = Date.now() + 300_000;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      // A lock older than the longest pack is a crashed packer's.
+      if (Date.now() - statSync(lock, { throwIfNoEntry: false })!.mtimeMs > 300_000) rmSync(lock, { recursive: true, force: true });
+      if (Date.now() > deadline) throw new Error(`waited 5 minutes for ${lock}`);
+      sleep(200);
+    }
+  }
+  try {
+    const done = join(dir, 'packed.json');
+    if (existsSync(done)) return JSON.parse(readFileSync(done, 'utf8')) as Packed;
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true });
+    const packedAt = Date.now();
+    execFileSync('npm', ['pack', '--silent', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const tarball = join(dir, readdirSync(dir).find((f) => f.endsWith('.tgz'))!);
+    const packed: Packed = { tarball, packedAt };
+    writeFileSync(done, JSON.stringify(packed));
+    return packed;
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A new consumer project as `npm init -y` makes it ("type": "commonjs", npm's default), or turned into an
+ * ES module project, with the tarball installed (offline where npm's cache allows).
+ */
+export function consumerProject(dir: string, type: 'commonjs' | 'module', tarball: string, extraInstallArgs: readonly string[] = []): string {
+  mkdirSync(dir, { recursive: true });
+  const run = (args: string[]) => execFileSync('npm', args, { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  run(['init', '-y']);
+  if (type === 'module') run(['pkg', 'set', 'type=module']);
+  // --prefer-offline, not --offline: after a bare `npm ci` the cache holds the lockfile's tarballs but not the
+  // registry metadata an install needs to resolve the optional dependencies' ranges, and --offline then
+  // skips them silently (they are optional), leaving `sluice serve` without yaml on a fresh machine.
+  run(['install', '--no-audit', '--no-fund', '--prefer-offline', ...extraInstallArgs, tarball]);
+  return dir;
+}

@@ -18,6 +18,12 @@ test('express-rate-limit store: bad options name the field and the value', () =>
   return assert.rejects(store.increment('k'), /'windowMs' must be a positive integer/);
 });
 
+test('express-rate-limit store: a limit at or above what it counts per window is refused at init', () => {
+  const store = new SluiceStore({ algorithm: 'sliding-window' });
+  assert.throws(() => store.init({ windowMs: 86_400_000, limit: 1e9 } as Options), /'limit' 1000000000 is at or above the most this store counts per window \(104249991\)/);
+  new SluiceStore().init({ windowMs: 86_400_000, limit: 1e9 } as Options);
+});
+
 test('express-rate-limit store: used before init, it says to pass it to rateLimit()', async () => {
   await assert.rejects(new SluiceStore().increment('k'), /init\(\) was not called: pass the store to express-rate-limit's rateLimit\(\{ store \}\)/);
 });

@@ -40,11 +40,12 @@ const KNOWN = new Set(['store', 'algorithm', 'buckets', 'prefix', 'clock']);
 
 /**
  * The count no key can reach: a policy limit so high that every hit is admitted, and so counted, as
- * express-rate-limit's stores count. Kept small enough that a sliding-window estimate times its sub-window
- * stays an exact integer in a double (the Lua twin compares on it).
+ * express-rate-limit's stores count. For the sliding window, small enough that the estimate times its
+ * sub-window stays an exact integer in a double (the Lua twin compares on it).
  */
-function countCap(windowMs: number, buckets: number): number {
-  return Math.min(1_000_000_000, Math.floor(Number.MAX_SAFE_INTEGER / Math.ceil(windowMs / buckets)));
+function countCap(algorithm: 'fixed-window' | 'sliding-window', windowMs: number, buckets: number): number {
+  const cap = 2 ** 31 - 1;
+  return algorithm === 'fixed-window' ? cap : Math.min(cap, Math.floor(Number.MAX_SAFE_INTEGER / Math.ceil(windowMs / buckets)));
 }
 
 const invalid = (message: string) => new SluiceError('ERR_SLUICE_INVALID_OPTION', `[SluiceStore] ${message}`);
@@ -91,7 +92,7 @@ export class SluiceStore implements ExpressRateLimitStore {
     try {
       const windowMs = options.windowMs;
       if (!Number.isSafeInteger(windowMs) || windowMs <= 0) throw invalid(`express-rate-limit's 'windowMs' must be a positive integer of milliseconds, got ${show(windowMs)}`);
-      this.cap = countCap(windowMs, this.buckets);
+      this.cap = countCap(this.algorithm, windowMs, this.buckets);
       if (typeof options.limit === 'number' && options.limit >= this.cap) {
         throw invalid(`express-rate-limit's 'limit' ${options.limit} is at or above the most this store counts per window (${this.cap})`);
       }

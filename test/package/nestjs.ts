@@ -11,54 +11,25 @@ import { before, test } from 'node:test';
 const root = resolve(import.meta.dirname, '../..');
 const run = (cmd: string, args: string[], cwd: string) => execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
-/** The application, in the decorator syntax Nest users write. */
-const app = `import 'reflect-metadata';
-import { Controller, Get, Module, Post } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import { ThrottlerModule } from '@nestjs/throttler';
-import { RateLimit, RateLimitDecision, RateLimitModule, SkipRateLimit, SluiceThrottlerStorage, type RateLimitInfo } from 'sluice/nestjs';
-
-@Controller()
-class AppController {
-  @Get()
-  root(): string {
-    return 'ok';
-  }
-
-  @RateLimit({ policy: { algorithm: 'sliding-log', limit: 1, window: '1m' } })
-  @Post('login')
-  login(): string {
-    return 'welcome';
-  }
-
-  @SkipRateLimit()
-  @Get('health')
-  health(): string {
-    return 'up';
-  }
-
-  @Get('info')
-  info(@RateLimitDecision() decision?: RateLimitInfo): { route: string | null; remaining: number | undefined } {
-    return { route: decision?.route ?? null, remaining: decision?.decision.remaining };
-  }
+/**
+ * The application of docs/nestjs.md, its first TypeScript block as a user pastes it, with its bootstrap
+ * swapped for one that listens on a free port, sends five requests and prints what came back.
+ */
+function app(): string {
+  const doc = readFileSync(join(root, 'docs/nestjs.md'), 'utf8');
+  const block = /^```ts\n([\s\S]*?)^```$/m.exec(doc)![1]!;
+  const at = block.indexOf('async function bootstrap()');
+  assert.ok(at > 0, 'docs/nestjs.md: the first block has no bootstrap()');
+  return block.slice(0, at) + main;
 }
 
-@Module({
-  imports: [
-    RateLimitModule.forRoot({ policy: { algorithm: 'gcra', limit: 3, window: '1m' }, headers: 'draft-7' }),
-    ThrottlerModule.forRoot({ throttlers: [{ ttl: 60_000, limit: 100 }], storage: new SluiceThrottlerStorage() }),
-  ],
-  controllers: [AppController],
-})
-class AppModule {}
-
-async function main(): Promise<void> {
+const main = `async function main(): Promise<void> {
   const app = await NestFactory.create(AppModule, { logger: false });
   await app.listen(0, '127.0.0.1');
   const url = await app.getUrl();
   const seen: unknown[] = [];
   for (const [method, path] of [['GET', '/'], ['POST', '/login'], ['POST', '/login'], ['GET', '/health'], ['GET', '/info']] as const) {
-    const r = await fetch(\`\${url.replace('[::1]', '127.0.0.1')}\${path}\`, { method });
+    const r = await fetch(url.replace('[::1]', '127.0.0.1') + path, { method });
     seen.push([r.status, r.headers.get('ratelimit'), r.headers.get('content-type')?.split(';')[0], await r.text()]);
   }
   console.log(JSON.stringify(seen));
@@ -80,7 +51,7 @@ export function nestConsumerTests(work: string, tarball: () => string): void {
     run('npm', ['init', '-y'], project); // "type": "commonjs", as a Nest CLI project
     const nest = ['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', '@nestjs/throttler', 'reflect-metadata', 'rxjs'].map(devVersion);
     run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--omit=optional', tarball(), ...nest], project);
-    writeFileSync(join(project, 'app.ts'), app);
+    writeFileSync(join(project, 'app.ts'), app());
     writeFileSync(
       join(project, 'tsconfig.json'),
       JSON.stringify({

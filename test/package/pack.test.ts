@@ -84,7 +84,7 @@ test('every subpath resolves from the tarball, and loads with no framework insta
       out[path] = names.filter((n) => typeof m[n] === 'function');
     }
     // sluice/nestjs applies Nest's decorators as it loads: without Nest it says which package is missing.
-    out['sluice/nestjs'] = await import('sluice/nestjs').then(() => 'loaded', (e) => e.code + ' ' + /'(@nestjs\/[a-z]+)'/.exec(e.message)?.[1]);
+    out['sluice/nestjs'] = await import('sluice/nestjs').then(() => 'loaded', (e) => e.code + (e.message.includes("'@nestjs/common'") ? ' @nestjs/common' : ' ' + e.message));
     for (const fw of ['express', 'fastify', 'hono', 'koa', 'express-rate-limit', '@nestjs/core']) {
       out[fw] = await import(fw).then(() => 'installed', () => 'absent');
     }

@@ -119,9 +119,86 @@ async function build() {
       await app.ready();
       return app.server;
     }
+    case 'express-erl-sluice': {
+      // express-rate-limit deciding, its counts in sluice's store (a fixed window on the memory store).
+      const { default: express } = await import('express');
+      const { rateLimit } = await import('express-rate-limit');
+      const { SluiceStore } = await import('../dist/compat/express-rate-limit.js');
+      const app = express();
+      app.use(rateLimit({ windowMs: 86_400_000, limit: LIMIT, standardHeaders: 'draft-7', legacyHeaders: false, store: new SluiceStore() }));
+      app.get('/ok', (req, res) => void res.type('text/plain').send('ok'));
+      return createServer(app);
+    }
+    case 'koa-bare':
+    case 'koa-sluice':
+    case 'koa-ratelimit': {
+      const { default: Koa } = await import('koa');
+      const app = new Koa();
+      if (config === 'koa-sluice') {
+        const { rateLimit } = await import('../dist/middleware/koa/index.js');
+        app.use(rateLimit({ policy, headers: 'draft-7' }));
+      } else if (config === 'koa-ratelimit') {
+        // koa-ratelimit's memory driver, keyed by the client address, with its X-RateLimit-* headers.
+        const { default: ratelimit } = await import('koa-ratelimit');
+        app.use(ratelimit({ driver: 'memory', db: new Map(), duration: 86_400_000, max: LIMIT, id: (ctx) => ctx.ip }));
+      }
+      app.use((ctx) => {
+        if (ctx.path === '/ok') {
+          ctx.type = 'text/plain';
+          ctx.body = 'ok';
+        }
+      });
+      return createServer(app.callback());
+    }
+    case 'nest-bare':
+    case 'nest-sluice':
+    case 'nest-throttler':
+    case 'nest-throttler-sluice':
+      return nest(config);
     default:
       throw new Error(`unknown config ${JSON.stringify(config)}`);
   }
+}
+
+/**
+ * NestJS on @nestjs/platform-express, one controller answering GET /ok. Its load comes from many clients
+ * (bench/lib/many-clients.lua sets X-Client to one of 100,000 ids), each far under its limit of 100 a
+ * minute: @nestjs/throttler's storage keeps a log of every hit per key, so one hot key at 1e9 a day would
+ * measure a log of millions. Both limiters key by that header; decorators are applied as functions, as
+ * TypeScript's emit does.
+ */
+async function nest(config) {
+  await import('reflect-metadata');
+  const common = await import('@nestjs/common');
+  const { NestFactory, APP_GUARD } = await import('@nestjs/core');
+  const { ExpressAdapter } = await import('@nestjs/platform-express');
+  const client = (req) => req.headers['x-client'] ?? 'none';
+  const perClient = LIMIT === 1e9 ? 100 : LIMIT;
+  class OkController {
+    ok() {
+      return 'ok';
+    }
+  }
+  common.Controller()(OkController);
+  const d = Object.getOwnPropertyDescriptor(OkController.prototype, 'ok');
+  common.Get('ok')(OkController.prototype, 'ok', d);
+  common.Header('Content-Type', 'text/plain')(OkController.prototype, 'ok', d);
+  const imports = [];
+  const providers = [];
+  if (config === 'nest-sluice') {
+    const { RateLimitModule } = await import('../dist/middleware/nestjs/index.js');
+    imports.push(RateLimitModule.forRoot({ policy: { algorithm: 'gcra', limit: perClient, window: '1m' }, key: client, headers: 'draft-7' }));
+  } else if (config.startsWith('nest-throttler')) {
+    const { ThrottlerModule, ThrottlerGuard } = await import('@nestjs/throttler');
+    const storage = config === 'nest-throttler-sluice' ? new (await import('../dist/compat/nestjs-throttler.js')).SluiceThrottlerStorage() : undefined;
+    imports.push(ThrottlerModule.forRoot({ throttlers: [{ ttl: 60_000, limit: perClient }], getTracker: client, ...(storage ? { storage } : {}) }));
+    providers.push({ provide: APP_GUARD, useClass: ThrottlerGuard });
+  }
+  class AppModule {}
+  common.Module({ imports, controllers: [OkController], providers })(AppModule);
+  const app = await NestFactory.create(AppModule, new ExpressAdapter(), { logger: false });
+  await app.init();
+  return app.getHttpServer();
 }
 
 const server = await build();

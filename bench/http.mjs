@@ -5,6 +5,7 @@
 // every other rep in reverse order) so drift of the shared machine spreads over all rows. Reports the median (min - max) and, per pair, the
 // median of the per-rep ratios (each rep's two servers ran back to back).
 // Usage: npm run build && node bench/http.mjs [reps=3] [seconds=10]   (results: bench/results/http.{json,md})
+// The NestJS servers are loaded by many clients (an X-Client header from bench/lib/many-clients.lua), the rest by one.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -32,7 +33,17 @@ const ALL_CONFIGS = {
   'fastify-bare': 'Fastify 5, no limiter',
   'fastify-frl': 'Fastify 5 + @fastify/rate-limit 11 (fixed window, local store, draft headers)',
   'fastify-sluice': 'Fastify 5 + sluice/fastify (GCRA, memory store, draft-6 headers)',
+  'express-erl-sluice': 'Express 5 + express-rate-limit 8 with sluice/express-rate-limit\'s SluiceStore (fixed window, memory store, draft-7 headers)',
+  'koa-bare': 'Koa 3, no limiter',
+  'koa-ratelimit': 'Koa 3 + koa-ratelimit 6 (memory driver, X-RateLimit-* headers)',
+  'koa-sluice': 'Koa 3 + sluice/koa (GCRA, memory store, draft-7 headers)',
+  'nest-bare': 'NestJS 12 on Express, no limiter (many clients)',
+  'nest-throttler': 'NestJS 12 + @nestjs/throttler 6 (its in-memory storage, X-RateLimit-* headers; many clients)',
+  'nest-throttler-sluice': 'NestJS 12 + @nestjs/throttler 6 on sluice/nestjs\'s SluiceThrottlerStorage (sliding log, memory store; many clients)',
+  'nest-sluice': 'NestJS 12 + sluice/nestjs RateLimitModule (GCRA, memory store, draft-7 headers; many clients)',
 };
+/** Configurations loaded by many clients (bench/lib/many-clients.lua): see bench/http-server.mjs, nest(). */
+const MANY_CLIENTS = new Set(['nest-bare', 'nest-throttler', 'nest-throttler-sluice', 'nest-sluice']);
 // ONLY=node-bare,node-sluice runs a subset (for quick iterations; the README figures use all of them).
 const CONFIGS = Object.fromEntries(Object.entries(ALL_CONFIGS).filter(([c]) => !process.env.ONLY || process.env.ONLY.split(',').includes(c)));
 const PAIRS_ALL = [
@@ -50,6 +61,15 @@ const PAIRS_ALL = [
   ['express-sluice', 'express-bare', 'sluice on Express vs bare Express'],
   ['fastify-sluice', 'fastify-frl', 'sluice vs @fastify/rate-limit on Fastify'],
   ['fastify-sluice', 'fastify-bare', 'sluice on Fastify vs bare Fastify'],
+  ['express-erl-sluice', 'express-erl', 'express-rate-limit with the sluice store vs with its memory store'],
+  ['express-erl-sluice', 'express-bare', 'express-rate-limit with the sluice store vs bare Express'],
+  ['koa-sluice', 'koa-ratelimit', 'sluice vs koa-ratelimit on Koa'],
+  ['koa-sluice', 'koa-bare', 'sluice on Koa vs bare Koa'],
+  ['koa-ratelimit', 'koa-bare', 'koa-ratelimit vs bare Koa'],
+  ['nest-sluice', 'nest-throttler', 'sluice/nestjs vs @nestjs/throttler on NestJS'],
+  ['nest-throttler-sluice', 'nest-throttler', '@nestjs/throttler on the sluice storage vs on its own'],
+  ['nest-sluice', 'nest-bare', 'sluice/nestjs vs bare NestJS'],
+  ['nest-throttler', 'nest-bare', '@nestjs/throttler vs bare NestJS'],
 ];
 const PAIRS = PAIRS_ALL.filter(([a, b]) => a in CONFIGS && b in CONFIGS);
 
@@ -86,8 +106,8 @@ function cpuSeconds(pid) {
   return (Number(f[11]) + Number(f[12])) / CLK_TCK; // utime + stime
 }
 
-function wrk(url, seconds, threads = 2, conns = 64) {
-  const r = spawnSync('wrk', [`-t${threads}`, `-c${conns}`, `-d${seconds}s`, url], { encoding: 'utf8', timeout: (seconds + 10) * 1000, killSignal: 'SIGKILL' });
+function wrk(url, seconds, threads = 2, conns = 64, script = undefined) {
+  const r = spawnSync('wrk', [`-t${threads}`, `-c${conns}`, `-d${seconds}s`, ...(script ? ['-s', script] : []), url], { encoding: 'utf8', timeout: (seconds + 10) * 1000, killSignal: 'SIGKILL' });
   if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr}${r.stdout}`);
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(r.stdout)[1]);
   const total = Number(/(\d+) requests in/.exec(r.stdout)[1]);
@@ -99,11 +119,12 @@ function wrk(url, seconds, threads = 2, conns = 64) {
 
 async function measure(config) {
   const s = await start(config);
+  const script = MANY_CLIENTS.has(config) ? `${ROOT}bench/lib/many-clients.lua` : undefined;
   try {
-    wrk(s.url, 2);
+    wrk(s.url, 2, 2, 64, script);
     const cpu0 = cpuSeconds(s.child.pid);
     const t0 = performance.now();
-    const r = wrk(s.url, DUR);
+    const r = wrk(s.url, DUR, 2, 64, script);
     const used = cpuSeconds(s.child.pid) - cpu0;
     const cpu = used / ((performance.now() - t0) / 1000);
     // CPU time per request: robust to other load on the machine, unlike requests/s.
@@ -124,7 +145,8 @@ const facts = { date: new Date().toISOString(), nproc: os.cpus().length, cpu: os
 
 // Sanity: with a limit of 10 a day the limiter must refuse almost everything (it really is in the request path).
 const sanity = {};
-for (const config of ['node-sluice', 'node-rlf', 'express-sluice', 'express-erl', 'fastify-sluice', 'fastify-frl'].filter((c) => c in CONFIGS && !process.env.NO_SANITY)) {
+// (No X-Client header here: the many-clients servers then key every request alike, and refuse too.)
+for (const config of ['node-sluice', 'node-rlf', 'express-sluice', 'express-erl', 'fastify-sluice', 'fastify-frl', 'express-erl-sluice', 'koa-sluice', 'koa-ratelimit', 'nest-sluice', 'nest-throttler', 'nest-throttler-sluice'].filter((c) => c in CONFIGS && !process.env.NO_SANITY)) {
   const s = await start(config, { LIMIT: '10' });
   try {
     const r = wrk(s.url, 1, 1, 4);
@@ -157,12 +179,13 @@ for (const [config, label] of Object.entries(CONFIGS)) {
   const us = rs.map((r) => r.cpuUsPerReq);
   lines.push(`| ${label} | ${k(median(rps))} (${k(Math.min(...rps))} – ${k(Math.max(...rps))}) | ${median(us).toFixed(2)} (${Math.min(...us).toFixed(2)} – ${Math.max(...us).toFixed(2)}) | ${median(rs.map((r) => r.latencyMs)).toFixed(3)} | ${Math.max(...rs.map((r) => r.non2xx))} | ${(median(rs.map((r) => r.cpu)) * 100).toFixed(0)} |`);
 }
-lines.push('', '| pair | throughput: ratio of medians | throughput: per-rep ratios, median (min – max) | CPU per request: ratio of medians |', '|---|---|---|---|');
+lines.push('', '| pair | throughput: ratio of medians | throughput: per-rep ratios, median (min – max) | CPU per request: ratio of medians | CPU per request added, µs (median difference) |', '|---|---|---|---|---|');
 for (const [a, b, label] of PAIRS) {
   const ratios = runs[a].map((r, i) => r.rps / runs[b][i].rps);
   const fmt = (x) => `${(x * 100).toFixed(1)} %`;
   const cpuRatio = median(runs[a].map((r) => r.cpuUsPerReq)) / median(runs[b].map((r) => r.cpuUsPerReq));
-  lines.push(`| ${label} | ${fmt(median(runs[a].map((r) => r.rps)) / median(runs[b].map((r) => r.rps)))} | ${fmt(median(ratios))} (${fmt(Math.min(...ratios))} – ${fmt(Math.max(...ratios))}) | ${fmt(cpuRatio)} |`);
+  const cpuAdded = median(runs[a].map((r) => r.cpuUsPerReq)) - median(runs[b].map((r) => r.cpuUsPerReq));
+  lines.push(`| ${label} | ${fmt(median(runs[a].map((r) => r.rps)) / median(runs[b].map((r) => r.rps)))} | ${fmt(median(ratios))} (${fmt(Math.min(...ratios))} – ${fmt(Math.max(...ratios))}) | ${fmt(cpuRatio)} | ${cpuAdded >= 0 ? '+' : ''}${cpuAdded.toFixed(2)} |`);
 }
 lines.push('', 'Limiter-in-path sanity check (limit 10 per day, `wrk -t1 -c4 -d1s`; refused / total):', '');
 lines.push(...Object.entries(sanity).map(([c, v]) => `- ${CONFIGS[c]}: ${v}`));

@@ -49,8 +49,10 @@ export const LAYERS: readonly Layer[] = [
     paths: [`${name}/`],
     uses: ['core', 'crypto', 'runtime', 'clock', 'stores', 'distributed', 'limiter'],
   })),
-  // Tier 6: what runs on a feature; none imports another.
-  { name: 'middleware', paths: ['middleware/'], uses: ['core', 'crypto', 'runtime', 'clock', 'stores', 'distributed', 'limiter', 'http'] },
+  // Tier 5 too: other libraries' store interfaces (express-rate-limit, @nestjs/throttler) over the limiter.
+  { name: 'compat', paths: ['compat/'], uses: ['core', 'crypto', 'runtime', 'clock', 'stores', 'distributed', 'limiter'] },
+  // Tier 6: what runs on a feature; none imports another. sluice/nestjs serves the throttler storage beside its guard.
+  { name: 'middleware', paths: ['middleware/'], uses: ['core', 'crypto', 'runtime', 'clock', 'stores', 'distributed', 'limiter', 'http', 'compat'] },
   { name: 'simulate', paths: ['simulate/'], uses: ['core', 'crypto', 'runtime', 'clock', 'support', 'stores', 'distributed', 'limiter', 'guard'] },
   { name: 'demo', paths: ['demo/'], uses: ['core', 'crypto', 'runtime', 'clock', 'support', 'stores', 'distributed', 'limiter'] },
   // Tier 7: the command line.

@@ -12,7 +12,10 @@ import { before, test } from 'node:test';
 const root = resolve(import.meta.dirname, '../..');
 const run = (cmd: string, args: string[], cwd: string) => execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
-/** Every subpath a CommonJS project can require, with names each must export. sluice/cloudflare is ESM only: Workers load ES modules. */
+/**
+ * Every subpath a CommonJS project can require with no framework installed, with names each must export.
+ * sluice/cloudflare is ESM only: Workers load ES modules. sluice/nestjs needs Nest: test/package/nestjs.ts.
+ */
 export const REQUIRABLE: Record<string, string[]> = {
   sluice: ['Limiter', 'MemoryStore', 'SluiceError'],
   'sluice/redis': ['RedisStore'],
@@ -20,6 +23,8 @@ export const REQUIRABLE: Record<string, string[]> = {
   'sluice/express': ['rateLimit'],
   'sluice/fastify': ['rateLimit', 'default'],
   'sluice/hono': ['rateLimit'],
+  'sluice/koa': ['rateLimit'],
+  'sluice/express-rate-limit': ['SluiceStore'],
   'sluice/guard': ['Guard', 'MemoryGuardState'],
   'sluice/pow': ['createChallenge', 'verifySolution', 'MemorySpentStore'],
   'sluice/outbound': ['Gate', 'limitedFetch'],

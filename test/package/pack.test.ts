@@ -9,6 +9,7 @@ import { after, before, test } from 'node:test';
 import { runtimeConsumerTests } from '../runtimes/consumer.js';
 import { packedTarball } from '../support/packed.js';
 import { commonJsConsumerTests } from './commonjs.js';
+import { nestConsumerTests } from './nestjs.js';
 
 const root = resolve(import.meta.dirname, '../..');
 const work = mkdtempSync(join(tmpdir(), 'sluice-pack-'));
@@ -76,11 +77,15 @@ test('every subpath resolves from the tarball, and loads with no framework insta
       'sluice/express': ['rateLimit', 'github', 'stripe'],
       'sluice/fastify': ['rateLimit', 'default', 'github', 'stripe'],
       'sluice/hono': ['rateLimit', 'github', 'stripe'],
+      'sluice/koa': ['rateLimit', 'default', 'github', 'stripe'],
+      'sluice/express-rate-limit': ['SluiceStore'],
     })) {
       const m = await import(path);
       out[path] = names.filter((n) => typeof m[n] === 'function');
     }
-    for (const fw of ['express', 'fastify', 'hono']) {
+    // sluice/nestjs applies Nest's decorators as it loads: without Nest it says which package is missing.
+    out['sluice/nestjs'] = await import('sluice/nestjs').then(() => 'loaded', (e) => e.code + (e.message.includes("'@nestjs/common'") ? ' @nestjs/common' : ' ' + e.message));
+    for (const fw of ['express', 'fastify', 'hono', 'koa', 'express-rate-limit', '@nestjs/core']) {
       out[fw] = await import(fw).then(() => 'installed', () => 'absent');
     }
     console.log(JSON.stringify(out));
@@ -90,9 +95,15 @@ test('every subpath resolves from the tarball, and loads with no framework insta
     'sluice/express': ['rateLimit', 'github', 'stripe'],
     'sluice/fastify': ['rateLimit', 'default', 'github', 'stripe'],
     'sluice/hono': ['rateLimit', 'github', 'stripe'],
+    'sluice/koa': ['rateLimit', 'default', 'github', 'stripe'],
+    'sluice/express-rate-limit': ['SluiceStore'],
+    'sluice/nestjs': 'ERR_MODULE_NOT_FOUND @nestjs/common',
     express: 'absent',
     fastify: 'absent',
     hono: 'absent',
+    koa: 'absent',
+    'express-rate-limit': 'absent',
+    '@nestjs/core': 'absent',
   });
 });
 
@@ -357,3 +368,4 @@ test('the root export imports no package at all: the service-only dependencies s
 runtimeConsumerTests(consumer);
 // A CommonJS project of npm's default shape, requiring the same tarball (test/package/commonjs.ts).
 commonJsConsumerTests(work, () => join(work, readdirSync(work).find((f) => f.endsWith('.tgz'))!));
+nestConsumerTests(work, () => join(work, readdirSync(work).find((f) => f.endsWith('.tgz'))!));

@@ -1,0 +1,151 @@
+/**
+ * `sluice/express-rate-limit`: a `Store` for express-rate-limit whose counts are sluice's, on the memory
+ * store, Redis or Redis Cluster. express-rate-limit still decides (`totalHits > limit`); the store counts
+ * every hit in an epoch-aligned fixed window (or a sliding-window estimate) with sluice's atomic scripts.
+ *
+ * @example
+ * import { rateLimit } from 'express-rate-limit';
+ * import { SluiceStore } from 'sluice/express-rate-limit';
+ * app.use(rateLimit({ windowMs: 60_000, limit: 100, store: new SluiceStore() }));
+ */
+import type { ClientRateLimitInfo, IncrementResponse, Options, Store as ExpressRateLimitStore } from 'express-rate-limit';
+import { SluiceError, show } from '../core/errors.js';
+import type { Clock } from '../core/types.js';
+import { Limiter } from '../limiter.js';
+import { MemoryStore } from '../stores/memory.js';
+import { STORE_ERROR } from '../stores/redis/failure.js';
+import type { Store } from '../stores/store.js';
+
+export interface SluiceStoreOptions {
+  /** Where the counts live: a MemoryStore (default, one per SluiceStore) or a RedisStore (standalone or Cluster). */
+  store?: Store;
+  /**
+   * 'fixed-window' (default): hits in the current epoch-aligned window of `windowMs`. 'sliding-window':
+   * the sliding-window estimate (the last window's hits weighted by how much of it is still inside the
+   * window), which does not let 2 × limit through across a boundary.
+   */
+  algorithm?: 'fixed-window' | 'sliding-window';
+  /** Sub-windows of the sliding-window estimate (default 1); more is tighter and keeps more numbers per key. */
+  buckets?: number;
+  /**
+   * Names this limiter's counts in the store: give each rateLimit() that shares a RedisStore its own (as
+   * rate-limit-redis's `prefix`). Default `erl-<windowMs>ms`.
+   */
+  prefix?: string;
+  /** Milliseconds since the epoch (tests inject one). Default: sluice's clock. */
+  clock?: Clock;
+}
+
+const KNOWN = new Set(['store', 'algorithm', 'buckets', 'prefix', 'clock']);
+
+/**
+ * The count no key can reach: a policy limit so high that every hit is admitted, and so counted, as
+ * express-rate-limit's stores count. For the sliding window, small enough that the estimate times its
+ * sub-window stays an exact integer in a double (the Lua twin compares on it).
+ */
+function countCap(algorithm: 'fixed-window' | 'sliding-window', windowMs: number, buckets: number): number {
+  const cap = 2 ** 31 - 1;
+  return algorithm === 'fixed-window' ? cap : Math.min(cap, Math.floor(Number.MAX_SAFE_INTEGER / Math.ceil(windowMs / buckets)));
+}
+
+const invalid = (message: string) => new SluiceError('ERR_SLUICE_INVALID_OPTION', `[SluiceStore] ${message}`);
+
+/** express-rate-limit's Store over a sluice Limiter. `init` is called by rateLimit() with its options. */
+export class SluiceStore implements ExpressRateLimitStore {
+  /** Counts in a MemoryStore are this process's only; in Redis they are shared (express-rate-limit's double-count check reads this). */
+  readonly localKeys: boolean;
+  prefix: string | undefined;
+  private readonly store: Store;
+  private readonly algorithm: 'fixed-window' | 'sliding-window';
+  private readonly buckets: number;
+  private readonly clock: Clock | undefined;
+  private limiter: Limiter | undefined;
+  private cap = 0;
+  /** Why init failed: express-rate-limit only logs init's errors, so each call then throws it. */
+  private failed: Error | undefined;
+
+  constructor(options: SluiceStoreOptions = {}) {
+    if (typeof options !== 'object' || options === null) throw invalid(`options must be an object, got ${show(options)}`);
+    for (const field of Object.keys(options)) {
+      if (!KNOWN.has(field)) throw invalid(`unknown option '${field}'; known options are ${[...KNOWN].join(', ')}`);
+    }
+    const algorithm = options.algorithm ?? 'fixed-window';
+    if (algorithm !== 'fixed-window' && algorithm !== 'sliding-window') {
+      throw invalid(`'algorithm' must be 'fixed-window' or 'sliding-window' (the algorithms whose state is a count of hits), got ${show(algorithm)}`);
+    }
+    const buckets = options.buckets ?? 1;
+    if (!Number.isInteger(buckets) || buckets < 1 || (algorithm === 'fixed-window' && options.buckets !== undefined)) {
+      throw invalid(`'buckets' is a positive integer for algorithm 'sliding-window' only, got ${show(options.buckets)}`);
+    }
+    if (options.prefix !== undefined && (typeof options.prefix !== 'string' || options.prefix === '')) {
+      throw invalid(`'prefix' must be a non-empty string, got ${show(options.prefix)}`);
+    }
+    this.store = options.store ?? new MemoryStore();
+    this.localKeys = this.store instanceof MemoryStore;
+    this.algorithm = algorithm;
+    this.buckets = buckets;
+    this.prefix = options.prefix;
+    this.clock = options.clock;
+  }
+
+  init(options: Options): void {
+    try {
+      const windowMs = options.windowMs;
+      if (!Number.isSafeInteger(windowMs) || windowMs <= 0) throw invalid(`express-rate-limit's 'windowMs' must be a positive integer of milliseconds, got ${show(windowMs)}`);
+      this.cap = countCap(this.algorithm, windowMs, this.buckets);
+      if (typeof options.limit === 'number' && options.limit >= this.cap) {
+        throw invalid(`express-rate-limit's 'limit' ${options.limit} is at or above the most this store counts per window (${this.cap})`);
+      }
+      this.prefix ??= `erl-${windowMs}ms`;
+      const policy = { name: this.prefix, algorithm: this.algorithm, limit: this.cap, window: windowMs, ...(this.algorithm === 'sliding-window' ? { buckets: this.buckets } : {}) };
+      this.limiter = new Limiter({ policy, store: this.store, ...(this.clock === undefined ? {} : { clock: this.clock }) });
+      this.failed = undefined;
+    } catch (e) {
+      this.failed = e as Error;
+      throw e;
+    }
+  }
+
+  private get ready(): Limiter {
+    if (this.failed !== undefined) throw this.failed;
+    if (this.limiter === undefined) throw invalid(`init() was not called: pass the store to express-rate-limit's rateLimit({ store })`);
+    return this.limiter;
+  }
+
+  /** The count and window end of a key, or undefined when it has no hits. */
+  async get(key: string): Promise<ClientRateLimitInfo | undefined> {
+    const d = await this.ready.get(key);
+    this.checkAnswer(d.reason);
+    const totalHits = this.cap - d.remaining;
+    return totalHits === 0 ? undefined : { totalHits, resetTime: this.resetTime(d.resetAfterMs) };
+  }
+
+  async increment(key: string): Promise<IncrementResponse> {
+    const d = await this.ready.limit(key);
+    this.checkAnswer(d.reason);
+    // Denied only at the cap: one more than it, so express-rate-limit refuses.
+    const totalHits = d.allowed ? this.cap - d.remaining : this.cap + 1;
+    return { totalHits, resetTime: this.resetTime(d.allowed ? d.resetAfterMs : d.retryAfterMs) };
+  }
+
+  async decrement(key: string): Promise<void> {
+    await this.ready.reward(key);
+  }
+
+  async resetKey(key: string): Promise<void> {
+    await this.ready.reset(key);
+  }
+
+  private resetTime(afterMs: number): Date {
+    return new Date((this.clock ?? Date.now)() + afterMs);
+  }
+
+  /**
+   * A RedisStore that could not reach Redis answers by its `onError`; here that answer would be a count
+   * nobody made, so it becomes an error, and express-rate-limit's `passOnStoreError` decides (its default
+   * refuses the request with its error handler; true lets it through and logs).
+   */
+  private checkAnswer(reason: string | undefined): void {
+    if (reason === STORE_ERROR) throw new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `[SluiceStore] the store could not count this hit (see the RedisStore's log); express-rate-limit's passOnStoreError decides`);
+  }
+}

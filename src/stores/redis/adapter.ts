@@ -46,6 +46,12 @@ export interface RedisAdapter {
    * node; a client not connected).
    */
   cork(): (() => void) | undefined;
+  /**
+   * On a cluster, the address ('host:port') of the master the client would send a command on `slot`
+   * to, from the client's own slot map; undefined when it has none yet (or is not a cluster). A batch of
+   * keys of several slots of one master goes to it as one script call (table.ts).
+   */
+  nodeOf(slot: number): string | undefined;
   /** Listens to the client's 'error' events (node-redis crashes the process on an unheard one). */
   onError(listener: (err: unknown) => void): void;
   /** Listens to the client's 'ready' events (both clients emit one on each connection). */
@@ -130,6 +136,8 @@ function ioredis(c: AnyClient): RedisAdapter {
       stream.cork();
       return () => stream.uncork!();
     },
+    // ioredis Cluster's slots: per slot, the keys ('host:port') of its master and then its replicas.
+    nodeOf: (slot) => (cluster ? (c.slots as string[][] | undefined)?.[slot]?.[0] : undefined),
     onError: (listener) => listen(c, listener),
     onReady: (listener) => listen(c, listener, 'ready'),
   };
@@ -148,6 +156,12 @@ function listen(c: AnyClient, listener: (arg: unknown) => void, event: 'error' |
     });
   }
   list.push(listener);
+}
+
+interface NodeAddress {
+  address?: string;
+  host?: string;
+  port?: number;
 }
 
 function nodeRedis(c: AnyClient): RedisAdapter {
@@ -173,6 +187,12 @@ function nodeRedis(c: AnyClient): RedisAdapter {
     values: (keys) => (cluster ? send!.call(c, keys[0], true, ['MGET', ...keys], bytesReply()) : send!.call(c, ['MGET', ...keys], bytesReply())) as Promise<(Uint8Array | null)[]>,
     create: (key, value, ttlMs) => setIfAbsent(c as unknown as RedisSetClient, 'node-redis', key, Buffer.from(value, 'latin1'), ttlMs),
     cork: () => undefined,
+    // node-redis 5 and later: slots[slot].master.address; 4: getSlotMaster(slot), a { host, port }.
+    nodeOf: (slot) => {
+      if (!cluster) return undefined;
+      const master = ((c.slots as { master?: NodeAddress }[] | undefined)?.[slot]?.master ?? (c.getSlotMaster as ((s: number) => NodeAddress | undefined) | undefined)?.call(c, slot)) as NodeAddress | undefined;
+      return master === undefined ? undefined : (master.address ?? `${master.host}:${master.port}`);
+    },
     onError: (listener) => listen(c, listener),
     onReady: (listener) => listen(c, listener, 'ready'),
   };

@@ -3,7 +3,8 @@
 --
 -- The table's policies come before this file as constants (P, CLIENT_TIME, LEASES), so that a call carries
 -- only its operations: fewer arguments are a measurable part of a call's cost at one call in flight.
--- KEYS: per operation, one key per policy.
+-- KEYS: per operation, one key per policy; or, on a cluster, one key that routes a call whose keys are
+--       of several slots: ARGV then starts with '@<number of keys>' and those keys (batch.ts).
 -- ARGV: empty when every operation is a decision of cost 1 and the table sends neither lease ids nor
 --       times (the common case: nothing per operation to send, build or parse). Otherwise, per
 --       operation: the cost of a decision as a plain number (parsed with one call), or
@@ -215,13 +216,29 @@ local function run(KEYS, ARGV)
   local nk = #KEYS
   if nk == 1 and SINGLE and #ARGV == 0 then return single(KEYS[1]) end
   SEEN, DIRTY = {}, {}
+  local a = 1
+  if nk == 1 and #ARGV > 0 and string.byte(ARGV[1]) == 64 then
+    -- '@<n>' and n keys: a cluster call whose keys are of several slots of this master (batch.ts), which
+    -- it may not declare; KEYS[1] only routed it. EVAL source may touch undeclared keys of this master.
+    -- A GET each (MGET is for one slot), every key before any write: a key whose slot is not here fails
+    -- the call at its GET, with nothing changed, and the caller sends it again by slot.
+    if not PREFETCH then error('sluice internal: a call across slots needs fixed-size state') end
+    nk = tonumber(string.sub(ARGV[1], 2))
+    local keys = {}
+    VALS = {}
+    for ki = 1, nk do
+      local key = ARGV[ki + 1]
+      keys[ki] = key
+      VALS[ki] = rcall('GET', key)
+    end
+    KEYS, a = keys, nk + 2
   -- One MGET for the whole batch (bounded, as Lua's unpack is).
-  if PREFETCH and nk <= 4000 then VALS = rcall('MGET', unpack(KEYS)) else VALS = {} end
+  elseif PREFETCH and nk <= 4000 then VALS = rcall('MGET', unpack(KEYS)) else VALS = {} end
   local now
   if not CLIENT_TIME then
     now = redis_now() -- once per batch
   end
-  local plain = #ARGV == 0
+  local plain = #ARGV < a
   local out, n = {}, 0
   -- One fixed-size policy, the common table, takes a decision inline: in a batch, the Lua around the
   -- SET is about as costly as the SET itself, and every call and argument is a few more VM instructions.
@@ -230,7 +247,7 @@ local function run(KEYS, ARGV)
   local inline = np == 1 and p1.n and not BANS
   local evaluate, idle, size, layout, s, v = p1.alg.evaluate, p1.alg.idle, p1.n, p1.layout, p1.buf, V[1]
   local nx = v.next
-  local k, a = 0, 1
+  local k = 0
   while k < nk do
     local code, arg, lease, spec = 'd', 1, '', ''
     if not plain then

@@ -39,14 +39,48 @@ export function batches(ops: Op[], cluster: boolean, max: number, send: (batch: 
     for (let i = 0; i < ops.length; i += max) send(ops.length <= max ? ops : ops.slice(i, i + max));
     return;
   }
+  if (nodeOf !== undefined) return byMaster(ops, max, send, nodeOf);
+  for (const group of groupBy(ops, (op) => op.slot)) for (let i = 0; i < group.length; i += max) send(group.length <= max ? group : group.slice(i, i + max));
+}
+
+/** The operations grouped by `at`, each group in order, the groups in order of their first operation. */
+function groupBy(ops: Op[], at: (op: Op) => number | string): Iterable<Op[]> {
   const groups = new Map<number | string, Op[]>();
   for (const op of ops) {
-    const at = nodeOf === undefined ? op.slot : (nodeOf(op.slot) ?? op.slot);
-    const group = groups.get(at);
-    if (group === undefined) groups.set(at, [op]);
+    const where = at(op);
+    const group = groups.get(where);
+    if (group === undefined) groups.set(where, [op]);
     else group.push(op);
   }
-  for (const group of groups.values()) for (let i = 0; i < group.length; i += max) send(group.length <= max ? group : group.slice(i, i + max));
+  return groups.values();
+}
+
+/**
+ * Batches per master, each filled with whole slots: a slot's operations (so every key's) are never split
+ * between two calls across slots. Such a call may be refused and sent again by slot (table.ts), after
+ * calls sent later; a key's operations in two of them could then run out of order. A slot with more
+ * than `max` operations goes in calls of that slot alone, which the client redirects in order.
+ */
+function byMaster(ops: Op[], max: number, send: (batch: Op[]) => void, nodeOf: (slot: number) => string | undefined): void {
+  for (const group of groupBy(ops, (op) => nodeOf(op.slot) ?? op.slot)) {
+    if (group.length <= max && oneSlot(group)) {
+      send(group);
+      continue;
+    }
+    let batch: Op[] = [];
+    for (const slot of groupBy(group, (op) => op.slot)) {
+      if (slot.length > max) {
+        for (let i = 0; i < slot.length; i += max) send(slot.slice(i, i + max));
+        continue;
+      }
+      if (batch.length + slot.length > max) {
+        send(batch);
+        batch = [];
+      }
+      for (const op of slot) batch.push(op);
+    }
+    if (batch.length > 0) send(batch);
+  }
 }
 
 /** Whether the batch's keys are all of one hash slot. */

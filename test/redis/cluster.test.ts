@@ -12,6 +12,7 @@ import { storeConformance } from '../contracts/store-conformance.js';
 import { banConformance } from '../contracts/ban-conformance.js';
 import { calendarConformance } from '../contracts/calendar-conformance.js';
 import { overrideConformance, overrideSeveralConformance } from '../contracts/override-conformance.js';
+import { severalFixedConformance } from '../contracts/several-conformance.js';
 import { runPrefix, useCluster } from './harness.js';
 
 const ctx = useCluster();
@@ -25,6 +26,7 @@ overrideConformance('redis cluster (ioredis)', () => new RedisStore({ client: ct
 banConformance('redis cluster (ioredis)', () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }), runs);
 calendarConformance('redis cluster (ioredis)', () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }), 10);
 overrideSeveralConformance('redis cluster (ioredis)', () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }));
+severalFixedConformance('redis cluster (ioredis)', () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }));
 storeConformance('redis cluster (node-redis)', () => new RedisStore({ client: ctx.nr, prefix, clock: 'client', timeoutMs: 2000 }), { runs });
 
 test('redis cluster: the slot computed for a key is the one the cluster computes', async () => {

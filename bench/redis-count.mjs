@@ -1,7 +1,9 @@
 // Counts redis-server instructions per RedisStore decision, which no load on the machine disturbs.
 // Start a private redis-server under callgrind, then point this at it:
 //   valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p redis-server --port 6399 --save '' --appendonly no &
-//   REDIS_PORT=6399 REDIS_PID=<its pid> [CALLGRIND_OUT=/tmp/cg.<pid>] node --import tsx bench/redis-count.mjs [algorithm=token-bucket] [inflight=1] [n1=500] [n2=2500]
+//   REDIS_PORT=6399 REDIS_PID=<its pid> [CALLGRIND_OUT=/tmp/cg.<pid>] [PING=0] node --import tsx bench/redis-count.mjs [algorithm=token-bucket] [inflight=1] [n1=500] [n2=2500]
+// algorithm: any sluice algorithm, 'multi' (gcra 1000/h + fixed-window 100,000/day on one key, as bench/redis.mjs),
+// or 'envoy' (Envoy ratelimit's pipelined INCRBY key 1 + EXPIRE key 60, its peer row).
 // For each of n1 and n2 decisions (each on keys never used before, so every key is new, as in the
 // benchmark), it zeroes the counters, runs the decisions at `inflight` calls in flight through a Limiter,
 // and dumps; the difference of the two totals over n2 - n1 cancels what does not scale with decisions.
@@ -30,7 +32,9 @@ await once(client, 'ready');
 await client.flushall();
 await client.call('FUNCTION', 'FLUSH');
 const store = new RedisStore({ client, prefix: 'slc', timeoutMs: 60_000 });
-const limiter = new Limiter({ policy: { name: 'p', algorithm, limit: 1000, window: '1h' }, store });
+const limiter = algorithm === 'envoy' ? undefined : new Limiter(algorithm === 'multi'
+  ? { policies: [{ name: 'h', algorithm: 'gcra', limit: 1000, window: '1h' }, { name: 'd', algorithm: 'fixed-window', limit: 100_000, window: '1d' }], store }
+  : { policy: { name: 'p', algorithm, limit: 1000, window: '1h' }, store });
 
 let next = 0;
 const decide = async () => {
@@ -85,7 +89,17 @@ async function count(name, op, ops) {
   return per;
 }
 
-await count('PING', ping);
+if (process.env.PING !== '0') await count('PING', ping);
+if (algorithm === 'envoy') {
+  // Envoy ratelimit's counter, the peer row of bench/redis.mjs: INCRBY key 1 + EXPIRE key 60 pipelined.
+  let e = 0;
+  await count('envoy INCRBY + EXPIRE', async () => {
+    const key = `env:{k${e++}}_1`;
+    await client.pipeline().incrby(key, 1).expire(key, 60).exec();
+  });
+  client.disconnect();
+  process.exit(0);
+}
 const s0 = { ...store.stats };
 await count(`sluice ${algorithm}`, decide, () => `${store.stats.calls - s0.calls} script calls for ${store.stats.operations - s0.operations} operations`);
 client.disconnect();

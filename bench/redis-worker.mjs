@@ -1,10 +1,16 @@
-// One measurement in a fresh process: `impl` at `inflight` calls in flight against the Redis on
-// REDIS_PORT, for a warm-up and then a measured window. Prints one JSON line.
+// One measurement in a fresh process: `impl` at `inflight` calls in flight against the private Redis on
+// REDIS_PORT (or the Cluster whose masters are CLUSTER_PORTS, comma-separated), for a warm-up and then a
+// measured window. Prints one JSON line.
 // Usage: node --import tsx bench/redis-worker.mjs <impl> <inflight> <warmupMs> <measureMs>
-//   impl: ping | rlflex (rate-limiter-flexible RateLimiterRedis, fixed window) | sluice-tb | sluice-gcra
-// Every decision is on the allowed path: 100k keys round-robin, a limit no key reaches.
+//   impl: ping | envoy (Envoy ratelimit's pipelined INCRBY key 1 + EXPIRE key 60) | envoy-auto (the
+//         same with implicit pipelining) | rlflex
+//         (rate-limiter-flexible RateLimiterRedis, fixed window) | sluice-<algorithm> (fixed-window,
+//         sliding-window, sliding-log, token-bucket, gcra, leaky-bucket, leaky-shaper) | sluice-multi
+//         (gcra 1000/h and fixed-window 100,000/day on one key) | sluice-deny (a flood of denied keys
+//         behind denyCache) | sluice-local-sync | sluice-lease (fixed-window 1,000,000/h on 1,000 keys)
+// Every decision but sluice-deny's is on the allowed path: 100k keys round-robin, a limit no key reaches.
 import { once } from 'node:events';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { commands, cpuSeconds, parseInfo } from './lib/redis-info.mjs';
 
@@ -17,32 +23,76 @@ const [impl, inflightArg, warmupArg, measureArg] = process.argv.slice(2);
 const INFLIGHT = Number(inflightArg);
 const WARMUP = Number(warmupArg);
 const MEASURE = Math.min(Number(measureArg), 20_000);
-const PORT = Number(process.env.REDIS_PORT);
-const KEYS = Array.from({ length: 100_000 }, (_, i) => `k${i}`);
+const PORTS = (process.env.CLUSTER_PORTS ?? process.env.REDIS_PORT).split(',').map(Number);
+const CLUSTER = process.env.CLUSTER_PORTS !== undefined;
+if (PORTS.includes(6379)) throw new Error('the benchmark flushes its Redis: never the shared 6379');
+// The strategies share budgets between nodes per key: 1,000 keys (an API key's or a tenant's limit);
+// the deny cache's flood is 1,000 keys that are over their limit.
+const NKEYS = impl === 'sluice-local-sync' || impl === 'sluice-lease' || impl === 'sluice-deny' ? 1_000 : 100_000;
+const KEYS = Array.from({ length: NKEYS }, (_, i) => `k${i}`);
 
-const client = new Redis({ host: '127.0.0.1', port: PORT });
-const admin = new Redis({ host: '127.0.0.1', port: PORT });
-await Promise.all([once(client, 'ready'), once(admin, 'ready')]);
+// envoy-auto: Envoy with implicit pipelining (REDIS_PIPELINE_WINDOW, its README's advice for high
+// throughput): every command of a turn leaves in one write, ioredis's enableAutoPipelining.
+const auto = impl === 'envoy-auto' ? { enableAutoPipelining: true } : {};
+const client = CLUSTER ? new Cluster(PORTS.map((port) => ({ host: '127.0.0.1', port })), { scaleReads: 'master', ...auto }) : new Redis({ host: '127.0.0.1', port: PORTS[0], ...auto });
+const admins = PORTS.map((port) => new Redis({ host: '127.0.0.1', port }));
+await Promise.all([once(client, 'ready'), ...admins.map((a) => once(a, 'ready'))]);
 
 // op starts one call and returns its promise; check looks at its answer after the clock has stopped, so
 // a decision is timed exactly as a PING is: the same client, the same loop, one await.
 let op;
 let check = () => {};
+let store;
+const ALGORITHMS = {
+  'sluice-fixed-window': { algorithm: 'fixed-window' },
+  'sluice-sliding-window': { algorithm: 'sliding-window' },
+  'sluice-sliding-log': { algorithm: 'sliding-log' },
+  'sluice-token-bucket': { algorithm: 'token-bucket' },
+  'sluice-tb': { algorithm: 'token-bucket' }, // the name BASE checkouts' rows used before
+  'sluice-gcra': { algorithm: 'gcra' },
+  'sluice-leaky-bucket': { algorithm: 'leaky-bucket' },
+  'sluice-leaky-shaper': { algorithm: 'leaky-bucket', mode: 'shaper' },
+};
+const allowed = (d) => {
+  if (d.reason !== undefined || !d.allowed) throw new Error(`unexpected decision ${JSON.stringify(d)}`);
+};
 if (impl === 'ping') {
   op = () => client.ping();
+} else if (impl === 'envoy') {
+  // envoyproxy/ratelimit's fixed window (src/redis/fixed_cache_impl.go): the key names the window's
+  // start, and each descriptor is INCRBY key hits + EXPIRE key unit-seconds, pipelined together.
+  const window = Math.floor(Date.now() / 60_000) * 60;
+  op = (key) => client.pipeline().incrby(`env:{${key}}_${window}`, 1).expire(`env:{${key}}_${window}`, 60).exec();
+  check = (r) => {
+    if (r[0][0] !== null || !(r[0][1] < 1e12)) throw new Error(`unexpected reply ${JSON.stringify(r)}`);
+  };
+} else if (impl === 'envoy-auto') {
+  const window = Math.floor(Date.now() / 60_000) * 60;
+  op = (key) => Promise.all([client.incrby(`env:{${key}}_${window}`, 1), client.expire(`env:{${key}}_${window}`, 60)]);
+  check = (r) => {
+    if (!(r[0] < 1e12)) throw new Error(`unexpected reply ${JSON.stringify(r)}`);
+  };
 } else if (impl === 'rlflex') {
   const rl = new RateLimiterRedis({ storeClient: client, keyPrefix: 'rlb', points: 1e12, duration: 60 });
   op = (key) => rl.consume(key);
 } else {
-  const algorithm = impl === 'sluice-gcra' ? 'gcra' : 'token-bucket';
-  const store = new RedisStore({ client, prefix: 'slb', timeoutMs: 1000, ...(process.env.MAX_BATCH ? { maxBatch: Number(process.env.MAX_BATCH) } : {}) });
+  store = new RedisStore({ client, prefix: 'slb', timeoutMs: 1000, ...(process.env.MAX_BATCH ? { maxBatch: Number(process.env.MAX_BATCH) } : {}) });
   // 1000 per hour: a key is hit at most a few dozen times in a run, so every decision is allowed, and every
   // one writes its state back with a TTL (a limit so high that state is idle at once would skip the write).
-  const limiter = new Limiter({ policy: { name: 'p', algorithm, limit: 1000, window: '1h' }, store });
+  let options;
+  if (ALGORITHMS[impl] !== undefined) options = { policy: { name: 'p', ...ALGORITHMS[impl], limit: 1000, window: '1h' } };
+  else if (impl === 'sluice-multi') options = { policies: [{ name: 'h', algorithm: 'gcra', limit: 1000, window: '1h' }, { name: 'd', algorithm: 'fixed-window', limit: 100_000, window: '1d' }] };
+  else if (impl === 'sluice-deny') options = { policy: { name: 'p', algorithm: 'fixed-window', limit: 10, window: '1h' }, denyCache: true };
+  else if (impl === 'sluice-local-sync') options = { policy: { name: 'p', algorithm: 'fixed-window', limit: 1_000_000, window: '1h' }, strategy: 'local-sync' };
+  else if (impl === 'sluice-lease') options = { policy: { name: 'p', algorithm: 'fixed-window', limit: 1_000_000, window: '1h' }, strategy: 'lease' };
+  else throw new Error(`unknown impl ${impl}`);
+  const limiter = new Limiter({ ...options, store });
   op = (key) => limiter.limit(key);
-  check = (d) => {
-    if (d.reason !== undefined || !d.allowed) throw new Error(`unexpected decision ${JSON.stringify(d)}`);
-  };
+  check = impl === 'sluice-deny' ? () => {} : allowed;
+  if (impl === 'sluice-deny') {
+    // The flood: every key over its limit before the clock starts, so each is denied from then on.
+    for (const key of KEYS) for (let i = 0; i < 11; i++) await limiter.limit(key);
+  }
 }
 
 /** Runs `inflight` sequential loops until `ms` pass; returns calls, elapsed ms and (at 1) each latency. */
@@ -65,14 +115,23 @@ async function drive(ms, record) {
   return { n, ms: performance.now() - start, lat };
 }
 
-const snapshot = async () => parseInfo(await admin.info('all'));
+/** INFO of every master, summed: commands by name and CPU seconds. */
+const snapshot = async () => {
+  const sum = {};
+  for (const info of await Promise.all(admins.map((a) => a.info('all')))) {
+    for (const [k, v] of Object.entries(parseInfo(info))) sum[k] = (sum[k] ?? 0) + v;
+  }
+  return sum;
+};
 
 await drive(WARMUP, false);
 const s0 = await snapshot();
+const calls0 = store === undefined ? undefined : { ...store.stats };
 const cpu0 = process.cpuUsage();
 const r = await drive(MEASURE, INFLIGHT === 1);
 const cpu = process.cpuUsage(cpu0);
 const s1 = await snapshot();
+const calls1 = store === undefined ? undefined : { ...store.stats };
 const sec = r.ms / 1000;
 const cpuSec = cpuSeconds(s1) - cpuSeconds(s0);
 r.lat.sort((a, b) => a - b);
@@ -105,19 +164,24 @@ if (INFLIGHT === 1) {
   pingRatio = med(mine) / sameProcessPingUs;
 }
 
+const nodeCpuSec = (cpu.user + cpu.system) / 1e6;
 const result = {
   impl,
   inflight: INFLIGHT,
+  cluster: CLUSTER,
   decisionsPerSec: r.n / sec,
   medianLatencyUs: r.lat.length ? r.lat[r.lat.length >> 1] * 1000 : null,
   sameProcessPingUs,
   pingRatio,
   commandsPerDecision: (commands(s1) - commands(s0)) / r.n,
+  // sluice: its script calls (and strategy calls) per decision, from the store's counters
+  callsPerDecision: calls0 === undefined ? null : (calls1.calls - calls0.calls) / r.n,
   redisCpuUsPerDecision: (cpuSec * 1e6) / r.n,
   redisCpuPct: (cpuSec / sec) * 100,
-  nodeCpuPct: ((cpu.user + cpu.system) / 1e6 / sec) * 100,
+  nodeCpuUsPerDecision: (nodeCpuSec * 1e6) / r.n,
+  nodeCpuPct: (nodeCpuSec / sec) * 100,
 };
 client.disconnect();
-admin.disconnect();
+for (const a of admins) a.disconnect();
 process.stdout.write(`${JSON.stringify(result)}\n`);
 process.exit(0);

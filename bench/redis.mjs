@@ -1,78 +1,72 @@
 #!/usr/bin/env node
-// Redis benchmark, side by side in one run against the same Redis: sluice RedisStore (token bucket and
-// GCRA) vs rate-limiter-flexible RateLimiterRedis (fixed window), both on ioredis, at 1 and 256 calls
-// in flight, plus a PING round trip at 1 in flight as the latency floor, and `redis-benchmark` running a
-// plain token-bucket EVALSHA script (bench/lib/plain-token-bucket.lua) on random keys at -P 16, the peer the
-// issue quotes for the reference machine (about 121 k/s with redis-server at 100 % CPU there), so that
-// Redis CPU per decision can be read as a same-run ratio on a host of another speed.
+// Redis benchmark, side by side in one run against the same private Redis: sluice RedisStore (every
+// algorithm, several policies on one key, and the strategies) beside Envoy ratelimit's counter (pipelined
+// `INCRBY key 1` + `EXPIRE key 60`, the floor a gateway limiter sets) and rate-limiter-flexible's
+// RateLimiterRedis (fixed window), all on ioredis, at 1 and 256 calls in flight on 100,000 keys, with a
+// PING round trip at 1 in flight as the latency floor, and `redis-benchmark` running a plain token-bucket
+// EVALSHA script (bench/lib/plain-token-bucket.lua) on random keys at -P 16 (standalone only).
+// Each row reports decisions/s, Redis CPU per decision (the `INFO cpu` used_cpu_sys + used_cpu_user delta,
+// summed over the masters, divided by decisions) and Node CPU per decision (process.cpuUsage).
 //
-// It starts its own redis-server on a spare port (--save "" --appendonly no) and FLUSHALLs only that one
-// before each run. Every measurement is a fresh process (bench/redis-worker.mjs); the cases are
-// interleaved, repeated REPS times, and medians are quoted with min–max.
+// It starts its own redis-server on a spare port (--save "" --appendonly no), or with CLUSTER=1 its own
+// Cluster of 3 masters without replicas (bench/lib/own-redis.mjs), and FLUSHALLs only those before each
+// run. Every measurement is a fresh process (bench/redis-worker.mjs); the cases are interleaved, repeated
+// REPS times, and medians are quoted with min–max.
 //
-// Usage: [BASE=<another checkout>] node bench/redis.mjs [reps=3] [measureMs=4000] [warmupMs=1000]
-// BASE adds sluice rows for that checkout's src/ (e.g. a worktree of an older commit), measured by this
-// checkout's worker and interleaved with the others, so two versions are compared under the same load.
-// Prints a Markdown table and writes it, with every run's figures, to bench/results/redis-<time>.{md,json}.
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { loadavg, tmpdir } from 'node:os';
+// Usage: [CLUSTER=1] [CASES=envoy,sluice-gcra,...] [BASE=<another checkout>] node bench/redis.mjs [reps=3] [measureMs=4000] [warmupMs=1000]
+// CASES picks rows by impl (bench/redis-worker.mjs names them). BASE adds sluice rows for that checkout's
+// src/ (e.g. a worktree of an older commit), measured by this checkout's worker and interleaved with the
+// others, so two versions are compared under the same load.
+// Prints a Markdown table and writes it, with every run's figures, to bench/results/redis[-cluster]-<time>.{md,json}.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { hostSpeedLine } from './lib/host-speed.mjs';
+import { ownCluster, ownRedis } from './lib/own-redis.mjs';
 import { commands, cpuSeconds, parseInfo } from './lib/redis-info.mjs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 const [REPS = 3, MEASURE = 4000, WARMUP = 1000] = process.argv.slice(2).map(Number);
 const BASE = process.env.BASE;
+const CLUSTER = process.env.CLUSTER === '1';
 const baseCommit = BASE === undefined ? undefined : execFileSync('git', ['-C', BASE, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
-const CASES = [
+const ALGORITHMS = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra', 'leaky-bucket', 'leaky-shaper'];
+const SLUICE = [...ALGORITHMS.map((a) => `sluice-${a}`), 'sluice-multi'];
+const STRATEGIES = ['sluice-deny', 'sluice-local-sync', 'sluice-lease'];
+const BASE_ROWS = BASE === undefined ? [] : ['base-token-bucket', 'base-gcra', 'base-fixed-window'];
+const ALL = [
   ['ping', 1],
+  ['envoy', 1],
   ['rlflex', 1],
-  ['sluice-tb', 1],
-  ['sluice-gcra', 1],
-  ...(BASE === undefined ? [] : [['base-tb', 1], ['base-gcra', 1]]),
+  ...[...SLUICE, ...BASE_ROWS].map((i) => [i, 1]),
+  ['envoy', 256],
+  ['envoy-auto', 256],
   ['rlflex', 256],
-  ['redis-benchmark', 800],
-  ['sluice-tb', 256],
-  ['sluice-gcra', 256],
-  ...(BASE === undefined ? [] : [['base-tb', 256], ['base-gcra', 256]]),
+  ...(CLUSTER ? [] : [['redis-benchmark', 800]]),
+  ...[...SLUICE, ...STRATEGIES, ...BASE_ROWS].map((i) => [i, 256]),
 ];
+const PICK = process.env.CASES?.split(',');
+const CASES = PICK === undefined ? ALL : ALL.filter(([impl]) => impl === 'ping' || PICK.includes(impl));
 const NAMES = {
   ping: 'PING (ioredis), the round-trip floor',
+  envoy: 'Envoy ratelimit: `INCRBY key 1` + `EXPIRE key 60` pipelined (fixed window, approximate)',
+  'envoy-auto': 'Envoy ratelimit with implicit pipelining (REDIS_PIPELINE_WINDOW): the same commands, a turn\'s in one write',
   rlflex: 'rate-limiter-flexible RateLimiterRedis (fixed window)',
   'redis-benchmark': 'redis-benchmark -c 50 -P 16, plain token-bucket EVALSHA, 100 k random keys',
-  'sluice-tb': 'sluice RedisStore, token-bucket',
-  'sluice-gcra': 'sluice RedisStore, gcra',
-  'base-tb': `sluice at ${baseCommit}, token-bucket`,
-  'base-gcra': `sluice at ${baseCommit}, gcra`,
+  ...Object.fromEntries(ALGORITHMS.map((a) => [`sluice-${a}`, `sluice ${a}`])),
+  ...Object.fromEntries(ALGORITHMS.map((a) => [`base-${a}`, `sluice at ${baseCommit}, ${a}`])),
+  'sluice-multi': 'sluice gcra 1000/h + fixed-window 100 k/day on one key',
+  'sluice-deny': 'sluice denyCache, a flood of 1,000 denied keys',
+  'sluice-local-sync': "sluice strategy 'local-sync', fixed-window 1 M/h on 1,000 keys",
+  'sluice-lease': "sluice strategy 'lease', fixed-window 1 M/h on 1,000 keys",
 };
 
-const port = await new Promise((resolve) => {
-  const s = createServer().listen(0, '127.0.0.1', () => {
-    const p = s.address().port;
-    s.close(() => resolve(p));
-  });
-});
-const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-redis-'));
-const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+const redis = CLUSTER ? await ownCluster(3) : await ownRedis();
+const port = redis.ports[0];
 const cli = (...args) => execFileSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-let stopped = false;
-const stop = () => {
-  if (stopped) return;
-  stopped = true;
-  server.kill('SIGKILL');
-  rmSync(dir, { recursive: true, force: true });
-};
-process.on('exit', stop);
+process.on('exit', () => redis.stop());
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(1));
-for (let i = 0; ; i++) {
-  try {
-    if (cli('PING') === 'PONG') break;
-  } catch {}
-  if (i > 100) throw new Error('redis-server did not start');
-  await new Promise((r) => setTimeout(r, 50));
-}
 
 /**
  * The redis-benchmark peer: a token bucket as a user would write it (HMGET, then HSET and PEXPIRE on an
@@ -82,8 +76,7 @@ for (let i = 0; ; i++) {
 const PLAIN_TB = readFileSync(new URL('./lib/plain-token-bucket.lua', import.meta.url), 'utf8');
 let plainRequests = 200_000;
 function measureRedisBenchmark() {
-  cli('FLUSHALL');
-  cli('CONFIG', 'RESETSTAT');
+  redis.flush();
   const sha = cli('SCRIPT', 'LOAD', PLAIN_TB);
   const run = (n) => execFileSync('redis-benchmark', ['-p', String(port), '-c', '50', '-P', '16', '-r', '100000', '-n', String(n), '--csv',
     'EVALSHA', sha, '1', 'tb:__rand_int__', '1000', String(1000 / 3_600_000), '1'], { encoding: 'utf8', timeout: 120_000 });
@@ -103,17 +96,18 @@ function measureRedisBenchmark() {
     redisCpuUsPerDecision: (cpuSec * 1e6) / decisions,
     redisCpuPct: (cpuSec * 1000 * 100) / runMs,
     nodeCpuPct: null, // redis-benchmark is not Node
+    nodeCpuUsPerDecision: null,
+    callsPerDecision: null,
   };
 }
 
 function measure(impl, inflight) {
   if (impl === 'redis-benchmark') return measureRedisBenchmark();
-  cli('FLUSHALL');
-  cli('CONFIG', 'RESETSTAT');
+  redis.flush();
   const base = impl.startsWith('base-');
   const out = execFileSync(process.execPath, ['--import', 'tsx', 'bench/redis-worker.mjs', base ? impl.replace('base-', 'sluice-') : impl, String(inflight), String(WARMUP), String(MEASURE)], {
     encoding: 'utf8',
-    env: { ...process.env, REDIS_PORT: String(port), ...(base ? { SLUICE_SRC: pathToFileURL(join(BASE, 'src')).href } : {}) },
+    env: { ...process.env, ...(CLUSTER ? { CLUSTER_PORTS: redis.ports.join(',') } : { REDIS_PORT: String(port) }), ...(base ? { SLUICE_SRC: pathToFileURL(join(BASE, 'src')).href } : {}) },
     timeout: 60_000,
   });
   return JSON.parse(out.trim().split('\n').pop());
@@ -143,39 +137,29 @@ const range = (rs, f, fmt) => {
 };
 const version = cli('INFO', 'server').match(/redis_version:(\S+)/)[1];
 
+const med = (rs, f) => median(rs.map(f));
+const envoyCpu = (inflight) => { const rs = results.get(`envoy@${inflight}`); return rs && med(rs, (r) => r.redisCpuUsPerDecision); };
 const lines = [
-  `<!-- ${BASE === undefined ? '' : `BASE=<checkout at ${baseCommit}> `}node bench/redis.mjs ${REPS} ${MEASURE} ${WARMUP}; ${new Date().toISOString()}; redis ${version}; Node ${process.version}; reps=${REPS}, interleaved, fresh process each; load average ${load0.toFixed(1)} at the start, ${loadavg()[0].toFixed(1)} at the end; ${speed} -->`,
+  `<!-- ${CLUSTER ? 'CLUSTER=1 ' : ''}${PICK === undefined ? '' : `CASES=${PICK.join(',')} `}${BASE === undefined ? '' : `BASE=<checkout at ${baseCommit}> `}node bench/redis.mjs ${REPS} ${MEASURE} ${WARMUP}; ${new Date().toISOString()}; redis ${version}${CLUSTER ? `, a Cluster of ${redis.ports.length} masters without replicas` : ', standalone'}; Node ${process.version}; reps=${REPS}, interleaved, fresh process each; load average ${load0.toFixed(1)} at the start, ${loadavg()[0].toFixed(1)} at the end; ${speed} -->`,
   '',
-  '| client | in flight | decisions/s median (min – max) | median latency µs | PING µs, same process | × PING (same process) | Redis commands / decision | Redis CPU µs / decision | redis-server CPU % | Node CPU % |',
-  '|---|---|---|---|---|---|---|---|---|---|',
+  '| client | in flight | decisions/s median (min – max) | median latency µs | × PING (same process) | Redis commands / decision | sluice calls / decision | Redis CPU µs / decision | × Envoy\'s, same run | decisions/s per Redis core | Node CPU µs / decision | redis-server CPU % | Node CPU % |',
+  '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
 ];
 for (const [impl, inflight] of CASES) {
   const rs = results.get(`${impl}@${inflight}`);
-  const lat = inflight === 1 ? median(rs.map((r) => r.medianLatencyUs)) : undefined;
-  const ratio = inflight === 1 && impl !== 'ping' ? true : undefined;
+  const one = inflight === 1 && impl !== 'ping';
+  const cpu = med(rs, (r) => r.redisCpuUsPerDecision);
+  const envoy = envoyCpu(inflight === 800 ? 256 : inflight);
   lines.push(
-    `| ${NAMES[impl]} | ${inflight} | ${range(rs, (r) => r.decisionsPerSec, k)} | ${lat === undefined ? '–' : lat.toFixed(1)} | ${ratio === undefined ? '–' : median(rs.map((r) => r.sameProcessPingUs)).toFixed(1)} | ${ratio === undefined ? '–' : range(rs, (r) => r.pingRatio, (x) => `${x.toFixed(2)}×`)} | ${median(rs.map((r) => r.commandsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuUsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuPct)).toFixed(0)} | ${rs[0].nodeCpuPct === null ? '–' : median(rs.map((r) => r.nodeCpuPct)).toFixed(0)} |`,
+    `| ${NAMES[impl]} | ${inflight} | ${range(rs, (r) => r.decisionsPerSec, k)} | ${inflight === 1 ? med(rs, (r) => r.medianLatencyUs).toFixed(1) : '–'} | ${one ? range(rs, (r) => r.pingRatio, (x) => `${x.toFixed(2)}×`) : '–'} | ${med(rs, (r) => r.commandsPerDecision).toFixed(2)} | ${rs[0].callsPerDecision == null ? '–' : med(rs, (r) => r.callsPerDecision).toFixed(3)} | ${cpu.toFixed(2)} | ${envoy === undefined || impl === 'envoy' ? '–' : `${(cpu / envoy).toFixed(2)}×`} | ${k(1e6 / cpu)} | ${rs[0].nodeCpuUsPerDecision == null ? '–' : med(rs, (r) => r.nodeCpuUsPerDecision).toFixed(2)} | ${med(rs, (r) => r.redisCpuPct).toFixed(0)} | ${rs[0].nodeCpuPct == null ? '–' : med(rs, (r) => r.nodeCpuPct).toFixed(0)} |`,
   );
 }
-// Redis CPU per decision against the two peers whose figure the issue gives for its reference machine:
-// the same-run ratio carries over to a host of another speed where an absolute figure does not.
-const REFERENCE_US = { rlflex: 6.0, 'redis-benchmark': 1e6 / 121_000 }; // about 6 µs; 121 k/s at 100 % CPU
-const cpuAt256 = (impl) => { const rs = results.get(`${impl}@${impl === 'redis-benchmark' ? 800 : 256}`); return rs && median(rs.map((r) => r.redisCpuUsPerDecision)); };
-lines.push('', 'Redis CPU per decision at 256 in flight as a same-run ratio to each peer, and what that ratio gives on the issue\'s reference machine:', '');
-for (const impl of ['sluice-tb', 'sluice-gcra']) {
-  for (const peer of ['rlflex', 'redis-benchmark']) {
-    const mine = cpuAt256(impl), theirs = cpuAt256(peer);
-    if (mine === undefined || theirs === undefined) continue;
-    lines.push(`- ${NAMES[impl]}: ${mine.toFixed(2)} µs = ${(mine / theirs).toFixed(3)} × ${NAMES[peer]} (${theirs.toFixed(2)} µs); at that ratio to its ${REFERENCE_US[peer].toFixed(2)} µs there: **${((mine / theirs) * REFERENCE_US[peer]).toFixed(2)} µs**`);
-  }
-  const rate = (i) => median(results.get(`${i}@256`)?.map((r) => r.decisionsPerSec) ?? [NaN]);
-  lines.push(`- ${NAMES[impl]}: ${(rate(impl) / rate('rlflex')).toFixed(2)} × rate-limiter-flexible's decisions per second at 256 in flight`);
-}
+lines.push('', '"decisions/s per Redis core" is 10^6 ÷ Redis CPU µs per decision: what one fully busy redis-server (one core) serves at this mix.');
 console.log(lines.join('\n'));
-const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+const stamp = `${CLUSTER ? 'cluster-' : ''}${new Date().toISOString().replace(/[:.]/g, '-')}`;
 mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
 writeFileSync(new URL(`./results/redis-${stamp}.md`, import.meta.url), `${lines.join('\n')}\n`);
 writeFileSync(new URL(`./results/redis-${stamp}.json`, import.meta.url), `${JSON.stringify(Object.fromEntries(results), null, 1)}\n`);
 console.error(`wrote bench/results/redis-${stamp}.{md,json}`);
-stop();
+redis.stop();
 process.exit(0);

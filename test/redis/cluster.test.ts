@@ -2,7 +2,9 @@
 // afterwards): the conformance suite unchanged through ioredis's Cluster and node-redis's cluster, keys of
 // every identity in one slot (no CROSSSLOT), and a master killed under load.
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { test } from 'node:test';
+import { Cluster } from 'ioredis';
 import { Limiter } from '../../src/index.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { escapeId, keyOf, slotOf } from '../../src/stores/redis/keys.js';
@@ -10,6 +12,7 @@ import { storeConformance } from '../contracts/store-conformance.js';
 import { banConformance } from '../contracts/ban-conformance.js';
 import { calendarConformance } from '../contracts/calendar-conformance.js';
 import { overrideConformance, overrideSeveralConformance } from '../contracts/override-conformance.js';
+import { severalFixedConformance } from '../contracts/several-conformance.js';
 import { runPrefix, useCluster } from './harness.js';
 
 const ctx = useCluster();
@@ -23,6 +26,7 @@ overrideConformance('redis cluster (ioredis)', () => new RedisStore({ client: ct
 banConformance('redis cluster (ioredis)', () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }), runs);
 calendarConformance('redis cluster (ioredis)', () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }), 10);
 overrideSeveralConformance('redis cluster (ioredis)', () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }));
+severalFixedConformance('redis cluster (ioredis)', () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }));
 storeConformance('redis cluster (node-redis)', () => new RedisStore({ client: ctx.nr, prefix, clock: 'client', timeoutMs: 2000 }), { runs });
 
 test('redis cluster: the slot computed for a key is the one the cluster computes', async () => {
@@ -39,6 +43,47 @@ test('redis cluster: one batch spans many slots, each decided exactly', async ()
   const first = await Promise.all(keys.flatMap((k) => [l.limit(k), l.limit(k), l.limit(k)]));
   assert.equal(first.filter((d) => d.reason !== undefined).length, 0);
   assert.deepEqual(first.map((d) => d.allowed), keys.flatMap(() => [true, true, false]));
+});
+
+for (const [name, client] of [['ioredis', () => ctx.io], ['node-redis', () => ctx.nr]] as const) {
+  test(`redis cluster (${name}): a turn's decisions on keys of many slots go as one call per master, each decided exactly`, async () => {
+    // By slot, 300 keys of 300 slots were 300 script calls of one decision each (issue 40).
+    const store = new RedisStore({ client: client(), prefix, timeoutMs: 2000, onError: 'closed' });
+    const l = new Limiter({ policy: { name: 'p', algorithm: 'gcra', limit: 2, window: '1h' }, store });
+    const keys = Array.from({ length: 300 }, (_, i) => `bynode:${name}:${i}`);
+    const slots = new Set(keys.map((k) => slotOf(escapeId(k))));
+    assert.ok(slots.size > 250, `${slots.size} slots`);
+    const decided = await Promise.all(keys.flatMap((k) => [l.limit(k), l.limit(k), l.limit(k)]));
+    assert.equal(decided.filter((d) => d.reason !== undefined).length, 0);
+    assert.deepEqual(decided.map((d) => d.allowed), keys.flatMap(() => [true, true, false]));
+    // 900 operations on 3 masters, at most 64 a call: 15 calls, whatever the split.
+    assert.ok(store.stats.calls <= 18, `${store.stats.calls} calls`);
+    assert.equal(store.stats.errors, 0);
+  });
+}
+
+test('redis cluster: a call across slots sent on a stale slot map goes again by slot, and nothing is applied twice', async () => {
+  // A client whose map says every slot is on one master, as after a resharding it has not seen yet.
+  const stale = new Cluster(cluster.ports.map((port) => ({ host: '127.0.0.1', port })), { redisOptions: { maxRetriesPerRequest: 1 }, slotsRefreshInterval: 3_600_000 });
+  stale.on('error', () => {});
+  await once(stale, 'ready');
+  try {
+    const slotsMap = (stale as unknown as { slots: string[][] }).slots;
+    const one = slotsMap[0]!;
+    for (let s = 0; s < slotsMap.length; s++) slotsMap[s] = one;
+    const store = new RedisStore({ client: stale, prefix, timeoutMs: 2000, onError: 'closed' });
+    const l = new Limiter({ policy: { name: 'p', algorithm: 'fixed-window', limit: 2, window: '1h' }, store });
+    const keys = Array.from({ length: 60 }, (_, i) => `stale:${i}`);
+    const decided = await Promise.all(keys.flatMap((k) => [l.limit(k), l.limit(k), l.limit(k)]));
+    assert.equal(decided.filter((d) => d.reason !== undefined).length, 0, 'no decision from the failure policy');
+    assert.deepEqual(decided.map((d) => d.allowed), keys.flatMap(() => [true, true, false]));
+    assert.ok(store.stats.errors >= 1, 'the call across slots was refused and sent again');
+    assert.equal(store.stats.fallbacks, 0);
+    const after = await Promise.all(keys.map((k) => l.get(k)));
+    assert.deepEqual(after.map((d) => d.remaining), keys.map(() => 0));
+  } finally {
+    stale.disconnect();
+  }
 });
 
 test('redis cluster: a master killed under load; deciding goes on through the failover', async () => {

@@ -6,6 +6,7 @@ import { storeConformance } from '../contracts/store-conformance.js';
 import { banConformance } from '../contracts/ban-conformance.js';
 import { calendarConformance } from '../contracts/calendar-conformance.js';
 import { overrideConformance, overrideSeveralConformance } from '../contracts/override-conformance.js';
+import { severalFixedConformance } from '../contracts/several-conformance.js';
 import { connectBothClients, runPrefix } from './harness.js';
 
 const { io, nr } = await connectBothClients();
@@ -16,4 +17,5 @@ overrideConformance('redis (ioredis)', () => new RedisStore({ client: io, prefix
 banConformance('redis (ioredis)', () => new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }), Number(process.env.CONF_RUNS ?? 30));
 calendarConformance('redis (ioredis)', () => new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }), 30);
 overrideSeveralConformance('redis (ioredis)', () => new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }));
+severalFixedConformance('redis (ioredis)', () => new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }));
 storeConformance('redis (node-redis)', () => new RedisStore({ client: nr, prefix, clock: 'client', timeoutMs: 2000 }), { runs: Number(process.env.CONF_RUNS ?? 15) });

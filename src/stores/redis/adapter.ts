@@ -35,6 +35,12 @@ export interface RedisAdapter {
    * node; a client not connected).
    */
   cork(): (() => void) | undefined;
+  /**
+   * On a cluster, the address ('host:port') of the master the client would send a command on `slot`
+   * to, from the client's own slot map; undefined when it has none yet (or is not a cluster). A batch of
+   * keys of several slots of one master goes to it as one script call (table.ts).
+   */
+  nodeOf(slot: number): string | undefined;
   /** Listens to the client's 'error' events (node-redis crashes the process on an unheard one). */
   onError(listener: (err: unknown) => void): void;
   /** Listens to the client's 'ready' events (both clients emit one on each connection). */
@@ -154,6 +160,8 @@ function ioredis(c: AnyClient): RedisAdapter {
       stream.cork();
       return () => stream.uncork!();
     },
+    // ioredis Cluster's slots: per slot, the keys ('host:port') of its master and then its replicas.
+    nodeOf: (slot) => (cluster ? (c.slots as string[][] | undefined)?.[slot]?.[0] : undefined),
     onError: (listener) => listen(c, listener),
     onReady: (listener) => listen(c, listener, 'ready'),
     onClose: (listener) => listen(c, listener, 'close'),
@@ -190,6 +198,12 @@ function listen(c: AnyClient, listener: (arg: unknown) => void, event: keyof typ
   list.push(listener);
 }
 
+interface NodeAddress {
+  address?: string;
+  host?: string;
+  port?: number;
+}
+
 function nodeRedis(c: AnyClient): RedisAdapter {
   const evalSha = c.evalSha as Fn;
   const evalScript = c.eval as Fn;
@@ -216,6 +230,12 @@ function nodeRedis(c: AnyClient): RedisAdapter {
       return (cluster ? send!.call(c, keys[0], command.readonly, argv, options) : send!.call(c, argv, options)) as Promise<unknown>;
     },
     cork: () => undefined,
+    // node-redis 5 and later: slots[slot].master.address; 4: getSlotMaster(slot), a { host, port }.
+    nodeOf: (slot) => {
+      if (!cluster) return undefined;
+      const master = ((c.slots as { master?: NodeAddress }[] | undefined)?.[slot]?.master ?? (c.getSlotMaster as ((s: number) => NodeAddress | undefined) | undefined)?.call(c, slot)) as NodeAddress | undefined;
+      return master === undefined ? undefined : (master.address ?? `${master.host}:${master.port}`);
+    },
     onError: (listener) => listen(c, listener),
     onReady: (listener) => listen(c, listener, 'ready'),
     onClose: (listener) => listen(c, listener, 'reconnecting'),

@@ -1,7 +1,10 @@
 /**
- * Batching by slot: a table's operations of one turn of the event loop, grouped into script calls of at
- * most `maxBatch` operations whose keys share one hash slot, and each call's keys and arguments in the
- * form driver.lua reads them.
+ * Batching: a table's operations of one turn of the event loop, grouped into script calls of at most
+ * `maxBatch` operations, and each call's keys and arguments in the form driver.lua reads them. On a
+ * cluster a call goes to one master: its operations share one hash slot, or (`nodeOf`, for tables of
+ * fixed-size state) one master, whose slots the client's map names. With 100,000 keys each of a turn's
+ * operations is on a slot of its own, so by slot a call carried one decision; by master it carries a
+ * third of the turn's on 3 masters, and the call's cost is shared as on a standalone Redis.
  */
 
 /** d: decide, o: decide with per-call limits, a: adjust, r: release, x: reset. */
@@ -27,26 +30,75 @@ export interface Op {
   reject: (err: unknown) => void;
 }
 
-/** Calls `send` with each batch: in order, at most `max` operations each, one hash slot each on a cluster. */
-export function batches(ops: Op[], cluster: boolean, max: number, send: (batch: Op[]) => void): void {
+/**
+ * Calls `send` with each batch: in order, at most `max` operations each; on a cluster one hash slot each,
+ * or, given `nodeOf`, one master each (by slot where the client's map names none).
+ */
+export function batches(ops: Op[], cluster: boolean, max: number, send: (batch: Op[]) => void, nodeOf?: (slot: number) => string | undefined): void {
   if (!cluster) {
     for (let i = 0; i < ops.length; i += max) send(ops.length <= max ? ops : ops.slice(i, i + max));
     return;
   }
-  const bySlot = new Map<number, Op[]>();
+  if (nodeOf !== undefined) return byMaster(ops, max, send, nodeOf);
+  for (const group of groupBy(ops, (op) => op.slot)) for (let i = 0; i < group.length; i += max) send(group.length <= max ? group : group.slice(i, i + max));
+}
+
+/** The operations grouped by `at`, each group in order, the groups in order of their first operation. */
+function groupBy(ops: Op[], at: (op: Op) => number | string): Iterable<Op[]> {
+  const groups = new Map<number | string, Op[]>();
   for (const op of ops) {
-    const group = bySlot.get(op.slot);
-    if (group === undefined) bySlot.set(op.slot, [op]);
+    const where = at(op);
+    const group = groups.get(where);
+    if (group === undefined) groups.set(where, [op]);
     else group.push(op);
   }
-  for (const group of bySlot.values()) for (let i = 0; i < group.length; i += max) send(group.slice(i, i + max));
+  return groups.values();
+}
+
+/**
+ * Batches per master, each filled with whole slots: a slot's operations (so every key's) are never split
+ * between two calls across slots. Such a call may be refused and sent again by slot (table.ts), after
+ * calls sent later; a key's operations in two of them could then run out of order. A slot with more
+ * than `max` operations goes in calls of that slot alone, which the client redirects in order.
+ */
+function byMaster(ops: Op[], max: number, send: (batch: Op[]) => void, nodeOf: (slot: number) => string | undefined): void {
+  for (const group of groupBy(ops, (op) => nodeOf(op.slot) ?? op.slot)) {
+    if (group.length <= max && oneSlot(group)) {
+      send(group);
+      continue;
+    }
+    let batch: Op[] = [];
+    for (const slot of groupBy(group, (op) => op.slot)) {
+      if (slot.length > max) {
+        for (let i = 0; i < slot.length; i += max) send(slot.slice(i, i + max));
+        continue;
+      }
+      if (batch.length + slot.length > max) {
+        send(batch);
+        batch = [];
+      }
+      for (const op of slot) batch.push(op);
+    }
+    if (batch.length > 0) send(batch);
+  }
+}
+
+/** Whether the batch's keys are all of one hash slot. */
+export function oneSlot(ops: Op[]): boolean {
+  const slot = ops[0]!.slot;
+  for (const op of ops) if (op.slot !== slot) return false;
+  return true;
 }
 
 /** The arguments of a call that needs none: shared by every such call, and frozen, so never written. */
 const NO_ARGS = Object.freeze([]) as unknown as string[];
 
-/** A batch's keys (each operation's, in order) and its arguments (driver.lua's format). */
-export function encode(ops: Op[], leases: boolean, clientClock: boolean, calendars = false): { keys: string[]; args: string[] } {
+/**
+ * A batch's keys (each operation's, in order) and its arguments (driver.lua's format). `crossSlot`: the
+ * keys are of several slots of one master, which a call may not declare (CROSSSLOT): it declares the
+ * first key alone, which routes it, and the arguments start with '@<number of keys>' and the keys.
+ */
+export function encode(ops: Op[], leases: boolean, clientClock: boolean, calendars = false, crossSlot = false): { keys: string[]; args: string[] } {
   // A call of one operation (every call at 1 in flight) sends that operation's keys as they are.
   const lone = ops.length === 1;
   const keys: string[] = lone ? ops[0]!.keys : [];
@@ -56,15 +108,23 @@ export function encode(ops: Op[], leases: boolean, clientClock: boolean, calenda
     if (!lone) for (const k of op.keys) keys.push(k);
     if (plain && (op.code !== 'd' || op.arg !== 1)) plain = false;
   }
-  const args: string[] = plain ? NO_ARGS : [];
-  if (!plain) {
-    for (const op of ops) {
-      args.push(op.code === 'd' ? String(op.arg) : op.code + op.arg);
-      if (op.code === 'o') args.push(op.limits);
-      if (calendars) args.push(op.bounds);
-      if (leases) args.push(op.lease);
-      if (clientClock) args.push(op.time);
-    }
+  if (crossSlot) {
+    const args = [`@${keys.length}`, ...keys];
+    if (!plain) pushArgs(ops, args, leases, clientClock, calendars);
+    return { keys: [keys[0]!], args };
   }
+  const args: string[] = plain ? NO_ARGS : [];
+  if (!plain) pushArgs(ops, args, leases, clientClock, calendars);
   return { keys, args };
+}
+
+/** Appends each operation's arguments (driver.lua's format). */
+function pushArgs(ops: Op[], args: string[], leases: boolean, clientClock: boolean, calendars: boolean): void {
+  for (const op of ops) {
+    args.push(op.code === 'd' ? String(op.arg) : op.code + op.arg);
+    if (op.code === 'o') args.push(op.limits);
+    if (calendars) args.push(op.bounds);
+    if (leases) args.push(op.lease);
+    if (clientClock) args.push(op.time);
+  }
 }

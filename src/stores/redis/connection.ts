@@ -178,6 +178,11 @@ export class RedisConnection {
     if (!this.connected) this.adapter.onReady(() => (this.connected = true));
   }
 
+  /** On a cluster, the master (its 'host:port') the client sends a command on `slot` to, if it knows (adapter.ts). */
+  nodeOf(slot: number): string | undefined {
+    return this.adapter.nodeOf(slot);
+  }
+
   /** Whether a call sent now goes to a connection (rather than being held or refused as not connected). */
   ready(): boolean {
     return this.adapter.ready();

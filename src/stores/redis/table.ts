@@ -9,7 +9,7 @@
 import { CalendarPeriods, SluiceError, Verdict } from '../../core/index.js';
 import type { Algorithm, Decision, Policy } from '../../core/index.js';
 import type { StoreTable, TableSpec } from '../store.js';
-import { batches, encode, type Code, type Op } from './batch.js';
+import { batches, encode, oneSlot, type Code, type Op } from './batch.js';
 import type { ConnectionStats, RedisConnection } from './connection.js';
 import { Fallback, type OnError } from './failure.js';
 import type { StoreHealth } from './health.js';
@@ -35,6 +35,9 @@ export interface StoreContext {
   readonly health: StoreHealth | undefined;
 }
 
+/** Redis's refusals of a script's key on a master that does not hold its slot (or not stably, during a move). */
+const NOT_HERE = /non local key|MOVED|ASK|TRYAGAIN|CROSSSLOT|same slot/i;
+
 export class RedisTable implements StoreTable {
   readonly sync = false;
   private readonly ctx: StoreContext;
@@ -50,6 +53,13 @@ export class RedisTable implements StoreTable {
   private readonly script: LibraryScript;
   /** The calendar windows' periods, whose bounds every operation carries (calendar.lua). */
   private readonly calendars: CalendarPeriods[];
+  /**
+   * On a cluster, whether a call may carry keys of several slots of one master: for fixed-size state,
+   * which the script reads, every key of the call, before it writes any (driver.lua), so a key that is not
+   * on that master (the client's map was stale) fails the call before it changed anything.
+   */
+  private readonly byNode: boolean;
+  private readonly nodeOf: (slot: number) => string | undefined;
   private queue: Op[] = [];
   private scheduled = false;
   private readonly flushNow = () => this.flush();
@@ -68,6 +78,8 @@ export class RedisTable implements StoreTable {
     this.calendars = spec.policies.filter((p) => p.calendar !== undefined).map((p) => new CalendarPeriods(p.calendar!));
     this.fallback = new Fallback(ctx.onError, spec);
     this.memory = this.fallback.last === undefined ? undefined : this.fallback;
+    this.byNode = ctx.connection.cluster && spec.policies.every((p) => p.algorithm !== 'sliding-log' && p.algorithm !== 'concurrency');
+    this.nodeOf = (slot) => ctx.connection.nodeOf(slot);
   }
 
   decide(key: string, cost: number, leaseId: string | undefined): Promise<Decision> {
@@ -129,17 +141,29 @@ export class RedisTable implements StoreTable {
     this.scheduled = false;
     const ops = this.queue;
     this.queue = [];
-    batches(ops, this.ctx.connection.cluster, this.ctx.maxBatch, this.sendNow);
+    batches(ops, this.ctx.connection.cluster, this.ctx.maxBatch, this.sendNow, this.byNode ? this.nodeOf : undefined);
+  }
+
+  /** Whether a batch goes as a call across slots of one master (batch.ts's encode). */
+  private crossSlot(ops: Op[]): boolean {
+    return this.byNode && ops.length > 1 && !oneSlot(ops);
   }
 
   private send(ops: Op[]): void {
     const ctx = this.ctx;
-    const { keys, args } = encode(ops, this.leases, ctx.clientClock, this.calendars.length > 0);
+    const { keys, args } = encode(ops, this.leases, ctx.clientClock, this.calendars.length > 0, this.crossSlot(ops));
     ctx.connection.send(this.script, keys, args, this.done, ops, ops.length);
   }
 
   /** A call's answer, or its failure (error, timeout, refusal). */
   private settle(ops: Op[], reply: unknown, failed: boolean, err: unknown): void {
+    if (failed && NOT_HERE.test(String((err as Error)?.message ?? err)) && this.crossSlot(ops)) {
+      // A call across slots found a key its master does not hold (a slot moved since the client's map):
+      // the script read every key before writing any, so nothing was applied. Again by slot, each call
+      // then routed (and redirected) by the client on its own.
+      batches(ops, true, this.ctx.maxBatch, this.sendNow);
+      return;
+    }
     if (!failed) {
       try {
         answer(ops, reply as number[] | number, this.policies, this.verdicts, this.memory);

@@ -1,0 +1,51 @@
+// Several policies of fixed-size state on one key (no ban among them: the Redis script's decide_fixed
+// path), on any store: random traces of turns, each a few calls made at once on a few keys (so a batched
+// store decides them in one call, several on one key), decided field for field as the memory store
+// decides them one after another. Memory and Redis run it from their own tests.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import { Limiter, MemoryStore } from '../../src/index.js';
+import type { Decision, PolicyOptions, Store } from '../../src/index.js';
+
+const WINDOW = 1000;
+export const severalFixedPolicies: PolicyOptions[] = [
+  { name: 'fw', algorithm: 'fixed-window', limit: 6, window: 4 * WINDOW },
+  { name: 'tb', algorithm: 'token-bucket', limit: 5, window: WINDOW, burst: 3 },
+  { name: 'gcra', algorithm: 'gcra', limit: 4, window: WINDOW, burst: 6 },
+  { name: 'sw4', algorithm: 'sliding-window', limit: 8, window: 2 * WINDOW, buckets: 4 },
+  { name: 'shaper', algorithm: 'leaky-bucket', mode: 'shaper', limit: 5, window: WINDOW, burst: 4, delay: 2 },
+];
+
+interface Call {
+  key: string;
+  cost: number;
+}
+
+const turnArb = fc.record({
+  gap: fc.integer({ min: 0, max: 700 }),
+  calls: fc.array(fc.record({ key: fc.constantFrom('a', 'b', 'c'), cost: fc.constantFrom(0, 1, 1, 1, 2) }), { minLength: 1, maxLength: 6 }),
+});
+
+const comparable = (d: Decision) => ({ allowed: d.allowed, remaining: d.remaining, resetAfterMs: d.resetAfterMs, retryAfterMs: d.retryAfterMs, delayMs: d.delayMs, policy: d.policy, reason: d.reason });
+
+export function severalFixedConformance(name: string, makeStore: () => Store, runs = 30): void {
+  test(`${name}: several fixed-size policies on a key, calls made at once, decide as the memory store`, async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(turnArb, { minLength: 5, maxLength: 25 }), fc.subarray(severalFixedPolicies, { minLength: 2 }), async (turns, policies) => {
+        let now = 10_000;
+        const clock = () => now;
+        const tested = new Limiter({ policies, store: makeStore(), clock });
+        const reference = new Limiter({ policies, store: new MemoryStore(), clock });
+        const prefix = `several-fixed:${Math.random().toString(36).slice(2)}:`;
+        for (const [t, turn] of turns.entries()) {
+          now += turn.gap;
+          const got = await Promise.all(turn.calls.map((c: Call) => tested.limit(prefix + c.key, { cost: c.cost })));
+          const want = turn.calls.map((c: Call) => reference.limitSync(prefix + c.key, { cost: c.cost }));
+          assert.deepEqual(got.map(comparable), want.map(comparable), `turn ${t} at ${now}: ${JSON.stringify(turn.calls)} with ${policies.map((p) => p.name).join('+')}`);
+        }
+      }),
+      { numRuns: runs },
+    );
+  });
+}

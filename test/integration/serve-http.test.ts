@@ -67,7 +67,7 @@ for (const variant of run) {
     test('POST /v1/check: {key, cost} and {domain, descriptors} get the decision', async () => {
       const a = await post(port, '/v1/check', { key: u('k1'), cost: 2 });
       assert.equal(a.status, 200);
-      assert.deepEqual(a.json, { allowed: true, retryAfterMs: 0, statuses: [{ rule: 'web.key', allowed: true, limit: 3, remaining: 1, resetAfterMs: a.json.statuses[0].resetAfterMs, shadow: false }] });
+      assert.deepEqual(a.json, { allowed: true, matched: true, retryAfterMs: 0, statuses: [{ rule: 'web.key', matched: true, allowed: true, limit: 3, remaining: 1, resetAfterMs: a.json.statuses[0].resetAfterMs, shadow: false }] });
       const b = await post(port, '/v1/check', { key: u('k1'), cost: 2 });
       assert.equal(b.status, 429);
       assert.equal(b.json.allowed, false);

@@ -168,7 +168,7 @@ export class Dashboard {
     }
   }
 
-  subscribe(req: IncomingMessage, res: ServerResponse): void {
+  subscribe(_req: IncomingMessage, res: ServerResponse): void {
     if (this.clients.size >= this.maxStreams) {
       const body = JSON.stringify({ error: `the dashboard already has ${this.maxStreams} open /events streams (--admin-max-event-streams); close one, or retry later` });
       res.writeHead(503, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'retry-after': '10' });
@@ -182,7 +182,7 @@ export class Dashboard {
     // Every stream ends in time; the page's EventSource reconnects (after `retry`) and gets the history anew.
     const lifetime = setTimeout(() => res.end(), this.streamMs);
     lifetime.unref();
-    req.on('close', () => {
+    res.once('close', () => {
       clearTimeout(lifetime);
       this.clients.delete(res);
     });

@@ -16,7 +16,7 @@ import type { BodyKind, ServeRequest } from './http-body.js';
 import { decodeBody } from './http-decode.js';
 import { answerHealth } from './http-health.js';
 import { nginxRequest } from './nginx-request.js';
-import type { RateLimitService, RlsRequest } from './service.js';
+import type { RateLimitService, RlsRequest, RlsResponse } from './service.js';
 
 export { ServeRequest } from './http-body.js';
 export type { HttpLimits } from './http-accept.js';
@@ -34,23 +34,30 @@ export interface HttpDeps {
 
 const ROUTES = 'POST /json, POST /v1/check, GET /nginx/<domain>, /healthz, /readyz (or /healthcheck); the dashboard and /metrics are on the admin port (--admin-port)';
 
+/** The route a decision came in on, which says how it is answered. */
+type Route = BodyKind | 'nginx';
+
 /**
  * Decides and answers. Synchronous with the memory store (no Promise, no tick), so /json is answered in the
  * parser's own pass over the socket's bytes.
  */
-export function decide(service: RateLimitService, log: Logger, res: ServerResponse, kind: BodyKind | 'nginx', rq: RlsRequest): void {
+export function decide(service: RateLimitService, log: Logger, res: ServerResponse, route: Route, rq: RlsRequest): void {
   try {
     const answered = service.shouldRateLimit(rq);
-    const answer = kind === 'nginx' ? answerNginx : answerDecision;
-    if (answered instanceof Promise) answered.then((r) => answer(res, kind as BodyKind, r), (e) => answerError(res, log, e));
-    else answer(res, kind as BodyKind, answered);
+    if (answered instanceof Promise) answered.then((r) => answerRoute(res, route, r), (e) => answerError(res, log, e));
+    else answerRoute(res, route, answered);
   } catch (e) {
     answerError(res, log, e);
   }
 }
 
+function answerRoute(res: ServerResponse, route: Route, r: RlsResponse): void {
+  if (route === 'nginx') answerNginx(res, r);
+  else answerDecision(res, route, r);
+}
+
 /** nginx auth_request: 200 passes; 403 (mapped to 429 by `error_page 403 = @ratelimited`) denies. */
-function answerNginx(res: ServerResponse, _kind: BodyKind, r: { overallCode: string; headers: readonly (readonly [string, string])[] }): void {
+function answerNginx(res: ServerResponse, r: RlsResponse): void {
   const h: Record<string, string> = {};
   for (const [k, v] of r.headers) h[k] = v;
   send(res, r.overallCode === 'OK' ? 200 : 403, '', h);

@@ -44,7 +44,7 @@ export interface Settings {
   requestTimeoutMs: number;
   /** An idle HTTP keep-alive connection is closed after this. */
   keepAliveTimeoutMs: number;
-  /** Open connections each listener (HTTP, gRPC) holds at most; one more is closed at once. */
+  /** Open connections each listener (HTTP, gRPC, admin) holds at most; one more is closed at once. */
   maxConnections: number;
   /** PEM certificate chain and private key files: gRPC over TLS (HTTP/2 negotiated by ALPN). */
   grpcTlsCert: string | undefined;
@@ -244,7 +244,7 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
   maxConnections: {
     flag: '--max-connections',
     env: 'SLUICE_MAX_CONNECTIONS',
-    help: 'open connections each listener (HTTP, gRPC) holds at most; one more is closed at once (default 4096; keep ulimit -n above twice this)',
+    help: 'open connections each listener (HTTP, gRPC, admin) holds at most; one more is closed at once (default 4096; keep ulimit -n above three times this)',
     parse: int(1),
   },
   grpcTlsCert: { flag: '--grpc-tls-cert', env: 'SLUICE_GRPC_TLS_CERT', help: 'PEM certificate chain: serve gRPC over TLS (with --grpc-tls-key; SIGHUP re-reads both)', parse: str },

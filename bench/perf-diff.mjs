@@ -37,7 +37,7 @@ function server(name) {
     case 'serve-bare-read':
       return { args: [join(SERVE, 'bare-read.mjs'), String(PORT)], ...json };
     case 'serve-json': {
-      const flags = ['--port', String(PORT), '--grpc-port', String(PORT + 1), '--log-level', 'warn', '--watch', 'false'];
+      const flags = ['--port', String(PORT), '--grpc-port', String(PORT + 1), '--admin-port', '-1', '--log-level', 'warn', '--watch', 'false'];
       return { args: [join(ROOT, 'dist/cli/main.js'), 'serve', '--config', join(SERVE, 'policies.yaml'), ...flags], ...json };
     }
     default:

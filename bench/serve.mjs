@@ -55,7 +55,7 @@ const REPS = RENDER ? RENDER.reps : Number(ARGS[0] ?? (PAIRS ? 12 : 3));
 const SECONDS = RENDER ? RENDER.seconds : Math.min(Number(ARGS[1] ?? (PAIRS ? 5 : 10)), 30);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const HERE = join(ROOT, 'bench/serve');
-const PORT = { bare: 18190, sluice: 18191, grpc: 18192, nginx: 18193, bareRead: 18194 };
+const PORT = { bare: 18190, sluice: 18191, grpc: 18192, nginx: 18193, bareRead: 18194, admin: 18195 };
 const WRK = ['-t2', '-c64', `-d${SECONDS}s`, '--latency'];
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const live = new Set();
@@ -103,7 +103,7 @@ const SERVERS = {
     label: 'sluice serve POST /json, memory store',
     url: `http://127.0.0.1:${PORT.sluice}/json`,
     lua: true,
-    cmd: () => [process.execPath, [join(ROOT, 'dist/cli/main.js'), 'serve', '--config', join(HERE, 'policies.yaml'), '--port', String(PORT.sluice), '--grpc-port', String(PORT.grpc), '--log-level', 'warn', '--watch', 'false']],
+    cmd: () => [process.execPath, [join(ROOT, 'dist/cli/main.js'), 'serve', '--config', join(HERE, 'policies.yaml'), '--port', String(PORT.sluice), '--grpc-port', String(PORT.grpc), '--admin-port', String(PORT.admin), '--log-level', 'warn', '--watch', 'false']],
   },
   nginx: { label: 'nginx limit_req, static file (1 worker)', url: `http://127.0.0.1:${PORT.nginx}/ok`, lua: false, cmd: (rate = '1000000r/s') => ['nginx', ['-c', nginxConf(rate, rate === '1000000r/s')]] },
 };
@@ -173,7 +173,7 @@ function grpcFrame() {
 
 /** A counter of the bench rule from sluice serve's /metrics. */
 function ruleCounter(name) {
-  const text = spawnSync('curl', ['-s', '--max-time', '5', `http://127.0.0.1:${PORT.sluice}/metrics`], { encoding: 'utf8' }).stdout;
+  const text = spawnSync('curl', ['-s', '--max-time', '5', `http://127.0.0.1:${PORT.admin}/metrics`], { encoding: 'utf8' }).stdout;
   return Number(new RegExp(`^${name}\\{[^}]*rule="bench.remote_address"[^}]*\\} (\\d+)`, 'm').exec(text)?.[1] ?? NaN);
 }
 

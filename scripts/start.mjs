@@ -5,7 +5,7 @@
 //
 //   npm start [-- --demo-port N] [-- <any sluice serve flag, e.g. --port 9090 --redis redis://...>]
 //   (--port N alone moves gRPC to N + 1; --grpc-port N, or -1 for none, puts it elsewhere)
-//   env: DEMO_PORT (the demo), SLUICE_PORT / SLUICE_GRPC_PORT / SLUICE_HOST (the service)
+//   env: DEMO_PORT (the demo), SLUICE_PORT / SLUICE_GRPC_PORT / SLUICE_ADMIN_PORT / SLUICE_HOST (the service)
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -44,6 +44,7 @@ function port(raw, what, how) {
 const demoHow = '--demo-port <port> or DEMO_PORT=<port>';
 const serviceHow = '--port <port> or SLUICE_PORT=<port>';
 const grpcHow = '--grpc-port <port> or SLUICE_GRPC_PORT=<port>, -1 for none';
+const adminHow = '--admin-port <port> or SLUICE_ADMIN_PORT=<port>';
 const demoPort = port(demoPortArg ?? (process.env.DEMO_PORT || '3000'), 'the login demo port', demoHow);
 const host = serveSetting('--host', 'SLUICE_HOST', '127.0.0.1');
 const httpPort = port(serveSetting('--port', 'SLUICE_PORT', '8080'), 'the service port', serviceHow);
@@ -53,10 +54,15 @@ const httpChosen = serveSetting('--port', 'SLUICE_PORT', undefined) !== undefine
 const grpcRaw = grpcChosen ?? (httpChosen && httpPort < 65535 ? String(httpPort + 1) : '8081');
 if (grpcChosen === undefined) serveArgs.push('--grpc-port', grpcRaw);
 const grpcPort = grpcRaw === '-1' ? undefined : port(grpcRaw, 'the gRPC port', grpcHow);
-const browserHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+// The dashboard is on the admin port (Envoy ratelimit's debug port, 6070), apart from the decisions.
+const adminPort = port(serveSetting('--admin-port', 'SLUICE_ADMIN_PORT', '6070'), 'the admin port (the dashboard)', adminHow);
+const adminHost = serveSetting('--admin-host', 'SLUICE_ADMIN_HOST', '127.0.0.1');
+const browsable = (h) => (h === '0.0.0.0' || h === '::' ? '127.0.0.1' : h);
+const browserHost = browsable(host);
 const url = (h, p) => `http://${h.includes(':') ? `[${h}]` : h}:${p}/`;
 const demoUrl = url('127.0.0.1', demoPort);
-const dashboardUrl = url(browserHost, httpPort);
+const serviceUrl = url(browserHost, httpPort);
+const dashboardUrl = url(browsable(adminHost), adminPort);
 
 /** Resolves when the port can be bound; a taken port ends the start with one line saying how to move it. */
 function checkFree(p, h, what, how) {
@@ -72,6 +78,7 @@ function checkFree(p, h, what, how) {
 }
 await checkFree(demoPort, '127.0.0.1', 'the login demo', demoHow);
 await checkFree(httpPort, host, 'the service', serviceHow);
+await checkFree(adminPort, adminHost, "the service's dashboard", adminHow);
 if (grpcPort !== undefined) await checkFree(grpcPort, host, "the service's gRPC", grpcHow);
 
 // The demo serves the proof-of-work widget from dist/browser/; a fresh clone has no build yet.
@@ -93,7 +100,7 @@ const children = [
   {
     name: 'service',
     child: node('src/cli/main.ts', ['serve', '--config', 'examples/policies.yaml', '--demo-url', demoUrl, ...logLevel, ...serveArgs], {}),
-    ready: `${dashboardUrl}healthz`,
+    ready: `${serviceUrl}healthz`,
   },
 ];
 for (const { child, name } of children) {
@@ -151,6 +158,7 @@ if (!stopping) {
   say('sluice is running (examples/policies.yaml):');
   say(`  dashboard   ${dashboardUrl}`);
   say(`  login demo  ${demoUrl}`);
+  say(`  decisions   ${serviceUrl}  (POST /json, /v1/check; GET /nginx/<domain>)`);
   if (grpcPort !== undefined) say(`  gRPC        ${browserHost}:${grpcPort}  (Envoy's rate limit service${grpcChosen === undefined && httpChosen ? '; the service port + 1, or --grpc-port N' : ''})`);
   say('Press Ctrl-C to stop.');
 }

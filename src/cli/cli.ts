@@ -150,7 +150,7 @@ const simulate: Command = {
 /** Exit code for a config that does not validate (or a service that could not start). */
 export const EXIT_CONFIG = 1;
 
-const SERVE_KEYS = ['config', 'mergeDomainConfig', 'host', 'port', 'grpcPort', 'grpcMaxConnectionAgeMs', 'grpcMaxConnectionAgeGraceMs', 'grpcMaxConnectionIdleMs', 'grpcMaxConcurrentStreams', 'grpcKeepaliveTimeMs', 'grpcKeepaliveTimeoutMs', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxConnections', 'grpcTlsCert', 'grpcTlsKey', 'grpcTlsClientCa', 'redis', 'redisCluster', 'redisSentinel', 'redisPerSecond', 'redisPrefix', 'redisUsername', 'redisPassword', 'redisTls', 'redisTlsCa', 'redisTimeoutMs', 'redisConnectTimeoutMs', 'failureMode', 'maxKeys', 'memoryOnFull', 'clock', 'maxBodyBytes', 'maxConfigBytes', 'maxRules', 'logLevel', 'watch', 'maxDetailedSeries', 'shadowMode', 'strictDomains', 'nearLimitRatio', 'demoUrl'] as const;
+const SERVE_KEYS = ['config', 'mergeDomainConfig', 'host', 'port', 'grpcPort', 'adminPort', 'adminHost', 'adminToken', 'adminMaxEventStreams', 'adminEventStreamMs', 'grpcMaxConnectionAgeMs', 'grpcMaxConnectionAgeGraceMs', 'grpcMaxConnectionIdleMs', 'grpcMaxConcurrentStreams', 'grpcKeepaliveTimeMs', 'grpcKeepaliveTimeoutMs', 'grpcMaxPendingCalls', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxConnections', 'grpcTlsCert', 'grpcTlsKey', 'grpcTlsClientCa', 'redis', 'redisCluster', 'redisSentinel', 'redisPerSecond', 'redisPrefix', 'redisUsername', 'redisPassword', 'redisTls', 'redisTlsCa', 'redisTimeoutMs', 'redisConnectTimeoutMs', 'failureMode', 'maxKeys', 'memoryOnFull', 'clock', 'maxBodyBytes', 'maxConfigBytes', 'maxRules', 'logLevel', 'watch', 'maxDetailedSeries', 'shadowMode', 'strictDomains', 'nearLimitRatio', 'demoUrl'] as const;
 
 // The service's modules load only when a service command runs: they need the optional dependencies
 // (yaml, pino, prom-client), and `sluice demo` must work without them.
@@ -180,9 +180,9 @@ async function serverModules() {
 }
 
 /** What went wrong at start-up, in one line: a taken port names the setting that moves it. */
-function startError(e: Error & { code?: string; port?: number; address?: string }, ports: { port: number; grpcPort: number }): string {
+function startError(e: Error & { code?: string; port?: number; address?: string }, ports: { port: number; grpcPort: number; adminPort: number }): string {
   if (e.code !== 'EADDRINUSE' && e.code !== 'EACCES') return e.message;
-  const setting = e.port === ports.grpcPort ? '--grpc-port (or SLUICE_GRPC_PORT)' : '--port (or SLUICE_PORT)';
+  const setting = e.port === ports.grpcPort ? '--grpc-port (or SLUICE_GRPC_PORT)' : e.port === ports.adminPort ? '--admin-port (or SLUICE_ADMIN_PORT; -1 disables it)' : '--port (or SLUICE_PORT)';
   const what = e.code === 'EADDRINUSE' ? 'is already in use' : 'needs privileges this user lacks';
   return `port ${e.port ?? '?'} on ${e.address ?? 'this host'} ${what}; choose another with ${setting}`;
 }

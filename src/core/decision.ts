@@ -8,41 +8,24 @@
  */
 import type { Decision, Policy, Verdict } from './types.js';
 
+/** A Decision's fields by name; a lease, a reason and `blocked` are absent unless given. */
+export type DecisionFields = Omit<Decision, 'leaseId' | 'reason' | 'blocked'> & Partial<Pick<Decision, 'leaseId' | 'reason' | 'blocked'>>;
+
 /**
- * A Decision as a plain object literal, always built here so that every decision shares one shape.
+ * A Decision as a plain object literal, always built here so that every decision shares one shape: the
+ * fields are copied in one order, whatever order the caller named them in.
  * It was a class instance (same nine fields); as a literal, `await limit()` on a hot key runs much faster
  * with fewer scavenges, though it executes about as many instructions: the gain is in the heap and the
  * Promise machinery (resolving a Promise with an object looks up `then` along its prototype chain).
+ * Named fields cost nothing measurable against the ten positional arguments they replaced, on /json's
+ * decision path (`node bench/serve.mjs --in-process` of both builds, 6 interleaved runs: median ratio 1.01).
  */
-export function makeDecision(
-  allowed: boolean,
-  limit: number,
-  remaining: number,
-  resetAfterMs: number,
-  retryAfterMs: number,
-  delayMs: number,
-  policy: string,
-  leaseId: string | undefined,
-  reason: string | undefined,
-  blocked = false,
-): Decision {
-  return { allowed, limit, remaining, resetAfterMs, retryAfterMs, delayMs, policy, leaseId, reason, blocked };
+export function makeDecision(f: DecisionFields): Decision {
+  return { allowed: f.allowed, limit: f.limit, remaining: f.remaining, resetAfterMs: f.resetAfterMs, retryAfterMs: f.retryAfterMs, delayMs: f.delayMs, policy: f.policy, leaseId: f.leaseId, reason: f.reason, blocked: f.blocked ?? false };
 }
 
-
 export function fromVerdict(policy: Policy, v: Verdict, leaseId: string | undefined): Decision {
-  return makeDecision(
-    v.allowed,
-    policy.limit,
-    v.remaining,
-    v.resetAfterMs,
-    v.retryAfterMs,
-    v.delayMs,
-    policy.name,
-    v.allowed ? leaseId : undefined,
-    undefined,
-    v.blocked,
-  );
+  return makeDecision({ allowed: v.allowed, limit: policy.limit, remaining: v.remaining, resetAfterMs: v.resetAfterMs, retryAfterMs: v.retryAfterMs, delayMs: v.delayMs, policy: policy.name, leaseId: v.allowed ? leaseId : undefined, blocked: v.blocked });
 }
 
 /** Index of the most restrictive verdict. */
@@ -71,16 +54,5 @@ export function combine(policies: readonly Policy[], verdicts: readonly Verdict[
   const i = decidingIndex(verdicts, allowed);
   const v = verdicts[i]!;
   const p = policies[i]!;
-  return makeDecision(
-    allowed,
-    p.limit,
-    v.remaining,
-    v.resetAfterMs,
-    allowed ? 0 : v.retryAfterMs,
-    allowed ? delayMs : 0,
-    p.name,
-    allowed ? leaseId : undefined,
-    undefined,
-    !allowed && v.blocked,
-  );
+  return makeDecision({ allowed, limit: p.limit, remaining: v.remaining, resetAfterMs: v.resetAfterMs, retryAfterMs: allowed ? 0 : v.retryAfterMs, delayMs: allowed ? delayMs : 0, policy: p.name, leaseId: allowed ? leaseId : undefined, blocked: !allowed && v.blocked });
 }

@@ -133,7 +133,7 @@ export class DenyCacheTable implements StoreTable {
       this.hits++;
       const d = e.decision;
       const wait = Math.max(1, Math.ceil(e.until - now));
-      return makeDecision(false, d.limit, d.remaining, Math.max(0, Math.ceil(d.resetAfterMs - (now - e.sentAt))), wait, 0, d.policy, undefined, d.reason, d.blocked);
+      return makeDecision({ allowed: false, limit: d.limit, remaining: d.remaining, resetAfterMs: Math.max(0, Math.ceil(d.resetAfterMs - (now - e.sentAt))), retryAfterMs: wait, delayMs: 0, policy: d.policy, reason: d.reason, blocked: d.blocked });
     }
     this.misses++;
     const answer = this.inner.decide(key, cost, leaseId);

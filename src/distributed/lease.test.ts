@@ -12,7 +12,7 @@ function scripted(replies: Array<(args: string[]) => number[]>, clock: { now: nu
   const runner: ScriptRunner = {
     clientClock: false,
     keyFor: (k, s) => `t:{${k}}:${s}`,
-    fallback: () => makeDecision(false, 0, 0, 0, 1, 0, 'p', undefined, 'store-error'),
+    fallback: () => makeDecision({ allowed: false, limit: 0, remaining: 0, resetAfterMs: 0, retryAfterMs: 1, delayMs: 0, policy: 'p', reason: 'store-error' }),
     async run(_name, _keys, args) {
       asked.push(args);
       clock.now += lagMs; // the reply arrives later than the request left

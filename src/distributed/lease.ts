@@ -219,7 +219,7 @@ export class LeaseTable implements StoreTable {
     const p = this.spec.policy;
     const resetAfterMs = Math.max(0, Math.ceil(st.deadline - now));
     const spendable = now < st.leaseDeadline ? Math.max(0, st.tokens) : 0;
-    return makeDecision(allowed, p.limit, spendable, resetAfterMs, allowed ? 0 : Math.max(1, Math.ceil(st.exhaustedUntil - now)), 0, p.name, undefined, undefined);
+    return makeDecision({ allowed, limit: p.limit, remaining: spendable, resetAfterMs, retryAfterMs: allowed ? 0 : Math.max(1, Math.ceil(st.exhaustedUntil - now)), delayMs: 0, policy: p.name });
   }
 
   /** Penalty spends this node's tokens (a debt paid from its next chunk); reward gives back at most what it holds. */

@@ -30,7 +30,7 @@ async function trial(seed: number, nodes: number, limit: number, options: { thre
   const runner: ScriptRunner = {
     clientClock: true,
     keyFor: (k) => k,
-    fallback: () => makeDecision(false, limit, 0, 0, 1, 0, 'p', undefined, 'store-error'),
+    fallback: () => makeDecision({ allowed: false, limit, remaining: 0, resetAfterMs: 0, retryAfterMs: 1, delayMs: 0, policy: 'p', reason: 'store-error' }),
     async run(_name, _keys, args) {
       await turns(Math.floor(random() * 6)); // on the way to Redis
       const [node, add, , from, cost] = args as [string, string, string, string, string];

@@ -204,7 +204,7 @@ export class LocalSyncTable implements StoreTable {
     const p = this.spec.policy;
     const left = Math.max(0, this.limit - st.known - st.pending - st.inflight);
     const reset = Math.max(0, Math.ceil(st.deadline - now));
-    return makeDecision(allowed, p.limit, left, reset, allowed ? 0 : Math.max(1, reset), 0, p.name, undefined, undefined);
+    return makeDecision({ allowed, limit: p.limit, remaining: left, resetAfterMs: reset, retryAfterMs: allowed ? 0 : Math.max(1, reset), delayMs: 0, policy: p.name });
   }
 
   private startTimer(): void {

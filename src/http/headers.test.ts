@@ -11,8 +11,8 @@ const policies = compilePolicies([
   { name: 'daily', algorithm: 'fixed-window', limit: 1000, window: '1d' },
   { name: 'in-flight', algorithm: 'concurrency', limit: 4, window: '30s' },
 ]);
-const allowed = makeDecision(true, 10, 9, 6000, 0, 0, 'burst', undefined, undefined);
-const denied = makeDecision(false, 10, 0, 60000, 5001, 0, 'burst', undefined, undefined);
+const allowed = makeDecision({ allowed: true, limit: 10, remaining: 9, resetAfterMs: 6000, retryAfterMs: 0, delayMs: 0, policy: 'burst' });
+const denied = makeDecision({ allowed: false, limit: 10, remaining: 0, resetAfterMs: 60000, retryAfterMs: 5001, delayMs: 0, policy: 'burst' });
 
 function render(style: HeaderStyle, d = allowed, now = 1_700_000_000_000): Record<string, string> {
   const out: Record<string, string> = {};
@@ -55,14 +55,14 @@ test('on a denial every reset value equals Retry-After, rounded up to whole seco
   assert.equal(render('draft-6', denied)['ratelimit-reset'], '6');
   assert.equal(render('draft-7', denied).ratelimit, 'limit=10, remaining=0, reset=6');
   assert.equal(render('draft-8', denied).ratelimit, '"burst";r=0;t=6');
-  assert.equal(retryAfterSeconds(makeDecision(false, 1, 0, 1, 1, 0, 'burst', undefined, undefined)), 1);
-  assert.equal(retryAfterSeconds(makeDecision(false, 1, 0, 1, 3000, 0, 'burst', undefined, undefined)), 3);
+  assert.equal(retryAfterSeconds(makeDecision({ allowed: false, limit: 1, remaining: 0, resetAfterMs: 1, retryAfterMs: 1, delayMs: 0, policy: 'burst' })), 1);
+  assert.equal(retryAfterSeconds(makeDecision({ allowed: false, limit: 1, remaining: 0, resetAfterMs: 1, retryAfterMs: 3000, delayMs: 0, policy: 'burst' })), 3);
 });
 
 test('sub-second windows are stated as 1 s; names are escaped as sf-strings; non-ASCII names are refused', () => {
   const odd = compilePolicies([{ name: 'a "q" \\ b', algorithm: 'gcra', limit: 5, window: '500ms' }]);
   const out: Record<string, string> = {};
-  new HeaderRenderer('draft-8', odd).write(makeDecision(true, 5, 4, 100, 0, 0, 'a "q" \\ b', undefined, undefined), { setHeader: (n: string, v: string) => (out[n] = v) });
+  new HeaderRenderer('draft-8', odd).write(makeDecision({ allowed: true, limit: 5, remaining: 4, resetAfterMs: 100, retryAfterMs: 0, delayMs: 0, policy: 'a "q" \\ b' }), { setHeader: (n: string, v: string) => (out[n] = v) });
   assert.equal(out['ratelimit-policy'], '"a \\"q\\" \\\\ b";q=5;w=1');
   assert.throws(() => new HeaderRenderer('draft-8', compilePolicies([{ name: 'débit', algorithm: 'gcra', limit: 5, window: '1s' }])), {
     code: 'ERR_SLUICE_INVALID_OPTION',
@@ -85,12 +85,12 @@ test('a target with setTrustedHeader gets the same fields through it, except a n
   const odd = compilePolicies([{ name: 'a\nb', algorithm: 'gcra', limit: 5, window: '1s' }]);
   const checked: string[] = [];
   const target = { setHeader: (n: string) => checked.push(n), setTrustedHeader: () => undefined };
-  new HeaderRenderer('legacy', odd).write(makeDecision(true, 5, 4, 100, 0, 0, 'a\nb', undefined, undefined), target);
+  new HeaderRenderer('legacy', odd).write(makeDecision({ allowed: true, limit: 5, remaining: 4, resetAfterMs: 100, retryAfterMs: 0, delayMs: 0, policy: 'a\nb' }), target);
   assert.deepEqual(checked, ['x-ratelimit-resource']);
 });
 
 test('draft-7 with a decision whose limit is not its policy\'s still states the decision\'s limit', () => {
-  assert.equal(render('draft-7', makeDecision(true, 7, 3, 2000, 0, 0, 'burst', undefined, undefined)).ratelimit, 'limit=7, remaining=3, reset=2');
+  assert.equal(render('draft-7', makeDecision({ allowed: true, limit: 7, remaining: 3, resetAfterMs: 2000, retryAfterMs: 0, delayMs: 0, policy: 'burst' })).ratelimit, 'limit=7, remaining=3, reset=2');
 });
 
 test('problem+json: RFC 9457 members with the draft-10 quota-exceeded type', () => {

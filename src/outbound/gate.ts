@@ -441,5 +441,5 @@ export class Gate {
 /** The rate policies' decision, carrying the lease the concurrency policies gave; the fewer remaining wins. */
 function withLease(rate: Decision, lease: Decision): Decision {
   const d = lease.remaining < rate.remaining ? lease : rate;
-  return makeDecision(true, d.limit, d.remaining, d.resetAfterMs, 0, rate.delayMs, d.policy, lease.leaseId, rate.reason ?? lease.reason);
+  return makeDecision({ allowed: true, limit: d.limit, remaining: d.remaining, resetAfterMs: d.resetAfterMs, retryAfterMs: 0, delayMs: rate.delayMs, policy: d.policy, leaseId: lease.leaseId, reason: rate.reason ?? lease.reason });
 }

@@ -2,7 +2,15 @@
  * The dashboard: one self-contained page (no CDN, no build step) that charts allowed against limited hits
  * per rule over time, fed by Server-Sent Events, and shows the loaded config. The server samples every
  * rule's counters once per interval and keeps the last few minutes so a new tab starts with history.
+ *
+ * What it holds is bounded whatever the rule count: a sample names only the rules that had hits in its
+ * interval, at most MAX_RULES_PER_SAMPLE of them (the busiest; the rest are summed as OTHER_RULES), so the
+ * history is at most HISTORY × (MAX_RULES_PER_SAMPLE + 1) points, and so is what a new stream is sent.
+ * Streams are capped (`maxStreams`), each lasts at most `streamMs` (the page's EventSource reconnects by
+ * itself), and one whose client stops reading is dropped once MAX_BACKLOG_BYTES wait unsent.
  */
+import { statSync } from 'node:fs';
+import { basename, dirname, isAbsolute, relative, resolve } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RateLimitService } from './service.js';
 import { exampleCheckBody, limitInWords } from './example-request.js';
@@ -12,28 +20,73 @@ interface Sample {
   readonly t: number;
   /** Length of the interval, so the page can plot hits per second. */
   readonly ms: number;
-  /** rule id → [allowed hits, limited hits] in the interval. */
+  /** rule id → [allowed hits, limited hits] in the interval, for the rules that had any. */
   readonly rules: Record<string, [number, number]>;
 }
 
-const HISTORY = 120;
+/** A rule's allowed (a) and limited (l) hits now and at the sample before, and the interval's difference. */
+interface Tally {
+  readonly rule: string;
+  round: number;
+  a: number;
+  l: number;
+  beforeA: number;
+  beforeL: number;
+  dA: number;
+  dL: number;
+}
+
+/** Samples kept: two minutes at the default interval. */
+export const HISTORY = 120;
+/** Rules a sample names at most; the other rules with hits are summed under OTHER_RULES. */
+export const MAX_RULES_PER_SAMPLE = 50;
+/** The chart of the rules beyond MAX_RULES_PER_SAMPLE in a sample. */
+export const OTHER_RULES = '(other rules)';
+/** Unsent bytes after which a stream's client is taken as gone (it stopped reading) and the stream is cut. */
+const MAX_BACKLOG_BYTES = 1 << 20;
+
+export interface DashboardOptions {
+  /** The login demo's URL, linked from the header when set. */
+  readonly demoUrl?: string | undefined;
+  /** --config: /config names each file relative to it, never by its absolute path. */
+  readonly configRoot?: string;
+  /** Open /events streams held at most; one more is answered 503. Default 64. */
+  readonly maxStreams?: number;
+  /** A stream is ended after this long; the page reconnects. Default 300,000. */
+  readonly streamMs?: number;
+  /** Epoch ms for the samples' time stamps; tests inject it. */
+  readonly now?: () => number;
+  /** The decision port, once it listens: the page's example request goes there, not to the admin port. */
+  readonly decisionPort?: () => number | undefined;
+}
 
 export class Dashboard {
   private readonly history: Sample[] = [];
   private readonly clients = new Set<ServerResponse>();
-  private last = new Map<string, [number, number]>();
+  /** Per rule, its counters at the last two samples: one small object per rule, reused every sample. */
+  private readonly tallies = new Map<string, Tally>();
+  private round = 0;
   private timer: ReturnType<typeof setInterval> | undefined;
-
   private readonly html: string;
+  private readonly maxStreams: number;
+  private readonly streamMs: number;
+  private readonly now: () => number;
+  private readonly showFile: (file: string) => string;
+  private readonly decisionPort: () => number | undefined;
 
   constructor(
     private readonly service: () => RateLimitService,
     readonly sampleMs = 1000,
-    /** The login demo's URL, linked from the header when set. */
-    demoUrl?: string,
+    options: DashboardOptions | string = {},
   ) {
-    const link = demoUrl === undefined ? '' : `<a id="demo" href="${escapeHtml(demoUrl)}">login demo: the guard and proof of work →</a>`;
+    const o: DashboardOptions = typeof options === 'string' ? { demoUrl: options } : options;
+    const link = o.demoUrl === undefined ? '' : `<a id="demo" href="${escapeHtml(o.demoUrl)}">login demo: the guard and proof of work →</a>`;
     this.html = PAGE.replace('<span id="status">connecting…</span>', `<span id="status">connecting…</span>${link}`);
+    this.maxStreams = o.maxStreams ?? 64;
+    this.streamMs = o.streamMs ?? 300_000;
+    this.now = o.now ?? Date.now;
+    this.showFile = shownAs(o.configRoot);
+    this.decisionPort = o.decisionPort ?? (() => undefined);
   }
 
   start(): void {
@@ -48,45 +101,109 @@ export class Dashboard {
     this.clients.clear();
   }
 
-  /** Allowed = within the limit; limited = over it (shadow-mode hits included: they would have been). */
-  private sample(): void {
-    const rules: Record<string, [number, number]> = {};
-    const next = new Map<string, [number, number]>();
+  /** Open /events streams. */
+  get streams(): number {
+    return this.clients.size;
+  }
+
+  /** The samples kept, oldest first. */
+  samples(): readonly Sample[] {
+    return this.history;
+  }
+
+  /**
+   * Takes one sample (the timer calls it every `sampleMs`). Allowed = within the limit; limited = over it
+   * (shadow-mode hits included: they would have been).
+   */
+  sample(): void {
+    const round = ++this.round;
     // A detailed_metric rule reports one stats object per descriptor value: charted as the rule's sum.
     for (const s of this.service().allStats()) {
-      const now = next.get(s.rule) ?? [0, 0];
-      now[0] += s.withinLimit;
-      now[1] += s.overLimit;
-      next.set(s.rule, now);
+      let t = this.tallies.get(s.rule);
+      if (t === undefined) this.tallies.set(s.rule, (t = { rule: s.rule, round: 0, a: 0, l: 0, beforeA: 0, beforeL: 0, dA: 0, dL: 0 }));
+      if (t.round !== round) {
+        t.round = round;
+        t.beforeA = t.a;
+        t.beforeL = t.l;
+        t.a = t.l = 0;
+      }
+      t.a += s.withinLimit;
+      t.l += s.overLimit;
     }
-    for (const [rule, now] of next) {
-      const before = this.last.get(rule) ?? [0, 0];
-      rules[rule] = [Math.max(0, now[0] - before[0]), Math.max(0, now[1] - before[1])];
+    // The busiest MAX_RULES_PER_SAMPLE, kept sorted as they come (few enter once it is full), the rest summed.
+    const top: Tally[] = [];
+    let otherA = 0;
+    let otherL = 0;
+    for (const [rule, t] of this.tallies) {
+      if (t.round !== round) {
+        this.tallies.delete(rule); // a rule a reload removed
+        continue;
+      }
+      // A counter that went down was restarted (see RuleStats.count): its whole value is this interval's.
+      t.dA = t.a < t.beforeA ? t.a : t.a - t.beforeA;
+      t.dL = t.l < t.beforeL ? t.l : t.l - t.beforeL;
+      const hits = t.dA + t.dL;
+      if (hits === 0) continue;
+      if (top.length === MAX_RULES_PER_SAMPLE) {
+        const last = top[MAX_RULES_PER_SAMPLE - 1]!;
+        if (hits <= last.dA + last.dL) {
+          otherA += t.dA;
+          otherL += t.dL;
+          continue;
+        }
+        top.pop();
+        otherA += last.dA;
+        otherL += last.dL;
+      }
+      let i = top.length;
+      while (i > 0 && top[i - 1]!.dA + top[i - 1]!.dL < hits) i--;
+      top.splice(i, 0, t);
     }
-    this.last = next;
-    const sample = { t: Date.now(), ms: this.sampleMs, rules };
+    const rules: Record<string, [number, number]> = {};
+    for (const t of top) rules[t.rule] = [t.dA, t.dL];
+    if (otherA > 0 || otherL > 0) rules[OTHER_RULES] = [otherA, otherL];
+    const sample = { t: this.now(), ms: this.sampleMs, rules };
     this.history.push(sample);
     if (this.history.length > HISTORY) this.history.shift();
     const frame = `event: sample\ndata: ${JSON.stringify(sample)}\n\n`;
-    for (const c of this.clients) c.write(frame);
+    for (const c of this.clients) {
+      // A client that stopped reading: its frames pile up in memory; it is dropped, not fed.
+      if (c.writableLength > MAX_BACKLOG_BYTES) c.destroy();
+      else c.write(frame);
+    }
   }
 
-  subscribe(req: IncomingMessage, res: ServerResponse): void {
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
+  subscribe(_req: IncomingMessage, res: ServerResponse): void {
+    if (this.clients.size >= this.maxStreams) {
+      const body = JSON.stringify({ error: `the dashboard already has ${this.maxStreams} open /events streams (--admin-max-event-streams); close one, or retry later` });
+      res.writeHead(503, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'retry-after': '10' });
+      return void res.end(body);
+    }
+    // connection: close, so that the end of the stream frees its socket too (a stream is never followed by
+    // another request on its connection: EventSource reconnects afresh).
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'close' });
     res.write(`retry: 2000\nevent: history\ndata: ${JSON.stringify(this.history)}\n\n`);
     this.clients.add(res);
-    req.on('close', () => this.clients.delete(res));
+    // Every stream ends in time; the page's EventSource reconnects (after `retry`) and gets the history anew.
+    const lifetime = setTimeout(() => res.end(), this.streamMs);
+    lifetime.unref();
+    res.once('close', () => {
+      clearTimeout(lifetime);
+      this.clients.delete(res);
+    });
   }
 
-  configView(): { files: readonly string[]; globalShadowMode: boolean; exampleCheck: string | undefined; domains: { domain: string; file: string; source: string; rules: { id: string; limit: string; shadow: boolean }[] }[] } {
+  /** The loaded rules and each file's text; files are named relative to --config, and no setting is shown. */
+  configView(): { files: readonly string[]; globalShadowMode: boolean; exampleCheck: string | undefined; decisionPort: number | undefined; domains: { domain: string; file: string; source: string; rules: { id: string; limit: string; shadow: boolean }[] }[] } {
     const svc = this.service();
     return {
-      files: svc.rules.config.files,
+      files: svc.rules.config.files.map(this.showFile),
       globalShadowMode: svc.globalShadowMode,
       exampleCheck: exampleCheckBody(svc.rules.config),
+      decisionPort: this.decisionPort(),
       domains: [...svc.rules.config.domains.values()].map((d) => ({
         domain: d.domain,
-        file: d.file,
+        file: this.showFile(d.file),
         source: d.source,
         rules: d.rules.map((r) => ({
           id: r.id,
@@ -100,6 +217,24 @@ export class Dashboard {
   page(): string {
     return this.html;
   }
+}
+
+/**
+ * How /config names a file: relative to --config's folder (or the folder --config names), and by its
+ * base name when it lies outside it. An absolute path tells a visitor the host's layout.
+ */
+function shownAs(configRoot: string | undefined): (file: string) => string {
+  if (configRoot === undefined) return (file) => basename(file);
+  let dir = resolve(configRoot);
+  try {
+    if (!statSync(dir).isDirectory()) dir = dirname(dir);
+  } catch {
+    dir = dirname(dir);
+  }
+  return (file) => {
+    const rel = relative(dir, resolve(file));
+    return rel === '' || rel.startsWith('..') || isAbsolute(rel) ? basename(file) : rel;
+  };
 }
 
 const PAGE = `<!doctype html>
@@ -131,10 +266,12 @@ let samples = 0, totalA = 0, totalL = 0;
 const charts = document.getElementById('charts');
 function add(s) {
   samples++;
-  for (const [rule, [a, l]] of Object.entries(s.rules)) {
-    if (!series.has(rule)) series.set(rule, []);
-    const perSecond = 1000 / s.ms;
-    const arr = series.get(rule); arr.push({ t: s.t, a: Math.round(a * perSecond), l: Math.round(l * perSecond) }); if (arr.length > 120) arr.shift();
+  // A sample names only the rules that had hits: every other chart gets a zero for it.
+  for (const rule of Object.keys(s.rules)) if (!series.has(rule)) series.set(rule, []);
+  const perSecond = 1000 / s.ms;
+  for (const [rule, arr] of series) {
+    const [a, l] = s.rules[rule] || [0, 0];
+    arr.push({ t: s.t, a: Math.round(a * perSecond), l: Math.round(l * perSecond) }); if (arr.length > 120) arr.shift();
     totalA += a; totalL += l;
   }
 }
@@ -171,7 +308,8 @@ function draw() {
 }
 fetch('/config').then((r) => r.json()).then((cfg) => {
   const example = document.getElementById('example');
-  if (example) example.textContent = cfg.exampleCheck ? 'curl -XPOST ' + location.origin + "/v1/check -d '" + cfg.exampleCheck + "'" : 'no rule is configured';
+  const decisions = cfg.decisionPort ? location.protocol + '//' + location.hostname + ':' + cfg.decisionPort : location.origin;
+  if (example) example.textContent = cfg.exampleCheck ? 'curl -XPOST ' + decisions + "/v1/check -d '" + cfg.exampleCheck + "'" : 'no rule is configured';
   const rules = document.getElementById('rules'), conf = document.getElementById('config');
   if (cfg.globalShadowMode) { const b = document.createElement('p'); b.id = 'global-shadow'; b.textContent = 'global shadow mode (--shadow-mode): every answer is OK; "limited" is what the rules would have refused'; rules.appendChild(b); }
   for (const d of cfg.domains) {

@@ -108,7 +108,7 @@ describe('gRPC transport on node:http2', () => {
     assert.deepEqual([snappy.grpcStatus, snappy.trailersOnly], [GrpcStatus.UNIMPLEMENTED, true]);
     assert.match(snappy.grpcMessage!, /snappy is not supported; use one of identity,deflate,gzip/);
     const unmarked = await call(withLength(REQUEST, true));
-    assert.equal(unmarked.grpcStatus, GrpcStatus.INTERNAL, 'compressed flag without grpc-encoding');
+    assert.equal(unmarked.grpcStatus, GrpcStatus.INVALID_ARGUMENT, 'compressed flag without grpc-encoding: the client is at fault');
     const broken = await call(withLength(Buffer.from('not gzip'), true), { 'grpc-encoding': 'gzip' });
     assert.equal(broken.grpcStatus, GrpcStatus.INVALID_ARGUMENT);
     assert.match(broken.grpcMessage!, /does not inflate/);

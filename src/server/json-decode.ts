@@ -122,7 +122,7 @@ export function decodeRlsJson(body: unknown): RlsRequest {
       limit = { requestsPerUnit: uint(jsonField(l, O.requestsPerUnit) ?? 0, `${where}.limit.requests_per_unit`, MAX_UINT32), unit: unit(jsonField(l, O.unit), `${where}.limit.unit`) };
     }
     const dh = jsonField(d, D.hitsAddend);
-    return { entries, limit, hitsAddend: dh === undefined || dh === null ? undefined : uint(dh, `${where}.hits_addend`, Number.MAX_SAFE_INTEGER) };
+    return { entries, limit, hitsAddend: dh === undefined || dh === null ? undefined : uint(dh, `${where}.hits_addend`, MAX_UINT32) };
   });
   return { domain, descriptors, hitsAddend };
 }
@@ -134,7 +134,7 @@ export function decodeRlsJson(body: unknown): RlsRequest {
 export function decodeCheck(body: unknown, onlyDomain: string | undefined): RlsRequest {
   if (!isObject(body)) throw new BadRequest(`the body must be a JSON object such as {"key": "user:42", "cost": 1} or {"domain": "api", "descriptors": [{"user": "42"}]}`);
   checkFields(body, '', ['domain', 'key', 'descriptors', 'cost']);
-  const cost = body.cost === undefined ? 1 : uint(body.cost, 'cost', Number.MAX_SAFE_INTEGER);
+  const cost = body.cost === undefined ? 1 : uint(body.cost, 'cost', MAX_UINT32);
   let domain: string;
   if (body.domain !== undefined) domain = str(body.domain, 'domain');
   else if (onlyDomain !== undefined) domain = onlyDomain;

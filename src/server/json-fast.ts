@@ -259,7 +259,7 @@ class Scan {
         if (name === ENTRIES && entries === undefined) {
           if ((entries = this.entries()) === undefined) return undefined;
         } else if ((name === DESCRIPTOR_HITS.name || name === DESCRIPTOR_HITS.json) && hits === undefined) {
-          if ((hits = this.digits(Number.MAX_SAFE_INTEGER)) === undefined) return undefined;
+          if ((hits = this.digits(MAX_UINT32)) === undefined) return undefined;
         } else return undefined;
       } while (this.comma());
       if (!this.take(RBRACE) || entries === undefined) return undefined;

@@ -11,6 +11,9 @@ export const LATENCY_BUCKETS = [0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0
 /** Envoy's default NEAR_LIMIT_RATIO: a hit within the limit counts as near once 80% of the limit is used. */
 export const NEAR_LIMIT_RATIO = 0.8;
 
+/** The largest count a double holds exactly (2^53 - 1). */
+export const MAX_EXACT_COUNT = Number.MAX_SAFE_INTEGER;
+
 export class RuleStats {
   /** Hits (each request counts its hits_addend), as Envoy's total_hits. */
   totalHits = 0;
@@ -36,6 +39,23 @@ export class RuleStats {
     /** Under `detailed_metric`: Envoy's detailed stats key of the requests counted here, or OVERFLOW. */
     readonly descriptor?: string,
   ) {}
+
+  /**
+   * Counts `hits` more, first starting every counter again from 0 should the hits counter otherwise pass
+   * 2^53 - 1, past which a double no longer counts ones: Prometheus reads the drop as a counter reset, as
+   * after a restart. Every other counter counts some of the hits, or decisions, so stays below it.
+   */
+  count(hits: number): void {
+    if (this.totalHits > MAX_EXACT_COUNT - hits) this.restart();
+    this.totalHits += hits;
+  }
+
+  /** Every counter back to 0 (see count()). */
+  restart(): void {
+    this.totalHits = this.overLimit = this.nearLimit = this.withinLimit = this.shadowMode = this.overLimitWithLocalCache = this.storeErrors = this.storeFull = 0;
+    this.latencyBuckets.fill(0);
+    this.latencySum = this.latencyCount = 0;
+  }
 
   observe(seconds: number): void {
     let i = 0;

@@ -5,10 +5,12 @@
 import { watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createSecureContext } from 'node:tls';
 import { pino } from 'pino';
 import type { Logger } from 'pino';
+import { createAdminServer } from './admin.js';
 import { configFiles, ConfigError, loadConfig } from './config.js';
 import { configNotes } from './config-notes.js';
 import { Dashboard } from './dashboard.js';
@@ -20,7 +22,7 @@ import { RuleSet } from './rules.js';
 import { loadRulesOffThread } from './config-reload.js';
 import { loadOpenTelemetry, openTelemetry, type OpenTelemetryApi, type Telemetry } from '../telemetry.js';
 import { RateLimitService } from './service.js';
-import { readSettingFile, SettingsError } from './settings.js';
+import { isLoopback, readSettingFile, SettingsError } from './settings.js';
 import type { Settings } from './settings.js';
 import { storeFromSettings } from './store-from-settings.js';
 import { MemoryStore } from '../stores/memory.js';
@@ -30,6 +32,8 @@ export interface RunningService {
   readonly httpPort: number;
   /** undefined when gRPC is disabled (--grpc-port -1). */
   readonly grpcPort: number | undefined;
+  /** The dashboard, /events, /config and /metrics; undefined when disabled (--admin-port -1). */
+  readonly adminPort: number | undefined;
   readonly service: RateLimitService;
   readonly log: Logger;
   /** Re-reads the config. Resolves true if applied; false if invalid (the old config stays, the reason is logged). */
@@ -60,24 +64,39 @@ export async function startService(settings: Settings, options: StartOptions = {
   const service = new RateLimitService(rules, { store: backing.store, localCache: backing.kind !== 'memory', globalShadowMode: settings.shadowMode, strictDomains: settings.strictDomains, nearLimitRatio: settings.nearLimitRatio, telemetry, ...clock });
   const reloads = { ok: 0, failed: 0 };
   const metrics = createMetrics(() => service.allStats(), { reloads: () => reloads, globalShadowOverrides: () => service.globalShadowOverrides });
-  const dashboard = new Dashboard(() => service, options.sampleMs, settings.demoUrl);
+  let decisionPort: number | undefined;
+  const dashboard = new Dashboard(() => service, options.sampleMs, { demoUrl: settings.demoUrl, configRoot: settings.config, maxStreams: settings.adminMaxEventStreams, streamMs: settings.adminEventStreamMs, decisionPort: () => decisionPort });
   let stopping = false;
 
-  const http = createHttpServer({ service, metrics, dashboard, log, maxBodyBytes: settings.maxBodyBytes, ready: backing.ready, stopping: () => stopping, limits: settings });
-  // A port that cannot be bound ends the start: close what is already open (the store's Redis client, the
-  // HTTP server when gRPC fails), so the process exits with the error instead of lingering half-started.
-  await new Promise<void>((res, rej) => {
-    http.once('error', rej);
-    http.listen(settings.port, settings.host, () => res());
-  }).catch(async (e: unknown) => {
+  // Every listener opened so far, closed again should a later one fail to bind: the process then exits with
+  // the error instead of lingering half-started.
+  const opened: { close(): Promise<void> }[] = [];
+  const failStart = async (e: unknown): Promise<never> => {
+    for (const o of opened) await o.close();
     await backing.close();
     throw e;
-  });
-  const httpPort = (http.address() as AddressInfo).port;
-  // Longer than the idle timeouts of proxies that keep connections to us (nginx upstream keepalive: 60 s),
-  // so we never close a connection a proxy is about to reuse, which it would report as a 502.
-  http.keepAliveTimeout = 65_000;
-  http.headersTimeout = 66_000;
+  };
+  const listen = (server: Server, port: number, host: string) =>
+    new Promise<number>((res, rej) => {
+      server.once('error', rej);
+      server.listen(port, host, () => {
+        server.off('error', rej);
+        opened.push({ close: () => new Promise<void>((r) => server.close(() => r())) });
+        res((server.address() as AddressInfo).port);
+      });
+    });
+
+  // The limits are given at creation and never set again: a server's headersTimeout set afterwards would
+  // replace --headers-timeout-ms (it once did, with 66 s).
+  const http = createHttpServer({ service, log, maxBodyBytes: settings.maxBodyBytes, ready: backing.ready, stopping: () => stopping, limits: settings });
+  const httpPort = await listen(http, settings.port, settings.host).catch(failStart);
+  decisionPort = httpPort;
+  const health = { ready: backing.ready, stopping: () => stopping };
+  const admin = settings.adminPort < 0 ? undefined : createAdminServer({ dashboard, metrics, log, health, token: settings.adminToken, limits: settings });
+  const adminPort = admin === undefined ? undefined : await listen(admin, settings.adminPort, settings.adminHost).catch(failStart);
+  if (admin !== undefined && settings.adminToken === undefined && !isLoopback(settings.adminHost)) {
+    log.warn({ adminHost: settings.adminHost, adminPort }, 'the admin port (dashboard, /config, /metrics) is open beyond this host with no --admin-token; set one (NODE_ENV=production refuses to start without it)');
+  }
   let grpcServer: ReturnType<typeof createGrpcServer> | undefined;
   let grpcPort: number | undefined;
   if (settings.grpcPort >= 0) {
@@ -94,15 +113,11 @@ export async function startService(settings: Settings, options: StartOptions = {
       keepaliveTimeoutMs: settings.grpcKeepaliveTimeoutMs,
       firstCallTimeoutMs: settings.headersTimeoutMs,
       maxConnections: settings.maxConnections,
+      messageTimeoutMs: settings.requestTimeoutMs,
+      maxPendingCalls: settings.grpcMaxPendingCalls,
       ...(tls === undefined ? {} : { tls }),
     });
-    try {
-      grpcPort = await grpcServer.listen(settings.host, settings.grpcPort);
-    } catch (e) {
-      await new Promise<void>((res) => http.close(() => res()));
-      await backing.close();
-      throw e;
-    }
+    grpcPort = await grpcServer.listen(settings.host, settings.grpcPort).catch(failStart);
   }
   dashboard.start();
   // The memory store reclaims idle keys as new ones arrive; a rule replaced by a reload gets no new keys, so
@@ -162,11 +177,12 @@ export async function startService(settings: Settings, options: StartOptions = {
     }
   }
 
-  log.info({ http: httpPort, grpc: grpcPort ?? 'off', store: backing.kind, ...(settings.redisPerSecond !== undefined ? { perSecondStore: 'redis' } : {}), domains: [...config.domains.keys()], rules: rules.rules.size, ...(settings.shadowMode ? { shadowMode: 'global: every answer is OK' } : {}) }, 'sluice serve listening');
+  log.info({ http: httpPort, grpc: grpcPort ?? 'off', admin: adminPort ?? 'off', store: backing.kind, ...(settings.redisPerSecond !== undefined ? { perSecondStore: 'redis' } : {}), domains: [...config.domains.keys()], rules: rules.rules.size, ...(settings.shadowMode ? { shadowMode: 'global: every answer is OK' } : {}) }, 'sluice serve listening');
 
   return {
     httpPort,
     grpcPort,
+    adminPort,
     service,
     log,
     reload,
@@ -180,6 +196,9 @@ export async function startService(settings: Settings, options: StartOptions = {
       clearInterval(sweeper);
       const httpClosed = new Promise<void>((res) => http.close(() => res()));
       http.closeIdleConnections();
+      // The dashboard's streams were ended above; the admin port has nothing else to drain.
+      admin?.close();
+      admin?.closeAllConnections();
       const grpcClosed = grpcServer === undefined ? Promise.resolve() : grpcServer.close();
       const deadline = new Promise<void>((res) => setTimeout(res, graceMs).unref());
       await Promise.race([Promise.all([httpClosed, grpcClosed]), deadline]);

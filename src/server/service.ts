@@ -251,6 +251,8 @@ export class RateLimitService {
     for (let i = 0; i < n; i++) {
       const d = req.descriptors[i]!;
       const hits = d.hitsAddend ?? (req.hitsAddend === 0 ? 1 : req.hitsAddend);
+      // Envoy's hits_addend is a uint32; a cost past it only breaks counters (a double stops counting ones).
+      if (hits > MAX_UINT32) throw new BadRequest(`descriptors[${i}].hits_addend is ${hits}; at most ${MAX_UINT32} (Envoy's hits_addend is a uint32)`);
       const s = this.decideOne(targets[i]!, d.entries, hits);
       if (s instanceof Promise) pending = true;
       statuses[i] = s;
@@ -311,7 +313,7 @@ export class RateLimitService {
     const detailed = t.rule?.detailed;
     const stats = detailed === undefined || t.stats !== t.rule!.stats ? t.stats : detailed.of(metricKey(t.rule!.spec, entries));
     if (stats === undefined) return UNMATCHED;
-    stats.totalHits += hits;
+    stats.count(hits);
     const shadow = t.rule?.spec.shadowMode === true;
     if (t.rule?.spec.unlimited === true) {
       stats.withinLimit += hits;

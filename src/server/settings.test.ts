@@ -67,3 +67,20 @@ test('--redis-sentinel takes <master name>@host:port,...; one Redis backend at a
   const tls = readSettings(['--config', 'x.yaml', '--redis-sentinel', 'm@h:1', '--redis-tls', 'true'], {});
   assert.deepEqual([tls.redisSentinel, tls.redisTls], ['m@h:1', true]);
 });
+
+test('the admin port is 6070 on loopback by default (Envoy ratelimit\'s debug port), apart from the decision ports, and needs a token off loopback when NODE_ENV=production', () => {
+  const d = readSettings(['--config', 'x.yaml'], {});
+  assert.deepEqual([d.adminPort, d.adminHost, d.adminToken, d.adminMaxEventStreams, d.adminEventStreamMs], [6070, '127.0.0.1', undefined, 64, 300_000]);
+  assert.equal(readSettings(['--config', 'x.yaml'], { SLUICE_ADMIN_PORT: '-1' }).adminPort, -1);
+  assert.throws(() => readSettings(['--config', 'x.yaml', '--admin-port', '8080'], {}), /--admin-port \(8080\) must differ from --port and --grpc-port/);
+  assert.throws(() => readSettings(['--config', 'x.yaml', '--admin-host', '0.0.0.0'], { NODE_ENV: 'production' }), /--admin-host 0\.0\.0\.0 opens the dashboard, \/config and \/metrics beyond this host with no --admin-token .*NODE_ENV=production has no default secret/);
+  assert.equal(readSettings(['--config', 'x.yaml', '--admin-host', '0.0.0.0'], { NODE_ENV: 'production', SLUICE_ADMIN_TOKEN: 'x'.repeat(16) }).adminToken, 'x'.repeat(16));
+  assert.equal(readSettings(['--config', 'x.yaml', '--admin-host', '0.0.0.0'], {}).adminHost, '0.0.0.0', 'outside production: a warning in the log, not a refusal');
+  assert.equal(readSettings(['--config', 'x.yaml', '--admin-host', '0.0.0.0', '--admin-port', '-1'], { NODE_ENV: 'production' }).adminPort, -1, 'no admin port, nothing to protect');
+  assert.throws(() => readSettings(['--config', 'x.yaml', '--admin-token', 'short'], {}), /--admin-token must be at least 16 characters without spaces, got "short"/);
+});
+
+test('--grpc-max-pending-calls is 4096 by default and at least 1', () => {
+  assert.equal(readSettings(['--config', 'x.yaml'], {}).grpcMaxPendingCalls, 4096);
+  assert.throws(() => readSettings(['--config', 'x.yaml', '--grpc-max-pending-calls', '0'], {}), /--grpc-max-pending-calls must be a whole number of at least 1, got "0"/);
+});

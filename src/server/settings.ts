@@ -14,6 +14,18 @@ export interface Settings {
   port: number;
   /** gRPC RateLimitService. 0 picks a free port; -1 disables gRPC. */
   grpcPort: number;
+  /** Admin listener (dashboard, /events, /config, /metrics), as Envoy ratelimit's DEBUG_PORT. 0 picks a free port; -1 disables it. */
+  adminPort: number;
+  /** Address of the admin listener; loopback unless an operator opens it (then with --admin-token). */
+  adminHost: string;
+  /** Bearer (or Basic password) token every admin request must carry; none by default, required off loopback when NODE_ENV=production. */
+  adminToken: string | undefined;
+  /** Open /events streams the admin listener holds at most; one more is answered 503. */
+  adminMaxEventStreams: number;
+  /** An /events stream is ended after this (the dashboard's EventSource reconnects); a stream whose client stops reading ends sooner. */
+  adminEventStreamMs: number;
+  /** Calls the gRPC server holds while their message has not arrived whole, across connections; one more is RESOURCE_EXHAUSTED. */
+  grpcMaxPendingCalls: number;
   /** A gRPC connection this old (±10 %) is sent GOAWAY, so clients reconnect and re-resolve; 0 never. */
   grpcMaxConnectionAgeMs: number;
   /** After that GOAWAY, how long its calls in flight may go on before the connection is cut. */
@@ -32,7 +44,7 @@ export interface Settings {
   requestTimeoutMs: number;
   /** An idle HTTP keep-alive connection is closed after this. */
   keepAliveTimeoutMs: number;
-  /** Open connections each listener (HTTP, gRPC) holds at most; one more is closed at once. */
+  /** Open connections each listener (HTTP, gRPC, admin) holds at most; one more is closed at once. */
   maxConnections: number;
   /** PEM certificate chain and private key files: gRPC over TLS (HTTP/2 negotiated by ALPN). */
   grpcTlsCert: string | undefined;
@@ -148,6 +160,37 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
   host: { flag: '--host', env: 'SLUICE_HOST', help: 'address to listen on (default 127.0.0.1; 0.0.0.0 for all)', parse: str },
   port: { flag: '--port', env: 'SLUICE_PORT', help: 'HTTP port (default 8080)', parse: int(0) },
   grpcPort: { flag: '--grpc-port', env: 'SLUICE_GRPC_PORT', help: 'gRPC port (default 8081; -1 disables gRPC)', parse: int(-1) },
+  adminPort: {
+    flag: '--admin-port',
+    env: 'SLUICE_ADMIN_PORT',
+    help: "admin port: dashboard, /events, /config and /metrics, apart from the decisions as Envoy ratelimit's DEBUG_PORT (default 6070; -1 disables it)",
+    parse: int(-1),
+  },
+  adminHost: { flag: '--admin-host', env: 'SLUICE_ADMIN_HOST', help: 'address of the admin port (default 127.0.0.1; another needs --admin-token when NODE_ENV=production)', parse: str },
+  adminToken: {
+    flag: '--admin-token',
+    env: 'SLUICE_ADMIN_TOKEN',
+    help: 'token every admin request must carry (Authorization: Bearer <token>, or Basic with it as the password); prefer the environment variable (default none)',
+    parse: matching(/^\S{16,}$/, 'at least 16 characters without spaces'),
+  },
+  adminMaxEventStreams: {
+    flag: '--admin-max-event-streams',
+    env: 'SLUICE_ADMIN_MAX_EVENT_STREAMS',
+    help: 'open dashboard /events streams held at most; one more is answered 503 (default 64)',
+    parse: int(1),
+  },
+  adminEventStreamMs: {
+    flag: '--admin-event-stream-ms',
+    env: 'SLUICE_ADMIN_EVENT_STREAM_MS',
+    help: "an /events stream is ended after this, and at once when its client stops reading; the dashboard reconnects by itself (default 300000, 5 min)",
+    parse: (raw: string, where: string) => Math.max(1, delayMs(raw, where)),
+  },
+  grpcMaxPendingCalls: {
+    flag: '--grpc-max-pending-calls',
+    env: 'SLUICE_GRPC_MAX_PENDING_CALLS',
+    help: 'gRPC calls held at once, across connections, while their message has not arrived whole (each must within --request-timeout-ms); one more is RESOURCE_EXHAUSTED (default 4096)',
+    parse: int(1),
+  },
   grpcMaxConnectionAgeMs: {
     flag: '--grpc-max-connection-age-ms',
     env: 'SLUICE_GRPC_MAX_CONNECTION_AGE_MS',
@@ -205,7 +248,7 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
   maxConnections: {
     flag: '--max-connections',
     env: 'SLUICE_MAX_CONNECTIONS',
-    help: 'open connections each listener (HTTP, gRPC) holds at most; one more is closed at once (default 4096; keep ulimit -n above twice this)',
+    help: 'open connections each listener (HTTP, gRPC, admin) holds at most; one more is closed at once (default 4096; keep ulimit -n above three times this)',
     parse: int(1),
   },
   grpcTlsCert: { flag: '--grpc-tls-cert', env: 'SLUICE_GRPC_TLS_CERT', help: 'PEM certificate chain: serve gRPC over TLS (with --grpc-tls-key; SIGHUP re-reads both)', parse: str },
@@ -301,6 +344,12 @@ export const DEFAULTS: Omit<Settings, 'config'> = {
   host: '127.0.0.1',
   port: 8080,
   grpcPort: 8081,
+  adminPort: 6070,
+  adminHost: '127.0.0.1',
+  adminToken: undefined,
+  adminMaxEventStreams: 64,
+  adminEventStreamMs: 300_000,
+  grpcMaxPendingCalls: 4096,
   grpcMaxConnectionAgeMs: 86_400_000,
   grpcMaxConnectionAgeGraceMs: 3_600_000,
   grpcMaxConnectionIdleMs: 300_000,
@@ -382,8 +431,19 @@ export function readSettings(args: readonly string[], env: NodeJS.ProcessEnv, al
   if ((out.requestTimeoutMs as number) < (out.headersTimeoutMs as number)) {
     throw new SettingsError(`--request-timeout-ms (${out.requestTimeoutMs}) must be at least --headers-timeout-ms (${out.headersTimeoutMs}): a request's headers are part of it`);
   }
+  if (out.adminPort !== -1 && out.adminPort !== 0 && (out.adminPort === out.port || out.adminPort === out.grpcPort)) {
+    throw new SettingsError(`--admin-port (${out.adminPort}) must differ from --port and --grpc-port: the dashboard's streams stay off the decision ports; -1 disables it`);
+  }
+  if (out.adminPort !== -1 && out.adminToken === undefined && !isLoopback(out.adminHost as string) && env.NODE_ENV === 'production') {
+    throw new SettingsError(`--admin-host ${out.adminHost} opens the dashboard, /config and /metrics beyond this host with no --admin-token (or SLUICE_ADMIN_TOKEN); NODE_ENV=production has no default secret: set a token, bind it to 127.0.0.1, or disable it with --admin-port -1`);
+  }
   if (out.grpcTlsClientCa !== undefined && out.grpcTlsCert === undefined) throw new SettingsError(`--grpc-tls-client-ca needs --grpc-tls-cert and --grpc-tls-key: mutual TLS is TLS first`);
   return out as unknown as Settings;
+}
+
+/** Whether an address to listen on is this host only: 127.0.0.0/8, ::1, localhost. */
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
 
 export function settingsHelp(keys: readonly (keyof Settings)[]): string {

@@ -179,9 +179,9 @@ export class MemoryTable implements StoreTable {
 
   /** The decision for a new key the store had no room for (every key it could evict is denying). */
   private full(policy: Policy, v: Verdict): Decision {
-    if (this.store.onFull === 'allow') return makeDecision(true, policy.limit, v.remaining, v.resetAfterMs, 0, v.delayMs, policy.name, undefined, 'store-full');
+    if (this.store.onFull === 'allow') return makeDecision({ allowed: true, limit: policy.limit, remaining: v.remaining, resetAfterMs: v.resetAfterMs, retryAfterMs: 0, delayMs: v.delayMs, policy: policy.name, reason: 'store-full' });
     const retryMs = this.store.fullRetryMs;
-    return makeDecision(false, policy.limit, 0, retryMs, retryMs, 0, policy.name, undefined, 'store-full');
+    return makeDecision({ allowed: false, limit: policy.limit, remaining: 0, resetAfterMs: retryMs, retryAfterMs: retryMs, delayMs: 0, policy: policy.name, reason: 'store-full' });
   }
 
   /** decide() for one slab policy, the common case, with nothing on the path that it does not need. */
@@ -200,7 +200,7 @@ export class MemoryTable implements StoreTable {
         this.writeRow(r * this.rowSlots, v.next);
       }
     }
-    return makeDecision(v.allowed, a.policy.limit, v.remaining, v.resetAfterMs, v.retryAfterMs, v.delayMs, a.policy.name, undefined, undefined);
+    return makeDecision({ allowed: v.allowed, limit: a.policy.limit, remaining: v.remaining, resetAfterMs: v.resetAfterMs, retryAfterMs: v.retryAfterMs, delayMs: v.delayMs, policy: a.policy.name });
   }
 
   private writeRow(o: number, next: Float64Array): void {

@@ -44,8 +44,8 @@ async function released(ports: number[]): Promise<boolean> {
 test('npm start: a taken demo port is one line naming the port and how to move it, no stack trace', async () => {
   const held = await holdPort();
   try {
-    const [http, grpc] = await freePorts(2);
-    const r = spawnSync(process.execPath, [START, '--demo-port', String(portOf(held)), '--port', String(http), '--grpc-port', String(grpc)], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    const [http, grpc, admin] = await freePorts(3);
+    const r = spawnSync(process.execPath, [START, '--demo-port', String(portOf(held)), '--port', String(http), '--grpc-port', String(grpc), '--admin-port', String(admin)], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
     assert.equal(r.status, 1);
     assert.equal(r.stderr, `npm start: port ${portOf(held)} (the login demo) is already in use; stop what holds it, or choose another with --demo-port <port> or DEMO_PORT=<port>\n`);
     assert.equal(r.stdout, '');
@@ -57,8 +57,8 @@ test('npm start: a taken demo port is one line naming the port and how to move i
 test('npm start: a taken service port names --port and SLUICE_PORT', async () => {
   const held = await holdPort();
   try {
-    const [demo, grpc] = await freePorts(2);
-    const r = spawnSync(process.execPath, [START, '--grpc-port', String(grpc)], { cwd: ROOT, encoding: 'utf8', timeout: 60_000, env: { ...process.env, DEMO_PORT: String(demo), SLUICE_PORT: String(portOf(held)) } });
+    const [demo, grpc, admin] = await freePorts(3);
+    const r = spawnSync(process.execPath, [START, '--grpc-port', String(grpc)], { cwd: ROOT, encoding: 'utf8', timeout: 60_000, env: { ...process.env, DEMO_PORT: String(demo), SLUICE_PORT: String(portOf(held)), SLUICE_ADMIN_PORT: String(admin) } });
     assert.equal(r.status, 1);
     assert.equal(r.stderr, `npm start: port ${portOf(held)} (the service) is already in use; stop what holds it, or choose another with --port <port> or SLUICE_PORT=<port>\n`);
   } finally {
@@ -68,8 +68,8 @@ test('npm start: a taken service port names --port and SLUICE_PORT', async () =>
 
 /** Starts `npm start` in a process group of its own; resolves with its output once it prints its URLs. */
 async function npmStart(ports: number[]): Promise<{ npm: ChildProcess; out: () => string }> {
-  const [demo, http, grpc] = ports;
-  const npm = spawn('npm', ['start', '--', '--demo-port', String(demo), '--port', String(http), '--grpc-port', String(grpc)], { cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const [demo, http, grpc, admin] = ports;
+  const npm = spawn('npm', ['start', '--', '--demo-port', String(demo), '--port', String(http), '--grpc-port', String(grpc), '--admin-port', String(admin)], { cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   npm.stdout!.on('data', (c) => (out += c));
   npm.stderr!.on('data', (c) => (out += c));
@@ -82,15 +82,16 @@ async function npmStart(ports: number[]): Promise<{ npm: ChildProcess; out: () =
 }
 
 test('npm start prints the URLs to open, not log lines, and Ctrl-C (SIGINT to the group) stops both servers', async () => {
-  const ports = await freePorts(3);
+  const ports = await freePorts(4);
   const { npm, out } = await npmStart(ports);
-  const [demo, http, grpc] = ports;
-  assert.match(out(), new RegExp(`^  dashboard   http://127\\.0\\.0\\.1:${http}/$`, 'm'));
+  const [demo, http, grpc, admin] = ports;
+  assert.match(out(), new RegExp(`^  dashboard   http://127\\.0\\.0\\.1:${admin}/$`, 'm'));
+  assert.match(out(), new RegExp(`^  decisions   http://127\\.0\\.0\\.1:${http}/ `, 'm'));
   assert.match(out(), new RegExp(`^  login demo  http://127\\.0\\.0\\.1:${demo}/$`, 'm'));
   assert.match(out(), new RegExp(`^  gRPC        127\\.0\\.0\\.1:${grpc} `, 'm'));
   assert.doesNotMatch(out(), /^\{/m, 'a JSON log line reached the terminal');
   assert.equal((await fetch(`http://127.0.0.1:${demo}/`)).status, 200);
-  assert.match(await (await fetch(`http://127.0.0.1:${http}/`)).text(), new RegExp(`127\\.0\\.0\\.1:${demo}`), 'the dashboard links the demo');
+  assert.match(await (await fetch(`http://127.0.0.1:${admin}/`)).text(), new RegExp(`127\\.0\\.0\\.1:${demo}`), 'the dashboard links the demo');
   try {
     const exited = once(npm, 'exit');
     process.kill(-npm.pid!, 'SIGINT');
@@ -139,7 +140,7 @@ function reap(npm: ChildProcess) {
 }
 
 test('npm start: a SIGTERM to npm alone (not its group) stops both servers', async () => {
-  const ports = await freePorts(3);
+  const ports = await freePorts(4);
   const { npm, out } = await npmStart(ports);
   try {
     npm.kill('SIGTERM');

@@ -47,7 +47,7 @@ describe('dashboard', () => {
 
   test('the chart updates as traffic flows, with allowed and limited hits, beside the loaded config', async () => {
     const page = await browser.newPage();
-    await page.goto(`http://127.0.0.1:${svc.httpPort}/`);
+    await page.goto(`http://127.0.0.1:${svc.adminPort}/`);
     await page.waitForFunction(() => document.getElementById('status')!.textContent!.startsWith('live'));
     assert.match((await page.textContent('#config'))!, /domain: api/);
     assert.match((await page.textContent('#rules'))!, /api\.key: 10 per second \(token-bucket, burst 20\)/);

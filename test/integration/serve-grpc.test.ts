@@ -127,7 +127,7 @@ for (const variant of run) {
       const first = await client.call(req);
       const second = await client.call(req);
       assert.deepEqual([first.overall_code, second.overall_code], ['OK', 'OK']);
-      const metrics = await (await fetch(`http://127.0.0.1:${svc.httpPort}/metrics`)).text();
+      const metrics = await (await fetch(`http://127.0.0.1:${svc.adminPort}/metrics`)).text();
       assert.match(metrics, /sluice_rule_shadow_mode_total\{domain="e2e",rule="e2e\.service\.user_user-a"\} [1-9]/);
     });
 

@@ -56,7 +56,7 @@ export class LogSink extends Writable {
 
 export async function start(configPath: string, variant: Variant, extra: Partial<Settings> = {}, sampleMs?: number): Promise<{ svc: RunningService; logs: LogSink }> {
   const logs = new LogSink();
-  const settings: Settings = { ...DEFAULTS, config: configPath, port: 0, grpcPort: 0, ...variant.settings, ...extra };
+  const settings: Settings = { ...DEFAULTS, config: configPath, port: 0, grpcPort: 0, adminPort: 0, ...variant.settings, ...extra };
   const svc = await startService(settings, { logStream: logs, ...(sampleMs ? { sampleMs } : {}) });
   return { svc, logs };
 }

@@ -85,7 +85,7 @@ for (const variant of run) {
         ['/json', { domain: 'web', descriptors: [{ entries: [{ key: 'user' }] }] }, 400, `'descriptors[0].entries[0].value' must be a non-empty string, got undefined`],
         ['/json', { domain: 'web', descriptors: [], extra: 1 }, 400, `unknown field 'extra'; known fields: domain, descriptors, hits_addend, hitsAddend`],
         ['/v1/check', { cost: 1 }, 400, `give exactly one of 'key' or 'descriptors'`],
-        ['/v1/check', { key: 'a', cost: -2 }, 400, `'cost' must be a whole number from 0 to 9007199254740991, got -2`],
+        ['/v1/check', { key: 'a', cost: -2 }, 400, `'cost' must be a whole number from 0 to 4294967295, got -2`],
         ['/json', 'x'.repeat(2000), 413, 'the body is larger than 1024 bytes'],
       ];
       for (const [path, body, status, message] of cases) {
@@ -147,7 +147,7 @@ for (const variant of run) {
     test('/healthz, /readyz and /metrics answer', async () => {
       assert.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
       assert.equal((await fetch(`http://127.0.0.1:${port}/readyz`)).status, 200);
-      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      const metrics = await (await fetch(`http://127.0.0.1:${svc.adminPort}/metrics`)).text();
       assert.match(metrics, /sluice_rule_hits_total\{domain="web",rule="web.user"\} [1-9]/);
       assert.match(metrics, /sluice_rule_over_limit_total\{domain="web",rule="web.user"\} [1-9]/);
       assert.match(metrics, /sluice_rule_decision_seconds_bucket\{domain="web",rule="web.user",le="\+Inf"\} [1-9]/);
@@ -161,7 +161,7 @@ for (const variant of run) {
       await client(u('c1')); // over its limit of 2
       await client(u('c2'));
       for (let i = 3; i <= 7; i++) await client(u(`c${i}`)); // c3 takes the last series; c4..c7 fold into "(other)"
-      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      const metrics = await (await fetch(`http://127.0.0.1:${svc.adminPort}/metrics`)).text();
       const series = (name: string, d: string) => new RegExp(`${name}\\{domain="web",rule="web.client",descriptor="${d.replace(/[.()]/g, '\\$&')}"\\} (\\d+)`).exec(metrics)?.[1];
       assert.equal(series('sluice_rule_hits_total', `web.client_${u('c1')}`), '3');
       assert.equal(series('sluice_rule_over_limit_total', `web.client_${u('c1')}`), '1');
@@ -228,7 +228,7 @@ describe('sluice serve as a process', () => {
 
   test('SIGHUP reloads, SIGTERM drains and exits 0; settings come from the environment too', async () => {
     const cfg = new TempConfig(CONFIG(2));
-    const child = spawn(process.execPath, ['--import', 'tsx', main, 'serve', '--grpc-port', '-1'], { env: { ...process.env, SLUICE_CONFIG: cfg.path, SLUICE_PORT: '0', SLUICE_WATCH: 'false' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', main, 'serve', '--grpc-port', '-1'], { env: { ...process.env, SLUICE_CONFIG: cfg.path, SLUICE_PORT: '0', SLUICE_ADMIN_PORT: '0', SLUICE_WATCH: 'false' }, stdio: ['ignore', 'pipe', 'pipe'] });
     const lines: Record<string, unknown>[] = [];
     const seen = (msg: string) =>
       new Promise<Record<string, unknown>>((resolve, reject) => {
@@ -275,7 +275,7 @@ describe('an unreachable Redis with failure mode closed', async () => {
       assert.equal((await fetch(`http://127.0.0.1:${svc.httpPort}/healthz`)).status, 200);
       const r = await post(svc.httpPort, '/v1/check', { key: 'k' });
       assert.equal(r.status, 429);
-      const metrics = await (await fetch(`http://127.0.0.1:${svc.httpPort}/metrics`)).text();
+      const metrics = await (await fetch(`http://127.0.0.1:${svc.adminPort}/metrics`)).text();
       assert.match(metrics, /sluice_rule_store_errors_total\{domain="web",rule="web.key"\} 1/);
     } finally {
       await svc.close();
@@ -303,9 +303,9 @@ describe('global shadow mode (--shadow-mode, Envoy ratelimit SHADOW_MODE)', () =
         const check = await post(svc.httpPort, '/v1/check', { domain: 'web', descriptors: [{ user }] });
         assert.equal(check.status, 200);
         assert.deepEqual([check.json.allowed, check.json.statuses[0].allowed], [true, false]);
-        const metrics = await (await fetch(`http://127.0.0.1:${svc.httpPort}/metrics`)).text();
+        const metrics = await (await fetch(`http://127.0.0.1:${svc.adminPort}/metrics`)).text();
         assert.match(metrics, /^sluice_global_shadow_mode_total 2$/m);
-        assert.equal((await (await fetch(`http://127.0.0.1:${svc.httpPort}/config`)).json()).globalShadowMode, true, 'the dashboard says so');
+        assert.equal((await (await fetch(`http://127.0.0.1:${svc.adminPort}/config`)).json()).globalShadowMode, true, 'the dashboard says so');
         assert.match(metrics, /sluice_rule_over_limit_total\{domain="web",rule="web.user"\} 2/, 'the rule counts what it would have limited');
       } finally {
         await svc.close();

@@ -29,7 +29,7 @@ function sluice(hidden: string, args: string[]) {
 
 for (const pkg of ['yaml', 'pino', 'prom-client']) {
   test(`sluice serve without the optional dependency ${pkg}: one line saying what to install, exit 1`, () => {
-    const r = sluice(pkg, ['serve', '--config', 'examples/policies.yaml', '--port', '0', '--grpc-port', '-1']);
+    const r = sluice(pkg, ['serve', '--config', 'examples/policies.yaml', '--port', '0', '--grpc-port', '-1', '--admin-port', '-1']);
     assert.equal(r.status, 1, r.stderr);
     assert.equal(r.stderr, `sluice serve: the service needs the optional dependency '${pkg}', which is not installed (an install with --omit=optional leaves it out); install it with: npm install yaml pino prom-client\n`);
     assert.equal(r.stdout, '');

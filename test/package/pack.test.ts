@@ -50,7 +50,7 @@ test('installed with --omit=optional, the library works and sluice serve says in
   assert.equal(run(process.execPath, ['--input-type=module', '-e', script], lean).trim(), 'true');
   let failed: { status: number; stderr: string } | undefined;
   try {
-    run(process.execPath, [join(lean, 'node_modules/sluice/dist/cli/main.js'), 'serve', '--config', join(lean, 'node_modules/sluice/examples/policies.yaml'), '--port', '0', '--grpc-port', '-1'], lean);
+    run(process.execPath, [join(lean, 'node_modules/sluice/dist/cli/main.js'), 'serve', '--config', join(lean, 'node_modules/sluice/examples/policies.yaml'), '--port', '0', '--grpc-port', '-1', '--admin-port', '-1'], lean);
   } catch (e) {
     failed = e as { status: number; stderr: string };
   }

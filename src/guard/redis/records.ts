@@ -158,7 +158,7 @@ export class BucketPeek {
     const v = this.v;
     this.bucket.evaluate(s, 0, now, 0, v);
     const p = this.policy;
-    return makeDecision(v.allowed, p.limit, v.remaining, v.resetAfterMs, v.retryAfterMs, 0, p.name, undefined, undefined);
+    return makeDecision({ allowed: v.allowed, limit: p.limit, remaining: v.remaining, resetAfterMs: v.resetAfterMs, retryAfterMs: v.retryAfterMs, delayMs: 0, policy: p.name });
   }
 }
 

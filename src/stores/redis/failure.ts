@@ -85,8 +85,8 @@ export class Fallback {
     }
     const p = this.policies[0]!;
     return this.mode === 'open'
-      ? makeDecision(true, p.limit, 0, 0, 0, 0, p.name, leaseId, STORE_ERROR)
-      : makeDecision(false, p.limit, 0, 0, CLOSED_RETRY_MS, 0, p.name, undefined, STORE_ERROR);
+      ? makeDecision({ allowed: true, limit: p.limit, remaining: 0, resetAfterMs: 0, retryAfterMs: 0, delayMs: 0, policy: p.name, leaseId, reason: STORE_ERROR })
+      : makeDecision({ allowed: false, limit: p.limit, remaining: 0, resetAfterMs: 0, retryAfterMs: CLOSED_RETRY_MS, delayMs: 0, policy: p.name, reason: STORE_ERROR });
   }
 
   /**
@@ -109,7 +109,7 @@ export class Fallback {
     }
     if (now >= a.deniedUntil) return undefined;
     const d = insurance.decide(key, 0, undefined);
-    return makeDecision(false, d.limit, 0, Math.max(d.resetAfterMs, a.deniedUntil - now), a.deniedUntil - now, 0, d.policy, undefined, STORE_ERROR);
+    return makeDecision({ allowed: false, limit: d.limit, remaining: 0, resetAfterMs: Math.max(d.resetAfterMs, a.deniedUntil - now), retryAfterMs: a.deniedUntil - now, delayMs: 0, policy: d.policy, reason: STORE_ERROR });
   }
 
   /** decide() for a call with per-call limits: insurance holds `share` of the call's limits too. */
@@ -117,8 +117,8 @@ export class Fallback {
     if (this.insurance === undefined) {
       const p = policies[0]!;
       return this.mode === 'open'
-        ? makeDecision(true, p.limit, 0, 0, 0, 0, p.name, leaseId, STORE_ERROR)
-        : makeDecision(false, p.limit, 0, 0, CLOSED_RETRY_MS, 0, p.name, undefined, STORE_ERROR);
+        ? makeDecision({ allowed: true, limit: p.limit, remaining: 0, resetAfterMs: 0, retryAfterMs: 0, delayMs: 0, policy: p.name, leaseId, reason: STORE_ERROR })
+        : makeDecision({ allowed: false, limit: p.limit, remaining: 0, resetAfterMs: 0, retryAfterMs: CLOSED_RETRY_MS, delayMs: 0, policy: p.name, reason: STORE_ERROR });
     }
     const share = (this.mode as { insurance: number }).insurance;
     const algorithms = policies.map((p, i) => (p === this.policies[i] ? this.insuranceAlgorithms![i]! : createOverride(this.insurancePolicies![i]!, sharedPolicy(p, share))));
@@ -147,5 +147,5 @@ export class Fallback {
 }
 
 function mark(d: Decision): Decision {
-  return makeDecision(d.allowed, d.limit, d.remaining, d.resetAfterMs, d.retryAfterMs, d.delayMs, d.policy, d.leaseId, STORE_ERROR);
+  return makeDecision({ allowed: d.allowed, limit: d.limit, remaining: d.remaining, resetAfterMs: d.resetAfterMs, retryAfterMs: d.retryAfterMs, delayMs: d.delayMs, policy: d.policy, leaseId: d.leaseId, reason: STORE_ERROR });
 }

@@ -1,0 +1,145 @@
+/**
+ * Reading a unary call's one message: its bytes gathered until the client ends its side, within a deadline
+ * and within the server's budget for calls still arriving, then unframed (the 5-byte prefix checked) and
+ * inflated. A call that never finishes its message is DEADLINE_EXCEEDED; one past the budget is
+ * RESOURCE_EXHAUSTED; either is then reset, so that nothing of it stays in memory.
+ */
+import http2 from 'node:http2';
+import { gunzipSync, inflateSync } from 'node:zlib';
+import { fail, GrpcStatus } from './grpc-answer.js';
+
+export class GrpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * What the calls whose message has not arrived whole hold, across every connection: at most `maxCalls`
+ * of them and `maxBytes` of their bytes. Each costs a few KB beyond its bytes (its stream, its session's
+ * bookkeeping in nghttp2), so 200,000 held forever once cost 621 MB.
+ */
+export class PendingCalls {
+  calls = 0;
+  bytes = 0;
+  constructor(
+    readonly maxCalls: number,
+    readonly maxBytes: number,
+  ) {}
+}
+
+export interface MessageLimits {
+  /** The largest message, as sent and once inflated (--max-body-bytes). */
+  readonly maxMessageBytes: number;
+  /** The whole message must have arrived within this of the call's start (--request-timeout-ms); 0: no bound. */
+  readonly messageTimeoutMs: number;
+  readonly pending: PendingCalls;
+}
+
+/** Where the message goes once it arrived whole and unframed. */
+export type MessageDone = (message: Buffer) => void;
+
+/** Stops the client sending the rest of a call already answered: RST_STREAM with NO_ERROR, as gRPC allows. */
+function cut(stream: http2.ServerHttp2Stream): void {
+  if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_NO_ERROR);
+}
+
+/**
+ * Gathers a call's message and hands it to `done`, or fails the call. Most calls arrive in one DATA frame:
+ * the first chunk is kept as it is, and concatenated only if more come.
+ */
+export function readMessage(stream: http2.ServerHttp2Stream, encoding: string, limits: MessageLimits, done: MessageDone): void {
+  const { maxMessageBytes, messageTimeoutMs, pending } = limits;
+  if (pending.calls >= pending.maxCalls) {
+    fail(stream, GrpcStatus.RESOURCE_EXHAUSTED, `the server already holds ${pending.maxCalls} calls whose message has not arrived (--grpc-max-pending-calls); retry`);
+    return cut(stream);
+  }
+  pending.calls++;
+  let first: Buffer | undefined;
+  let more: Buffer[] | undefined;
+  let size = 0;
+  let settled = false;
+  const settle = () => {
+    settled = true;
+    pending.calls--;
+    pending.bytes -= size;
+    first = more = undefined;
+    clearTimeout(timer);
+  };
+  const timer =
+    messageTimeoutMs > 0
+      ? setTimeout(() => {
+          if (settled) return;
+          settle();
+          fail(stream, GrpcStatus.DEADLINE_EXCEEDED, `the call's message did not arrive whole within ${messageTimeoutMs} ms (--request-timeout-ms)`);
+          cut(stream);
+        }, messageTimeoutMs)
+      : undefined;
+  timer?.unref();
+  stream.once('close', () => settled || settle());
+  stream.on('data', (chunk: Buffer) => {
+    if (settled) return;
+    size += chunk.length;
+    pending.bytes += chunk.length;
+    if (size > maxMessageBytes + 5) {
+      settle();
+      fail(stream, GrpcStatus.RESOURCE_EXHAUSTED, `the message is larger than the limit of ${maxMessageBytes} bytes (--max-body-bytes)`);
+      return cut(stream);
+    }
+    if (pending.bytes > pending.maxBytes) {
+      settle();
+      fail(stream, GrpcStatus.RESOURCE_EXHAUSTED, `the calls still arriving hold more than ${pending.maxBytes} bytes; retry`);
+      return cut(stream);
+    }
+    if (first === undefined) first = chunk;
+    else (more ??= [first]).push(chunk);
+  });
+  stream.on('end', () => {
+    if (settled) return;
+    const bytes = more !== undefined ? Buffer.concat(more) : (first ?? Buffer.alloc(0));
+    settle();
+    let message: Buffer;
+    try {
+      message = unframe(bytes, encoding, maxMessageBytes);
+    } catch (e) {
+      if (e instanceof GrpcError) return fail(stream, e.code, e.message);
+      throw e;
+    }
+    done(message);
+  });
+}
+
+/** The one message of a unary call: its 5-byte prefix (compressed flag, length) checked, and inflated. */
+export function unframe(bytes: Buffer, encoding: string, max: number): Buffer {
+  if (bytes.length === 0) throw new GrpcError(GrpcStatus.INVALID_ARGUMENT, 'the call carried no RateLimitRequest');
+  if (bytes.length < 5) throw new GrpcError(GrpcStatus.INVALID_ARGUMENT, `the message prefix is cut short: ${bytes.length} of 5 bytes`);
+  const flag = bytes[0]!;
+  const length = bytes.readUInt32BE(1);
+  if (length > max) throw new GrpcError(GrpcStatus.RESOURCE_EXHAUSTED, `the message is larger than the limit of ${max} bytes (--max-body-bytes)`);
+  if (5 + length > bytes.length) throw new GrpcError(GrpcStatus.INVALID_ARGUMENT, `the message is cut short: ${bytes.length - 5} of ${length} bytes`);
+  if (5 + length < bytes.length) throw new GrpcError(GrpcStatus.INVALID_ARGUMENT, 'a ShouldRateLimit call carries exactly one message; this one carried more');
+  const message = bytes.subarray(5);
+  if (flag === 0) return message;
+  if (flag !== 1) throw new GrpcError(GrpcStatus.INVALID_ARGUMENT, `the message's compressed flag is ${flag}, not 0 or 1`);
+  // The client's mistake, not the server's: INVALID_ARGUMENT, not INTERNAL.
+  if (encoding === 'identity') throw new GrpcError(GrpcStatus.INVALID_ARGUMENT, 'the message is marked compressed but the call has no grpc-encoding');
+  try {
+    // maxOutputLength: a small compressed message must not inflate past the limit (a zip bomb).
+    return encoding === 'gzip' ? gunzipSync(message, { maxOutputLength: max }) : inflateSync(message, { maxOutputLength: max });
+  } catch (e) {
+    if (e instanceof RangeError) throw new GrpcError(GrpcStatus.RESOURCE_EXHAUSTED, `the message inflates past the limit of ${max} bytes (--max-body-bytes)`);
+    throw new GrpcError(GrpcStatus.INVALID_ARGUMENT, `the ${encoding} message does not inflate: ${(e as Error).message}`);
+  }
+}
+
+const TIMEOUT_UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 1e-3, n: 1e-6 };
+
+/** `grpc-timeout` (at most 8 digits and a unit) in milliseconds, at least 1; undefined when absent or malformed. */
+export function timeoutMs(value: string | string[] | undefined): number | undefined {
+  if (typeof value !== 'string') return undefined;
+  const m = /^(\d{1,8})([HMSmun])$/.exec(value);
+  return m === null ? undefined : Math.max(1, Math.ceil(Number(m[1]) * TIMEOUT_UNIT_MS[m[2]!]!));
+}

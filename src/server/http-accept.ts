@@ -1,0 +1,55 @@
+/**
+ * Accepting connections on the service's HTTP listeners: the timeouts and cap that keep a slow or greedy
+ * client from holding sockets (see --headers-timeout-ms and its siblings in settings.ts), and the answer
+ * to a request that never arrived whole or is not HTTP.
+ */
+import type { Server, ServerOptions } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import { ServeRequest } from './http-body.js';
+
+/** What a slow or greedy client may hold. */
+export interface HttpLimits {
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly keepAliveTimeoutMs: number;
+  readonly maxConnections: number;
+}
+
+/**
+ * How long a socket answered 408 or 400 may stay half-closed: node:http servers allow half-open sockets,
+ * so after the answer and our FIN a client that never reads (nor closes) would otherwise keep its socket.
+ */
+const LINGER_AFTER_ERROR_MS = 1000;
+
+/** createServer's options for these limits; Node's own defaults (60 s, 300 s, no cap) without them. */
+export function serverOptions(limits: HttpLimits | undefined): ServerOptions<typeof ServeRequest> {
+  if (limits === undefined) return { IncomingMessage: ServeRequest };
+  return {
+    IncomingMessage: ServeRequest,
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    // Node checks the two timeouts every 30 s by default, which would let a slow client hold its socket
+    // for the timeout plus up to 30 s.
+    connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))),
+  };
+}
+
+/**
+ * The connection cap and the answer to a client error. The timeouts are set once, at creation: a server's
+ * `headersTimeout` set after it replaces that one (serve.ts once set 66 s over --headers-timeout-ms).
+ */
+export function acceptWithin(server: Server, limits: HttpLimits | undefined, log: Logger): void {
+  if (limits !== undefined) server.maxConnections = limits.maxConnections;
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    // A request too slow to arrive (--headers-timeout-ms, --request-timeout-ms) is 408; malformed HTTP (bad
+    // request line, oversized headers) is 400, instead of dropping silently.
+    const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+    if (socket.writable) {
+      socket.end(timedOut ? 'HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n' : 'HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+      setTimeout(() => socket.destroy(), LINGER_AFTER_ERROR_MS).unref();
+    } else socket.destroy();
+    log.debug({ err: err.message }, timedOut ? 'HTTP request too slow' : 'malformed HTTP request');
+  });
+}

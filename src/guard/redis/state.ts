@@ -42,7 +42,7 @@ import { bySlot, checkTags, code, invalid, none, num, readFailure, readSourceVie
 export type GuardStateOnError = 'open' | 'closed' | 'local';
 
 export interface RedisGuardStateOptions {
-  /** An ioredis Redis or Cluster, or a node-redis (v4 or later) client or cluster, connected by you. */
+  /** An ioredis or iovalkey Redis or Cluster, a node-redis (v4 or later) client or cluster, or a valkey-glide GlideClient or GlideClusterClient, connected by you. */
   client: unknown;
   /** Start of every key: `<prefix>:{ga:<account tag>}[:p:<address tag>]`, `<prefix>:{gs:<source tag>}:v2`. No braces. Default 'sluice'. */
   prefix?: string;

@@ -71,9 +71,20 @@ export const MAX_READ_KEYS = 256;
 /** Most calls awaiting an answer, as RedisStore's default: beyond it calls fail fast instead of queueing. */
 const MAX_IN_FLIGHT = 1024;
 
-const lua = (path: string) => readFileSync(new URL(path, import.meta.url), 'utf8');
-/** The store's prelude and token bucket (the guard's buckets are the limiter's token bucket), then the guard's operations. */
-export const GUARD_SCRIPT = defineLibrary('guard', [lua('../../stores/redis/scripts/prelude.lua'), lua('../../stores/redis/scripts/token-bucket.lua'), lua('./guard.lua')].join('\n'));
+/**
+ * The store's prelude and token bucket (the guard's buckets are the limiter's token bucket), then the guard's
+ * operations. Each URL is written out whole, so that a bundler (Next.js's Turbopack, webpack) copies the file.
+ */
+export const GUARD_SCRIPT = defineLibrary(
+  'guard',
+  [
+    new URL('../../stores/redis/scripts/prelude.lua', import.meta.url),
+    new URL('../../stores/redis/scripts/token-bucket.lua', import.meta.url),
+    new URL('./guard.lua', import.meta.url),
+  ]
+    .map((url) => readFileSync(url, 'utf8'))
+    .join('\n'),
+);
 
 export class RedisGuardState implements GuardState, LoginHost {
   readonly prefix: string;

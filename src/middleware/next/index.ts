@@ -41,8 +41,8 @@ export interface NextRateLimitOptions extends RateLimitOptions<Request, Response
   handler?: (request: Request, limited: LimitedResponse, headers: Headers) => Response | Promise<Response>;
 }
 
-/** A route handler: Next calls it with the request and `{ params }`. */
-export type RouteHandler<C> = (request: Request, context: C) => Response | Promise<Response>;
+/** The route handler `withRateLimit` returns: Next calls it with the request and `{ params }`. */
+export type RouteHandler<C> = (request: Request, context: C) => Promise<Response>;
 /** The handler `withRateLimit` wraps: also given the decision (undefined when the request was not limited at all). */
 export type LimitedRouteHandler<C> = (request: Request, context: C, rateLimit: RateLimitInfo | undefined) => Response | Promise<Response>;
 
@@ -61,6 +61,14 @@ class NextRequestInfo implements RequestInfo {
   }
   header(name: string): string | undefined {
     return this.request.headers.get(name) ?? undefined;
+  }
+  /**
+   * Whether a header is there. `next start` sets X-Forwarded-For itself on every request that has none, so
+   * its presence says nothing of a proxy: the engine's warning about one left untrusted would fire always.
+   */
+  has(name: string): boolean {
+    if ((name === 'x-forwarded-for' || name === 'forwarded') && this.ipHeader !== name) return false;
+    return this.request.headers.has(name);
   }
   /** What the engine takes for the socket peer: the address the platform's header says. */
   get remoteAddress(): string | undefined {

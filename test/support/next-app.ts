@@ -13,6 +13,8 @@ const NEXT = join(ROOT, 'node_modules/next/dist/bin/next');
 export interface NextApp {
   readonly dir: string;
   readonly url: string;
+  /** The `next start` process (its CPU time is the server's). */
+  readonly pid: number;
   /** What `next build` printed (its route table says which runtime each route got). */
   readonly buildLog: string;
   /** What `next start` has printed so far (a route's error and its stack are logged there). */
@@ -72,5 +74,5 @@ export async function startNextApp(fixture: string, env: Record<string, string> 
       await new Promise((r) => setTimeout(r, 100));
     }
   }
-  return { dir, url, buildLog, output: () => output, stop };
+  return { dir, url, pid: server.pid!, buildLog, output: () => output, stop };
 }

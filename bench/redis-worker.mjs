@@ -3,6 +3,8 @@
 // Usage: node --import tsx bench/redis-worker.mjs <impl> <inflight> <warmupMs> <measureMs>
 //   impl: ping | rlflex (rate-limiter-flexible RateLimiterRedis, fixed window) | sluice-tb | sluice-gcra
 // Every decision is on the allowed path: 100k keys round-robin, a limit no key reaches.
+// REDIS_CLIENT picks the client that ping and sluice run on: ioredis (default), iovalkey or glide
+// (@valkey/valkey-glide's GlideClient); the INFO snapshots always go through ioredis.
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
@@ -20,9 +22,26 @@ const MEASURE = Math.min(Number(measureArg), 20_000);
 const PORT = Number(process.env.REDIS_PORT);
 const KEYS = Array.from({ length: 100_000 }, (_, i) => `k${i}`);
 
-const client = new Redis({ host: '127.0.0.1', port: PORT });
+const CLIENT = process.env.REDIS_CLIENT ?? 'ioredis';
 const admin = new Redis({ host: '127.0.0.1', port: PORT });
-await Promise.all([once(client, 'ready'), once(admin, 'ready')]);
+await once(admin, 'ready');
+/** The client under test, connected, and how to let it go. */
+async function connect() {
+  if (CLIENT === 'ioredis' || CLIENT === 'iovalkey') {
+    const { Redis: Client } = await import(CLIENT);
+    const c = new Client({ host: '127.0.0.1', port: PORT });
+    await once(c, 'ready');
+    return { client: c, close: () => c.disconnect() };
+  }
+  if (CLIENT === 'glide') {
+    const { GlideClient, Logger } = await import('@valkey/valkey-glide');
+    Logger.setLoggerConfig('error'); // the first call's "Function not found" is a WARN otherwise
+    const c = await GlideClient.createClient({ addresses: [{ host: '127.0.0.1', port: PORT }], requestTimeout: 1000 });
+    return { client: c, close: () => c.close() };
+  }
+  throw new Error(`REDIS_CLIENT must be ioredis, iovalkey or glide, got ${CLIENT}`);
+}
+const { client, close } = await connect();
 
 // op starts one call and returns its promise; check looks at its answer after the clock has stopped, so
 // a decision is timed exactly as a PING is: the same client, the same loop, one await.
@@ -107,6 +126,7 @@ if (INFLIGHT === 1) {
 
 const result = {
   impl,
+  client: CLIENT,
   inflight: INFLIGHT,
   decisionsPerSec: r.n / sec,
   medianLatencyUs: r.lat.length ? r.lat[r.lat.length >> 1] * 1000 : null,
@@ -117,7 +137,7 @@ const result = {
   redisCpuPct: (cpuSec / sec) * 100,
   nodeCpuPct: ((cpu.user + cpu.system) / 1e6 / sec) * 100,
 };
-client.disconnect();
+close();
 admin.disconnect();
 process.stdout.write(`${JSON.stringify(result)}\n`);
 process.exit(0);

@@ -10,9 +10,11 @@
 // before each run. Every measurement is a fresh process (bench/redis-worker.mjs); the cases are
 // interleaved, repeated REPS times, and medians are quoted with min–max.
 //
-// Usage: [BASE=<another checkout>] node bench/redis.mjs [reps=3] [measureMs=4000] [warmupMs=1000]
+// Usage: [BASE=<another checkout>] [CLIENTS=ioredis,iovalkey,glide] node bench/redis.mjs [reps=3] [measureMs=4000] [warmupMs=1000]
 // BASE adds sluice rows for that checkout's src/ (e.g. a worktree of an older commit), measured by this
 // checkout's worker and interleaved with the others, so two versions are compared under the same load.
+// CLIENTS measures instead PING and sluice's token bucket through each client named (ioredis, iovalkey,
+// glide: @valkey/valkey-glide), interleaved, at 1 and 256 in flight.
 // Prints a Markdown table and writes it, with every run's figures, to bench/results/redis-<time>.{md,json}.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -26,7 +28,8 @@ import { pathToFileURL } from 'node:url';
 const [REPS = 3, MEASURE = 4000, WARMUP = 1000] = process.argv.slice(2).map(Number);
 const BASE = process.env.BASE;
 const baseCommit = BASE === undefined ? undefined : execFileSync('git', ['-C', BASE, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
-const CASES = [
+const CLIENTS = process.env.CLIENTS?.split(',');
+const CASES = CLIENTS !== undefined ? [1, 256].flatMap((inflight) => CLIENTS.flatMap((c) => [...(inflight === 1 ? [[`ping`, 1, c]] : []), ['sluice-tb', inflight, c]])) : [
   ['ping', 1],
   ['rlflex', 1],
   ['sluice-tb', 1],
@@ -106,26 +109,28 @@ function measureRedisBenchmark() {
   };
 }
 
-function measure(impl, inflight) {
+function measure(impl, inflight, client = 'ioredis') {
   if (impl === 'redis-benchmark') return measureRedisBenchmark();
   cli('FLUSHALL');
   cli('CONFIG', 'RESETSTAT');
   const base = impl.startsWith('base-');
   const out = execFileSync(process.execPath, ['--import', 'tsx', 'bench/redis-worker.mjs', base ? impl.replace('base-', 'sluice-') : impl, String(inflight), String(WARMUP), String(MEASURE)], {
     encoding: 'utf8',
-    env: { ...process.env, REDIS_PORT: String(port), ...(base ? { SLUICE_SRC: pathToFileURL(join(BASE, 'src')).href } : {}) },
+    env: { ...process.env, REDIS_PORT: String(port), REDIS_CLIENT: client, ...(base ? { SLUICE_SRC: pathToFileURL(join(BASE, 'src')).href } : {}) },
     timeout: 60_000,
   });
   return JSON.parse(out.trim().split('\n').pop());
 }
 
+const caseKey = (impl, inflight, client) => `${impl}@${inflight}${client === undefined ? '' : `:${client}`}`;
+const nameOf = (impl, client) => (client === undefined ? NAMES[impl] : `${impl === 'ping' ? 'PING' : 'sluice RedisStore, token-bucket'} (${client === 'glide' ? 'valkey-glide' : client})`);
 const load0 = loadavg()[0];
 const speed = hostSpeedLine();
 const results = new Map();
 for (let rep = 1; rep <= REPS; rep++) {
-  for (const [impl, inflight] of CASES) {
-    const r = measure(impl, inflight);
-    const key = `${impl}@${inflight}`;
+  for (const [impl, inflight, client] of CASES) {
+    const r = measure(impl, inflight, client);
+    const key = caseKey(impl, inflight, client);
     if (!results.has(key)) results.set(key, []);
     results.get(key).push(r);
     console.error(`rep ${rep} ${key}: ${Math.round(r.decisionsPerSec)}/s, median ${r.medianLatencyUs?.toFixed(1) ?? '-'} µs, ${r.commandsPerDecision.toFixed(2)} cmds, ${r.redisCpuUsPerDecision.toFixed(2)} µs Redis CPU`);
@@ -144,23 +149,27 @@ const range = (rs, f, fmt) => {
 const version = cli('INFO', 'server').match(/redis_version:(\S+)/)[1];
 
 const lines = [
-  `<!-- ${BASE === undefined ? '' : `BASE=<checkout at ${baseCommit}> `}node bench/redis.mjs ${REPS} ${MEASURE} ${WARMUP}; ${new Date().toISOString()}; redis ${version}; Node ${process.version}; reps=${REPS}, interleaved, fresh process each; load average ${load0.toFixed(1)} at the start, ${loadavg()[0].toFixed(1)} at the end; ${speed} -->`,
+  `<!-- ${BASE === undefined ? '' : `BASE=<checkout at ${baseCommit}> `}${CLIENTS === undefined ? '' : `CLIENTS=${CLIENTS.join(',')} `}node bench/redis.mjs ${REPS} ${MEASURE} ${WARMUP}; ${new Date().toISOString()}; redis ${version}; Node ${process.version}; reps=${REPS}, interleaved, fresh process each; load average ${load0.toFixed(1)} at the start, ${loadavg()[0].toFixed(1)} at the end; ${speed} -->`,
   '',
   '| client | in flight | decisions/s median (min – max) | median latency µs | PING µs, same process | × PING (same process) | Redis commands / decision | Redis CPU µs / decision | redis-server CPU % | Node CPU % |',
   '|---|---|---|---|---|---|---|---|---|---|',
 ];
-for (const [impl, inflight] of CASES) {
-  const rs = results.get(`${impl}@${inflight}`);
+for (const [impl, inflight, client] of CASES) {
+  const rs = results.get(caseKey(impl, inflight, client));
   const lat = inflight === 1 ? median(rs.map((r) => r.medianLatencyUs)) : undefined;
   const ratio = inflight === 1 && impl !== 'ping' ? true : undefined;
   lines.push(
-    `| ${NAMES[impl]} | ${inflight} | ${range(rs, (r) => r.decisionsPerSec, k)} | ${lat === undefined ? '–' : lat.toFixed(1)} | ${ratio === undefined ? '–' : median(rs.map((r) => r.sameProcessPingUs)).toFixed(1)} | ${ratio === undefined ? '–' : range(rs, (r) => r.pingRatio, (x) => `${x.toFixed(2)}×`)} | ${median(rs.map((r) => r.commandsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuUsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuPct)).toFixed(0)} | ${rs[0].nodeCpuPct === null ? '–' : median(rs.map((r) => r.nodeCpuPct)).toFixed(0)} |`,
+    `| ${nameOf(impl, client)} | ${inflight} | ${range(rs, (r) => r.decisionsPerSec, k)} | ${lat === undefined ? '–' : lat.toFixed(1)} | ${ratio === undefined ? '–' : median(rs.map((r) => r.sameProcessPingUs)).toFixed(1)} | ${ratio === undefined ? '–' : range(rs, (r) => r.pingRatio, (x) => `${x.toFixed(2)}×`)} | ${median(rs.map((r) => r.commandsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuUsPerDecision)).toFixed(2)} | ${median(rs.map((r) => r.redisCpuPct)).toFixed(0)} | ${rs[0].nodeCpuPct === null ? '–' : median(rs.map((r) => r.nodeCpuPct)).toFixed(0)} |`,
   );
 }
 // Redis CPU per decision against the two peers whose figure the issue gives for its reference machine:
 // the same-run ratio carries over to a host of another speed where an absolute figure does not.
 const REFERENCE_US = { rlflex: 6.0, 'redis-benchmark': 1e6 / 121_000 }; // about 6 µs; 121 k/s at 100 % CPU
 const cpuAt256 = (impl) => { const rs = results.get(`${impl}@${impl === 'redis-benchmark' ? 800 : 256}`); return rs && median(rs.map((r) => r.redisCpuUsPerDecision)); };
+if (CLIENTS !== undefined) {
+  const rate = (c) => median(results.get(caseKey('sluice-tb', 256, c)).map((r) => r.decisionsPerSec));
+  lines.push('', `Decisions per second at 256 in flight, as a ratio to ${CLIENTS[0]}'s: ${CLIENTS.map((c) => `${c} ${(rate(c) / rate(CLIENTS[0])).toFixed(2)}×`).join(', ')}`);
+} else {
 lines.push('', 'Redis CPU per decision at 256 in flight as a same-run ratio to each peer, and what that ratio gives on the issue\'s reference machine:', '');
 for (const impl of ['sluice-tb', 'sluice-gcra']) {
   for (const peer of ['rlflex', 'redis-benchmark']) {
@@ -171,11 +180,13 @@ for (const impl of ['sluice-tb', 'sluice-gcra']) {
   const rate = (i) => median(results.get(`${i}@256`)?.map((r) => r.decisionsPerSec) ?? [NaN]);
   lines.push(`- ${NAMES[impl]}: ${(rate(impl) / rate('rlflex')).toFixed(2)} × rate-limiter-flexible's decisions per second at 256 in flight`);
 }
+}
 console.log(lines.join('\n'));
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-writeFileSync(new URL(`./results/redis-${stamp}.md`, import.meta.url), `${lines.join('\n')}\n`);
-writeFileSync(new URL(`./results/redis-${stamp}.json`, import.meta.url), `${JSON.stringify(Object.fromEntries(results), null, 1)}\n`);
-console.error(`wrote bench/results/redis-${stamp}.{md,json}`);
+const file = CLIENTS === undefined ? 'redis' : 'redis-clients';
+writeFileSync(new URL(`./results/${file}-${stamp}.md`, import.meta.url), `${lines.join('\n')}\n`);
+writeFileSync(new URL(`./results/${file}-${stamp}.json`, import.meta.url), `${JSON.stringify(Object.fromEntries(results), null, 1)}\n`);
+console.error(`wrote bench/results/${file}-${stamp}.{md,json}`);
 stop();
 process.exit(0);

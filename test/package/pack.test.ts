@@ -75,11 +75,12 @@ test('every subpath resolves from the tarball, and loads with no framework insta
       'sluice/express': ['rateLimit', 'github', 'stripe'],
       'sluice/fastify': ['rateLimit', 'default', 'github', 'stripe'],
       'sluice/hono': ['rateLimit', 'github', 'stripe'],
+      'sluice/next': ['rateLimit', 'withRateLimit', 'github', 'stripe'],
     })) {
       const m = await import(path);
       out[path] = names.filter((n) => typeof m[n] === 'function');
     }
-    for (const fw of ['express', 'fastify', 'hono']) {
+    for (const fw of ['express', 'fastify', 'hono', 'next']) {
       out[fw] = await import(fw).then(() => 'installed', () => 'absent');
     }
     console.log(JSON.stringify(out));
@@ -89,10 +90,23 @@ test('every subpath resolves from the tarball, and loads with no framework insta
     'sluice/express': ['rateLimit', 'github', 'stripe'],
     'sluice/fastify': ['rateLimit', 'default', 'github', 'stripe'],
     'sluice/hono': ['rateLimit', 'github', 'stripe'],
+    'sluice/next': ['rateLimit', 'withRateLimit', 'github', 'stripe'],
     express: 'absent',
     fastify: 'absent',
     hono: 'absent',
+    next: 'absent',
   });
+});
+
+test("sluice/next's withRateLimit limits a route handler from the tarball, with no next installed", () => {
+  const script = `
+    import { withRateLimit } from 'sluice/next';
+    const GET = withRateLimit(() => new Response('ok'), { policy: { algorithm: 'gcra', limit: 1, window: '1m' }, ipHeader: 'x-real-ip', headers: 'draft-7' });
+    const request = () => new Request('http://localhost/', { headers: { 'x-real-ip': '203.0.113.7' } });
+    const a = await GET(request(), {}); const b = await GET(request(), {});
+    console.log(JSON.stringify([a.status, a.headers.get('ratelimit'), b.status, b.headers.get('retry-after'), b.headers.get('content-type')]));
+  `;
+  assert.equal(run(process.execPath, ['--input-type=module', '-e', script], consumer).trim(), '[200,"limit=1, remaining=0, reset=60",429,"60","application/problem+json"]');
 });
 
 test('sluice/http limits a real node:http server from the tarball', () => {

@@ -128,20 +128,22 @@ async function decide(engine: HttpRateLimiter<Request, Response>, request: Reque
 }
 
 /** The refusal: the custom handler's, or problem+json (no body for HEAD). */
-function refusal(engine: HttpRateLimiter<Request, Response>, options: NextRateLimitOptions, request: Request, o: Outcome<Request>, headers: Headers): Response | Promise<Response> {
+function refusal(engine: HttpRateLimiter<Request, Response>, options: NextRateLimitOptions, request: Request, o: Outcome<Request>, pairs: [string, string][]): Response | Promise<Response> {
+  const headers = new Headers(pairs);
   if (options.handler !== undefined) return options.handler(request, engine.limitedResponse(o), headers);
   headers.set('content-type', PROBLEM_CONTENT_TYPE);
   return new Response(request.method === 'HEAD' ? null : JSON.stringify(engine.problem(o)), { status: o.status, headers });
 }
 
-function headersOf(engine: HttpRateLimiter<Request, Response>, o: Outcome<Request>): Headers {
-  const headers = new Headers();
-  engine.writeHeaders(o, { setHeader: (name: string, value: string) => headers.set(name, value) });
+/** The rate-limit headers of a decision, as pairs: a Headers object is made only for a refusal. */
+function headersOf(engine: HttpRateLimiter<Request, Response>, o: Outcome<Request>): [string, string][] {
+  const headers: [string, string][] = [];
+  engine.writeHeaders(o, { setHeader: (name: string, value: string) => headers.push([name, value]) });
   return headers;
 }
 
 /** `response` with `headers` added; a copy when its headers are immutable (a fetch or redirect response). */
-function withHeaders(response: Response, headers: Headers): Response {
+function withHeaders(response: Response, headers: [string, string][]): Response {
   try {
     for (const [name, value] of headers) response.headers.set(name, value);
     return response;

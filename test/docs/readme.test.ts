@@ -15,7 +15,7 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
   scripts: Record<string, string>;
-  exports: Record<string, string | { types: string }>;
+  exports: Record<string, string | { types: string } | { import: { types: string } }>;
 };
 
 interface Block {
@@ -44,7 +44,8 @@ const byLang = (...langs: string[]) => ALL.filter((b) => langs.includes(b.lang))
 const SOURCE_OF = new Map<string, string>();
 for (const [sub, target] of Object.entries(pkg.exports)) {
   if (typeof target !== 'object') continue;
-  const file = target.types.replace(/^\.\/dist\//, 'src/').replace(/\.d\.ts$/, '.ts');
+  const types = 'types' in target ? target.types : target.import.types;
+  const file = types.replace(/^\.\/dist\//, 'src/').replace(/\.d\.ts$/, '.ts');
   SOURCE_OF.set(sub === '.' ? 'sluice' : `sluice/${sub.slice(2)}`, join(ROOT, file));
 }
 

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import { runtimeConsumerTests } from '../runtimes/consumer.js';
+import { commonJsConsumerTests } from './commonjs.js';
 
 const root = resolve(import.meta.dirname, '../..');
 const work = mkdtempSync(join(tmpdir(), 'sluice-pack-'));
@@ -322,6 +323,13 @@ test('the tarball holds the build, not the sources or tests', () => {
   assert.match(listing, /package\/dist\/outbound\/index\.d\.ts/);
   assert.doesNotMatch(listing, /\.test\.(js|ts)/);
   assert.doesNotMatch(listing, /package\/src\//);
+  // The CommonJS twin, with the scripts its modules read beside them; no source maps (they would name src/).
+  assert.match(listing, /package\/dist\/cjs\/package\.json/);
+  assert.match(listing, /package\/dist\/cjs\/index\.js/);
+  assert.match(listing, /package\/dist\/cjs\/index\.d\.ts/);
+  assert.match(listing, /package\/dist\/cjs\/guard\/redis\/guard\.lua/);
+  assert.match(listing, /package\/dist\/cjs\/stores\/redis\/scripts\/prelude\.lua/);
+  assert.doesNotMatch(listing, /\.map$/m);
 });
 
 test('the packed bin validates the shipped example config, and the tarball carries the .proto files', () => {
@@ -361,3 +369,5 @@ test('the root export imports no package at all: the service-only dependencies s
 
 // Node, Bun, Deno and workerd, each importing the tarball installed above (test/runtimes/consumer.ts).
 runtimeConsumerTests(consumer);
+// A CommonJS project of npm's default shape, requiring the same tarball (test/package/commonjs.ts).
+commonJsConsumerTests(work, () => join(work, readdirSync(work).find((f) => f.endsWith('.tgz'))!));

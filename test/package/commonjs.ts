@@ -20,6 +20,7 @@ export const REQUIRABLE: Record<string, string[]> = {
   'sluice/express': ['rateLimit'],
   'sluice/fastify': ['rateLimit', 'default'],
   'sluice/hono': ['rateLimit'],
+  'sluice/next': ['rateLimit', 'withRateLimit'],
   'sluice/guard': ['Guard', 'MemoryGuardState'],
   'sluice/pow': ['createChallenge', 'verifySolution', 'MemorySpentStore'],
   'sluice/outbound': ['Gate', 'limitedFetch'],

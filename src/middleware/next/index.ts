@@ -17,6 +17,7 @@ import { SluiceError, show } from '../../core/errors.js';
 import { HttpRateLimiter, type LimitedResponse, type Outcome } from '../../http/engine.js';
 import { xForwardedForHops } from '../../http/client-ip.js';
 import type { RateLimitInfo, RateLimitOptions, RequestInfo } from '../../http/options.js';
+import { hold } from '../../http/hold.js';
 import { PROBLEM_CONTENT_TYPE } from '../../http/problem.js';
 import { fail } from '../../http/rule.js';
 
@@ -79,22 +80,6 @@ class NextRequestInfo implements RequestInfo {
     const hops = xForwardedForHops(value);
     return hops[hops.length - 1];
   }
-}
-
-/** Resolves after `ms`, or false at once if `signal` aborts first. */
-function hold(ms: number, signal: AbortSignal): Promise<boolean> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve(false);
-    const gone = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', gone);
-      resolve(true);
-    }, ms);
-    signal.addEventListener('abort', gone, { once: true });
-  });
 }
 
 /** Checks the options both helpers share; returns the engine. */

@@ -7,7 +7,7 @@
 // time per request is read from /proc. Medians of the reps, with min-max.
 // Usage: node --import tsx bench/next.ts [reps=3] [seconds=5]   (needs Debian's wrk)
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort, OwnRedis } from '../test/redis/harness.js';
 import { buildSluice, ROOT, startNextApp } from '../test/support/next-app.js';
@@ -35,8 +35,8 @@ const PAIRS: Array<[string, string]> = [
 
 const redis = new OwnRedis(await freePort());
 await redis.start();
-buildSluice();
-const app = await startNextApp(join(ROOT, 'bench/next-app'), { REDIS_URL: `redis://127.0.0.1:${redis.port}` });
+const sluice = buildSluice();
+const app = await startNextApp(join(ROOT, 'bench/next-app'), sluice, { REDIS_URL: `redis://127.0.0.1:${redis.port}` });
 
 const TICK = 100; // USER_HZ: /proc's clock ticks per second on Linux
 const cpuSeconds = (pid: number) => {
@@ -74,6 +74,7 @@ try {
   throw e;
 } finally {
   await app.stop();
+  rmSync(sluice, { recursive: true, force: true });
   await redis.destroy();
 }
 

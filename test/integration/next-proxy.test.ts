@@ -7,19 +7,22 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { redisUrl, runPrefix } from '../redis/harness.js';
+import { rmSync } from 'node:fs';
 import { buildSluice, ROOT, startNextApp, type NextApp } from '../support/next-app.js';
 
 const prefix = runPrefix('next-proxy');
 let app: NextApp;
+let sluice: string;
 const io = new Redis(redisUrl());
 
 before(async () => {
-  buildSluice();
-  app = await startNextApp(join(ROOT, 'test/fixtures/next-proxy-app'), { REDIS_URL: redisUrl(), SLUICE_TEST_PREFIX: prefix });
+  sluice = buildSluice();
+  app = await startNextApp(join(ROOT, 'test/fixtures/next-proxy-app'), sluice, { REDIS_URL: redisUrl(), SLUICE_TEST_PREFIX: prefix });
 });
 after(async () => {
   if (process.env.NEXT_LOG !== undefined) console.error(app?.output());
   await app?.stop();
+  if (sluice !== undefined) rmSync(sluice, { recursive: true, force: true });
   for (const k of await io.keys(`${prefix}:*`)) await io.unlink(k);
   io.disconnect();
 });

@@ -1,5 +1,5 @@
 // sluice/next in a real Next.js app (test/fixtures/next-app), built once with `next build` and served by
-// `next start`, with sluice linked to this repository's built package: the middleware on the edge runtime
+// `next start`, with sluice linked to a build of this repository: the middleware on the edge runtime
 // and route handlers on the Node runtime (memory and Redis stores) and on the edge runtime, each answering
 // 429 with the rate-limit headers and the problem+json body, keyed by the address in x-real-ip.
 import assert from 'node:assert/strict';
@@ -8,19 +8,22 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { redisUrl, runPrefix } from '../redis/harness.js';
+import { rmSync } from 'node:fs';
 import { buildSluice, ROOT, startNextApp, type NextApp } from '../support/next-app.js';
 
 const prefix = runPrefix('next');
 let app: NextApp;
+let sluice: string;
 const io = new Redis(redisUrl());
 
 before(async () => {
-  buildSluice();
-  app = await startNextApp(join(ROOT, 'test/fixtures/next-app'), { REDIS_URL: redisUrl(), SLUICE_TEST_PREFIX: prefix });
+  sluice = buildSluice();
+  app = await startNextApp(join(ROOT, 'test/fixtures/next-app'), sluice, { REDIS_URL: redisUrl(), SLUICE_TEST_PREFIX: prefix });
 });
 after(async (t) => {
   if (process.env.NEXT_LOG !== undefined) console.error(app?.output());
   await app?.stop();
+  if (sluice !== undefined) rmSync(sluice, { recursive: true, force: true });
   for (const k of await io.keys(`${prefix}:*`)) await io.unlink(k);
   io.disconnect();
 });

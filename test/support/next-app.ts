@@ -1,8 +1,9 @@
 // A Next.js app from a fixture folder, built and started as a user would (`next build`, `next start` on a
-// free port), with `sluice` linked to this repository's built package (as a `file:` dependency links it).
-// The copy lives under the repository's .tmp/ because Turbopack compiles nothing outside its root.
+// free port), with `sluice` linked (as a `file:` dependency links it) to a build of this repository made
+// for it: its own dist/ and package.json, so that no other test reading or packing the repository's dist/
+// meanwhile sees it change. Both live under the repository's .tmp/: Turbopack compiles nothing outside its root.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../redis/harness.js';
@@ -22,19 +23,27 @@ export interface NextApp {
   stop(): Promise<void>;
 }
 
-/** Builds sluice's dist/ (tsc and the Lua scripts: what the package's exports point at). */
-export function buildSluice(): void {
-  execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { cwd: ROOT, stdio: 'pipe' });
-  execFileSync(process.execPath, [join(ROOT, 'scripts/copy-lua.mjs')], { cwd: ROOT, stdio: 'pipe' });
+/**
+ * Builds sluice as its ES exports need it (tsc, and the Lua scripts beside the modules that read them) into
+ * a folder of its own with the package.json; returns the folder, for startNextApp. Remove it when done.
+ */
+export function buildSluice(): string {
+  mkdirSync(join(ROOT, '.tmp'), { recursive: true });
+  const pkg = mkdtempSync(join(ROOT, '.tmp', 'next-sluice-'));
+  const dist = join(pkg, 'dist');
+  execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', dist], { cwd: ROOT, stdio: 'pipe' });
+  cpSync(join(ROOT, 'src/stores/redis/scripts'), join(dist, 'stores/redis/scripts'), { recursive: true });
+  copyFileSync(join(ROOT, 'src/guard/redis/guard.lua'), join(dist, 'guard/redis/guard.lua'));
+  copyFileSync(join(ROOT, 'package.json'), join(pkg, 'package.json'));
+  return pkg;
 }
 
-/** Copies `fixture`, builds it once and starts it; `env` goes to both. */
-export async function startNextApp(fixture: string, env: Record<string, string> = {}): Promise<NextApp> {
-  mkdirSync(join(ROOT, '.tmp'), { recursive: true });
+/** Copies `fixture`, with `sluice` linked to `sluice` (buildSluice's folder), builds it once and starts it; `env` goes to both. */
+export async function startNextApp(fixture: string, sluice: string, env: Record<string, string> = {}): Promise<NextApp> {
   const dir = mkdtempSync(join(ROOT, '.tmp', 'next-app-'));
   cpSync(fixture, dir, { recursive: true });
   mkdirSync(join(dir, 'node_modules'));
-  symlinkSync(ROOT, join(dir, 'node_modules/sluice'), 'dir');
+  symlinkSync(sluice, join(dir, 'node_modules/sluice'), 'dir');
   const fullEnv = { ...process.env, NEXT_TELEMETRY_DISABLED: '1', SLUICE_REPO_ROOT: ROOT, ...env };
   let buildLog: string;
   try {

@@ -9,6 +9,8 @@
 //         (gcra 1000/h and fixed-window 100,000/day on one key) | sluice-deny (a flood of denied keys
 //         behind denyCache) | sluice-local-sync | sluice-lease (fixed-window 1,000,000/h on 1,000 keys)
 // Every decision but sluice-deny's is on the allowed path: 100k keys round-robin, a limit no key reaches.
+// REDIS_CLIENT picks the client that ping and sluice run on, on a standalone Redis: ioredis (default),
+// iovalkey or glide (@valkey/valkey-glide's GlideClient); the INFO snapshots always go through ioredis.
 import { once } from 'node:events';
 import { Cluster, Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
@@ -34,9 +36,32 @@ const KEYS = Array.from({ length: NKEYS }, (_, i) => `k${i}`);
 // envoy-auto: Envoy with implicit pipelining (REDIS_PIPELINE_WINDOW, its README's advice for high
 // throughput): every command of a turn leaves in one write, ioredis's enableAutoPipelining.
 const auto = impl === 'envoy-auto' ? { enableAutoPipelining: true } : {};
-const client = CLUSTER ? new Cluster(PORTS.map((port) => ({ host: '127.0.0.1', port })), { scaleReads: 'master', ...auto }) : new Redis({ host: '127.0.0.1', port: PORTS[0], ...auto });
+const CLIENT = process.env.REDIS_CLIENT ?? 'ioredis';
+if (CLUSTER && CLIENT !== 'ioredis') throw new Error(`REDIS_CLIENT=${CLIENT} is for a standalone Redis`);
 const admins = PORTS.map((port) => new Redis({ host: '127.0.0.1', port }));
-await Promise.all([once(client, 'ready'), ...admins.map((a) => once(a, 'ready'))]);
+/** The client under test, connected, and how to let it go. */
+async function connect() {
+  if (CLUSTER) {
+    const c = new Cluster(PORTS.map((port) => ({ host: '127.0.0.1', port })), { scaleReads: 'master', ...auto });
+    await once(c, 'ready');
+    return { client: c, close: () => c.disconnect() };
+  }
+  if (CLIENT === 'ioredis' || CLIENT === 'iovalkey') {
+    const { Redis: Client } = await import(CLIENT);
+    const c = new Client({ host: '127.0.0.1', port: PORTS[0], ...auto });
+    await once(c, 'ready');
+    return { client: c, close: () => c.disconnect() };
+  }
+  if (CLIENT === 'glide') {
+    const { GlideClient, Logger } = await import('@valkey/valkey-glide');
+    Logger.setLoggerConfig('error'); // the first call's "Function not found" is a WARN otherwise
+    const c = await GlideClient.createClient({ addresses: [{ host: '127.0.0.1', port: PORTS[0] }], requestTimeout: 1000 });
+    return { client: c, close: () => c.close() };
+  }
+  throw new Error(`REDIS_CLIENT must be ioredis, iovalkey or glide, got ${CLIENT}`);
+}
+const { client, close } = await connect();
+await Promise.all(admins.map((a) => once(a, 'ready')));
 
 // op starts one call and returns its promise; check looks at its answer after the clock has stopped, so
 // a decision is timed exactly as a PING is: the same client, the same loop, one await.
@@ -167,6 +192,7 @@ if (INFLIGHT === 1) {
 const nodeCpuSec = (cpu.user + cpu.system) / 1e6;
 const result = {
   impl,
+  client: CLIENT,
   inflight: INFLIGHT,
   cluster: CLUSTER,
   decisionsPerSec: r.n / sec,
@@ -181,7 +207,7 @@ const result = {
   nodeCpuUsPerDecision: (nodeCpuSec * 1e6) / r.n,
   nodeCpuPct: (nodeCpuSec / sec) * 100,
 };
-client.disconnect();
+close();
 for (const a of admins) a.disconnect();
 process.stdout.write(`${JSON.stringify(result)}\n`);
 process.exit(0);

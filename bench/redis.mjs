@@ -13,7 +13,9 @@
 // run. Every measurement is a fresh process (bench/redis-worker.mjs); the cases are interleaved, repeated
 // REPS times, and medians are quoted with min–max.
 //
-// Usage: [CLUSTER=1] [CASES=envoy,sluice-gcra,...] [BASE=<another checkout>] node bench/redis.mjs [reps=3] [measureMs=4000] [warmupMs=1000]
+// Usage: [CLUSTER=1] [CASES=envoy,sluice-gcra,...] [BASE=<another checkout>] [CLIENTS=ioredis,iovalkey,glide] node bench/redis.mjs [reps=3] [measureMs=4000] [warmupMs=1000]
+// CLIENTS measures instead PING and sluice's token bucket through each client named (ioredis, iovalkey,
+// glide: @valkey/valkey-glide), interleaved, at 1 and 256 in flight, into bench/results/redis-clients-<time>.
 // CASES picks rows by impl (bench/redis-worker.mjs names them). BASE adds sluice rows for that checkout's
 // src/ (e.g. a worktree of an older commit), measured by this checkout's worker and interleaved with the
 // others, so two versions are compared under the same load.
@@ -34,7 +36,9 @@ const baseCommit = BASE === undefined ? undefined : execFileSync('git', ['-C', B
 const ALGORITHMS = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra', 'leaky-bucket', 'leaky-shaper'];
 const SLUICE = [...ALGORITHMS.map((a) => `sluice-${a}`), 'sluice-multi'];
 const STRATEGIES = ['sluice-deny', 'sluice-local-sync', 'sluice-lease'];
-const BASE_ROWS = BASE === undefined ? [] : ['base-token-bucket', 'base-gcra', 'base-fixed-window'];
+const PICK = process.env.CASES?.split(',');
+// BASE's rows: those of the sluice cases picked (token bucket, GCRA and fixed window by default).
+const BASE_ROWS = BASE === undefined ? [] : (PICK ?? ['sluice-token-bucket', 'sluice-gcra', 'sluice-fixed-window']).filter((i) => SLUICE.includes(i) || STRATEGIES.includes(i)).map((i) => i.replace('sluice-', 'base-'));
 const ALL = [
   ['ping', 1],
   ['envoy', 1],
@@ -46,8 +50,11 @@ const ALL = [
   ...(CLUSTER ? [] : [['redis-benchmark', 800]]),
   ...[...SLUICE, ...STRATEGIES, ...BASE_ROWS].map((i) => [i, 256]),
 ];
-const PICK = process.env.CASES?.split(',');
-const CASES = PICK === undefined ? ALL : ALL.filter(([impl]) => impl === 'ping' || PICK.includes(impl));
+const CLIENTS = process.env.CLIENTS?.split(',');
+const CASES = CLIENTS !== undefined
+  ? [1, 256].flatMap((inflight) => CLIENTS.flatMap((c) => [...(inflight === 1 ? [['ping', 1, c]] : []), ['sluice-token-bucket', inflight, c]]))
+  : PICK === undefined ? ALL : ALL.filter(([impl]) => impl === 'ping' || PICK.includes(impl) || impl.startsWith('base-'));
+const caseKey = (impl, inflight, client) => `${impl}@${inflight}${client === undefined ? '' : `@${client}`}`;
 const NAMES = {
   ping: 'PING (ioredis), the round-trip floor',
   envoy: 'Envoy ratelimit: `INCRBY key 1` + `EXPIRE key 60` pipelined (fixed window, approximate)',
@@ -55,12 +62,12 @@ const NAMES = {
   rlflex: 'rate-limiter-flexible RateLimiterRedis (fixed window)',
   'redis-benchmark': 'redis-benchmark -c 50 -P 16, plain token-bucket EVALSHA, 100 k random keys',
   ...Object.fromEntries(ALGORITHMS.map((a) => [`sluice-${a}`, `sluice ${a}`])),
-  ...Object.fromEntries(ALGORITHMS.map((a) => [`base-${a}`, `sluice at ${baseCommit}, ${a}`])),
   'sluice-multi': 'sluice gcra 1000/h + fixed-window 100 k/day on one key',
   'sluice-deny': 'sluice denyCache, a flood of 1,000 denied keys',
   'sluice-local-sync': "sluice strategy 'local-sync', fixed-window 1 M/h on 1,000 keys",
   'sluice-lease': "sluice strategy 'lease', fixed-window 1 M/h on 1,000 keys",
 };
+for (const impl of [...SLUICE, ...STRATEGIES]) NAMES[impl.replace('sluice-', 'base-')] = `${NAMES[impl].replace('sluice', `sluice at ${baseCommit},`)}`;
 
 const redis = CLUSTER ? await ownCluster(3) : await ownRedis();
 const port = redis.ports[0];
@@ -101,13 +108,13 @@ function measureRedisBenchmark() {
   };
 }
 
-function measure(impl, inflight) {
+function measure(impl, inflight, client) {
   if (impl === 'redis-benchmark') return measureRedisBenchmark();
   redis.flush();
   const base = impl.startsWith('base-');
   const out = execFileSync(process.execPath, ['--import', 'tsx', 'bench/redis-worker.mjs', base ? impl.replace('base-', 'sluice-') : impl, String(inflight), String(WARMUP), String(MEASURE)], {
     encoding: 'utf8',
-    env: { ...process.env, ...(CLUSTER ? { CLUSTER_PORTS: redis.ports.join(',') } : { REDIS_PORT: String(port) }), ...(base ? { SLUICE_SRC: pathToFileURL(join(BASE, 'src')).href } : {}) },
+    env: { ...process.env, ...(CLUSTER ? { CLUSTER_PORTS: redis.ports.join(',') } : { REDIS_PORT: String(port) }), REDIS_CLIENT: client ?? 'ioredis', ...(base ? { SLUICE_SRC: pathToFileURL(join(BASE, 'src')).href } : {}) },
     timeout: 60_000,
   });
   return JSON.parse(out.trim().split('\n').pop());
@@ -117,9 +124,9 @@ const load0 = loadavg()[0];
 const speed = hostSpeedLine();
 const results = new Map();
 for (let rep = 1; rep <= REPS; rep++) {
-  for (const [impl, inflight] of CASES) {
-    const r = measure(impl, inflight);
-    const key = `${impl}@${inflight}`;
+  for (const [impl, inflight, client] of CASES) {
+    const r = measure(impl, inflight, client);
+    const key = caseKey(impl, inflight, client);
     if (!results.has(key)) results.set(key, []);
     results.get(key).push(r);
     console.error(`rep ${rep} ${key}: ${Math.round(r.decisionsPerSec)}/s, median ${r.medianLatencyUs?.toFixed(1) ?? '-'} µs, ${r.commandsPerDecision.toFixed(2)} cmds, ${r.redisCpuUsPerDecision.toFixed(2)} µs Redis CPU`);
@@ -140,26 +147,27 @@ const version = cli('INFO', 'server').match(/redis_version:(\S+)/)[1];
 const med = (rs, f) => median(rs.map(f));
 const envoyCpu = (inflight) => { const rs = results.get(`envoy@${inflight}`); return rs && med(rs, (r) => r.redisCpuUsPerDecision); };
 const lines = [
-  `<!-- ${CLUSTER ? 'CLUSTER=1 ' : ''}${PICK === undefined ? '' : `CASES=${PICK.join(',')} `}${BASE === undefined ? '' : `BASE=<checkout at ${baseCommit}> `}node bench/redis.mjs ${REPS} ${MEASURE} ${WARMUP}; ${new Date().toISOString()}; redis ${version}${CLUSTER ? `, a Cluster of ${redis.ports.length} masters without replicas` : ', standalone'}; Node ${process.version}; reps=${REPS}, interleaved, fresh process each; load average ${load0.toFixed(1)} at the start, ${loadavg()[0].toFixed(1)} at the end; ${speed} -->`,
+  `<!-- ${CLUSTER ? 'CLUSTER=1 ' : ''}${CLIENTS === undefined ? '' : `CLIENTS=${CLIENTS.join(',')} `}${PICK === undefined ? '' : `CASES=${PICK.join(',')} `}${BASE === undefined ? '' : `BASE=<checkout at ${baseCommit}> `}node bench/redis.mjs ${REPS} ${MEASURE} ${WARMUP}; ${new Date().toISOString()}; redis ${version}${CLUSTER ? `, a Cluster of ${redis.ports.length} masters without replicas` : ', standalone'}; Node ${process.version}; reps=${REPS}, interleaved, fresh process each; load average ${load0.toFixed(1)} at the start, ${loadavg()[0].toFixed(1)} at the end; ${speed} -->`,
   '',
   '| client | in flight | decisions/s median (min – max) | median latency µs | × PING (same process) | Redis commands / decision | sluice calls / decision | Redis CPU µs / decision | × Envoy\'s, same run | decisions/s per Redis core | Node CPU µs / decision | redis-server CPU % | Node CPU % |',
   '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
 ];
-for (const [impl, inflight] of CASES) {
-  const rs = results.get(`${impl}@${inflight}`);
+for (const [impl, inflight, client] of CASES) {
+  const rs = results.get(caseKey(impl, inflight, client));
   const one = inflight === 1 && impl !== 'ping';
   const cpu = med(rs, (r) => r.redisCpuUsPerDecision);
   const envoy = envoyCpu(inflight === 800 ? 256 : inflight);
   lines.push(
-    `| ${NAMES[impl]} | ${inflight} | ${range(rs, (r) => r.decisionsPerSec, k)} | ${inflight === 1 ? med(rs, (r) => r.medianLatencyUs).toFixed(1) : '–'} | ${one ? range(rs, (r) => r.pingRatio, (x) => `${x.toFixed(2)}×`) : '–'} | ${med(rs, (r) => r.commandsPerDecision).toFixed(2)} | ${rs[0].callsPerDecision == null ? '–' : med(rs, (r) => r.callsPerDecision).toFixed(3)} | ${cpu.toFixed(2)} | ${envoy === undefined || impl === 'envoy' ? '–' : `${(cpu / envoy).toFixed(2)}×`} | ${k(1e6 / cpu)} | ${rs[0].nodeCpuUsPerDecision == null ? '–' : med(rs, (r) => r.nodeCpuUsPerDecision).toFixed(2)} | ${med(rs, (r) => r.redisCpuPct).toFixed(0)} | ${rs[0].nodeCpuPct == null ? '–' : med(rs, (r) => r.nodeCpuPct).toFixed(0)} |`,
+    `| ${NAMES[impl]}${client === undefined ? '' : `, through ${client}`} | ${inflight} | ${range(rs, (r) => r.decisionsPerSec, k)} | ${inflight === 1 ? med(rs, (r) => r.medianLatencyUs).toFixed(1) : '–'} | ${one ? range(rs, (r) => r.pingRatio, (x) => `${x.toFixed(2)}×`) : '–'} | ${med(rs, (r) => r.commandsPerDecision).toFixed(2)} | ${rs[0].callsPerDecision == null ? '–' : med(rs, (r) => r.callsPerDecision).toFixed(3)} | ${cpu.toFixed(2)} | ${envoy === undefined || impl === 'envoy' ? '–' : `${(cpu / envoy).toFixed(2)}×`} | ${cpu < 0.01 ? 'no Redis work' : k(1e6 / cpu)} | ${rs[0].nodeCpuUsPerDecision == null ? '–' : med(rs, (r) => r.nodeCpuUsPerDecision).toFixed(2)} | ${med(rs, (r) => r.redisCpuPct).toFixed(0)} | ${rs[0].nodeCpuPct == null ? '–' : med(rs, (r) => r.nodeCpuPct).toFixed(0)} |`,
   );
 }
 lines.push('', '"decisions/s per Redis core" is 10^6 ÷ Redis CPU µs per decision: what one fully busy redis-server (one core) serves at this mix.');
 console.log(lines.join('\n'));
 const stamp = `${CLUSTER ? 'cluster-' : ''}${new Date().toISOString().replace(/[:.]/g, '-')}`;
 mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-writeFileSync(new URL(`./results/redis-${stamp}.md`, import.meta.url), `${lines.join('\n')}\n`);
-writeFileSync(new URL(`./results/redis-${stamp}.json`, import.meta.url), `${JSON.stringify(Object.fromEntries(results), null, 1)}\n`);
-console.error(`wrote bench/results/redis-${stamp}.{md,json}`);
+const file = `${CLIENTS === undefined ? 'redis' : 'redis-clients'}-${stamp}`;
+writeFileSync(new URL(`./results/${file}.md`, import.meta.url), `${lines.join('\n')}\n`);
+writeFileSync(new URL(`./results/${file}.json`, import.meta.url), `${JSON.stringify(Object.fromEntries(results), null, 1)}\n`);
+console.error(`wrote bench/results/${file}.{md,json}`);
 redis.stop();
 process.exit(0);

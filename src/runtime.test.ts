@@ -1,7 +1,7 @@
 // What sluice takes from its host (runtime.ts), and the default clock where timers cannot be unref'd.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { bytesEqual, hex, instanceTag, nodeEnv, randomBytes, unrefTimer } from './runtime.js';
+import { bytesEqual, emitWarning, hex, instanceTag, nodeEnv, randomBytes, unrefTimer } from './runtime.js';
 
 test("regression: 'ticker.unref is not a function' where setInterval returns a number (Deno, Workers)", async (t) => {
   const real = globalThis.setInterval;
@@ -46,4 +46,13 @@ test('instanceTag carries the pid and random bits; randomBytes, hex and bytesEqu
   assert.equal(bytesEqual(new Uint8Array([1, 2]), new Uint8Array([1, 3])), false);
   assert.equal(bytesEqual(new Uint8Array([1, 2]), new Uint8Array([1, 2, 3])), false);
   assert.equal(nodeEnv(), process.env.NODE_ENV);
+});
+
+test("regression: 'A Node.js API is used (process.emitWarning)' on Next.js's edge runtime, whose emitWarning throws: the warning goes to console.warn", (t) => {
+  t.mock.method(process, 'emitWarning', () => {
+    throw new Error('A Node.js API is used (process.emitWarning) which is not supported in the Edge Runtime.');
+  });
+  const warn = t.mock.method(console, 'warn', () => {});
+  emitWarning('[sluice] a warning', { type: 'SluiceWarning', code: 'WRN_SLUICE_TEST' });
+  assert.deepEqual(warn.mock.calls.map((c) => c.arguments), [['SluiceWarning [WRN_SLUICE_TEST]: [sluice] a warning']]);
 });

@@ -49,11 +49,19 @@ export function nodeEnv(): string | undefined {
   }
 }
 
-/** A process warning on Node (and Bun and Deno, which have `process.emitWarning`), else console.warn. */
+/**
+ * A process warning on Node (and Bun and Deno, which have `process.emitWarning`), else console.warn. Next.js's
+ * edge runtime has a `process.emitWarning` that throws "A Node.js API is used", so a throw falls back too.
+ */
 export function emitWarning(message: string, options: { type?: string; code: string }): void {
   const emit = host.process?.emitWarning;
-  if (typeof emit === 'function') emit.call(host.process, message, options);
-  else console.warn(`${options.type ?? 'Warning'} [${options.code}]: ${message}`);
+  if (typeof emit === 'function') {
+    try {
+      emit.call(host.process, message, options);
+      return;
+    } catch {}
+  }
+  console.warn(`${options.type ?? 'Warning'} [${options.code}]: ${message}`);
 }
 
 /** `n` random bytes from Web Crypto (which takes at most 65,536 bytes a call). */

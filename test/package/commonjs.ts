@@ -25,6 +25,7 @@ export const REQUIRABLE: Record<string, string[]> = {
   'sluice/hono': ['rateLimit'],
   'sluice/koa': ['rateLimit'],
   'sluice/express-rate-limit': ['SluiceStore'],
+  'sluice/next': ['rateLimit', 'withRateLimit'],
   'sluice/guard': ['Guard', 'MemoryGuardState'],
   'sluice/pow': ['createChallenge', 'verifySolution', 'MemorySpentStore'],
   'sluice/outbound': ['Gate', 'limitedFetch'],

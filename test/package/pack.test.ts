@@ -79,13 +79,14 @@ test('every subpath resolves from the tarball, and loads with no framework insta
       'sluice/hono': ['rateLimit', 'github', 'stripe'],
       'sluice/koa': ['rateLimit', 'default', 'github', 'stripe'],
       'sluice/express-rate-limit': ['SluiceStore'],
+      'sluice/next': ['rateLimit', 'withRateLimit', 'github', 'stripe'],
     })) {
       const m = await import(path);
       out[path] = names.filter((n) => typeof m[n] === 'function');
     }
     // sluice/nestjs applies Nest's decorators as it loads: without Nest it says which package is missing.
     out['sluice/nestjs'] = await import('sluice/nestjs').then(() => 'loaded', (e) => e.code + (e.message.includes("'@nestjs/common'") ? ' @nestjs/common' : ' ' + e.message));
-    for (const fw of ['express', 'fastify', 'hono', 'koa', 'express-rate-limit', '@nestjs/core']) {
+    for (const fw of ['express', 'fastify', 'hono', 'koa', 'express-rate-limit', '@nestjs/core', 'next']) {
       out[fw] = await import(fw).then(() => 'installed', () => 'absent');
     }
     console.log(JSON.stringify(out));
@@ -97,6 +98,7 @@ test('every subpath resolves from the tarball, and loads with no framework insta
     'sluice/hono': ['rateLimit', 'github', 'stripe'],
     'sluice/koa': ['rateLimit', 'default', 'github', 'stripe'],
     'sluice/express-rate-limit': ['SluiceStore'],
+    'sluice/next': ['rateLimit', 'withRateLimit', 'github', 'stripe'],
     'sluice/nestjs': 'ERR_MODULE_NOT_FOUND @nestjs/common',
     express: 'absent',
     fastify: 'absent',
@@ -104,7 +106,19 @@ test('every subpath resolves from the tarball, and loads with no framework insta
     koa: 'absent',
     'express-rate-limit': 'absent',
     '@nestjs/core': 'absent',
+    next: 'absent',
   });
+});
+
+test("sluice/next's withRateLimit limits a route handler from the tarball, with no next installed", () => {
+  const script = `
+    import { withRateLimit } from 'sluice/next';
+    const GET = withRateLimit(() => new Response('ok'), { policy: { algorithm: 'gcra', limit: 1, window: '1m' }, ipHeader: 'x-real-ip', headers: 'draft-7' });
+    const request = () => new Request('http://localhost/', { headers: { 'x-real-ip': '203.0.113.7' } });
+    const a = await GET(request(), {}); const b = await GET(request(), {});
+    console.log(JSON.stringify([a.status, a.headers.get('ratelimit'), b.status, b.headers.get('retry-after'), b.headers.get('content-type')]));
+  `;
+  assert.equal(run(process.execPath, ['--input-type=module', '-e', script], consumer).trim(), '[200,"limit=1, remaining=0, reset=60",429,"60","application/problem+json"]');
 });
 
 test('sluice/http limits a real node:http server from the tarball', () => {

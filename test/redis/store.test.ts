@@ -19,7 +19,7 @@ test('options: every bad field is named, with its value', () => {
   const bad: Array<[unknown, RegExp]> = [
     [undefined, /options must be an object/],
     [{}, /'client' is required/],
-    [{ client: {} }, /'client' must be an ioredis Redis or Cluster, or a node-redis client or cluster, got "Object"/],
+    [{ client: {} }, /'client' must be an ioredis or iovalkey Redis or Cluster, a node-redis client or cluster, or a valkey-glide GlideClient or GlideClusterClient, got "Object"/],
     [{ client: io, prefix: 'a{b' }, /'prefix' must be a non-empty string without '\{' or '\}'.*got "a\{b"/],
     [{ client: io, timeoutMs: 0 }, /'timeoutMs' must be a positive number of milliseconds, got 0/],
     [{ client: io, onError: 'ignore' }, /'onError' must be 'open', 'closed' or \{ insurance: <share in \(0, 1\]> \}, got "ignore"/],

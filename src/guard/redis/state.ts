@@ -43,7 +43,7 @@ import { bySlot, checkTags, code, invalid, none, num, readFailure, readSourceVie
 export type GuardStateOnError = 'open' | 'closed' | 'local';
 
 export interface RedisGuardStateOptions {
-  /** An ioredis Redis or Cluster, or a node-redis (v4 or later) client or cluster, connected by you. */
+  /** An ioredis or iovalkey Redis or Cluster, a node-redis (v4 or later) client or cluster, or a valkey-glide GlideClient or GlideClusterClient, connected by you. */
   client: unknown;
   /** Start of every key: `<prefix>:{ga:<account tag>}[:p:<address tag>]`, `<prefix>:{gs:<source tag>}:v2`. No braces. Default 'sluice'. */
   prefix?: string;
@@ -77,9 +77,20 @@ const READ_RECORDS = redisCommand('MGET', { readonly: true, bytes: true });
 /** A first login's record, written only if there is none: `SET key value PX ttl NX`. */
 const CREATE_RECORD = redisCommand('SET');
 
-const lua = (path: string) => readFileSync(new URL(path, import.meta.url), 'utf8');
-/** The store's prelude and token bucket (the guard's buckets are the limiter's token bucket), then the guard's operations. */
-export const GUARD_SCRIPT = defineLibrary('guard', [lua('../../stores/redis/scripts/prelude.lua'), lua('../../stores/redis/scripts/token-bucket.lua'), lua('./guard.lua')].join('\n'));
+/**
+ * The store's prelude and token bucket (the guard's buckets are the limiter's token bucket), then the guard's
+ * operations. Each URL is written out whole, so that a bundler (Next.js's Turbopack, webpack) copies the file.
+ */
+export const GUARD_SCRIPT = defineLibrary(
+  'guard',
+  [
+    new URL('../../stores/redis/scripts/prelude.lua', import.meta.url),
+    new URL('../../stores/redis/scripts/token-bucket.lua', import.meta.url),
+    new URL('./guard.lua', import.meta.url),
+  ]
+    .map((url) => readFileSync(url, 'utf8'))
+    .join('\n'),
+);
 
 export class RedisGuardState implements GuardState, LoginHost {
   readonly prefix: string;

@@ -9,6 +9,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { HttpRateLimiter, type LimitedResponse, type Outcome } from '../../http/engine.js';
 import type { RateLimitInfo, RateLimitOptions, RequestInfo } from '../../http/options.js';
+import { hold } from '../../http/hold.js';
 import { PROBLEM_CONTENT_TYPE } from '../../http/problem.js';
 
 // The presets and key helpers, so that one import serves: `import { rateLimit, github } from 'sluice/hono'`.
@@ -70,22 +71,6 @@ class HonoRequestInfo implements RequestInfo {
   get remoteAddress(): string | undefined {
     return this.conn(this.c).remote.address;
   }
-}
-
-/** Resolves after `ms`, or false at once if `signal` aborts first. */
-function hold(ms: number, signal: AbortSignal): Promise<boolean> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve(false);
-    const gone = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', gone);
-      resolve(true);
-    }, ms);
-    signal.addEventListener('abort', gone, { once: true });
-  });
 }
 
 /** Hono middleware that decides each request. Errors (a throwing key function, a store failure) go to `app.onError`. */

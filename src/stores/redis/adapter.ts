@@ -1,14 +1,15 @@
 /**
- * One tiny interface over the two Node Redis clients: ioredis (Redis and Cluster) and node-redis v4 and
- * later (client and cluster), and the one place that tells them apart. Arguments are strings, or bytes
- * (a Buffer) for a binary value, which both clients send as given. Cluster routing is the client's: every
- * call's keys share one hash slot, and both clients route a call by its keys. Only the connection layer
+ * One tiny interface over the Node Redis and Valkey clients: ioredis and its fork iovalkey (Redis and
+ * Cluster), node-redis v4 and later (client and cluster), and valkey-glide (GlideClient and
+ * GlideClusterClient), and the one place that tells them apart. Arguments are strings, or bytes (a
+ * Buffer) for a binary value, which every client sends as given. Cluster routing is the client's: every
+ * call's keys share one hash slot, and every client routes a call by its keys. Only the connection layer
  * (connection.ts) and `setIfAbsent` call a client; features go through those.
  */
 import { SluiceError, show } from '../../core/index.js';
 
 export interface RedisAdapter {
-  readonly kind: 'ioredis' | 'node-redis';
+  readonly kind: RedisDialect;
   readonly cluster: boolean;
   /**
    * FCALL and FUNCTION LOAD (Redis 7.0 and later), on a client that is not a cluster and can send them.
@@ -90,18 +91,23 @@ export interface FunctionCalls {
 type Fn = (...args: unknown[]) => unknown;
 type AnyClient = Record<string, unknown> & { on?: Fn };
 
-/** How a client takes its arguments: ioredis flat (`set(k, v, 'PX', ms, 'NX')`), node-redis with an options object. */
-export type RedisDialect = 'ioredis' | 'node-redis';
+/**
+ * How a client takes its arguments: ioredis (and iovalkey) flat (`set(k, v, 'PX', ms, 'NX')`), node-redis
+ * with an options object (`{ PX, NX }`), valkey-glide with its own (`{ conditionalSet, expiry }`).
+ */
+export type RedisDialect = 'ioredis' | 'node-redis' | 'glide';
 
 /**
- * The dialect of a client, or undefined when it cannot be told: ioredis clients and clusters have a
- * string `status`, node-redis ones `isOpen` (clients) or `evalSha` (clients and clusters).
+ * The dialect of a client, or undefined when it cannot be told: ioredis and iovalkey clients and
+ * clusters have a string `status`, node-redis ones `isOpen` (clients) or `evalSha` (clients and
+ * clusters), valkey-glide ones `customCommand` and `invokeScript`.
  */
 export function dialectOf(client: unknown): RedisDialect | undefined {
   if (typeof client !== 'object' || client === null) return undefined;
   const c = client as AnyClient;
   if (typeof c.status === 'string') return 'ioredis';
   if ('isOpen' in c || typeof c.evalSha === 'function') return 'node-redis';
+  if (typeof c.customCommand === 'function' && typeof c.invokeScript === 'function') return 'glide';
   return undefined;
 }
 
@@ -111,9 +117,10 @@ export function adapt(client: unknown, owner = 'RedisStore'): RedisAdapter {
   const dialect = dialectOf(client);
   if (dialect === 'ioredis' && typeof c.evalsha === 'function') return ioredis(c);
   if (dialect === 'node-redis' && typeof c.evalSha === 'function') return nodeRedis(c);
+  if (dialect === 'glide') return glide(c);
   throw new SluiceError(
     'ERR_SLUICE_INVALID_OPTION',
-    `${owner} 'client' must be an ioredis Redis or Cluster, or a node-redis client or cluster, got ${show(typeof client === 'object' && client !== null ? (client.constructor?.name ?? 'an object') : client)}`,
+    `${owner} 'client' must be an ioredis or iovalkey Redis or Cluster, a node-redis client or cluster, or a valkey-glide GlideClient or GlideClusterClient, got ${show(typeof client === 'object' && client !== null ? (client.constructor?.name ?? 'an object') : client)}`,
   );
 }
 
@@ -127,7 +134,12 @@ export interface RedisSetClient {
  * right: node-redis ignores ioredis-style string arguments, which would drop NX.
  */
 export async function setIfAbsent(client: RedisSetClient, dialect: RedisDialect, key: string, value: string | Uint8Array, ttlMs: number): Promise<boolean> {
-  const reply = dialect === 'ioredis' ? await client.set(key, value, 'PX', ttlMs, 'NX') : await client.set(key, value, { PX: ttlMs, NX: true });
+  const reply =
+    dialect === 'ioredis'
+      ? await client.set(key, value, 'PX', ttlMs, 'NX')
+      : dialect === 'node-redis'
+        ? await client.set(key, value, { PX: ttlMs, NX: true })
+        : await client.set(key, value, { conditionalSet: 'onlyIfDoesNotExist', expiry: { type: 'PX', count: ttlMs } });
   return reply === 'OK';
 }
 
@@ -261,4 +273,67 @@ function nodeRedis(c: AnyClient): RedisAdapter {
 let bytes: object | undefined;
 function bytesReply(): object {
   return (bytes ??= { returnBuffers: true, typeMapping: { 36: (globalThis as { Buffer?: unknown }).Buffer } });
+}
+
+/**
+ * valkey-glide's `Decoder.Bytes` (its enum, which sluice cannot import): bulk replies as Buffers. The
+ * scripts reply integers and arrays of them, and SET a status, which no decoder changes.
+ */
+const GLIDE_BYTES = { decoder: 0 } as const;
+
+/**
+ * valkey-glide names a server's error by its Rust client's kind (`An error was signalled by the server:
+ * - NoScriptError: No matching script...`); the connection layer reads the server's codes (NOSCRIPT,
+ * NOPERM), so those two are given back their code. Other errors pass as glide made them.
+ */
+const GLIDE_KINDS: ReadonlyArray<[RegExp, string]> = [
+  [/NoScriptError: /, 'NOSCRIPT '],
+  [/PermissionDenied: /, 'NOPERM '],
+];
+function glideError(err: unknown): unknown {
+  const why = String((err as Error)?.message ?? err);
+  for (const [kind, code] of GLIDE_KINDS) {
+    const at = why.search(kind);
+    if (at >= 0) return new Error(code + why.slice(at).replace(kind, ''), { cause: err });
+  }
+  return err;
+}
+
+/**
+ * valkey-glide (2.x). Every call is one customCommand (glide routes EVALSHA, FCALL, MGET and SET
+ * by their keys on a cluster); glide loads no script here, so NOSCRIPT recovery stays the connection's.
+ * Glide connects in createClient and reconnects by itself, has no events and no socket to cork (its
+ * core writes a turn's commands together): it is ready until closed.
+ */
+function glide(c: AnyClient): RedisAdapter {
+  const custom = c.customCommand as Fn;
+  const command = (args: (string | Uint8Array)[], options?: object): Promise<unknown> => (custom.call(c, args, options) as Promise<unknown>).catch((err: unknown) => Promise.reject(glideError(err)));
+  const cluster = typeof c.invokeScriptWithRoute === 'function'; // GlideClusterClient's, not GlideClient's
+  return {
+    kind: 'glide',
+    cluster,
+    functions: cluster
+      ? undefined
+      : {
+          fcall: (fn, keys, args) => command(['FCALL', fn, String(keys.length), ...keys, ...args]),
+          load: (library) => command(['FUNCTION', 'LOAD', library]),
+        },
+    ready: () => c.isClosed !== true,
+    connectLazy: () => {},
+    evalsha: (sha, keys, args) => command(['EVALSHA', sha, String(keys.length), ...keys, ...args]),
+    eval: (source, keys, args) => command(['EVAL', source, String(keys.length), ...keys, ...args]),
+    command: (cmd, keys, args) => command([cmd.name, ...keys, ...args], cmd.bytes ? GLIDE_BYTES : undefined),
+    cork: () => undefined,
+    nodeOf: () => undefined, // glide keeps its slot map to itself: batches group by slot
+    onError: () => {},
+    onReady: () => {},
+    onClose: () => {},
+    servers: async () => {
+      if (!cluster) return [{ name: 'valkey-glide', send: (args) => command(args) }];
+      // Each primary by its address: glide answers a command routed to all primaries with one reply per address.
+      const replies = await command(['PING'], { route: 'allPrimaries' });
+      const addresses = typeof replies === 'object' && replies !== null && !Array.isArray(replies) ? Object.keys(replies) : [];
+      return addresses.map((host) => ({ name: host, send: (args: string[]) => command(args, { route: { type: 'routeByAddress', host } }) }));
+    },
+  };
 }

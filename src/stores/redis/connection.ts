@@ -66,7 +66,7 @@ export function connectionStats(): ConnectionStats {
 export const CONNECT_TIMEOUT_MS = 2000;
 
 export interface RedisConnectionOptions {
-  /** An ioredis Redis or Cluster, or a node-redis (v4 or later) client or cluster. */
+  /** An ioredis or iovalkey Redis or Cluster, a node-redis (v4 or later) client or cluster, or a valkey-glide GlideClient or GlideClusterClient. */
   client: unknown;
   /** Longest wait for an answer per call. */
   timeoutMs: number;

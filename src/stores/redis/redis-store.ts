@@ -22,8 +22,9 @@ import { RedisTable, type RedisStoreStats, type StoreContext } from './table.js'
 
 export interface RedisStoreOptions {
   /**
-   * An ioredis Redis or Cluster, or a node-redis (v4 or later) client or cluster. It need not be
-   * connected yet: calls wait for its first connection (see connectTimeoutMs).
+   * An ioredis or iovalkey Redis or Cluster, a node-redis (v4 or later) client or cluster, or a
+   * valkey-glide GlideClient or GlideClusterClient. It need not be connected yet: calls wait for its
+   * first connection (see connectTimeoutMs).
    */
   client: unknown;
   /** Start of every key: `<prefix>:{<id>}:<policy>`. No braces. Default 'sluice'. */

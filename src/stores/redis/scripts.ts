@@ -23,11 +23,35 @@ export function algorithmCode(p: Policy): { code: string; files: string[] } {
 }
 
 const FILES = ['fixed-window', 'calendar', 'sliding-log', 'sliding-window', 'token-bucket', 'gcra', 'leaky-shaper', 'concurrency'];
+
+/**
+ * Where each file is, each URL written out whole: a bundler (Next.js's Turbopack, webpack) copies the file
+ * a literal `new URL('./x', import.meta.url)` names and rewrites the URL, and Turbopack 16.5 compiled the
+ * one template `./scripts/${file}.lua` to the first file it matched, for every file.
+ */
+const FILE_URLS: Readonly<Record<string, () => URL>> = {
+  prelude: () => new URL('./scripts/prelude.lua', import.meta.url),
+  block: () => new URL('./scripts/block.lua', import.meta.url),
+  driver: () => new URL('./scripts/driver.lua', import.meta.url),
+  'server-time': () => new URL('./scripts/server-time.lua', import.meta.url),
+  'fixed-window': () => new URL('./scripts/fixed-window.lua', import.meta.url),
+  calendar: () => new URL('./scripts/calendar.lua', import.meta.url),
+  'sliding-log': () => new URL('./scripts/sliding-log.lua', import.meta.url),
+  'sliding-window': () => new URL('./scripts/sliding-window.lua', import.meta.url),
+  'token-bucket': () => new URL('./scripts/token-bucket.lua', import.meta.url),
+  gcra: () => new URL('./scripts/gcra.lua', import.meta.url),
+  'leaky-shaper': () => new URL('./scripts/leaky-shaper.lua', import.meta.url),
+  concurrency: () => new URL('./scripts/concurrency.lua', import.meta.url),
+  lease: () => new URL('./scripts/lease.lua', import.meta.url),
+  'local-sync': () => new URL('./scripts/local-sync.lua', import.meta.url),
+};
 const sources = new Map<string, string>();
 function read(file: string): string {
   let s = sources.get(file);
   if (s === undefined) {
-    s = readFileSync(new URL(`./scripts/${file}.lua`, import.meta.url), 'utf8');
+    const url = FILE_URLS[file];
+    if (url === undefined) throw new Error(`sluice internal: no Lua file '${file}'`);
+    s = readFileSync(url(), 'utf8');
     sources.set(file, s);
   }
   return s;

@@ -1,5 +1,5 @@
 /**
- * What the Node-based adapters (node:http, Express, Fastify) share: a RequestInfo over IncomingMessage, the
+ * What the Node-based adapters (node:http, Express, Fastify, Koa, NestJS) share: a RequestInfo over IncomingMessage, the
  * hold of a shaped request that refunds its charge if the client leaves, lease release on finish or close,
  * and the default problem+json refusal.
  */
@@ -215,6 +215,23 @@ export function passNode<Req, Res, A, B>(engine: HttpRateLimiter<Req, Res>, o: O
     go(a, b);
   }, o.delayMs);
   res.once('close', gone);
+}
+
+/**
+ * `passNode` for middleware that continues by returning (Koa's `await next()`, a Nest guard's `true`):
+ * true when the request goes on now, a Promise of true after its hold, false (or a Promise of false) when
+ * its client left first, whose charge `passNode` gave back. Synchronous unless the request is held.
+ */
+export function passedNode<Req, Res>(engine: HttpRateLimiter<Req, Res>, o: Outcome<Req>, res: ServerResponse): boolean | Promise<boolean> {
+  if (o.delayMs <= 0) {
+    let go = false;
+    passNode(engine, o, res, () => (go = true), undefined, undefined);
+    return go;
+  }
+  return new Promise<boolean>((resolve) => {
+    res.once('close', () => resolve(false));
+    passNode(engine, o, res, () => resolve(true), undefined, undefined);
+  });
 }
 
 /**

@@ -7,8 +7,8 @@
  * app.use(rateLimit({ policy: { algorithm: 'gcra', limit: 10, window: '1m' } }));
  */
 import type { Context, Middleware, Next, Response } from 'koa';
-import { HttpRateLimiter, type LimitedResponse, type Outcome } from '../../http/engine.js';
-import { NodeHeaders, NodeRequestInfo, passNode, watchNode } from '../../http/node.js';
+import { HttpRateLimiter, type LimitedResponse } from '../../http/engine.js';
+import { NodeHeaders, NodeRequestInfo, passedNode, watchNode } from '../../http/node.js';
 import type { RateLimitInfo, RateLimitOptions } from '../../http/options.js';
 import { PROBLEM_CONTENT_TYPE } from '../../http/problem.js';
 
@@ -32,19 +32,6 @@ export interface KoaRateLimitOptions extends RateLimitOptions<Context, Response>
   handler?: (ctx: Context, limited: LimitedResponse) => void | Promise<void>;
 }
 
-/** Resolves true when `passNode` lets the request on, false when its client left while it was held. */
-function passed(engine: HttpRateLimiter<Context, Response>, o: Outcome<Context>, ctx: Context): boolean | Promise<boolean> {
-  if (o.delayMs <= 0) {
-    let go = false;
-    passNode(engine, o, ctx.res, () => (go = true), undefined, undefined);
-    return go;
-  }
-  return new Promise<boolean>((resolve) => {
-    ctx.res.once('close', () => resolve(false));
-    passNode(engine, o, ctx.res, () => resolve(true), undefined, undefined);
-  });
-}
-
 /** Koa middleware that decides each request. Errors (a throwing key function, a store failure) are thrown to Koa. */
 export function rateLimit(options: KoaRateLimitOptions): Middleware {
   const engine = new HttpRateLimiter<Context, Response>(options, 'koa rateLimit', ['handler'], (res) => res.status);
@@ -64,7 +51,7 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware {
       return;
     }
     if (engine.watchesResponses) watchNode(engine, o, ctx, ctx.response, ctx.res);
-    const go = passed(engine, o, ctx);
+    const go = passedNode(engine, o, ctx.res);
     if (go === true || (go !== false && (await go))) return next();
   };
 }

@@ -7,10 +7,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { HttpRateLimiter, type Outcome } from '../../http/engine.js';
+import { HttpRateLimiter } from '../../http/engine.js';
 import { fail } from '../../http/rule.js';
 import type { HeaderTarget } from '../../http/headers.js';
-import { NodeHeaders, NodeRequestInfo, passNode, watchNode } from '../../http/node.js';
+import { NodeHeaders, NodeRequestInfo, passedNode, watchNode } from '../../http/node.js';
 import type { LimitRule, RateLimitOptions } from '../../http/options.js';
 import { Limiter } from '../../limiter.js';
 import { MemoryStore } from '../../stores/memory.js';
@@ -33,7 +33,8 @@ export class RateLimitCore {
   readonly root: Engine;
   private readonly common: RateLimitOptions<NestRequest, NestResponse>;
   private readonly store: Store;
-  private readonly engines = new Map<Handler, Engine>();
+  /** By controller, then handler: an inherited handler is one function in two controllers. */
+  private readonly engines = new Map<Handler, Map<Handler, Engine>>();
   /** Policies a decorator gave, by the class or handler that gave them: one Limiter each. */
   private readonly limiters = new Map<Handler, Limiter>();
   /** The module's own policy, key, cost and limit: what a rule without them falls back to. */
@@ -60,13 +61,15 @@ export class RateLimitCore {
 
   /** The engine for a route: the module's unless the route or its controller has a @RateLimit rule. */
   engineFor(cls: Handler, handler: Handler, reflector: Reflector): Engine {
-    let engine = this.engines.get(handler);
+    let byHandler = this.engines.get(cls);
+    if (byHandler === undefined) this.engines.set(cls, (byHandler = new Map()));
+    let engine = byHandler.get(handler);
     if (engine !== undefined) return engine;
     const own = reflector.get<LimitRule<NestRequest> | undefined>(RATE_LIMIT_RULE, handler);
     const inherited = reflector.get<LimitRule<NestRequest> | undefined>(RATE_LIMIT_RULE, cls);
     if (own === undefined && inherited === undefined) engine = this.root;
     else engine = this.build(cls, handler, own, inherited);
-    this.engines.set(handler, engine);
+    byHandler.set(handler, engine);
     return engine;
   }
 
@@ -131,19 +134,6 @@ function raw(req: NestRequest, res: NestResponse): { rawReq: IncomingMessage; ra
   return { rawReq: req as IncomingMessage, rawRes: res as ServerResponse, headers: new NodeHeaders(res as ServerResponse) };
 }
 
-/** Lets the request on (after its hold); false if its client left while held (its charge is given back). */
-function passed(engine: Engine, o: Outcome<NestRequest>, rawRes: ServerResponse): boolean | Promise<boolean> {
-  if (o.delayMs <= 0) {
-    let go = false;
-    passNode(engine, o, rawRes, () => (go = true), undefined, undefined);
-    return go;
-  }
-  return new Promise<boolean>((resolve) => {
-    rawRes.once('close', () => resolve(false));
-    passNode(engine, o, rawRes, () => resolve(true), undefined, undefined);
-  });
-}
-
 /** Decides each HTTP request of the routes it guards; other contexts (RPC, WebSockets) pass. */
 export class RateLimitGuard implements CanActivate {
   constructor(
@@ -167,7 +157,7 @@ export class RateLimitGuard implements CanActivate {
     engine.writeHeaders(o, headers);
     if (o.limited) throw new RateLimitException(engine.limitedResponse(o));
     if (engine.watchesResponses) watchNode(engine, o, req, res, rawRes);
-    const go = passed(engine, o, rawRes);
+    const go = passedNode(engine, o, rawRes);
     return go === true || (go !== false && (await go));
   }
 }

@@ -34,7 +34,9 @@ const baseCommit = BASE === undefined ? undefined : execFileSync('git', ['-C', B
 const ALGORITHMS = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra', 'leaky-bucket', 'leaky-shaper'];
 const SLUICE = [...ALGORITHMS.map((a) => `sluice-${a}`), 'sluice-multi'];
 const STRATEGIES = ['sluice-deny', 'sluice-local-sync', 'sluice-lease'];
-const BASE_ROWS = BASE === undefined ? [] : ['base-token-bucket', 'base-gcra', 'base-fixed-window'];
+const PICK = process.env.CASES?.split(',');
+// BASE's rows: those of the sluice cases picked (token bucket, GCRA and fixed window by default).
+const BASE_ROWS = BASE === undefined ? [] : (PICK ?? ['sluice-token-bucket', 'sluice-gcra', 'sluice-fixed-window']).filter((i) => SLUICE.includes(i) || STRATEGIES.includes(i)).map((i) => i.replace('sluice-', 'base-'));
 const ALL = [
   ['ping', 1],
   ['envoy', 1],
@@ -46,8 +48,7 @@ const ALL = [
   ...(CLUSTER ? [] : [['redis-benchmark', 800]]),
   ...[...SLUICE, ...STRATEGIES, ...BASE_ROWS].map((i) => [i, 256]),
 ];
-const PICK = process.env.CASES?.split(',');
-const CASES = PICK === undefined ? ALL : ALL.filter(([impl]) => impl === 'ping' || PICK.includes(impl));
+const CASES = PICK === undefined ? ALL : ALL.filter(([impl]) => impl === 'ping' || PICK.includes(impl) || impl.startsWith('base-'));
 const NAMES = {
   ping: 'PING (ioredis), the round-trip floor',
   envoy: 'Envoy ratelimit: `INCRBY key 1` + `EXPIRE key 60` pipelined (fixed window, approximate)',
@@ -55,12 +56,12 @@ const NAMES = {
   rlflex: 'rate-limiter-flexible RateLimiterRedis (fixed window)',
   'redis-benchmark': 'redis-benchmark -c 50 -P 16, plain token-bucket EVALSHA, 100 k random keys',
   ...Object.fromEntries(ALGORITHMS.map((a) => [`sluice-${a}`, `sluice ${a}`])),
-  ...Object.fromEntries(ALGORITHMS.map((a) => [`base-${a}`, `sluice at ${baseCommit}, ${a}`])),
   'sluice-multi': 'sluice gcra 1000/h + fixed-window 100 k/day on one key',
   'sluice-deny': 'sluice denyCache, a flood of 1,000 denied keys',
   'sluice-local-sync': "sluice strategy 'local-sync', fixed-window 1 M/h on 1,000 keys",
   'sluice-lease': "sluice strategy 'lease', fixed-window 1 M/h on 1,000 keys",
 };
+for (const impl of [...SLUICE, ...STRATEGIES]) NAMES[impl.replace('sluice-', 'base-')] = `${NAMES[impl].replace('sluice', `sluice at ${baseCommit},`)}`;
 
 const redis = CLUSTER ? await ownCluster(3) : await ownRedis();
 const port = redis.ports[0];
@@ -151,7 +152,7 @@ for (const [impl, inflight] of CASES) {
   const cpu = med(rs, (r) => r.redisCpuUsPerDecision);
   const envoy = envoyCpu(inflight === 800 ? 256 : inflight);
   lines.push(
-    `| ${NAMES[impl]} | ${inflight} | ${range(rs, (r) => r.decisionsPerSec, k)} | ${inflight === 1 ? med(rs, (r) => r.medianLatencyUs).toFixed(1) : '–'} | ${one ? range(rs, (r) => r.pingRatio, (x) => `${x.toFixed(2)}×`) : '–'} | ${med(rs, (r) => r.commandsPerDecision).toFixed(2)} | ${rs[0].callsPerDecision == null ? '–' : med(rs, (r) => r.callsPerDecision).toFixed(3)} | ${cpu.toFixed(2)} | ${envoy === undefined || impl === 'envoy' ? '–' : `${(cpu / envoy).toFixed(2)}×`} | ${k(1e6 / cpu)} | ${rs[0].nodeCpuUsPerDecision == null ? '–' : med(rs, (r) => r.nodeCpuUsPerDecision).toFixed(2)} | ${med(rs, (r) => r.redisCpuPct).toFixed(0)} | ${rs[0].nodeCpuPct == null ? '–' : med(rs, (r) => r.nodeCpuPct).toFixed(0)} |`,
+    `| ${NAMES[impl]} | ${inflight} | ${range(rs, (r) => r.decisionsPerSec, k)} | ${inflight === 1 ? med(rs, (r) => r.medianLatencyUs).toFixed(1) : '–'} | ${one ? range(rs, (r) => r.pingRatio, (x) => `${x.toFixed(2)}×`) : '–'} | ${med(rs, (r) => r.commandsPerDecision).toFixed(2)} | ${rs[0].callsPerDecision == null ? '–' : med(rs, (r) => r.callsPerDecision).toFixed(3)} | ${cpu.toFixed(2)} | ${envoy === undefined || impl === 'envoy' ? '–' : `${(cpu / envoy).toFixed(2)}×`} | ${cpu < 0.01 ? 'no Redis work' : k(1e6 / cpu)} | ${rs[0].nodeCpuUsPerDecision == null ? '–' : med(rs, (r) => r.nodeCpuUsPerDecision).toFixed(2)} | ${med(rs, (r) => r.redisCpuPct).toFixed(0)} | ${rs[0].nodeCpuPct == null ? '–' : med(rs, (r) => r.nodeCpuPct).toFixed(0)} |`,
   );
 }
 lines.push('', '"decisions/s per Redis core" is 10^6 ÷ Redis CPU µs per decision: what one fully busy redis-server (one core) serves at this mix.');

@@ -31,7 +31,7 @@ await once(client, 'ready');
 // The same keys and the same Lua heap every run (a forced GC step's cost grows with the libraries loaded).
 await client.flushall();
 await client.call('FUNCTION', 'FLUSH');
-const store = new RedisStore({ client, prefix: 'slc', timeoutMs: 60_000 });
+const store = new RedisStore({ client, prefix: 'slc', timeoutMs: 60_000, ...(process.env.MAX_BATCH ? { maxBatch: Number(process.env.MAX_BATCH) } : {}) });
 const limiter = algorithm === 'envoy' ? undefined : new Limiter(algorithm === 'multi'
   ? { policies: [{ name: 'h', algorithm: 'gcra', limit: 1000, window: '1h' }, { name: 'd', algorithm: 'fixed-window', limit: 100_000, window: '1d' }], store }
   : { policy: { name: 'p', algorithm, limit: 1000, window: '1h' }, store });

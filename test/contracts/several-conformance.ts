@@ -1,7 +1,8 @@
-// Several policies of fixed-size state on one key (no ban among them: the Redis script's decide_fixed
-// path), on any store: random traces of turns, each a few calls made at once on a few keys (so a batched
-// store decides them in one call, several on one key), decided field for field as the memory store
-// decides them one after another. Memory and Redis run it from their own tests.
+// Several policies on one key, on any store: random traces of turns, each a few calls made at once on a
+// few keys (so a batched store decides them in one call, several on one key), decided field for field as
+// the memory store decides them one after another. Two sets: fixed-size state without a ban (the Redis
+// script's decide_fixed path), and a sliding log among others with a ban (its log read from the batch's
+// reads and its own writes). Memory and Redis run it from their own tests.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
@@ -17,6 +18,14 @@ export const severalFixedPolicies: PolicyOptions[] = [
   { name: 'shaper', algorithm: 'leaky-bucket', mode: 'shaper', limit: 5, window: WINDOW, burst: 4, delay: 2 },
 ];
 
+/** A sliding log, which writes as it decides, with a ban and a fixed-size policy beside it. */
+export const severalLogPolicies: PolicyOptions[] = [
+  { name: 'log', algorithm: 'sliding-log', limit: 4, window: 2 * WINDOW },
+  { name: 'fw', algorithm: 'fixed-window', limit: 6, window: 4 * WINDOW, blockFor: 1500 },
+  { name: 'gcra', algorithm: 'gcra', limit: 4, window: WINDOW, burst: 6 },
+  { name: 'log2', algorithm: 'sliding-log', limit: 3, window: WINDOW },
+];
+
 interface Call {
   key: string;
   cost: number;
@@ -30,9 +39,14 @@ const turnArb = fc.record({
 const comparable = (d: Decision) => ({ allowed: d.allowed, remaining: d.remaining, resetAfterMs: d.resetAfterMs, retryAfterMs: d.retryAfterMs, delayMs: d.delayMs, policy: d.policy, reason: d.reason });
 
 export function severalFixedConformance(name: string, makeStore: () => Store, runs = 30): void {
-  test(`${name}: several fixed-size policies on a key, calls made at once, decide as the memory store`, async () => {
+  severalConformance(`${name}: several fixed-size policies on a key`, makeStore, severalFixedPolicies, 2, runs);
+  severalConformance(`${name}: a sliding log beside other policies (a ban among them) on a key`, makeStore, severalLogPolicies, 1, runs);
+}
+
+function severalConformance(title: string, makeStore: () => Store, all: PolicyOptions[], fewest: number, runs: number): void {
+  test(`${title}, calls made at once, decide as the memory store`, async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(turnArb, { minLength: 5, maxLength: 25 }), fc.subarray(severalFixedPolicies, { minLength: 2 }), async (turns, policies) => {
+      fc.asyncProperty(fc.array(turnArb, { minLength: 5, maxLength: 25 }), fc.subarray(all, { minLength: fewest }), async (turns, policies) => {
         let now = 10_000;
         const clock = () => now;
         const tested = new Limiter({ policies, store: makeStore(), clock });

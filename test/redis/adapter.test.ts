@@ -101,3 +101,31 @@ test('plain commands (SET NX of bytes, MGET as bytes) on a Redis Cluster: ioredi
     await nr5.close().catch(() => {});
   }
 });
+
+test('nodeOf() on a Redis Cluster names the master that holds a slot, for ioredis and node-redis 4, 5 and 6; undefined on a standalone client', async () => {
+  const rootNodes = ctx.cluster.ports.map((port) => ({ url: `redis://127.0.0.1:${port}` }));
+  const nr4 = createCluster4({ rootNodes });
+  const nr5 = createCluster5({ rootNodes });
+  nr4.on('error', () => {});
+  nr5.on('error', () => {});
+  await Promise.all([nr4.connect(), nr5.connect()]);
+  const io = new Redis(redisUrl());
+  try {
+    // The masters' slot ranges, as the server says: CLUSTER SLOTS is [start, end, [host, port, id], replicas...].
+    const ranges = (await ctx.io.cluster('SLOTS')) as unknown as [number, number, [string, number]][];
+    const masterOf = (slot: number) => {
+      const r = ranges.find(([start, end]) => slot >= start && slot <= end)!;
+      return `${r[2][0]}:${r[2][1]}`;
+    };
+    for (const [name, client] of [['ioredis', ctx.io], ['node-redis 4', nr4], ['node-redis 5', nr5], ['node-redis 6', ctx.nr]] as const) {
+      const adapter = adapt(client);
+      for (const slot of [0, 5460, 5461, 10922, 10923, 16383, 1234, 9999]) assert.equal(adapter.nodeOf(slot), masterOf(slot), `${name}, slot ${slot}`);
+    }
+    await once(io, 'ready');
+    assert.equal(adapt(io).nodeOf(0), undefined);
+  } finally {
+    io.disconnect();
+    await nr4.quit().catch(() => {});
+    await nr5.close().catch(() => {});
+  }
+});

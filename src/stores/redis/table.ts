@@ -54,9 +54,9 @@ export class RedisTable implements StoreTable {
   /** The calendar windows' periods, whose bounds every operation carries (calendar.lua). */
   private readonly calendars: CalendarPeriods[];
   /**
-   * On a cluster, whether a call may carry keys of several slots of one master: for fixed-size state,
-   * which the script reads, every key of the call, before it writes any (driver.lua), so a key that is not
-   * on that master (the client's map was stale) fails the call before it changed anything.
+   * On a cluster, whether a call may carry keys of several slots of one master: for every algorithm but
+   * concurrency the script reads every key of the call before it writes any (driver.lua), so a key that
+   * is not on that master (the client's map was stale) fails the call before it changed anything.
    */
   private readonly byNode: boolean;
   private readonly nodeOf: (slot: number) => string | undefined;
@@ -78,7 +78,7 @@ export class RedisTable implements StoreTable {
     this.calendars = spec.policies.filter((p) => p.calendar !== undefined).map((p) => new CalendarPeriods(p.calendar!));
     this.fallback = new Fallback(ctx.onError, spec);
     this.memory = this.fallback.last === undefined ? undefined : this.fallback;
-    this.byNode = ctx.connection.cluster && spec.policies.every((p) => p.algorithm !== 'sliding-log' && p.algorithm !== 'concurrency');
+    this.byNode = ctx.connection.cluster && spec.policies.every((p) => p.algorithm !== 'concurrency');
     this.nodeOf = (slot) => ctx.connection.nodeOf(slot);
   }
 

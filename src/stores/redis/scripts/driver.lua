@@ -27,7 +27,9 @@ local np = #P
 -- Scratch, reused by every operation of every call: each operation's verdicts and loaded states.
 local V, ST = {}, {}
 for i = 1, np do V[i] = { next = {} } end
-local READY, PREFETCH, BANS = false, true, false
+-- PREFETCH: every policy's state is fixed-size; READS_FIRST: every key is read before any write (all but
+-- concurrency, which reads and writes its hash as it goes), so the batch's keys can be read at its start.
+local READY, PREFETCH, READS_FIRST, BANS = false, true, true, false
 -- The calendar bounds text last parsed into CALS (one call's operations mostly share it).
 local CALTEXT
 -- Per-call limits seen, by their ARGV text: the policies each decides with (variants()). A function
@@ -52,6 +54,7 @@ local function prepare()
   for i = 1, np do
     P[i].alg.init(P[i])
     if not P[i].n then PREFETCH = false end -- not fixed-size state: read by the algorithm itself
+    if P[i].alg == ALG['concurrency'] then READS_FIRST = false end
     if P[i].block then BANS = true end
   end
   -- A ban writes on a denial, which single() and the inline path never do.
@@ -72,7 +75,7 @@ end
 -- the others (sliding log, concurrency) load, commit and adjust their own keys.
 local function load(p, key, ki)
   if p.n then return slab_load(key, ki, p.n, p.layout, p.buf) end
-  return p.alg.load(p, key)
+  return p.alg.load(p, key, ki)
 end
 
 local function commit(p, key, ki, st, now, cost, lease, v)
@@ -245,7 +248,7 @@ local function adjust(keys, k, now, delta)
       p.alg.adjust(p, s, now, delta)
       slab_save(key, ki, s, p.n, p.layout, p.alg.idle(p, s), now)
     else
-      p.alg.adjust(p, key, p.alg.load(p, key), now, delta)
+      p.alg.adjust(p, key, p.alg.load(p, key, ki), now, delta)
     end
   end
 end
@@ -300,14 +303,14 @@ local function run(KEYS, ARGV)
   if not READY then prepare() end
   local nk = #KEYS
   if nk == 1 and SINGLE and #ARGV == 0 then return single(KEYS[1]) end
-  SEEN, DIRTY = {}, {}
+  SEEN, DIRTY, LOGS = {}, {}, {}
   local a = 1
   if nk == 1 and #ARGV > 0 and string.byte(ARGV[1]) == 64 then
     -- '@<n>' and n keys: a cluster call whose keys are of several slots of this master (batch.ts), which
     -- it may not declare; KEYS[1] only routed it. EVAL source may touch undeclared keys of this master.
     -- A GET each (MGET is for one slot), every key before any write: a key whose slot is not here fails
     -- the call at its GET, with nothing changed, and the caller sends it again by slot.
-    if not PREFETCH then error('sluice internal: a call across slots needs fixed-size state') end
+    if not READS_FIRST then error('sluice internal: a call across slots needs every key read first') end
     nk = tonumber(string.sub(ARGV[1], 2))
     local keys = {}
     VALS = {}
@@ -318,7 +321,7 @@ local function run(KEYS, ARGV)
     end
     KEYS, a = keys, nk + 2
   -- One MGET for the whole batch (bounded, as Lua's unpack is).
-  elseif PREFETCH and nk <= 4000 then VALS = rcall('MGET', unpack(KEYS)) else VALS = {} end
+  elseif READS_FIRST and nk <= 4000 then VALS = rcall('MGET', unpack(KEYS)) else VALS = {} end
   local now
   if not CLIENT_TIME then
     now = redis_now() -- once per batch
@@ -425,6 +428,7 @@ local function run(KEYS, ARGV)
         local ki = k + i
         rcall('DEL', KEYS[ki])
         slab_put(KEYS[ki], ki, false, nil)
+        LOGS[KEYS[ki]] = nil -- SEEN now says deleted
       end
       n = n + 1
       out[n] = 0

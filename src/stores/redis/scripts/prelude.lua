@@ -40,6 +40,9 @@ end
 -- operations of the batch touch is read from the batch, not from Redis, and only its last state is sent.
 -- Missing or foreign-sized values read as all zeros, the idle state.
 local VALS, DIRTY, SEEN
+-- Per batch, the sliding log's writes: LOGS[key] is the log a batch wrote there (false: deleted, or reset),
+-- which a later operation of the batch reads instead of VALS (a log is written at once, not at the end).
+local LOGS
 
 -- Reads into `s` (a table the caller reuses: one operation runs at a time) and returns it.
 local function slab_load(key, ki, n, layout, s)

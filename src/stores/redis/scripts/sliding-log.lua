@@ -4,15 +4,24 @@
 -- Writes the log at once (it is not batched like fixed-size state), with a TTL until it is idle.
 local function save_packed(key, packed, idle, now)
   if idle <= now then
+    LOGS[key] = false
     redis.call('DEL', key)
   else
+    LOGS[key] = packed
     redis.call('SET', key, packed, 'PX', fmt('%d', ceil(idle - now) + GRACE))
   end
 end
 
 -- A banning policy's log starts with a header pair: [ban end, bans counted] (block.lua).
-local function log_load(p, key)
-  local raw = redis.call('GET', key)
+-- The log at KEYS[ki] as of this operation: written earlier in the batch (LOGS), reset in it (SEEN), read
+-- with the batch's other keys before any write (VALS: the driver's MGET, or its GETs across slots), or GET.
+local function log_load(p, key, ki)
+  local raw = LOGS[key]
+  if raw == nil then
+    local at = SEEN[key]
+    if at then raw = VALS[at] else raw = VALS[ki] end
+    if raw == nil then raw = redis.call('GET', key) end
+  end
   if not raw or #raw % 16 ~= 0 then return nil end
   local st = { times = {}, costs = {}, sum = 0, ban_e = 0, ban_c = 0 }
   local pos, n = 1, 0
@@ -74,6 +83,7 @@ local function log_save(p, key, st, now)
     parts[1] = struct.pack('dd', e, c)
   end
   if idle <= now then
+    LOGS[key] = false
     redis.call('DEL', key)
     return
   end

@@ -36,19 +36,28 @@ function thirdParty(): Set<string> {
   const out = new Set(['@types/node', '@types/express']);
   const frames = fragments.map((b) => join(FRAMES, `${b.fragment}.ts`)).filter((f) => existsSync(f)).map((f) => readFileSync(f, 'utf8'));
   for (const code of [...ts.map((b) => b.code), ...frames]) {
-    for (const m of code.matchAll(/from '([^'.][^']*)'/g)) {
+    for (const m of code.matchAll(/(?:from|import) '([^'.][^']*)'/g)) {
       const spec = m[1]!;
       if (spec.startsWith('node:') || spec === 'sluice' || spec.startsWith('sluice/')) continue;
-      out.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
+      const pkg = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!;
+      out.add(pkg);
+      // A package without types of its own has them in @types (koa): a user installs both.
+      const types = `@types/${pkg.startsWith('@') ? pkg.slice(1).replace('/', '__') : pkg}`;
+      if (existsSync(join(ROOT, 'node_modules', types))) out.add(types);
     }
   }
   return out;
 }
 
+// Decorators as a NestJS project's tsconfig has them (docs/nestjs.md); no other block uses any.
+const COMPILER_OPTIONS = { strict: true, target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2022', 'DOM'], types: ['node'], noEmit: true, skipLibCheck: true, experimentalDecorators: true, emitDecoratorMetadata: true };
+
 before(() => {
   const { tarball } = packedTarball();
   for (const kind of ['commonjs', 'module'] as const) {
     consumerProject(projects[kind], kind, tarball);
+    // tsx reads it when it runs a block; tsc is given tsconfig.check.json, with the files.
+    writeFileSync(join(projects[kind], 'tsconfig.json'), JSON.stringify({ compilerOptions: COMPILER_OPTIONS }));
     for (const pkg of thirdParty()) {
       const link = join(projects[kind], 'node_modules', pkg);
       if (existsSync(link)) continue;
@@ -78,11 +87,8 @@ test('every TypeScript block of the README and docs/ is complete or a fragment w
 });
 
 function tsc(kind: Kind, files: string[]) {
-  const config = join(projects[kind], 'tsconfig.json');
-  writeFileSync(config, JSON.stringify({
-    compilerOptions: { strict: true, target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2022', 'DOM'], types: ['node'], noEmit: true, skipLibCheck: true },
-    files,
-  }));
+  const config = join(projects[kind], 'tsconfig.check.json');
+  writeFileSync(config, JSON.stringify({ compilerOptions: COMPILER_OPTIONS, files }));
   return spawnSync(process.execPath, [TSC, '-p', config], { cwd: projects[kind], encoding: 'utf8', timeout: 240_000 });
 }
 

@@ -1,0 +1,1 @@
+// The frame of a block that is a module another program loads (Next's proxy.ts, a Nest module your app imports): nothing to add; it is complete, but it keeps a Redis client open, so it is type-checked, not run.

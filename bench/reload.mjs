@@ -49,6 +49,7 @@ async function service(mode, path) {
     quiet.disable();
     const loop = monitorEventLoopDelay({ resolution: 1 });
     loop.enable();
+    await new Promise((r) => setTimeout(r, 20)); // the histogram's timer is running before the reload starts
     const maxRssBefore = process.resourceUsage().maxRSS;
     const startedAt = now();
     let ok;

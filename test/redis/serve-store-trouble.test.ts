@@ -97,6 +97,15 @@ describe('store trouble is logged (#37 finding 5)', () => {
     });
   });
 
+  test('store trouble is not logged when the service closes its own connection', async () => {
+    await withOwnRedis([], {}, async (_server, svc, logs) => {
+      await until(() => lines(logs, /Redis settings read/).length > 0, 5000, 'the connection');
+      await svc.close();
+      await new Promise((r) => setTimeout(r, 300)); // the client's close events come after quit() resolves
+      assert.deepEqual(logs.lines.filter((l) => (l.level as number) >= LEVEL.warn), []);
+    });
+  });
+
   test('store trouble when Redis freezes (SIGSTOP): calls unanswered are an error line, the thaw a recovery line', async () => {
     await withOwnRedis([], {}, async (server, svc, logs) => {
       assert.equal((await check(svc.httpPort, 'cy')).status, 200);

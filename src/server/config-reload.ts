@@ -92,7 +92,7 @@ export function loadRulesOffThread(path: string, options: ConfigOptions, ruleOpt
       try {
         while (at < queue.length) {
           place(queue[at++]!);
-          if ((at & 15) === 0 && performance.now() - t0 >= sliceMs) {
+          if ((at & 3) === 0 && performance.now() - t0 >= sliceMs) {
             stepping = true;
             setImmediate(step);
             return;

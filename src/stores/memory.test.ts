@@ -95,3 +95,15 @@ test('rows freed by eviction are reused clean', () => {
   assert.equal(fresh.length, 1, 'exactly one of a, b was evicted, and reads as unused');
   assert.equal(limiter.limitSync('c', { cost: 0 }).remaining, 1);
 });
+
+// Issue #37 finding 4: a table per rule, each with a slab of 1024 rows, made 50,000 rules hold about 1 GB.
+test('a table per rule preallocates little: 10,000 limiters on one memory store hold under 20 MB of slabs', async () => {
+  const store = new MemoryStore();
+  const before = process.memoryUsage().arrayBuffers;
+  const limiters = [];
+  for (let i = 0; i < 10_000; i++) limiters.push(new Limiter({ policy: { name: `rule${i}`, algorithm: 'sliding-window', limit: 100, window: 60_000 }, store }));
+  const held = process.memoryUsage().arrayBuffers - before;
+  assert.equal(limiters.length, 10_000);
+  assert.ok(held < 20 * 1024 * 1024, `${(held / 1024 / 1024).toFixed(1)} MB of slabs for 10,000 empty tables`);
+  assert.equal((await limiters[9_999]!.limit('k')).allowed, true);
+});

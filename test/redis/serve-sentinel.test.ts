@@ -49,55 +49,64 @@ function primaryPort(sentinelPort: number, cli: string[] = []): number {
   }
 }
 
-describe('sluice serve --redis-sentinel', () => {
-  let primary: OwnRedis;
-  let replica: OwnRedis;
+/**
+ * For a describe block: a primary, its replica and a Sentinel watching them (down after 500 ms, quorum 1),
+ * all on spare ports, started before its tests and stopped after (a frozen primary is thawed first).
+ */
+function useSentinelTrio(name: string): { primary: OwnRedis; replica: OwnRedis; sentinelPort: number } {
+  const ctx = {} as { primary: OwnRedis; replica: OwnRedis; sentinelPort: number };
   let sentinel: ChildProcess | undefined;
-  let sentinelPort: number;
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-sentinel-'));
-  const cfg = new TempConfig(CONFIG);
-
+  const dir = mkdtempSync(join(tmpdir(), `sluice-${name}-`));
   before(async () => {
-    primary = new OwnRedis(await freePort());
-    await primary.start();
-    replica = new OwnRedis(await freePort(), ['--replicaof', '127.0.0.1', String(primary.port)]);
-    await replica.start();
-    sentinelPort = await freePort();
+    ctx.primary = new OwnRedis(await freePort());
+    await ctx.primary.start();
+    ctx.replica = new OwnRedis(await freePort(), ['--replicaof', '127.0.0.1', String(ctx.primary.port)]);
+    await ctx.replica.start();
+    ctx.sentinelPort = await freePort();
     const conf = join(dir, 'sentinel.conf'); // a Sentinel rewrites its config file, so it gets one of its own
     writeFileSync(conf, [
-      `port ${sentinelPort}`,
+      `port ${ctx.sentinelPort}`,
       'bind 127.0.0.1',
       `dir ${dir}`,
-      `sentinel monitor sluice-primary 127.0.0.1 ${primary.port} 1`,
+      `sentinel monitor sluice-primary 127.0.0.1 ${ctx.primary.port} 1`,
       'sentinel down-after-milliseconds sluice-primary 500',
       'sentinel failover-timeout sluice-primary 5000',
       '',
     ].join('\n'));
     sentinel = spawn('redis-sentinel', [conf], { stdio: 'ignore' });
-    await until(() => ping(sentinelPort), 10_000, 'the Sentinel');
-    await until(() => primaryPort(sentinelPort) === primary.port, 10_000, 'the Sentinel to know the primary');
+    await until(() => ping(ctx.sentinelPort), 10_000, 'the Sentinel');
+    await until(() => primaryPort(ctx.sentinelPort) === ctx.primary.port, 10_000, 'the Sentinel to know the primary');
+    // A replica that has not finished its first sync copies nothing, and cannot be promoted.
+    await until(() => /master_link_status:up/.test(execFileSync('redis-cli', ['-p', String(ctx.replica.port), 'INFO', 'replication'], { encoding: 'utf8' })), 20_000, 'the replica in sync');
   });
   after(async () => {
+    ctx.primary?.proc?.kill('SIGCONT');
     await kill(sentinel);
-    await replica.destroy();
-    await primary.destroy();
+    await ctx.replica?.destroy();
+    await ctx.primary?.destroy();
     rmSync(dir, { recursive: true, force: true });
-    cfg.remove();
   });
+  return ctx;
+}
+
+describe('sluice serve --redis-sentinel', () => {
+  const trio = useSentinelTrio('sentinel');
+  const cfg = new TempConfig(CONFIG);
+  after(() => cfg.remove());
 
   test('decides on the primary the Sentinel names, and on the promoted replica after the primary dies', async () => {
-    const settings = { redisSentinel: `sluice-primary@127.0.0.1:${sentinelPort}`, redisPrefix: `sluice-sentinel-${process.pid}`, failureMode: 'closed' as const, redisTimeoutMs: 2000, grpcPort: -1 };
+    const settings = { redisSentinel: `sluice-primary@127.0.0.1:${trio.sentinelPort}`, redisPrefix: `sluice-sentinel-${process.pid}`, failureMode: 'closed' as const, redisTimeoutMs: 2000, grpcPort: -1 };
     const { svc } = await start(cfg.path, { name: 'sentinel', settings });
     const check = (user: string) => post(svc.httpPort, '/v1/check', { domain: 'api', descriptors: [{ user }] }).then((r) => r.status);
     try {
       assert.equal((await fetch(`http://127.0.0.1:${svc.httpPort}/readyz`)).status, 200);
       assert.deepEqual([await check('ann'), await check('ann')], [200, 200]);
-      const keys = execFileSync('redis-cli', ['-p', String(primary.port), '--scan', '--pattern', `sluice-sentinel-${process.pid}*`], { encoding: 'utf8' });
+      const keys = execFileSync('redis-cli', ['-p', String(trio.primary.port), '--scan', '--pattern', `sluice-sentinel-${process.pid}*`], { encoding: 'utf8' });
       assert.notEqual(keys.trim(), '', 'the counts live on the primary');
       // Let the replica copy them, then kill the primary as a crash would.
-      await until(() => execFileSync('redis-cli', ['-p', String(replica.port), '--scan', '--pattern', `sluice-sentinel-${process.pid}*`], { encoding: 'utf8' }).trim() !== '', 5000, 'replication');
-      await primary.stop();
-      await until(() => primaryPort(sentinelPort) === replica.port, 20_000, 'the Sentinel to promote the replica');
+      await until(() => execFileSync('redis-cli', ['-p', String(trio.replica.port), '--scan', '--pattern', `sluice-sentinel-${process.pid}*`], { encoding: 'utf8' }).trim() !== '', 10_000, 'replication');
+      await trio.primary.stop();
+      await until(() => primaryPort(trio.sentinelPort) === trio.replica.port, 20_000, 'the Sentinel to promote the replica');
       await until(async () => (await check('bob')) === 200, 20_000, 'the service to decide on the new primary');
       assert.equal(await check('ann'), 429, "ann's two requests were copied to the replica before it was promoted: her third is refused");
     } finally {
@@ -110,53 +119,21 @@ describe('sluice serve --redis-sentinel', () => {
 // not a dead one. No connection closes, so a client that only asks the Sentinels again on a reconnect
 // waits on the old master until it thaws; the Sentinel promotes the replica within seconds all the same.
 describe('sluice serve --redis-sentinel, the master frozen', () => {
-  let primary: OwnRedis;
-  let replica: OwnRedis;
-  let sentinel: ChildProcess | undefined;
-  let sentinelPort: number;
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-sentinel-frozen-'));
+  const trio = useSentinelTrio('sentinel-frozen');
   const cfg = new TempConfig(CONFIG);
-
-  before(async () => {
-    primary = new OwnRedis(await freePort());
-    await primary.start();
-    replica = new OwnRedis(await freePort(), ['--replicaof', '127.0.0.1', String(primary.port)]);
-    await replica.start();
-    sentinelPort = await freePort();
-    const conf = join(dir, 'sentinel.conf');
-    writeFileSync(conf, [
-      `port ${sentinelPort}`,
-      'bind 127.0.0.1',
-      `dir ${dir}`,
-      `sentinel monitor sluice-primary 127.0.0.1 ${primary.port} 1`,
-      'sentinel down-after-milliseconds sluice-primary 500',
-      'sentinel failover-timeout sluice-primary 5000',
-      '',
-    ].join('\n'));
-    sentinel = spawn('redis-sentinel', [conf], { stdio: 'ignore' });
-    await until(() => ping(sentinelPort), 10_000, 'the Sentinel');
-    await until(() => primaryPort(sentinelPort) === primary.port, 10_000, 'the Sentinel to know the primary');
-  });
-  after(async () => {
-    primary.proc?.kill('SIGCONT');
-    await kill(sentinel);
-    await replica.destroy();
-    await primary.destroy();
-    rmSync(dir, { recursive: true, force: true });
-    cfg.remove();
-  });
+  after(() => cfg.remove());
 
   test('frozen sentinel master: decisions come back on the promoted replica within seconds, while the old master still hangs', async () => {
     const prefix = `sluice-sentinel-frozen-${process.pid}`;
-    const settings = { redisSentinel: `sluice-primary@127.0.0.1:${sentinelPort}`, redisPrefix: prefix, failureMode: 'closed' as const, redisTimeoutMs: 500, grpcPort: -1 };
+    const settings = { redisSentinel: `sluice-primary@127.0.0.1:${trio.sentinelPort}`, redisPrefix: prefix, failureMode: 'closed' as const, redisTimeoutMs: 500, grpcPort: -1 };
     const { svc } = await start(cfg.path, { name: 'sentinel frozen', settings });
     const check = (user: string) => post(svc.httpPort, '/v1/check', { domain: 'api', descriptors: [{ user }] }).then((r) => r.status);
     try {
       assert.deepEqual([await check('ann'), await check('ann')], [200, 200]);
-      await until(() => execFileSync('redis-cli', ['-p', String(replica.port), '--scan', '--pattern', `${prefix}*`], { encoding: 'utf8' }).trim() !== '', 5000, 'replication');
-      primary.proc!.kill('SIGSTOP'); // stays frozen to the end of the test: only a client that follows the Sentinel answers
+      await until(() => execFileSync('redis-cli', ['-p', String(trio.replica.port), '--scan', '--pattern', `${prefix}*`], { encoding: 'utf8' }).trim() !== '', 10_000, 'replication');
+      trio.primary.proc!.kill('SIGSTOP'); // stays frozen to the end of the test: only a client that follows the Sentinel answers
       assert.equal(await check('carl'), 429, 'failure mode closed: no answer from the frozen master is a denial');
-      await until(() => primaryPort(sentinelPort) === replica.port, 20_000, 'the Sentinel to promote the replica');
+      await until(() => primaryPort(trio.sentinelPort) === trio.replica.port, 20_000, 'the Sentinel to promote the replica');
       await until(async () => (await check('bob')) === 200, 5000, 'a decision on the promoted replica within 5 s of its promotion');
       assert.equal(await check('ann'), 429, "ann's two requests were copied to the replica: her third is refused there");
       assert.equal((await fetch(`http://127.0.0.1:${svc.httpPort}/readyz`)).status, 200);

@@ -5,10 +5,10 @@
 // restart) is named in the log, and a user whose ACL hides CONFIG is told what it cannot check.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { freePort, OwnRedis } from './harness.js';
 import { post, start, TempConfig, type LogSink } from '../integration/serve-helpers.js';
 import type { Settings } from '../../src/server/settings.js';
+import type { RunningService } from '../../src/server/serve.js';
 
 const CONFIG = `domain: api
 descriptors:
@@ -36,6 +36,23 @@ async function serve(extra: Partial<Settings>) {
   return start(cfg.path, { name: 'store trouble', settings });
 }
 
+/** Runs `body` against a service on a redis-server of its own started with `redisArgs`; stops both after. */
+async function withOwnRedis(redisArgs: string[], extra: Partial<Settings>, body: (server: OwnRedis, svc: RunningService, logs: LogSink) => Promise<void>): Promise<void> {
+  const server = new OwnRedis(await freePort(), redisArgs);
+  await server.start();
+  try {
+    const { svc, logs } = await serve({ redis: `redis://127.0.0.1:${server.port}`, ...extra });
+    try {
+      await body(server, svc, logs);
+    } finally {
+      server.proc?.kill('SIGCONT');
+      await svc.close();
+    }
+  } finally {
+    await server.destroy();
+  }
+}
+
 const check = (port: number, user: string) => post(port, '/v1/check', { domain: 'api', descriptors: [{ user }] });
 const json = (port: number, user: string) => post(port, '/json', { domain: 'api', descriptors: [{ entries: [{ key: 'user', value: user }] }] });
 const readyz = (port: number) => fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status);
@@ -60,10 +77,7 @@ describe('store trouble is logged (#37 finding 5)', () => {
   });
 
   test('store trouble when Redis dies: one error line with the cause for the whole outage, not one per request; one line when it is back', async () => {
-    const server = new OwnRedis(await freePort());
-    await server.start();
-    const { svc, logs } = await serve({ redis: `redis://127.0.0.1:${server.port}` });
-    try {
+    await withOwnRedis([], {}, async (server, svc, logs) => {
       assert.equal((await check(svc.httpPort, 'bob')).json.reason, undefined, 'a decision Redis made has no reason');
       assert.equal(await readyz(svc.httpPort), 200);
       await server.stop();
@@ -80,17 +94,20 @@ describe('store trouble is logged (#37 finding 5)', () => {
       assert.equal(lines(logs, /answers the store again/)[0]!.level, LEVEL.info);
       await until(async () => (await check(svc.httpPort, 'bob')).json.reason === undefined, 5000, 'decisions on Redis again');
       assert.equal(await readyz(svc.httpPort), 200);
-    } finally {
+    });
+  });
+
+  test('store trouble is not logged when the service closes its own connection', async () => {
+    await withOwnRedis([], {}, async (_server, svc, logs) => {
+      await until(() => lines(logs, /Redis settings read/).length > 0, 5000, 'the connection');
       await svc.close();
-      await server.destroy();
-    }
+      await new Promise((r) => setTimeout(r, 300)); // the client's close events come after quit() resolves
+      assert.deepEqual(logs.lines.filter((l) => (l.level as number) >= LEVEL.warn), []);
+    });
   });
 
   test('store trouble when Redis freezes (SIGSTOP): calls unanswered are an error line, the thaw a recovery line', async () => {
-    const server = new OwnRedis(await freePort());
-    await server.start();
-    const { svc, logs } = await serve({ redis: `redis://127.0.0.1:${server.port}` });
-    try {
+    await withOwnRedis([], {}, async (server, svc, logs) => {
       assert.equal((await check(svc.httpPort, 'cy')).status, 200);
       server.proc!.kill('SIGSTOP');
       for (let i = 0; i < 20; i++) assert.equal((await check(svc.httpPort, `frozen${i}`)).json.reason, 'store-error');
@@ -101,53 +118,34 @@ describe('store trouble is logged (#37 finding 5)', () => {
       server.proc!.kill('SIGCONT');
       await until(async () => (await check(svc.httpPort, 'cy')).json.reason === undefined, 5000, 'answers after the thaw');
       assert.equal(lines(logs, /answers the store again/).length, 1);
-    } finally {
-      server.proc?.kill('SIGCONT');
-      await svc.close();
-      await server.destroy();
-    }
+    });
   });
 });
 
 describe('Redis that forgets (#37 finding 6)', () => {
   for (const policy of ['volatile-lru', 'allkeys-random']) {
     test(`redis that forgets: maxmemory-policy ${policy} is a warn line at start naming the safe settings`, async () => {
-      const server = new OwnRedis(await freePort(), ['--maxmemory', '64mb', '--maxmemory-policy', policy]);
-      await server.start();
-      const { svc, logs } = await serve({ redis: `redis://127.0.0.1:${server.port}` });
-      try {
+      await withOwnRedis(['--maxmemory', '64mb', '--maxmemory-policy', policy], {}, async (server, svc, logs) => {
         await until(() => lines(logs, /Redis settings read/).length > 0, 5000, 'the settings check');
         const warned = lines(logs, /maxmemory-policy is/);
         assert.equal(warned.length, 1);
         assert.equal(warned[0]!.level, LEVEL.warn);
         assert.equal(warned[0]!.maxmemoryPolicy, policy);
         assert.match(String(warned[0]!.msg), /allkeys-lru, allkeys-lfu or noeviction/);
-      } finally {
-        await svc.close();
-        await server.destroy();
-      }
+      });
     });
   }
 
   test('redis that forgets: allkeys-lru is read and not warned of', async () => {
-    const server = new OwnRedis(await freePort(), ['--maxmemory', '64mb', '--maxmemory-policy', 'allkeys-lru']);
-    await server.start();
-    const { svc, logs } = await serve({ redis: `redis://127.0.0.1:${server.port}` });
-    try {
+    await withOwnRedis(['--maxmemory', '64mb', '--maxmemory-policy', 'allkeys-lru'], {}, async (server, svc, logs) => {
       await until(() => lines(logs, /Redis settings read/).length > 0, 5000, 'the settings check');
       assert.equal(lines(logs, /Redis settings read/)[0]!.maxmemoryPolicy, 'allkeys-lru');
       assert.equal(lines(logs, /maxmemory-policy is/).length, 0);
-    } finally {
-      await svc.close();
-      await server.destroy();
-    }
+    });
   });
 
   test('redis that forgets: a restart (a new run_id) is a warn line', async () => {
-    const server = new OwnRedis(await freePort());
-    await server.start();
-    const { svc, logs } = await serve({ redis: `redis://127.0.0.1:${server.port}` });
-    try {
+    await withOwnRedis([], {}, async (server, svc, logs) => {
       await until(() => lines(logs, /Redis settings read/).length > 0, 5000, 'the settings check');
       const before = lines(logs, /Redis settings read/)[0]!.runId;
       await server.stop();
@@ -157,26 +155,16 @@ describe('Redis that forgets (#37 finding 6)', () => {
       assert.equal(restarted.level, LEVEL.warn);
       assert.equal(restarted.previousRunId, before);
       assert.notEqual(restarted.runId, before);
-    } finally {
-      await svc.close();
-      await server.destroy();
-    }
+    });
   });
 
   test('redis that forgets: a user whose ACL refuses CONFIG is told the policy could not be read', async () => {
-    const server = new OwnRedis(await freePort());
-    await server.start();
-    execFileSync('redis-cli', ['-p', String(server.port), 'ACL', 'SETUSER', 'limiter', 'on', '>limiter-pw', '~*', '+@all', '-config']);
-    const { svc, logs } = await serve({ redis: `redis://127.0.0.1:${server.port}`, redisUsername: 'limiter', redisPassword: 'limiter-pw' });
-    try {
+    await withOwnRedis(['--user', 'limiter', 'on', '>limiter-pw', '~*', '+@all', '-config'], { redisUsername: 'limiter', redisPassword: 'limiter-pw' }, async (server, svc, logs) => {
       await until(() => lines(logs, /Redis settings read/).length > 0, 5000, 'the settings check');
       const refused = lines(logs, /cannot read Redis's maxmemory-policy/);
       assert.equal(refused.length, 1);
       assert.match(String(refused[0]!.cause), /NOPERM/);
       assert.equal((await check(svc.httpPort, 'dee')).json.reason, undefined, 'decisions need no CONFIG');
-    } finally {
-      await svc.close();
-      await server.destroy();
-    }
+    });
   });
 });

@@ -176,7 +176,9 @@ function ioredis(c: AnyClient): RedisAdapter {
     nodeOf: (slot) => (cluster ? (c.slots as string[][] | undefined)?.[slot]?.[0] : undefined),
     onError: (listener) => listen(c, listener),
     onReady: (listener) => listen(c, listener, 'ready'),
-    onClose: (listener) => listen(c, listener, 'close'),
+    // Not the close its owner asked for (quit, disconnect): ioredis has turned to 'end' by the time it emits
+    // 'close' (its events come a tick late), and reconnects otherwise.
+    onClose: (listener) => listen(c, () => c.status !== 'end' && listener(), 'close'),
     servers: async () => {
       const nodes = cluster ? ((c.nodes as (role: string) => AnyClient[]).call(c, 'master')) : [c];
       return nodes.map((n) => ({ name: serverName(n.options), send: (args) => (n.call as Fn).call(n, ...args) as Promise<unknown> }));

@@ -1,0 +1,230 @@
+// `node bench/reload.mjs [reps=3] [sizes=10000,50000,300000]`: what a config reload of N rules costs
+// `sluice serve` (memory store, the built dist/), next to its peer in the same run: main's reload before
+// issue #37, which read, validated and built the new rules on the decision thread ('sync'), against the
+// reload built off the decision path ('off-thread': a worker reads and validates, this thread places the
+// tree in 2 ms slices, then swaps).
+//
+// Each measurement is a fresh service process (started on 10 rules, then reloaded to N) with a client
+// process sending POST /json one at a time over keep-alive throughout. Reported per mode and size, median
+// of the reps: the reload's wall time, the longest wait of a decision sent during it (from the client), the
+// longest event-loop delay in the service (monitorEventLoopDelay), the service's peak RSS (maxRSS) and its
+// RSS at idle after the reload and a full GC. 300,000 rules (about 23 MB of YAML) are over the default
+// --max-config-bytes and --max-rules: the off-thread run raises both to measure them, and one more run says
+// what the defaults answer. Run `npm run build` first.
+import { fork } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+
+const HERE = fileURLToPath(import.meta.url);
+const DIST = fileURLToPath(new URL('../dist/', import.meta.url));
+const now = () => performance.timeOrigin + performance.now();
+
+function config(n) {
+  let y = 'domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 1000000 }\n';
+  for (let i = 0; i < n; i++) y += `  - key: tenant\n    value: t${i}\n    rate_limit: { unit: minute, requests_per_unit: 100 }\n`;
+  return y;
+}
+
+
+/** The service process: sluice serve from dist/, reloaded on command in `mode`. */
+async function service(mode, path) {
+  const { startService } = await import(join(DIST, 'server/serve.js'));
+  const { DEFAULTS } = await import(join(DIST, 'server/settings.js'));
+  const { loadConfig } = await import(join(DIST, 'server/config.js'));
+  const { RuleSet } = await import(join(DIST, 'server/rules.js'));
+  const raised = mode === 'off-thread' ? { maxRules: 400_000, maxConfigBytes: 64 * 1024 * 1024 } : { maxRules: Number.MAX_SAFE_INTEGER, maxConfigBytes: Number.MAX_SAFE_INTEGER };
+  const settings = { ...DEFAULTS, config: path, port: 0, grpcPort: -1, watch: false, logLevel: 'warn', ...(mode === 'defaults' ? {} : raised) };
+  const sink = new (await import('node:stream')).Writable({ write: (_c, _e, done) => done() });
+  // The dashboard samples every rule each second and keeps 120 samples of each: its cost grows with the rules
+  // after the swap, whatever the reload does. Off by default (DASHBOARD=1 keeps it), to time the reload itself.
+  const svc = await startService(settings, { logStream: sink, ...(process.env.DASHBOARD === '1' ? {} : { sampleMs: 2_147_483_647 }) });
+  process.send({ port: svc.httpPort });
+  // The same measure over the second before the reload: what the shared host alone costs.
+  const quiet = monitorEventLoopDelay({ resolution: 1 });
+  quiet.enable();
+  process.on('message', async (m) => {
+    if (m !== 'reload') return;
+    quiet.disable();
+    const loop = monitorEventLoopDelay({ resolution: 1 });
+    loop.enable();
+    await new Promise((r) => setTimeout(r, 20)); // the histogram's timer is running before the reload starts
+    const maxRssBefore = process.resourceUsage().maxRSS;
+    const startedAt = now();
+    let ok;
+    let problems;
+    if (mode === 'sync') {
+      // main's reload before #37: read, validate and build on this thread, then swap.
+      try {
+        const next = new RuleSet(loadConfig(path, { maxBytes: Number.MAX_SAFE_INTEGER, maxRules: Number.MAX_SAFE_INTEGER }), ruleOptionsOf(svc), svc.service.rules);
+        svc.service.replaceRules(next);
+        ok = true;
+      } catch (e) {
+        ok = false;
+        problems = e.problems ?? [String(e)];
+      }
+    } else {
+      const lines = [];
+      const log = svc.log;
+      const error = log.error.bind(log);
+      log.error = (o, msg) => (lines.push(o?.problems), error(o, msg));
+      ok = await svc.reload('bench');
+      problems = lines[0];
+    }
+    const endedAt = now();
+    // The second after the swap counts too: the first dashboard sample and scrape of the new rules.
+    await new Promise((r) => setTimeout(r, 1000));
+    loop.disable();
+    const maxRss = process.resourceUsage().maxRSS;
+    globalThis.gc?.();
+    await new Promise((r) => setTimeout(r, 200));
+    process.send({ ok, problems, rules: svc.service.rules.rules.size, startedAt, endedAt, loopMaxMs: loop.max / 1e6, quietLoopMaxMs: quiet.max / 1e6, maxRssMb: Math.max(maxRss, maxRssBefore) / 1024, idleRssMb: process.memoryUsage().rss / 1024 / 1024 });
+  });
+}
+
+/** The service's RuleSet options, as startService built them (the memory store of its rules). */
+function ruleOptionsOf(svc) {
+  const any = svc.service.rules.rules.values().next().value;
+  return { store: any?.limiter?.store };
+}
+
+/** The client process: POST /json one at a time until told to stop; then every request's [sent at, ms]. */
+async function client(port) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const body = JSON.stringify({ domain: 'api', descriptors: [{ entries: [{ key: 'user', value: 'u1' }] }] });
+  const seen = [];
+  let stop = false;
+  process.on('message', (m) => {
+    if (m === 'stop') stop = true;
+  });
+  process.send('ready');
+  while (!stop) {
+    const t0 = now();
+    await new Promise((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, path: '/json', method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+        res.resume();
+        res.on('end', resolve);
+      });
+      req.on('error', reject);
+      req.end(body);
+    }).catch(() => (stop = true)); // the service died: report what was seen
+    seen.push([t0, now() - t0]);
+    await new Promise((r) => setImmediate(r));
+  }
+  process.send(seen);
+  agent.destroy();
+}
+
+function once(child, pred = () => true) {
+  return new Promise((resolve, reject) => {
+    const on = (m) => {
+      if (!pred(m)) return;
+      child.off('message', on);
+      resolve(m);
+    };
+    child.on('message', on);
+    child.once('exit', (code) => reject(new Error(`child exited (${code})`)));
+  });
+}
+
+/** Longest a measurement may take: a reload still unanswered then is reported as such, and its service killed. */
+const MEASURE_TIMEOUT_MS = 300_000;
+
+async function measure(mode, n, dir) {
+  let timer;
+  const timeout = new Promise((resolve) => (timer = setTimeout(() => resolve({ mode, n, ok: false, problems: [`no answer within ${MEASURE_TIMEOUT_MS / 1000} s`] }), MEASURE_TIMEOUT_MS)));
+  const procs = [];
+  try {
+    return await Promise.race([measureOnce(mode, n, dir, procs), timeout]);
+  } finally {
+    clearTimeout(timer);
+    for (const p of procs) p.kill('SIGKILL');
+  }
+}
+
+async function measureOnce(mode, n, dir, procs) {
+  const path = join(dir, `policies-${mode}-${n}.yaml`);
+  writeFileSync(path, config(10));
+  const svc = fork(HERE, ['--service', mode, path], { execArgv: ['--expose-gc', '--max-old-space-size=8192'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  procs.push(svc);
+  svc.on('error', () => {});
+  try {
+    const { port } = await once(svc, (m) => m?.port !== undefined);
+    writeFileSync(path, config(n));
+    const cl = fork(HERE, ['--client', String(port)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    procs.push(cl);
+    cl.on('error', () => {});
+    await once(cl, (m) => m === 'ready');
+    await new Promise((r) => setTimeout(r, 1000));
+    svc.send('reload');
+    const r = await once(svc, (m) => m?.startedAt !== undefined);
+    cl.send('stop');
+    const seen = await once(cl, Array.isArray);
+    // The longest wait of a decision whose wait overlapped the reload or the second after it.
+    const during = seen.filter(([t, ms]) => t + ms >= r.startedAt && t <= r.endedAt + 1000);
+    const waitMaxMs = during.reduce((max, [, ms]) => Math.max(max, ms), 0); // no spread: a long reload sees 100,000s
+    const answered = during.filter(([t, ms]) => t + ms <= r.endedAt).length;
+    return { mode, n, ok: r.ok, problems: r.problems, rules: r.rules, reloadMs: r.endedAt - r.startedAt, waitMaxMs, answeredDuring: answered, loopMaxMs: r.loopMaxMs, quietLoopMaxMs: r.quietLoopMaxMs, maxRssMb: r.maxRssMb, idleRssMb: r.idleRssMb };
+  } catch (e) {
+    return { mode, n, ok: false, problems: [`the service died: ${e.message}`] };
+  }
+}
+
+const median = (xs) => {
+  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s[Math.floor((s.length - 1) / 2)];
+};
+const f0 = (x) => (Number.isFinite(x) ? x.toFixed(0) : '–');
+
+async function coordinator(reps, sizes) {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-reload-'));
+  const runs = [];
+  try {
+    for (let rep = 0; rep < reps; rep++) {
+      for (const n of sizes) {
+        for (const mode of ['sync', 'off-thread']) {
+          // 50,000 rules and more take minutes on a shared host: once is enough.
+          if (n >= 50_000 && rep > 0) continue;
+          const r = await measure(mode, n, dir);
+          runs.push(r);
+          console.error(JSON.stringify(r));
+        }
+      }
+    }
+    const defaults = await measure('defaults', Math.max(...sizes), dir);
+    console.error(JSON.stringify(defaults));
+    const lines = [
+      `# bench/reload.mjs: a config reload of N rules in sluice serve (memory store), ${new Date().toISOString()}`,
+      '',
+      `Reps: ${reps} (50,000 rules and more: 1); medians. Dashboard sampling ${process.env.DASHBOARD === '1' ? 'on (1 s, 120 samples kept)' : 'off (DASHBOARD=1 turns it on)'}. The waits and delays are over the reload and the second after it. Host: ${(await import('node:os')).cpus().length} cores, load ${(await import('node:os')).loadavg().map((l) => l.toFixed(1)).join(' ')} at the end.`,
+      '',
+      '| rules | mode | applied | reload ms | longest decision wait ms | longest event-loop delay ms (the second before) | decisions answered during it | peak RSS MB | idle RSS MB after GC |',
+      '|---|---|---|---|---|---|---|---|---|',
+    ];
+    for (const n of sizes) {
+      for (const mode of ['sync', 'off-thread']) {
+        const rs = runs.filter((r) => r.n === n && r.mode === mode);
+        const ok = rs.filter((r) => r.ok);
+        lines.push(`| ${n} | ${mode} | ${ok.length}/${rs.length}${ok.length < rs.length ? ` (${rs.find((r) => !r.ok)?.problems?.[0]})` : ''} | ${f0(median(ok.map((r) => r.reloadMs)))} | ${f0(median(ok.map((r) => r.waitMaxMs)))} | ${f0(median(ok.map((r) => r.loopMaxMs)))} (${f0(median(ok.map((r) => r.quietLoopMaxMs)))}) | ${f0(median(ok.map((r) => r.answeredDuring)))} | ${f0(median(ok.map((r) => r.maxRssMb)))} | ${f0(median(ok.map((r) => r.idleRssMb)))} |`);
+      }
+    }
+    lines.push('', `With the default bounds, ${Math.max(...sizes)} rules: applied ${defaults.ok}, ${defaults.problems?.[0] ?? ''} (answered in ${f0(defaults.reloadMs)} ms, longest decision wait ${f0(defaults.waitMaxMs)} ms).`);
+    const text = lines.join('\n') + '\n';
+    process.stdout.write(text);
+    const out = fileURLToPath(new URL('results/', import.meta.url));
+    mkdirSync(out, { recursive: true });
+    const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+    writeFileSync(join(out, `reload-${stamp}.md`), text);
+    writeFileSync(join(out, `reload-${stamp}.json`), JSON.stringify(runs.concat([defaults]), null, 1));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const role = process.argv[2];
+if (role === '--service') await service(process.argv[3], process.argv[4]);
+else if (role === '--client') await client(Number(process.argv[3]));
+else await coordinator(Number(process.argv[2] ?? 3), (process.argv[3] ?? '10000,50000,300000').split(',').map(Number));

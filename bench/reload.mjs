@@ -37,7 +37,7 @@ async function service(mode, path) {
   const { loadConfig } = await import(join(DIST, 'server/config.js'));
   const { RuleSet } = await import(join(DIST, 'server/rules.js'));
   const raised = mode === 'off-thread' ? { maxRules: 400_000, maxConfigBytes: 64 * 1024 * 1024 } : { maxRules: Number.MAX_SAFE_INTEGER, maxConfigBytes: Number.MAX_SAFE_INTEGER };
-  const settings = { ...DEFAULTS, config: path, port: 0, grpcPort: -1, watch: false, logLevel: 'warn', ...(mode === 'defaults' ? {} : raised) };
+  const settings = { ...DEFAULTS, config: path, port: 0, grpcPort: -1, adminPort: 0, watch: false, logLevel: 'warn', ...(mode === 'defaults' ? {} : raised) };
   const sink = new (await import('node:stream')).Writable({ write: (_c, _e, done) => done() });
   // The dashboard samples every rule each second and keeps 120 samples of each: its cost grows with the rules
   // after the swap, whatever the reload does. Off by default (DASHBOARD=1 keeps it), to time the reload itself.

@@ -33,7 +33,7 @@ async function serving(yaml: string, body: (svc: Awaited<ReturnType<typeof start
   writeFileSync(config, yaml);
   let text = '';
   const logStream = new Writable({ write: (c, _e, done) => ((text += c), done()) });
-  const svc = await startService({ ...DEFAULTS, config, port: 0, grpcPort: -1, watch: false, logLevel: 'info' }, { logStream });
+  const svc = await startService({ ...DEFAULTS, config, port: 0, grpcPort: -1, adminPort: 0, watch: false, logLevel: 'info' }, { logStream });
   const logs = () => text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
   try {
     await body(svc, logs, config);
@@ -120,13 +120,16 @@ test('with a burst above the rate, RateLimit-Limit is the burst, so RateLimit-Re
   });
 });
 
-test("the dashboard's empty-state hint is a request the running config matches, on the page's own address", async () => {
+test("the dashboard's empty-state hint is a request the running config matches, on the service's decision port", async () => {
   await serving(README_CONFIG, async (svc) => {
-    const page = await (await fetch(`http://127.0.0.1:${svc.httpPort}/`)).text();
+    const page = await (await fetch(`http://127.0.0.1:${svc.adminPort}/`)).text();
     assert.doesNotMatch(page, /localhost:8080/);
     assert.match(page, /<link rel="icon" href="data:,">/, 'no icon named: the browser asks /favicon.ico and logs a 404');
-    assert.match(page, /'curl -XPOST ' \+ location\.origin \+ "\/v1\/check -d '" \+ cfg\.exampleCheck/);
-    const view = (await (await fetch(`http://127.0.0.1:${svc.httpPort}/config`)).json()) as { exampleCheck: string; domains: { rules: { limit: string }[] }[] };
+    // The page is on the admin port; its example request goes to the decision port /config names.
+    assert.match(page, /location\.protocol \+ '\/\/' \+ location\.hostname \+ ':' \+ cfg\.decisionPort/);
+    assert.match(page, /'curl -XPOST ' \+ decisions \+ "\/v1\/check -d '" \+ cfg\.exampleCheck/);
+    const view = (await (await fetch(`http://127.0.0.1:${svc.adminPort}/config`)).json()) as { exampleCheck: string; decisionPort: number; domains: { rules: { limit: string }[] }[] };
+    assert.equal(view.decisionPort, svc.httpPort);
     const example = await post(svc.httpPort, '/v1/check', JSON.parse(view.exampleCheck));
     assert.equal(example.json.matched, true, view.exampleCheck);
     assert.equal(example.json.statuses[0].rule, 'api.remote_address');

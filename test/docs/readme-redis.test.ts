@@ -25,12 +25,13 @@ for (const [sub, target] of Object.entries(pkg.exports)) {
 
 /** Every complete TypeScript block of the README and docs/ that uses sluice/redis, with the client it imports. */
 const redisBlocks = allBlocks().filter((b) => isTypeScript(b) && b.fragment === undefined && b.code.includes("from 'sluice/redis'"));
-const clientOf = (code: string) => (/from 'ioredis'/.test(code) ? 'ioredis' : /from 'redis'/.test(code) ? 'redis' : undefined);
+const CLIENTS = ['ioredis', 'redis', 'iovalkey', '@valkey/valkey-glide'] as const;
+const clientOf = (code: string) => CLIENTS.find((c) => code.includes(`from '${c}'`));
 const README_BLOCKS = redisBlocks.filter((b) => b.page === 'README.md').map((b) => b.code);
 const ioredisBlock = README_BLOCKS.find((b) => clientOf(b) === 'ioredis');
 const nodeRedisBlock = README_BLOCKS.find((b) => clientOf(b) === 'redis');
 
-const VERSIONS = { ioredis: ['ioredis5', 'ioredis'], redis: ['redis4', 'redis5', 'redis'] } as const;
+const VERSIONS = { ioredis: ['ioredis5', 'ioredis'], redis: ['redis4', 'redis5', 'redis'], iovalkey: ['iovalkey'], '@valkey/valkey-glide': ['@valkey/valkey-glide'] } as const;
 
 const work = mkdtempSync(join(tmpdir(), 'sluice-readme-redis-'));
 writeFileSync(join(work, 'package.json'), '{"type":"module"}\n');
@@ -48,7 +49,7 @@ test('the README has a Redis example for ioredis and one for node-redis; no Redi
   assert.ok(nodeRedisBlock, 'no README block imports redis (node-redis) and sluice/redis');
   assert.ok(redisBlocks.length >= 5, `only ${redisBlocks.length} Redis examples in the README and docs/`);
   for (const b of redisBlocks) {
-    assert.ok(clientOf(b.code), `${b.page}:${b.line} imports neither ioredis nor redis`);
+    assert.ok(clientOf(b.code), `${b.page}:${b.line} imports none of ${CLIENTS.join(', ')}`);
     assert.doesNotMatch(b.code, /once\(|'ready'|await client\.connect\(\)|\.ready\(\)/, `${b.page}:${b.line} waits for the connection itself`);
     assert.match(b.code, /process\.env\.REDIS_URL \?\?/, `${b.page}:${b.line} does not take REDIS_URL`);
   }
@@ -59,7 +60,7 @@ test('the Redis examples of the README and docs/ type-check under tsc --strict w
   for (const b of redisBlocks) {
     const client = clientOf(b.code)!;
     for (const version of VERSIONS[client]) {
-      const file = join(work, `${slug(b)}-${version}.ts`);
+      const file = join(work, `${slug(b)}-${version.replace(/[@/]/g, '_')}.ts`);
       writeFileSync(file, `${mapped(b.code, client, version)}\nexport {};\n`);
       files.push(file);
     }

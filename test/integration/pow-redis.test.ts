@@ -61,7 +61,7 @@ test('verifySolution with the Redis store rejects a replay across verifier insta
 });
 
 test('a client whose dialect cannot be detected must name it', () => {
-  assert.throws(() => new RedisSpentStore({ client: { set: async () => 'OK' } }), /'dialect' must be 'ioredis' or 'node-redis'/);
-  assert.throws(() => new RedisSpentStore({ client: {} as never }), /'client' must be an ioredis or node-redis client/);
+  assert.throws(() => new RedisSpentStore({ client: { set: async () => 'OK' } }), /'dialect' must be 'ioredis', 'node-redis' or 'glide'/);
+  assert.throws(() => new RedisSpentStore({ client: {} as never }), /'client' must be an ioredis, iovalkey, node-redis or valkey-glide client/);
   assert.ok(new RedisSpentStore({ client: { set: async () => 'OK' }, dialect: 'node-redis' }));
 });

@@ -206,7 +206,8 @@ export class Gate {
    * changes nothing: other clients may share that budget, so it is no licence to speed up.
    *
    * None left and no reset given: the upstream's window is spent and its end unknown, so the key pauses
-   * for the longest window of the rate policies, the latest the upstream's window (if no longer) can turn.
+   * for the longest window of the rate policies (and the margin), the latest the upstream's window (if no
+   * longer) can turn.
    * The local window alone is not enough: its boundary is on this process's clock, and when that runs
    * ahead of the upstream's, the local window turns first and the next calls land in the spent one.
    */

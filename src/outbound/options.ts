@@ -82,8 +82,8 @@ export interface ResolvedGateOptions {
 const KNOWN = new Set(['policy', 'policies', 'store', 'maxQueue', 'timeoutMs', 'clock', 'timers', 'releasePollMs', 'marginMs']);
 
 /**
- * The default margin: event-loop lag on a loaded host and the spread of trip times to an API are a few to
- * about 15 ms, and NTP keeps clocks within about 10 ms of each other; 20 ms covers them at 2 % of a 1 s window.
+ * The default margin: a few ms of spread in trip times to a nearby API and under 10 ms between two
+ * NTP-synced clocks, covered together for 2 % of a 1 s window (docs/outbound.md says more).
  */
 export const DEFAULT_MARGIN_MS = 20;
 

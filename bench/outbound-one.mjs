@@ -22,6 +22,12 @@ const CONFIGS = {
     const f = limitedFetch(gate, 'api');
     return { fetch: (url) => f(url), run: (fn) => gate.run('api', fn) };
   },
+  // the same without the safety margin (marginMs 0): the peer that shows what the default 20 ms costs.
+  'sluice-nomargin': () => {
+    const gate = new Gate({ policy: { algorithm: 'token-bucket', limit: RATE, window: '1s', burst: 25 }, maxQueue: 1_000_000, marginMs: 0 });
+    const f = limitedFetch(gate, 'api');
+    return { fetch: (url) => f(url), run: (fn) => gate.run('api', fn) };
+  },
   // sluice with exactly the upstream's bucket: no headroom, so 429s are possible and retried.
   'sluice-exact': () => {
     const gate = new Gate({ policy: { algorithm: 'token-bucket', limit: RATE, window: '1s', burst: BURST }, maxQueue: 1_000_000 });

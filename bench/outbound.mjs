@@ -25,7 +25,7 @@ const CALLS = Number(process.env.CALLS ?? 1200);
 const RATE = 200;
 const BURST = 50;
 const OVERHEAD = { sluice: 20_000, pqueue: 20_000, bottleneck: 1_000, none: 20_000 }; // bottleneck: ms per call, fewer calls
-const UPSTREAM = ['sluice', 'sluice-exact', 'bottleneck-bucket', 'bottleneck-mintime', 'bottleneck-refresh', 'pqueue-1s', 'pqueue-250ms'];
+const UPSTREAM = ['sluice', 'sluice-nomargin', 'sluice-exact', 'bottleneck-bucket', 'bottleneck-mintime', 'bottleneck-refresh', 'pqueue-1s', 'pqueue-250ms'];
 
 const newest = (dir) => readdirSync(dir, { withFileTypes: true, recursive: true }).filter((e) => e.isFile()).reduce((m, e) => Math.max(m, statSync(join(e.parentPath ?? e.path, e.name)).mtimeMs), 0);
 const entry = join(root, 'dist', 'outbound', 'index.js');

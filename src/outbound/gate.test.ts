@@ -9,8 +9,9 @@ import { Gate, type GateOptions } from './index.js';
 
 const perSecond = (limit: number, burst = limit): PolicyOptions => ({ name: 'rate', algorithm: 'token-bucket', limit, window: '1s', burst });
 
+/** A gate on manual time with the exact policies (no safety margin), whose timings these tests pin; the margin has tests of its own. */
 function gate(t: ManualTime, options: Partial<GateOptions> & { policies: PolicyOptions[] }): Gate {
-  return new Gate({ clock: t.clock, timers: t, ...options });
+  return new Gate({ clock: t.clock, timers: t, marginMs: 0, ...options });
 }
 
 /** Starts calls and records, for each, the manual time it was admitted at or the error it got. */
@@ -158,6 +159,37 @@ test('options are validated at construction', () => {
   assert.throws(() => new Gate({ policies: [perSecond(1)], timeoutMs: 0 }), /'timeoutMs' must be a positive number/);
   assert.throws(() => new Gate({ policies: [perSecond(1)], maxQueue: -1 }), /'maxQueue' must be a non-negative integer/);
   assert.throws(() => new Gate({ policies: [perSecond(1)], timers: {} as never }), /'timers' must be an object with setTimeout/);
+  assert.throws(() => new Gate({ policies: [perSecond(1)], marginMs: -1 }), /'marginMs' must be a non-negative whole number of milliseconds \(0 for no margin\), got -1/);
+  assert.throws(() => new Gate({ policies: [perSecond(1)], marginMs: 2.5 }), /'marginMs' .* got 2\.5/);
+});
+
+test('marginMs (default 20): a bucket refills over its window plus the margin, under the name the user wrote', async () => {
+  const t = new ManualTime(0);
+  const g = new Gate({ policies: [perSecond(2)], clock: t.clock, timers: t });
+  const log: (number | string)[] = [];
+  for (let i = 0; i < 4; i++) track(g.wait('k'), t, log, i);
+  await t.advance(2000);
+  assert.deepEqual(log, [0, 0, 510, 1020], '2 per 1.02 s: 2 % under the upstream\'s 2 per second');
+  assert.equal((await g.wait('k')).policy, 'rate');
+  const unnamed = new Gate({ policy: { algorithm: 'sliding-log', limit: 5, window: '1s' }, clock: t.clock, timers: t });
+  assert.equal((await unnamed.wait('k')).policy, 'sliding-log-5-1000ms', 'the default name is the written window');
+});
+
+test('marginMs: a call a fixed window held back waits the margin past the edge; its window stays on the epoch', async () => {
+  const t = new ManualTime(400);
+  const g = new Gate({ policy: { algorithm: 'fixed-window', limit: 2, window: '1s' }, clock: t.clock, timers: t, marginMs: 15 });
+  const log: (number | string)[] = [];
+  for (let i = 0; i < 5; i++) track(g.wait('k'), t, log, i);
+  await t.advance(3000);
+  assert.deepEqual(log, [400, 400, 1015, 1015, 2015]);
+});
+
+test('marginMs: a sliding window\'s margin is rounded up to whole buckets, which must divide its window', () => {
+  const t = new ManualTime(0);
+  const sw = { name: 'sw', algorithm: 'sliding-window', limit: 10, window: '1s', buckets: 8 } as const;
+  // 1000 + 20 = 1020 is no multiple of 8 and would be refused; the margin becomes 24 (window 1024 ms).
+  assert.doesNotThrow(() => new Gate({ policies: [sw], clock: t.clock, timers: t, marginMs: 20 }));
+  assert.throws(() => new Gate({ policies: [{ ...sw, window: 1020 }], clock: t.clock, timers: t, marginMs: 0 }), /must divide evenly into 'buckets'/);
 });
 
 test('concurrency cap: at most N in flight through run(), the lease freed when fn settles, even on throw', async () => {

@@ -47,8 +47,11 @@ export class Gate {
   private readonly releasePollMs: number;
   /** Names of the concurrency policies: a denial by one of them may end early, by a release. */
   private readonly leasePolicies: ReadonlySet<string>;
-  /** The longest window of the rate (not concurrency) policies; 0 when there are none. */
+  /** The longest window of the rate (not concurrency) policies, margin included; 0 when there are none. */
   private readonly rateWindowMs: number;
+  /** Names of the fixed-window policies: a call one of them held back waits `marginMs` past the edge. */
+  private readonly fixedWindows: ReadonlySet<string>;
+  private readonly marginMs: number;
 
   constructor(options: GateOptions) {
     const o = resolveGateOptions(options);
@@ -62,7 +65,10 @@ export class Gate {
     this.releasePollMs = o.releasePollMs;
     this.capacity = Math.min(...o.policies.map((p) => p.capacity));
     this.leasePolicies = new Set(o.policies.filter((p) => p.algorithm === 'concurrency').map((p) => p.name));
-    this.rateWindowMs = Math.max(0, ...o.policies.filter((p) => p.algorithm !== 'concurrency').map((p) => p.windowMs));
+    this.marginMs = o.marginMs;
+    this.fixedWindows = new Set(o.policies.filter((p) => p.algorithm === 'fixed-window').map((p) => p.name));
+    // The other rate policies' windows already carry the margin (resolveGateOptions lengthens them).
+    this.rateWindowMs = Math.max(0, ...o.policies.filter((p) => p.algorithm !== 'concurrency').map((p) => p.windowMs + (p.algorithm === 'fixed-window' ? o.marginMs : 0)));
   }
 
   /** Calls waiting now, across all keys or for one key. */
@@ -136,7 +142,7 @@ export class Gate {
         signal.addEventListener('abort', w.onAbort, { once: true });
       }
       if (!isHead || l.pumping) return;
-      if (denied !== undefined) this.sleep(l, denied.retryAfterMs);
+      if (denied !== undefined) this.sleep(l, this.retryMs(denied));
       else this.pump(l);
     });
   }
@@ -200,7 +206,8 @@ export class Gate {
    * changes nothing: other clients may share that budget, so it is no licence to speed up.
    *
    * None left and no reset given: the upstream's window is spent and its end unknown, so the key pauses
-   * for the longest window of the rate policies, the latest the upstream's window (if no longer) can turn.
+   * for the longest window of the rate policies (and the margin), the latest the upstream's window (if no
+   * longer) can turn.
    * The local window alone is not enough: its boundary is on this process's clock, and when that runs
    * ahead of the upstream's, the local window turns first and the next calls land in the spent one.
    */
@@ -334,10 +341,18 @@ export class Gate {
     }
     w.state = 'queued';
     line.pumping = false;
-    // Only an async (shared) store reaches here with a lease denial another process may end early.
-    const ms = this.sync === false && this.leasePolicies.has(d.policy) ? Math.min(d.retryAfterMs, this.releasePollMs) : d.retryAfterMs;
-    this.sleep(line, ms);
+    this.sleep(line, this.retryMs(d));
     return false;
+  }
+
+  /** How long a line sleeps after denial `d`. */
+  private retryMs(d: Decision): number {
+    // Only an async (shared) store reaches here with a lease denial another process may end early.
+    if (this.sync === false && this.leasePolicies.has(d.policy)) return Math.min(d.retryAfterMs, this.releasePollMs);
+    // A fixed window turns on this process's clock, which may run ahead of the upstream's: its calls wait
+    // past the edge by the margin, so they do not land in the upstream's still-spent window.
+    if (this.fixedWindows.has(d.policy)) return d.retryAfterMs + this.marginMs;
+    return d.retryAfterMs;
   }
 
   private refund(key: string, cost: number, d: Decision): void {

@@ -29,6 +29,14 @@ export interface GateOptions {
    * released by other processes cannot, and their retryAfterMs is the lease timeout. Default 50 ms.
    */
   releasePollMs?: number;
+  /**
+   * Safety margin in whole milliseconds, so the gate runs just under the upstream's rate: its window edge
+   * (or its bucket's refill) does not run ahead of the upstream's because the two clocks differ by a few
+   * ms or one call's trip is slower than the one before. Sliding-log, sliding-window and bucket policies
+   * get windows this much longer; a call a fixed window (calendar ones too) held back waits this much past
+   * the window's edge. Concurrency policies are unchanged. 0 for the exact policies. Default 20 (2 % of a 1 s window).
+   */
+  marginMs?: number;
 }
 
 export interface WaitOptions {
@@ -68,9 +76,16 @@ export interface ResolvedGateOptions {
   clock: Clock;
   timers: Timers;
   releasePollMs: number;
+  marginMs: number;
 }
 
-const KNOWN = new Set(['policy', 'policies', 'store', 'maxQueue', 'timeoutMs', 'clock', 'timers', 'releasePollMs']);
+const KNOWN = new Set(['policy', 'policies', 'store', 'maxQueue', 'timeoutMs', 'clock', 'timers', 'releasePollMs', 'marginMs']);
+
+/**
+ * The default margin: a few ms of spread in trip times to a nearby API and under 10 ms between two
+ * NTP-synced clocks, covered together for 2 % of a 1 s window (docs/outbound.md says more).
+ */
+export const DEFAULT_MARGIN_MS = 20;
 
 function invalid(message: string): never {
   throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Gate ${message}`);
@@ -94,9 +109,14 @@ export function resolveGateOptions(options: GateOptions): ResolvedGateOptions {
   if (typeof releasePollMs !== 'number' || !Number.isFinite(releasePollMs) || releasePollMs <= 0) {
     invalid(`'releasePollMs' must be a positive number of milliseconds, got ${show(releasePollMs)}`);
   }
+  const marginMs = options.marginMs ?? DEFAULT_MARGIN_MS;
+  if (typeof marginMs !== 'number' || !Number.isSafeInteger(marginMs) || marginMs < 0) {
+    invalid(`'marginMs' must be a non-negative whole number of milliseconds (0 for no margin), got ${show(marginMs)}`);
+  }
   const clock = options.clock ?? monotonicClock;
   if ((options.policy === undefined) === (options.policies === undefined)) invalid(`needs exactly one of 'policy' or 'policies'`);
-  const list = options.policies ?? [options.policy!];
+  const written = options.policies ?? [options.policy!];
+  const list = withMargin(written, compilePolicies(written), marginMs);
   const policies = compilePolicies(list);
   // Concurrency policies get a limiter of their own, decided first, so that observe() can read the rate
   // policies' remaining budget: a decision only carries the most restrictive policy's count.
@@ -112,7 +132,25 @@ export function resolveGateOptions(options: GateOptions): ResolvedGateOptions {
     clock,
     timers,
     releasePollMs,
+    marginMs,
   };
+}
+
+/**
+ * The sliding and bucket rate policies with their windows `marginMs` longer, under the names they were
+ * written with (so decisions and store keys name the policy the user wrote). A sliding window's margin is
+ * rounded up to a whole number of its buckets, which must divide the window.
+ */
+function withMargin(list: readonly PolicyOptions[], compiled: readonly Policy[], marginMs: number): PolicyOptions[] {
+  return list.map((options, i) => {
+    const p = compiled[i]!;
+    // A fixed window keeps its length and its edges on the epoch, as the upstream's: the Gate waits the
+    // margin past each edge instead (a longer window would drift across the upstream's and let two of
+    // its windows' worth land in one of the upstream's).
+    if (marginMs === 0 || p.algorithm === 'concurrency' || p.algorithm === 'fixed-window') return options;
+    const margin = Math.ceil(marginMs / p.buckets) * p.buckets;
+    return { ...options, name: p.name, window: p.windowMs + margin };
+  });
 }
 
 /** A call's cost: a non-negative integer no larger than the smallest capacity, which it could never pass. */

@@ -53,14 +53,14 @@ for (const behindMs of [0, 1, 30, 250, 700, 999]) {
   });
 }
 
-test('an upstream that says none are left but not when they reset holds the key for one window of the Gate', async () => {
-  const t = new ManualTime(400); // the Gate's own window turns at 1000; the upstream's may turn as late as 1400
+test('an upstream that says none are left but not when they reset holds the key for one window of the Gate, and the margin', async () => {
+  const t = new ManualTime(400); // the Gate's own window turns at 1000; the upstream's may turn as late as 1400, 1420 with the margin
   const gate = new Gate({ policy: { algorithm: 'fixed-window', limit: 100, window: '1s' }, clock: t.clock, timers: t, timeoutMs: Infinity });
   await gate.observe('k', { remaining: 0, resetAfterMs: undefined });
   let admittedAt = -1;
   void gate.wait('k').then(() => (admittedAt = t.now));
-  await t.advance(999);
+  await t.advance(1019);
   assert.equal(admittedAt, -1, 'nothing goes while the upstream may still be in its spent window');
   await t.advance(1);
-  assert.equal(admittedAt, 1400);
+  assert.equal(admittedAt, 1420, 'one window (1000 ms) and the default marginMs (20)');
 });

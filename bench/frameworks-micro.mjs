@@ -7,8 +7,8 @@
 // Every request carries X-Client, one of 100,000 ids, as bench/http.mjs's many-clients load does; the
 // limiters admit every request (1e9 a day on one key, or 100 a minute for each of the many clients).
 // Usage: npm run build && node bench/frameworks-micro.mjs [rounds=7] [requests per round=20000]
-import 'reflect-metadata';
 import http from 'node:http';
+import { nestApp } from './lib/nest-app.mjs';
 import net from 'node:net';
 import os from 'node:os';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -47,33 +47,7 @@ async function koa(kind) {
 }
 
 async function nest(kind) {
-  const common = await import('@nestjs/common');
-  const { NestFactory, APP_GUARD } = await import('@nestjs/core');
-  const { ExpressAdapter } = await import('@nestjs/platform-express');
-  class OkController {
-    ok() {
-      return 'ok';
-    }
-  }
-  common.Controller()(OkController);
-  const d = Object.getOwnPropertyDescriptor(OkController.prototype, 'ok');
-  common.Get('ok')(OkController.prototype, 'ok', d);
-  common.Header('Content-Type', 'text/plain')(OkController.prototype, 'ok', d);
-  const imports = [];
-  const providers = [];
-  if (kind === 'sluice') {
-    imports.push((await import('../dist/middleware/nestjs/index.js')).RateLimitModule.forRoot({ policy: { algorithm: 'gcra', limit: 100, window: '1m' }, key: client, headers: 'draft-7' }));
-  } else if (kind === 'throttler' || kind === 'throttler-sluice') {
-    const { ThrottlerModule, ThrottlerGuard } = await import('@nestjs/throttler');
-    const storage = kind === 'throttler-sluice' ? new (await import('../dist/compat/nestjs-throttler.js')).SluiceThrottlerStorage() : undefined;
-    imports.push(ThrottlerModule.forRoot({ throttlers: [{ ttl: 60_000, limit: 100 }], getTracker: client, ...(storage ? { storage } : {}) }));
-    providers.push({ provide: APP_GUARD, useClass: ThrottlerGuard });
-  }
-  class AppModule {}
-  common.Module({ imports, controllers: [OkController], providers })(AppModule);
-  const app = await NestFactory.create(AppModule, new ExpressAdapter(), { logger: false });
-  await app.init();
-  return app.getHttpAdapter().getInstance();
+  return (await nestApp(kind, { limit: 100, client })).getHttpAdapter().getInstance();
 }
 
 const VARIANTS = {

@@ -7,6 +7,7 @@
 // Env PORT (default 0: any) fixes the port, for bench/http-instructions.mjs.
 // Exits by itself after 120 s (env LIFETIME_MS), so it can never outlive the benchmark.
 import { createServer } from 'node:http';
+import { nestApp } from './lib/nest-app.mjs';
 
 const config = process.argv[2];
 const LIMIT = Number(process.env.LIMIT ?? 1e9);
@@ -168,36 +169,8 @@ async function build() {
  * TypeScript's emit does.
  */
 async function nest(config) {
-  await import('reflect-metadata');
-  const common = await import('@nestjs/common');
-  const { NestFactory, APP_GUARD } = await import('@nestjs/core');
-  const { ExpressAdapter } = await import('@nestjs/platform-express');
   const client = (req) => req.headers['x-client'] ?? 'none';
-  const perClient = LIMIT === 1e9 ? 100 : LIMIT;
-  class OkController {
-    ok() {
-      return 'ok';
-    }
-  }
-  common.Controller()(OkController);
-  const d = Object.getOwnPropertyDescriptor(OkController.prototype, 'ok');
-  common.Get('ok')(OkController.prototype, 'ok', d);
-  common.Header('Content-Type', 'text/plain')(OkController.prototype, 'ok', d);
-  const imports = [];
-  const providers = [];
-  if (config === 'nest-sluice') {
-    const { RateLimitModule } = await import('../dist/middleware/nestjs/index.js');
-    imports.push(RateLimitModule.forRoot({ policy: { algorithm: 'gcra', limit: perClient, window: '1m' }, key: client, headers: 'draft-7' }));
-  } else if (config.startsWith('nest-throttler')) {
-    const { ThrottlerModule, ThrottlerGuard } = await import('@nestjs/throttler');
-    const storage = config === 'nest-throttler-sluice' ? new (await import('../dist/compat/nestjs-throttler.js')).SluiceThrottlerStorage() : undefined;
-    imports.push(ThrottlerModule.forRoot({ throttlers: [{ ttl: 60_000, limit: perClient }], getTracker: client, ...(storage ? { storage } : {}) }));
-    providers.push({ provide: APP_GUARD, useClass: ThrottlerGuard });
-  }
-  class AppModule {}
-  common.Module({ imports, controllers: [OkController], providers })(AppModule);
-  const app = await NestFactory.create(AppModule, new ExpressAdapter(), { logger: false });
-  await app.init();
+  const app = await nestApp(config.replace(/^nest-/, ''), { limit: LIMIT === 1e9 ? 100 : LIMIT, client });
   return app.getHttpServer();
 }
 

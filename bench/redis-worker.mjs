@@ -39,6 +39,8 @@ const auto = impl === 'envoy-auto' ? { enableAutoPipelining: true } : {};
 const CLIENT = process.env.REDIS_CLIENT ?? 'ioredis';
 if (CLUSTER && CLIENT !== 'ioredis') throw new Error(`REDIS_CLIENT=${CLIENT} is for a standalone Redis`);
 const admins = PORTS.map((port) => new Redis({ host: '127.0.0.1', port }));
+// Listened for now: they may be ready before the client under test is, and 'ready' is not emitted twice.
+const adminsReady = Promise.all(admins.map((a) => once(a, 'ready')));
 /** The client under test, connected, and how to let it go. */
 async function connect() {
   if (CLUSTER) {
@@ -61,7 +63,7 @@ async function connect() {
   throw new Error(`REDIS_CLIENT must be ioredis, iovalkey or glide, got ${CLIENT}`);
 }
 const { client, close } = await connect();
-await Promise.all(admins.map((a) => once(a, 'ready')));
+await adminsReady;
 
 // op starts one call and returns its promise; check looks at its answer after the clock has stopped, so
 // a decision is timed exactly as a PING is: the same client, the same loop, one await.

@@ -204,14 +204,42 @@ export function roll(s: Float64Array, o: number, now: number, windowMs: number):
   s[o + GEN] = gen;
 }
 
+/**
+ * A source's distinct failed accounts at `now`, in the short and the long window, from when each account
+ * last failed there: start, add each entry's time, read `short` and `long`. One instance per reader, reused,
+ * so that counting a set allocates nothing (the memory table's rows, a record read from Redis).
+ */
+export class DistinctCount {
+  short = 0;
+  long = 0;
+  private now = 0;
+  private shortMs = 0;
+  private longMs = 0;
+
+  start(now: number, spec: SourceSpec): this {
+    this.now = now;
+    this.shortMs = spec.distinctWindowMs;
+    this.longMs = spec.longDistinctWindowMs ?? spec.distinctWindowMs;
+    this.short = 0;
+    this.long = 0;
+    return this;
+  }
+
+  /** An account that last failed at `seen`. */
+  add(seen: number): void {
+    if (seen + this.shortMs > this.now) this.short++;
+    if (seen + this.longMs > this.now) this.long++;
+  }
+}
+
 /** The view of the rolled counts at `o` with the distinct counts given: the previous generation weighted by what is left of it. */
-export function sourceView(s: Float64Array, o: number, now: number, spec: SourceSpec, distinct: number, distinctLong: number): SourceView {
+export function sourceView(s: Float64Array, o: number, now: number, spec: SourceSpec, distinct: DistinctCount): SourceView {
   const ratioMs = spec.ratioWindowMs;
   const weight = (ratioMs - (now - s[o + GEN]! * ratioMs)) / ratioMs;
   return {
     failures: s[o + PREV_FAILURES]! * weight + s[o + FAILURES]!,
     successes: s[o + PREV_SUCCESSES]! * weight + s[o + SUCCESSES]!,
-    distinctFailedAccounts: distinct,
-    distinctFailedAccountsLong: distinctLong,
+    distinctFailedAccounts: distinct.short,
+    distinctFailedAccountsLong: distinct.long,
   };
 }

@@ -9,7 +9,7 @@
  * Row: [ratio generation, failures, successes, previous failures, previous successes, last attempt,
  *       distinct count, account hash 0, last seen 0, account hash 1, last seen 1]
  */
-import { FAILURES, LAST_AT, longestWindow, roll, setWindow, sourceIdle, sourceView, SUCCESSES } from './rules.js';
+import { DistinctCount, FAILURES, LAST_AT, longestWindow, roll, setWindow, sourceIdle, sourceView, SUCCESSES } from './rules.js';
 import type { SourceSpec, SourceView } from './state.js';
 
 // The ratio counts (rules.ts: GEN to LAST_AT) first, then:
@@ -40,6 +40,7 @@ export class SourceTable {
   private evictor: MapIterator<string> | undefined;
   /** The longest window any source was noted with: a row idle for two of them has expired. */
   private longestWindowMs = 0;
+  private readonly distinct = new DistinctCount();
 
   constructor(max: number) {
     this.max = max;
@@ -145,17 +146,11 @@ export class SourceTable {
 
   private view(o: number, now: number, spec: SourceSpec): SourceView {
     const s = this.slab;
-    let distinct = 0;
-    let distinctLong = 0;
-    const longMs = spec.longDistinctWindowMs ?? spec.distinctWindowMs;
+    const distinct = this.distinct.start(now, spec);
     const count = s[o + DISTINCT]!;
     const more = this.overflowOf(o, count);
-    for (let k = 0; k < count; k++) {
-      const seen = k < INLINE ? s[o + INLINE_AT + 2 * k + 1]! : more![2 * (k - INLINE) + 1]!;
-      if (seen + spec.distinctWindowMs > now) distinct++;
-      if (seen + longMs > now) distinctLong++;
-    }
-    return sourceView(s, o, now, spec, distinct, distinctLong);
+    for (let k = 0; k < count; k++) distinct.add(k < INLINE ? s[o + INLINE_AT + 2 * k + 1]! : more![2 * (k - INLINE) + 1]!);
+    return sourceView(s, o, now, spec, distinct);
   }
 
   // ---- rows, sweeping and eviction ----

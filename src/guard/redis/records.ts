@@ -13,7 +13,7 @@
  */
 import { makeDecision, TokenBucket, Verdict } from '../../core/index.js';
 import type { Decision, Policy } from '../../core/index.js';
-import { AccountRecord, judgePath, liveAccount, roll, sourceIdle, sourceView, succeedAccount } from '../rules.js';
+import { AccountRecord, DistinctCount, judgePath, liveAccount, roll, sourceIdle, sourceView, succeedAccount } from '../rules.js';
 import type { AccountView, JudgedSuccess, SourceSpec, SourceView } from '../state.js';
 
 const ACCOUNT_HEAD_BYTES = 60;
@@ -164,6 +164,7 @@ export class BucketPeek {
 
 /** A source record's ratio counts, copied out of its bytes to be rolled (rules.ts). */
 const counts = new Float64Array(6);
+const distinctCount = new DistinctCount();
 
 /**
  * A source's view at `now` (readSource and sourceView), or undefined if there is none or it has been idle
@@ -175,13 +176,7 @@ export function sourceViewOf(bytes: Uint8Array | null, now: number, spec: Source
   if (sourceIdle(f64(d, 40), now, spec)) return undefined; // last
   for (let i = 0; i < 6; i++) counts[i] = f64(d, 8 * i);
   roll(counts, 0, now, spec.ratioWindowMs);
-  const longMs = spec.longDistinctWindowMs ?? spec.distinctWindowMs;
-  let distinct = 0;
-  let distinctLong = 0;
-  for (let at = SOURCE_HEAD_BYTES + 8; at + 8 <= bytes.length; at += 16) {
-    const seen = f64(d, at);
-    if (seen + spec.distinctWindowMs > now) distinct++;
-    if (seen + longMs > now) distinctLong++;
-  }
-  return sourceView(counts, 0, now, spec, distinct, distinctLong);
+  const distinct = distinctCount.start(now, spec);
+  for (let at = SOURCE_HEAD_BYTES + 8; at + 8 <= bytes.length; at += 16) distinct.add(f64(d, at));
+  return sourceView(counts, 0, now, spec, distinct);
 }

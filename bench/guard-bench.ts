@@ -50,7 +50,7 @@ function sourceRecordBytes(sources: number): void {
   const spec = { distinctWindowMs: 1_800_000, longDistinctWindowMs: 86_400_000, ratioWindowMs: 86_400_000, maxDistinct: 21 };
   const base = heap();
   const state = new MemoryGuardState({ maxSources: sources });
-  for (let i = 0; i < sources; i++) state.noteSource(tags[i]!, `victim${i % 1000}`, true, 1_760_000_000_000 + i, spec);
+  for (let i = 0; i < sources; i++) state.records.noteSource(tags[i]!, `victim${i % 1000}`, true, 1_760_000_000_000 + i, spec);
   const withTags = heap() - base;
   tags.length = 0;
   const used = heap() - base;

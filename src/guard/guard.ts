@@ -13,7 +13,6 @@
  * await guard.record({ account, ip, success: ok, password: ok ? undefined : password });
  */
 import { coarseClock } from '../clock.js';
-import { createAlgorithm } from '../core/algorithms.js';
 import { SluiceError, show } from '../core/errors.js';
 import { compilePolicies } from '../core/policy.js';
 import { emitWarning, nodeEnv, randomUnit, unrefTimer } from '../runtime.js';
@@ -30,7 +29,6 @@ import { MemoryGuardState } from './memory-state.js';
 import { resolveOptions, type GuardConfig, type GuardOptions } from './options.js';
 import { RecentAttempts } from './recent-attempts.js';
 import { Reputation } from './reputation.js';
-import { StateLogin } from './state-login.js';
 import { judgePath } from './rules.js';
 import { guardStateOf, type GuardState, type LoginPort, type LoginReads, type SourceSpec, type SourceView } from './state.js';
 
@@ -83,11 +81,7 @@ export class Guard {
   /** What check() judged of each attempt it saw, for record()'s step-up at success (dies with the tags). */
   private readonly checked = new WeakMap<TaggedAttempt, CheckedPath>();
   private readonly monitors: GuardMonitors;
-  /**
-   * The state as the guard decides on it: each login's reads and writes whole (state.ts, LoginPort). On a
-   * RedisStore's own state, the state's port, the buckets in the state's keys; on any other state, the
-   * state's calls with the buckets in the store (state-login.ts).
-   */
+  /** The state as the guard decides on it: each login's reads and writes whole (state.ts, LoginPort). */
   private readonly login: LoginPort;
   /** With `anomalyScope: 'fleet'`: the timer that shares the anomaly counts (unref'd; close() stops it). */
   private syncTimer: ReturnType<typeof setInterval> | undefined;
@@ -106,7 +100,7 @@ export class Guard {
     this.store = options.store ?? new MemoryStore();
     // An explicit state wins; else the store's own (a RedisStore: the guard's Redis state on its client); else memory.
     this.state = options.state ?? guardStateOf(this.store) ?? new MemoryGuardState();
-    if (typeof this.state !== 'object' || this.state === null || typeof this.state.failAccount !== 'function') {
+    if (typeof this.state !== 'object' || this.state === null || typeof this.state.loginPort !== 'function') {
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'state' must be a GuardState such as new MemoryGuardState(), got ${show(this.state)}`);
     }
     this.hasher = new KeyedHasher(c.secret);
@@ -128,19 +122,9 @@ export class Guard {
     const backoff: BackoffSchedule = { freeFailures: c.freeFailures, baseMs: c.backoffBaseMs, maxMs: c.backoffMaxMs, jitter: c.backoffJitter };
     const spec: SourceSpec = { distinctWindowMs: c.sourceWindowMs, longDistinctWindowMs: c.longSourceWindowMs, ratioWindowMs: c.ratioWindowMs, maxDistinct: distinctCap(c) };
     const config = { spec, memoryMs: c.failureMemoryMs, familiarMs: c.familiarMs, maxFamiliar: c.maxFamiliarSources, backoff };
-    // The state a RedisStore gave keeps the buckets beside the records, so that a login's check and record
-    // are one batch operation each (redis/login.ts). Any other state: its calls, and the buckets bound
-    // straight to the store (what a Limiter does inside), so that a synchronous store (MemoryStore)
-    // answers without a Promise.
-    const bind = (p: Policy) => this.store.bind({ policies: [p], algorithms: [createAlgorithm(p)], clock: this.clock });
-    this.login =
-      this.state.loginPort?.(this.store, { ...config, ip, subnet, pair, clock: this.clock }) ??
-      new StateLogin(this.state, { ip: bind(ip), subnet: bind(subnet), pair: bind(pair) }, {
-        ...config,
-        // In memory a read before the write costs no round trip, and the two plain calls cost less than
-        // the judged one (which reads too and builds its answer).
-        judging: !(this.state instanceof MemoryGuardState) && this.state.failAccountJudged !== undefined && this.state.succeedAccountJudged !== undefined,
-      });
+    // The state's own port: the memory state's keeps the buckets in the store's tables (bound as a Limiter
+    // binds its policies, so a MemoryStore answers without a Promise); the Redis state's, beside its records.
+    this.login = this.state.loginPort(this.store, { ...config, ip, subnet, pair, clock: this.clock });
     // Last, once nothing above can throw: a guard that failed to construct leaves no timer behind.
     if (c.anomalyScope === 'fleet' && c.anomalySyncEveryMs > 0) {
       this.syncTimer = setInterval(() => void this.syncAnomaly(), c.anomalySyncEveryMs);

@@ -11,7 +11,7 @@ export type { LoginAttempt, LoginOutcome } from './attempt.js';
 export type { GuardAction, GuardVerdict } from './ladder.js';
 export type { GuardOptions, SignalWeights } from './options.js';
 export { DEFAULT_WEIGHTS } from './options.js';
-export type { AccountView, FailOutcome, GuardState, GuardStateSource, Path, SourceSpec, SourceView } from './state.js';
+export type { AccountView, FailOutcome, GuardState, GuardStateSource, JudgedFailure, JudgedSuccess, LoginConfig, LoginPort, LoginReads, Path, SourceSpec, SourceView } from './state.js';
 // The guard's state on Redis. It imports no Redis client: the app passes its own, or a RedisStore.
 export { RedisGuardState, type GuardStateOnError, type RedisGuardStateOptions, type RedisGuardStateStats } from './redis/state.js';
 export { MemoryGuardState, type MemoryGuardStateOptions } from './memory-state.js';

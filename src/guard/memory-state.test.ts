@@ -26,13 +26,13 @@ test('property: consecutive failures per path, last-three password repeats, forg
         if (lastAt + memoryMs <= now) { fam = 0; unf = 0; last = []; }
         if (op.kind === 'ok') {
           // A familiar success forgets only the familiar counter; a stranger's forgets both.
-          s.succeedAccount('acct', op.path, ['src'], now, 10 * memoryMs, 8);
+          s.records.succeedAccount('acct', op.path, ['src'], now, 10 * memoryMs, 8);
           fam = 0; last = [];
           if (op.path === 'unfamiliar') unf = 0;
           if (unf === 0) lastAt = -Infinity;
           continue;
         }
-        const got = s.failAccount('acct', op.path, op.pw, now, memoryMs);
+        const got = s.records.failAccount('acct', op.path, op.pw, now, memoryMs);
         const repeat = op.pw !== undefined && last.includes(op.pw);
         if (!repeat) {
           if (op.path === 'familiar') fam++; else unf++;
@@ -55,7 +55,7 @@ test('property: distinct failed accounts per source are exact within the sliding
       for (const step of steps) {
         now += step.dt;
         seen.set(step.account, now);
-        const v = s.noteSource('src', `acct-${step.account}`, true, now, { distinctWindowMs: windowMs, ratioWindowMs: windowMs, maxDistinct: 32 });
+        const v = s.records.noteSource('src', `acct-${step.account}`, true, now, { distinctWindowMs: windowMs, ratioWindowMs: windowMs, maxDistinct: 32 });
         // The model: accounts last seen within (now − window, now].
         const expected = [...seen.values()].filter((at) => at + windowMs > now).length;
         assert.equal(v.distinctFailedAccounts, expected);
@@ -67,59 +67,59 @@ test('property: distinct failed accounts per source are exact within the sliding
 test('distinct accounts are capped: the count reads the cap, "at least"', () => {
   const s = new MemoryGuardState();
   let v;
-  for (let i = 0; i < 100; i++) v = s.noteSource('src', `acct-${i}`, true, 1000 + i, spec(11));
+  for (let i = 0; i < 100; i++) v = s.records.noteSource('src', `acct-${i}`, true, 1000 + i, spec(11));
   assert.equal(v!.distinctFailedAccounts, 11);
   assert.ok(s.dump().length < 2000, 'the set stays at the cap');
 });
 
 test('bounds: a flood of sources stays at maxSources and leaves accounts alone', () => {
   const s = new MemoryGuardState({ maxSources: 1000, maxAccounts: 10 });
-  s.failAccount('victim', 'unfamiliar', undefined, 1, 60_000);
-  for (let i = 0; i < 10_000; i++) s.noteSource(`src-${i}`, 'victim', true, 2 + i, spec());
+  s.records.failAccount('victim', 'unfamiliar', undefined, 1, 60_000);
+  for (let i = 0; i < 10_000; i++) s.records.noteSource(`src-${i}`, 'victim', true, 2 + i, spec());
   assert.equal(s.sourceCount, 1000);
   assert.equal(s.accountCount, 1);
   const kept = (from: number, to: number) => {
     let n = 0;
-    for (let i = from; i < to; i++) if (s.readSource(`src-${i}`, 20_000, spec()) !== undefined) n++;
+    for (let i = from; i < to; i++) if (s.records.readSource(`src-${i}`, 20_000, spec()) !== undefined) n++;
     return n;
   };
   // The oldest go first: exactly the newest thousand are left.
   assert.equal(kept(0, 9000), 0);
   assert.equal(kept(9000, 10_000), 1000);
-  assert.equal(s.readAccount('victim', 20_000)?.unfamiliarFailures, 1);
+  assert.equal(s.records.readAccount('victim', 20_000)?.unfamiliarFailures, 1);
 });
 
 test('records expire: sources two windows after their last attempt, accounts after failureMemory and familiarity', () => {
   const s = new MemoryGuardState();
-  s.noteSource('src', 'a', true, 0, spec());
-  assert.ok(s.readSource('src', 119_999, spec()) !== undefined);
-  assert.equal(s.readSource('src', 120_000, spec()), undefined);
-  s.failAccount('acct', 'unfamiliar', undefined, 0, 60_000);
-  assert.equal(s.readAccount('acct', 60_000), undefined);
-  s.succeedAccount('acct', 'unfamiliar', ['home'], 0, 1000, 8);
-  assert.deepEqual(s.readAccount('acct', 999)?.familiar, ['home']);
-  assert.equal(s.readAccount('acct', 1000), undefined);
+  s.records.noteSource('src', 'a', true, 0, spec());
+  assert.ok(s.records.readSource('src', 119_999, spec()) !== undefined);
+  assert.equal(s.records.readSource('src', 120_000, spec()), undefined);
+  s.records.failAccount('acct', 'unfamiliar', undefined, 0, 60_000);
+  assert.equal(s.records.readAccount('acct', 60_000), undefined);
+  s.records.succeedAccount('acct', 'unfamiliar', ['home'], 0, 1000, 8);
+  assert.deepEqual(s.records.readAccount('acct', 999)?.familiar, ['home']);
+  assert.equal(s.records.readAccount('acct', 1000), undefined);
 });
 
 test('familiar sources: newest first, deduplicated, at most maxFamiliar', () => {
   const s = new MemoryGuardState();
-  for (const src of ['a', 'b', 'c', 'a', 'd']) s.succeedAccount('acct', 'familiar', [src], 0, 1000, 3);
-  assert.deepEqual(s.readAccount('acct', 1)?.familiar, ['d', 'a', 'c']);
+  for (const src of ['a', 'b', 'c', 'a', 'd']) s.records.succeedAccount('acct', 'familiar', [src], 0, 1000, 3);
+  assert.deepEqual(s.records.readAccount('acct', 1)?.familiar, ['d', 'a', 'c']);
 });
 
 test('one set, two windows: the long count keeps entries the short window forgot, and the newest at the cap', () => {
   const s = new MemoryGuardState();
   const both = { distinctWindowMs: 60_000, longDistinctWindowMs: 600_000, ratioWindowMs: 60_000, maxDistinct: 4 };
-  for (let i = 0; i < 3; i++) s.noteSource('src', `old-${i}`, true, i * 1000, both);
-  let v = s.readSource('src', 200_000, both)!;
+  for (let i = 0; i < 3; i++) s.records.noteSource('src', `old-${i}`, true, i * 1000, both);
+  let v = s.records.readSource('src', 200_000, both)!;
   assert.deepEqual([v.distinctFailedAccounts, v.distinctFailedAccountsLong], [0, 3]);
   // Two more: over the cap of four the oldest goes, so the short count stays exact and the long one reads "at least".
-  s.noteSource('src', 'new-0', true, 200_000, both);
-  v = s.noteSource('src', 'new-1', true, 200_001, both);
+  s.records.noteSource('src', 'new-0', true, 200_000, both);
+  v = s.records.noteSource('src', 'new-1', true, 200_001, both);
   assert.deepEqual([v.distinctFailedAccounts, v.distinctFailedAccountsLong], [2, 4]);
-  v = s.readSource('src', 600_000 + 2000, both)!;
+  v = s.records.readSource('src', 600_000 + 2000, both)!;
   assert.deepEqual([v.distinctFailedAccounts, v.distinctFailedAccountsLong], [0, 2], 'old-1 and old-2 left the long window');
   // The record lives two of its longest window after its last attempt.
-  assert.ok(s.readSource('src', 200_001 + 2 * 600_000 - 1, both) !== undefined);
-  assert.equal(s.readSource('src', 200_001 + 2 * 600_000, both), undefined);
+  assert.ok(s.records.readSource('src', 200_001 + 2 * 600_000 - 1, both) !== undefined);
+  assert.equal(s.records.readSource('src', 200_001 + 2 * 600_000, both), undefined);
 });

@@ -1,6 +1,7 @@
-// How many round trips a login waits for when the guard's state and buckets answer asynchronously (Redis):
-// every call is held until the test answers all held calls at once, one "round trip", so the rounds a
-// check takes are counted exactly, with no Redis and no timing.
+// How many round trips a login waits for when the memory guard state keeps its buckets in a store that
+// answers asynchronously (a remote one): every call is held until the test answers all held calls at once,
+// one "round trip", so the rounds a check takes are counted exactly, with no network and no timing. The
+// Redis state's own round trips are test/redis/guard-round-trips.test.ts's.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { lone, SECRET, T0 } from '../../test/support/guard-kit.js';
@@ -8,8 +9,6 @@ import { MemoryStore } from '../stores/memory.js';
 import type { Store, StoreTable, TableSpec } from '../stores/store.js';
 import { Guard } from './guard.js';
 import type { GuardVerdict } from './ladder.js';
-import { MemoryGuardState } from './memory-state.js';
-import type { GuardState } from './state.js';
 
 /** Holds every call until answer(); records which round each was sent in. */
 class Wire {
@@ -60,24 +59,6 @@ class Wire {
   }
 }
 
-/** A state on the wire; `judging` adds the optional calls that judge an attempt's path themselves, as Redis's do. */
-function remoteState(wire: Wire, inner: MemoryGuardState, judging = true): GuardState {
-  const state: GuardState = {
-    readAccount: (...a) => wire.send('readAccount', () => inner.readAccount(...a)),
-    failAccount: (...a) => wire.send('failAccount', () => inner.failAccount(...a)),
-    lockAccount: (...a) => wire.send('lockAccount', () => inner.lockAccount(...a)),
-    succeedAccount: (...a) => wire.send('succeedAccount', () => inner.succeedAccount(...a)),
-    noteSource: (...a) => wire.send('noteSource', () => inner.noteSource(...a)),
-    readSource: (...a) => wire.send('readSource', () => inner.readSource(...a)),
-  };
-  if (!judging) return state;
-  return {
-    ...state,
-    failAccountJudged: (...a) => wire.send('failAccountJudged', () => inner.failAccountJudged(...a)),
-    succeedAccountJudged: (...a) => wire.send('succeedAccountJudged', () => inner.succeedAccountJudged(...a)),
-  };
-}
-
 function remoteStore(wire: Wire, inner: MemoryStore): Store {
   return {
     bind(spec: TableSpec): StoreTable {
@@ -93,11 +74,11 @@ function remoteStore(wire: Wire, inner: MemoryStore): Store {
   };
 }
 
-test('check sends the account read and every source read together: one round trip, familiar or not', async () => {
+test('check reads the buckets it needs together: one round trip, three buckets for a stranger, the pair alone for the owner', async () => {
   let now = T0;
   const wire = new Wire();
-  const remote = new Guard({ secret: SECRET, state: remoteState(wire, new MemoryGuardState()), store: remoteStore(wire, new MemoryStore()), clock: () => now, random: () => 0 });
-  // The same guard in memory decides every attempt too: reading ahead must not change a verdict.
+  const remote = new Guard({ secret: SECRET, store: remoteStore(wire, new MemoryStore()), clock: () => now, random: () => 0 });
+  // The same guard with every bucket in memory decides every attempt too: the wire must not change a verdict.
   const local = new Guard({ secret: SECRET, clock: () => now, random: () => 0 });
   const both = async (op: (g: Guard) => Promise<unknown>) => {
     await wire.drive(op(remote));
@@ -112,11 +93,11 @@ test('check sends the account read and every source read together: one round tri
     const byRound = Array.from({ length: rounds }, (_, i) => wire.sent.filter((s) => s.startsWith(`${first + i}:`)).map((s) => s.slice(s.indexOf(':') + 1)).sort());
     return { verdict: value, rounds: byRound };
   };
-  const reads = (n: { sources: number; buckets: number }) => ['readAccount', ...Array<string>(n.sources).fill('readSource'), ...Array<string>(n.buckets).fill('decide')].sort();
+  const peeks = (n: number) => Array<string>(n).fill('decide');
 
-  // A stranger: the account, the address's, subnet's and pair's buckets and two source records, all at once.
+  // A stranger: the address's, subnet's and pair's buckets, all at once.
   const stranger = await check('alice', lone(1));
-  assert.deepEqual(stranger.rounds, [reads({ sources: 2, buckets: 3 })]);
+  assert.deepEqual(stranger.rounds, [peeks(3)]);
 
   // The owner logs in from home, then mistypes there a few times: home is a familiar source.
   await both((g) => g.record({ account: 'alice', ip: lone(2), success: true }));
@@ -126,61 +107,49 @@ test('check sends the account read and every source read together: one round tri
   }
   // Strangers fail from the owner's address against other accounts, filling its per-address counts.
   for (let i = 0; i < 40; i++) await both((g) => g.record({ account: `victim${i}`, ip: lone(2), success: false, password: 'x' }));
-  // The owner's check read the address's records too (sent before the account said home was familiar),
-  // and was judged without them; a stranger from the same address is judged by them, and refused, which
-  // counts as a failure of its sources: a second round, of writes only.
+  // The owner's check peeks only the pair (the per-source throttles skip a familiar source); a stranger
+  // from the same address is judged by them, and refused, which counts as a failure of its sources: in
+  // the records, with no round trip of its own.
   const owner = await check('alice', lone(2));
-  assert.deepEqual(owner.rounds, [reads({ sources: 2, buckets: 3 })]);
+  assert.deepEqual(owner.rounds, [peeks(1)]);
   const outsider = await check('bob', lone(2));
-  assert.equal(outsider.rounds.length, 2);
-  assert.deepEqual(outsider.rounds[0], reads({ sources: 2, buckets: 3 }));
-  assert.ok(outsider.rounds[1]!.every((s) => s === 'noteSource'), outsider.rounds[1]!.join(', '));
+  assert.deepEqual(outsider.rounds, [peeks(3)]);
   assert.equal(owner.verdict.action, 'allow');
   assert.notEqual(outsider.verdict.action, 'allow', 'the address is judged for a stranger, not for the owner');
 });
 
-test('a state that fails while the source reads are out rejects check once, with the state\'s error', async () => {
+test("a store that fails while the bucket reads are out rejects check once, with the store's error", async () => {
   const wire = new Wire();
-  const inner = new MemoryGuardState();
-  const state: GuardState = {
-    ...remoteState(wire, inner),
-    readAccount: () => wire.send('readAccount', () => {
-      throw new Error('Redis is down');
-    }),
+  const inner = new MemoryStore();
+  const failing: Store = {
+    bind(spec: TableSpec): StoreTable {
+      const t = remoteStore(wire, inner).bind(spec);
+      return { ...t, decide: () => wire.send('decide', () => { throw new Error('the store is down'); }) };
+    },
   };
-  const guard = new Guard({ secret: SECRET, state, store: remoteStore(wire, new MemoryStore()), clock: () => T0, random: () => 0 });
-  await assert.rejects(wire.drive(guard.check({ account: 'alice', ip: lone(1) })), /Redis is down/);
+  const guard = new Guard({ secret: SECRET, store: failing, clock: () => T0, random: () => 0 });
+  await assert.rejects(wire.drive(guard.check({ account: 'alice', ip: lone(1) })), /the store is down/);
 });
 
-test('record waits for one round trip on a success and two on a counted failure, with the same results', async () => {
-  // Records without a check in this process: a judging state tells a success's path with its write, and
-  // the success's source notes wait for it (a familiar path's success vouches for its sources).
-  for (const judging of [true, false]) {
-    let now = T0;
-    const wire = new Wire();
-    const remote = new Guard({ secret: SECRET, state: remoteState(wire, new MemoryGuardState(), judging), store: remoteStore(wire, new MemoryStore()), clock: () => now, random: () => 0 });
-    const local = new Guard({ secret: SECRET, clock: () => now, random: () => 0 });
-    const record = async (outcome: { account: string; ip: string; success: boolean; password?: string }) => {
-      const { value, rounds } = await wire.drive(remote.record(outcome));
-      assert.deepEqual(value, await local.record(outcome), JSON.stringify(outcome));
-      return rounds;
-    };
-    // A state that judges the path itself answers in the call that writes; one that cannot is read first.
-    const extra = judging ? 0 : 1;
-    assert.equal(await record({ account: 'alice', ip: lone(1), success: true }), 1 + (judging ? 1 : extra), 'a success');
-    for (let i = 0; i < 3; i++) {
-      assert.equal(await record({ account: 'alice', ip: lone(2), success: false, password: `guess${i}` }), 2 + extra, 'a stranger\'s counted failure');
-      assert.equal(await record({ account: 'alice', ip: lone(1), success: false, password: `typo${i}` }), 2 + extra, 'the owner\'s counted failure');
-      now += 1_000;
-    }
-    assert.equal(await record({ account: 'alice', ip: lone(2), success: false, password: 'guess2' }), 1 + extra, 'a repeated password (one of the last three): counted nowhere');
-    // The owner's success at home reports the strangers' failures since, and forgives only the owner's own.
-    assert.equal(await record({ account: 'alice', ip: lone(1), success: true }), 1 + (judging ? 1 : extra), 'the owner\'s success');
-    const after = await wire.drive(remote.check({ account: 'alice', ip: lone(2) }));
-    assert.deepEqual(after.value, await local.check({ account: 'alice', ip: lone(2) }));
-    // After a check in this process the path is known: a success is one round trip, as a read-first one.
-    await wire.drive(remote.check({ account: 'alice', ip: lone(1) }));
-    await local.check({ account: 'alice', ip: lone(1) });
-    assert.equal(await record({ account: 'alice', ip: lone(1), success: true }), 1 + extra, 'a checked success');
+test('record waits for one round trip on a success and on a counted failure, none on a repeated password, with the same results', async () => {
+  let now = T0;
+  const wire = new Wire();
+  const remote = new Guard({ secret: SECRET, store: remoteStore(wire, new MemoryStore()), clock: () => now, random: () => 0 });
+  const local = new Guard({ secret: SECRET, clock: () => now, random: () => 0 });
+  const record = async (outcome: { account: string; ip: string; success: boolean; password?: string }) => {
+    const { value, rounds } = await wire.drive(remote.record(outcome));
+    assert.deepEqual(value, await local.record(outcome), JSON.stringify(outcome));
+    return rounds;
+  };
+  assert.equal(await record({ account: 'alice', ip: lone(1), success: true }), 1, 'a success (the pair bucket forgotten)');
+  for (let i = 0; i < 3; i++) {
+    assert.equal(await record({ account: 'alice', ip: lone(2), success: false, password: `guess${i}` }), 1, "a stranger's counted failure");
+    assert.equal(await record({ account: 'alice', ip: lone(1), success: false, password: `typo${i}` }), 1, "the owner's counted failure");
+    now += 1_000;
   }
+  assert.equal(await record({ account: 'alice', ip: lone(2), success: false, password: 'guess2' }), 0, 'a repeated password (one of the last three): counted nowhere');
+  // The owner's success at home reports the strangers' failures since, and forgives only the owner's own.
+  assert.equal(await record({ account: 'alice', ip: lone(1), success: true }), 1, "the owner's success");
+  const after = await wire.drive(remote.check({ account: 'alice', ip: lone(2) }));
+  assert.deepEqual(after.value, await local.check({ account: 'alice', ip: lone(2) }));
 });

@@ -3,8 +3,9 @@
  * the record as the rule leaves it and the answer out, no I/O, no clock, no storage. The memory state
  * (memory-state.ts, source-table.ts) keeps its records and applies these; the Redis state decodes a record
  * read in the app (redis/records.ts) and applies them too, and guard.lua is their Lua twin, operation for
- * operation (its liveAccount, judge, failAccount, lock and succeedAccount; roll, live and sourceView), held
- * to them by the Redis-against-memory differential and the guard conformance suites.
+ * operation (its liveAccount, judge, failAccount, lock and succeedAccount; roll and live), held to them by
+ * the Redis-against-memory differential and the guard conformance suites. Where a source's set of failed
+ * accounts gains one (source-table.ts's noteDistinct, guard.lua's) is written beside each store's layout.
  *
  * Accounts (Entra smart lockout's shape): two failure counters, familiar and unfamiliar path, each with its
  * backoff lock; the last three wrong password tags, a repeat of which counts nothing; the familiar sources,

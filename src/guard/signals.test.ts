@@ -273,14 +273,7 @@ test("anomalyScope 'fleet': two guards on one state count the fleet's failures, 
 test("anomalyScope 'fleet': a state that cannot share counts is refused; a failing share keeps the counts for the next", async () => {
   // A state of its own kind, as a user might write, that keeps no shared counts.
   const inner = new MemoryGuardState();
-  const noShare: GuardState = {
-    readAccount: (...a) => inner.readAccount(...a),
-    failAccount: (...a) => inner.failAccount(...a),
-    lockAccount: (...a) => inner.lockAccount(...a),
-    succeedAccount: (...a) => inner.succeedAccount(...a),
-    noteSource: (...a) => inner.noteSource(...a),
-    readSource: (...a) => inner.readSource(...a),
-  };
+  const noShare: GuardState = { loginPort: (store, config) => inner.loginPort(store, config) };
   assert.throws(() => new Guard({ secret: SECRET, state: noShare, anomalyScope: 'fleet' }), /'anomalyScope' 'fleet' needs a state that shares failure counts/);
   assert.throws(() => new Guard({ secret: SECRET, anomalyScope: 'fleets' as 'fleet' }), /'anomalyScope' must be 'process' or 'fleet', got "fleets"/);
   assert.throws(() => new Guard({ secret: SECRET, anomalyScope: 'fleet', anomalySyncEvery: '2m' }), /'anomalySyncEvery' must be at most 'anomalyBucket' \(60000 ms\), got "2m"/);

@@ -1,16 +1,18 @@
 /**
- * The guard-state contract: what the guard keeps beyond token buckets (those live in a sluice Store), as a
- * few semantic operations rather than get/set, so that each is one atomic step in any backend: in memory
- * (memory-state.ts), or on Redis as one script call on the keys of one account or one source, which share
- * a hash tag (redis/state.ts); nothing here needs a transaction across two records.
+ * The guard-state contract: one login port per Guard (a login's reads and writes whole, with the guard's
+ * token buckets), so that a check is one read and a record one write in any backend: in memory
+ * (memory-state.ts, memory-login.ts), or on Redis as batched reads and script operations on the keys of
+ * one account or one source, which share a hash tag (redis/state.ts, redis/login.ts); nothing needs a
+ * transaction across two records.
  *
  * Every key and value passed in is already an HMAC tag (see keyed-hash.ts): an implementation never sees an
- * account name, an address or a password. Every record expires; see each method for when.
+ * account name, an address or a password. Every record expires.
  */
 import type { MaybePromise } from '../core/maybe-promise.js';
 import type { Clock, Decision, Policy } from '../core/types.js';
 import type { TaggedAttempt } from './attempt.js';
 import type { BackoffSchedule } from './backoff.js';
+import type { Store } from '../stores/store.js';
 
 /** Which of an account's two independent failure counters an attempt belongs to (as Entra smart lockout). */
 export type Path = 'familiar' | 'unfamiliar';
@@ -38,7 +40,7 @@ export interface FailOutcome {
   readonly total: number;
 }
 
-/** How a source's record counts: fixed by the guard's options, passed to every source call. */
+/** How a source's record counts: fixed by the guard's options. */
 export interface SourceSpec {
   /** Window of the distinct-accounts set. */
   readonly distinctWindowMs: number;
@@ -67,60 +69,33 @@ export interface SourceView {
   readonly distinctFailedAccountsLong: number;
 }
 
-/** What failAccountJudged answers: the outcome, and the path the state judged the attempt to be on. */
+/** What a failure answers (LoginPort.fail): the outcome, and the path the state judged the attempt to be on. */
 export interface JudgedFailure extends FailOutcome {
   readonly path: Path;
 }
 
-/** What succeedAccountJudged answers. */
+/** What a success answers (LoginPort.succeed). */
 export interface JudgedSuccess {
   readonly path: Path;
   /** Strangers' failures on the account just before this success. */
   readonly unfamiliarFailuresBefore: number;
 }
 
+/**
+ * The guard's state, as a Guard uses it: the login port it decides through (each login's reads and
+ * writes whole, with the guard's token buckets), and optionally the anomaly monitors' fleet-wide counts
+ * and baselines. MemoryGuardState (memory-state.ts, with memory-login.ts) and RedisGuardState
+ * (redis/state.ts, with redis/login.ts) each implement the port in full; what an attempt does to a record
+ * is rules.ts's in both (guard.lua is its Lua twin).
+ */
 export interface GuardState {
-  /** The account's record, or undefined if it has none (never seen, or expired). */
-  readAccount(account: string, now: number): MaybePromise<AccountView | undefined>;
   /**
-   * Counts a failure on `path` unless `passwordTag` is one of the last three wrong password tags (which it
-   * then keeps as they are). A counted tag becomes the newest of the three. The record expires
-   * `memoryMs` after this failure unless something else keeps it.
+   * The login port for a Guard with `config`, made once per Guard. `store` is the Guard's store: a state
+   * that keeps no buckets of its own (the memory one) keeps them in its tables; the Redis state keeps
+   * them beside its records, and takes its failure policy from `store` when that is the RedisStore it
+   * was made for.
    */
-  failAccount(account: string, path: Path, passwordTag: string | undefined, now: number, memoryMs: number): MaybePromise<FailOutcome>;
-  /** Locks `path` until `until` (keeps a later lock already set, so concurrent writers commute). */
-  lockAccount(account: string, path: Path, until: number): MaybePromise<void>;
-  /**
-   * A success on `path`: forgets that path's failure counter and lock (a stranger's success, the password
-   * typed right from somewhere new, forgets both), forgets the wrong password tags, and makes each of
-   * `sources` familiar (newest first, at most `maxFamiliar`, each for `familiarMs`). The owner logging in
-   * at home does not forgive strangers' failures: that is what keeps a slow guesser from getting fresh
-   * free tries every time the owner logs in.
-   */
-  succeedAccount(account: string, path: Path, sources: readonly string[], now: number, familiarMs: number, maxFamiliar: number): MaybePromise<void>;
-  /**
-   * Optional, for a remote state: failAccount with the path judged in the same call from the account's own
-   * familiar list (familiar if any of `sources`, the attempt's location and device tags, is on it), so that
-   * record() does not wait for a read first. Returns the path it judged with the outcome.
-   */
-  failAccountJudged?(account: string, sources: readonly string[], passwordTag: string | undefined, now: number, memoryMs: number): MaybePromise<JudgedFailure>;
-  /**
-   * Optional, for a remote state: succeedAccount with the path judged in the same call, as failAccountJudged.
-   * Returns the path and the strangers' failure count the account had before this success.
-   */
-  succeedAccountJudged?(account: string, sources: readonly string[], now: number, familiarMs: number, maxFamiliar: number): MaybePromise<JudgedSuccess>;
-  /**
-   * Notes one attempt from `source` (an address, subnet or fingerprint tag): a failure on `account`, or a
-   * success. Returns the view after it. The record expires two of its longer window after its last attempt.
-   * With `onlyIfTracked`, a success is noted only on a source that has a live record (one that failed
-   * within its windows), and otherwise nothing is written and the view is all zeros: a stranger's first
-   * success somewhere says little of the source, and most sources never fail, so tracking each one's
-   * successes would cost a write per login. Successes on familiar paths are always noted: they are what
-   * vouches for a shared network (see guard.ts, vouched).
-   */
-  noteSource(source: string, account: string, failed: boolean, now: number, spec: SourceSpec, onlyIfTracked?: boolean): MaybePromise<SourceView>;
-  /** The source's view now, or undefined if it has none. */
-  readSource(source: string, now: number, spec: SourceSpec): MaybePromise<SourceView | undefined>;
+  loginPort(store: Store, config: LoginConfig): LoginPort;
   /**
    * The fleet's failure counts for an anomaly monitor (`anomalyScope: 'fleet'`): adds each `[bucket, count]`
    * to the count every guard on this state shares for `monitor`, and returns the buckets' totals after it,
@@ -136,12 +111,6 @@ export interface GuardState {
   readBaselines?(now: number): MaybePromise<string | undefined>;
   /** Optional: keeps `baselines` (replacing what was held) until `ttlMs` after `now`. */
   writeBaselines?(baselines: string, ttlMs: number, now: number): MaybePromise<void>;
-  /**
-   * Optional, for a remote state made for `store` (the Redis state a RedisStore gives): its own login port,
-   * which keeps the guard's buckets too. Undefined for any other store: the Guard then runs its logins on
-   * this state and the store's tables (state-login.ts).
-   */
-  loginPort?(store: unknown, config: LoginConfig): LoginPort | undefined;
 }
 
 /**
@@ -180,10 +149,9 @@ export interface LoginConfig {
  * The guard's state as the Guard decides on it: a login's reads and writes, whole, with the guard's token
  * buckets. check() makes one read and at most one refusal; record() one success or one failure. Every
  * Guard talks to its state through one of these, whatever the backend:
- * - state-login.ts: any GuardState (the memory one, or a remote one given explicitly) with the buckets
- *   in the Guard's store;
- * - redis/login.ts: the Redis state of a RedisStore, the buckets in the state's keys, each operation one
- *   batched call; redis/offline.ts answers for it from a memory state while Redis cannot.
+ * - memory-login.ts: the memory state's records, with the buckets in the Guard's store;
+ * - redis/login.ts: the Redis state's, the buckets in the state's keys, each operation one batched
+ *   call; redis/offline.ts answers for it from a memory state (or nothing) while Redis cannot.
  * An implementation answers synchronously where it can (the memory state), so a login in memory waits
  * for no Promise; a rejection stands (the Guard's check or record rejects with it).
  */

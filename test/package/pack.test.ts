@@ -222,15 +222,15 @@ test('sluice/guard on a RedisStore takes its Redis guard state, whose script shi
     const client = {
       status: 'ready',
       evalsha: async () => { throw new Error('NOSCRIPT No matching script'); },
-      // guard.lua's noteSource reply: generation, failures, successes, the previous two, distinct accounts in
-      // both windows; its token bucket comes from the store's scripts
-      eval: async (source) => { if (!source.includes("op == 'NS'") || !source.includes("ALG['token-bucket']")) throw new Error('no guard source'); return [0, 2, 1, 0, 0, 2, 2]; },
+      // guard.lua's reply to a login's failure (AF, then the sources' SN, which reply nothing): counted,
+      // failures on the path, total, path; its token bucket comes from the store's scripts
+      eval: async (source) => { if (!source.includes("op == 'AF'") || !source.includes("ALG['token-bucket']")) throw new Error('no guard source'); return [1, 2, 2, 'u']; },
     };
     const guard = new Guard({ secret: 'packed-test-secret-0123', store: new RedisStore({ client }) });
-    const view = await guard.state.noteSource('s', 'a', true, 1, { distinctWindowMs: 1000, ratioWindowMs: 86400000, maxDistinct: 11 });
-    console.log(JSON.stringify([guard.state instanceof RedisGuardState, 'RedisGuardState' in sluiceRedis, view.failures, view.distinctFailedAccounts]));
+    const result = await guard.record({ account: 'a', ip: '203.0.113.9', success: false });
+    console.log(JSON.stringify([guard.state instanceof RedisGuardState, 'RedisGuardState' in sluiceRedis, result.counted, result.consecutiveFailures]));
   `;
-  assert.equal(run(process.execPath, ['--input-type=module', '-e', script], consumer).trim(), '[true,false,2,2]');
+  assert.equal(run(process.execPath, ['--input-type=module', '-e', script], consumer).trim(), '[true,false,true,2]');
 });
 
 test('sluice/guard ships types that check under strict TypeScript', () => {

@@ -4,7 +4,14 @@
 // Stores and states fail closed here, so a Redis error fails a test instead of being answered quietly.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Guard, MemoryGuardState, RedisGuardState, type GuardState, type Path, type SourceSpec } from '../../src/guard/index.js';
+import { compilePolicies, type Decision } from '../../src/core/index.js';
+import { tagAttempt, type AttemptTagger, type TaggedAttempt } from '../../src/guard/attempt.js';
+import { Guard, MemoryGuardState, RedisGuardState } from '../../src/guard/index.js';
+import { KeyedHasher } from '../../src/guard/keyed-hash.js';
+import { Reputation } from '../../src/guard/reputation.js';
+import { judgePath } from '../../src/guard/rules.js';
+import type { LoginConfig, LoginPort, LoginReads } from '../../src/guard/state.js';
+import { MemoryStore } from '../../src/stores/memory.js';
 import * as sluiceRedis from '../../src/stores/redis/index.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { guardConformance } from '../contracts/guard-conformance.js';
@@ -140,71 +147,86 @@ function rng(seed: number) {
   };
 }
 
-test('differential: random operations give the same answers on Redis as on the memory state (the judged ones too)', async () => {
+test('differential: random logins through the login port read and answer the same on Redis as on the memory state', async () => {
   const seed = Number(process.env.GUARD_SEED ?? 7);
   const r = rng(seed);
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)]!;
-  const mem: GuardState = new MemoryGuardState();
-  const red: GuardState = new RedisGuardState({ client: io, prefix: fresh(), timeoutMs: 2000, onError: 'closed' });
-  // The long distinct window is read from the same set as the short one, kept for the longer of the two.
-  const spec: SourceSpec = { distinctWindowMs: 60_000, longDistinctWindowMs: 900_000, ratioWindowMs: 300_000, maxDistinct: 4 };
-  const accounts = ['a1', 'a2', 'a3'];
-  const sources = ['s1', 's2', 's3', 's4'];
-  const accountsForSources = ['a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7'];
-  const paths: Path[] = ['familiar', 'unfamiliar'];
   let now = 1_700_000_000_000;
+  // Small buckets and sets, so that every limit and cap is met within the run.
+  const policy = (name: string, limit: number, window: string) => compilePolicies([{ name, algorithm: 'token-bucket', limit, window }])[0]!;
+  const config: LoginConfig = {
+    // The long distinct window is read from the same set as the short one, kept for the longer of the two.
+    spec: { distinctWindowMs: 60_000, longDistinctWindowMs: 900_000, ratioWindowMs: 300_000, maxDistinct: 4 },
+    memoryMs: 900_000,
+    familiarMs: 1_200_000,
+    maxFamiliar: 2,
+    backoff: { freeFailures: 2, baseMs: 1_000, maxMs: 60_000, jitter: 0.5 },
+    ip: policy('guard-ip', 6, '1d'),
+    subnet: policy('guard-subnet', 9, '1d'),
+    pair: policy('guard-pair', 3, '1h'),
+    clock: () => now,
+  };
+  const mem = new MemoryGuardState().loginPort(new MemoryStore(), config);
+  // The Redis state keeps the buckets in its own keys, whatever the Guard's store.
+  const red = new RedisGuardState({ client: io, prefix: fresh(), timeoutMs: 2000, onError: 'closed' }).loginPort(new MemoryStore(), config);
+  const tagger: AttemptTagger = { hasher: new KeyedHasher(new TextEncoder().encode('differential-secret-0123456789')), reputation: new Reputation([], [], []), ipv4Subnet: 24, ipv6Subnet: 64 };
+  const ips = ['10.0.0.1', '10.0.0.2', '10.0.1.7', '2001:db8::1', '2001:db8::2'];
   for (let i = 0; i < 600; i++) {
     now += pick([0, 1, 500, 10_000, 45_000, 200_000, 700_000]);
-    const a = pick(accounts);
-    const s = pick(sources);
-    const path = pick(paths);
-    const op = Math.floor(r() * 8);
-    // Every argument is drawn before either state runs, so both see the same call.
+    // Every argument is drawn before either port runs, so both see the same call.
+    const t = tagAttempt('check', { account: pick(['a1', 'a2', 'a3']), ip: pick(ips), fingerprint: pick([undefined, 'd1', 'd2']) }, tagger);
+    const op = Math.floor(r() * 5);
+    const sources = r() < 0.85;
     const pw = pick(['p1', 'p2', 'p3', 'p4', undefined]);
-    const lockFor = pick([1000, 60_000, 2_000_000]);
-    const familiar = pick([['s1'], ['s2', 's3'], ['s4', 's1']]);
-    const who = pick(accountsForSources);
-    const failed = r() < 0.8;
-    const call = (st: GuardState): unknown => {
+    const draw = r();
+    const run = async (port: LoginPort): Promise<unknown> => {
       switch (op) {
         case 0:
-          return st.readAccount(a, now);
+          return readsOf(await port.read(t, now, sources), t);
         case 1:
-          return st.failAccount(a, path, pw, now, 900_000);
-        case 2:
-          // As the guard does: a lock only right after a counted failure (the interface passes it no
-          // `now`, so an expired record is the caller's to avoid, on either backend).
-          return (async () => [await st.failAccount(a, path, pw, now, 900_000), await st.lockAccount(a, path, now + lockFor)])();
+          await port.refuse(t, now);
+          return readsOf(await port.read(t, now, true), t);
+        case 2: {
+          // As the Guard does: a check, then its success, with the path the check found.
+          const reads = await port.read(t, now, true);
+          return [readsOf(reads, t), await port.succeed(t, now, judgePath(reads.account, t.sources) === 'familiar')];
+        }
         case 3:
-          return st.succeedAccount(a, path, familiar, now, 1_200_000, 2);
-        case 4:
-          return st.noteSource(s, who, failed, now, spec);
-        case 5:
-          return st.readSource(s, now, spec);
-        case 6:
-          // The path judged from the account's familiar list, in the call that writes.
-          return st.failAccountJudged!(a, familiar, pw, now, 900_000);
+          // A success this process did not check: the state judges the path itself.
+          return port.succeed(t, now, undefined);
         default:
-          return st.succeedAccountJudged!(a, familiar, now, 1_200_000, 2);
+          return port.fail(t, pw === undefined ? undefined : tagger.hasher.passwordTag(t.account, pw), () => draw, now);
       }
     };
-    const m = normalize(await call(mem));
-    const d = normalize(await call(red));
-    assert.deepEqual(d, m, `seed ${seed}, step ${i}, op ${op}, account ${a}, source ${s}, path ${path}`);
+    const m = normalize(await run(mem));
+    const d = normalize(await run(red));
+    assert.deepEqual(d, m, `seed ${seed}, step ${i}, op ${op}`);
   }
 });
 
-/** A view as plain data, with fractional counts rounded (Redis returns the same numbers through Lua doubles). */
+/**
+ * A check's reads as the Guard takes them (a familiar source's per-source reads are ignored: the Redis port
+ * reads them anyway), as plain data now: the memory state's account view is its live record, which a
+ * success then changes.
+ */
+function readsOf(reads: LoginReads, t: TaggedAttempt): unknown {
+  const familiar = judgePath(reads.account, t.sources) === 'familiar';
+  const decision = (d: Decision | undefined) => (d === undefined ? undefined : { allowed: d.allowed, remaining: d.remaining, resetAfterMs: d.resetAfterMs, retryAfterMs: d.retryAfterMs });
+  return normalize({
+    account: reads.account,
+    pair: decision(reads.pair),
+    ...(familiar ? {} : { ip: decision(reads.ip), subnet: decision(reads.subnet), ipSource: reads.ipSource, netSource: reads.netSource, fingerprintSource: reads.fingerprintSource }),
+  });
+}
+
+/** Answers as plain data, with fractional counts rounded (Redis returns the same numbers through Lua doubles). */
 function normalize(v: unknown): unknown {
   if (v === undefined || v === null) return undefined;
+  if (typeof v === 'number') return Math.round(v * 1e6) / 1e6;
   if (Array.isArray(v)) return v.map(normalize);
   if (typeof v !== 'object') return v;
   const out: Record<string, unknown> = {};
-  for (const k of ['unfamiliarFailures', 'familiarFailures', 'unfamiliarLockedUntil', 'familiarLockedUntil', 'lastFailureAt', 'familiar', 'counted', 'failures', 'total', 'successes', 'distinctFailedAccounts', 'distinctFailedAccountsLong', 'path', 'unfamiliarFailuresBefore']) {
-    if (!(k in v)) continue;
-    const x = (v as Record<string, unknown>)[k];
-    out[k] = typeof x === 'number' ? Math.round(x * 1e6) / 1e6 : Array.isArray(x) ? [...x] : x;
-  }
+  for (const [k, x] of Object.entries(v)) if (!['failuresUntil', 'expiresAt', 'passwords', 'familiarUntil'].includes(k)) out[k] = normalize(x);
   return out;
 }
 

@@ -1,5 +1,5 @@
 -- Guard state on Redis: the Lua twin of the guard's record rules (src/guard/rules.ts: liveAccount, judge,
--- failAccount, lock, succeedAccount; roll, live, sourceView), kept in memory by memory-state.ts and
+-- failAccount, lock, succeedAccount; roll, live, noteDistinct), kept in memory by memory-state.ts and
 -- source-table.ts, and of the guard's token buckets (token-bucket.lua, loaded before this file with the
 -- store's prelude). One call runs a
 -- batch of operations, in order, from any number of logins: on a Cluster every key of one call shares
@@ -398,18 +398,6 @@ local function noteDistinct(src, hash, now, setMs, maxDistinct)
   ent[2 * k - 1], ent[2 * k] = hash, now
 end
 
--- Counts and window start go back to the caller, which weighs the previous generation (a fraction).
-local function sourceView(out, n, src, now, distinctMs, longMs)
-  local d, dl = 0, 0
-  local ent = src.ent
-  for i = 2, #ent, 2 do
-    if ent[i] + distinctMs > now then d = d + 1 end
-    if ent[i] + longMs > now then dl = dl + 1 end
-  end
-  out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6], out[n + 7] = src.gen, src.f, src.s, src.pf, src.ps, d, dl
-  return n + 7
-end
-
 -- source-table.ts's note(): a failure on the account hashed `hash` ('1'), a success ('0'), or a
 -- stranger's success ('t'), which is noted only on a source already tracked (live): nil then, and
 -- nothing is written. The record's end is kept for the write.
@@ -621,54 +609,6 @@ local function run(KEYS, ARGV)
         end
       end
       a, k = a + 3, k + 1
-    elseif op == 'FA' then
-      -- failAccount. ARGV: now, path ('f', 'u', or 'j' to judge it from the tags), password tag ('' for
-      -- none), memoryMs, tags. Replies counted, failures on the path, total, and the path.
-      local now = tonumber(ARGV[a + 1])
-      local a0, ntags, b = tagRange(a + 5)
-      local counted, r, path = failAccount(KEYS[k], now, ARGV[a + 2], ARGV[a + 3], tonumber(ARGV[a + 4]), a0, ntags)
-      out[n + 1], out[n + 2], out[n + 3], out[n + 4] = counted, path == 'f' and r.ff or r.uf, r.ff + r.uf, path
-      n = n + 4
-      a, k = b, k + 1
-    elseif op == 'LA' then
-      -- lockAccount. ARGV: path, until. The interface passes no `now`: the record is taken as it is, and
-      -- its TTL moves by as much as its end does. No record, no lock.
-      local key, path, untilMs = KEYS[k], ARGV[a + 1], tonumber(ARGV[a + 2])
-      local r = account(key)
-      if r then
-        if not r.now then
-          local pttl = rcall('PTTL', key)
-          if pttl < 0 then r = nil else r.now = r.exp - pttl end
-        end
-        if r then
-          lock(r, path, untilMs)
-          touch(key, 'a')
-        end
-      end
-      a, k = a + 3, k + 1
-    elseif op == 'SA' then
-      -- succeedAccount. ARGV: now, path ('f', 'u' or 'j'), familiarMs, maxFamiliar, tags. Replies the path
-      -- and the strangers' failures before.
-      local now = tonumber(ARGV[a + 1])
-      local a0, ntags, b = tagRange(a + 5)
-      local path, before = succeedAccount(KEYS[k], now, ARGV[a + 2], tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), a0, ntags)
-      out[n + 1], out[n + 2] = path, before
-      n = n + 2
-      a, k = b, k + 1
-    elseif op == 'NS' then
-      -- noteSource. ARGV: now, distinctWindowMs, ratioWindowMs, maxDistinct, longDistinctWindowMs, the
-      -- account's hash, and '1' for a failure, '0' for a success, 't' for a stranger's success. Replies the
-      -- source's view after it (all zeros for a stranger's success on a source not tracked).
-      local now, distinctMs, ratioMs, maxDistinct, longMs = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
-      local setMs = max(distinctMs, longMs)
-      local src = noteSource(KEYS[k], now, tonumber(ARGV[a + 6]), ARGV[a + 7], ratioMs, setMs, maxDistinct, 2 * max(setMs, ratioMs))
-      if src then
-        n = sourceView(out, n, src, now, distinctMs, longMs)
-      else
-        out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6], out[n + 7] = floor(now / ratioMs), 0, 0, 0, 0, 0, 0
-        n = n + 7
-      end
-      a, k = a + 8, k + 1
     elseif op == 'SF' then
       -- shareFailures: the fleet's failure count per anomaly bucket. ARGV: time to live, the number of
       -- buckets, what to add to each. Replies each bucket's total after the additions.

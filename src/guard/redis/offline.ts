@@ -6,12 +6,13 @@
  * is stores/redis/failure.ts: the Guard, like a Limiter, sees one port whatever Redis does.
  */
 import { createAlgorithm } from '../../core/index.js';
-import type { Policy } from '../../core/index.js';
+import type { Decision, Policy } from '../../core/index.js';
 import { Fallback, type OnError } from '../../stores/redis/failure.js';
 import type { StoreTable } from '../../stores/store.js';
 import type { TaggedAttempt } from '../attempt.js';
-import { StateLogin } from '../state-login.js';
-import type { GuardState, JudgedFailure, JudgedSuccess, LoginConfig, LoginPort, LoginReads } from '../state.js';
+import { MemoryLogin, type LoginTables } from '../memory-login.js';
+import type { MemoryRecords } from '../memory-records.js';
+import type { JudgedFailure, JudgedSuccess, LoginConfig, LoginPort, LoginReads } from '../state.js';
 import { OFFLINE } from './login.js';
 
 export class OfflineFallback implements LoginPort {
@@ -61,16 +62,51 @@ export class OfflineFallback implements LoginPort {
 }
 
 /**
- * The port `online` falls back from: `state` (the offline state) with buckets answered by the store's
- * failure policy (insurance: a local limiter), as a RedisStore answers its own tables while Redis cannot.
- * `online` itself when there is no offline state (onError 'closed': its rejections stand).
+ * The port `online` falls back from, or `online` itself when there is none (onError 'closed': its
+ * rejections stand): this process's memory records (`offline`, for 'local') or nothing known and nothing
+ * kept ('open'), with the guard's buckets answered by the store's failure policy (insurance: a local
+ * limiter), as a RedisStore answers its own tables while Redis cannot.
  */
-export function withOffline(online: LoginPort, state: GuardState | undefined, storeOnError: OnError, c: LoginConfig): LoginPort {
-  if (state === undefined) return online;
+export function withOffline(online: LoginPort, offline: MemoryRecords | 'open' | undefined, storeOnError: OnError, c: LoginConfig): LoginPort {
+  if (offline === undefined) return online;
   const table = (p: Policy): StoreTable => {
     const f = new Fallback(storeOnError, { policies: [p], algorithms: [createAlgorithm(p)], clock: c.clock });
     return { sync: true, decide: (k, cost, lease) => f.decide(k, cost, lease), adjust: (k, d) => f.adjust(k, d), release: (k, l) => f.release(k, l), reset: (k) => f.reset(k) };
   };
-  const offline = new StateLogin(state, { ip: table(c.ip), subnet: table(c.subnet), pair: table(c.pair) }, { spec: c.spec, memoryMs: c.memoryMs, familiarMs: c.familiarMs, maxFamiliar: c.maxFamiliar, backoff: c.backoff, judging: false });
-  return new OfflineFallback(online, offline);
+  const tables: LoginTables = { ip: table(c.ip), subnet: table(c.subnet), pair: table(c.pair) };
+  return new OfflineFallback(online, offline === 'open' ? new OpenLogin(tables) : new MemoryLogin(offline, tables, c));
+}
+
+/**
+ * onError 'open' while Redis cannot: nothing is known (every account and source as if new) and nothing is
+ * kept; the buckets answer as the store's 'open' policy does (allowed, marked as a store error).
+ */
+class OpenLogin implements LoginPort {
+  constructor(private readonly tables: LoginTables) {}
+
+  read(t: TaggedAttempt, _now: number, sources: boolean, buckets = true): LoginReads {
+    const peek = (table: StoreTable, key: string) => table.decide(key, 0, undefined) as Decision;
+    const { ip, subnet, pair } = this.tables;
+    const stranger = sources && buckets;
+    return {
+      account: undefined,
+      pair: buckets ? peek(pair, t.pairKey) : undefined,
+      ip: stranger ? peek(ip, t.ipKey) : undefined,
+      subnet: stranger ? peek(subnet, t.subnetKey) : undefined,
+      ipSource: undefined,
+      netSource: undefined,
+      fingerprintSource: undefined,
+    };
+  }
+
+  refuse(): void {}
+
+  succeed(): JudgedSuccess {
+    return { path: 'unfamiliar', unfamiliarFailuresBefore: 0 };
+  }
+
+  fail(_t: TaggedAttempt, _passwordTag: string | undefined, random: () => number): JudgedFailure {
+    random(); // the backoff's draw, as a port that counts it makes (the guard's random sequence is replayed)
+    return { counted: true, failures: 0, total: 0, path: 'unfamiliar' };
+  }
 }

@@ -17,20 +17,20 @@
  * const guard = new Guard({ secret, store }); // buckets and state both on Redis, one state per store
  */
 import { readFileSync } from 'node:fs';
-import { SluiceError, show } from '../../core/index.js';
+import { show } from '../../core/index.js';
 import { connectionStats, RedisConnection, redisCommand, type ConnectionStats } from '../../stores/redis/connection.js';
 import { checkRedisBasics } from '../../stores/redis/options.js';
 import type { OnError } from '../../stores/redis/failure.js';
+import type { Store } from '../../stores/store.js';
 import { escapeId, slotOf } from '../../stores/redis/keys.js';
 import { RedisStore } from '../../stores/redis/redis-store.js';
 import { defineLibrary } from '../../stores/redis/script.js';
+import type { MemoryRecords } from '../memory-records.js';
 import { MemoryGuardState } from '../memory-state.js';
-import { hash32 } from '../source-table.js';
-import { registerGuardStateMaker, type AccountView, type FailOutcome, type GuardState, type JudgedFailure, type JudgedSuccess, type LoginConfig, type LoginPort, type Path, type SourceSpec, type SourceView } from '../state.js';
+import { registerGuardStateMaker, type GuardState, type LoginConfig, type LoginPort } from '../state.js';
 import { LoginSession, type LoginHost } from './login.js';
 import { withOffline } from './offline.js';
-import { accountView, sourceViewOf } from './records.js';
-import { bySlot, checkTags, code, invalid, none, num, readFailure, readSourceView, readSuccess, specArgs, tagArg, type LoginContext, type ReadUnit, type Unit } from './wire.js';
+import { bySlot, invalid, num, type LoginContext, type ReadUnit, type Unit } from './wire.js';
 
 /**
  * When Redis cannot answer within timeoutMs (down, frozen, not connected):
@@ -156,81 +156,6 @@ export class RedisGuardState implements GuardState, LoginHost {
     return this.cluster ? slotOf(`${kind}:${escapeId(tag)}`) : 0;
   }
 
-  readAccount(account: string, now: number): Promise<AccountView | undefined> {
-    return this.singleRead(this.slot('ga', account), this.accountKey(account), (bytes) => accountView(bytes, now), (l) => l.readAccount(account, now), undefined);
-  }
-
-  failAccount(account: string, path: Path, passwordTag: string | undefined, now: number, memoryMs: number): Promise<FailOutcome> {
-    return this.single(
-      this.slot('ga', account),
-      [this.accountKey(account)],
-      ['FA', num(now), code(path), tagArg(passwordTag), num(memoryMs), '0'],
-      (r, i) => [{ counted: Number(r[i]) === 1, failures: Number(r[i + 1]), total: Number(r[i + 2]) }, i + 4],
-      (l) => l.failAccount(account, path, passwordTag, now, memoryMs),
-      // Open: the failure is not remembered, so there is nothing to back off from; the buckets still count it.
-      { counted: true, failures: 0, total: 0 },
-    );
-  }
-
-  /** failAccount with the path judged by the script from the account's familiar list: one call, not a read and a write. */
-  failAccountJudged(account: string, sources: readonly string[], passwordTag: string | undefined, now: number, memoryMs: number): Promise<JudgedFailure> {
-    checkTags(sources, 'source');
-    return this.single(
-      this.slot('ga', account),
-      [this.accountKey(account)],
-      ['FA', num(now), 'j', tagArg(passwordTag), num(memoryMs), String(sources.length), ...sources],
-      readFailure,
-      (l) => l.failAccountJudged(account, sources, passwordTag, now, memoryMs),
-      // Open: as readAccount and failAccount open, a stranger's failure that is not remembered.
-      { counted: true, failures: 0, total: 0, path: 'unfamiliar' },
-    );
-  }
-
-  /** succeedAccount with the path judged by the script, as failAccountJudged. */
-  succeedAccountJudged(account: string, sources: readonly string[], now: number, familiarMs: number, maxFamiliar: number): Promise<JudgedSuccess> {
-    checkTags(sources, 'source');
-    return this.single(
-      this.slot('ga', account),
-      [this.accountKey(account)],
-      ['SA', num(now), 'j', num(familiarMs), String(maxFamiliar), String(sources.length), ...sources],
-      readSuccess,
-      (l) => l.succeedAccountJudged(account, sources, now, familiarMs, maxFamiliar),
-      { path: 'unfamiliar', unfamiliarFailuresBefore: 0 },
-    );
-  }
-
-  async lockAccount(account: string, path: Path, until: number): Promise<void> {
-    await this.single(this.slot('ga', account), [this.accountKey(account)], ['LA', code(path), num(until)], none, (l) => l.lockAccount(account, path, until), undefined);
-  }
-
-  async succeedAccount(account: string, path: Path, sources: readonly string[], now: number, familiarMs: number, maxFamiliar: number): Promise<void> {
-    checkTags(sources, 'source');
-    await this.single(
-      this.slot('ga', account),
-      [this.accountKey(account)],
-      ['SA', num(now), code(path), num(familiarMs), String(maxFamiliar), String(sources.length), ...sources],
-      (_r, i) => [undefined, i + 2], // the path and the count, which only the judged call needs
-      (l) => l.succeedAccount(account, path, sources, now, familiarMs, maxFamiliar),
-      undefined,
-    );
-  }
-
-  noteSource(source: string, account: string, failed: boolean, now: number, spec: SourceSpec, onlyIfTracked = false): Promise<SourceView> {
-    checkTags([account], 'account');
-    return this.single(
-      this.slot('gs', source),
-      [this.sourceKey(source)],
-      ['NS', num(now), ...specArgs(spec), String(hash32(account)), failed ? '1' : onlyIfTracked ? 't' : '0'],
-      (r, i) => readSourceView(r, i, now, spec),
-      (l) => l.noteSource(source, account, failed, now, spec, onlyIfTracked),
-      { failures: 0, successes: 0, distinctFailedAccounts: 0, distinctFailedAccountsLong: 0 },
-    );
-  }
-
-  readSource(source: string, now: number, spec: SourceSpec): Promise<SourceView | undefined> {
-    return this.singleRead(this.slot('gs', source), this.sourceKey(source), (bytes) => sourceViewOf(bytes, now, spec), (l) => l.readSource(source, now, spec), undefined);
-  }
-
   /**
    * The fleet's persisted monitor baselines, in whatever call goes next. As shareFailures, no failure
    * policy: it rejects, and the guard starts without them.
@@ -305,19 +230,20 @@ export class RedisGuardState implements GuardState, LoginHost {
   }
 
   /**
-   * A Guard's whole-login operations (login.ts), when `store` is the RedisStore this state was made for
-   * (redisGuardStateOf): the guard's buckets then live in this state's keys, beside the account and
-   * sources they go with. Undefined otherwise (the store's own tables keep the buckets).
+   * A Guard's whole-login operations (login.ts): the guard's buckets live in this state's keys, beside the
+   * account and sources they go with, whatever `store` is. While Redis cannot answer, the offline state
+   * answers (offline.ts), its buckets by the failure policy of `store` when it is the RedisStore this state
+   * was made for (redisGuardStateOf), else by this state's `onError`.
    */
-  loginPort(store: unknown, config: LoginConfig): LoginPort | undefined {
-    if (!(store instanceof RedisStore) || perStore.get(store) !== this) return undefined;
-    return withOffline(new LoginSession(this, config), this.offline(), store.onError, config);
+  loginPort(store: Store, config: LoginConfig): LoginPort {
+    const onError: OnError = store instanceof RedisStore && perStore.get(store) === this ? store.onError : bucketsOnError(this.onError);
+    return withOffline(new LoginSession(this, config), this.offline(), onError, config);
   }
 
-  /** The state answering for Redis while it cannot: this process's own ('local'), or empty answers ('open'); none when 'closed'. */
-  offline(): GuardState | undefined {
-    if (this.onError === 'local') return (this.local ??= new MemoryGuardState());
-    return this.onError === 'open' ? OPEN : undefined;
+  /** What answers for Redis while it cannot: this process's own state ('local'), or nothing known ('open'); none when 'closed'. */
+  private offline(): MemoryRecords | 'open' | undefined {
+    if (this.onError === 'local') return (this.local ??= new MemoryGuardState()).records;
+    return this.onError === 'open' ? 'open' : undefined;
   }
 
   /**
@@ -364,47 +290,6 @@ export class RedisGuardState implements GuardState, LoginHost {
       this.scheduled = true;
       process.nextTick(this.flushNow);
     }
-  }
-
-  /** One key's value, decoded, with the failure policy of `single`. */
-  private singleRead<T>(slot: number, key: string, decode: (bytes: Uint8Array | null) => T, local: (l: MemoryGuardState) => T, open: T): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.enqueueRead({
-        slot,
-        keys: [key],
-        answer: (values, i) => {
-          resolve(decode(values[i]!));
-          return i + 1;
-        },
-        fail: (err) => this.fallBack(err, resolve, reject, local, open),
-      });
-    });
-  }
-
-  /** One operation with its failure policy: `local` on this process's state, `open`, or a rejection when closed. */
-  private single<T>(slot: number, keys: string[], args: string[], parse: (r: unknown[], i: number) => [T, number], local: (l: MemoryGuardState) => T, open: T): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.enqueue({
-        slot,
-        keys,
-        args,
-        context: undefined,
-        answer: (r, i) => {
-          const [value, next] = parse(r, i);
-          resolve(value);
-          return next;
-        },
-        fail: (err) => this.fallBack(err, resolve, reject, local, open),
-      });
-    });
-  }
-
-  /** An operation's answer when its call failed: `local` on this process's state, `open`, or a rejection when closed. */
-  private fallBack<T>(err: unknown, resolve: (value: T) => void, reject: (err: unknown) => void, local: (l: MemoryGuardState) => T, open: T): void {
-    this.stats.fallbacks++;
-    if (this.onError === 'closed') reject(err instanceof SluiceError ? err : new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `RedisGuardState: Redis failed: ${(err as Error)?.message ?? String(err)}`));
-    else if (this.onError === 'local') resolve(local((this.local ??= new MemoryGuardState())));
-    else resolve(open);
   }
 
   /**
@@ -505,18 +390,6 @@ function answerAll(units: Unit[], reply: unknown, failed: boolean, err: unknown)
   for (const u of units) u.fail(err);
 }
 
-/** What the state answers with `onError: 'open'` while Redis cannot: as if nothing were known, and nothing kept. */
-const OPEN: GuardState = {
-  readAccount: () => undefined,
-  failAccount: () => ({ counted: true, failures: 0, total: 0 }),
-  failAccountJudged: () => ({ counted: true, failures: 0, total: 0, path: 'unfamiliar' }),
-  succeedAccountJudged: () => ({ path: 'unfamiliar', unfamiliarFailuresBefore: 0 }),
-  lockAccount: () => undefined,
-  succeedAccount: () => undefined,
-  noteSource: () => ({ failures: 0, successes: 0, distinctFailedAccounts: 0, distinctFailedAccountsLong: 0 }),
-  readSource: () => undefined,
-};
-
 /** One state per store, so every Guard given the same RedisStore shares one (as its buckets do). */
 const perStore = new WeakMap<RedisStore, RedisGuardState>();
 
@@ -537,6 +410,11 @@ export function redisGuardStateOf(store: unknown): RedisGuardState | undefined {
 
 export function stateOnError(onError: OnError): GuardStateOnError {
   return typeof onError === 'object' ? 'local' : onError;
+}
+
+/** The buckets' failure policy for a state's own onError: 'local' keeps them in this process, whole. */
+function bucketsOnError(onError: GuardStateOnError): OnError {
+  return onError === 'local' ? { insurance: 1 } : onError;
 }
 
 registerGuardStateMaker(redisGuardStateOf);

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { SluiceError, show } from '../../core/index.js';
 import type { AccountSuccess } from './records.js';
-import type { JudgedFailure, JudgedSuccess, Path, SourceSpec, SourceView } from '../state.js';
+import type { JudgedFailure, JudgedSuccess, Path } from '../state.js';
 
 export function invalid(message: string): never {
   throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `RedisGuardState ${message}`);
@@ -19,7 +19,7 @@ export interface Unit {
   /**
    * A login operation's session number and time (`now`), which it shares with every part of it: the
    * call sends them once, by a T operation before the first unit with a different pair, and the
-   * sessions themselves at its start. Undefined for the state's single operations.
+   * sessions themselves at its start. Undefined for the state's fleet operations (counts, baselines).
    */
   readonly context: LoginContext | undefined;
   /** Reads its reply from r at i; returns the index after it. */
@@ -66,29 +66,6 @@ export function readSuccess(r: unknown[], i: number): [JudgedSuccess, number] {
   return [{ path: pathOf(String(r[i])), unfamiliarFailuresBefore: Number(r[i + 1]) }, i + 2];
 }
 
-export function none(_r: unknown[], i: number): [undefined, number] {
-  return [undefined, i];
-}
-
-/**
- * A source view from [generation, failures, successes, previous failures, previous successes, distinct
- * accounts, the same in the long window]: the two-generation estimate of source-table.ts, the previous
- * window fading linearly across this one.
- */
-export function readSourceView(r: unknown[], i: number, now: number, spec: SourceSpec): [SourceView, number] {
-  const ratioMs = spec.ratioWindowMs;
-  const weight = (ratioMs - (now - Number(r[i]) * ratioMs)) / ratioMs;
-  return [
-    {
-      failures: Number(r[i + 3]) * weight + Number(r[i + 1]),
-      successes: Number(r[i + 4]) * weight + Number(r[i + 2]),
-      distinctFailedAccounts: Number(r[i + 5]),
-      distinctFailedAccountsLong: Number(r[i + 6]),
-    },
-    i + 7,
-  ];
-}
-
 /**
  * An AC operation's arguments after its code: the SHA1 of the record as the check read it ('' for none),
  * then the success's fields, its time to live and its answer (guard.lua's AC). Numbers and tags travel
@@ -117,14 +94,4 @@ function pathOf(code: string): Path {
 /** Tags travel comma-joined in the records, so none may be empty or hold a comma. */
 export function checkTags(tags: readonly string[], what: string): void {
   for (const s of tags) if (typeof s !== 'string' || s === '' || s.includes(',')) invalid(`${what} tag must be a non-empty string without ',', got ${show(s)}`);
-}
-
-export function tagArg(tag: string | undefined): string {
-  if (tag === undefined) return '';
-  if (tag === '' || tag.includes(',')) invalid(`password tag must be a non-empty string without ',', got ${show(tag)}`);
-  return tag;
-}
-
-export function specArgs(spec: SourceSpec): string[] {
-  return [num(spec.distinctWindowMs), num(spec.ratioWindowMs), String(spec.maxDistinct), num(spec.longDistinctWindowMs ?? spec.distinctWindowMs)];
 }

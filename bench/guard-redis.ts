@@ -20,7 +20,7 @@
 // Figures per login: Redis commands sent by the client (counted at ioredis's sendCommand), commands run
 // by Redis (INFO commandstats, those inside scripts included), Redis CPU (used_cpu_sys + used_cpu_user).
 //
-// Run: node --import tsx bench/guard-redis.ts [pairs=4000] [reps=3] [before=fe2dda9]
+// Run: [MIXES=typical,returning,stuffing] [IN_FLIGHT=1,64] node --import tsx bench/guard-redis.ts [pairs=4000] [reps=3] [before=fe2dda9]
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -45,7 +45,8 @@ interface Result {
   refused: number;
 }
 
-const MIXES: Mix[] = ['typical', 'returning', 'stuffing'];
+const MIXES = (process.env.MIXES?.split(',') ?? ['typical', 'returning', 'stuffing']) as Mix[];
+const IN_FLIGHT = (process.env.IN_FLIGHT?.split(',') ?? ['1', '64']).map(Number);
 const ACCOUNTS = 50_000;
 const ADDRESSES = 20_000;
 const floodIp = (n: number) => `${11 + (n >>> 16)}.${(n >>> 8) & 255}.${n & 255}.${1 + (n % 250)}`;
@@ -195,7 +196,7 @@ async function main(): Promise<void> {
   try {
     for (let rep = 0; rep < REPS; rep++) {
       for (const mix of MIXES) {
-        for (const inFlight of [1, 64]) {
+        for (const inFlight of IN_FLIGHT) {
           for (const contender of ['sluice', 'before', 'rlflex'] as Contender[]) {
             await flush.flushall(); // our own server: each measurement starts from an empty Redis
             const pairs = inFlight === 1 ? Math.ceil(PAIRS / 4) : PAIRS;
@@ -215,7 +216,7 @@ async function main(): Promise<void> {
   console.log('| mix | in flight | contender | logins/s | × before | × rlflex | commands sent / login | run by Redis / login | Redis CPU µs / login | the same, less idle | refused |');
   console.log('|---|---|---|---|---|---|---|---|---|---|---|');
   for (const mix of MIXES) {
-    for (const inFlight of [1, 64]) {
+    for (const inFlight of IN_FLIGHT) {
       const med = (c: Contender, f: (r: Result) => number) => median(results.filter((r) => r.mix === mix && r.inFlight === inFlight && r.contender === c).map(f));
       for (const c of ['sluice', 'before', 'rlflex'] as Contender[]) {
         const rate = med(c, (r) => r.pairsPerSecond);

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { test } from 'node:test';
-import { Cluster } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { Limiter } from '../../src/index.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { escapeId, keyOf, slotOf } from '../../src/stores/redis/keys.js';
@@ -83,6 +83,87 @@ test('redis cluster: a call across slots sent on a stale slot map goes again by 
     assert.deepEqual(after.map((d) => d.remaining), keys.map(() => 0));
   } finally {
     stale.disconnect();
+  }
+});
+
+/** Each master's commands since the last CONFIG RESETSTAT, by name (INFO commandstats: calls inside scripts too). */
+async function commandsByMaster(): Promise<Array<Record<string, number>>> {
+  return Promise.all(
+    ctx.io.nodes('master').map(async (node) => {
+      const calls: Record<string, number> = {};
+      for (const m of (await node.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls[m[1]!] = Number(m[2]);
+      return calls;
+    }),
+  );
+}
+
+/** The names of the function libraries on each master. */
+async function librariesByMaster(): Promise<string[][]> {
+  return Promise.all(ctx.io.nodes('master').map(async (node) => ((await node.call('FUNCTION', 'LIST')) as unknown[][]).map((lib) => String(lib[1])).sort()));
+}
+
+const onEveryMaster = (command: string) => Promise.all(ctx.io.nodes('master').map((node) => node.call(...(command.split(' ') as [string, ...string[]]))));
+
+for (const [name, client] of [['ioredis', () => ctx.io], ['node-redis', () => ctx.nr]] as const) {
+  test(`redis cluster (${name}): decisions go as FCALL, the library is loaded on every master, and a master that lost it (FUNCTION FLUSH) gets it back`, async () => {
+    await onEveryMaster('FUNCTION FLUSH');
+    await onEveryMaster('CONFIG RESETSTAT');
+    const store = new RedisStore({ client: client(), prefix, timeoutMs: 2000, onError: 'closed' });
+    const l = new Limiter({ policy: { name: 'p', algorithm: 'gcra', limit: 2, window: '1h' }, store });
+    const decideAll = async (keys: string[]) => {
+      const decided = await Promise.all(keys.flatMap((k) => [l.limit(k), l.limit(k), l.limit(k)]));
+      assert.deepEqual(decided.map((d) => d.reason ?? d.allowed), keys.flatMap(() => [true, true, false]));
+    };
+    // Keys of many slots, so every master decides some (calls across slots included).
+    await decideAll(Array.from({ length: 300 }, (_, i) => `fcall:${name}:${i}`));
+    const libraries = await librariesByMaster();
+    assert.equal(libraries.length, 3);
+    assert.equal(libraries[0]!.length, 1, 'one library, this store\'s');
+    assert.match(libraries[0]![0]!, /^sluice_/);
+    assert.deepEqual(libraries, [libraries[0], libraries[0], libraries[0]], 'the same library on every master');
+    for (const calls of await commandsByMaster()) {
+      assert.ok((calls.fcall ?? 0) > 0, `FCALL on every master: ${JSON.stringify(calls)}`);
+      assert.equal(calls.evalsha ?? 0, 0, 'no EVALSHA');
+      assert.equal(calls.eval ?? 0, 0, 'no EVAL');
+    }
+    assert.ok(store.stats.reloads >= 1, 'the first calls found the library missing');
+    assert.deepEqual([store.stats.errors, store.stats.fallbacks], [0, 0]);
+
+    // One master loses it: the first call there loads it (everywhere) and is retried, with nothing lost.
+    const [flushed] = ctx.io.nodes('master');
+    await flushed!.call('FUNCTION', 'FLUSH');
+    const reloads = store.stats.reloads;
+    await decideAll(Array.from({ length: 300 }, (_, i) => `fcall-flushed:${name}:${i}`));
+    assert.ok(store.stats.reloads > reloads, 'reloaded');
+    assert.deepEqual(await librariesByMaster(), libraries, 'the flushed master has the library again');
+    assert.deepEqual([store.stats.errors, store.stats.fallbacks], [0, 0]);
+  });
+}
+
+test('redis cluster: a user whose ACL refuses FCALL and FUNCTION gets EVALSHA, with the same decisions', async () => {
+  const user = `nofunctions${process.pid}`;
+  const nodes = cluster.ports.map((port) => new Redis({ host: '127.0.0.1', port }));
+  await Promise.all(nodes.map((node) => node.call('ACL', 'SETUSER', user, 'reset', 'on', 'nopass', '~*', '&*', '+@all', '-fcall', '-function')));
+  const refused = new Cluster(cluster.ports.map((port) => ({ host: '127.0.0.1', port })), { redisOptions: { username: user, password: 'any', maxRetriesPerRequest: 1 } });
+  refused.on('error', () => {});
+  try {
+    await once(refused, 'ready');
+    await onEveryMaster('CONFIG RESETSTAT');
+    const store = new RedisStore({ client: refused, prefix, timeoutMs: 2000, onError: 'closed' });
+    const l = new Limiter({ policy: { name: 'p', algorithm: 'fixed-window', limit: 2, window: '1h' }, store });
+    const keys = Array.from({ length: 100 }, (_, i) => `noperm:${i}`);
+    for (let round = 0; round < 2; round++) {
+      const decided = await Promise.all(keys.flatMap((k) => [l.limit(k), l.limit(k), l.limit(k)]));
+      assert.deepEqual(decided.map((d) => d.reason ?? d.allowed), keys.flatMap(() => (round === 0 ? [true, true, false] : [false, false, false])));
+    }
+    const calls = await commandsByMaster();
+    assert.equal(calls.reduce((sum, c) => sum + (c.fcall ?? 0), 0), 0, 'no FCALL ran');
+    assert.ok(calls.every((c) => (c.evalsha ?? 0) > 0), `EVALSHA on every master: ${JSON.stringify(calls)}`);
+    assert.deepEqual([store.stats.errors, store.stats.fallbacks], [0, 0]);
+  } finally {
+    refused.disconnect();
+    await Promise.all(nodes.map((node) => node.call('ACL', 'DELUSER', user)));
+    for (const node of nodes) node.disconnect();
   }
 });
 

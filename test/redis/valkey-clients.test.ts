@@ -2,7 +2,8 @@
 // valkey-glide (GlideClient, GlideClusterClient), on the shared standalone server and on a Redis Cluster
 // this file starts (Valkey speaks the same protocol): the store, ban and guard conformance suites
 // unchanged, the adapter's byte-exact values() and create(), and NOSCRIPT and a missing function reloaded
-// once through glide, whose errors do not carry the server's codes as ioredis's do.
+// once through glide (on a cluster on every master), whose errors do not carry the server's codes as
+// ioredis's do.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { GlideClient, GlideClusterClient, Logger } from '@valkey/valkey-glide';
@@ -60,8 +61,8 @@ test('the adapter tells Valkey clients apart: iovalkey as ioredis, glide as glid
     [
       ['iovalkey', 'ioredis', false, true],
       ['glide', 'glide', false, true],
-      ['iovalkeyCluster', 'ioredis', true, false],
-      ['glideCluster', 'glide', true, false],
+      ['iovalkeyCluster', 'ioredis', true, true],
+      ['glideCluster', 'glide', true, true],
     ],
   );
 });
@@ -103,14 +104,22 @@ test('glide: NOSCRIPT and a missing function are reloaded once and the call retr
     glide.close();
     await own.destroy();
   }
-  // On a cluster, scripts go as EVALSHA, and each master loads a script the first time it runs there.
+  // On a cluster, library scripts go as FCALL too, each routed by its key to its master, and the first
+  // call that finds its library missing loads it on every master.
   const s = new RedisStore({ client: clients.glideCluster, prefix: fresh(), onError: 'closed', timeoutMs: 2000 });
   const l = new Limiter({ policy: { name: 'fresh-on-cluster', algorithm: 'gcra', limit: 5, window: '1h' }, store: s });
-  await clients.glideCluster.customCommand(['SCRIPT', 'FLUSH'], { route: 'allPrimaries' });
+  const masters = ctx.io.nodes('master');
+  await Promise.all(masters.map(async (m) => [await m.call('FUNCTION', 'FLUSH'), await m.call('CONFIG', 'RESETSTAT')]));
   const ds = await Promise.all(Array.from({ length: 30 }, (_, i) => l.limit(`id-${i}`)));
   assert.deepEqual(new Set(ds.map((d) => [d.remaining, d.reason].join())), new Set(['4,']));
   assert.ok(s.stats.reloads >= 1, `reloads ${s.stats.reloads}`);
   assert.equal(s.stats.errors, 0);
+  for (const m of masters) {
+    const stats = await m.info('commandstats');
+    assert.match(stats, /^cmdstat_fcall:calls=[1-9]/m, 'FCALL on every master');
+    assert.doesNotMatch(stats, /^cmdstat_evalsha:/m, 'no EVALSHA');
+    assert.equal(((await m.call('FUNCTION', 'LIST')) as unknown[]).length, 1, 'the library on every master');
+  }
 });
 
 test('a glide server error that is not NOSCRIPT goes to the failure policy, with its text, and is not retried', async () => {

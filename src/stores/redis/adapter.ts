@@ -12,9 +12,9 @@ export interface RedisAdapter {
   readonly kind: RedisDialect;
   readonly cluster: boolean;
   /**
-   * FCALL and FUNCTION LOAD (Redis 7.0 and later), on a client that is not a cluster and can send them.
-   * Not on a cluster: a library must be loaded on every master, and neither client sends a keyless
-   * command to the master of a given slot.
+   * FCALL (Redis 7.0 and later), routed by its keys as EVALSHA is, on a client that can send it. Its
+   * library is loaded with FUNCTION LOAD on every server (`servers()`: each master of a cluster), which
+   * the connection does when a server answers "Function not found".
    */
   readonly functions: FunctionCalls | undefined;
   /** Whether a command sent now goes to a connection rather than into an offline queue. */
@@ -51,7 +51,8 @@ export interface RedisAdapter {
   /**
    * The servers behind the client, each named (host:port where the client says) with a way to send it one
    * command: the client itself, or each master of a cluster. For the store's checks of the server's
-   * settings (health.ts), not for decisions.
+   * settings (health.ts) and for loading a function library on every master (connection.ts), not for
+   * decisions.
    */
   servers(): Promise<ServerCommand[]>;
 }
@@ -85,7 +86,6 @@ export function redisCommand(name: string, options: { readonly?: boolean; bytes?
 
 export interface FunctionCalls {
   fcall(fn: string, keys: string[], args: Arg[]): Promise<unknown>;
-  load(library: string): Promise<unknown>;
 }
 
 type Fn = (...args: unknown[]) => unknown;
@@ -151,13 +151,8 @@ function ioredis(c: AnyClient): RedisAdapter {
   return {
     kind: 'ioredis',
     cluster,
-    functions:
-      cluster || typeof send !== 'function'
-        ? undefined
-        : {
-            fcall: (fn, keys, args) => send.call(c, 'FCALL', fn, keys.length, ...keys, ...args) as Promise<unknown>,
-            load: (library) => send.call(c, 'FUNCTION', 'LOAD', library) as Promise<unknown>,
-          },
+    // A Cluster routes FCALL by its first key (ioredis's command table knows FCALL's keys).
+    functions: typeof send !== 'function' ? undefined : { fcall: (fn, keys, args) => send.call(c, 'FCALL', fn, keys.length, ...keys, ...args) as Promise<unknown> },
     ready: () => c.status === 'ready',
     connectLazy: () => {
       if (c.status === 'wait' && typeof c.connect === 'function') (c.connect as () => Promise<unknown>).call(c).catch(() => {}); // reported through 'error'
@@ -227,11 +222,13 @@ function nodeRedis(c: AnyClient): RedisAdapter {
     kind: 'node-redis',
     cluster,
     functions:
-      cluster || typeof send !== 'function'
+      typeof send !== 'function'
         ? undefined
         : {
-            fcall: (fn, keys, args) => send.call(c, ['FCALL', fn, String(keys.length), ...keys, ...args]) as Promise<unknown>,
-            load: (library) => send.call(c, ['FUNCTION', 'LOAD', library]) as Promise<unknown>,
+            // A cluster's sendCommand takes the key to route by, and whether the command only reads.
+            fcall: cluster
+              ? (fn, keys, args) => send.call(c, keys[0], false, ['FCALL', fn, String(keys.length), ...keys, ...args]) as Promise<unknown>
+              : (fn, keys, args) => send.call(c, ['FCALL', fn, String(keys.length), ...keys, ...args]) as Promise<unknown>,
           },
     // v4's cluster has no isReady; it queues nothing unbounded once open.
     ready: () => (c.isReady ?? c.isOpen ?? true) === true,
@@ -314,12 +311,7 @@ function glide(c: AnyClient): RedisAdapter {
   return {
     kind: 'glide',
     cluster,
-    functions: cluster
-      ? undefined
-      : {
-          fcall: (fn, keys, args) => command(['FCALL', fn, String(keys.length), ...keys, ...args]),
-          load: (library) => command(['FUNCTION', 'LOAD', library]),
-        },
+    functions: { fcall: (fn, keys, args) => command(['FCALL', fn, String(keys.length), ...keys, ...args]) },
     ready: () => c.isClosed !== true,
     connectLazy: () => {},
     evalsha: (sha, keys, args) => command(['EVALSHA', sha, String(keys.length), ...keys, ...args]),
@@ -332,9 +324,15 @@ function glide(c: AnyClient): RedisAdapter {
     onClose: () => {},
     servers: async () => {
       if (!cluster) return [{ name: 'valkey-glide', send: (args) => command(args) }];
-      // Each primary by its address: glide answers a command routed to all primaries with one reply per address.
-      const replies = await command(['PING'], { route: 'allPrimaries' });
-      const addresses = typeof replies === 'object' && replies !== null && !Array.isArray(replies) ? Object.keys(replies) : [];
+      // Each primary by its address: glide answers a command routed to all primaries with one reply per
+      // address, as a GlideRecord ([{ key: address, value }], 2.x) or an object by address (1.x). ECHO, not
+      // PING: glide folds every primary's PONG into one.
+      const replies = await command(['ECHO', 'sluice'], { route: 'allPrimaries' });
+      const addresses = Array.isArray(replies)
+        ? replies.map((r) => String((r as { key?: unknown }).key))
+        : typeof replies === 'object' && replies !== null
+          ? Object.keys(replies)
+          : [];
       return addresses.map((host) => ({ name: host, send: (args: string[]) => command(args, { route: { type: 'routeByAddress', host } }) }));
     },
   };

@@ -26,7 +26,7 @@
  * const values = await connection.run(MGET_BYTES, keys, []);
  */
 import { SluiceError } from '../../core/index.js';
-import { adapt, type Arg, type RedisAdapter, type RedisCommand } from './adapter.js';
+import { adapt, type Arg, type RedisAdapter, type RedisCommand, type ServerCommand } from './adapter.js';
 import { Deadlines, type Pending } from './deadlines.js';
 import { isLibrary, type Script } from './script.js';
 
@@ -236,6 +236,9 @@ export class RedisConnection {
       this.uncork = this.adapter.cork();
       if (this.uncork !== undefined) process.nextTick(this.uncorkNow);
     }
+    // Whether a library goes as FCALL, as of sending: a refusal that turns the connection to EVALSHA may
+    // come while other FCALLs are in flight, and each of those is still recovered as an FCALL.
+    const functions = this.functions;
     // Inline arrows, not named consts: the benchmark runs through tsx, whose keepNames would otherwise
     // define a `name` on each per call, a few hundred ns at one call in flight.
     this.invoke(script, keys, args).then(
@@ -243,7 +246,7 @@ export class RedisConnection {
       (err: unknown) => {
         let again: Promise<unknown> | undefined;
         try {
-          again = call.settled ? undefined : this.recover(script, err, keys, args);
+          again = call.settled ? undefined : this.recover(script, err, keys, args, functions);
         } catch (thrown) {
           err = thrown; // a client that throws instead of rejecting: no rejection may go unhandled
         }
@@ -362,14 +365,14 @@ export class RedisConnection {
   /**
    * The one retry a failed call gets, or undefined for none. A missing script (NOSCRIPT) or function
    * ("Function not found": a restarted or new server, a failover, a flush) is reloaded, with one EVAL or
-   * one FUNCTION LOAD, and the call retried once. A server or ACL that does not allow functions turns this
+   * a FUNCTION LOAD on every master (loadEverywhere), and the call retried once. A server or ACL that does not allow functions turns this
    * connection to EVALSHA for good. No other error is retried.
    */
-  private recover(script: Command, err: unknown, keys: string[], args: Arg[]): Promise<unknown> | undefined {
+  private recover(script: Command, err: unknown, keys: string[], args: Arg[], sentAsFunction: boolean): Promise<unknown> | undefined {
     if (isPlain(script)) return undefined;
     const { adapter, stats } = this;
     const why = message(err);
-    const functions = this.functions ? adapter.functions : undefined;
+    const functions = sentAsFunction ? adapter.functions : undefined;
     if (functions === undefined || !isLibrary(script)) {
       if (!why.startsWith('NOSCRIPT')) return undefined;
       stats.reloads++;
@@ -380,13 +383,11 @@ export class RedisConnection {
     stats.reloads++;
     let loading = this.loading.get(script.fn);
     if (loading === undefined) {
-      loading = functions.load(script.library).then(
-        () => this.loading.delete(script.fn),
-        (loadErr: unknown) => {
-          this.loading.delete(script.fn);
-          if (!LIBRARY_EXISTS.test(message(loadErr))) throw loadErr; // loaded meanwhile by another call or process: fine
-        },
-      );
+      const done = () => this.loading.delete(script.fn);
+      loading = this.loadEverywhere(script.library).then(done, (loadErr: unknown) => {
+        done();
+        throw loadErr;
+      });
       this.loading.set(script.fn, loading);
     }
     return loading.then(
@@ -396,6 +397,24 @@ export class RedisConnection {
         throw loadErr;
       },
     );
+  }
+
+  /**
+   * FUNCTION LOAD of `library` on every server behind the client: a cluster's call goes to the master of
+   * its slot, so every master needs the library, and one that lost it (a new master, a failover to a
+   * replica without it, a flush) says so only when a call reaches it. A server that already has it is fine.
+   */
+  private async loadEverywhere(library: string): Promise<void> {
+    const servers = await this.adapter.servers();
+    if (servers.length === 0) throw new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `${this.owner}: the Redis client named no server to load the function library on`);
+    const load = async (server: ServerCommand): Promise<void> => {
+      try {
+        await server.send(['FUNCTION', 'LOAD', library]);
+      } catch (err) {
+        if (!LIBRARY_EXISTS.test(message(err))) throw err; // loaded meanwhile by another call or process: fine
+      }
+    };
+    await Promise.all(servers.map(load));
   }
 
   private withoutFunctions(script: Script, keys: string[], args: Arg[]): Promise<unknown> {

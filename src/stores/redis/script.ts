@@ -16,12 +16,26 @@ export interface Script {
 /** A script that also loads as a Redis function library; the connection sends it by FCALL where it can. */
 export interface LibraryScript extends Script {
   /**
-   * The library's name and its one function's: `sluice_<sha in base 36>`, so different code never shares
-   * a name.
+   * The library's name and its one function's: `sluice_<SHA1 of the library's text in base 36>`, so
+   * different libraries never share a name (a server keeps a library loaded under a name as it was).
    */
   readonly fn: string;
   /** For FUNCTION LOAD: the same code, with `run` registered as the function instead of called. */
   readonly library: string;
+}
+
+/**
+ * The function's flags. `allow-cross-slot-keys`: on a cluster a call may carry the keys of several slots
+ * of one master, declaring its first key only (table.ts); Redis 7.0 refuses a function that touches keys
+ * of a slot other than its first key's ("keys that do not hash to the same slot") unless it has this flag,
+ * where EVAL source (without flags) may. A standalone server never checks slots, so the flag changes
+ * nothing there.
+ */
+const FLAGS = "{'allow-cross-slot-keys'}";
+
+/** The library's text under the name `fn`. */
+function libraryText(fn: string, code: string): string {
+  return `#!lua name=${fn}\n${code}\nredis.register_function{function_name='${fn}', callback=run, flags=${FLAGS}}`;
 }
 
 const scripts = new Map<string, Script>();
@@ -46,8 +60,9 @@ export function defineLibrary(name: string, code: string): LibraryScript {
     const { sha } = defineScript(name, source);
     // The SHA1 in base 36 (31 characters, not 40): FCALL sends the name, and Redis hashes it, on every
     // call, and a name of up to 44 bytes is stored inline with its object (one allocation, not two).
-    const fn = `sluice_${BigInt(`0x${sha}`).toString(36).padStart(31, '0')}`;
-    script = { name, source, sha, fn, library: `#!lua name=${fn}\n${code}\nredis.register_function('${fn}', run)` };
+    const librarySha = createHash('sha1').update(libraryText('', code)).digest('hex');
+    const fn = `sluice_${BigInt(`0x${librarySha}`).toString(36).padStart(31, '0')}`;
+    script = { name, source, sha, fn, library: libraryText(fn, code) };
     libraries.set(source, script);
   }
   return script;

@@ -1,7 +1,9 @@
 // Counts redis-server instructions per RedisStore decision, which no load on the machine disturbs.
 // Start a private redis-server under callgrind, then point this at it:
 //   valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p redis-server --port 6399 --save '' --appendonly no &
-//   REDIS_PORT=6399 REDIS_PID=<its pid> [CALLGRIND_OUT=/tmp/cg.<pid>] [PING=0] node --import tsx bench/redis-count.mjs [algorithm=token-bucket] [inflight=1] [n1=500] [n2=2500]
+//   REDIS_PORT=6399 REDIS_PID=<its pid> [CALLGRIND_OUT=/tmp/cg.<pid>] [PING=0] [KEYSPACE=n] node --import tsx bench/redis-count.mjs [algorithm=token-bucket] [inflight=1] [n1=500] [n2=2500]
+// KEYSPACE=n cycles over n keys instead (a key then holds state from its earlier decisions, as in
+// bench/redis.mjs's 100,000 keys: a sliding log grows with them).
 // algorithm: any sluice algorithm, 'multi' (gcra 1000/h + fixed-window 100,000/day on one key, as bench/redis.mjs),
 // or 'envoy' (Envoy ratelimit's pipelined INCRBY key 1 + EXPIRE key 60, its peer row).
 // For each of n1 and n2 decisions (each on keys never used before, so every key is new, as in the
@@ -21,6 +23,7 @@ const INFLIGHT = Number(inflightArg);
 const N1 = Number(n1Arg);
 const N2 = Number(n2Arg);
 const PORT = Number(process.env.REDIS_PORT);
+const KEYSPACE = process.env.KEYSPACE === undefined ? undefined : Number(process.env.KEYSPACE);
 const PID = process.env.REDIS_PID;
 /** callgrind's --callgrind-out-file, with %p expanded: dumps go to <OUT>.<n>. */
 const OUT = process.env.CALLGRIND_OUT ?? `/tmp/cg.${PID}`;
@@ -38,7 +41,7 @@ const limiter = algorithm === 'envoy' ? undefined : new Limiter(algorithm === 'm
 
 let next = 0;
 const decide = async () => {
-  const d = await limiter.limit(`k${next++}`);
+  const d = await limiter.limit(`k${KEYSPACE === undefined ? next++ : next++ % KEYSPACE}`);
   if (d.reason !== undefined || !d.allowed) throw new Error(`unexpected decision ${JSON.stringify(d)}`);
 };
 const ping = async () => {

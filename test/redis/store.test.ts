@@ -1,6 +1,7 @@
 // RedisStore's own rules on the shared standalone Redis: options rejected with the field named, the key
 // layout (hash tags, escaped braces, the slot Redis computes), TTLs equal to the time until idle on Redis
-// time, a bounded sliding log, no change on rejection, and EVALSHA with a reload only on NOSCRIPT.
+// time, a bounded sliding log appended to as it was read, several policies in one key, no change on
+// rejection, and EVALSHA with a reload only on NOSCRIPT.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { after, test } from 'node:test';
@@ -90,6 +91,49 @@ test('the sliding log stays bounded: at most `limit` entries of 16 bytes per key
     longest = Math.max(longest, (await io.strlen(keyOf(prefix, escapeId(id), 'log'))) as number);
   }
   assert.ok(longest <= 20 * 16, `longest log ${longest} bytes`);
+});
+
+test('several fixed-size policies keep their states in one key, its TTL the longest of theirs', async () => {
+  const store = new RedisStore({ client: io, prefix });
+  const id = `combined:${Math.random()}`;
+  const l = new Limiter({ policies: [{ name: 's', algorithm: 'token-bucket', limit: 10, window: '1s' }, { name: 'h', algorithm: 'gcra', limit: 100, window: '1h' }], store });
+  await l.limit(id, { cost: 3 });
+  const key = keyOf(prefix, escapeId(id), 's+h');
+  assert.deepEqual(await io.keys(`${prefix}:{${escapeId(id)}}:*`), [key]);
+  assert.equal(await io.strlen(key), 8 * (2 + 1), "the token bucket's two doubles, then GCRA's one");
+  // GCRA's 3 of 100 per hour are idle in 108 s, the bucket's 3 of 10 per second in 300 ms: the key lives as long as the longer.
+  const ttl = await io.pttl(key);
+  assert.ok(ttl > 100_000 && ttl <= 108_000, `PTTL ${ttl}`);
+  const d = await l.limit(id, { cost: 7 });
+  assert.equal(d.allowed, true);
+  assert.equal((await l.limit(id)).allowed, false, 'the token bucket is empty; nothing is charged');
+  await l.reset(id);
+  assert.equal(await io.exists(key), 0);
+  // A sliding log among them keeps a key per policy.
+  const mixed = new Limiter({ policies: [{ name: 'log', algorithm: 'sliding-log', limit: 5, window: '1m' }, { name: 'h', algorithm: 'gcra', limit: 100, window: '1h' }], store });
+  await mixed.limit(id);
+  assert.deepEqual((await io.keys(`${prefix}:{${escapeId(id)}}:*`)).sort(), [keyOf(prefix, escapeId(id), 'h'), keyOf(prefix, escapeId(id), 'log')]);
+});
+
+test("the sliding log appends to the log it read: the live entries' bytes as they were, the new one last", async () => {
+  let now = 5_000_000;
+  const store = new RedisStore({ client: io, prefix, clock: 'client' });
+  const id = `append:${Math.random()}`;
+  const l = new Limiter({ policy: { name: 'log', algorithm: 'sliding-log', limit: 10, window: 1000 }, store, clock: () => now });
+  const key = keyOf(prefix, escapeId(id), 'log');
+  const entries = async () => {
+    const raw = (await io.getBuffer(key))!;
+    return Array.from({ length: raw.length / 16 }, (_, i) => [raw.readDoubleLE(16 * i), raw.readDoubleLE(16 * i + 8)]);
+  };
+  await l.limit(id);
+  now += 400;
+  await l.limit(id, { cost: 2 });
+  await l.limit(id); // the same millisecond: merged into the newest entry
+  assert.deepEqual(await entries(), [[5_000_000, 1], [5_000_400, 3]]);
+  now += 700; // the first entry has left the window: dropped as the next is appended
+  await l.limit(id);
+  assert.deepEqual(await entries(), [[5_000_400, 3], [5_001_100, 1]]);
+  assert.equal((await l.limit(id, { cost: 6 })).remaining, 0);
 });
 
 test('EVALSHA first; NOSCRIPT, and only NOSCRIPT, reloads with one EVAL and retries', async () => {

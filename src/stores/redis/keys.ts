@@ -1,6 +1,8 @@
 /**
- * Key layout: `<prefix>:{<id>}:<policy>`. The identity sits in a hash tag, so every key of one identity
- * (one per policy) lands in one cluster slot and a multi-policy script never fails with CROSSSLOT.
+ * Key layout: `<prefix>:{<id>}:<policy>`, one per policy; a table of several fixed-size policies without
+ * bans keeps their states in one key, `<prefix>:{<id>}:<policy>+<policy>...` (scripts.ts combinesStates).
+ * The identity sits in a hash tag, so every key of one identity lands in one cluster slot and a
+ * multi-policy script never fails with CROSSSLOT.
  */
 
 const NEEDS_ESCAPE = /[{}\\]/;

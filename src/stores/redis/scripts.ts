@@ -77,6 +77,15 @@ function policyFields(p: Policy, ci: number): string {
   return fields.join(', ');
 }
 
+/**
+ * Whether a table keeps its policies' states in one key: several policies of fixed-size state (all but the
+ * sliding log and concurrency) without bans, the usual multi-policy table (a short and a long window).
+ * A decision then reads and writes one value, not one per policy (driver.lua's COMBINED).
+ */
+export function combinesStates(policies: readonly Policy[]): boolean {
+  return policies.length > 1 && policies.every((p) => p.algorithm !== 'sliding-log' && p.algorithm !== 'concurrency' && p.block === undefined);
+}
+
 /** Whether a table's operations carry lease ids: only concurrency policies take them. */
 export function takesLeases(policies: readonly Policy[]): boolean {
   return policies.some((p) => p.algorithm === 'concurrency');
@@ -92,6 +101,7 @@ export function scriptFor(policies: readonly Policy[], clientClock: boolean): Li
     `local CLIENT_TIME = ${clientClock}`,
     `local LEASES = ${takesLeases(policies)}`,
     `local NCAL = ${policies.filter((p) => p.calendar !== undefined).length}`,
+    `local COMBINED = ${combinesStates(policies)}`,
     'local P = {',
     // delay 0 encodes nodelay for the shaper
     ...policies.map((p) => `  { ${policyFields(p, policies.filter((q) => q.calendar !== undefined).indexOf(p) + 1)} },`),

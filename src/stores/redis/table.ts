@@ -15,7 +15,7 @@ import { Fallback, type OnError } from './failure.js';
 import type { StoreHealth } from './health.js';
 import { escapeId, keyOf, slotOf } from './keys.js';
 import { answer, type AnswerMemory } from './reply.js';
-import { scriptFor, takesLeases } from './scripts.js';
+import { combinesStates, scriptFor, takesLeases } from './scripts.js';
 import type { LibraryScript } from './script.js';
 
 export interface RedisStoreStats extends ConnectionStats {
@@ -43,6 +43,7 @@ export class RedisTable implements StoreTable {
   private readonly ctx: StoreContext;
   private readonly spec: TableSpec;
   private readonly policies: readonly Policy[];
+  /** The key names after the identity: one per policy, or one for a table that combines its states. */
   private readonly names: string[];
   private readonly leases: boolean;
   private readonly fallback: Fallback;
@@ -71,7 +72,7 @@ export class RedisTable implements StoreTable {
     this.ctx = ctx;
     this.spec = spec;
     this.policies = spec.policies;
-    this.names = spec.policies.map((p) => p.name);
+    this.names = combinesStates(spec.policies) ? [spec.policies.map((p) => p.name).join('+')] : spec.policies.map((p) => p.name);
     this.script = scriptFor(spec.policies, ctx.clientClock);
     this.leases = takesLeases(spec.policies);
     this.verdicts = spec.policies.map(() => new Verdict(0));

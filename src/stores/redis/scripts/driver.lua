@@ -3,8 +3,10 @@
 --
 -- The table's policies come before this file as constants (P, CLIENT_TIME, LEASES), so that a call carries
 -- only its operations: fewer arguments are a measurable part of a call's cost at one call in flight.
--- KEYS: per operation, one key per policy; or, on a cluster, one key that routes a call whose keys are
---       of several slots: ARGV then starts with '@<number of keys>' and those keys (batch.ts).
+-- KEYS: per operation, one key per policy, or one key for all of them (COMBINED: several fixed-size
+--       policies without bans keep their states side by side in one value, so a decision writes once);
+--       or, on a cluster, one key that routes a call whose keys are of several slots: ARGV then starts
+--       with '@<number of keys>' and those keys (batch.ts).
 -- ARGV: empty when every operation is a decision of cost 1 and the table sends neither lease ids nor
 --       times (the common case: nothing per operation to send, build or parse). Otherwise, per
 --       operation: the cost of a decision as a plain number (parsed with one call), or
@@ -41,18 +43,13 @@ local SINGLE = false
 -- algorithm's evaluate and idle, its state buffer, size and layout, and the verdict's next state. Each field read is a VM instruction and a
 -- hash lookup; these upvalues cut about 0.5 k Redis instructions from a lone call.
 local P1, V1, NEXT1, EVALUATE1, IDLE1, BUF1, SIZE1, LAYOUT1
--- Several fixed-size policies without bans (FIXED): each policy's evaluate, idle, state buffer, size and
--- layout, and its verdict, by policy index, looked up once by prepare() for decide_fixed().
-local FIXED = false
-local EVS, IDLES, BUFS, SIZES, LAYOUTS = {}, {}, {}, {}, {}
--- Two such policies (PAIR, the usual multi-policy table: a short and a long window): what decide_fixed()
--- looks up by policy index, as upvalues per policy (A, B). Counted on redis-server (bench/redis-count.mjs
--- multi, 256 in flight), decide_fixed() took 58.5 k instructions a decision, 1.05x GCRA's and the fixed
--- window's alone (27.4 k + 28.2 k); this takes 56.2-56.6 k, 1.01x, and the call's own work (reading it,
--- TIME, MGET) is shared by both policies, where two limiters make two calls.
-local PAIR = false
-local PA, VA, NEXTA, EVA, IDLEA, BUFA, SIZEA, LAYOUTA
-local PB, VB, NEXTB, EVB, IDLEB, BUFB, SIZEB, LAYOUTB
+-- Several fixed-size policies without bans (COMBINED, set by scripts.ts): their states in one value, each
+-- policy's evaluate, idle, state buffer, size and next state by policy index, looked up once by
+-- prepare(); CLAYOUT and CBYTES the whole value's, FLAT the scratch it is packed from.
+local EVS, IDLES, BUFS, SIZES, LAYOUTS, NEXTS, FLAT = {}, {}, {}, {}, {}, {}, {}
+local CLAYOUT, CBYTES = '', 0
+-- Keys per operation: one per policy, or one for a combined table.
+local NKEYS = np
 -- An allowed verdict packs into one integer below 2^53 when remaining + 1 < PACK_HEAD and reset < PACK_RESET.
 local PACK_HEAD, PACK_RESET = 2 ^ 21, 2 ^ 32
 
@@ -67,15 +64,14 @@ local function prepare()
   end
   -- A ban writes on a denial, which single() and the inline path never do.
   SINGLE = np == 1 and P[1].n ~= nil and not CLIENT_TIME and not BANS
-  FIXED = np > 1 and PREFETCH and not BANS
-  for i = 1, np do
-    local p = P[i]
-    EVS[i], IDLES[i], BUFS[i], SIZES[i], LAYOUTS[i] = p.alg.evaluate, p.alg.idle, p.buf, p.n, p.layout
-  end
-  PAIR = FIXED and np == 2
-  if PAIR then
-    PA, VA, NEXTA, EVA, IDLEA, BUFA, SIZEA, LAYOUTA = P[1], V[1], V[1].next, P[1].alg.evaluate, P[1].alg.idle, P[1].buf, P[1].n, P[1].layout
-    PB, VB, NEXTB, EVB, IDLEB, BUFB, SIZEB, LAYOUTB = P[2], V[2], V[2].next, P[2].alg.evaluate, P[2].alg.idle, P[2].buf, P[2].n, P[2].layout
+  if COMBINED ~= (np > 1 and PREFETCH and not BANS) then error('sluice internal: a combined table needs several fixed-size policies without bans') end
+  if COMBINED then
+    NKEYS = 1
+    for i = 1, np do
+      local p = P[i]
+      EVS[i], IDLES[i], BUFS[i], SIZES[i], LAYOUTS[i], NEXTS[i] = p.alg.evaluate, p.alg.idle, p.buf, p.n, p.layout, V[i].next
+      CLAYOUT, CBYTES = CLAYOUT .. p.layout, CBYTES + 8 * p.n
+    end
   end
   if SINGLE then
     P1, V1, NEXT1 = P[1], V[1], V[1].next
@@ -147,79 +143,85 @@ local function decide(PL, keys, k, now, cost, lease, out, n)
   return n
 end
 
--- decide(P, ...) for several fixed-size policies without bans (FIXED), the multi-policy table's common
--- case: what decide() + load() + commit() + reply() do, in the same order, with the reading, packing and
--- reply written out as run()'s inline path does. Counted on redis-server (bench/redis-count.mjs multi,
--- 256 in flight), the calls and field reads of the general path made two policies on one key cost more
--- than the two policies as two limiters.
-local function decide_fixed(keys, k, now, cost, out, n)
-  local all = true
-  for i = 1, np do
-    local ki = k + i
-    local key, s, size = keys[ki], BUFS[i], SIZES[i]
-    local raw
-    local at = SEEN[key]
-    if at then
-      raw = VALS[at]
-    else
-      raw = VALS[ki]
-      if raw == nil then
-        raw = rcall('GET', key)
-        VALS[ki] = raw
-        SEEN[key] = ki
-      end
+-- A combined table's states (COMBINED) at `key` as of this operation, read as slab_load reads one state,
+-- into each policy's buffer: missing or foreign-sized, all zeros (every policy idle).
+local function combined_load(key, ki)
+  local raw
+  local at = SEEN[key]
+  if at then
+    raw = VALS[at]
+  else
+    raw = VALS[ki]
+    if raw == nil then
+      raw = rcall('GET', key)
+      VALS[ki] = raw
+      SEEN[key] = ki
     end
-    if raw and #raw == 8 * size then
-      if size == 2 then s[1], s[2] = sunpack('dd', raw)
-      elseif size == 1 then s[1] = sunpack('d', raw)
-      else
-        local u = { sunpack(LAYOUTS[i], raw) }
-        for j = 1, size do s[j] = u[j] end
-      end
-    else
-      for j = 1, size do s[j] = 0 end
-    end
-    local v = V[i]
-    EVS[i](P[i], s, now, cost, v)
-    if not v.allowed then all = false end
   end
-  if all and cost > 0 then
+  if raw and #raw == CBYTES then
+    local pos = 1
     for i = 1, np do
-      local ki = k + i
-      local key, nx, size = keys[ki], V[i].next, SIZES[i]
-      local t = IDLES[i](P[i], nx)
-      if t <= now then
-        slab_put(key, ki, false, false)
-      elseif size == 2 then
-        slab_put(key, ki, spack('dd', nx[1], nx[2]), ceil(t - now) + GRACE)
-      elseif size == 1 then
-        slab_put(key, ki, spack('d', nx[1]), ceil(t - now) + GRACE)
+      local s, size = BUFS[i], SIZES[i]
+      if size == 2 then s[1], s[2], pos = sunpack('dd', raw, pos)
+      elseif size == 1 then s[1], pos = sunpack('d', raw, pos)
       else
-        slab_put(key, ki, spack(LAYOUTS[i], unpack(nx, 1, size)), ceil(t - now) + GRACE)
+        local u = { sunpack(LAYOUTS[i], raw, pos) }
+        for j = 1, size do s[j] = u[j] end
+        pos = u[size + 1]
       end
     end
+  else
+    for i = 1, np do
+      local s = BUFS[i]
+      for j = 1, SIZES[i] do s[j] = 0 end
+    end
   end
+end
+
+-- Writes the states S[1 .. np] (under PL's policies) as one value, with a TTL until the last of them is
+-- idle: a policy idle before the others keeps its state, which then reads as idle, as a missing one does.
+local function combined_save(PL, key, ki, S, now)
+  local t = -INF
   for i = 1, np do
-    local v = V[i]
-    if not v.allowed then
-      out[n + 1] = -(v.remaining + 1)
-      out[n + 2] = v.reset
-      out[n + 3] = v.retry
-      n = n + 3
-    else
-      local head, reset = v.remaining + 1, v.reset
-      if v.delay == 0 and head < PACK_HEAD and reset < PACK_RESET then
-        n = n + 1
-        out[n] = head * PACK_RESET + reset
-      else
-        out[n + 1] = 0
-        out[n + 2] = v.remaining
-        out[n + 3] = reset
-        out[n + 4] = v.delay
-        n = n + 4
-      end
+    local p = PL[i]
+    local ti
+    if p == P[i] then ti = IDLES[i](p, S[i]) else ti = p.alg.idle(p, S[i]) end
+    if ti > t then t = ti end
+  end
+  if t <= now then return slab_put(key, ki, false, false) end
+  local j = 0
+  for i = 1, np do
+    local st = S[i]
+    for x = 1, SIZES[i] do
+      j = j + 1
+      FLAT[j] = st[x]
     end
   end
+  slab_put(key, ki, spack(CLAYOUT, unpack(FLAT, 1, j)), ceil(t - now) + GRACE)
+end
+
+-- decide() for a combined table: every state read from the one value, then written back at once if every
+-- policy allows; appends the reply to out[n + 1 ..]. Counted on redis-server (bench/redis-count.mjs
+-- multi), one key for two policies makes a decision one SET, where a key per policy made it two and cost
+-- more than the two policies as two limiters.
+local function decide_combined(PL, key, ki, now, cost, out, n)
+  combined_load(key, ki)
+  local all = true
+  if PL == P then
+    for i = 1, np do
+      local v = V[i]
+      EVS[i](P[i], BUFS[i], now, cost, v)
+      if not v.allowed then all = false end
+    end
+  else
+    for i = 1, np do
+      local p, v = PL[i], V[i]
+      p.alg.evaluate(p, BUFS[i], now, cost, v)
+      if not v.allowed then all = false end
+    end
+  end
+  if all and cost > 0 then combined_save(PL, key, ki, NEXTS, now) end
+  for i = 1, np do n = reply(V[i], out, n) end
   return n
 end
 
@@ -251,8 +253,15 @@ local function variants(spec)
   return PL
 end
 
--- Adjusts every policy's state on the keys at keys[k + 1 .. k + np] by delta, without a limit check.
+-- Adjusts every policy's state on the keys at keys[k + 1 .. k + np] (a combined table's one key at
+-- keys[k + 1]) by delta, without a limit check.
 local function adjust(keys, k, now, delta)
+  if COMBINED then
+    local key, ki = keys[k + 1], k + 1
+    combined_load(key, ki)
+    for i = 1, np do P[i].alg.adjust(P[i], BUFS[i], now, delta) end
+    return combined_save(P, key, ki, BUFS, now)
+  end
   for i = 1, np do
     local p, ki = P[i], k + i
     local key = keys[ki]
@@ -418,19 +427,12 @@ local function run(KEYS, ARGV)
           n = n + 4
         end
       end
-    elseif code == 'd' and PAIR then
-      -- decide() for two fixed-size policies: every state read, then written if both allow.
-      local ka, kb = k + 1, k + 2
-      local keya, keyb = KEYS[ka], KEYS[kb]
-      EVA(PA, slab_load(keya, ka, SIZEA, LAYOUTA, BUFA), now, arg, VA)
-      EVB(PB, slab_load(keyb, kb, SIZEB, LAYOUTB, BUFB), now, arg, VB)
-      if VA.allowed and VB.allowed and arg > 0 then
-        slab_save(keya, ka, NEXTA, SIZEA, LAYOUTA, IDLEA(PA, NEXTA), now)
-        slab_save(keyb, kb, NEXTB, SIZEB, LAYOUTB, IDLEB(PB, NEXTB), now)
-      end
-      n = reply(VB, out, reply(VA, out, n))
-    elseif code == 'd' and FIXED then
-      n = decide_fixed(KEYS, k, now, arg, out, n)
+    elseif COMBINED and (code == 'd' or code == 'o' or code == 'a') then
+      local key, ki = KEYS[k + 1], k + 1
+      if code == 'a' and arg ~= 0 then adjust(KEYS, k, now, arg) end
+      if code == 'd' then n = decide_combined(P, key, ki, now, arg, out, n)
+      elseif code == 'o' then n = decide_combined(variants(spec), key, ki, now, arg, out, n)
+      else n = decide_combined(P, key, ki, now, 0, out, n) end
     elseif code == 'd' then
       n = decide(P, KEYS, k, now, arg, lease, out, n)
     elseif code == 'o' then
@@ -447,7 +449,7 @@ local function run(KEYS, ARGV)
       n = n + 1
       out[n] = held
     else
-      for i = 1, np do
+      for i = 1, NKEYS do
         -- Delete now, whatever the type, and forget any state read or pending in this batch.
         local ki = k + i
         rcall('DEL', KEYS[ki])
@@ -457,7 +459,7 @@ local function run(KEYS, ARGV)
       n = n + 1
       out[n] = 0
     end
-    k = k + np
+    k = k + NKEYS
   end
   flush_writes(KEYS)
   return out

@@ -23,7 +23,7 @@ local function log_load(p, key, ki)
     if raw == nil then raw = redis.call('GET', key) end
   end
   if not raw or #raw % 16 ~= 0 then return nil end
-  local st = { times = {}, costs = {}, sum = 0, ban_e = 0, ban_c = 0 }
+  local st = { times = {}, costs = {}, sum = 0, ban_e = 0, ban_c = 0, raw = raw }
   local pos, n = 1, 0
   if p.block then
     if #raw == 0 then return nil end
@@ -91,7 +91,26 @@ local function log_save(p, key, st, now)
   save_packed(key, table.concat(parts), idle, now)
 end
 
+-- A commit to a log as it was read (no ban header): the live entries' bytes as they are, and the new
+-- entry appended (or the newest rewritten, for a request in its millisecond), instead of every entry
+-- unpacked into tables and packed again: a decision's cost no longer grows with the log it keeps.
+local function log_append(p, key, st, now, cost)
+  local at = log_at(st, now)
+  local first = log_first_live(p, st, at)
+  local raw, entry = st.raw, nil
+  local keep = 16 * (first - 1) + 1
+  if first <= st.n and st.times[st.n] == at then
+    entry = struct.pack('dd', at, st.costs[st.n] + cost)
+    raw = string.sub(raw, keep, -17)
+  else
+    entry = struct.pack('dd', at, cost)
+    if keep > 1 then raw = string.sub(raw, keep) end
+  end
+  save_packed(key, raw .. entry, at + p.windowMs, now)
+end
+
 local function log_commit(p, key, st, now, cost)
+  if st and st.raw and not p.block then return log_append(p, key, st, now, cost) end
   st = st or { times = {}, costs = {}, sum = 0, n = 0 }
   local raw = now
   now = log_at(st, now)

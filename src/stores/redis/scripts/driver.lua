@@ -45,9 +45,10 @@ local SINGLE = false
 local P1, V1, NEXT1, EVALUATE1, IDLE1, BUF1, SIZE1, LAYOUT1
 -- Several fixed-size policies without bans (COMBINED, set by scripts.ts): their states in one value, each
 -- policy's evaluate, idle, state buffer, size and next state by policy index, looked up once by
--- prepare(); CLAYOUT and CBYTES the whole value's, FLAT the scratch it is packed from.
+-- prepare(); CLAYOUT and CN the whole value's layout and doubles, CBUF the scratch it is read into, FLAT
+-- the one it is packed from.
 local EVS, IDLES, BUFS, SIZES, LAYOUTS, NEXTS, FLAT = {}, {}, {}, {}, {}, {}, {}
-local CLAYOUT, CBYTES = '', 0
+local CLAYOUT, CN, CBUF = '', 0, {}
 -- Keys per operation: one per policy, or one for a combined table.
 local NKEYS = np
 -- An allowed verdict packs into one integer below 2^53 when remaining + 1 < PACK_HEAD and reset < PACK_RESET.
@@ -70,7 +71,7 @@ local function prepare()
     for i = 1, np do
       local p = P[i]
       EVS[i], IDLES[i], BUFS[i], SIZES[i], LAYOUTS[i], NEXTS[i] = p.alg.evaluate, p.alg.idle, p.buf, p.n, p.layout, V[i].next
-      CLAYOUT, CBYTES = CLAYOUT .. p.layout, CBYTES + 8 * p.n
+      CLAYOUT, CN = CLAYOUT .. p.layout, CN + p.n
     end
   end
   if SINGLE then
@@ -146,34 +147,12 @@ end
 -- A combined table's states (COMBINED) at `key` as of this operation, read as slab_load reads one state,
 -- into each policy's buffer: missing or foreign-sized, all zeros (every policy idle).
 local function combined_load(key, ki)
-  local raw
-  local at = SEEN[key]
-  if at then
-    raw = VALS[at]
-  else
-    raw = VALS[ki]
-    if raw == nil then
-      raw = rcall('GET', key)
-      VALS[ki] = raw
-      SEEN[key] = ki
-    end
-  end
-  if raw and #raw == CBYTES then
-    local pos = 1
-    for i = 1, np do
-      local s, size = BUFS[i], SIZES[i]
-      if size == 2 then s[1], s[2], pos = sunpack('dd', raw, pos)
-      elseif size == 1 then s[1], pos = sunpack('d', raw, pos)
-      else
-        local u = { sunpack(LAYOUTS[i], raw, pos) }
-        for j = 1, size do s[j] = u[j] end
-        pos = u[size + 1]
-      end
-    end
-  else
-    for i = 1, np do
-      local s = BUFS[i]
-      for j = 1, SIZES[i] do s[j] = 0 end
+  local all, j = slab_load(key, ki, CN, CLAYOUT, CBUF), 0
+  for i = 1, np do
+    local s = BUFS[i]
+    for x = 1, SIZES[i] do
+      j = j + 1
+      s[x] = all[j]
     end
   end
 end
@@ -203,7 +182,9 @@ end
 -- decide() for a combined table: every state read from the one value, then written back at once if every
 -- policy allows; appends the reply to out[n + 1 ..]. Counted on redis-server (bench/redis-count.mjs
 -- multi), one key for two policies makes a decision one SET, where a key per policy made it two and cost
--- more than the two policies as two limiters.
+-- more than the two policies as two limiters: 56.9 k instructions a decision then, 47.7 k now, against
+-- 55.3 k for the two alone (reading the value by slab_load into one buffer costs 1.9 k more than a
+-- written-out read into each policy's, and keeps one reader of a batch's values).
 local function decide_combined(PL, key, ki, now, cost, out, n)
   combined_load(key, ki)
   local all = true

@@ -47,7 +47,7 @@ local P1, V1, NEXT1, EVALUATE1, IDLE1, BUF1, SIZE1, LAYOUT1
 -- policy's evaluate, idle, state buffer, size and next state by policy index, looked up once by
 -- prepare(); CLAYOUT and CN the whole value's layout and doubles, CBUF the scratch it is read into, FLAT
 -- the one it is packed from.
-local EVS, IDLES, BUFS, SIZES, LAYOUTS, NEXTS, FLAT = {}, {}, {}, {}, {}, {}, {}
+local EVS, IDLES, BUFS, SIZES, NEXTS, FLAT = {}, {}, {}, {}, {}, {}
 local CLAYOUT, CN, CBUF = '', 0, {}
 -- Keys per operation: one per policy, or one for a combined table.
 local NKEYS = np
@@ -70,7 +70,7 @@ local function prepare()
     NKEYS = 1
     for i = 1, np do
       local p = P[i]
-      EVS[i], IDLES[i], BUFS[i], SIZES[i], LAYOUTS[i], NEXTS[i] = p.alg.evaluate, p.alg.idle, p.buf, p.n, p.layout, V[i].next
+      EVS[i], IDLES[i], BUFS[i], SIZES[i], NEXTS[i] = p.alg.evaluate, p.alg.idle, p.buf, p.n, V[i].next
       CLAYOUT, CN = CLAYOUT .. p.layout, CN + p.n
     end
   end
@@ -144,8 +144,8 @@ local function decide(PL, keys, k, now, cost, lease, out, n)
   return n
 end
 
--- A combined table's states (COMBINED) at `key` as of this operation, read as slab_load reads one state,
--- into each policy's buffer: missing or foreign-sized, all zeros (every policy idle).
+-- A combined table's states (COMBINED) at `key` as of this operation, read by slab_load, into each
+-- policy's buffer: missing or foreign-sized, all zeros (every policy idle).
 local function combined_load(key, ki)
   local all, j = slab_load(key, ki, CN, CLAYOUT, CBUF), 0
   for i = 1, np do
@@ -180,11 +180,9 @@ local function combined_save(PL, key, ki, S, now)
 end
 
 -- decide() for a combined table: every state read from the one value, then written back at once if every
--- policy allows; appends the reply to out[n + 1 ..]. Counted on redis-server (bench/redis-count.mjs
--- multi), one key for two policies makes a decision one SET, where a key per policy made it two and cost
--- more than the two policies as two limiters: 56.9 k instructions a decision then, 47.7 k now, against
--- 55.3 k for the two alone (reading the value by slab_load into one buffer costs 1.9 k more than a
--- written-out read into each policy's, and keeps one reader of a batch's values).
+-- policy allows; appends the reply to out[n + 1 ..]. One value makes a decision one SET whatever the
+-- number of policies: with a key per policy, two policies on a key cost Redis more than the two as two
+-- limiters (bench/redis-count.mjs multi counts it).
 local function decide_combined(PL, key, ki, now, cost, out, n)
   combined_load(key, ki)
   local all = true

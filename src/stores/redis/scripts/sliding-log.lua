@@ -93,7 +93,7 @@ end
 
 -- A commit to a log as it was read (no ban header): the live entries' bytes as they are, and the new
 -- entry appended (or the newest rewritten, for a request in its millisecond), instead of every entry
--- unpacked into tables and packed again: a decision's cost no longer grows with the log it keeps.
+-- packed again from the tables it was read into: the write copies the log's bytes, where it packed each.
 local function log_append(p, key, st, now, cost)
   local at = log_at(st, now)
   local first = log_first_live(p, st, at)

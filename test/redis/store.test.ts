@@ -220,6 +220,45 @@ test('FCALL first; "Function not found", and only it, loads the library with one
   assert.deepEqual(calls, ['fcall']);
 });
 
+test('a reload after "Function not found" has connectTimeoutMs, not what is left of timeoutMs: the first call after a restart gets Redis\'s answer', async () => {
+  // A client of its own whose FUNCTION LOAD is held until the test lets it go, and whose calls on the
+  // probe key never answer: the probe, sent after the first call, times out, so the first call's own
+  // deadline has passed while its library was loading.
+  const client = new Redis(redisUrl());
+  await once(client, 'ready');
+  const send = client.call.bind(client) as (...args: unknown[]) => Promise<unknown>;
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  let loading!: (library: string) => void;
+  const loadSeen = new Promise<string>((r) => (loading = r));
+  (client as unknown as { call: (...args: unknown[]) => Promise<unknown> }).call = async (...args: unknown[]) => {
+    if (args[0] === 'FUNCTION' && args[1] === 'LOAD') {
+      loading(String(args[2]));
+      await released;
+    }
+    if (args[0] === 'FCALL' && args.some((a) => String(a).includes('reload-probe'))) return new Promise(() => {});
+    return send(...args);
+  };
+  // A limit of its own, so that its library is new to this Redis and the first call finds it missing.
+  const limit = 900_000 + Math.floor(Math.random() * 99_999);
+  const store = new RedisStore({ client, prefix, timeoutMs: 30, onError: 'open' });
+  const l = new Limiter({ policy: { name: 'r', algorithm: 'gcra', limit, window: '1h' }, store });
+  try {
+    const first = l.limit(`reload:${Math.random()}`);
+    const library = await loadSeen;
+    const probe = await l.limit('reload-probe');
+    assert.equal(probe.reason, 'store-error', "the probe timed out: the first call's timeoutMs has passed too");
+    release();
+    const d = await first;
+    assert.equal(d.reason, undefined, "Redis's answer, not the failure policy's");
+    assert.deepEqual([d.allowed, d.remaining], [true, limit - 1]);
+    assert.equal(store.stats.timeouts, 1, 'the probe alone timed out');
+    await client.call('FUNCTION', 'DELETE', /^#!lua name=(\S+)/.exec(library)![1]!);
+  } finally {
+    client.disconnect();
+  }
+});
+
 test('a server without functions, or an ACL that refuses them, turns the store to EVALSHA for good', async () => {
   const refusals: Array<[{ fcall?: string; load?: string }, string[]]> = [
     [{ fcall: "ERR unknown command 'FCALL', with args beginning with: " }, ['fcall', 'evalsha']],

@@ -228,7 +228,7 @@ export class RedisConnection {
     stats.calls++;
     stats.operations += operations;
     this.inFlight++;
-    const call: Call<T> = { deadline: this.deadlines.deadline(), settled: false, done, tag };
+    const call: Call<T> = { deadline: this.deadlines.deadline(), settled: false, extended: undefined, done, tag };
     this.deadlines.add(call);
     // A turn's calls (a batch flushed in several, the reads and the writes) leave in one write, at the
     // turn's end or when the caller asks (writeNow).
@@ -247,6 +247,10 @@ export class RedisConnection {
         let again: Promise<unknown> | undefined;
         try {
           again = call.settled ? undefined : this.recover(script, err, keys, args, functions);
+          // Redis answered: the reload (a library on every master) and the retry get connectTimeoutMs,
+          // not what is left of timeoutMs, or the first calls after a restart or failover would get the
+          // failure policy whenever loading takes longer than a call.
+          if (again !== undefined) this.deadlines.extend(call, Math.max(this.timeoutMs, this.connectTimeoutMs));
         } catch (thrown) {
           err = thrown; // a client that throws instead of rejecting: no rejection may go unhandled
         }

@@ -11,6 +11,8 @@ export interface Pending {
   readonly deadline: number;
   /** Answered or expired: either way, the deadline is done with it. */
   settled: boolean;
+  /** The timer of a deadline given by extend(), which the FIFO then passes over. */
+  extended?: ReturnType<typeof setTimeout>;
 }
 
 export class Deadlines<P extends Pending> {
@@ -29,7 +31,7 @@ export class Deadlines<P extends Pending> {
 
   add(call: P): void {
     const q = this.queue;
-    while (this.head < q.length && q[this.head]!.settled) q[this.head++] = undefined; // answered in time
+    while (this.head < q.length && done(q[this.head]!)) q[this.head++] = undefined; // answered in time
     if (this.head === q.length) {
       q.length = 0;
       this.head = 0;
@@ -42,7 +44,23 @@ export class Deadlines<P extends Pending> {
   /** Marks a call answered; with none left unanswered, the timer no longer keeps the process alive. */
   settle(call: P, inFlight: number): void {
     call.settled = true;
+    if (call.extended !== undefined) clearTimeout(call.extended);
     if (inFlight === 0) this.timer?.unref();
+  }
+
+  /**
+   * Gives an unsettled call until `ms` from now instead of its deadline, on a timer of its own: the FIFO
+   * holds deadlines in the order calls were sent, which one set later would break. For a call Redis
+   * answered that it lacks the script, whose reload and retry may take longer than a call.
+   */
+  extend(call: P, ms: number): void {
+    if (call.settled) return;
+    if (call.extended !== undefined) clearTimeout(call.extended);
+    call.extended = setTimeout(() => {
+      if (call.settled) return;
+      call.settled = true;
+      this.expire(call);
+    }, ms);
   }
 
   private sweep(): void {
@@ -51,7 +69,7 @@ export class Deadlines<P extends Pending> {
     const q = this.queue;
     while (this.head < q.length) {
       const call = q[this.head]!;
-      if (!call.settled) {
+      if (!done(call)) {
         if (call.deadline > now) break;
         call.settled = true;
         this.expire(call);
@@ -69,4 +87,9 @@ export class Deadlines<P extends Pending> {
     }
     this.timer = setTimeout(this.sweepNow, Math.max(1, Math.ceil(this.queue[this.head]!.deadline - now)));
   }
+}
+
+/** Whether the FIFO is done with a call: answered, expired, or given a deadline of its own. */
+function done(call: Pending): boolean {
+  return call.settled || call.extended !== undefined;
 }

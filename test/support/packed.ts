@@ -54,7 +54,10 @@ export function packedTarball(): Packed {
   }
   try {
     const done = join(dir, 'packed.json');
-    if (existsSync(done)) return JSON.parse(readFileSync(done, 'utf8')) as Packed;
+    const cached = existsSync(done) ? (JSON.parse(readFileSync(done, 'utf8')) as Packed) : undefined;
+    // The tests read dist/ as the pack built it: a pack an earlier run made of the same sources, at the
+    // same path, for a checkout since cloned anew (no dist/, or an older one), is made again.
+    if (cached !== undefined && (statSync(join(ROOT, 'dist/index.js'), { throwIfNoEntry: false })?.mtimeMs ?? 0) >= cached.packedAt - 1000) return cached;
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
     const packedAt = Date.now();

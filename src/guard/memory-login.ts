@@ -1,6 +1,6 @@
 /**
  * The memory state's login port: check()'s reads and record()'s writes on this process's records
- * (memory-state.ts, applying rules.ts), with the guard's token buckets in a store's tables (the Guard's
+ * (memory-records.ts, applying rules.ts), with the guard's token buckets in a store's tables (the Guard's
  * store, or while Redis cannot, the RedisStore's failure policy: redis/offline.ts). The records answer at
  * once; a table may answer with a Promise (a remote store), and then the calls that do not depend on each
  * other go out together, so a check waits for one round trip and a record for one. On a MemoryStore

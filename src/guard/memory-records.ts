@@ -65,24 +65,29 @@ export class MemoryRecords {
    * `memoryMs` after this failure unless something else keeps it.
    */
   failAccount(account: string, path: Path, passwordTag: string | undefined, now: number, memoryMs: number): FailOutcome {
-    const r = this.liveAccount(account, now);
-    if (repeatsPassword(r, passwordTag)) return failureOutcome(r!, path, false);
-    return failAccount(r ?? this.insertAccount(account, now), path, passwordTag, now, memoryMs);
+    return this.fail(this.liveAccount(account, now), account, path, passwordTag, now, memoryMs);
   }
 
   /** failAccount on the path judged from the account's familiar list (familiar if it holds any of `sources`). */
   failAccountJudged(account: string, sources: readonly string[], passwordTag: string | undefined, now: number, memoryMs: number): JudgedFailure {
-    const path = judgePath(this.liveAccount(account, now), sources);
-    return { ...this.failAccount(account, path, passwordTag, now, memoryMs), path };
+    const r = this.liveAccount(account, now);
+    const path = judgePath(r, sources);
+    return { ...this.fail(r, account, path, passwordTag, now, memoryMs), path };
   }
 
   /** succeedAccount on the path judged as failAccountJudged; answers it with the strangers' failures before. */
   succeedAccountJudged(account: string, sources: readonly string[], now: number, familiarMs: number, maxFamiliar: number): JudgedSuccess {
-    const before = this.liveAccount(account, now);
-    const path = judgePath(before, sources);
-    const unfamiliarFailuresBefore = before?.unfamiliarFailures ?? 0; // read before succeedAccount changes the record
-    this.succeedAccount(account, path, sources, now, familiarMs, maxFamiliar);
+    const r = this.liveAccount(account, now);
+    const path = judgePath(r, sources);
+    const unfamiliarFailuresBefore = r?.unfamiliarFailures ?? 0; // read before the success changes the record
+    succeedAccount(r ?? this.insertAccount(account, now), path, sources, now, familiarMs, maxFamiliar);
     return { path, unfamiliarFailuresBefore };
+  }
+
+  /** A failure on the account's live record `r` (undefined: none yet). */
+  private fail(r: AccountRecord | undefined, account: string, path: Path, passwordTag: string | undefined, now: number, memoryMs: number): FailOutcome {
+    if (repeatsPassword(r, passwordTag)) return failureOutcome(r!, path, false);
+    return failAccount(r ?? this.insertAccount(account, now), path, passwordTag, now, memoryMs);
   }
 
   /** Locks `path` until `until` (keeps a later lock already set, so concurrent writers commute). */

@@ -1,7 +1,7 @@
 /**
  * The guard's record rules, pure, as core/ holds the limiter's algorithms: a record and an attempt in,
  * the record as the rule leaves it and the answer out, no I/O, no clock, no storage. The memory state
- * (memory-state.ts, source-table.ts) keeps its records and applies these; the Redis state decodes a record
+ * (memory-records.ts, source-table.ts) keeps its records and applies these; the Redis state decodes a record
  * read in the app (redis/records.ts) and applies them too, and guard.lua is their Lua twin, operation for
  * operation (its liveAccount, judge, failAccount, lock and succeedAccount; roll and live), held to them by
  * the Redis-against-memory differential and the guard conformance suites. Where a source's set of failed

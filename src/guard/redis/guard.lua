@@ -1,5 +1,5 @@
 -- Guard state on Redis: the Lua twin of the guard's record rules (src/guard/rules.ts: liveAccount, judge,
--- failAccount, lock, succeedAccount; roll, live, noteDistinct), kept in memory by memory-state.ts and
+-- failAccount, lock, succeedAccount; roll, live, noteDistinct), kept in memory by memory-records.ts and
 -- source-table.ts, and of the guard's token buckets (token-bucket.lua, loaded before this file with the
 -- store's prelude). One call runs a
 -- batch of operations, in order, from any number of logins: on a Cluster every key of one call shares
@@ -158,7 +158,7 @@ local function forget(r)
   forgetPasswords(r)
 end
 
--- The live record, or nil: expired parts are dropped as memory-state's liveAccount drops them.
+-- The live record, or nil: expired parts are dropped as rules.ts's liveAccount drops them.
 local function liveAccount(key, now)
   local r = account(key)
   if not r then return nil end
@@ -230,10 +230,11 @@ local function judge(r, a0, n)
   return 'u'
 end
 
--- memory-state's failAccount (path 'j': judged). Returns counted (1 or 0), the record and the path.
-local function failAccount(key, now, path, tag, memoryMs, a0, ntags)
+-- rules.ts's failAccount, on the path judged from the attempt's n tags in ARGV from a0. Returns counted
+-- (1 or 0), the record and the path.
+local function failAccount(key, now, tag, memoryMs, a0, ntags)
   local r = liveAccount(key, now)
-  if path == 'j' then path = judge(r, a0, ntags) end
+  local path = judge(r, a0, ntags)
   if tag ~= '' and r ~= nil then
     local pw = pwOf(r)
     for i = 1, #pw do
@@ -254,7 +255,7 @@ local function failAccount(key, now, path, tag, memoryMs, a0, ntags)
   return 1, r, path
 end
 
--- memory-state's lockAccount: keeps a later lock, and the record lives until the lock ends.
+-- rules.ts's lockAccount: keeps a later lock, and the record lives until the lock ends.
 local function lock(r, path, untilMs)
   if path == 'f' then
     if untilMs > r.fl then r.fl = untilMs end
@@ -264,7 +265,6 @@ local function lock(r, path, untilMs)
   if untilMs > r.exp then r.exp = untilMs end
 end
 
--- memory-state's succeedAccount (path 'j': judged). Returns the path and the strangers' failures before.
 -- Whether `tag` is one of the n tags in ARGV from a0.
 local function among(tag, a0, n)
   for i = a0, a0 + n - 1 do
@@ -273,13 +273,13 @@ local function among(tag, a0, n)
   return false
 end
 
--- memory-state's succeedAccount (path 'j': judged), for the attempt's n tags in ARGV from a0. Returns the
+-- rules.ts's succeedAccount, on the path judged from the attempt's n tags in ARGV from a0. Returns the
 -- path and the strangers' failures before. The familiar list becomes the tags, in order, then the others
 -- it held, at most maxFamiliar: built anew rather than edited in place (each table.insert or remove in the
 -- middle of a list moves its tail).
-local function succeedAccount(key, now, path, familiarMs, maxFamiliar, a0, ntags)
+local function succeedAccount(key, now, familiarMs, maxFamiliar, a0, ntags)
   local r = liveAccount(key, now)
-  if path == 'j' then path = judge(r, a0, ntags) end
+  local path = judge(r, a0, ntags)
   local ufBefore = r and r.uf or 0
   local fam, ends, n = {}, {}, 0
   local untilMs = now + familiarMs
@@ -545,7 +545,7 @@ local function run(KEYS, ARGV)
       -- (count first), and how many source operations that follow depend on it.
       local tag, random = ARGV[a + 1], tonumber(ARGV[a + 2])
       local a0, ntags, b = tagRange(a + 3)
-      local counted, r, path = failAccount(KEYS[k], now, 'j', tag, s.memoryMs, a0, ntags)
+      local counted, r, path = failAccount(KEYS[k], now, tag, s.memoryMs, a0, ntags)
       if counted == 1 then
         local wait = backoff(s, path == 'f' and r.ff or r.uf, random)
         if wait > 0 then lock(r, path, now + wait) end
@@ -579,7 +579,7 @@ local function run(KEYS, ARGV)
         a = a + 11 + nends
       end
       local a0, ntags, b = tagRange(a + 2)
-      if path == nil then path, before = succeedAccount(key, now, 'j', s.familiarMs, s.maxFamiliar, a0, ntags) end
+      if path == nil then path, before = succeedAccount(key, now, s.familiarMs, s.maxFamiliar, a0, ntags) end
       judged = path
       if ARGV[a + 1] == '1' then
         local pk = KEYS[k + 1]

@@ -204,6 +204,13 @@ local function decide_combined(PL, key, ki, now, cost, out, n)
   return n
 end
 
+-- adjust() for a combined table: every state in its one value by delta, without a limit check.
+local function adjust_combined(key, ki, now, delta)
+  combined_load(key, ki)
+  for i = 1, np do P[i].alg.adjust(P[i], BUFS[i], now, delta) end
+  combined_save(P, key, ki, BUFS, now)
+end
+
 -- The policies a call with per-call limits decides with, from its ARGV text (twin of core/override.ts:
 -- the JS side has validated and scaled them; a shaper's undelayed share is capped by its burst).
 local function variants(spec)
@@ -232,15 +239,8 @@ local function variants(spec)
   return PL
 end
 
--- Adjusts every policy's state on the keys at keys[k + 1 .. k + np] (a combined table's one key at
--- keys[k + 1]) by delta, without a limit check.
+-- Adjusts every policy's state on the keys at keys[k + 1 .. k + np] by delta, without a limit check.
 local function adjust(keys, k, now, delta)
-  if COMBINED then
-    local key, ki = keys[k + 1], k + 1
-    combined_load(key, ki)
-    for i = 1, np do P[i].alg.adjust(P[i], BUFS[i], now, delta) end
-    return combined_save(P, key, ki, BUFS, now)
-  end
   for i = 1, np do
     local p, ki = P[i], k + i
     local key = keys[ki]
@@ -408,7 +408,7 @@ local function run(KEYS, ARGV)
       end
     elseif COMBINED and (code == 'd' or code == 'o' or code == 'a') then
       local key, ki = KEYS[k + 1], k + 1
-      if code == 'a' and arg ~= 0 then adjust(KEYS, k, now, arg) end
+      if code == 'a' and arg ~= 0 then adjust_combined(key, ki, now, arg) end
       if code == 'd' then n = decide_combined(P, key, ki, now, arg, out, n)
       elseif code == 'o' then n = decide_combined(variants(spec), key, ki, now, arg, out, n)
       else n = decide_combined(P, key, ki, now, 0, out, n) end

@@ -369,8 +369,9 @@ export class RedisConnection {
   /**
    * The one retry a failed call gets, or undefined for none. A missing script (NOSCRIPT) or function
    * ("Function not found": a restarted or new server, a failover, a flush) is reloaded, with one EVAL or
-   * a FUNCTION LOAD on every master (loadEverywhere), and the call retried once. A server or ACL that does not allow functions turns this
-   * connection to EVALSHA for good. No other error is retried.
+   * a FUNCTION LOAD on every master (loadEverywhere), and the call retried once. A server or ACL that does
+   * not allow functions turns this connection to EVALSHA for good. No other error is retried.
+   * `sentAsFunction`: whether the call went as FCALL, whatever the connection has turned to since.
    */
   private recover(script: Command, err: unknown, keys: string[], args: Arg[], sentAsFunction: boolean): Promise<unknown> | undefined {
     if (isPlain(script)) return undefined;

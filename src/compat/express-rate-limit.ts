@@ -146,6 +146,10 @@ export class SluiceStore implements ExpressRateLimitStore {
    * refuses the request with its error handler; true lets it through and logs).
    */
   private checkAnswer(reason: string | undefined): void {
-    if (reason === STORE_ERROR) throw new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `[SluiceStore] the store could not count this hit (see the RedisStore's log); express-rate-limit's passOnStoreError decides`);
+    if (reason !== STORE_ERROR) return;
+    // A RedisStore says what its outage is (and logs it once, unless told otherwise): the error names it.
+    const outage = (this.store as { outage?: () => { cause: string; downMs: number } | undefined }).outage?.();
+    const why = outage === undefined ? 'its store answered by its failure policy' : `Redis has not answered for ${outage.downMs} ms (${outage.cause})`;
+    throw new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `[SluiceStore] the store could not count this hit: ${why}; express-rate-limit's passOnStoreError decides`);
   }
 }

@@ -60,6 +60,14 @@ interface CheckedPath {
 
 const NO_REASONS: readonly string[] = Object.freeze([]);
 const ALLOWED = (consecutiveFailures: number, counted = false): RecordResult => ({ counted, consecutiveFailures, action: 'allow', reasons: NO_REASONS });
+/**
+ * The reason of a verdict or record made without the guard's shared state (its Redis did not answer): an
+ * application logs it and alerts on it. The RedisStore's decisions say the same in `reason`.
+ */
+export const STORE_ERROR_REASON = 'store-error';
+const OFFLINE_REASONS: readonly string[] = Object.freeze([STORE_ERROR_REASON]);
+/** A record made without the shared state: `counted` only where this process kept it (onError 'local'). */
+const WITHOUT_STORE = (consecutiveFailures: number, counted: boolean): RecordResult => ({ counted, consecutiveFailures, action: 'allow', reasons: OFFLINE_REASONS });
 
 /** The largest distinct-accounts set any source needs: one past the highest threshold. */
 function distinctCap(c: GuardConfig): number {
@@ -158,6 +166,9 @@ export class Guard {
     const c = this.config;
     const standing = t.standing;
     const reasons: string[] = [];
+    // Judged without the shared state, or with buckets its store answered by its failure policy: said
+    // first, whatever the action (an outage must show in the verdicts an application logs).
+    if (reads.offline === true || isStoreError(reads.pair) || isStoreError(reads.ip) || isStoreError(reads.subnet)) reasons.push(STORE_ERROR_REASON);
     const floor: Floor = { action: 'allow', delayMs: 0, retryAfterMs: 0 };
     if (standing.denied) {
       reasons.push('ip-deny-list');
@@ -298,10 +309,16 @@ export class Guard {
     if (outcome.success) {
       const judged = await this.login.succeed(t, now, this.checked.get(t)?.familiar);
       this.monitors.noteSuccess(now);
-      return ALLOWED(judged.path === 'familiar' ? judged.unfamiliarFailuresBefore : 0);
+      const before = judged.path === 'familiar' ? judged.unfamiliarFailuresBefore : 0;
+      return judged.offline === true ? WITHOUT_STORE(before, false) : ALLOWED(before);
     }
     const passwordTag = outcome.password === undefined ? undefined : this.hasher.passwordTag(t.account, outcome.password);
     const failed = await this.login.fail(t, passwordTag, this.random, now);
+    // A failure the state could not keep still happened: the monitors count it; `counted` says where it was kept.
+    if (failed.offline === true) {
+      this.monitors.noteFailure(now, failed.path === 'unfamiliar');
+      return WITHOUT_STORE(failed.total, failed.counted);
+    }
     if (!failed.counted) return ALLOWED(failed.total);
     this.monitors.noteFailure(now, failed.path === 'unfamiliar');
     return ALLOWED(failed.total, true);
@@ -398,6 +415,11 @@ function metByProof(c: GuardConfig, v: GuardVerdict, proof: 'pow' | 'captcha' | 
   const met = proof === 'captcha' || (v.challenge !== 'captcha' && v.challenge !== undefined && v.challenge <= c.powDifficulty);
   if (!met) return v;
   return { ...v, action: v.delayMs > 0 ? 'delay' : 'allow', challenge: undefined, reasons: [...v.reasons, 'challenge-met'] };
+}
+
+/** A bucket's peek answered by its store's failure policy rather than by the store. */
+function isStoreError(d: Decision | undefined): boolean {
+  return d !== undefined && d.reason === STORE_ERROR_REASON;
 }
 
 /** A source with as many successes as accounts failing from it: real users share it (see check). */

@@ -72,6 +72,8 @@ export interface SourceView {
 /** What a failure answers (LoginPort.fail): the outcome, and the path the state judged the attempt to be on. */
 export interface JudgedFailure extends FailOutcome {
   readonly path: Path;
+  /** True when the shared state could not be written: the failure was counted in this process only, or (counted false) nowhere. */
+  readonly offline?: boolean;
 }
 
 /** What a success answers (LoginPort.succeed). */
@@ -79,6 +81,8 @@ export interface JudgedSuccess {
   readonly path: Path;
   /** Strangers' failures on the account just before this success. */
   readonly unfamiliarFailuresBefore: number;
+  /** True when the shared state could not be written (see JudgedFailure). */
+  readonly offline?: boolean;
 }
 
 /**
@@ -129,6 +133,8 @@ export interface LoginReads {
   readonly ipSource: SourceView | undefined;
   readonly netSource: SourceView | undefined;
   readonly fingerprintSource: SourceView | undefined;
+  /** True when the shared state could not be read (its store did not answer): what was read is this process's, or nothing. */
+  readonly offline?: boolean;
 }
 
 /** A guard's options as a login port needs them (fixed per Guard). */

@@ -71,7 +71,11 @@ test('a turn of calls on ioredis leaves in one write (the socket is corked until
     const writev = stream._writev.bind(stream);
     stream._write = (...a: unknown[]) => (writes.push(1), write(...a));
     stream._writev = (chunks: unknown, cb: unknown) => (writes.push((chunks as unknown[]).length), writev(chunks, cb));
-    const connection = new RedisConnection({ client: io, timeoutMs: 2000, owner: 'test' });
+    // The client's health asks the server of itself once per connection (CONFIG GET, INFO): done first.
+    let checked!: () => void;
+    const done = new Promise<void>((r) => (checked = r));
+    const connection = new RedisConnection({ client: io, timeoutMs: 2000, owner: 'test', report: { meanwhile: 'test', onEvent: (e) => e.type === 'checked' && checked() } });
+    await done;
     const script = defineScript('one', 'return 1');
     await connection.run(script, [], []); // loads the script
     writes.length = 0;

@@ -47,15 +47,16 @@ async function timed<T>(f: () => Promise<T>, ms = BOUND): Promise<T> {
   }
 }
 
-test("onError 'open': Redis killed, check() judges as if nothing were known and record() drops the failure", async () => {
+test("onError 'open': Redis killed, the guard judges on this process's own records meanwhile, and every verdict and record says store-error", async () => {
   const { client, guard, state } = await setup('open');
+  assert.equal(state.onError, 'local', "a store's 'open' keeps the guard's records in this process while Redis is away");
   await own.server.stop();
   await sleep(100);
   const v = await timed(() => guard.check({ account: 'alice', ip: '192.0.2.9' }));
-  assert.deepEqual({ action: v.action, reasons: v.reasons }, { action: 'allow', reasons: [] });
-  assert.deepEqual(await timed(() => guard.record({ account: 'alice', ip: '192.0.2.9', success: false })), { counted: true, consecutiveFailures: 0, action: 'allow', reasons: [] });
+  assert.deepEqual({ action: v.action, reasons: v.reasons }, { action: 'allow', reasons: ['store-error'] });
+  assert.deepEqual(await timed(() => guard.record({ account: 'alice', ip: '192.0.2.9', success: false })), { counted: true, consecutiveFailures: 1, action: 'allow', reasons: ['store-error'] });
   // A success too: the pair lane cannot be forgotten meanwhile, and the login still records.
-  assert.deepEqual(await timed(() => guard.record({ account: 'alice', ip: '192.0.2.9', success: true })), { counted: false, consecutiveFailures: 0, action: 'allow', reasons: [] });
+  assert.deepEqual(await timed(() => guard.record({ account: 'alice', ip: '192.0.2.9', success: true })), { counted: false, consecutiveFailures: 0, action: 'allow', reasons: ['store-error'] });
   assert.ok(state.stats.fallbacks >= 3 && state.stats.refused >= 3, JSON.stringify(state.stats));
 
   // Back: ioredis reconnects and the state is shared again (the new server starts empty).
@@ -106,7 +107,7 @@ test('onError insurance: the guard state goes local while Redis is away, so this
   client.disconnect();
 });
 
-test("a first login's success (one SET NX) when Redis died after its check: 'open' answers as if nothing were known, 'closed' rejects", async () => {
+test("a first login's success (one SET NX) when Redis died after its check: 'open' records it in this process and says store-error, 'closed' rejects", async () => {
   for (const onError of ['open', 'closed'] as const) {
     const { client, guard, state } = await setup(onError);
     const login = { account: `dave-${onError}`, ip: '198.51.100.77' };
@@ -114,7 +115,7 @@ test("a first login's success (one SET NX) when Redis died after its check: 'ope
     await own.server.stop();
     await sleep(100);
     const fallbacks = state.stats.fallbacks;
-    if (onError === 'open') assert.deepEqual(await timed(() => guard.record({ ...login, success: true })), { counted: false, consecutiveFailures: 0, action: 'allow', reasons: [] });
+    if (onError === 'open') assert.deepEqual(await timed(() => guard.record({ ...login, success: true })), { counted: false, consecutiveFailures: 0, action: 'allow', reasons: ['store-error'] });
     else await timed(() => assert.rejects(guard.record({ ...login, success: true }), { code: 'ERR_SLUICE_STORE_UNAVAILABLE' }));
     assert.equal(state.stats.fallbacks, fallbacks + 1, onError);
     await own.server.start();

@@ -118,6 +118,8 @@ describe('store trouble is logged (#37 finding 5)', () => {
       assert.match(String(frozen[0]!.cause), /no answer within 'timeoutMs' 200/, JSON.stringify(frozen));
       server.proc!.kill('SIGCONT');
       await until(async () => (await check(svc.httpPort, 'cy')).json.reason === undefined, 5000, 'answers after the thaw');
+      // The recovery is told once Redis has answered steadily (RECOVERY_SETTLE_MS), not at its first answer.
+      await until(async () => lines(logs, /answers the store again/).length > 0, 5000, 'the recovery line');
       assert.equal(lines(logs, /answers the store again/).length, 1);
     });
   });

@@ -25,10 +25,10 @@ export class OfflineFallback implements LoginPort {
   ) {}
 
   read(t: TaggedAttempt, now: number, sources: boolean, buckets?: boolean): Promise<LoginReads> {
-    return (this.online.read(t, now, sources, buckets) as Promise<LoginReads>).catch((err: unknown) => {
+    return (this.online.read(t, now, sources, buckets) as Promise<LoginReads>).catch(async (err: unknown) => {
       if (err !== OFFLINE) throw err;
       this.readOffline.add(t);
-      return this.offline.read(t, now, sources, buckets);
+      return { ...(await this.offline.read(t, now, sources, buckets)), offline: true };
     });
   }
 
@@ -47,7 +47,7 @@ export class OfflineFallback implements LoginPort {
       return await this.online.succeed(t, now, familiar);
     } catch (err) {
       if (err !== OFFLINE) throw err;
-      return this.offline.succeed(t, now, familiar);
+      return { ...(await this.offline.succeed(t, now, familiar)), offline: true };
     }
   }
 
@@ -56,7 +56,7 @@ export class OfflineFallback implements LoginPort {
       return await this.online.fail(t, passwordTag, random, now);
     } catch (err) {
       if (err !== OFFLINE) throw err;
-      return this.offline.fail(t, passwordTag, random, now);
+      return { ...(await this.offline.fail(t, passwordTag, random, now)), offline: true };
     }
   }
 }
@@ -107,6 +107,6 @@ class OpenLogin implements LoginPort {
 
   fail(_t: TaggedAttempt, _passwordTag: string | undefined, random: () => number): JudgedFailure {
     random(); // the backoff's draw, as a port that counts it makes (the guard's random sequence is replayed)
-    return { counted: true, failures: 0, total: 0, path: 'unfamiliar' };
+    return { counted: false, failures: 0, total: 0, path: 'unfamiliar' }; // kept nowhere: not counted
   }
 }

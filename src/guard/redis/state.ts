@@ -20,6 +20,7 @@ import { readFileSync } from 'node:fs';
 import { show } from '../../core/index.js';
 import { connectionStats, RedisConnection, redisCommand, type ConnectionStats } from '../../stores/redis/connection.js';
 import { checkRedisBasics } from '../../stores/redis/options.js';
+import { checkReporting, type RedisStoreListener, type StoreLogger } from '../../stores/redis/health.js';
 import type { OnError } from '../../stores/redis/failure.js';
 import type { Store } from '../../stores/store.js';
 import { escapeId, slotOf } from '../../stores/redis/keys.js';
@@ -43,6 +44,10 @@ import { bySlot, invalid, num, type LoginContext, type ReadUnit, type Unit } fro
 export type GuardStateOnError = 'open' | 'closed' | 'local';
 
 export interface RedisGuardStateOptions {
+  /** Told of the client's trouble, as RedisStore's `onEvent` (docs/redis.md, "Store trouble"). */
+  onEvent?: RedisStoreListener;
+  /** Where the outage and recovery lines go, as RedisStore's `logger`; false for nowhere. Default: stderr. */
+  logger?: StoreLogger | false;
   /** An ioredis or iovalkey Redis or Cluster, a node-redis (v4 or later) client or cluster, or a valkey-glide GlideClient or GlideClusterClient, connected by you. */
   client: unknown;
   /** Start of every key: `<prefix>:{ga:<account tag>}[:p:<address tag>]`, `<prefix>:{gs:<source tag>}:v2`. No braces. Default 'sluice'. */
@@ -59,7 +64,14 @@ export interface RedisGuardStateStats extends ConnectionStats {
   fallbacks: number;
 }
 
-const KNOWN = new Set(['client', 'prefix', 'timeoutMs', 'onError']);
+const KNOWN = new Set(['client', 'prefix', 'timeoutMs', 'onError', 'onEvent', 'logger']);
+
+/** What the guard does while Redis cannot answer, for the outage line. */
+function meanwhile(onError: GuardStateOnError): string {
+  if (onError === 'closed') return "the login guard's check() and record() reject (onError 'closed')";
+  if (onError === 'local') return "the login guard judges attempts on this process's own records, and its verdicts carry reason 'store-error'";
+  return "the login guard judges every attempt as a new account from a new address (onError 'open'), and its verdicts carry reason 'store-error'";
+}
 /**
  * Most operations per script call; a login's operations are never split. On a standalone Redis a call
  * leaves as soon as it is full, not at the end of the turn: Redis runs it while the client builds the
@@ -116,7 +128,8 @@ export class RedisGuardState implements GuardState, LoginHost {
     const { prefix, timeoutMs } = checkRedisBasics('RedisGuardState', options, KNOWN);
     const onError = options.onError ?? 'open';
     if (onError !== 'open' && onError !== 'closed' && onError !== 'local') invalid(`'onError' must be 'open', 'closed' or 'local', got ${show(onError)}`);
-    this.connection = new RedisConnection({ client: options.client, timeoutMs, maxInFlight: MAX_IN_FLIGHT, owner: 'RedisGuardState', stats: this.stats });
+    const report = { ...checkReporting('RedisGuardState', options), meanwhile: meanwhile(onError) };
+    this.connection = new RedisConnection({ client: options.client, timeoutMs, maxInFlight: MAX_IN_FLIGHT, owner: 'RedisGuardState', stats: this.stats, report });
     this.client = options.client;
     this.cluster = this.connection.cluster;
     this.prefix = prefix;
@@ -236,7 +249,7 @@ export class RedisGuardState implements GuardState, LoginHost {
    * was made for (redisGuardStateOf), else by this state's `onError`.
    */
   loginPort(store: Store, config: LoginConfig): LoginPort {
-    const onError: OnError = store instanceof RedisStore && perStore.get(store) === this ? store.onError : bucketsOnError(this.onError);
+    const onError: OnError = store instanceof RedisStore && perStore.get(store) === this ? storeBucketsOnError(store.onError) : bucketsOnError(this.onError);
     return withOffline(new LoginSession(this, config), this.offline(), onError, config);
   }
 
@@ -394,22 +407,38 @@ function answerAll(units: Unit[], reply: unknown, failed: boolean, err: unknown)
 const perStore = new WeakMap<RedisStore, RedisGuardState>();
 
 /**
- * The guard state on a RedisStore's client, prefix and timeout, or undefined if `store` is not a
- * RedisStore. Its onError follows the store's: 'open' stays open, 'closed' rejects, and insurance keeps
- * local state while Redis is away. A Guard given a RedisStore and no `state` takes this one.
+ * The guard state on a RedisStore's client, prefix and timeout, telling its trouble through the store's
+ * `onEvent` and `logger`, or undefined if `store` is not a RedisStore. Its onError follows the store's:
+ * 'closed' rejects; 'open' and insurance keep this process's own records while Redis is away (see
+ * stateOnError). A Guard given a RedisStore and no `state` takes this one.
  */
 export function redisGuardStateOf(store: unknown): RedisGuardState | undefined {
   if (!(store instanceof RedisStore)) return undefined;
   let state = perStore.get(store);
   if (state === undefined) {
-    state = new RedisGuardState({ client: store.client, prefix: store.prefix, timeoutMs: store.timeoutMs, onError: stateOnError(store.onError) });
+    const { onEvent, logger } = store.reporting;
+    state = new RedisGuardState({
+      client: store.client, prefix: store.prefix, timeoutMs: store.timeoutMs, onError: stateOnError(store.onError),
+      ...(onEvent === undefined ? {} : { onEvent }), ...(logger === undefined ? {} : { logger }),
+    });
     perStore.set(store, state);
   }
   return state;
 }
 
+/**
+ * The guard's state for a store's onError. 'open' is the store's promise to admit requests while Redis is
+ * away; for a login that is kept by 'local' too (no attempt is refused for the outage), which also keeps
+ * counting each account's failures in this process, so a Redis that is down (or a REDIS_URL that is
+ * wrong) does not turn the account backoff and the hard stop off.
+ */
 export function stateOnError(onError: OnError): GuardStateOnError {
-  return typeof onError === 'object' ? 'local' : onError;
+  return onError === 'closed' ? 'closed' : 'local';
+}
+
+/** The guard's buckets while Redis is away, for a store's onError: 'open' keeps them in this process too. */
+function storeBucketsOnError(onError: OnError): OnError {
+  return onError === 'open' ? { insurance: 1 } : onError;
 }
 
 /** The buckets' failure policy for a state's own onError: 'local' keeps them in this process, whole. */

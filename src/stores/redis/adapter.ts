@@ -11,6 +11,8 @@ import { SluiceError, show } from '../../core/index.js';
 export interface RedisAdapter {
   readonly kind: RedisDialect;
   readonly cluster: boolean;
+  /** The server as a log line names it: host:port from the client's options, or what they say of it. */
+  readonly name: string;
   /**
    * FCALL (Redis 7.0 and later), routed by its keys as EVALSHA is, on a client that can send it. Its
    * library is loaded with FUNCTION LOAD on every server (`servers()`: each master of a cluster), which
@@ -151,6 +153,7 @@ function ioredis(c: AnyClient): RedisAdapter {
   return {
     kind: 'ioredis',
     cluster,
+    name: cluster ? `the cluster of ${clusterName((c.startupNodes as unknown[] | undefined)?.[0])}` : serverName(c.options),
     // A Cluster routes FCALL by its first key (ioredis's command table knows FCALL's keys).
     functions: typeof send !== 'function' ? undefined : { fcall: (fn, keys, args) => send.call(c, 'FCALL', fn, keys.length, ...keys, ...args) as Promise<unknown> },
     ready: () => c.status === 'ready',
@@ -169,7 +172,9 @@ function ioredis(c: AnyClient): RedisAdapter {
     },
     // ioredis Cluster's slots: per slot, the keys ('host:port') of its master and then its replicas.
     nodeOf: (slot) => (cluster ? (c.slots as string[][] | undefined)?.[slot]?.[0] : undefined),
-    onError: (listener) => listen(c, listener),
+    // A Redis (not a Cluster) with no 'error' listener of its app's prints each error itself ("[ioredis]
+    // Unhandled error event"); the store's listener must not silence that, so it prints the same line then.
+    onError: (listener) => listen(c, listener, 'error', cluster ? undefined : 'ioredis'),
     onReady: (listener) => listen(c, listener, 'ready'),
     // Not the close its owner asked for (quit, disconnect): ioredis has turned to 'end' by the time it emits
     // 'close' (its events come a tick late), and reconnects otherwise.
@@ -179,6 +184,12 @@ function ioredis(c: AnyClient): RedisAdapter {
       return nodes.map((n) => ({ name: serverName(n.options), send: (args) => (n.call as Fn).call(n, ...args) as Promise<unknown> }));
     },
   };
+}
+
+/** A cluster's first startup node, as given (a 'host:port' text, a port number, or { host, port }). */
+function clusterName(node: unknown): string {
+  if (typeof node === 'string' || typeof node === 'number') return String(node);
+  return serverName(node);
 }
 
 /** host:port from a client's options, or 'redis' when they do not say (a Sentinel's primary, a URL only). */
@@ -194,15 +205,34 @@ function serverName(options: unknown): string {
 
 /** One listener per client and event, however many stores share the client, fanned out to each store's. */
 const listeners = { error: new WeakMap<object, Array<(arg: unknown) => void>>(), ready: new WeakMap<object, Array<(arg: unknown) => void>>(), close: new WeakMap<object, Array<(arg: unknown) => void>>(), reconnecting: new WeakMap<object, Array<(arg: unknown) => void>>() };
-function listen(c: AnyClient, listener: (arg: unknown) => void, event: keyof typeof listeners = 'error'): void {
+
+/** Marks sluice's own listeners on a client, in every copy of sluice loaded (require and import each have one). */
+const OURS = Symbol.for('sluice.clientListener');
+
+/** Whether the client has an 'error' listener besides sluice's: its app's. */
+function heardByApp(c: AnyClient): boolean {
+  const all = (c.listeners as ((event: string) => unknown[]) | undefined)?.call(c, 'error');
+  return all === undefined || all.some((l) => (l as { [OURS]?: true })[OURS] !== true);
+}
+
+/**
+ * `unheard`: the client whose own output for an error no app listens to must still be printed (see the
+ * ioredis adapter's onError).
+ */
+function listen(c: AnyClient, listener: (arg: unknown) => void, event: keyof typeof listeners = 'error', unheard?: 'ioredis'): void {
   const byClient = listeners[event];
   let list = byClient.get(c);
   if (list === undefined) {
     const all: Array<(arg: unknown) => void> = (list = []);
     byClient.set(c, all);
-    c.on?.call(c, event, (arg: unknown) => {
-      for (const l of all) l(arg);
-    });
+    const fanOut = Object.assign(
+      (arg: unknown) => {
+        for (const l of all) l(arg);
+        if (unheard === 'ioredis' && arg instanceof Error && !heardByApp(c)) console.error('[ioredis] Unhandled error event:', arg.stack);
+      },
+      { [OURS]: true as const },
+    );
+    c.on?.call(c, event, fanOut);
   }
   list.push(listener);
 }
@@ -221,6 +251,7 @@ function nodeRedis(c: AnyClient): RedisAdapter {
   return {
     kind: 'node-redis',
     cluster,
+    name: cluster ? `the cluster of ${clusterName(((c.options as { rootNodes?: { url?: string }[] } | undefined)?.rootNodes?.[0]) ?? 'redis')}` : serverName(c.options),
     functions:
       typeof send !== 'function'
         ? undefined
@@ -311,6 +342,7 @@ function glide(c: AnyClient): RedisAdapter {
   return {
     kind: 'glide',
     cluster,
+    name: cluster ? 'the valkey-glide cluster' : 'valkey-glide',
     functions: { fcall: (fn, keys, args) => command(['FCALL', fn, String(keys.length), ...keys, ...args]) },
     ready: () => c.isClosed !== true,
     connectLazy: () => {},

@@ -28,6 +28,7 @@
 import { SluiceError } from '../../core/index.js';
 import { adapt, type Arg, type RedisAdapter, type RedisCommand, type ServerCommand } from './adapter.js';
 import { Deadlines, type Pending } from './deadlines.js';
+import { healthOf, type HealthReport, type StoreHealth } from './health.js';
 import { isLibrary, type Script } from './script.js';
 
 export { redisCommand, type Arg, type RedisCommand } from './adapter.js';
@@ -82,6 +83,11 @@ export interface RedisConnectionOptions {
   owner: string;
   /** Counters to add to (a store's stats object); default a fresh one, at `connection.stats`. */
   stats?: ConnectionStats;
+  /**
+   * What the feature wants told of the client's trouble, and what it does meanwhile (health.ts): every
+   * call's outcome is reported to the client's one StoreHealth.
+   */
+  report?: HealthReport;
 }
 
 /**
@@ -129,6 +135,8 @@ export class RedisConnection {
   readonly stats: ConnectionStats;
   /** Whether the client is a cluster: every call's keys must then share one hash slot. */
   readonly cluster: boolean;
+  /** The client's health, shared by every feature on it: told of every call's outcome. */
+  readonly health: StoreHealth;
   /** Calls sent and not yet answered by Redis (answered late after a timeout included). */
   inFlight = 0;
   private readonly adapter: RedisAdapter;
@@ -170,9 +178,13 @@ export class RedisConnection {
     this.functions = this.adapter.functions !== undefined;
     this.deadlines = new Deadlines<Call<any>>(this.timeoutMs, (call) => {
       this.stats.timeouts++;
-      call.done(call.tag, undefined, true, new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `${this.owner}: no answer within 'timeoutMs' ${this.timeoutMs}`));
+      const err = new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `${this.owner}: no answer within 'timeoutMs' ${this.timeoutMs}`);
+      this.health.failed(err);
+      call.done(call.tag, undefined, true, err);
     });
     this.adapter.onError(() => this.stats.errors++);
+    this.health = healthOf(options.client, this.adapter, this.connectTimeoutMs);
+    this.health.join(options.report ?? { meanwhile: `${this.owner} answers by its failure policy` });
     // A client that has been ready once is not waited for again, even if no call saw it ready.
     this.connected = this.adapter.ready();
     if (!this.connected) this.adapter.onReady(() => (this.connected = true));
@@ -317,6 +329,7 @@ export class RedisConnection {
   private refuse(held: Held): void {
     this.stats.refused++;
     held.err = this.refusal();
+    this.health.failed(held.err);
     if (this.refusals.push(held) === 1) setImmediate(this.deliverNow);
   }
 
@@ -350,7 +363,10 @@ export class RedisConnection {
       return;
     }
     this.deadlines.settle(call, this.inFlight);
-    if (failed) this.stats.errors++;
+    if (failed) {
+      this.stats.errors++;
+      this.health.failed(err);
+    } else if (this.health.troubled) this.health.answered();
     call.done(call.tag, reply, failed, err);
   }
 

@@ -15,8 +15,7 @@ import type { Store, TableSpec } from '../store.js';
 import { CONNECT_TIMEOUT_MS, connectionStats, RedisConnection } from './connection.js';
 import { checkRedisBasics } from './options.js';
 import { checkOnError, type OnError } from './failure.js';
-import { adapt } from './adapter.js';
-import { StoreHealth, type RedisStoreListener } from './health.js';
+import { checkReporting, type HealthReport, type RedisStoreListener, type StoreLogger } from './health.js';
 import { scriptRunner } from './strategy.js';
 import { RedisTable, type RedisStoreStats, type StoreContext } from './table.js';
 
@@ -49,15 +48,28 @@ export interface RedisStoreOptions {
    */
   connectTimeoutMs?: number;
   /**
-   * Told of store trouble and of what the server says of itself, for the owner to log (the store logs
-   * nothing): no connection by connectTimeoutMs, a lost connection or unanswered calls and the recovery,
-   * an eviction policy that can drop limiter keys, a restarted or failed-over server. See health.ts and
-   * docs/redis.md, "Store trouble". Only transitions are reported, never one event per call.
+   * Told of store trouble and of what the server says of itself: no connection by connectTimeoutMs, a lost
+   * connection or unanswered calls and the recovery, an eviction policy that can drop limiter keys, a
+   * restarted or failed-over server. See health.ts and docs/redis.md, "Store trouble". Only transitions
+   * are reported, one event per outage and one at its end, never one per call.
    */
   onEvent?: RedisStoreListener;
+  /**
+   * Where the outage, the recovery and the server's warnings are written as lines: console, a pino or
+   * winston logger; false for nowhere. Default: one line on stderr each, unless a part on the same client
+   * has an `onEvent` or a `logger`.
+   */
+  logger?: StoreLogger | false;
 }
 
-const KNOWN = new Set(['client', 'prefix', 'timeoutMs', 'onError', 'clock', 'maxBatch', 'maxInFlight', 'connectTimeoutMs', 'onEvent']);
+const KNOWN = new Set(['client', 'prefix', 'timeoutMs', 'onError', 'clock', 'maxBatch', 'maxInFlight', 'connectTimeoutMs', 'onEvent', 'logger']);
+
+/** What a RedisStore answers while Redis cannot, for the outage line. */
+function meanwhile(onError: OnError): string {
+  if (onError === 'open') return "RedisStore allows every request (onError 'open'; decisions carry reason 'store-error')";
+  if (onError === 'closed') return "RedisStore denies every request (onError 'closed')";
+  return `RedisStore decides on this process's share (${onError.insurance}) of each limit (onError insurance)`;
+}
 
 function invalid(message: string): never {
   throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `RedisStore ${message}`);
@@ -94,10 +106,21 @@ export class RedisStore implements Store {
     if (typeof connectTimeoutMs !== 'number' || !Number.isFinite(connectTimeoutMs) || connectTimeoutMs < 0) {
       invalid(`'connectTimeoutMs' must be a number of milliseconds, 0 or more, got ${show(connectTimeoutMs)}`);
     }
-    const connection = new RedisConnection({ client: options.client, timeoutMs, connectTimeoutMs, maxInFlight, owner: 'RedisStore', stats: this.stats });
-    if (options.onEvent !== undefined && typeof options.onEvent !== 'function') invalid(`'onEvent' must be a function, got ${show(options.onEvent)}`);
-    const health = options.onEvent === undefined ? undefined : new StoreHealth(adapt(options.client), options.onEvent, connectTimeoutMs);
-    this.ctx = { connection, prefix, onError, clientClock: clock === 'client', maxBatch, stats: this.stats, health };
+    const report = { ...checkReporting('RedisStore', options), meanwhile: meanwhile(onError) };
+    this.reporting = report;
+    const connection = new RedisConnection({ client: options.client, timeoutMs, connectTimeoutMs, maxInFlight, owner: 'RedisStore', stats: this.stats, report });
+    this.ctx = { connection, prefix, onError, clientClock: clock === 'client', maxBatch, stats: this.stats };
+  }
+
+  /** The store's `onEvent` and `logger`, for the parts built on it (the guard's state on this store tells through them). */
+  readonly reporting: HealthReport;
+
+  /**
+   * The outage under way on this store's client, if any: its cause and how long it has lasted (an error
+   * message can name it). Undefined while Redis answers.
+   */
+  outage(): { readonly cause: string; readonly downMs: number } | undefined {
+    return this.ctx.connection.health.outage();
   }
 
   /**

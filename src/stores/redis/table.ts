@@ -12,7 +12,6 @@ import type { StoreTable, TableSpec } from '../store.js';
 import { batches, encode, oneSlot, type Code, type Op } from './batch.js';
 import type { ConnectionStats, RedisConnection } from './connection.js';
 import { Fallback, type OnError } from './failure.js';
-import type { StoreHealth } from './health.js';
 import { escapeId, keyOf, slotOf } from './keys.js';
 import { answer, type AnswerMemory } from './reply.js';
 import { combinesStates, scriptFor, takesLeases } from './scripts.js';
@@ -31,8 +30,6 @@ export interface StoreContext {
   readonly clientClock: boolean;
   readonly maxBatch: number;
   readonly stats: RedisStoreStats;
-  /** Told of every failed call and, while the store is in trouble, of answered ones (the `onEvent` option). */
-  readonly health: StoreHealth | undefined;
 }
 
 /** Redis's refusals of a script's key on a master that does not hold its slot (or not stably, during a move). */
@@ -168,15 +165,13 @@ export class RedisTable implements StoreTable {
     if (!failed) {
       try {
         answer(ops, reply as number[] | number, this.policies, this.verdicts, this.memory);
-        const health = this.ctx.health;
-        if (health !== undefined && health.troubled) health.answered();
         return;
       } catch (e) {
         err = e;
         this.ctx.stats.errors++;
+        this.ctx.connection.health.failed(err); // a reply that does not decode: the answers are the failure policy's
       }
     }
-    this.ctx.health?.failed(err);
     this.fail(ops, err);
   }
 

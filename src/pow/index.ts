@@ -12,7 +12,7 @@
 export { createChallenge, type Challenge, type CreateChallengeOptions } from './challenge.js';
 export { verifySolution, type VerifyOptions, type VerifyReason, type VerifyResult } from './verify.js';
 export { solveChallenge, type SolveOptions } from './solve.js';
-export { MemorySpentStore, type MemorySpentStoreOptions, type SpentStore } from './spent-store.js';
+export { MemorySpentStore, type MemorySpentStoreOptions, type SpendResult, type SpentStore } from './spent-store.js';
 export { RedisSpentStore, type RedisDialect, type RedisSetClient, type RedisSpentStoreOptions } from './redis-spent-store.js';
 export { DEFAULT_KID, type Keyring, type Secret, type SecretValue } from './keyring.js';
 export { DEFAULT_PUZZLES, expectedWork } from './difficulty.js';

@@ -4,12 +4,16 @@
  */
 import { SluiceError, show } from '../core/errors.js';
 
+/**
+ * What a spend answers: true if this call spent the id, false if it was already spent (or the store
+ * refuses, see MemorySpentStore), 'expired' if the store's own clock says the token has expired (a shared
+ * store judges expiry on one clock for every server: RedisSpentStore).
+ */
+export type SpendResult = boolean | 'expired';
+
 export interface SpentStore {
-  /**
-   * Marks `id` spent until `expiresAt` (epoch ms; `now` is the verifier's clock). Returns true if this
-   * call spent it, false if it was already spent (or the store refuses, see MemorySpentStore).
-   */
-  spend(id: string, expiresAt: number, now: number): boolean | Promise<boolean>;
+  /** Marks `id` spent until `expiresAt` (epoch ms; `now` is the verifier's clock). See SpendResult. */
+  spend(id: string, expiresAt: number, now: number): SpendResult | Promise<SpendResult>;
 }
 
 export interface MemorySpentStoreOptions {

@@ -58,6 +58,8 @@ export async function verifySolution(solution: unknown, options: VerifyOptions):
   if (!checkNonces(parsed.mac, fields.target, parsed.nonces)) return fail('invalid');
   // The MAC identifies the challenge; half of it is plenty to keep ids apart and halves the store's keys.
   const id = encodeBase64url(parsed.mac.subarray(0, 16));
-  if (!(await store.spend(id, fields.expiresAt, now))) return fail('replayed');
+  const spent = await store.spend(id, fields.expiresAt, now);
+  if (spent === 'expired') return fail('expired'); // by the store's clock, which every server shares
+  if (!spent) return fail('replayed');
   return { ok: true, scope: fields.scope, kid: fields.kid, expiresAt: fields.expiresAt };
 }

@@ -7,6 +7,7 @@
  * const d = await limiter.limit('user:42');
  * if (!d.allowed) reply429(d.retryAfterMs);
  */
+import { brandOf, isInstance, SLUICE_VERSION } from './core/brand.js';
 import { coarseClock } from './clock.js';
 import { compilePolicies, createAlgorithm, createOverride, overridePolicy, SluiceError, show } from './core/index.js';
 import type { Algorithm, Decision, LimitOverride, Policy, PolicyOptions } from './core/index.js';
@@ -66,7 +67,18 @@ const OVERRIDES_KEPT = 256;
 
 const KNOWN_OPTIONS = new Set(['policy', 'policies', 'store', 'clock', 'strategy', 'denyCache', 'lease', 'localSync', 'telemetry']);
 
+const LIMITER = brandOf('Limiter');
+
 export class Limiter {
+  /** One from another copy of sluice (require and import each load one) of this release is a Limiter too. */
+  static [Symbol.hasInstance](x: unknown): boolean {
+    return isInstance(this, Limiter, LIMITER, x);
+  }
+
+  get [LIMITER](): string {
+    return SLUICE_VERSION;
+  }
+
   readonly policies: readonly Policy[];
   readonly store: Store;
   /** The table decisions go to: the store's own, or a strategy's (exposed for metrics and tests). */

@@ -2,6 +2,8 @@
  * One error class for everything sluice rejects. Every message names the field and quotes the value, and
  * every error carries a stable `code` plus a `help` pointer into docs/errors.md.
  */
+import { brandOf, isInstance, SLUICE_VERSION } from './brand.js';
+
 export type SluiceErrorCode =
   | 'ERR_SLUICE_INVALID_POLICY'
   | 'ERR_SLUICE_INVALID_OPTION'
@@ -19,9 +21,20 @@ export type SluiceErrorCode =
   | 'ERR_SLUICE_STORE_UNAVAILABLE'
   | 'ERR_SLUICE_OPENTELEMETRY_MISSING';
 
+const SLUICE_ERROR = brandOf('SluiceError');
+
 export class SluiceError extends Error {
   readonly code: SluiceErrorCode;
   readonly help: string;
+
+  /** An error from another copy of sluice (require and import each load one) is a SluiceError too. */
+  static override [Symbol.hasInstance](x: unknown): boolean {
+    return isInstance(this, SluiceError, SLUICE_ERROR, x);
+  }
+
+  get [SLUICE_ERROR](): string {
+    return SLUICE_VERSION;
+  }
 
   constructor(code: SluiceErrorCode, message: string) {
     super(`[sluice] ${message}`);

@@ -12,6 +12,7 @@
  * // ... delay, challenge or mfa as v says, then verify the password ...
  * await guard.record({ account, ip, success: ok, password: ok ? undefined : password });
  */
+import { brandOf, branded } from '../core/brand.js';
 import { coarseClock } from '../clock.js';
 import { SluiceError, show } from '../core/errors.js';
 import { compilePolicies } from '../core/policy.js';
@@ -94,6 +95,20 @@ export class Guard {
   /** With `anomalyScope: 'fleet'`: the timer that shares the anomaly counts (unref'd; close() stops it). */
   private syncTimer: ReturnType<typeof setInterval> | undefined;
 
+  /**
+   * The guard state `store` keeps beside its buckets, if any. Here: a store's own (GuardStateSource). The
+   * Guard of `sluice/guard` on Node (node.ts) also builds the Redis state for a RedisStore: it imports it,
+   * rather than the state registering itself when loaded, which a bundler believing `sideEffects: false`
+   * would drop. This one (Workers, browsers) cannot load that state and says so rather than keep the
+   * guard's records in one process while the buckets are shared.
+   */
+  protected static stateFor(store: unknown): GuardState | undefined {
+    if (branded(store, brandOf('RedisStore')) && guardStateOf(store) === undefined) {
+      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'store' is a RedisStore, whose guard state (RedisGuardState) loads only on Node, Bun and Deno ('sluice/guard' under the "node" condition); there, pass it or the store as you do, or give this guard an explicit 'state'`);
+    }
+    return guardStateOf(store);
+  }
+
   constructor(options: GuardOptions) {
     this.config = resolveOptions(options, nodeEnv());
     const c = this.config;
@@ -107,7 +122,7 @@ export class Guard {
     if (typeof this.random !== 'function') throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'random' must be a function returning [0, 1), got ${show(this.random)}`);
     this.store = options.store ?? new MemoryStore();
     // An explicit state wins; else the store's own (a RedisStore: the guard's Redis state on its client); else memory.
-    this.state = options.state ?? guardStateOf(this.store) ?? new MemoryGuardState();
+    this.state = options.state ?? (this.constructor as typeof Guard).stateFor(this.store) ?? new MemoryGuardState();
     if (typeof this.state !== 'object' || this.state === null || typeof this.state.loginPort !== 'function') {
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'state' must be a GuardState such as new MemoryGuardState(), got ${show(this.state)}`);
     }

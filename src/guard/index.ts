@@ -6,7 +6,8 @@
  * const guard = new Guard({ secret: process.env.GUARD_SECRET });
  * const v = await guard.check({ account: 'alice@example.com', ip: '203.0.113.7' });
  */
-export { Guard, type RecordResult } from './guard.js';
+export { Guard } from './node.js';
+export type { RecordResult } from './guard.js';
 export type { LoginAttempt, LoginOutcome } from './attempt.js';
 export type { GuardAction, GuardVerdict } from './ladder.js';
 export type { GuardOptions, SignalWeights } from './options.js';

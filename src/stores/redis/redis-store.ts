@@ -9,6 +9,7 @@
  * const store = new RedisStore({ client: new Redis(), prefix: 'sluice', timeoutMs: 50, onError: 'open' });
  * const limiter = new Limiter({ policy: { algorithm: 'gcra', limit: 100, window: '1m' }, store });
  */
+import { brandOf, isInstance, SLUICE_VERSION } from '../../core/brand.js';
 import { SluiceError, show } from '../../core/index.js';
 import type { ScriptRunner } from '../script-runner.js';
 import type { Store, TableSpec } from '../store.js';
@@ -81,7 +82,18 @@ function positiveInteger(field: string, value: unknown, fallback: number): numbe
   return value;
 }
 
+const REDIS_STORE = brandOf('RedisStore');
+
 export class RedisStore implements Store {
+  /** One from another copy of sluice (require and import each load one) of this release is a RedisStore too. */
+  static [Symbol.hasInstance](x: unknown): boolean {
+    return isInstance(this, RedisStore, REDIS_STORE, x);
+  }
+
+  get [REDIS_STORE](): string {
+    return SLUICE_VERSION;
+  }
+
   readonly prefix: string;
   readonly timeoutMs: number;
   readonly onError: OnError;

@@ -95,3 +95,16 @@ for (const b of redisBlocks.filter((x) => x.code.includes('console.log(d.allowed
     assert.fail(`every run printed the failure policy's answer (remaining 0): ${JSON.stringify(outputs)}`);
   });
 }
+
+// Issue 46 finding 8: the README's node-redis example exited with status 13 when Redis was down (its
+// `await client.quit()` never settled, so the module's top-level await never finished).
+test("the README's node-redis example, run as written against a Redis that is down, exits 0 with the failure policy's answer", async () => {
+  assert.ok(nodeRedisBlock, 'no README block imports redis (node-redis)');
+  const { freePort } = await import('../redis/harness.js');
+  const file = join(work, 'run-node-redis-down.ts');
+  writeFileSync(file, mapped(nodeRedisBlock, 'redis', 'redis'));
+  const r = spawnSync(process.execPath, ['--import', 'tsx', file], { cwd: work, encoding: 'utf8', timeout: 60_000, env: { ...process.env, REDIS_URL: `redis://127.0.0.1:${await freePort()}` } });
+  assert.equal(r.status, 0, `exited ${r.status ?? r.signal}:\n${r.stdout}${r.stderr}`);
+  assert.equal(r.stdout.trim(), 'true 0');
+  assert.match(r.stderr, /^\[sluice\] Redis at .* is not answering/m, 'the outage is said on stderr');
+});

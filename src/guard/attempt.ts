@@ -93,6 +93,8 @@ export interface AttemptTagger {
   readonly reputation: Reputation;
   readonly ipv4Subnet: number;
   readonly ipv6Subnet: number;
+  /** The prefix an IPv6 address is one address at (its records and buckets): one /64 is one client. */
+  readonly ipv6AddressPrefix: number;
 }
 
 /** What tagAttemptRecalling needs of the memo of recent attempts (recent-attempts.ts, which imports this file). */
@@ -125,7 +127,7 @@ export function tagAttemptRecalling(call: 'check' | 'record', input: unknown, ta
 }
 
 export function tagAttempt(call: 'check' | 'record', input: unknown, tagger: AttemptTagger): TaggedAttempt {
-  const { hasher, ipv4Subnet, ipv6Subnet } = tagger;
+  const { hasher, ipv4Subnet, ipv6Subnet, ipv6AddressPrefix } = tagger;
   if (typeof input !== 'object' || input === null) bad(call, 'attempt', 'an object { account, ip, fingerprint? }', input);
   const a = input as Record<string, unknown>;
   const account = hasher.tag('acct', text(call, 'account', a.account, MAX_TEXT));
@@ -136,7 +138,8 @@ export function tagAttempt(call: 'check' | 'record', input: unknown, tagger: Att
   }
   // Dotted-quad text that parsed as IPv4 is already canonical (parseIp takes no leading zeros, no other
   // form), so it is tagged as given; ::ffff:a.b.c.d and IPv6 are written out canonically first.
-  const address = hasher.tag('ip', ip.v === 4 ? (a.ip.includes(':') ? formatIPv4(ip.n) : a.ip) : formatIPv6Groups(ip.h));
+  // An IPv6 address counts at its prefix (a /64 by default): one client holds all of it.
+  const address = hasher.tag('ip', ip.v === 4 ? (a.ip.includes(':') ? formatIPv4(ip.n) : a.ip) : ipv6AddressPrefix === 128 ? formatIPv6Groups(ip.h) : `${formatIPv6Groups(maskIPv6(ip.h, ipv6AddressPrefix))}/${ipv6AddressPrefix}`);
   let subnet: string;
   if (ip.v === 4) {
     const net = maskIPv4(ip.n, ipv4Subnet);

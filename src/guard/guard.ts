@@ -128,7 +128,10 @@ export class Guard {
     }
     this.hasher = new KeyedHasher(c.secret);
     const reputation = new Reputation(c.allowList, c.denyList, c.hostingRanges);
-    this.tagger = { hasher: this.hasher, reputation, ipv4Subnet: c.ipv4Subnet, ipv6Subnet: c.ipv6Subnet };
+    if (c.ipv6AddressPrefix < c.ipv6Subnet) {
+      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'ipv6AddressPrefix' ${c.ipv6AddressPrefix} must be at least 'ipv6Subnet' ${c.ipv6Subnet}: an address is never wider than its subnet`);
+    }
+    this.tagger = { hasher: this.hasher, reputation, ipv4Subnet: c.ipv4Subnet, ipv6Subnet: c.ipv6Subnet, ipv6AddressPrefix: c.ipv6AddressPrefix };
     this.monitors = new GuardMonitors(c, this.state);
     if (c.anomalyScope === 'fleet') {
       if (typeof this.state.shareFailures !== 'function') {

@@ -11,6 +11,7 @@ const tagger: AttemptTagger = {
   reputation: new Reputation([], ['203.0.113.0/24'], []),
   ipv4Subnet: 24,
   ipv6Subnet: 64,
+  ipv6AddressPrefix: 64,
 };
 const tags = (ip: string) => {
   const t = tagAttempt('check', { account: 'alice', ip }, tagger);
@@ -43,4 +44,16 @@ test('the lists are CIDR ranges; a bad one names the list and the entry', () => 
   assert.equal(tagAttempt('check', { account: 'a', ip: '::ffff:203.0.113.9' }, tagger).standing.denied, true);
   assert.equal(tagAttempt('check', { account: 'a', ip: '198.51.100.1' }, tagger).standing.denied, false);
   assert.throws(() => new Reputation([], ['10.0.0.0/33'], []), { code: 'ERR_SLUICE_INVALID_IP', message: /denyList\[0\].*"10\.0\.0\.0\/33"/ });
+});
+
+// Issue 46 finding 4: 5,000 blocked checks from random addresses in one IPv6 /64 wrote 5,056 keys kept
+// 336 h. An IPv6 address counts at `ipv6AddressPrefix` (one /64): its records, buckets and pairs.
+test('addresses in one IPv6 /64 share one address tag (its records and buckets); ipv6AddressPrefix 128 keeps them apart', () => {
+  assert.equal(tags('2001:db8:1:2::1').address, tags('2001:db8:1:2:ffff:ee:dd:9').address);
+  assert.notEqual(tags('2001:db8:1:2::1').address, tags('2001:db8:1:3::1').address);
+  assert.notEqual(tags('2001:db8:1:2::1').address, tags('2001:db8:1:2::1').subnet, 'the address and the subnet are two records');
+  const apart = { ...tagger, ipv6AddressPrefix: 128 };
+  const tag128 = (ip: string) => tagAttempt('check', { account: 'alice', ip }, apart).address;
+  assert.notEqual(tag128('2001:db8:1:2::1'), tag128('2001:db8:1:2:ffff:ee:dd:9'));
+  assert.equal(tags('203.0.113.7').address === tags('203.0.113.8').address, false, 'IPv4 addresses stay apart');
 });

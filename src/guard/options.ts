@@ -63,6 +63,12 @@ export interface GuardOptions {
   ipv4Subnet?: number;
   /** Prefix that groups IPv6 addresses into a subnet (one customer's /64 by RFC 6177 practice). Default 64. */
   ipv6Subnet?: number;
+  /**
+   * Prefix at which IPv6 addresses are one address: its records, buckets and account+address pairs. An
+   * attacker rotates through the 2^64 addresses of one /64 at will (privacy addresses do the same), so
+   * per-address state at /128 is state an attacker mints. Default 64; 128 counts each address apart.
+   */
+  ipv6AddressPrefix?: number;
 
   /** Consecutive failures per account before backoff starts (typos are free). Default 3. */
   freeFailures?: number;
@@ -235,6 +241,7 @@ export interface GuardConfig {
   readonly secretIsEphemeral: boolean;
   readonly ipv4Subnet: number;
   readonly ipv6Subnet: number;
+  readonly ipv6AddressPrefix: number;
   readonly freeFailures: number;
   readonly backoffBaseMs: number;
   readonly backoffMaxMs: number;
@@ -312,7 +319,7 @@ export const DEFAULT_WEIGHTS: SignalWeights = Object.freeze({
 });
 
 const KNOWN = new Set([
-  'secret', 'store', 'state', 'clock', 'random', 'ipv4Subnet', 'ipv6Subnet', 'freeFailures', 'backoffBase', 'backoffMax',
+  'secret', 'store', 'state', 'clock', 'random', 'ipv4Subnet', 'ipv6Subnet', 'ipv6AddressPrefix', 'freeFailures', 'backoffBase', 'backoffMax',
   'backoffJitter', 'hardStopFailures', 'failureMemory', 'maxDelay', 'accountChallengeFailures', 'familiarFor',
   'maxFamiliarSources', 'ipFailuresPerDay', 'subnetFailuresPerDay', 'pairFailuresPerHour', 'sourceWindow', 'ratioWindow',
   'ipDistinctAccounts', 'longSourceWindow', 'ipDistinctAccountsLong', 'subnetDistinctAccounts', 'fingerprintDistinctAccounts', 'failureRatio', 'ratioMinFailures',
@@ -431,6 +438,7 @@ export function resolveOptions(options: GuardOptions, env: string | undefined): 
     secretIsEphemeral: ephemeral,
     ipv4Subnet: integer(o, 'ipv4Subnet', 24, 1, 32),
     ipv6Subnet: integer(o, 'ipv6Subnet', 64, 1, 128),
+    ipv6AddressPrefix: integer(o, 'ipv6AddressPrefix', 64, 1, 128),
     freeFailures: integer(o, 'freeFailures', 3, 0),
     backoffBaseMs: duration(o, 'backoffBase', '1s'),
     backoffMaxMs: duration(o, 'backoffMax', '15m'),

@@ -15,6 +15,7 @@ const tagger: AttemptTagger = {
   reputation: new Reputation(['198.51.100.0/25'], ['203.0.113.0/24'], ['2001:db8::/32']),
   ipv4Subnet: 24,
   ipv6Subnet: 64,
+  ipv6AddressPrefix: 64,
 };
 
 /** A table that hashes each attempt as the real one does but never finds one: every call tags afresh. */

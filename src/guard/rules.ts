@@ -178,14 +178,18 @@ export function setWindow(spec: SourceSpec): number {
   return Math.max(spec.distinctWindowMs, spec.longDistinctWindowMs ?? 0);
 }
 
-/** The longest window a source's record serves; it expires two of these after its last attempt. */
+/**
+ * How long a source's record serves after its last attempt: a distinct entry counts for the set's window,
+ * the ratio counts for two generations of theirs. Past it the record reads as a new source's, so it is
+ * forgotten then (it was kept two of the longest windows, 14 days by default, for nothing).
+ */
 export function longestWindow(spec: SourceSpec): number {
-  return Math.max(setWindow(spec), spec.ratioWindowMs);
+  return Math.max(setWindow(spec), 2 * spec.ratioWindowMs);
 }
 
 /** Whether a source last noted at `lastAt` has been idle long enough to be forgotten. */
 export function sourceIdle(lastAt: number, now: number, spec: SourceSpec): boolean {
-  return lastAt + 2 * longestWindow(spec) <= now;
+  return lastAt + longestWindow(spec) <= now;
 }
 
 /** Moves the counts at `o` to the ratio-window generation of `now`. */

@@ -37,11 +37,18 @@ test('distinct accounts are counted exactly within a sliding window', async () =
   assert.deepEqual((await guard.check({ account: 'x', ip: v4(1) })).reasons, []);
 });
 
-test('twenty distinct accounts failing within one /64 flag the subnet though each address is new', async () => {
-  const { guard } = makeGuard({ ratioMinFailures: 10_000 });
+test('twenty distinct accounts failing within one /64 flag the subnet though each address is new (addresses counted apart)', async () => {
+  const { guard } = makeGuard({ ratioMinFailures: 10_000, ipv6AddressPrefix: 128 });
   for (let i = 0; i < 20; i++) await guard.record(fail(`user${i}`, v6(i)));
   const v = await guard.check({ account: 'next', ip: v6(100) });
   assert.deepEqual([v.action, v.reasons, v.challenge], ['challenge', ['subnet-distinct-accounts'], 16]);
+});
+
+test('twenty distinct accounts failing within one /64 flag it as one address too (the default ipv6AddressPrefix 64)', async () => {
+  const { guard } = makeGuard({ ratioMinFailures: 10_000 });
+  for (let i = 0; i < 20; i++) await guard.record(fail(`user${i}`, v6(i)));
+  const v = await guard.check({ account: 'next', ip: v6(100) });
+  assert.deepEqual([v.action, v.reasons], ['mfa', ['ip-distinct-accounts', 'subnet-distinct-accounts']]);
 });
 
 test('one fingerprint failing on five accounts is fingerprint reuse', async () => {

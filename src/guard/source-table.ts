@@ -159,7 +159,7 @@ export class SourceTable {
     for (let n = 0; n < SWEEP_PER_INSERT && this.index.size > 0; n++) {
       let step = this.cursor?.next();
       if (step === undefined || step.done) step = (this.cursor = this.index.entries()).next();
-      if (!step.done && this.slab[step.value[1] * SLOTS + LAST_AT]! + 2 * this.longestWindowMs <= now) this.drop(step.value[0], step.value[1]);
+      if (!step.done && this.slab[step.value[1] * SLOTS + LAST_AT]! + this.longestWindowMs <= now) this.drop(step.value[0], step.value[1]);
     }
     if (this.index.size >= this.max) {
       let step = this.evictor?.next();

@@ -133,7 +133,8 @@ test('per-address bucket: 100 failures a day, then blocked until one refills (14
 });
 
 test('per-subnet bucket: addresses rotated within one IPv6 /64 share it', async () => {
-  const { guard } = makeGuard({ subnetFailuresPerDay: 50, ipDistinctAccounts: 1000, subnetDistinctAccounts: 1000, ratioMinFailures: 10_000 });
+  // Addresses counted apart (/128), so that only the subnet's bucket sees them all.
+  const { guard } = makeGuard({ ipv6AddressPrefix: 128, subnetFailuresPerDay: 50, ipDistinctAccounts: 1000, subnetDistinctAccounts: 1000, ratioMinFailures: 10_000 });
   for (let i = 0; i < 50; i++) await guard.record(fail(`user${i}`, v6(i)));
   const v = await guard.check({ account: 'new', ip: v6(999) });
   assert.deepEqual([v.action, v.reasons], ['block', ['subnet-failures']]);

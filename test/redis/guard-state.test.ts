@@ -169,7 +169,7 @@ test('differential: random logins through the login port read and answer the sam
   const mem = new MemoryGuardState().loginPort(new MemoryStore(), config);
   // The Redis state keeps the buckets in its own keys, whatever the Guard's store.
   const red = new RedisGuardState({ client: io, prefix: fresh(), timeoutMs: 2000, onError: 'closed' }).loginPort(new MemoryStore(), config);
-  const tagger: AttemptTagger = { hasher: new KeyedHasher(new TextEncoder().encode('differential-secret-0123456789')), reputation: new Reputation([], [], []), ipv4Subnet: 24, ipv6Subnet: 64 };
+  const tagger: AttemptTagger = { hasher: new KeyedHasher(new TextEncoder().encode('differential-secret-0123456789')), reputation: new Reputation([], [], []), ipv4Subnet: 24, ipv6Subnet: 64, ipv6AddressPrefix: 64 };
   const ips = ['10.0.0.1', '10.0.0.2', '10.0.1.7', '2001:db8::1', '2001:db8::2'];
   for (let i = 0; i < 600; i++) {
     now += pick([0, 1, 500, 10_000, 45_000, 200_000, 700_000]);
@@ -243,7 +243,7 @@ test("the script packs an AC success's fields into the record the app computed, 
   await io.set(key, read, 'PX', 60_000);
   const connection = new RedisConnection({ client: io, timeoutMs: 2000, owner: 'test' });
   // No sessions; a T operation for the time; the AC operation, no pair key, no tags.
-  const reply = await connection.run(GUARD_SCRIPT, [key], ['0', 'T', '1', String(now), 'AC', ...successArgs(read, done), '0', '0']);
+  const reply = await connection.run(GUARD_SCRIPT, [key], ['0', 'T', '1', String(now), '0', 'AC', ...successArgs(read, done), '0', '0']);
   assert.deepEqual(reply, ['f', 0]);
   assert.equal((await io.getBuffer(key))!.toString('hex'), packSuccess(done).toString('hex'));
   const ttl = await io.pttl(key);

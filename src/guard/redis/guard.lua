@@ -196,8 +196,13 @@ local function newAccount(key, now)
   return r
 end
 
+-- The longest a record of a never-succeeded account or source may live in this call (0: no cap), as the
+-- T operation sets it: the app's budget of such records (budget.ts), below the evidence's own ends.
+local CAP = 0
+
 local function saved(key, r, now)
   r.now = now
+  r.cap = CAP
   touch(key, 'a')
 end
 
@@ -418,6 +423,7 @@ local function noteSource(key, now, hash, what, ratioMs, setMs, maxDistinct, idl
   end
   src.idleMs = idleMs
   src.now = now
+  src.cap = CAP
   touch(key, 's')
   return src
 end
@@ -439,7 +445,7 @@ local function session(a)
   s.n = bucket(tonumber(ARGV_[a + 13]), 86400000, tonumber(ARGV_[a + 14]))
   s.p = bucket(tonumber(ARGV_[a + 15]), 3600000, tonumber(ARGV_[a + 16]))
   s.setMs = max(s.distinctMs, s.longMs)
-  s.idleMs = 2 * max(s.setMs, s.ratioMs)
+  s.idleMs = max(s.setMs, 2 * s.ratioMs) -- rules.ts's longestWindow
   return s
 end
 
@@ -468,6 +474,8 @@ local function flush()
       -- deleted
     elseif kind == 'a' then
       ends, now = r.exp, r.now
+      -- No familiar source (no success kept): under the budget's cap, but never before a lock ends.
+      if r.cap and r.cap > 0 and #r.famu == 0 then ends = min(ends, max(now + r.cap, r.ul, r.fl)) end
       value = encodeAccount(r)
     elseif kind == 'b' then
       if r.p then
@@ -476,6 +484,8 @@ local function flush()
       end
     else
       ends, now = max(r.last + r.idleMs, r.bend), r.now
+      -- No success in its ratio window: under the budget's cap, but never before its bucket is full again.
+      if r.cap and r.cap > 0 and r.s == 0 and r.ps == 0 then ends = min(ends, max(now + r.cap, r.bend)) end
       value = encodeSource(r)
     end
     if ends <= now then
@@ -500,6 +510,7 @@ local function run(KEYS, ARGV)
     READY = true
   end
   ARGV_ = ARGV
+  CAP = 0
   REC, KIND, DIRTY, NDIRTY = {}, {}, {}, 0
   PRE = {}
   if #KEYS > 0 then
@@ -536,9 +547,10 @@ local function run(KEYS, ARGV)
       a = a + 3
       k = k + 1
     elseif op == 'T' then
-      -- The session and time of the login operations that follow. ARGV: session, now.
-      s, now = S[tonumber(ARGV[a + 1])], tonumber(ARGV[a + 2])
-      a = a + 3
+      -- The session, time and cap of the login operations that follow. ARGV: session, now, the longest a
+      -- never-succeeded account's or source's record may live (0: none; see CAP).
+      s, now, CAP = S[tonumber(ARGV[a + 1])], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+      a = a + 4
     elseif op == 'AF' then
       -- A login's failure, account part: counted unless the password is one of the last three wrong
       -- ones; then the backoff lock and the pair bucket. ARGV: password tag, random, the attempt's tags

@@ -19,7 +19,9 @@ import type { Decision } from '../../core/index.js';
 import type { TaggedAttempt } from '../attempt.js';
 import type { AccountView, JudgedFailure, JudgedSuccess, LoginConfig, LoginPort, LoginReads, SourceSpec, SourceView } from '../state.js';
 import type { ConnectionStats } from '../../stores/redis/connection.js';
+import { longestWindow } from '../rules.js';
 import { hash32 } from '../source-table.js';
+import { RecordBudget } from './budget.js';
 import { accountView, BucketPeek, packSuccess, sourceViewOf, succeededAccount } from './records.js';
 import { bySlot, checkTags, code, num, readFailure, readSuccess, successArgs, type LoginContext, type ReadUnit, type Unit } from './wire.js';
 
@@ -37,6 +39,8 @@ export interface LoginHost {
   sourceKey(source: string): string;
   slot(kind: 'ga' | 'gs' | 'gf', tag: string): number;
   addSession(constants: string[]): number;
+  /** Most records of never-succeeded accounts and sources kept under a flood (budget.ts), per app server. */
+  readonly maxRecords: number;
   enqueue(unit: Unit): void;
   enqueueRead(unit: ReadUnit): void;
   create(key: string, value: Uint8Array, ttlMs: number): Promise<boolean>;
@@ -69,12 +73,15 @@ export class LoginSession implements LoginPort {
     const signature = createHash('sha1').update(constants.join(',')).digest('base64url').slice(0, 16);
     this.id = String(state.addSession([signature, ...constants]));
     this.spec = s;
+    this.budget = new RecordBudget(state.maxRecords, s.distinctWindowMs, longestWindow(s));
     this.peeks = [new BucketPeek(c.ip), new BucketPeek(c.subnet), new BucketPeek(c.pair)];
     this.familiarMs = c.familiarMs;
     this.maxFamiliar = c.maxFamiliar;
   }
 
   readonly spec: SourceSpec;
+  /** How long this guard's never-succeeded records may live on Redis now (budget.ts), sent with each operation. */
+  private readonly budget: RecordBudget;
 
   /**
    * check()'s reads: the account with its pair bucket, and with `sources` the address's and subnet's
@@ -155,6 +162,7 @@ export class LoginSession implements LoginPort {
   /** check()'s refusal of a stranger: its sources noted as failed, no bucket charged. One operation, no reply. */
   refuse(t: TaggedAttempt, now: number): Promise<void> {
     checkTags(t.sources, 'source');
+    this.budget.note(this.newSources(t), now);
     const parts: Part[] = [];
     this.notes(parts, t, '1', undefined, false);
     return this.send(new NoteOp(this), parts, now);
@@ -170,6 +178,8 @@ export class LoginSession implements LoginPort {
     const random = randomUnit();
     checkTags(t.sources, 'source');
     if (passwordTag !== undefined) checkTags([passwordTag], 'password');
+    const found = this.found.get(t);
+    this.budget.note(this.newSources(t) + (found === undefined || found.account === null ? 1 : 0), now);
     const st = this.state;
     const notes: Part[] = [];
     this.notes(notes, t, '1');
@@ -187,6 +197,17 @@ export class LoginSession implements LoginPort {
       return this.send(new FailOp(this), notes, now);
     }
     return this.send(new FailOp(this), [account], now).then((failed) => (failed.counted ? this.send(new FailOp(this, failed), notes, now) : failed));
+  }
+
+  /**
+   * The records a failure noted on the attempt's sources makes, where its check found none (all of them
+   * when this process did not check it: the budget errs towards capping sooner).
+   */
+  private newSources(t: TaggedAttempt): number {
+    const keys = this.found.get(t)?.keys ?? 0;
+    let n = ((keys & ADDRESS_FOUND) === 0 ? 1 : 0) + ((keys & SUBNET_FOUND) === 0 ? 1 : 0);
+    if (t.fingerprint !== undefined && (keys & FINGERPRINT_FOUND) === 0) n++;
+    return n;
   }
 
   /**
@@ -212,7 +233,7 @@ export class LoginSession implements LoginPort {
    */
   private send<T>(op: Op<T>, parts: Part[], now: number): Promise<T> {
     const st = this.state;
-    const context: LoginContext = { session: this.id, now: num(now) };
+    const context: LoginContext = { session: this.id, now: num(now), cap: num(this.budget.capMs(now)) };
     const promise = new Promise<T>((resolve, reject) => {
       op.resolve = resolve;
       op.reject = reject;

@@ -56,6 +56,12 @@ export interface RedisGuardStateOptions {
   timeoutMs?: number;
   /** What the state does when Redis cannot answer. Default 'open'. */
   onError?: GuardStateOnError;
+  /**
+   * Most records of accounts and sources that never succeeded (what an attacker can make the guard keep)
+   * this app server keeps on Redis under a flood: made faster than this per their lifetime, each lives
+   * maxRecords / rate, at least the short distinct-accounts window (budget.ts). Default 1,000,000.
+   */
+  maxRecords?: number;
 }
 
 /** The connection's counters (`operations`: logins' checks and records, and single state calls, carried by `calls`), and: */
@@ -64,7 +70,7 @@ export interface RedisGuardStateStats extends ConnectionStats {
   fallbacks: number;
 }
 
-const KNOWN = new Set(['client', 'prefix', 'timeoutMs', 'onError', 'onEvent', 'logger']);
+const KNOWN = new Set(['client', 'prefix', 'timeoutMs', 'onError', 'onEvent', 'logger', 'maxRecords']);
 
 /** What the guard does while Redis cannot answer, for the outage line. */
 function meanwhile(onError: GuardStateOnError): string {
@@ -108,6 +114,7 @@ export class RedisGuardState implements GuardState, LoginHost {
   readonly prefix: string;
   readonly timeoutMs: number;
   readonly onError: GuardStateOnError;
+  readonly maxRecords: number;
   readonly stats: RedisGuardStateStats = { ...connectionStats(), fallbacks: 0 };
   /** The client this state was given. */
   readonly client: unknown;
@@ -135,6 +142,9 @@ export class RedisGuardState implements GuardState, LoginHost {
     this.prefix = prefix;
     this.timeoutMs = timeoutMs;
     this.onError = onError;
+    const maxRecords = options.maxRecords ?? 1_000_000;
+    if (!Number.isSafeInteger(maxRecords) || maxRecords < 1) invalid(`'maxRecords' must be a positive integer, got ${show(options.maxRecords)}`);
+    this.maxRecords = maxRecords;
   }
 
   /** The key of an account's record; exported for tests and audits (`redis-cli --scan`). */
@@ -356,8 +366,8 @@ export class RedisGuardState implements GuardState, LoginHost {
     let context: LoginContext | undefined;
     for (const u of units) {
       const c = u.context;
-      if (c !== undefined && (context === undefined || c.session !== context.session || c.now !== context.now)) {
-        args.push('T', c.session, c.now);
+      if (c !== undefined && (context === undefined || c.session !== context.session || c.now !== context.now || c.cap !== context.cap)) {
+        args.push('T', c.session, c.now, c.cap);
         context = c;
       }
       for (const a of u.args) args.push(a);

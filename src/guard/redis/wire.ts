@@ -50,10 +50,12 @@ export function bySlot<U extends { readonly slot: number }>(units: U[]): U[][] {
   return [...groups.values()];
 }
 
-/** A login operation's session number and time, as the script's T operation takes them. */
+/** A login operation's session number, time and record cap, as the script's T operation takes them. */
 export interface LoginContext {
   readonly session: string;
   readonly now: string;
+  /** The longest a never-succeeded account's or source's record may live, in ms; '0' for no cap (budget.ts). */
+  readonly cap: string;
 }
 
 /** A failure's reply: counted (1 or 0), failures on the path, total, and the path ('f' or 'u'). */

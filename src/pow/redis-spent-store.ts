@@ -14,7 +14,7 @@ import { SluiceError, show } from '../core/errors.js';
 import { adapt, dialectOf, type RedisDialect, type RedisSetClient } from '../stores/redis/adapter.js';
 import { RedisConnection } from '../stores/redis/connection.js';
 import { checkReporting, type RedisStoreListener, type StoreLogger } from '../stores/redis/health.js';
-import { defineScript } from '../stores/redis/script.js';
+import type { Script } from '../stores/redis/script-shape.js';
 import type { SpendResult, SpentStore } from './spent-store.js';
 
 /** Kept for code that named the types of the store before it ran a script. */
@@ -46,9 +46,11 @@ const KNOWN = new Set(['client', 'prefix', 'timeoutMs', 'maxTtlMs', 'onEvent', '
  * since the epoch, as signed), maxTtlMs. Replies 1 spent now, 0 spent already, 2 expired by Redis's clock,
  * 3 possibly issued before Redis lost its keys.
  */
-const SPEND = defineScript(
-  'pow-spend',
-  `local t = redis.call('TIME')
+export const SPEND: Script = {
+  name: 'pow-spend',
+  // SHA1 of the source, written out: sluice/pow loads in Workers, without node:crypto (a test checks it).
+  sha: '624099c11668a369ea966178abc2eea7637ff4d3',
+  source: `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local expires = tonumber(ARGV[1])
 if now >= expires then return 2 end
@@ -60,15 +62,16 @@ end
 if expires < epoch + tonumber(ARGV[2]) then return 3 end
 if redis.call('SET', KEYS[1], '1', 'NX', 'PX', string.format('%d', expires - now)) then return 1 end
 return 0`,
-);
+};
 
 /** KEYS: the epoch key. Sets it to Redis's now unless it is there: at each connection, before any token is spent. */
-const EPOCH = defineScript(
-  'pow-epoch',
-  `local t = redis.call('TIME')
+export const EPOCH: Script = {
+  name: 'pow-epoch',
+  sha: '6cd61f8fe53ce1ffde0390f4cd44553a9e2a3ce1',
+  source: `local t = redis.call('TIME')
 redis.call('SET', KEYS[1], string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)), 'NX')
 return 1`,
-);
+};
 
 /**
  * A token issued this long before the epoch is still taken as issued after it: the epoch is set when the

@@ -110,3 +110,9 @@ test('options are checked, naming the field', () => {
   assert.throws(() => new RedisSpentStore({ client: io, prefix: 'a{b}' }), /'prefix' must be a string without '\{' or '\}'/);
   assert.throws(() => new RedisSpentStore({ client: io, maxTtlMs: -1 }), /'maxTtlMs' must be/);
 });
+
+test("the spend scripts' SHA1s, written out (sluice/pow loads without node:crypto), are their sources'", async () => {
+  const { createHash } = await import('node:crypto');
+  const { SPEND, EPOCH } = await import('../../src/pow/redis-spent-store.js');
+  for (const s of [SPEND, EPOCH]) assert.equal(s.sha, createHash('sha1').update(s.source).digest('hex'), s.name);
+});

@@ -29,7 +29,7 @@ import { SluiceError } from '../../core/index.js';
 import { adapt, type Arg, type RedisAdapter, type RedisCommand, type ServerCommand } from './adapter.js';
 import { Deadlines, type Pending } from './deadlines.js';
 import { healthOf, type HealthReport, type StoreHealth } from './health.js';
-import { isLibrary, type Script } from './script.js';
+import { isLibrary, type Script } from './script-shape.js';
 
 export { redisCommand, type Arg, type RedisCommand } from './adapter.js';
 

@@ -6,23 +6,8 @@
  */
 import { createHash } from 'node:crypto';
 
-export interface Script {
-  readonly name: string;
-  /** For EVAL; its SHA1 for EVALSHA. */
-  readonly source: string;
-  readonly sha: string;
-}
-
-/** A script that also loads as a Redis function library; the connection sends it by FCALL where it can. */
-export interface LibraryScript extends Script {
-  /**
-   * The library's name and its one function's: `sluice_<SHA1 of the library's text in base 36>`, so
-   * different libraries never share a name (a server keeps a library loaded under a name as it was).
-   */
-  readonly fn: string;
-  /** For FUNCTION LOAD: the same code, with `run` registered as the function instead of called. */
-  readonly library: string;
-}
+export { isLibrary, type LibraryScript, type Script } from './script-shape.js';
+import type { LibraryScript, Script } from './script-shape.js';
 
 /**
  * The function's flags. `allow-cross-slot-keys`: on a cluster a call may carry the keys of several slots
@@ -68,6 +53,3 @@ export function defineLibrary(name: string, code: string): LibraryScript {
   return script;
 }
 
-export function isLibrary(script: Script): script is LibraryScript {
-  return (script as LibraryScript).fn !== undefined;
-}

@@ -25,6 +25,8 @@ export function foreignVersion(x: unknown, brand: symbol): string | undefined {
 }
 
 /** `instanceof` for a branded class: its own instances, and those of another copy of this release. */
-export function isInstance(ctor: abstract new (...args: never[]) => unknown, base: abstract new (...args: never[]) => unknown, brand: symbol, x: unknown): boolean {
+type Class = abstract new (...args: never[]) => unknown;
+
+export function isInstance(ctor: Class, base: Class, brand: symbol, x: unknown): boolean {
   return Function.prototype[Symbol.hasInstance].call(ctor, x) || (ctor === base && branded(x, brand));
 }

@@ -139,7 +139,10 @@ export function tagAttempt(call: 'check' | 'record', input: unknown, tagger: Att
   // Dotted-quad text that parsed as IPv4 is already canonical (parseIp takes no leading zeros, no other
   // form), so it is tagged as given; ::ffff:a.b.c.d and IPv6 are written out canonically first.
   // An IPv6 address counts at its prefix (a /64 by default): one client holds all of it.
-  const address = hasher.tag('ip', ip.v === 4 ? (a.ip.includes(':') ? formatIPv4(ip.n) : a.ip) : ipv6AddressPrefix === 128 ? formatIPv6Groups(ip.h) : `${formatIPv6Groups(maskIPv6(ip.h, ipv6AddressPrefix))}/${ipv6AddressPrefix}`);
+  let shown: string;
+  if (ip.v === 4) shown = a.ip.includes(':') ? formatIPv4(ip.n) : a.ip;
+  else shown = ipv6AddressPrefix === 128 ? formatIPv6Groups(ip.h) : `${formatIPv6Groups(maskIPv6(ip.h, ipv6AddressPrefix))}/${ipv6AddressPrefix}`;
+  const address = hasher.tag('ip', shown);
   let subnet: string;
   if (ip.v === 4) {
     const net = maskIPv4(ip.n, ipv4Subnet);

@@ -68,7 +68,12 @@ const ALLOWED = (consecutiveFailures: number, counted = false): RecordResult => 
 export const STORE_ERROR_REASON = 'store-error';
 const OFFLINE_REASONS: readonly string[] = Object.freeze([STORE_ERROR_REASON]);
 /** A record made without the shared state: `counted` only where this process kept it (onError 'local'). */
-const WITHOUT_STORE = (consecutiveFailures: number, counted: boolean): RecordResult => ({ counted, consecutiveFailures, action: 'allow', reasons: OFFLINE_REASONS });
+const WITHOUT_STORE = (consecutiveFailures: number, counted: boolean): RecordResult => ({
+  counted,
+  consecutiveFailures,
+  action: 'allow',
+  reasons: OFFLINE_REASONS,
+});
 
 /** The largest distinct-accounts set any source needs: one past the highest threshold. */
 function distinctCap(c: GuardConfig): number {

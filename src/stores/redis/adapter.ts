@@ -251,7 +251,7 @@ function nodeRedis(c: AnyClient): RedisAdapter {
   return {
     kind: 'node-redis',
     cluster,
-    name: cluster ? `the cluster of ${clusterName(((c.options as { rootNodes?: { url?: string }[] } | undefined)?.rootNodes?.[0]) ?? 'redis')}` : serverName(c.options),
+    name: cluster ? `the cluster of ${clusterName((c.options as { rootNodes?: { url?: string }[] } | undefined)?.rootNodes?.[0]?.url)}` : serverName(c.options),
     functions:
       typeof send !== 'function'
         ? undefined

@@ -74,7 +74,10 @@ export interface HealthReport {
  * The `onEvent` and `logger` options of a part, checked: `<owner> 'onEvent' must be a function`, and a
  * logger must have error, warn and info.
  */
-export function checkReporting(owner: string, options: { onEvent?: unknown; logger?: unknown }): { onEvent: RedisStoreListener | undefined; logger: StoreLogger | false | undefined } {
+export function checkReporting(
+  owner: string,
+  options: { onEvent?: unknown; logger?: unknown },
+): { onEvent: RedisStoreListener | undefined; logger: StoreLogger | false | undefined } {
   const { onEvent, logger } = options;
   if (onEvent !== undefined && typeof onEvent !== 'function') {
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${owner} 'onEvent' must be a function, got ${show(onEvent)}`);
@@ -193,7 +196,9 @@ export class StoreHealth {
   outage(): { readonly cause: string; readonly downMs: number } | undefined {
     if (this.state === 'up' || this.state === 'starting') return undefined;
     const client = this.lastError?.text;
-    const cause = this.lastCause === undefined ? (client ?? 'no connection yet') : client === undefined || this.lastCause.includes(client) ? this.lastCause : `${this.lastCause}; the client's last error: ${client}`;
+    const last = this.lastCause;
+    let cause = last ?? client ?? 'no connection yet';
+    if (last !== undefined && client !== undefined && !last.includes(client)) cause = `${last}; the client's last error: ${client}`;
     return { cause, downMs: Math.round(this.now() - this.downSince) };
   }
 
@@ -268,7 +273,8 @@ export class StoreHealth {
     this.state = 'up';
     this.troubled = false;
     if (!recovered) return;
-    this.emit({ type: 'recovered', downMs: Math.round(this.answeringSince - this.downSince), failedCalls: this.failedCalls, lastCause: this.lastCause, server: this.adapter.name });
+    const downMs = Math.round(this.answeringSince - this.downSince);
+    this.emit({ type: 'recovered', downMs, failedCalls: this.failedCalls, lastCause: this.lastCause, server: this.adapter.name });
   }
 
   /** What each server says of its eviction policy and its process, once per connection. */

@@ -149,6 +149,27 @@ test('onEvent sends one event per outage and one at recovery when writes time ou
   }
 });
 
+test('onEvent sends one event per outage and one at recovery when Redis is killed and restarted, however often the client reconnects meanwhile', async () => {
+  const server = new OwnRedis(await freePort());
+  await server.start();
+  const client = new Redis({ port: server.port, host: '127.0.0.1', retryStrategy: () => 20 }); // a reconnect every 20 ms
+  client.on('error', () => {});
+  const events: RedisStoreEvent[] = [];
+  const store = new RedisStore({ client, prefix: runPrefix('kill'), timeoutMs: 200, onEvent: (e) => events.push(e) });
+  const limiter = new Limiter({ policy: { algorithm: 'gcra', limit: 100, window: '1s' }, store });
+  try {
+    await limiter.limit('warm');
+    await server.stop();
+    for (let end = Date.now() + 1000; Date.now() < end; ) await limiter.limit('down');
+    await server.start();
+    for (let end = Date.now() + 8000; Date.now() < end && !events.some((e) => e.type === 'recovered'); ) await limiter.limit('after');
+    assert.deepEqual(transitions(events), ['disconnected', 'recovered']);
+  } finally {
+    client.disconnect();
+    await server.destroy();
+  }
+});
+
 test('a login guard on an unreachable Redis keeps counting failures in this process, says store-error in every verdict, and record() does not claim it counted on Redis', async () => {
   const port = await freePort();
   const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => 200 });

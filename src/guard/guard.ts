@@ -45,7 +45,10 @@ export interface RecordResult {
    * `secondFactor: true`. 'allow' otherwise.
    */
   readonly action: 'allow' | 'mfa';
-  /** Why a success was stepped up, in the order checked; empty for 'allow'. */
+  /**
+   * Why a success was stepped up, in the order checked; for 'allow', empty, or `['store-error']` when the
+   * guard's shared state could not be written (`counted` then says whether this process kept the failure).
+   */
   readonly reasons: readonly string[];
 }
 

@@ -108,3 +108,36 @@ export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
   for (let i = 0; i < a.length; i++) diff |= a[i]! ^ b[i]!;
   return diff === 0;
 }
+
+/**
+ * The host's scheduling, captured when sluice is imported. A test's fake timers (`jest.useFakeTimers()`
+ * fakes `process.nextTick`, `setImmediate`, `setTimeout` and `performance`; Vitest fakes fewer) replace the
+ * globals afterwards; the Redis store's I/O (a batch's flush, a call's deadline, the wait for a connection)
+ * must still run on the real ones, or every call waits until the test times out. Where a platform lacks
+ * one (Workers have no `process`), the nearest equivalent stands in; reading a missing global is guarded,
+ * so importing sluice still never fails.
+ */
+const hostProcess = host.process as (NodeishProcess & { nextTick?: (fn: () => void) => void }) | undefined;
+const scheduled = globalThis as { setImmediate?: (fn: () => void) => unknown };
+const taken = {
+  setTimeout: globalThis.setTimeout,
+  clearTimeout: globalThis.clearTimeout,
+  setImmediate: scheduled.setImmediate,
+  nextTick: hostProcess?.nextTick,
+  performance: globalThis.performance,
+};
+
+/** `process.nextTick` as it was at import (a microtask where there is no `process`). */
+export const realNextTick: (fn: () => void) => void =
+  typeof taken.nextTick === 'function' ? taken.nextTick.bind(hostProcess) : (fn) => queueMicrotask(fn);
+
+/** `setImmediate` as it was at import (a 0 ms timeout where there is none). */
+export const realSetImmediate: (fn: () => void) => void =
+  typeof taken.setImmediate === 'function' ? (fn) => void taken.setImmediate!(fn) : (fn) => void taken.setTimeout(fn, 0);
+
+/** `setTimeout` and `clearTimeout` as they were at import. */
+export const realSetTimeout: typeof setTimeout = ((fn: () => void, ms?: number) => taken.setTimeout(fn, ms)) as typeof setTimeout;
+export const realClearTimeout = (timer: ReturnType<typeof setTimeout> | undefined): void => taken.clearTimeout(timer);
+
+/** `performance.now()` of the Performance object there was at import (fake timers swap the whole object). */
+export const realPerformanceNow = (): number => taken.performance.now();

@@ -210,6 +210,23 @@ export function throttlerStorageContract(name: string, make: () => Store, algori
     assert.deepEqual(await storage.increment(key('blocked'), 50, 1, 1000, 'test'), { totalHits: 1, timeToExpire: 1, isBlocked: false, timeToBlockExpire: 0 });
   });
 
+  // Regression, issue 49 finding 4: the window kept the hits through a block shorter than the ttl, so the
+  // key stayed refused after the block ended ({ totalHits: 3, isBlocked: true }).
+  test(`${name}: throttler storage: with blockDuration shorter than ttl, the key counts afresh when the block ends`, async () => {
+    const { c, storage, key } = setup();
+    const hits = [];
+    for (let i = 0; i < 3; i++) hits.push(await storage.increment(key('short-block'), 1000, 2, 300, 'test'));
+    assert.deepEqual(hits.map((r) => r.isBlocked), [false, false, true]);
+    assert.equal(hits[2]!.timeToBlockExpire, 1, 'the wait is the block, not the hits the window held');
+    c.now += 100;
+    assert.equal((await storage.increment(key('short-block'), 1000, 2, 300, 'test')).isBlocked, true, 'still blocked');
+    c.now += 250;
+    const after = await storage.increment(key('short-block'), 1000, 2, 300, 'test');
+    assert.deepEqual([after.totalHits, after.isBlocked, after.timeToBlockExpire], [1, false, 0]);
+    assert.equal((await storage.increment(key('short-block'), 1000, 2, 300, 'test')).totalHits, 2);
+    assert.equal((await storage.increment(key('short-block'), 1000, 2, 300, 'test')).isBlocked, true, 'and blocks again at the limit');
+  });
+
   exact(`${name}: throttler storage: a route's own limit decides on the same key's state, and throttler names keep apart`, async () => {
     const { storage, key } = setup();
     for (let i = 0; i < 3; i++) assert.equal((await storage.increment(key('k'), 1000, 3, 0, 'default')).isBlocked, false);

@@ -45,14 +45,28 @@ export function expressRateLimitStoreContract(name: string, make: () => Store): 
 
   test(`${name}: express-rate-limit store: resetKey forgets one key; get reads without counting`, async () => {
     const { store, key } = setup();
-    assert.equal(await store.get(key), undefined);
+    assert.equal((await store.get(key)).totalHits, 0, 'a key never seen has no hits (express-rate-limit: undefined; docs/migrating.md)');
     await store.increment(key);
     await store.increment(key);
     const info = await store.get(key);
-    assert.equal(info?.totalHits, 2);
+    assert.equal(info.totalHits, 2);
+    assert.ok(info.resetTime instanceof Date);
     await store.resetKey(key);
-    assert.equal(await store.get(key), undefined);
+    assert.equal((await store.get(key)).totalHits, 0);
     assert.equal((await store.increment(key)).totalHits, 1);
+  });
+
+  // Regression, issue 49 finding 7: get() answered undefined for a key decremented to 0 hits, where
+  // express-rate-limit's MemoryStore ('does not decrement the key below 0') and rate-limit-redis answer it.
+  test(`${name}: express-rate-limit store: get answers totalHits 0 for a key decremented to 0, as both peers do`, async () => {
+    const { store, key } = setup();
+    await store.increment(key);
+    await store.decrement(key);
+    await store.decrement(key);
+    const info = await store.get(key);
+    assert.notEqual(info, undefined);
+    assert.equal(info?.totalHits, 0);
+    assert.ok(info?.resetTime instanceof Date);
   });
 
   test(`${name}: express-rate-limit store: the count starts again when the window is over, and resetTime is its end`, async () => {
@@ -103,7 +117,7 @@ export function expressRateLimitStoreContract(name: string, make: () => Store): 
       };
       assert.equal((await get('/missing')).status, 404);
       // express-rate-limit decrements once the response has finished, after the client has it.
-      await until(async () => (await store.get(`${name}:client`)) === undefined, 'the 404 to be given back');
+      await until(async () => (await store.get(`${name}:client`)).totalHits === 0, 'the 404 to be given back');
       const statuses = [];
       for (let i = 0; i < 3; i++) statuses.push((await get()).status);
       assert.deepEqual(statuses, [200, 200, 200], 'the 404 was given back (decrement)');

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Options } from 'express-rate-limit';
-import { expressRateLimitStoreContract } from '../../test/contracts/compat-stores.js';
+import { expressRateLimitStoreContract, rateLimitRedisStoreContract } from '../../test/contracts/compat-stores.js';
 import { MemoryStore } from '../stores/memory.js';
 import { SluiceStore } from './express-rate-limit.js';
 
@@ -41,3 +41,5 @@ test("express-rate-limit store: rate-limit-redis's resetExpiryOnChange: false is
     /\[SluiceStore\] rate-limit-redis's 'resetExpiryOnChange' is not supported, got true: windows here are epoch-aligned .* Remove it \(false is its default\), or .*algorithm: 'sliding-window'.*'blockFor'/,
   );
 });
+
+rateLimitRedisStoreContract('memory', () => new MemoryStore());

@@ -131,6 +131,93 @@ export function expressRateLimitStoreContract(name: string, make: () => Store): 
 }
 
 /**
+ * rate-limit-redis's store suite (test/store-test.ts of express-rate-limit/rate-limit-redis), its public-API
+ * cases: what `increment`, `decrement`, `resetKey` and `get` answer. Its assertions on Redis's own keys
+ * (`GET rl:<key>`, `PTTL`) are its layout, not its contract, and read here as the answers' `totalHits` and
+ * `resetTime` (the clock starts at a window's start, where an epoch-aligned window and one started by the
+ * first hit end alike). The cases of its script's internals (PTTL 0, `sendCommand`'s `this`) have no
+ * counterpart: sluice's store takes a client, not a send function.
+ */
+export function rateLimitRedisStoreContract(name: string, make: () => Store): void {
+  let n = 0;
+  const setup = (windowMs: number, extra: SluiceStoreOptions = {}) => {
+    const c = manualClock(1_800_000_000_000);
+    const store = new SluiceStore({ store: make(), clock: c.clock, prefix: `rlr-${++n}`, ...extra });
+    store.init({ windowMs } as Options);
+    return { c, store, key: `${name}:rlr:${n}` };
+  };
+  const title = (t: string) => `${name}: rate-limit-redis store: ${t}`;
+
+  test(title('supports custom prefixes: two prefixes count apart'), async () => {
+    const { c, store, key } = setup(10, { prefix: `test-${n + 1}` });
+    const other = new SluiceStore({ store: make(), clock: c.clock, prefix: `other-${n}` });
+    other.init({ windowMs: 10 } as Options);
+    assert.equal((await store.increment(key)).totalHits, 1);
+    assert.equal((await other.increment(key)).totalHits, 1);
+  });
+
+  test(title('sets the value to 1 on first call to increment, expiring windowMs later'), async () => {
+    const { c, store, key } = setup(10);
+    const { totalHits, resetTime } = await store.increment(key);
+    assert.equal(totalHits, 1);
+    assert.equal(resetTime?.getTime(), c.now + 10);
+  });
+
+  test(title('increments the key when increment is called'), async () => {
+    const { store, key } = setup(10);
+    await store.increment(key);
+    assert.equal((await store.increment(key)).totalHits, 2);
+  });
+
+  test(title('decrements the key when decrement is called'), async () => {
+    const { store, key } = setup(10);
+    await store.increment(key);
+    await store.increment(key);
+    await store.decrement(key);
+    assert.equal((await store.increment(key)).totalHits, 2);
+  });
+
+  test(title('resets the count for a key when resetKey is called'), async () => {
+    const { store, key } = setup(10);
+    await store.increment(key);
+    await store.increment(key);
+    await store.resetKey(key);
+    assert.equal((await store.increment(key)).totalHits, 1);
+  });
+
+  test(title('fetches the count and a reset time for a key when get is called'), async () => {
+    const { store, key } = setup(10);
+    await store.increment(key);
+    await store.increment(key);
+    const info = await store.get(key);
+    assert.equal(info.totalHits, 2);
+    assert.ok(info.resetTime instanceof Date);
+  });
+
+  test(title('resets the count for all the keys when the window is over'), async () => {
+    const { c, store, key } = setup(50);
+    await store.increment(`${key}-one`);
+    await store.increment(`${key}-two`);
+    c.now += 60;
+    assert.equal((await store.get(`${key}-one`)).totalHits, 0);
+    assert.equal((await store.get(`${key}-two`)).totalHits, 0);
+  });
+
+  test(title('starts a new window with count 1 when the last one expired'), async () => {
+    const { c, store, key } = setup(50);
+    assert.equal((await store.increment(key)).totalHits, 1);
+    c.now += 51;
+    const afterExpiry = await store.increment(key);
+    assert.equal(afterExpiry.totalHits, 1);
+    assert.ok(afterExpiry.resetTime!.getTime() - c.now <= 50);
+  });
+
+  test(title('resetExpiryOnChange: true is refused with the way forward (a difference: docs/migrating.md)'), () => {
+    assert.throws(() => new SluiceStore({ store: make(), resetExpiryOnChange: true } as never), /'resetExpiryOnChange' is not supported, got true/);
+  });
+}
+
+/**
  * @nestjs/throttler's storage contract; `algorithm` defaults to the storage's own ('sliding-log'). The
  * cases whose numbers are a log's (when a hit expires, what a raised limit sees) run for the log and the
  * fixed window (the clock starts at a window's start); the buckets and the sliding estimate refill or

@@ -81,6 +81,26 @@ export function expressRateLimitStoreContract(name: string, make: () => Store): 
     assert.equal((await store.increment(`${key}:two`)).totalHits, 1);
   });
 
+  // express-rate-limit's 'does not allow a Client object to be assigned to two keys': counts stay per key
+  // and per window across window changes.
+  test(`${name}: express-rate-limit store: across windows each key keeps its own count, and each answer is its own object`, async () => {
+    const { c, store, key } = setup(100);
+    await store.increment(`${key}-1`);
+    c.now += 100;
+    await store.increment(`${key}-1`);
+    await store.increment(`${key}-2`);
+    c.now += 100;
+    await store.increment(`${key}-1`);
+    await store.increment(`${key}-1`);
+    let returnValue1 = await store.increment(`${key}-1`);
+    assert.equal(returnValue1.totalHits, 3);
+    const returnValue3 = await store.increment(`${key}-3`);
+    assert.notEqual(returnValue1, returnValue3);
+    assert.equal(returnValue3.totalHits, 1);
+    returnValue1 = await store.increment(`${key}-1`);
+    assert.equal(returnValue1.totalHits, 4);
+  });
+
   test(`${name}: express-rate-limit store: sliding-window counts the last window's hits by how much of it is left`, async () => {
     const { c, store, key } = setup(minute, { algorithm: 'sliding-window' });
     for (let i = 0; i < 4; i++) await store.increment(key);

@@ -82,8 +82,9 @@ export class SluiceThrottlerStorage implements ThrottlerStorage {
     // A block, as the throttler's own storage keeps it: the window's hits are forgotten, so that when the
     // block ends the key counts afresh (it resets the count at the block's end; emptying it at the start
     // is the same to every caller, since nothing passes meanwhile). A refund keeps the ban, which the
-    // same state holds; refused hits during the block refund nothing more. The ban alone is the wait.
-    await entry.limiter.reward(key, EVERY_HIT);
+    // same state holds. Only the refusal that starts the block waits all of it (later ones wait less, to
+    // within a millisecond), so refusals during the block cost no second call. The ban alone is the wait.
+    if (d.retryAfterMs >= block) await entry.limiter.reward(key, EVERY_HIT);
     return record(d, limit, block);
   }
 

@@ -119,11 +119,23 @@ export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
  */
 const hostProcess = host.process as (NodeishProcess & { nextTick?: (fn: () => void) => void }) | undefined;
 const scheduled = globalThis as { setImmediate?: (fn: () => void) => unknown };
+
+/**
+ * The original behind a function @sinonjs/fake-timers installed (Jest's and Vitest's fakes): it marks each
+ * with `.clock` and keeps the replaced one as `clock._<name>`. So sluice imported while fakes are already
+ * on (Jest's `fakeTimers: { enableGlobally: true }`) still takes the real one.
+ */
+function unfaked<T>(fn: T, name: string): T {
+  const clock = (fn as { clock?: Record<string, unknown> } | undefined)?.clock;
+  const original = clock?.[`_${name}`];
+  return typeof original === typeof fn && original !== undefined ? (original as T) : fn;
+}
+
 const taken = {
-  setTimeout: globalThis.setTimeout,
-  clearTimeout: globalThis.clearTimeout,
-  setImmediate: scheduled.setImmediate,
-  nextTick: hostProcess?.nextTick,
+  setTimeout: unfaked(globalThis.setTimeout, 'setTimeout'),
+  clearTimeout: unfaked(globalThis.clearTimeout, 'clearTimeout'),
+  setImmediate: unfaked(scheduled.setImmediate, 'setImmediate'),
+  nextTick: unfaked(hostProcess?.nextTick, 'nextTick'),
   performance: globalThis.performance,
 };
 

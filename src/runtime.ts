@@ -1,8 +1,9 @@
 /**
  * What sluice needs from its host, taken from the standard globals where a platform lacks Node's: Workers
  * have no `process` and no `Buffer`, and Workers and Deno return numbers from `setInterval` (no `unref`).
- * Web Crypto's `getRandomValues` is on Node 20+, Bun, Deno and workerd alike. Nothing here reads a global
- * at import time, so importing sluice never fails on a platform that lacks one.
+ * Web Crypto's `getRandomValues` is on Node 20+, Bun, Deno and workerd alike. At import time only the
+ * scheduling functions are read (see below), each guarded, so importing sluice never fails on a platform
+ * that lacks one.
  */
 
 interface NodeishProcess {
@@ -136,7 +137,7 @@ const taken = {
   clearTimeout: unfaked(globalThis.clearTimeout, 'clearTimeout'),
   setImmediate: unfaked(scheduled.setImmediate, 'setImmediate'),
   nextTick: unfaked(hostProcess?.nextTick, 'nextTick'),
-  performance: globalThis.performance,
+  performance: unfaked(globalThis.performance, 'performance'),
 };
 
 /** `process.nextTick` as it was at import (a microtask where there is no `process`). */

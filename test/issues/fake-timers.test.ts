@@ -75,7 +75,7 @@ test('fake timers: under Jest (jest.useFakeTimers()), RedisStore answers and the
   const config = JSON.stringify({ rootDir: fixture, testMatch: ['**/jest.spec.cjs'], transform: {}, testEnvironment: 'node', cacheDirectory: join(work, 'jest-cache') });
   const r = await runner([join(root, 'node_modules/jest/bin/jest.js'), '--config', config, '--json', '--outputFile', report, '--ci'], report, outcomes);
   assert.deepEqual(r.failed, []);
-  assert.equal(r.passed.length, 5);
+  assert.equal(r.passed.length, 6);
 });
 
 test('fake timers: under Jest with fakeTimers enableGlobally (fakes on before sluice is imported), RedisStore answers and the memory store follows the fake clock', async () => {
@@ -83,12 +83,12 @@ test('fake timers: under Jest with fakeTimers enableGlobally (fakes on before sl
   const config = JSON.stringify({ rootDir: fixture, testMatch: ['**/jest-global.spec.cjs'], transform: {}, testEnvironment: 'node', fakeTimers: { enableGlobally: true }, cacheDirectory: join(work, 'jest-cache') });
   const r = await runner([join(root, 'node_modules/jest/bin/jest.js'), '--config', config, '--json', '--outputFile', report, '--ci'], report, outcomes);
   assert.deepEqual(r.failed, []);
-  assert.equal(r.passed.length, 5);
+  assert.equal(r.passed.length, 6);
 });
 
 test('fake timers: under Vitest (vi.useFakeTimers()), RedisStore answers and the memory store follows the fake clock', async () => {
   const report = join(work, 'vitest.json');
   const r = await runner([join(root, 'node_modules/vitest/vitest.mjs'), 'run', '--config', join(fixture, 'vitest.config.mjs'), '--root', fixture, '--reporter=json', `--outputFile=${report}`], report, outcomes);
   assert.deepEqual(r.failed, []);
-  assert.equal(r.passed.length, 5);
+  assert.equal(r.passed.length, 6);
 });

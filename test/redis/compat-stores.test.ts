@@ -1,6 +1,7 @@
 // sluice's stores for express-rate-limit and @nestjs/throttler on Redis: their store contracts on the shared
 // standalone Redis (ioredis and node-redis) and on a Redis Cluster this file starts, and what each does when
-// Redis is gone (express-rate-limit: an error for its passOnStoreError; the throttler: the RedisStore's onError).
+// Redis is gone (express-rate-limit: an error for its passOnStoreError; the throttler: the RedisStore's onError);
+// rate-limit-redis's store suite and the throttler's controller e2e spec on the standalone Redis.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Options } from 'express-rate-limit';

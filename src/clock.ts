@@ -14,6 +14,14 @@ import { unrefTimer } from './runtime.js';
 const perf = performance;
 const origin = perf.timeOrigin;
 
+/**
+ * The Date there was at import. Jest's and Vitest's fake timers (@sinonjs/fake-timers) replace the global
+ * Date (and swap `performance`, which the reference above never sees): while it is replaced, the default
+ * clock reads the fake Date, so a test that fakes time moves the memory store's windows as it moves its
+ * own, as express-rate-limit's MemoryStore does. One global read and compare per decision.
+ */
+const RealDate = Date;
+
 /** Reads the monotonic clock on every call. */
 export const monotonicClock: Clock = () => origin + perf.now();
 
@@ -76,9 +84,11 @@ function refresh(): number {
  * saves the clock read on the hot path; the reading it returns is never older than the current
  * event-loop turn plus 1 ms, nor older than 64 decisions. It never goes backwards. A 1 ms unref'd timer
  * runs while decisions are being made and stops after a second without any. Where no timer can be
- * unref'd (Workers), it reads the monotonic clock on every call.
+ * unref'd (Workers), it reads the monotonic clock on every call. While a test's fake timers have replaced
+ * `Date` (`jest.useFakeTimers()`, `vi.useFakeTimers()`), it reads `Date.now()` on every call instead.
  */
 export const coarseClock: Clock = () => {
+  if (Date !== RealDate) return Date.now(); // a test's fake timers: follow them, read by read
   if (budget > 0) {
     budget--;
     return cached;

@@ -9,7 +9,7 @@
  */
 import { brandOf, isInstance, SLUICE_VERSION } from './core/brand.js';
 import { coarseClock } from './clock.js';
-import { compilePolicies, createAlgorithm, createOverride, overridePolicy, SluiceError, show } from './core/index.js';
+import { compilePolicies, createAlgorithm, createOverride, numberHint, overridePolicy, SluiceError, show } from './core/index.js';
 import type { Algorithm, Decision, LimitOverride, Policy, PolicyOptions } from './core/index.js';
 import { bindStrategy, type Strategy } from './distributed/strategy.js';
 import type { DenyCacheOptions } from './distributed/deny-cache.js';
@@ -244,7 +244,7 @@ export class Limiter {
 
   private checkCost(cost: unknown, algorithms?: readonly Algorithm[]): number {
     if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
-      throw new SluiceError('ERR_SLUICE_INVALID_COST', `'cost' must be a non-negative integer, got ${show(cost)}`);
+      throw new SluiceError('ERR_SLUICE_INVALID_COST', `'cost' must be a non-negative integer, got ${show(cost)}${numberHint('cost', cost)}`);
     }
     const policies = algorithms === undefined ? this.policies : algorithms.map((a) => a.policy);
     if (algorithms === undefined ? cost > this.capacity : policies.some((q) => cost > q.capacity)) {
@@ -259,7 +259,7 @@ export class Limiter {
 
   private checkAdjustment(cost: unknown, field: string): number {
     if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
-      throw new SluiceError('ERR_SLUICE_INVALID_COST', `${field} 'cost' must be a non-negative integer, got ${show(cost)}`);
+      throw new SluiceError('ERR_SLUICE_INVALID_COST', `${field} 'cost' must be a non-negative integer, got ${show(cost)}${numberHint('cost', cost)}`);
     }
     return cost;
   }

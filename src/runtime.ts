@@ -1,8 +1,9 @@
 /**
  * What sluice needs from its host, taken from the standard globals where a platform lacks Node's: Workers
  * have no `process` and no `Buffer`, and Workers and Deno return numbers from `setInterval` (no `unref`).
- * Web Crypto's `getRandomValues` is on Node 20+, Bun, Deno and workerd alike. Nothing here reads a global
- * at import time, so importing sluice never fails on a platform that lacks one.
+ * Web Crypto's `getRandomValues` is on Node 20+, Bun, Deno and workerd alike. At import time only the
+ * scheduling functions are read (see below), each guarded, so importing sluice never fails on a platform
+ * that lacks one.
  */
 
 interface NodeishProcess {
@@ -108,3 +109,48 @@ export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
   for (let i = 0; i < a.length; i++) diff |= a[i]! ^ b[i]!;
   return diff === 0;
 }
+
+/**
+ * The host's scheduling, captured when sluice is imported. A test's fake timers (`jest.useFakeTimers()`
+ * fakes `process.nextTick`, `setImmediate`, `setTimeout` and `performance`; Vitest fakes fewer) replace the
+ * globals afterwards; the Redis store's I/O (a batch's flush, a call's deadline, the wait for a connection)
+ * must still run on the real ones, or every call waits until the test times out. Where a platform lacks
+ * one (Workers have no `process`), the nearest equivalent stands in; reading a missing global is guarded,
+ * so importing sluice still never fails.
+ */
+const hostProcess = host.process as (NodeishProcess & { nextTick?: (fn: () => void) => void }) | undefined;
+const scheduled = globalThis as { setImmediate?: (fn: () => void) => unknown };
+
+/**
+ * The original behind a function @sinonjs/fake-timers installed (Jest's and Vitest's fakes): it marks each
+ * with `.clock` and keeps the replaced one as `clock._<name>`. So sluice imported while fakes are already
+ * on (Jest's `fakeTimers: { enableGlobally: true }`) still takes the real one.
+ */
+function unfaked<T>(fn: T, name: string): T {
+  const clock = (fn as { clock?: Record<string, unknown> } | undefined)?.clock;
+  const original = clock?.[`_${name}`];
+  return typeof original === typeof fn && original !== undefined ? (original as T) : fn;
+}
+
+const taken = {
+  setTimeout: unfaked(globalThis.setTimeout, 'setTimeout'),
+  clearTimeout: unfaked(globalThis.clearTimeout, 'clearTimeout'),
+  setImmediate: unfaked(scheduled.setImmediate, 'setImmediate'),
+  nextTick: unfaked(hostProcess?.nextTick, 'nextTick'),
+  performance: unfaked(globalThis.performance, 'performance'),
+};
+
+/** `process.nextTick` as it was at import (a microtask where there is no `process`). */
+export const realNextTick: (fn: () => void) => void =
+  typeof taken.nextTick === 'function' ? taken.nextTick.bind(hostProcess) : (fn) => queueMicrotask(fn);
+
+/** `setImmediate` as it was at import (a 0 ms timeout where there is none). */
+export const realSetImmediate: (fn: () => void) => void =
+  typeof taken.setImmediate === 'function' ? (fn) => void taken.setImmediate!(fn) : (fn) => void taken.setTimeout(fn, 0);
+
+/** `setTimeout` and `clearTimeout` as they were at import. */
+export const realSetTimeout: typeof setTimeout = ((fn: () => void, ms?: number) => taken.setTimeout(fn, ms)) as typeof setTimeout;
+export const realClearTimeout = (timer: ReturnType<typeof setTimeout> | undefined): void => taken.clearTimeout(timer);
+
+/** `performance.now()` of the Performance object there was at import (fake timers swap the whole object). */
+export const realPerformanceNow = (): number => taken.performance.now();

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Options } from 'express-rate-limit';
-import { expressRateLimitStoreContract } from '../../test/contracts/compat-stores.js';
+import { expressRateLimitStoreContract, rateLimitRedisStoreContract } from '../../test/contracts/compat-stores.js';
 import { MemoryStore } from '../stores/memory.js';
 import { SluiceStore } from './express-rate-limit.js';
 
@@ -31,3 +31,15 @@ test('express-rate-limit store: used before init, it says to pass it to rateLimi
 test('express-rate-limit store: localKeys is true on a MemoryStore (counts are this process\'s only)', () => {
   assert.equal(new SluiceStore().localKeys, true);
 });
+
+// Regression, issue 49 finding 7: rate-limit-redis's resetExpiryOnChange threw "unknown option" even at its
+// default (false), which a migrating user's options carry over as they are.
+test("express-rate-limit store: rate-limit-redis's resetExpiryOnChange: false is accepted, true is refused with the way forward", () => {
+  new SluiceStore({ resetExpiryOnChange: false }).init({ windowMs: 60_000, limit: 5 } as Options);
+  assert.throws(
+    () => new SluiceStore({ resetExpiryOnChange: true } as never),
+    /\[SluiceStore\] rate-limit-redis's 'resetExpiryOnChange' is not supported, got true: windows here are epoch-aligned .* Remove it \(false is its default\), or .*algorithm: 'sliding-window'.*'blockFor'/,
+  );
+});
+
+rateLimitRedisStoreContract('memory', () => new MemoryStore());

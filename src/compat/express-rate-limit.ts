@@ -34,6 +34,11 @@ export interface SluiceStoreOptions {
   prefix?: string;
   /** Milliseconds since the epoch (tests inject one). Default: sluice's clock. */
   clock?: Clock;
+  /**
+   * rate-limit-redis's option, accepted as `false` (its default, and how every sluice window behaves);
+   * `true` is refused with what to use instead.
+   */
+  resetExpiryOnChange?: false;
 }
 
 const KNOWN = new Set(['store', 'algorithm', 'buckets', 'prefix', 'clock']);
@@ -67,7 +72,18 @@ export class SluiceStore implements ExpressRateLimitStore {
   constructor(options: SluiceStoreOptions = {}) {
     if (typeof options !== 'object' || options === null) throw invalid(`options must be an object, got ${show(options)}`);
     for (const field of Object.keys(options)) {
+      if (field === 'resetExpiryOnChange') continue;
       if (!KNOWN.has(field)) throw invalid(`unknown option '${field}'; known options are ${[...KNOWN].join(', ')}`);
+    }
+    // rate-limit-redis's option: false is its default and sluice's behaviour; true (a count that lives until
+    // windowMs after its last hit) is no window sluice keeps, so it is refused with what to use instead.
+    const resetExpiryOnChange = (options as { resetExpiryOnChange?: unknown }).resetExpiryOnChange;
+    if (resetExpiryOnChange !== undefined && resetExpiryOnChange !== false) {
+      throw invalid(
+        `rate-limit-redis's 'resetExpiryOnChange' is not supported, got ${show(resetExpiryOnChange)}: windows here are epoch-aligned and ` +
+          `end on the clock, not windowMs after a key's last hit. Remove it (false is its default), or keep a client that keeps ` +
+          `retrying refused with algorithm: 'sliding-window', or with sluice's own middleware and a policy's 'blockFor' (docs/migrating.md)`,
+      );
     }
     const algorithm = options.algorithm ?? 'fixed-window';
     if (algorithm !== 'fixed-window' && algorithm !== 'sliding-window') {
@@ -112,12 +128,16 @@ export class SluiceStore implements ExpressRateLimitStore {
     return this.limiter;
   }
 
-  /** The count and window end of a key, or undefined when it has no hits. */
-  async get(key: string): Promise<ClientRateLimitInfo | undefined> {
+  /**
+   * The count and window end of a key. A key with no hits answers `{ totalHits: 0 }`, as both
+   * express-rate-limit's MemoryStore and rate-limit-redis answer for a key decremented to 0: an epoch-aligned
+   * window keeps no record of a key apart from its count, so a key never seen (or reset) answers the same,
+   * where they answer undefined (docs/migrating.md). Never undefined.
+   */
+  async get(key: string): Promise<ClientRateLimitInfo> {
     const d = await this.ready.get(key);
     this.checkAnswer(d.reason);
-    const totalHits = this.cap - d.remaining;
-    return totalHits === 0 ? undefined : { totalHits, resetTime: this.resetTime(d.resetAfterMs) };
+    return { totalHits: this.cap - d.remaining, resetTime: this.resetTime(d.resetAfterMs) };
   }
 
   async increment(key: string): Promise<IncrementResponse> {

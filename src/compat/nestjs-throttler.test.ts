@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { throttlerStorageContract } from '../../test/contracts/compat-stores.js';
+import { throttlerE2eSuite } from '../../test/contracts/throttler-e2e.js';
 import { MemoryStore } from '../stores/memory.js';
 import { SluiceThrottlerStorage } from './nestjs-throttler.js';
 
@@ -16,3 +17,5 @@ test('throttler storage: bad options and arguments name the field and the value'
   await assert.rejects(s.increment('k', 0, 1, 0, 'default'), /throttler "default": 'ttl' must be a positive integer of milliseconds, got 0/);
   await assert.rejects(s.increment('k', 1000, 1.5, 0, 'default'), /'limit' must be a non-negative integer, got 1.5/);
 });
+
+throttlerE2eSuite('memory', () => new MemoryStore());

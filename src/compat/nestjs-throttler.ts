@@ -78,7 +78,14 @@ export class SluiceThrottlerStorage implements ThrottlerStorage {
     if (limit === 0) return { totalHits: 1, timeToExpire: seconds(ttl), isBlocked: true, timeToBlockExpire: seconds(block > 0 ? block : ttl) };
     const entry = this.limiterFor(throttlerName, ttl, block, limit);
     const d = limit === entry.limit ? await entry.limiter.limit(key) : await entry.limiter.limit(key, { limits: { [entry.policy]: limit } });
-    return record(d, limit);
+    if (d.allowed || !d.blocked || d.reason !== undefined) return record(d, limit);
+    // A block, as the throttler's own storage keeps it: the window's hits are forgotten, so that when the
+    // block ends the key counts afresh (it resets the count at the block's end; emptying it at the start
+    // is the same to every caller, since nothing passes meanwhile). A refund keeps the ban, which the
+    // same state holds. Only the refusal that starts the block waits all of it (later ones wait less, to
+    // within a millisecond), so refusals during the block cost no second call. The ban alone is the wait.
+    if (d.retryAfterMs >= block) await entry.limiter.reward(key, EVERY_HIT);
+    return record(d, limit, block);
   }
 
   private limiterFor(name: string, ttl: number, block: number, limit: number): { limiter: Limiter; policy: string; limit: number } {
@@ -95,8 +102,15 @@ export class SluiceThrottlerStorage implements ThrottlerStorage {
   }
 }
 
-/** The record the throttler's guard reads: hits so far (limit + 1 when refused), and seconds to wait. */
-function record(d: Decision, limit: number): ThrottlerStorageRecord {
+/** A refund larger than any window's count: it empties the window whatever limits the key has seen. */
+const EVERY_HIT = 2 ** 31 - 1;
+
+/**
+ * The record the throttler's guard reads: hits so far (limit + 1 when refused), and seconds to wait. A
+ * blocked key waits for its block (at most `block` ms), not for hits its emptied window no longer holds.
+ */
+function record(d: Decision, limit: number, block = Infinity): ThrottlerStorageRecord {
   if (d.allowed) return { totalHits: Math.max(1, limit - d.remaining), timeToExpire: seconds(d.resetAfterMs), isBlocked: false, timeToBlockExpire: 0 };
-  return { totalHits: limit + 1, timeToExpire: seconds(Math.max(d.resetAfterMs, d.retryAfterMs)), isBlocked: true, timeToBlockExpire: Math.max(1, seconds(d.retryAfterMs)) };
+  const waitMs = Math.min(d.retryAfterMs, block);
+  return { totalHits: limit + 1, timeToExpire: seconds(Math.max(d.resetAfterMs, waitMs)), isBlocked: true, timeToBlockExpire: Math.max(1, seconds(waitMs)) };
 }

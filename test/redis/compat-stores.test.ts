@@ -1,6 +1,7 @@
 // sluice's stores for express-rate-limit and @nestjs/throttler on Redis: their store contracts on the shared
 // standalone Redis (ioredis and node-redis) and on a Redis Cluster this file starts, and what each does when
-// Redis is gone (express-rate-limit: an error for its passOnStoreError; the throttler: the RedisStore's onError).
+// Redis is gone (express-rate-limit: an error for its passOnStoreError; the throttler: the RedisStore's onError);
+// rate-limit-redis's store suite and the throttler's controller e2e spec on the standalone Redis.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Options } from 'express-rate-limit';
@@ -8,7 +9,8 @@ import { Redis } from 'ioredis';
 import { SluiceStore } from '../../src/compat/express-rate-limit.js';
 import { SluiceThrottlerStorage } from '../../src/compat/nestjs-throttler.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
-import { expressRateLimitStoreContract, throttlerStorageContract } from '../contracts/compat-stores.js';
+import { expressRateLimitStoreContract, rateLimitRedisStoreContract, throttlerStorageContract } from '../contracts/compat-stores.js';
+import { throttlerE2eSuite } from '../contracts/throttler-e2e.js';
 import { connectBothClients, freePort, runPrefix, useCluster } from './harness.js';
 
 const prefix = runPrefix('compat');
@@ -24,6 +26,9 @@ expressRateLimitStoreContract('redis (node-redis)', on(both.nr));
 throttlerStorageContract('redis (ioredis)', on(both.io));
 throttlerStorageContract('redis (node-redis)', on(both.nr));
 throttlerStorageContract('redis (ioredis) gcra', on(both.io), 'gcra');
+rateLimitRedisStoreContract('redis (ioredis)', on(both.io));
+rateLimitRedisStoreContract('redis (node-redis)', on(both.nr));
+throttlerE2eSuite('redis (ioredis)', on(both.io));
 expressRateLimitStoreContract('redis cluster (ioredis)', () => new RedisStore({ client: cluster.io, prefix, clock: 'client', timeoutMs: 2000 }));
 throttlerStorageContract('redis cluster (ioredis)', () => new RedisStore({ client: cluster.io, prefix, clock: 'client', timeoutMs: 2000 }));
 throttlerStorageContract('redis cluster (node-redis)', () => new RedisStore({ client: cluster.nr, prefix, clock: 'client', timeoutMs: 2000 }));

@@ -30,6 +30,7 @@ import { adapt, type Arg, type RedisAdapter, type RedisCommand, type ServerComma
 import { Deadlines, type Pending } from './deadlines.js';
 import { healthOf, type HealthReport, type StoreHealth } from './health.js';
 import { isLibrary, type Script } from './script-shape.js';
+import { realNextTick, realPerformanceNow, realSetImmediate, realSetTimeout } from '../../runtime.js';
 
 export { redisCommand, type Arg, type RedisCommand } from './adapter.js';
 
@@ -172,7 +173,7 @@ export class RedisConnection {
     this.cluster = this.adapter.cluster;
     this.timeoutMs = options.timeoutMs;
     this.connectTimeoutMs = options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
-    this.connectBy = performance.now() + this.connectTimeoutMs;
+    this.connectBy = realPerformanceNow() + this.connectTimeoutMs;
     this.maxInFlight = options.maxInFlight ?? Infinity;
     this.stats = options.stats ?? connectionStats();
     this.functions = this.adapter.functions !== undefined;
@@ -207,17 +208,17 @@ export class RedisConnection {
   whenReady(timeoutMs: number = this.connectTimeoutMs): Promise<void> {
     if (this.adapter.ready()) return Promise.resolve();
     this.adapter.connectLazy();
-    const by = performance.now() + timeoutMs;
+    const by = realPerformanceNow() + timeoutMs;
     return new Promise<void>((resolve, reject) => {
       const check = () => {
         if (this.adapter.ready()) {
           this.connected = true;
           resolve();
         }
-        else if (performance.now() >= by) reject(new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `${this.owner}: the Redis client did not connect within ${timeoutMs} ms${this.hint()}`));
-        else setTimeout(check, Math.min(CONNECT_POLL_MS, Math.max(1, by - performance.now())));
+        else if (realPerformanceNow() >= by) reject(new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `${this.owner}: the Redis client did not connect within ${timeoutMs} ms${this.hint()}`));
+        else realSetTimeout(check, Math.min(CONNECT_POLL_MS, Math.max(1, by - realPerformanceNow())));
       };
-      setTimeout(check, CONNECT_POLL_MS);
+      realSetTimeout(check, CONNECT_POLL_MS);
     });
   }
 
@@ -246,7 +247,7 @@ export class RedisConnection {
     // turn's end or when the caller asks (writeNow).
     if (this.uncork === undefined) {
       this.uncork = this.adapter.cork();
-      if (this.uncork !== undefined) process.nextTick(this.uncorkNow);
+      if (this.uncork !== undefined) realNextTick(this.uncorkNow);
     }
     // Whether a library goes as FCALL, as of sending: a refusal that turns the connection to EVALSHA may
     // come while other FCALLs are in flight, and each of those is still recovered as an FCALL.
@@ -283,11 +284,11 @@ export class RedisConnection {
         this.send(script, keys, args, done, tag, operations);
         return;
       }
-    } else if (!this.connected && performance.now() < this.connectBy) {
+    } else if (!this.connected && realPerformanceNow() < this.connectBy) {
       if (this.held === undefined) {
         this.held = [];
         this.adapter.connectLazy();
-        setTimeout(this.pollNow, CONNECT_POLL_MS);
+        realSetTimeout(this.pollNow, CONNECT_POLL_MS);
       }
       if (this.inFlight + this.held.length < this.maxInFlight) {
         this.held.push(held);
@@ -305,9 +306,9 @@ export class RedisConnection {
       this.release();
       return;
     }
-    const left = this.connectBy - performance.now();
+    const left = this.connectBy - realPerformanceNow();
     if (left > 0) {
-      setTimeout(this.pollNow, Math.min(CONNECT_POLL_MS, Math.ceil(left)));
+      realSetTimeout(this.pollNow, Math.min(CONNECT_POLL_MS, Math.ceil(left)));
       return;
     }
     const held = this.held;
@@ -330,7 +331,7 @@ export class RedisConnection {
     this.stats.refused++;
     held.err = this.refusal();
     this.health.failed(held.err);
-    if (this.refusals.push(held) === 1) setImmediate(this.deliverNow);
+    if (this.refusals.push(held) === 1) realSetImmediate(this.deliverNow);
   }
 
   private deliver(): void {

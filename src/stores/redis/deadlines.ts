@@ -4,10 +4,11 @@
  * them. At one call in flight, a timer per call (set, then cleared by the answer) cost about a sixth of
  * the store's own CPU per decision.
  */
+import { realClearTimeout, realPerformanceNow, realSetTimeout } from '../../runtime.js';
 
 /** A call awaiting its answer. */
 export interface Pending {
-  /** performance.now() at which it expires. */
+  /** realPerformanceNow() at which it expires. */
   readonly deadline: number;
   /** Answered or expired: either way, the deadline is done with it. */
   settled: boolean;
@@ -26,7 +27,7 @@ export class Deadlines<P extends Pending> {
 
   /** The deadline of a call sent now. */
   deadline(): number {
-    return performance.now() + this.timeoutMs;
+    return realPerformanceNow() + this.timeoutMs;
   }
 
   add(call: P): void {
@@ -37,14 +38,14 @@ export class Deadlines<P extends Pending> {
       this.head = 0;
     }
     q.push(call);
-    if (this.timer === undefined) this.timer = setTimeout(this.sweepNow, this.timeoutMs);
+    if (this.timer === undefined) this.timer = realSetTimeout(this.sweepNow, this.timeoutMs);
     else this.timer.ref(); // it may have been let go by settle()
   }
 
   /** Marks a call answered; with none left unanswered, the timer no longer keeps the process alive. */
   settle(call: P, inFlight: number): void {
     call.settled = true;
-    if (call.extended !== undefined) clearTimeout(call.extended);
+    if (call.extended !== undefined) realClearTimeout(call.extended);
     if (inFlight === 0) this.timer?.unref();
   }
 
@@ -55,8 +56,8 @@ export class Deadlines<P extends Pending> {
    */
   extend(call: P, ms: number): void {
     if (call.settled) return;
-    if (call.extended !== undefined) clearTimeout(call.extended);
-    call.extended = setTimeout(() => {
+    if (call.extended !== undefined) realClearTimeout(call.extended);
+    call.extended = realSetTimeout(() => {
       if (call.settled) return;
       call.settled = true;
       this.expire(call);
@@ -65,7 +66,7 @@ export class Deadlines<P extends Pending> {
 
   private sweep(): void {
     this.timer = undefined;
-    const now = performance.now();
+    const now = realPerformanceNow();
     const q = this.queue;
     while (this.head < q.length) {
       const call = q[this.head]!;
@@ -85,7 +86,7 @@ export class Deadlines<P extends Pending> {
       this.queue = q.slice(this.head);
       this.head = 0;
     }
-    this.timer = setTimeout(this.sweepNow, Math.max(1, Math.ceil(this.queue[this.head]!.deadline - now)));
+    this.timer = realSetTimeout(this.sweepNow, Math.max(1, Math.ceil(this.queue[this.head]!.deadline - now)));
   }
 }
 

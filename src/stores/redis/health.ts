@@ -17,6 +17,8 @@
  */
 import { SluiceError, show } from '../../core/index.js';
 import type { RedisAdapter, ServerCommand } from './adapter.js';
+// Scheduling captured at import: a test's fake timers (Jest, Vitest) must not hold the store's reports.
+import { realClearTimeout, realSetTimeout } from '../../runtime.js';
 
 /** Eviction policies that keep every limiter key (all of which carry a TTL) until its state is idle. */
 export const SAFE_EVICTION_POLICIES = ['noeviction', 'allkeys-lru', 'allkeys-lfu'] as const;
@@ -97,9 +99,6 @@ export const RECOVERY_SETTLE_MS = 2000;
 /** The default logger: one line on stderr per event it is given. Captured at import (fake timers and console spies alike see the real one). */
 const stderr: StoreLogger = { error: (m) => console.error(m), warn: (m) => console.warn(m), info: (m) => console.warn(m) };
 
-/** Scheduling captured at import: a test's fake timers (Jest, Vitest) must not hold the store's reports. */
-const realSetTimeout = setTimeout;
-const realClearTimeout = clearTimeout;
 
 /** An error's text for a line or an event, without the '[sluice] ' every SluiceError starts with. */
 const message = (err: unknown): string => String((err as Error)?.message ?? err).replace(/^\[sluice\] /, '');

@@ -41,9 +41,11 @@ function perValue(spec: RuleSpec): boolean {
 }
 
 /** Back from a compiled policy to the options that compile to it. */
-function toOptions(p: Policy): PolicyOptions {
+function toOptions(p: Policy, countRejected: boolean): PolicyOptions {
   const o: PolicyOptions = { name: p.name, algorithm: p.algorithm, limit: p.limit, window: p.windowMs };
   if (p.algorithm === 'token-bucket' || p.algorithm === 'gcra' || p.algorithm === 'leaky-bucket') o.burst = p.burst;
+  // Envoy's counting is a fixed window's (its only algorithm); a rule of another algorithm keeps sluice's.
+  if (countRejected && p.algorithm === 'fixed-window' && p.calendar === undefined) o.countRejected = true;
   return o;
 }
 
@@ -54,6 +56,11 @@ export interface RuleSetOptions {
   readonly maxDetailedSeries?: number;
   /** OpenTelemetry for the rules' limiters (their decisions by rule id, their store calls). */
   readonly telemetry?: Telemetry | undefined;
+  /**
+   * Fixed-window rules count over-limit hits as envoyproxy/ratelimit does (PolicyOptions.countRejected);
+   * `sluice serve` sets it unless STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT. Default false (the library's).
+   */
+  readonly countRejected?: boolean;
 }
 
 /**
@@ -81,7 +88,7 @@ export class RuleBuilder {
       this.kept++;
       return;
     }
-    const limiter = spec.policy === undefined ? undefined : new Limiter({ policy: toOptions(spec.policy), store: options.store, ...(options.clock ? { clock: options.clock } : {}), ...(options.telemetry ? { telemetry: options.telemetry } : {}) });
+    const limiter = spec.policy === undefined ? undefined : new Limiter({ policy: toOptions(spec.policy, options.countRejected === true), store: options.store, ...(options.clock ? { clock: options.clock } : {}), ...(options.telemetry ? { telemetry: options.telemetry } : {}) });
     const detailed = perValue(spec) ? new DetailedStats(spec.domain, spec.id, cap) : undefined;
     this.rules.set(spec.id, new Rule(spec, limiter, new RuleStats(spec.domain, spec.id), detailed));
   }

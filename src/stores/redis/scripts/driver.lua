@@ -61,7 +61,7 @@ local function prepare()
     P[i].alg.init(P[i])
     if not P[i].n then PREFETCH = false end -- not fixed-size state: read by the algorithm itself
     if P[i].alg == ALG['concurrency'] then READS_FIRST = false end
-    if P[i].block then BANS = true end
+    if P[i].block or P[i].countRejected then BANS = true end -- both write on a denial
   end
   -- A ban writes on a denial, which single() and the inline path never do.
   SINGLE = np == 1 and P[1].n ~= nil and not CLIENT_TIME and not BANS
@@ -225,7 +225,7 @@ local function variants(spec)
     else
       local colon = string.find(part, ':', 1, true)
       local limit, burst = tonumber(string.sub(part, 1, colon - 1)), tonumber(string.sub(part, colon + 1))
-      local p = { alg = b.alg, limit = limit, windowMs = b.windowMs, burst = burst, delay = b.delay, sub = b.sub, block = b.block, unit = b.limit, ci = b.ci }
+      local p = { alg = b.alg, limit = limit, windowMs = b.windowMs, burst = burst, delay = b.delay, sub = b.sub, block = b.block, countRejected = b.countRejected, unit = b.limit, ci = b.ci }
       if p.delay ~= 0 and p.delay > burst then p.delay = burst end
       if b.rescaled and limit ~= b.limit then p.alg = b.rescaled end
       p.alg.init(p)

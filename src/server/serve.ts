@@ -107,6 +107,7 @@ export async function startService(settings: Settings, options: StartOptions = {
       log,
       maxMessageBytes: settings.maxBodyBytes,
       serving: async () => !stopping && (await backing.ready()),
+      envoyWire: settings.answers === 'sluice' ? undefined : { headers: settings.limitResponseHeadersEnabled ? { limit: settings.limitLimitHeader, remaining: settings.limitRemainingHeader, reset: settings.limitResetHeader } : undefined },
       maxConnectionAgeMs: settings.grpcMaxConnectionAgeMs,
       maxConnectionAgeGraceMs: settings.grpcMaxConnectionAgeGraceMs,
       maxConnectionIdleMs: settings.grpcMaxConnectionIdleMs,

@@ -340,7 +340,8 @@ export class RateLimitService {
         return this.over(stats, t, hits, shadow, 0, denied.until - t0);
       }
     }
-    if (hits > limiter.policies[0]!.capacity && !limiter.policies[0]!.countRejected) {
+    const impossible = hits > limiter.policies[0]!.capacity;
+    if (impossible && !limiter.policies[0]!.countRejected) {
       // More hits than the rule can ever admit: over the limit, as Envoy would answer, said plainly, and
       // with no retry time (the library throws ERR_SLUICE_COST_EXCEEDS_CAPACITY for the same thing).
       stats.observe((monotonicClock() - t0) / 1000);
@@ -351,6 +352,15 @@ export class RateLimitService {
       decided = this.sync ? limiter.limitSync(key, { cost: hits }) : limiter.limit(key, { cost: hits });
     } catch (e) {
       throw this.storeFailure(stats, e);
+    }
+    if (impossible) {
+      // Envoy's counting (countRejected): the store counted the hits, so later checks see them; the
+      // answer is the one above.
+      const said = () => {
+        stats.observe((monotonicClock() - t0) / 1000);
+        return this.over(stats, t, hits, shadow, 0, 0, 'cost-exceeds-capacity');
+      };
+      return decided instanceof Promise ? decided.then(said, (e) => { throw this.storeFailure(stats, e); }) : said();
     }
     if (decided instanceof Promise) {
       return decided.then(

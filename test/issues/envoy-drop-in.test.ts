@@ -87,7 +87,7 @@ for (const variant of run) {
       assert.deepEqual(served, [true, true, true, false, false, false, false, false]);
     });
 
-    test('multiservice-tokenquota.sh: service_1 serves 2, service_2 serves 3, the 6th is refused', { todo: 'needs the per-status OVER_LIMIT of an over quota on the wire' }, async () => {
+    test('multiservice-tokenquota.sh: service_1 serves 2, service_2 serves 3, the 6th is refused', async () => {
       const order = [];
       for (let i = 0; i < 7; i++) order.push(await multiServiceRequest(multi.client, 'rl', 'service_1', 'service_2'));
       assert.deepEqual(order, ['service_1', 'service_1', 'service_2', 'service_2', 'service_2', undefined, undefined]);
@@ -99,6 +99,49 @@ for (const variant of run) {
       assert.equal(debit.overall_code, 'OVER_LIMIT');
       const check = await ctx.client.call({ domain: 'rl', descriptors: [entry('tokens', key, 0)] });
       assert.equal(check.overall_code, 'OVER_LIMIT');
+    });
+  });
+
+  describe(`Envoy's wire format over gRPC (${variant.name})`, () => {
+    const plain = serving(QUOTAS, variant);
+    const headers = serving(QUOTAS, variant, { limitResponseHeadersEnabled: true, limitLimitHeader: 'X-Limit', limitRemainingHeader: 'X-Left', limitResetHeader: 'X-Reset' });
+    const rich = serving(QUOTAS, variant, { answers: 'sluice' });
+    /** Envoy's duration_until_reset at `ms`: unit − now % unit, in whole seconds. */
+    const envoyReset = (ms: number, unitSeconds: number) => unitSeconds - (Math.floor(ms / 1000) % unitSeconds);
+
+    test('Envoy wire details (finding 3): no response_headers_to_add unless asked, duration_until_reset in whole seconds as Envoy computes it', async () => {
+      const key = `w-${process.pid}-${Date.now()}`;
+      const t0 = Date.now();
+      const r = await plain.client.call({ domain: 'rl', descriptors: [entry('tokens', key)] });
+      const t1 = Date.now();
+      assert.deepEqual(r.response_headers_to_add ?? [], []);
+      const d = r.statuses[0].duration_until_reset;
+      assert.equal(d.nanos ?? 0, 0, `whole seconds: ${JSON.stringify(r)}`);
+      assert.ok([envoyReset(t0, 3600), envoyReset(t1, 3600)].includes(Number(d.seconds)), `${d.seconds} s is unit − now % unit`);
+      assert.deepEqual([r.statuses[0].code, r.statuses[0].limit_remaining], ['OK', 99], JSON.stringify(r));
+    });
+
+    test('LIMIT_RESPONSE_HEADERS_ENABLED adds its three headers under the names asked, for the status closest to its limit', async () => {
+      const key = `h-${process.pid}-${Date.now()}`;
+      const t0 = Date.now();
+      const r = await headers.client.call({ domain: 'rl', descriptors: [entry('tokens', key, 40), entry('service', 'service_1')] });
+      const got = Object.fromEntries(r.response_headers_to_add.map((h: { key: string; value: string }) => [h.key, h.value]));
+      assert.deepEqual(Object.keys(got), ['X-Limit', 'X-Left', 'X-Reset']);
+      assert.deepEqual([got['X-Limit'], got['X-Left']], ['1', '0'], 'service_1 has 0 of 1 left, tokens 60 of 100');
+      assert.ok(Math.abs(Number(got['X-Reset']) - envoyReset(t0, 3600)) <= 1);
+    });
+
+    test("a quota over its limit is OVER_LIMIT in its status while the request passes on another quota, as Envoy answers (multiservice routing reads it)", async () => {
+      const spent = await headers.client.call({ domain: 'rl', descriptors: [entry('service', 'service_1'), entry('service', 'service_2')] });
+      assert.deepEqual([spent.overall_code, spent.statuses.map((s: { code: string }) => s.code)], ['OK', ['OVER_LIMIT', 'OK']]);
+      assert.equal(spent.statuses[0].limit_remaining ?? 0, 0);
+    });
+
+    test("--answers sluice keeps sluice's richer answers: millisecond durations and RateLimit headers with the policy", async () => {
+      const key = `r-${process.pid}-${Date.now()}`;
+      const r = await rich.client.call({ domain: 'rl', descriptors: [entry('tokens', key)] });
+      assert.deepEqual(r.response_headers_to_add.map((h: { key: string }) => h.key), ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']);
+      assert.equal(r.response_headers_to_add[0].value, '100, 100;w=3600');
     });
   });
 

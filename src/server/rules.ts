@@ -9,6 +9,7 @@ import type { Clock } from '../core/types.js';
 import type { Store } from '../stores/store.js';
 import type { Telemetry } from '../telemetry.js';
 import type { DescriptorNode, DomainConfig, Level, RuleSpec, ServiceConfig } from './config.js';
+import { wildcardMatches } from './config.js';
 import { DEFAULT_MAX_DETAILED_SERIES, DetailedStats, RuleStats } from './rule-stats.js';
 
 export interface Entry {
@@ -125,7 +126,7 @@ export class RuleSet {
 }
 
 /**
- * Envoy's matching: at each level try key+value, then a wildcard value prefix, then key alone. A rule
+ * Envoy's matching: at each level try key+value, then the wildcard values in file order, then key alone. A rule
  * applies only if it sits at the request descriptor's last entry; a rule at a shallower level with
  * deeper request entries does not match (Envoy README, "Example 4").
  */
@@ -140,7 +141,7 @@ export function match(root: Level, entries: readonly Entry[]): DescriptorNode | 
     let node = level.exact.size === 0 ? undefined : level.exact.get(`${e.key}\u0000${e.value}`);
     if (node === undefined && level.wildcards.length > 0) {
       for (const w of level.wildcards) {
-        if (w.key === e.key && e.value.startsWith(w.prefix)) {
+        if (w.key === e.key && wildcardMatches(w, e.value)) {
           node = w.node;
           break;
         }

@@ -11,6 +11,7 @@ import type { RunningService } from '../../src/server/serve.js';
 import type { Settings } from '../../src/server/settings.js';
 import { MemoryStore } from '../../src/stores/memory.js';
 import { Limiter } from '../../src/limiter.js';
+import { Gate } from '../../src/outbound/index.js';
 
 const QUOTAS = `domain: rl
 descriptors:
@@ -177,4 +178,5 @@ test("countRejected is the library's policy option, off by default: a rejected r
   now += 60_000;
   assert.deepEqual([counting.limitSync('k', { cost: 0 }).allowed, counting.limitSync('k', { cost: 5 }).allowed, counting.limitSync('k', { cost: 0 }).allowed], [true, false, false]);
   assert.throws(() => new Limiter({ policy: { algorithm: 'gcra', limit: 2, window: '1m', countRejected: true } }), /'countRejected' applies to a fixed-window of a duration \(Envoy's counting\), not gcra/);
+  assert.throws(() => new Gate({ policy: { name: 'q', algorithm: 'fixed-window', limit: 2, window: '1m', countRejected: true } }), /Gate policy "q": 'countRejected' counts every refused try/);
 });

@@ -360,7 +360,10 @@ export class RateLimitService {
         stats.observe((monotonicClock() - t0) / 1000);
         return this.over(stats, t, hits, shadow, 0, 0, 'cost-exceeds-capacity');
       };
-      return decided instanceof Promise ? decided.then(said, (e) => { throw this.storeFailure(stats, e); }) : said();
+      if (!(decided instanceof Promise)) return said();
+      return decided.then(said, (e) => {
+        throw this.storeFailure(stats, e);
+      });
     }
     if (decided instanceof Promise) {
       return decided.then(

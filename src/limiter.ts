@@ -121,7 +121,8 @@ export class Limiter {
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'telemetry' must be what openTelemetry() returns, got ${show(telemetry)}`);
     }
     this.table = telemetry === undefined ? table : telemetry.instrument(table, storeName(this.store));
-    this.capacity = Math.min(...this.policies.map((p) => p.capacity));
+    // A policy that counts rejected requests (countRejected) counts a cost above it too, as Envoy does.
+    this.capacity = Math.min(...this.policies.map((p) => (p.countRejected ? Infinity : p.capacity)));
     this.leasePrefix = this.policies.some((p) => p.algorithm === 'concurrency')
       ? `${instanceTag()}.`
       : undefined;
@@ -247,8 +248,8 @@ export class Limiter {
       throw new SluiceError('ERR_SLUICE_INVALID_COST', `'cost' must be a non-negative integer, got ${show(cost)}${numberHint('cost', cost)}`);
     }
     const policies = algorithms === undefined ? this.policies : algorithms.map((a) => a.policy);
-    if (algorithms === undefined ? cost > this.capacity : policies.some((q) => cost > q.capacity)) {
-      const p = policies.find((q) => cost > q.capacity)!;
+    if (algorithms === undefined ? cost > this.capacity : policies.some((q) => cost > q.capacity && !q.countRejected)) {
+      const p = policies.find((q) => cost > q.capacity && !q.countRejected)!;
       throw new SluiceError(
         'ERR_SLUICE_COST_EXCEEDS_CAPACITY',
         `'cost' ${cost} can never pass policy ${show(p.name)}, whose capacity is ${p.capacity}; split the request or raise ${p.algorithm === 'token-bucket' || p.algorithm === 'gcra' || p.algorithm === 'leaky-bucket' ? "'burst'" : "'limit'"}`,

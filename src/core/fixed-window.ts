@@ -7,6 +7,8 @@
  *
  * State (2 slots): [window index, count in that window]. All zeros is idle.
  * A clock that steps back before the stored window stands still at its start: it never reopens a window.
+ * With `countRejected` (Envoy's counting) a denied cost is counted too: the denial writes [window, count + cost]
+ * (Verdict.bans), so the window stays over for every later request, cost 0 included, until it ends.
  */
 import { ceilMs, retryMs } from './time.js';
 import type { Policy, SlabAlgorithm, Verdict } from './types.js';
@@ -16,10 +18,15 @@ import type { Policy, SlabAlgorithm, Verdict } from './types.js';
  * state to keep (the window's id and its new count) when admitted. Shared by the epoch-aligned and the
  * calendar window, which differ only in where a window starts and ends.
  */
-export function countInWindow(v: Verdict, limit: number, window: number, count: number, cost: number, endsIn: number): void {
+export function countInWindow(v: Verdict, limit: number, window: number, count: number, cost: number, endsIn: number, countRejected = false): void {
   const after = count + cost;
   v.allowed = after <= limit;
   v.delayMs = 0;
+  if (countRejected) {
+    v.bans = true; // a denial of the key writes this count too, as Envoy counts every descriptor's key
+    v.next[0] = window;
+    v.next[1] = after;
+  }
   if (v.allowed) {
     v.remaining = limit - after;
     v.resetAfterMs = after > 0 ? ceilMs(endsIn) : 0;
@@ -29,7 +36,8 @@ export function countInWindow(v: Verdict, limit: number, window: number, count: 
   } else {
     v.remaining = Math.max(0, limit - count);
     v.resetAfterMs = count > 0 ? ceilMs(endsIn) : 0;
-    // A cost above the limit never gets here: the limiter refuses it before any store is asked.
+    // A cost above the limit never gets here (the limiter refuses it before any store is asked) unless the
+    // window counts rejected requests: it is then counted and denied like any other.
     v.retryAfterMs = retryMs(endsIn);
   }
 }
@@ -40,11 +48,13 @@ export class FixedWindow implements SlabAlgorithm {
   readonly policy: Policy;
   private readonly limit: number;
   private readonly windowMs: number;
+  private readonly countRejected: boolean;
 
   constructor(policy: Policy) {
     this.policy = policy;
     this.limit = policy.limit;
     this.windowMs = policy.windowMs;
+    this.countRejected = policy.countRejected;
   }
 
   evaluate(s: Float64Array, o: number, now: number, cost: number, v: Verdict): void {
@@ -55,7 +65,7 @@ export class FixedWindow implements SlabAlgorithm {
       index = stored; // the clock stepped back: stand still at the start of the stored window
       endsIn = this.windowMs;
     }
-    countInWindow(v, this.limit, index, stored === index ? s[o + 1]! : 0, cost, endsIn);
+    countInWindow(v, this.limit, index, stored === index ? s[o + 1]! : 0, cost, endsIn, this.countRejected);
   }
 
   adjust(s: Float64Array, o: number, now: number, delta: number): void {

@@ -17,7 +17,7 @@ export const ALGORITHMS: readonly AlgorithmName[] = [
 /** The smallest emission interval GCRA accepts: 1/64 ms, so rounding stays under 1% of a request. */
 const MIN_GCRA_STEP_MS = 1 / 64;
 const BUCKETS: ReadonlySet<AlgorithmName> = new Set(['token-bucket', 'gcra', 'leaky-bucket']);
-const KNOWN_FIELDS = new Set(['name', 'algorithm', 'limit', 'window', 'timeZone', 'weekStart', 'burst', 'mode', 'delay', 'nodelay', 'buckets', 'blockFor']);
+const KNOWN_FIELDS = new Set(['name', 'algorithm', 'limit', 'window', 'timeZone', 'weekStart', 'burst', 'mode', 'delay', 'nodelay', 'buckets', 'blockFor', 'countRejected']);
 const BLOCK_FIELDS = new Set(['duration', 'factor', 'max', 'decay']);
 
 function fail(where: string, message: string): never {
@@ -108,6 +108,13 @@ export function compilePolicy(options: PolicyOptions, index = 0): Policy {
 
   const block = options.blockFor === undefined ? undefined : compileBlock(where, algorithm, options.blockFor);
 
+  const countRejected = options.countRejected ?? false;
+  if (typeof countRejected !== 'boolean') fail(where, `'countRejected' must be true or false, got ${show(countRejected)}`);
+  if (countRejected && (algorithm !== 'fixed-window' || calendar !== undefined)) {
+    fail(where, `'countRejected' applies to a fixed-window of a duration (Envoy's counting), not ${calendar === undefined ? algorithm : `a calendar window`}`);
+  }
+  if (countRejected && block !== undefined) fail(where, `give 'countRejected' or 'blockFor', not both: a counted rejection already keeps the window over`);
+
   return Object.freeze({
     name: named ?? `${algorithm}-${limit}-${windowMs}ms`,
     algorithm,
@@ -121,6 +128,7 @@ export function compilePolicy(options: PolicyOptions, index = 0): Policy {
     buckets,
     block,
     calendar,
+    countRejected,
   });
 }
 

@@ -45,6 +45,12 @@ export interface PolicyOptions {
    * after a ban ends. Not for concurrency. See docs/algorithms.md, "Bans".
    */
   blockFor?: number | string | BlockForOptions;
+  /**
+   * fixed-window: count a rejected request too, as envoyproxy/ratelimit counts it (INCRBY, then compare), so
+   * hits past the limit keep the window over and a later cost-0 check sees them (Envoy's token quotas).
+   * Default false: a rejected request changes no state (Envoy's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT).
+   */
+  countRejected?: boolean;
 }
 
 export interface BlockForOptions {
@@ -86,6 +92,8 @@ export interface Policy {
   readonly block: Block | undefined;
   /** Set for a calendar window (fixed-window only); `windowMs` is then its usual length (a month: 30 days). */
   readonly calendar: Calendar | undefined;
+  /** A rejected request is counted as well (fixed-window only; see PolicyOptions.countRejected). */
+  readonly countRejected: boolean;
 }
 
 /** What every algorithm answers, whatever the store. */
@@ -123,7 +131,10 @@ export class Verdict {
   delayMs = 0;
   /** The denial is a ban (`blockFor`). */
   blocked = false;
-  /** The denial starts a ban: the store writes `next` (slab) or `ban()`'s state (object) although it denies. */
+  /**
+   * The denial writes: the store writes `next` (slab) or `ban()`'s state (object) although it denies. Set by
+   * a denial that starts a ban, and by a fixed window that counts rejected requests (`countRejected`).
+   */
   bans = false;
   /** For slab algorithms: the state to store if every policy on the key admits. */
   readonly next: Float64Array;

@@ -118,6 +118,9 @@ export function resolveGateOptions(options: GateOptions): ResolvedGateOptions {
   const written = options.policies ?? [options.policy!];
   const list = withMargin(written, compilePolicies(written), marginMs);
   const policies = compilePolicies(list);
+  const counting = policies.find((p) => p.countRejected);
+  // A gate retries what it is refused: under Envoy's counting every retry would count, and none would pass.
+  if (counting !== undefined) invalid(`policy ${show(counting.name)}: 'countRejected' counts every refused try, so a gate waiting on it never gets through; leave it out`);
   // Concurrency policies get a limiter of their own, decided first, so that observe() can read the rate
   // policies' remaining budget: a decision only carries the most restrictive policy's count.
   const rates = list.filter((_, i) => policies[i]!.algorithm !== 'concurrency');

@@ -6,7 +6,7 @@
  * any problem (or one over --max-config-bytes or --max-rules) is never swapped in: ConfigError.
  */
 import { Worker } from 'node:worker_threads';
-import { ConfigError, emptyLevel } from './config.js';
+import { ConfigError, emptyLevel, wildcardOf } from './config.js';
 import type { ConfigOptions, DescriptorNode, DomainConfig, HeaderEntry, Level, RuleSpec } from './config.js';
 import { internalized } from './intern.js';
 import { RuleBuilder, RuleSet } from './rules.js';
@@ -74,7 +74,8 @@ export function loadRulesOffThread(path: string, options: ConfigOptions, ruleOpt
       if (r.value === undefined) level.byKey.set(key, node);
       else {
         level.exact.set(`${key}\u0000${r.value}`, node);
-        if (r.value.endsWith('*')) level.wildcards.push({ key, prefix: r.value.slice(0, -1), node });
+        const wildcard = wildcardOf(key, r.value, node);
+        if (wildcard !== undefined) level.wildcards.push(wildcard);
       }
       stack.length = r.depth + 1;
       stack.push(node.children);

@@ -55,7 +55,7 @@ export interface RuleSpec {
   readonly policy: Policy | undefined;
 }
 
-/** One descriptor of the tree: matched by key+value, by a value prefix (`value: foo*`), or by key alone. */
+/** One descriptor of the tree: matched by key+value, by a wildcard value (`foo*`, `bar*b`), or by key alone. */
 export interface DescriptorNode {
   readonly key: string;
   readonly value: string | undefined;
@@ -67,10 +67,53 @@ export interface DescriptorNode {
 export interface Level {
   /** `key\u0000value` → node. */
   readonly exact: Map<string, DescriptorNode>;
-  /** Wildcard values, in file order: the first prefix that matches wins. */
-  readonly wildcards: { key: string; prefix: string; node: DescriptorNode }[];
+  /** Wildcard values, in file order: the first that matches wins (envoyproxy/ratelimit's order). */
+  readonly wildcards: Wildcard[];
   /** key → node with no value. */
   readonly byKey: Map<string, DescriptorNode>;
+}
+
+/**
+ * A value with `*` anywhere, each matching zero or more characters, as envoyproxy/ratelimit matches them
+ * since its #1085 (`foo*`, `bar*b`, `foo*bar*baz`): split on `*` once, at load.
+ */
+export interface Wildcard {
+  readonly key: string;
+  /** The text before the first `*`. */
+  readonly prefix: string;
+  /** The value split on `*`: at least two parts, the first the prefix and the last the suffix. */
+  readonly parts: readonly string[];
+  /** The parts' total length: a shorter value cannot match. */
+  readonly fixed: number;
+  readonly node: DescriptorNode;
+}
+
+/** The wildcard of a descriptor whose value holds `*`; undefined for a plain value. */
+export function wildcardOf(key: string, value: string, node: DescriptorNode): Wildcard | undefined {
+  if (!value.includes('*')) return undefined;
+  const parts = value.split('*');
+  let fixed = 0;
+  for (const p of parts) fixed += p.length;
+  return { key, prefix: parts[0]!, parts, fixed, node };
+}
+
+/** Whether `value` matches the wildcard: its first part at the start, its last at the end, the others in order between. */
+export function wildcardMatches(w: Wildcard, value: string): boolean {
+  const parts = w.parts;
+  const n = parts.length;
+  if (value.length < w.fixed || !value.startsWith(w.prefix)) return false;
+  const suffix = parts[n - 1]!;
+  if (n === 2 && suffix === '') return true; // `foo*`, the common one
+  if (!value.endsWith(suffix)) return false;
+  const end = value.length - suffix.length;
+  let at = w.prefix.length;
+  for (let i = 1; i < n - 1; i++) {
+    const part = parts[i]!;
+    const found = value.indexOf(part, at);
+    if (found < 0 || found + part.length > end) return false;
+    at = found + part.length;
+  }
+  return true;
 }
 
 /** nginx endpoint: one descriptor entry taken from a request header. */
@@ -303,7 +346,7 @@ function mergeDomain(a: DomainConfig, b: DomainConfig, earlierFiles: readonly st
   }
   const wildcards = [...a.root.wildcards];
   for (const w of b.root.wildcards) {
-    if (wildcards.some((x) => x.key === w.key && x.prefix === w.prefix)) twice(`descriptor key '${w.key}' value '${w.prefix}*'`);
+    if (wildcards.some((x) => x.key === w.key && x.node.value === w.node.value)) twice(`descriptor key '${w.key}' value '${w.node.value!}'`);
     else wildcards.push(w);
   }
   return {
@@ -363,8 +406,8 @@ function loadLevel(w: Walker, node: YamlNode, path: string, parentId: string, do
     const valueToMetric = bool(w, item, 'value_to_metric', here);
     const quotaMode = bool(w, item, 'quota_mode', here);
     const shareThreshold = bool(w, item, 'share_threshold', here);
-    if (shareThreshold && value?.endsWith('*') !== true) {
-      w.at(item.get('share_threshold', true) as YamlNode, 0, `${here}.share_threshold`, `shares one limit among the values a wildcard matches, so 'value' must end in '*' (got ${value === undefined ? 'no value' : `'${value}'`})`);
+    if (shareThreshold && value?.includes('*') !== true) {
+      w.at(item.get('share_threshold', true) as YamlNode, 0, `${here}.share_threshold`, `shares one limit among the values a wildcard matches, so 'value' must hold a '*' (got ${value === undefined ? 'no value' : `'${value}'`})`);
     }
     const metadata = loadMetadata(w, item.get('metadata', true) as YamlNode | undefined, `${here}.metadata`);
     const steps = [...trail, { metric: valueToMetric ? undefined : composite, shared: shareThreshold ? value : undefined }];
@@ -392,7 +435,8 @@ function loadLevel(w: Walker, node: YamlNode, path: string, parentId: string, do
     if (value === undefined) level.byKey.set(key, dn);
     else {
       level.exact.set(`${key}\u0000${value}`, dn);
-      if (value.endsWith('*')) level.wildcards.push({ key, prefix: value.slice(0, -1), node: dn });
+      const wildcard = wildcardOf(key, value, dn);
+      if (wildcard !== undefined) level.wildcards.push(wildcard);
     }
   });
 }

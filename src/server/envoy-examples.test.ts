@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import { MemoryStore } from '../stores/memory.js';
 import { loadConfig, parseConfig, UNITS } from './config.js';
 import { createMetrics } from './metrics.js';
-import { RuleSet } from './rules.js';
+import { match, RuleSet } from './rules.js';
 import { BadRequest, RateLimitService } from './service.js';
 import type { RlsResponse, ServiceOptions } from './service.js';
 
@@ -161,7 +161,7 @@ test('descriptor metadata is accepted and kept on the rule; a non-map is an erro
   );
   assert.throws(
     () => parseConfig([{ file: 's.yaml', text: 'domain: s\ndescriptors:\n  - key: a\n    value: exact\n    share_threshold: true\n    rate_limit: { unit: second, requests_per_unit: 1 }\n' }]),
-    /s\.yaml:5:22: descriptors\[0\]\.share_threshold: shares one limit among the values a wildcard matches, so 'value' must end in '\*' \(got 'exact'\)/,
+    /s\.yaml:5:22: descriptors\[0\]\.share_threshold: shares one limit among the values a wildcard matches, so 'value' must hold a '\*' \(got 'exact'\)/,
   );
 });
 
@@ -173,4 +173,53 @@ test('an unknown domain is answered OK, every descriptor unlimited, as Envoy doe
   assert.throws(() => lenient.svc.shouldRateLimit({ domain: 'nope', descriptors: [], hitsAddend: 1 }), BadRequest, 'still a request with no descriptors');
   const strict = serve('example1.yaml', { strictDomains: true });
   assert.throws(() => strict.call('nope', ['a', 'b']), { name: 'BadRequest', message: "unknown domain 'nope'; configured domains: mongo_cps" });
+});
+
+/** The id of the rule a descriptor of `pairs` matches in `file`'s domain test-domain, or undefined. */
+function ruleOf(file: string, ...pairs: string[]): string | undefined {
+  const domain = loadConfig(join(DIR, file)).domains.get('test-domain')!;
+  const entries = [];
+  for (let i = 0; i < pairs.length; i += 2) entries.push({ key: pairs[i]!, value: pairs[i + 1]! });
+  return match(domain.root, entries)?.rule?.id;
+}
+
+test('wildcards inside a value load silently and never match (finding 2): TestWildcardConfig, `*` anywhere, several per value', () => {
+  const rule = (...pairs: string[]) => ruleOf('wildcard.yaml', ...pairs);
+  // A key with no value matches every value; a trailing wildcard every value with its prefix, under the pattern's id.
+  assert.deepEqual([rule('noVal', 'foo1'), rule('noVal', 'foo2')], ['test-domain.noVal', 'test-domain.noVal']);
+  assert.deepEqual([rule('wild', 'foo1'), rule('wild', 'foo2')], ['test-domain.wild_foo*', 'test-domain.wild_foo*']);
+  assert.equal(rule('nestedWild', 'val1', 'wild', 'goo2'), 'test-domain.nestedWild_val1.wild_goo*');
+  assert.deepEqual([rule('wild', 'bar'), rule('noWild', 'foo1')], [undefined, undefined], 'no match; a plain value is not a prefix');
+  // A middle wildcard: the prefix and the suffix, anything (or nothing) between.
+  assert.deepEqual([rule('midWild', 'barab'), rule('midWild', 'bar123b'), rule('midWild', 'barb')], ['test-domain.midWild_bar*b', 'test-domain.midWild_bar*b', 'test-domain.midWild_bar*b']);
+  assert.deepEqual([rule('midWild', 'bara'), rule('midWild', 'xbarb')], [undefined, undefined]);
+  // Several wildcards: each part in order.
+  assert.deepEqual([rule('multiWild', 'foo123bar456baz'), rule('multiWild', 'foobarbaz')], ['test-domain.multiWild_foo*bar*baz', 'test-domain.multiWild_foo*bar*baz']);
+  assert.deepEqual([rule('multiWild', 'foo123baz'), rule('multiWild', 'bar456baz'), rule('multiWild', 'foobazbar')], [undefined, undefined, undefined]);
+});
+
+test('wildcard matching: parts never overlap, and the first wildcard in file order wins', () => {
+  const config = parseConfig([{ file: 'w.yaml', text: 'domain: w\ndescriptors:\n  - key: k\n    value: ab*ba\n    rate_limit: { unit: second, requests_per_unit: 1 }\n  - key: k\n    value: a*\n    rate_limit: { unit: second, requests_per_unit: 2 }\n  - key: k\n    value: "*x*"\n    rate_limit: { unit: second, requests_per_unit: 3 }\n' }]);
+  const root = config.domains.get('w')!.root;
+  const rule = (value: string) => match(root, [{ key: 'k', value }])?.rule?.id;
+  assert.deepEqual([rule('abba'), rule('aba'), rule('abXba'), rule('zxz'), rule('x'), rule('zz')], ['w.k_ab*ba', 'w.k_a*', 'w.k_ab*ba', 'w.k_*x*', 'w.k_*x*', undefined]);
+});
+
+test('share_threshold on any wildcard (share_threshold.yaml): every value a middle, multi or nested wildcard matches shares one limit', () => {
+  const { passes, call } = serve('share-threshold.yaml');
+  const remaining = (...pairs: string[]) => call('test-domain', pairs).statuses[0]!.limitRemaining;
+  assert.equal(passes(60, 'test-domain', ['midpath', '/api/v1']), 60);
+  assert.equal(remaining('midpath', '/apiXv1'), 39, '/api/v1 and /apiXv1 share /api*v1');
+  assert.equal(call('test-domain', ['midpath', '/api/v2']).statuses[0]!.currentLimit, undefined, 'no match');
+  assert.equal(passes(30, 'test-domain', ['multiroute', 'svc1ep2rpc']), 30);
+  assert.equal(remaining('multiroute', 'svcXepYrpc'), 19);
+  assert.equal(call('test-domain', ['multiroute', 'svcABCrpc']).statuses[0]!.currentLimit, undefined, 'no ep');
+  assert.equal(passes(40, 'test-domain', ['tenant', 't1prod', 'resource', 'resAv2']), 40);
+  assert.equal(remaining('tenant', 't99prod', 'resource', 'resBBBv2'), 19, 'nested middle wildcards share one limit');
+  assert.equal(passes(100, 'test-domain', ['user', 'user/alice', 'resource', 'res/file1', 'action', 'read']), 100);
+  assert.equal(remaining('user', 'user/bob', 'resource', 'res/file2', 'action', 'read'), 49);
+  // An explicit value is matched before the wildcard, with a limit of its own.
+  assert.equal(remaining('file', 'test1'), 49);
+  assert.equal(passes(10, 'test-domain', ['file', 'test2']), 10);
+  assert.equal(remaining('file', 'test3'), 89);
 });

@@ -39,8 +39,8 @@ export function exampleCheckBody(config: ServiceConfig): string | undefined {
     const nodes: [DescriptorNode, string][] = [
       ...[...level.byKey.values()].map((n) => [n, 'demo'] as [DescriptorNode, string]),
       // A wildcard's node is in `exact` too (as its literal value); it is taken below with a value it matches.
-      ...[...level.exact.values()].filter((n) => !n.value!.endsWith('*')).map((n) => [n, n.value!] as [DescriptorNode, string]),
-      ...level.wildcards.map((w) => [w.node, `${w.prefix}demo`] as [DescriptorNode, string]),
+      ...[...level.exact.values()].filter((n) => !n.value!.includes('*')).map((n) => [n, n.value!] as [DescriptorNode, string]),
+      ...level.wildcards.map((w) => [w.node, w.parts.join('demo')] as [DescriptorNode, string]),
     ];
     for (const [node, value] of nodes) {
       const entries: [string, string][] = [...above, [node.key, value]];

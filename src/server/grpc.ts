@@ -25,6 +25,8 @@ import { acceptSessions } from './grpc-connections.js';
 import { HEALTH_CHECK_PATH, HEALTH_WATCH_PATH, HealthService, RLS_SERVICE } from './grpc-health.js';
 import { PendingCalls, readMessage, timeoutMs } from './grpc-message.js';
 import { decodeRateLimitRequest, encodeRateLimitResponse } from './rls-proto.js';
+import { envoyAnswer } from './envoy-wire.js';
+import type { EnvoyWire } from './envoy-wire.js';
 import type { RateLimitService, RlsResponse } from './service.js';
 
 export { grpcMessage, GrpcStatus } from './grpc-answer.js';
@@ -102,6 +104,8 @@ export interface GrpcServerOptions {
   readonly maxPendingCalls?: number;
   /** Bytes those calls may hold together. Default 64 MiB. */
   readonly maxPendingBytes?: number;
+  /** Answer as envoyproxy/ratelimit does (envoy-wire.ts); undefined: sluice's richer answers (--answers sluice). */
+  readonly envoyWire?: EnvoyWire | undefined;
 }
 
 /** PEM bytes of a certificate chain, its key, and optionally the CA that client certificates must chain to. */
@@ -166,6 +170,10 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
     readMessage(stream, encoding, limits, (message) => method(stream, message, deadlineMs));
   });
 
+  const wire = options.envoyWire;
+  /** The answer's message, with room for the gRPC prefix: as Envoy's service would send it, or sluice's own. */
+  const encode = (r: RlsResponse): Buffer => encodeRateLimitResponse(wire === undefined ? r : envoyAnswer(r, wire, Date.now()), 5);
+
   /** Deciding: the service's answer, framed; an asynchronous one bounded by the caller's grpc-timeout. */
   function shouldRateLimit(stream: http2.ServerHttp2Stream, message: Buffer, deadlineMs: number | undefined): void {
     let answered: RlsResponse | Promise<RlsResponse>;
@@ -174,13 +182,13 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
     } catch (e) {
       return failWith(stream, log, e);
     }
-    if (!(answered instanceof Promise)) return answer(stream, framed(encodeRateLimitResponse(answered, 5)));
+    if (!(answered instanceof Promise)) return answer(stream, framed(encode(answered)));
     // Only an asynchronous (Redis) decision can outlive the caller's deadline; a late answer is dropped.
     const timer = deadlineMs === undefined ? undefined : setTimeout(() => fail(stream, GrpcStatus.DEADLINE_EXCEEDED, `no decision within the call's grpc-timeout of ${deadlineMs} ms`), deadlineMs);
     answered.then(
       (r) => {
         clearTimeout(timer);
-        answer(stream, framed(encodeRateLimitResponse(r, 5)));
+        answer(stream, framed(encode(r)));
       },
       (e: unknown) => {
         clearTimeout(timer);

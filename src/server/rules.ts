@@ -9,6 +9,7 @@ import type { Clock } from '../core/types.js';
 import type { Store } from '../stores/store.js';
 import type { Telemetry } from '../telemetry.js';
 import type { DescriptorNode, DomainConfig, Level, RuleSpec, ServiceConfig } from './config.js';
+import { wildcardMatches } from './config.js';
 import { DEFAULT_MAX_DETAILED_SERIES, DetailedStats, RuleStats } from './rule-stats.js';
 
 export interface Entry {
@@ -41,9 +42,11 @@ function perValue(spec: RuleSpec): boolean {
 }
 
 /** Back from a compiled policy to the options that compile to it. */
-function toOptions(p: Policy): PolicyOptions {
+function toOptions(p: Policy, countRejected: boolean): PolicyOptions {
   const o: PolicyOptions = { name: p.name, algorithm: p.algorithm, limit: p.limit, window: p.windowMs };
   if (p.algorithm === 'token-bucket' || p.algorithm === 'gcra' || p.algorithm === 'leaky-bucket') o.burst = p.burst;
+  // Envoy's counting is a fixed window's (its only algorithm); a rule of another algorithm keeps sluice's.
+  if (countRejected && p.algorithm === 'fixed-window' && p.calendar === undefined) o.countRejected = true;
   return o;
 }
 
@@ -54,6 +57,11 @@ export interface RuleSetOptions {
   readonly maxDetailedSeries?: number;
   /** OpenTelemetry for the rules' limiters (their decisions by rule id, their store calls). */
   readonly telemetry?: Telemetry | undefined;
+  /**
+   * Fixed-window rules count over-limit hits as envoyproxy/ratelimit does (PolicyOptions.countRejected);
+   * `sluice serve` sets it unless STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT. Default false (the library's).
+   */
+  readonly countRejected?: boolean;
 }
 
 /**
@@ -81,7 +89,7 @@ export class RuleBuilder {
       this.kept++;
       return;
     }
-    const limiter = spec.policy === undefined ? undefined : new Limiter({ policy: toOptions(spec.policy), store: options.store, ...(options.clock ? { clock: options.clock } : {}), ...(options.telemetry ? { telemetry: options.telemetry } : {}) });
+    const limiter = spec.policy === undefined ? undefined : new Limiter({ policy: toOptions(spec.policy, options.countRejected === true), store: options.store, ...(options.clock ? { clock: options.clock } : {}), ...(options.telemetry ? { telemetry: options.telemetry } : {}) });
     const detailed = perValue(spec) ? new DetailedStats(spec.domain, spec.id, cap) : undefined;
     this.rules.set(spec.id, new Rule(spec, limiter, new RuleStats(spec.domain, spec.id), detailed));
   }
@@ -118,7 +126,7 @@ export class RuleSet {
 }
 
 /**
- * Envoy's matching: at each level try key+value, then a wildcard value prefix, then key alone. A rule
+ * Envoy's matching: at each level try key+value, then the wildcard values in file order, then key alone. A rule
  * applies only if it sits at the request descriptor's last entry; a rule at a shallower level with
  * deeper request entries does not match (Envoy README, "Example 4").
  */
@@ -133,7 +141,7 @@ export function match(root: Level, entries: readonly Entry[]): DescriptorNode | 
     let node = level.exact.size === 0 ? undefined : level.exact.get(`${e.key}\u0000${e.value}`);
     if (node === undefined && level.wildcards.length > 0) {
       for (const w of level.wildcards) {
-        if (w.key === e.key && e.value.startsWith(w.prefix)) {
+        if (w.key === e.key && wildcardMatches(w, e.value)) {
           node = w.node;
           break;
         }

@@ -59,9 +59,11 @@ export async function startService(settings: Settings, options: StartOptions = {
   // The memory store's clock: the library's default (coarse) unless --clock monotonic. Redis keeps its own time.
   const clock = settings.clock === 'monotonic' && backing.kind === 'memory' ? { clock: monotonicClock } : {};
   const telemetry = await serviceTelemetry(log);
-  const ruleOptions = { store: backing.store, maxDetailedSeries: settings.maxDetailedSeries, telemetry, ...clock };
+  // Envoy's counting (over-limit hits count) unless STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT.
+  const countRejected = !settings.stopCacheKeyIncrementWhenOverlimit;
+  const ruleOptions = { store: backing.store, maxDetailedSeries: settings.maxDetailedSeries, telemetry, countRejected, ...clock };
   let rules = new RuleSet(config, ruleOptions);
-  const service = new RateLimitService(rules, { store: backing.store, localCache: backing.kind !== 'memory', globalShadowMode: settings.shadowMode, strictDomains: settings.strictDomains, nearLimitRatio: settings.nearLimitRatio, telemetry, ...clock });
+  const service = new RateLimitService(rules, { store: backing.store, localCache: backing.kind !== 'memory', globalShadowMode: settings.shadowMode, strictDomains: settings.strictDomains, nearLimitRatio: settings.nearLimitRatio, telemetry, countRejected, ...clock });
   const reloads = { ok: 0, failed: 0 };
   const metrics = createMetrics(() => service.allStats(), { reloads: () => reloads, globalShadowOverrides: () => service.globalShadowOverrides });
   let decisionPort: number | undefined;
@@ -105,6 +107,7 @@ export async function startService(settings: Settings, options: StartOptions = {
       log,
       maxMessageBytes: settings.maxBodyBytes,
       serving: async () => !stopping && (await backing.ready()),
+      envoyWire: settings.answers === 'sluice' ? undefined : { headers: settings.limitResponseHeadersEnabled ? { limit: settings.limitLimitHeader, remaining: settings.limitRemainingHeader, reset: settings.limitResetHeader } : undefined },
       maxConnectionAgeMs: settings.grpcMaxConnectionAgeMs,
       maxConnectionAgeGraceMs: settings.grpcMaxConnectionAgeGraceMs,
       maxConnectionIdleMs: settings.grpcMaxConnectionIdleMs,

@@ -146,6 +146,8 @@ export interface ServiceOptions {
   readonly strictDomains?: boolean;
   /** OpenTelemetry for the limit-override limiters (the rules' own get theirs from the RuleSet). */
   readonly telemetry?: Telemetry | undefined;
+  /** Fixed-window limit overrides count over-limit hits, as the rules do with RuleSetOptions.countRejected. */
+  readonly countRejected?: boolean;
 }
 
 export class RateLimitService {
@@ -300,7 +302,8 @@ export class RateLimitService {
     let o = this.overrides.get(id);
     if (o === undefined) {
       if (this.overrides.size >= MAX_OVERRIDES) this.overrides.delete(this.overrides.keys().next().value!);
-      const limiter = policy === undefined ? undefined : new Limiter({ policy: { name: id, ...policy }, store: this.options.store, ...(this.options.clock ? { clock: this.options.clock } : {}), ...(this.options.telemetry ? { telemetry: this.options.telemetry } : {}) });
+      const counts = this.options.countRejected === true && policy?.algorithm === 'fixed-window' ? { countRejected: true } : {};
+      const limiter = policy === undefined ? undefined : new Limiter({ policy: { name: id, ...policy, ...counts }, store: this.options.store, ...(this.options.clock ? { clock: this.options.clock } : {}), ...(this.options.telemetry ? { telemetry: this.options.telemetry } : {}) });
       o = { limiter: limiter!, stats: new RuleStats(domain, id) };
       this.overrides.set(id, o);
     }
@@ -337,7 +340,8 @@ export class RateLimitService {
         return this.over(stats, t, hits, shadow, 0, denied.until - t0);
       }
     }
-    if (hits > limiter.policies[0]!.capacity) {
+    const impossible = hits > limiter.policies[0]!.capacity;
+    if (impossible && !limiter.policies[0]!.countRejected) {
       // More hits than the rule can ever admit: over the limit, as Envoy would answer, said plainly, and
       // with no retry time (the library throws ERR_SLUICE_COST_EXCEEDS_CAPACITY for the same thing).
       stats.observe((monotonicClock() - t0) / 1000);
@@ -348,6 +352,18 @@ export class RateLimitService {
       decided = this.sync ? limiter.limitSync(key, { cost: hits }) : limiter.limit(key, { cost: hits });
     } catch (e) {
       throw this.storeFailure(stats, e);
+    }
+    if (impossible) {
+      // Envoy's counting (countRejected): the store counted the hits, so later checks see them; the
+      // answer is the one above.
+      const said = () => {
+        stats.observe((monotonicClock() - t0) / 1000);
+        return this.over(stats, t, hits, shadow, 0, 0, 'cost-exceeds-capacity');
+      };
+      if (!(decided instanceof Promise)) return said();
+      return decided.then(said, (e) => {
+        throw this.storeFailure(stats, e);
+      });
     }
     if (decided instanceof Promise) {
       return decided.then(

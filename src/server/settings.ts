@@ -103,11 +103,26 @@ export interface Settings {
   strictDomains: boolean;
   /** Envoy ratelimit's NEAR_LIMIT_RATIO: a hit within the limit counts as near once this share of it is used. */
   nearLimitRatio: number;
+  /**
+   * Envoy ratelimit's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: a hit over its limit is not counted (sluice's
+   * library semantics). Default false: fixed-window rules count it, as Envoy does (token quotas need it).
+   */
+  stopCacheKeyIncrementWhenOverlimit: boolean;
+  /** 'envoy': answers as envoyproxy/ratelimit's (whole-second durations, headers only if asked); 'sluice': today's richer ones. */
+  answers: 'envoy' | 'sluice';
+  /** Envoy ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED: add the three RateLimit headers to the answers (answers 'envoy'). */
+  limitResponseHeadersEnabled: boolean;
+  /** Envoy ratelimit's LIMIT_LIMIT_HEADER, LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER: those headers' names. */
+  limitLimitHeader: string;
+  limitRemainingHeader: string;
+  limitResetHeader: string;
 }
 
 interface Spec {
   readonly flag: string;
   readonly env: string;
+  /** The name envoyproxy/ratelimit reads the same setting from, read when `env` is unset. */
+  readonly envoyEnv?: string;
   readonly help: string;
   readonly parse: (raw: string, where: string) => unknown;
 }
@@ -138,6 +153,8 @@ const oneOf = (...words: string[]) => (raw: string, where: string) => {
   if (!words.includes(raw)) throw new SettingsError(`${where} must be ${words.join(' or ')}, got ${JSON.stringify(raw)}`);
   return raw;
 };
+/** An HTTP header name (RFC 9110's token), such as X-RateLimit-Limit. */
+const HEADER_NAME = (raw: string, where: string) => matching(/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/, 'an HTTP header name such as X-RateLimit-Limit')(raw, where);
 /** A text value that must match `pattern`; the error says what it must be (`shape`). */
 const matching = (pattern: RegExp, shape: string) => (raw: string, where: string) => {
   if (!pattern.test(raw)) throw new SettingsError(`${where} must be ${shape}, got ${JSON.stringify(raw)}`);
@@ -328,6 +345,29 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
     help: "share of a limit after which a hit within it counts as near (sluice_rule_near_limit_total), as Envoy ratelimit's NEAR_LIMIT_RATIO (default 0.8)",
     parse: ratio,
   },
+  stopCacheKeyIncrementWhenOverlimit: {
+    flag: '--stop-cache-key-increment-when-overlimit',
+    env: 'SLUICE_STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT',
+    envoyEnv: 'STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT',
+    help: "don't count a hit over its limit (sluice's library semantics); by default fixed-window rules count it, as Envoy ratelimit does; STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT is read too (default false)",
+    parse: bool,
+  },
+  answers: {
+    flag: '--answers',
+    env: 'SLUICE_ANSWERS',
+    help: "envoy: whole-second durations and no headers unless --limit-response-headers-enabled, as Envoy ratelimit; sluice: millisecond durations and RateLimit + Retry-After headers on every answer (default envoy)",
+    parse: oneOf('envoy', 'sluice'),
+  },
+  limitResponseHeadersEnabled: {
+    flag: '--limit-response-headers-enabled',
+    env: 'SLUICE_LIMIT_RESPONSE_HEADERS_ENABLED',
+    envoyEnv: 'LIMIT_RESPONSE_HEADERS_ENABLED',
+    help: "add RateLimit-Limit, -Remaining and -Reset to gRPC answers, as Envoy ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED, read too (default false)",
+    parse: bool,
+  },
+  limitLimitHeader: { flag: '--limit-limit-header', env: 'SLUICE_LIMIT_LIMIT_HEADER', envoyEnv: 'LIMIT_LIMIT_HEADER', help: 'name of the limit header; LIMIT_LIMIT_HEADER is read too (default RateLimit-Limit)', parse: HEADER_NAME },
+  limitRemainingHeader: { flag: '--limit-remaining-header', env: 'SLUICE_LIMIT_REMAINING_HEADER', envoyEnv: 'LIMIT_REMAINING_HEADER', help: 'name of the remaining header; LIMIT_REMAINING_HEADER is read too (default RateLimit-Remaining)', parse: HEADER_NAME },
+  limitResetHeader: { flag: '--limit-reset-header', env: 'SLUICE_LIMIT_RESET_HEADER', envoyEnv: 'LIMIT_RESET_HEADER', help: 'name of the reset header; LIMIT_RESET_HEADER is read too (default RateLimit-Reset)', parse: HEADER_NAME },
   demoUrl: {
     flag: '--demo-url',
     env: 'SLUICE_DEMO_URL',
@@ -388,6 +428,12 @@ export const DEFAULTS: Omit<Settings, 'config'> = {
   shadowMode: false,
   strictDomains: false,
   nearLimitRatio: 0.8,
+  stopCacheKeyIncrementWhenOverlimit: false,
+  answers: 'envoy',
+  limitResponseHeadersEnabled: false,
+  limitLimitHeader: 'RateLimit-Limit',
+  limitRemainingHeader: 'RateLimit-Remaining',
+  limitResetHeader: 'RateLimit-Reset',
 };
 
 export class SettingsError extends Error {
@@ -408,8 +454,11 @@ export function readSettings(args: readonly string[], env: NodeJS.ProcessEnv, al
   const out: Record<string, unknown> = { ...DEFAULTS };
   const byFlag = new Map(allowed.map((k) => [SETTINGS[k].flag, k]));
   for (const k of allowed) {
-    const raw = env[SETTINGS[k].env];
-    if (raw !== undefined && raw !== '') out[k] = SETTINGS[k].parse(raw, SETTINGS[k].env);
+    const spec = SETTINGS[k];
+    // sluice's own name first; then Envoy ratelimit's, so its deployment's environment works unchanged.
+    const name = (env[spec.env] === undefined || env[spec.env] === '') && spec.envoyEnv !== undefined ? spec.envoyEnv : spec.env;
+    const raw = env[name];
+    if (raw !== undefined && raw !== '') out[k] = spec.parse(raw, name);
   }
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;

@@ -158,9 +158,10 @@ export class MemoryTable implements StoreTable {
     this.idleRow = new Float64Array(Math.max(1, slots));
     this.slab = new Float64Array(Math.max(1, slots) * INITIAL_ROWS);
     const only = this.algorithms[0]!;
-    this.bans = this.policies.some((p) => p.block !== undefined);
-    // A ban writes on a denial, which the single-policy path never does: a banning policy takes the general one.
-    this.single = this.algorithms.length === 1 && only.kind === 'slab' && !this.bans ? only : undefined;
+    this.bans = this.policies.some((p) => p.block !== undefined || p.countRejected);
+    // A ban writes on a denial, which the single-policy path never does: a banning policy takes the general
+    // one. A counted rejection (countRejected) is a plain write, which it does.
+    this.single = this.algorithms.length === 1 && only.kind === 'slab' && only.policy.block === undefined ? only : undefined;
   }
 
   get size(): number {
@@ -210,10 +211,12 @@ export class MemoryTable implements StoreTable {
     const slab = this.slab;
     if (row === undefined) a.evaluate(this.idleRow, 0, now, cost, v);
     else a.evaluate(slab, row * this.rowSlots, now, cost, v);
-    if (v.allowed && cost > 0) {
+    // v.bans: a counted rejection (countRejected) writes too.
+    if ((v.allowed || v.bans) && cost > 0) {
       if (row !== undefined) this.writeRow(row * this.rowSlots, v.next);
       else {
         const r = this.insert(key, now);
+        if (r < 0 && !v.allowed) return makeDecision({ allowed: false, limit: a.policy.limit, remaining: v.remaining, resetAfterMs: v.resetAfterMs, retryAfterMs: v.retryAfterMs, delayMs: 0, policy: a.policy.name });
         if (r < 0) return this.full(a.policy, v);
         this.writeRow(r * this.rowSlots, v.next);
       }

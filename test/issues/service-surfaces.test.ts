@@ -265,9 +265,10 @@ describe('issue 37 on sluice serve: surfaces and bounds', () => {
     } finally {
       client.close();
     }
-    // The largest allowed cost is decided, and counted exactly with a hit of 1 after it.
+    // The largest allowed cost is decided, and counted exactly with a hit of 1 after it: counted as Envoy
+    // counts a refused hit (issue 49), so the window stays over; the hits counter stays exact.
     assert.equal((await post(svc.httpPort, '/v1/check', { domain: 'api', descriptors: [{ key: 'k7b' }], cost: 4_294_967_295 })).status, 429);
-    assert.equal((await post(svc.httpPort, '/v1/check', { domain: 'api', descriptors: [{ key: 'k7b' }], cost: 1 })).status, 200);
+    assert.equal((await post(svc.httpPort, '/v1/check', { domain: 'api', descriptors: [{ key: 'k7b' }], cost: 1 })).status, 429);
     const metrics = await (await fetch(`http://127.0.0.1:${adminPort(svc)}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
     const hits = /sluice_rule_hits_total\{domain="api",rule="api\.key"\} (\d+)/.exec(metrics);
     assert.ok(hits !== null, 'the hits counter of api.key');

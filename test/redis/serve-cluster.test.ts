@@ -79,4 +79,36 @@ describe('sluice serve --redis-cluster: a fleet of two services sharing one Redi
       cfg.remove();
     }
   });
+
+  test("Envoy's token-quota pattern on a cluster (issue 49, finding 1): cost-0 checks and debits alternate between two instances, the debit past the limit is counted and the next check refused", async () => {
+    // Per hour, so that no window edge falls inside the test.
+    const cfg = new TempConfig('domain: api\ndescriptors:\n  - key: tenant\n    descriptors:\n      - key: route\n        rate_limit: { unit: hour, requests_per_unit: 3 }\n');
+    const settings = { redisCluster: `127.0.0.1:${ctx.cluster.ports[0]}`, redisPrefix: `sluice-serve-cluster-quota-${run}`, failureMode: 'closed' as const, redisTimeoutMs: 5000 };
+    const a = await start(cfg.path, { name: 'cluster quota a', settings });
+    const b = await start(cfg.path, { name: 'cluster quota b', settings });
+    const clients = [rlsClient(a.svc.grpcPort!), rlsClient(b.svc.grpcPort!)];
+    try {
+      for (const s of [a, b]) await untilReady(s.svc.httpPort);
+      // Quotas of 3 per hour on keys spread over the cluster's masters: 4 requests pass (the check of the
+      // 4th sees 3, not over 3), the 5th check sees 4 > 3.
+      const tenants = Array.from({ length: 12 }, (_, i) => `q${i}-${run}`);
+      await Promise.all(
+        tenants.map(async (tenant, t) => {
+          const descriptors = (hits: number) => [{ entries: [{ key: 'tenant', value: tenant }, { key: 'route', value: '/tokens' }], hits_addend: { value: hits } }];
+          const served = [];
+          for (let i = 0; i < 6; i++) {
+            const check = await clients[(i + t) % 2]!.call({ domain: 'api', descriptors: descriptors(0) });
+            served.push(check.overall_code === 'OK');
+            if (check.overall_code === 'OK') await clients[(i + t + 1) % 2]!.call({ domain: 'api', descriptors: descriptors(1) });
+          }
+          assert.deepEqual(served, [true, true, true, true, false, false], tenant);
+        }),
+      );
+    } finally {
+      for (const c of clients) c.close();
+      await a.svc.close();
+      await b.svc.close();
+      cfg.remove();
+    }
+  });
 });

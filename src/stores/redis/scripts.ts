@@ -74,6 +74,7 @@ function policyFields(p: Policy, ci: number): string {
   if (ci > 0) fields.push(`ci = ${ci}`);
   const b = p.block;
   if (b !== undefined) fields.push(`block = { duration = ${b.durationMs}, factor = ${b.factor}, max = ${b.maxMs}, decay = ${b.decayMs} }`);
+  if (p.countRejected) fields.push('countRejected = true');
   return fields.join(', ');
 }
 
@@ -83,7 +84,7 @@ function policyFields(p: Policy, ci: number): string {
  * A decision then reads and writes one value, not one per policy (driver.lua's COMBINED).
  */
 export function combinesStates(policies: readonly Policy[]): boolean {
-  return policies.length > 1 && policies.every((p) => p.algorithm !== 'sliding-log' && p.algorithm !== 'concurrency' && p.block === undefined);
+  return policies.length > 1 && policies.every((p) => p.algorithm !== 'sliding-log' && p.algorithm !== 'concurrency' && p.block === undefined && !p.countRejected);
 }
 
 /** Whether a table's operations carry lease ids: only concurrency policies take them. */

@@ -61,10 +61,11 @@ local function prepare()
     P[i].alg.init(P[i])
     if not P[i].n then PREFETCH = false end -- not fixed-size state: read by the algorithm itself
     if P[i].alg == ALG['concurrency'] then READS_FIRST = false end
-    if P[i].block then BANS = true end
+    if P[i].block or P[i].countRejected then BANS = true end -- both write on a denial
   end
   -- A ban writes on a denial, which single() and the inline path never do.
-  SINGLE = np == 1 and P[1].n ~= nil and not CLIENT_TIME and not BANS
+  -- (A counted rejection, countRejected, is a plain write, which single() and the inline path do.)
+  SINGLE = np == 1 and P[1].n ~= nil and not CLIENT_TIME and not P[1].block
   if COMBINED ~= (np > 1 and PREFETCH and not BANS) then error('sluice internal: a combined table needs several fixed-size policies without bans') end
   if COMBINED then
     NKEYS = 1
@@ -225,7 +226,7 @@ local function variants(spec)
     else
       local colon = string.find(part, ':', 1, true)
       local limit, burst = tonumber(string.sub(part, 1, colon - 1)), tonumber(string.sub(part, colon + 1))
-      local p = { alg = b.alg, limit = limit, windowMs = b.windowMs, burst = burst, delay = b.delay, sub = b.sub, block = b.block, unit = b.limit, ci = b.ci }
+      local p = { alg = b.alg, limit = limit, windowMs = b.windowMs, burst = burst, delay = b.delay, sub = b.sub, block = b.block, countRejected = b.countRejected, unit = b.limit, ci = b.ci }
       if p.delay ~= 0 and p.delay > burst then p.delay = burst end
       if b.rescaled and limit ~= b.limit then p.alg = b.rescaled end
       p.alg.init(p)
@@ -283,7 +284,7 @@ local function single(key)
     for i = 1, size do s[i] = 0 end
   end
   EVALUATE1(p, s, now, 1, v)
-  if not v.allowed then return { -(v.remaining + 1), v.reset, v.retry } end
+  if not v.allowed and not v.bans then return { -(v.remaining + 1), v.reset, v.retry } end
   local nx = NEXT1
   local t = IDLE1(p, nx)
   if t <= now then
@@ -295,6 +296,7 @@ local function single(key)
     else packed = spack(LAYOUT1, unpack(nx, 1, size)) end
     rcall('SET', key, packed, 'PX', fmt('%d', ceil(t - now) + GRACE))
   end
+  if not v.allowed then return { -(v.remaining + 1), v.reset, v.retry } end -- a counted rejection
   local head, reset = v.remaining + 1, v.reset
   if v.delay == 0 and head < PACK_HEAD and reset < PACK_RESET then return head * PACK_RESET + reset end
   return { 0, v.remaining, reset, v.delay }
@@ -333,7 +335,7 @@ local function run(KEYS, ARGV)
   -- SET is about as costly as the SET itself, and every call and argument is a few more VM instructions.
   -- It does what decide() + commit() + reply() do, in the same order.
   local p1 = P[1]
-  local inline = np == 1 and p1.n and not BANS
+  local inline = np == 1 and p1.n and not p1.block
   local evaluate, idle, size, layout, s, v = p1.alg.evaluate, p1.alg.idle, p1.n, p1.layout, p1.buf, V[1]
   local nx = v.next
   local k = 0
@@ -376,24 +378,25 @@ local function run(KEYS, ARGV)
       local ki = k + 1
       local key = KEYS[ki]
       evaluate(p1, slab_load(key, ki, size, layout, s), now, arg, v)
+      -- v.bans: a counted rejection (countRejected) writes as an admission does
+      if arg > 0 and (v.allowed or v.bans) then
+        local t = idle(p1, nx)
+        if t <= now then
+          slab_put(key, ki, false, false)
+        elseif size == 2 then
+          slab_put(key, ki, spack('dd', nx[1], nx[2]), ceil(t - now) + GRACE)
+        elseif size == 1 then
+          slab_put(key, ki, spack('d', nx[1]), ceil(t - now) + GRACE)
+        else
+          slab_put(key, ki, spack(layout, unpack(nx, 1, size)), ceil(t - now) + GRACE)
+        end
+      end
       if not v.allowed then
         out[n + 1] = -(v.remaining + 1)
         out[n + 2] = v.reset
         out[n + 3] = v.retry
         n = n + 3
       else
-        if arg > 0 then
-          local t = idle(p1, nx)
-          if t <= now then
-            slab_put(key, ki, false, false)
-          elseif size == 2 then
-            slab_put(key, ki, spack('dd', nx[1], nx[2]), ceil(t - now) + GRACE)
-          elseif size == 1 then
-            slab_put(key, ki, spack('d', nx[1]), ceil(t - now) + GRACE)
-          else
-            slab_put(key, ki, spack(layout, unpack(nx, 1, size)), ceil(t - now) + GRACE)
-          end
-        end
         local head, reset = v.remaining + 1, v.reset
         if v.delay == 0 and head < PACK_HEAD and reset < PACK_RESET then
           n = n + 1

@@ -13,6 +13,12 @@ ALG['fixed-window'] = {
     local after = count + cost
     v.allowed = after <= p.limit
     v.delay = 0
+    if p.countRejected then
+      -- Envoy's counting: a denial of the key writes this count too (driver.lua's BANS path)
+      v.bans = true
+      v.next[1] = index
+      v.next[2] = after
+    end
     if v.allowed then
       v.remaining = p.limit - after
       if after > 0 then v.reset = ceil_ms(endsIn) else v.reset = 0 end

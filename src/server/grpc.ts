@@ -91,8 +91,13 @@ export interface GrpcServerOptions {
    * trickles its preface) is closed; over TLS, the handshake gets as long. 0: never. Default 0.
    */
   readonly firstCallTimeoutMs?: number;
-  /** Open connections held at most; one more is closed at once. Default: no cap. */
+  /**
+   * Open connections held at most; at the cap the longest-idle connection (no call in flight) is sent GOAWAY
+   * to admit a new one, and a new one is refused only when every connection has a call in flight. Default: no cap.
+   */
   readonly maxConnections?: number;
+  /** Open connections one address (IPv6: one /64) holds at most; at it, that address's longest-idle one makes room. Default: maxConnections. */
+  readonly maxConnectionsPerAddress?: number;
   /**
    * A call's message must have arrived whole within this of its start (a call whose message never
    * finishes is otherwise held forever); it is then DEADLINE_EXCEEDED. 0: no bound. Default 10,000.
@@ -125,7 +130,10 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
     tls === undefined
       ? http2.createServer({ settings })
       : http2.createSecureServer({ ...secureOptions(tls), settings, ...(firstCallTimeoutMs > 0 ? { handshakeTimeout: firstCallTimeoutMs } : {}) });
-  if (maxConnections !== undefined) server.maxConnections = maxConnections;
+  // The cap itself is on sessions (grpc-connections.ts), which can make room; the sockets' ceiling is
+  // twice it, for connections still in their TLS handshake (cut by firstCallTimeoutMs) and sessions sent
+  // GOAWAY to make room and not yet closed.
+  if (maxConnections !== undefined) server.maxConnections = 2 * maxConnections;
   // A failed handshake (no client certificate, an unknown CA, plain text on the TLS port) costs that client its connection.
   server.on('tlsClientError', (e: Error) => log.debug({ err: e.message }, 'gRPC TLS handshake failed'));
   const sessions = acceptSessions(server, {
@@ -135,6 +143,8 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
     keepaliveTimeMs: options.keepaliveTimeMs ?? 0,
     keepaliveTimeoutMs: options.keepaliveTimeoutMs ?? 20_000,
     firstCallTimeoutMs,
+    maxConnections,
+    maxConnectionsPerAddress: options.maxConnectionsPerAddress,
   });
   // A client that breaks HTTP/2 (a bad preface, a protocol error) loses its connection, not the process.
   server.on('sessionError', (e) => log.debug({ err: e.message }, 'gRPC connection error'));

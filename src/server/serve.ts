@@ -113,6 +113,7 @@ export async function startService(settings: Settings, options: StartOptions = {
       keepaliveTimeoutMs: settings.grpcKeepaliveTimeoutMs,
       firstCallTimeoutMs: settings.headersTimeoutMs,
       maxConnections: settings.maxConnections,
+      maxConnectionsPerAddress: settings.maxConnectionsPerAddress,
       messageTimeoutMs: settings.requestTimeoutMs,
       maxPendingCalls: settings.grpcMaxPendingCalls,
       ...(tls === undefined ? {} : { tls }),

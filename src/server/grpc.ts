@@ -103,10 +103,22 @@ export interface GrpcServerOptions {
    * finishes is otherwise held forever); it is then DEADLINE_EXCEEDED. 0: no bound. Default 10,000.
    */
   readonly messageTimeoutMs?: number;
-  /** Calls whose message has not arrived whole, across every connection, held at most; one more is RESOURCE_EXHAUSTED. Default 4096. */
+  /**
+   * Calls whose message has not arrived whole, across every connection, held at most; at it, the connection
+   * holding the most gives up its oldest for a newcomer (grpc-message.ts). Default 4096.
+   */
   readonly maxPendingCalls?: number;
+  /** Such calls one connection holds at most; one more on it is RESOURCE_EXHAUSTED. Default maxPendingCalls. */
+  readonly maxPendingCallsPerConnection?: number;
+  /** Such calls one client address (IPv6: one /64) holds at most. Default maxPendingCalls. */
+  readonly maxPendingCallsPerAddress?: number;
   /** Bytes those calls may hold together. Default 64 MiB. */
   readonly maxPendingBytes?: number;
+}
+
+function pendingCalls(options: GrpcServerOptions): PendingCalls {
+  const max = options.maxPendingCalls ?? 4096;
+  return new PendingCalls(max, options.maxPendingBytes ?? 64 * 1024 * 1024, options.maxPendingCallsPerConnection ?? max, options.maxPendingCallsPerAddress ?? max);
 }
 
 /** PEM bytes of a certificate chain, its key, and optionally the CA that client certificates must chain to. */
@@ -150,7 +162,7 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
   server.on('sessionError', (e) => log.debug({ err: e.message }, 'gRPC connection error'));
 
   const health = new HealthService({ serving: options.serving, log, watchEveryMs: options.watchEveryMs ?? 1000, maxWatches: options.maxWatches ?? 1000 });
-  const limits = { maxMessageBytes, messageTimeoutMs: options.messageTimeoutMs ?? 10_000, pending: new PendingCalls(options.maxPendingCalls ?? 4096, options.maxPendingBytes ?? 64 * 1024 * 1024) };
+  const limits = { maxMessageBytes, messageTimeoutMs: options.messageTimeoutMs ?? 10_000, pending: pendingCalls(options) };
   const methods = new Map<unknown, Method>([
     [SHOULD_RATE_LIMIT_PATH, shouldRateLimit],
     [HEALTH_CHECK_PATH, health.check],

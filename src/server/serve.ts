@@ -116,6 +116,8 @@ export async function startService(settings: Settings, options: StartOptions = {
       maxConnectionsPerAddress: settings.maxConnectionsPerAddress,
       messageTimeoutMs: settings.requestTimeoutMs,
       maxPendingCalls: settings.grpcMaxPendingCalls,
+      maxPendingCallsPerConnection: settings.grpcMaxPendingCallsPerConnection,
+      maxPendingCallsPerAddress: settings.grpcMaxPendingCallsPerAddress,
       ...(tls === undefined ? {} : { tls }),
     });
     grpcPort = await grpcServer.listen(settings.host, settings.grpcPort).catch(failStart);

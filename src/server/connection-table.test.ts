@@ -11,20 +11,20 @@ function table(maxConnections: number, maxConnectionsPerAddress: number) {
   return { t, closed };
 }
 
-test('at the cap the longest-idle connection is closed to admit a newcomer; a busy one never is', () => {
+test('at the cap the longest-idle connection is closed to admit a newcomer (one that served a request before one that has not); a busy one never is', () => {
   const { t, closed } = table(3, 10);
   for (const c of ['a', 'b', 'c']) assert.ok(t.admit(c, '10.0.0.1'));
   t.busy('a'); // a has a request in flight: b is now the longest idle
   assert.ok(t.admit('d', '10.0.0.2'));
   assert.deepEqual(closed, ['b']);
   t.busy('c');
-  t.done('a'); // a is idle again, from now: d went idle before it
+  t.done('a'); // a is idle again, having served a request: it goes before d, which has sent none yet
   assert.ok(t.admit('e', '10.0.0.3'));
-  assert.deepEqual(closed, ['b', 'd']);
+  assert.deepEqual(closed, ['b', 'a']);
   t.busy('e');
-  t.busy('a');
+  t.busy('d');
   assert.equal(t.admit('f', '10.0.0.4'), false, 'every connection busy: the newcomer is refused');
-  assert.deepEqual(closed, ['b', 'd']);
+  assert.deepEqual(closed, ['b', 'a']);
   assert.equal(t.size, 3);
   assert.equal(t.refused, 1);
   assert.equal(t.evicted, 2);

@@ -5,7 +5,10 @@
  * At either cap a new connection is admitted by closing the longest-idle one (of the listener, or of that
  * address), as nginx's ngx_drain_connections makes room: an idle crowd cannot refuse a newcomer. A
  * connection with a request in flight is never closed for a newcomer's sake; when every one is busy, the
- * newcomer is refused. Every step is O(1): the idle connections are kept in the order they went idle.
+ * newcomer is refused. An idle connection that has served a request (a pool's spare) goes before one that
+ * has not sent its first yet: that one was opened to send it, and under a stream of newcomers it would
+ * otherwise be the longest idle before its first request is read. Every step is O(1): the idle
+ * connections are kept in the order they went idle.
  */
 import { ipKey } from '../core/ip.js';
 
@@ -21,19 +24,25 @@ interface Entry<C> {
   readonly from: AddressConnections<C>;
   /** Requests (HTTP) or calls (gRPC) in flight; idle at 0. */
   busy: number;
+  /** No request yet. */
+  fresh: boolean;
 }
 
 interface AddressConnections<C> {
   readonly address: string;
   count: number;
-  /** This address's idle connections, longest idle first. */
+  /** This address's idle connections that have served a request, longest idle first. */
   readonly idle: Map<C, Entry<C>>;
+  /** This address's connections that have not sent a request yet, oldest first. */
+  readonly fresh: Map<C, Entry<C>>;
 }
 
 export class ConnectionTable<C> {
   private readonly entries = new Map<C, Entry<C>>();
   /** Every idle connection, longest idle first (a Map iterates in insertion order). */
   private readonly idle = new Map<C, Entry<C>>();
+  /** Every connection that has not sent a request yet, oldest first. */
+  private readonly fresh = new Map<C, Entry<C>>();
   private readonly addresses = new Map<string, AddressConnections<C>>();
   /** Idle connections closed to admit a newcomer. */
   evicted = 0;
@@ -59,18 +68,18 @@ export class ConnectionTable<C> {
     let from = this.addresses.get(address);
     // The address's own longest-idle first: one client at its share makes room among its own connections.
     if (from !== undefined && from.count >= this.caps.maxConnectionsPerAddress) {
-      if (!this.closeFirst(from.idle)) return this.refuse();
+      if (!this.closeFirst(from.idle) && !this.closeFirst(from.fresh)) return this.refuse();
     } else if (this.entries.size >= this.caps.maxConnections) {
-      if (!this.closeFirst(this.idle)) return this.refuse();
+      if (!this.closeFirst(this.idle) && !this.closeFirst(this.fresh)) return this.refuse();
     }
     // Closing the address's last other connection may have forgotten the address: look it up again.
     from = this.addresses.get(address);
-    if (from === undefined) this.addresses.set(address, (from = { address, count: 0, idle: new Map() }));
-    const entry: Entry<C> = { conn, from, busy: 0 };
+    if (from === undefined) this.addresses.set(address, (from = { address, count: 0, idle: new Map(), fresh: new Map() }));
+    const entry: Entry<C> = { conn, from, busy: 0, fresh: true };
     from.count++;
     this.entries.set(conn, entry);
-    this.idle.set(conn, entry);
-    from.idle.set(conn, entry);
+    this.fresh.set(conn, entry);
+    from.fresh.set(conn, entry);
     return true;
   }
 
@@ -78,8 +87,14 @@ export class ConnectionTable<C> {
   busy(conn: C): void {
     const e = this.entries.get(conn);
     if (e === undefined || e.busy++ > 0) return;
-    this.idle.delete(conn);
-    e.from.idle.delete(conn);
+    if (e.fresh) {
+      e.fresh = false;
+      this.fresh.delete(conn);
+      e.from.fresh.delete(conn);
+    } else {
+      this.idle.delete(conn);
+      e.from.idle.delete(conn);
+    }
   }
 
   /** A request or call on `conn` ended; with none left it is idle from now (the newest idle). */
@@ -97,6 +112,8 @@ export class ConnectionTable<C> {
     this.entries.delete(conn);
     this.idle.delete(conn);
     e.from.idle.delete(conn);
+    this.fresh.delete(conn);
+    e.from.fresh.delete(conn);
     if (--e.from.count === 0) this.addresses.delete(e.from.address);
   }
 

@@ -267,7 +267,7 @@ describe('issue 45 on sluice serve: the issue\'s numbers at the default caps', (
       }
       const sockets = new Attacker(idleHttp(svc.httpPort), 10_000);
       try {
-        await sockets.hold(4096, 1500);
+        await sockets.hold(4096, 4000);
         const r = await legitimate(100, () => jsonCheck(svc.httpPort));
         assert.ok(r.ok >= 99, `idle sockets: ${summary(r, 100)}`);
       } finally {

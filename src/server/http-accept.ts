@@ -65,6 +65,9 @@ export function acceptWithin(server: Server, limits: HttpLimits | undefined, log
  */
 function holdConnections(server: Server, limits: HttpLimits): void {
   const table = new ConnectionTable<Socket>(limits, (socket) => socket.destroy());
+  const answering = new Set<ServerResponse>();
+  const shutdown = { closing: false, answering };
+  shutdowns.set(server, shutdown);
   server.on('connection', (socket: Socket) => {
     if (!table.admit(socket, socket.remoteAddress)) return void socket.destroy();
     socket.once('close', () => table.remove(socket));
@@ -73,6 +76,25 @@ function holdConnections(server: Server, limits: HttpLimits): void {
   server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
     const socket = req.socket;
     table.busy(socket);
-    res.once('close', () => table.done(socket));
+    answering.add(res);
+    if (shutdown.closing) res.shouldKeepAlive = false;
+    res.once('close', () => {
+      answering.delete(res);
+      table.done(socket);
+    });
   });
+}
+
+/** Per server: whether it is closing, and the requests it is answering now. */
+const shutdowns = new WeakMap<Server, { closing: boolean; readonly answering: Set<ServerResponse> }>();
+
+/**
+ * Shutting down: every answer not yet sent, and every one to come, carries `Connection: close`, so that a
+ * keep-alive connection is closed after its current request instead of cut in the middle of one.
+ */
+export function closeAfterCurrentRequests(server: Server): void {
+  const shutdown = shutdowns.get(server);
+  if (shutdown === undefined) return;
+  shutdown.closing = true;
+  for (const res of shutdown.answering) if (!res.headersSent) res.shouldKeepAlive = false;
 }

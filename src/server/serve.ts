@@ -17,6 +17,7 @@ import { Dashboard } from './dashboard.js';
 import { createGrpcServer } from './grpc.js';
 import type { GrpcTls } from './grpc.js';
 import { createHttpServer } from './http.js';
+import { closeAfterCurrentRequests } from './http-accept.js';
 import { createMetrics } from './metrics.js';
 import { RuleSet } from './rules.js';
 import { loadRulesOffThread } from './config-reload.js';
@@ -38,8 +39,13 @@ export interface RunningService {
   readonly log: Logger;
   /** Re-reads the config. Resolves true if applied; false if invalid (the old config stays, the reason is logged). */
   reload(reason: string): Promise<boolean>;
-  /** Stops accepting, lets in-flight requests finish (at most `graceMs`), closes the store. */
-  close(graceMs?: number): Promise<void>;
+  /**
+   * Drains, then stops: for `drainMs` (default 0) /readyz and gRPC health say not-serving while decisions go
+   * on, so that balancers stop sending; then the listeners stop accepting, keep-alive connections are
+   * closed after their current request (`Connection: close`, GOAWAY), in-flight requests finish (at most
+   * `graceMs`), and the store is closed.
+   */
+  close(graceMs?: number, drainMs?: number): Promise<void>;
 }
 
 export interface StartOptions {
@@ -189,14 +195,22 @@ export async function startService(settings: Settings, options: StartOptions = {
     service,
     log,
     reload,
-    async close(graceMs = 10_000) {
+    async close(graceMs = 10_000, drainMs = 0) {
       if (stopping) return;
-      stopping = true;
+      stopping = true; // /readyz, /healthz and gRPC health answer not-serving from now
+      if (drainMs > 0) {
+        // Issue 45, finding 7: the listeners once closed 67 ms after SIGTERM, before any balancer could see
+        // /readyz fail; keep-alive clients got errors. Decisions go on meanwhile.
+        log.info({ drainMs }, 'shutting down: /readyz and gRPC health say not serving; decisions go on while balancers notice');
+        await new Promise((res) => setTimeout(res, drainMs));
+      }
       log.info('shutting down: draining in-flight requests');
       for (const w of watchers) w.close();
       clearTimeout(timer);
       dashboard.stop();
       clearInterval(sweeper);
+      // A keep-alive connection busy now is closed after its current request: its answer says so.
+      closeAfterCurrentRequests(http);
       const httpClosed = new Promise<void>((res) => http.close(() => res()));
       http.closeIdleConnections();
       // The dashboard's streams were ended above; the admin port has nothing else to drain.

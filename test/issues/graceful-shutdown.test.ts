@@ -20,7 +20,7 @@ const BODY = JSON.stringify(CHECK);
 
 /** The CLI as an operator runs it, its JSON log lines collected. */
 function serve(cfg: TempConfig, drainMs: number): { child: ChildProcessWithoutNullStreams; lines: Record<string, unknown>[]; seen(msg: string): Promise<Record<string, unknown>>; exited: Promise<{ code: number | null; at: number }> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', main, 'serve', '--config', cfg.path, '--port', '0', '--grpc-port', '0', '--admin-port', '-1', '--watch', 'false', '--drain-ms', String(drainMs)], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', main, 'serve', '--config', cfg.path, '--port', '0', '--grpc-port', '0', '--admin-port', '-1', '--watch', 'false'], { env: { ...process.env, SLUICE_DRAIN_MS: String(drainMs) }, stdio: ['pipe', 'pipe', 'pipe'] });
   const lines: Record<string, unknown>[] = [];
   let buf = '';
   child.stdout.on('data', (c: Buffer) => {

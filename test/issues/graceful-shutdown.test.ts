@@ -32,7 +32,7 @@ function serve(cfg: TempConfig, drainMs: number): { child: ChildProcessWithoutNu
   child.stderr.resume();
   const exited = new Promise<{ code: number | null; at: number }>((resolve) => child.once('exit', (code) => resolve({ code, at: Date.now() })));
   const seen = async (msg: string) => {
-    const deadline = Date.now() + 20_000;
+    const deadline = Date.now() + 60_000; // tsx compiles the CLI at start: slow on a loaded host
     for (;;) {
       const l = lines.find((x) => x.msg === msg);
       if (l !== undefined) return l;

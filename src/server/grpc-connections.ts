@@ -31,8 +31,8 @@ export interface ConnectionLimits {
  */
 const EVICTED_CLOSE_MS = 1000;
 
-/** Holds every session of `server` to `limits`; the returned set is the sessions open now. */
-export function acceptSessions(server: http2.Http2Server | http2.Http2SecureServer, limits: ConnectionLimits): Set<http2.ServerHttp2Session> {
+/** Holds every session of `server` to `limits`: the sessions open now, and the table that caps them (if any). */
+export function acceptSessions(server: http2.Http2Server | http2.Http2SecureServer, limits: ConnectionLimits): { sessions: Set<http2.ServerHttp2Session>; table: ConnectionTable<http2.ServerHttp2Session> | undefined } {
   const { maxConnectionAgeMs, maxConnectionAgeGraceMs, maxConnectionIdleMs, keepaliveTimeMs, keepaliveTimeoutMs, firstCallTimeoutMs } = limits;
   const sessions = new Set<http2.ServerHttp2Session>();
   const max = limits.maxConnections;
@@ -105,5 +105,5 @@ export function acceptSessions(server: http2.Http2Server | http2.Http2SecureServ
       clearInterval(pinger);
     });
   });
-  return sessions;
+  return { sessions, table };
 }

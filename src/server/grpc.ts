@@ -39,6 +39,8 @@ export interface GrpcServer {
   close(): Promise<void>;
   /** Ends every connection now. */
   destroy(): void;
+  /** Connections closed to make room, newcomers refused with every connection busy, and pending calls shed for another connection's. */
+  shedding(): { evicted: number; refused: number; callsShed: number };
   /** New TLS files for new connections (a rotated certificate); throws on bad PEM, keeping the old ones. */
   setTls(tls: GrpcTls): void;
 }
@@ -148,7 +150,7 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
   if (maxConnections !== undefined) server.maxConnections = 2 * maxConnections;
   // A failed handshake (no client certificate, an unknown CA, plain text on the TLS port) costs that client its connection.
   server.on('tlsClientError', (e: Error) => log.debug({ err: e.message }, 'gRPC TLS handshake failed'));
-  const sessions = acceptSessions(server, {
+  const { sessions, table } = acceptSessions(server, {
     maxConnectionAgeMs: options.maxConnectionAgeMs ?? 0,
     maxConnectionAgeGraceMs: options.maxConnectionAgeGraceMs ?? 0,
     maxConnectionIdleMs: options.maxConnectionIdleMs ?? 0,
@@ -230,6 +232,9 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
     setTls(next) {
       if (tls === undefined) throw new Error('this gRPC server was started without TLS; restart it with --grpc-tls-cert and --grpc-tls-key');
       (server as http2.Http2SecureServer).setSecureContext(secureOptions(next));
+    },
+    shedding() {
+      return { evicted: table?.evicted ?? 0, refused: table?.refused ?? 0, callsShed: limits.pending.shed };
     },
     destroy() {
       health.stopPolling();

@@ -66,7 +66,7 @@ export function acceptWithin(server: Server, limits: HttpLimits | undefined, log
 function holdConnections(server: Server, limits: HttpLimits): void {
   const table = new ConnectionTable<Socket>(limits, (socket) => socket.destroy());
   const answering = new Set<ServerResponse>();
-  const shutdown = { closing: false, answering };
+  const shutdown = { closing: false, answering, table };
   shutdowns.set(server, shutdown);
   server.on('connection', (socket: Socket) => {
     if (!table.admit(socket, socket.remoteAddress)) return void socket.destroy();
@@ -85,8 +85,14 @@ function holdConnections(server: Server, limits: HttpLimits): void {
   });
 }
 
-/** Per server: whether it is closing, and the requests it is answering now. */
-const shutdowns = new WeakMap<Server, { closing: boolean; readonly answering: Set<ServerResponse> }>();
+/** Per server: whether it is closing, the requests it is answering now, and its connections. */
+const shutdowns = new WeakMap<Server, { closing: boolean; readonly answering: Set<ServerResponse>; readonly table: ConnectionTable<Socket> }>();
+
+/** Connections closed to make room, and newcomers refused with every connection busy, for /metrics. */
+export function connectionCounts(server: Server): { evicted: number; refused: number } {
+  const table = shutdowns.get(server)?.table;
+  return { evicted: table?.evicted ?? 0, refused: table?.refused ?? 0 };
+}
 
 /**
  * Shutting down: every answer not yet sent, and every one to come, carries `Connection: close`, so that a

@@ -17,8 +17,9 @@ import { Dashboard } from './dashboard.js';
 import { createGrpcServer } from './grpc.js';
 import type { GrpcTls } from './grpc.js';
 import { createHttpServer } from './http.js';
-import { closeAfterCurrentRequests } from './http-accept.js';
+import { closeAfterCurrentRequests, connectionCounts } from './http-accept.js';
 import { createMetrics } from './metrics.js';
+import type { Shedding } from './metrics.js';
 import { RuleSet } from './rules.js';
 import { loadRulesOffThread } from './config-reload.js';
 import { loadOpenTelemetry, openTelemetry, type OpenTelemetryApi, type Telemetry } from '../telemetry.js';
@@ -69,7 +70,13 @@ export async function startService(settings: Settings, options: StartOptions = {
   let rules = new RuleSet(config, ruleOptions);
   const service = new RateLimitService(rules, { store: backing.store, localCache: backing.kind !== 'memory', globalShadowMode: settings.shadowMode, strictDomains: settings.strictDomains, nearLimitRatio: settings.nearLimitRatio, telemetry, ...clock });
   const reloads = { ok: 0, failed: 0 };
-  const metrics = createMetrics(() => service.allStats(), { reloads: () => reloads, globalShadowOverrides: () => service.globalShadowOverrides });
+  // The listeners are made below; /metrics reads their shedding when scraped.
+  const shedding = (): Shedding[] => [
+    { listener: 'http', ...connectionCounts(http) },
+    ...(admin === undefined ? [] : [{ listener: 'admin' as const, ...connectionCounts(admin) }]),
+    ...(grpcServer === undefined ? [] : [{ listener: 'grpc' as const, ...grpcServer.shedding() }]),
+  ];
+  const metrics = createMetrics(() => service.allStats(), { reloads: () => reloads, globalShadowOverrides: () => service.globalShadowOverrides, shedding });
   let decisionPort: number | undefined;
   const dashboard = new Dashboard(() => service, options.sampleMs, { demoUrl: settings.demoUrl, configRoot: settings.config, maxStreams: settings.adminMaxEventStreams, streamMs: settings.adminEventStreamMs, decisionPort: () => decisionPort });
   let stopping = false;

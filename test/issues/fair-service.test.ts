@@ -256,6 +256,29 @@ describe('issue 45 on sluice serve: fairness, not first-come pools (small caps)'
   });
 });
 
+test('one client gets at most its share (--max-connections-per-address): idle sockets from 127.0.0.2 make room among their own, and never close another address\'s', async () => {
+  const { svc } = await start(cfg.path, { name: 'memory', settings: {} }, { maxConnections: 40, maxConnectionsPerAddress: 10, keepAliveTimeoutMs: 60_000, headersTimeoutMs: 60_000, requestTimeoutMs: 60_000, grpcPort: -1, adminPort: -1 });
+  const open = (localAddress: string) => {
+    const s = connect({ port: svc.httpPort, host: '127.0.0.1', localAddress }, () => s.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'));
+    s.resume();
+    s.on('error', () => {});
+    return s;
+  };
+  const mine = Array.from({ length: 5 }, () => open('127.0.0.1'));
+  await nap(200);
+  const theirs = Array.from({ length: 40 }, () => open('127.0.0.2'));
+  await nap(500);
+  try {
+    assert.equal(mine.filter((s) => !s.destroyed && s.readyState === 'open').length, 5, "the other address's idle connections stay");
+    const held = theirs.filter((s) => !s.destroyed && s.readyState === 'open').length;
+    assert.equal(held, 10, `one address holds its share of 10, not the listener's 40: ${held}`);
+    assert.equal(await jsonCheck(svc.httpPort), true);
+  } finally {
+    for (const s of [...mine, ...theirs]) s.destroy();
+    await svc.close(500);
+  }
+});
+
 describe('issue 45 on sluice serve: the issue\'s numbers at the default caps', () => {
   test('4,100 never-finishing gRPC calls over 5 connections, then 4,096 idle keep-alive sockets: a client keeps getting answers', async () => {
     // Held, not cut, for as long as the test runs; every cap at its default. The attacker re-opens what

@@ -99,7 +99,8 @@ const children = [
   { name: 'login demo', child: node('demo/login/main.ts', [], { PORT: String(demoPort) }), ready: demoUrl },
   {
     name: 'service',
-    child: node('src/cli/main.ts', ['serve', '--config', 'examples/policies.yaml', '--demo-url', demoUrl, ...logLevel, ...serveArgs], {}),
+    // --drain-ms 0: no balancer stands in front of a local demo, so Ctrl-C stops it at once.
+    child: node('src/cli/main.ts', ['serve', '--config', 'examples/policies.yaml', '--demo-url', demoUrl, '--drain-ms', '0', ...logLevel, ...serveArgs], {}),
     ready: `${serviceUrl}healthz`,
   },
 ];

@@ -150,7 +150,7 @@ const simulate: Command = {
 /** Exit code for a config that does not validate (or a service that could not start). */
 export const EXIT_CONFIG = 1;
 
-const SERVE_KEYS = ['config', 'mergeDomainConfig', 'host', 'port', 'grpcPort', 'adminPort', 'adminHost', 'adminToken', 'adminMaxEventStreams', 'adminEventStreamMs', 'grpcMaxConnectionAgeMs', 'grpcMaxConnectionAgeGraceMs', 'grpcMaxConnectionIdleMs', 'grpcMaxConcurrentStreams', 'grpcKeepaliveTimeMs', 'grpcKeepaliveTimeoutMs', 'grpcMaxPendingCalls', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxConnections', 'grpcTlsCert', 'grpcTlsKey', 'grpcTlsClientCa', 'redis', 'redisCluster', 'redisSentinel', 'redisPerSecond', 'redisPrefix', 'redisUsername', 'redisPassword', 'redisTls', 'redisTlsCa', 'redisTimeoutMs', 'redisConnectTimeoutMs', 'failureMode', 'maxKeys', 'memoryOnFull', 'clock', 'maxBodyBytes', 'maxConfigBytes', 'maxRules', 'logLevel', 'watch', 'maxDetailedSeries', 'shadowMode', 'strictDomains', 'nearLimitRatio', 'stopCacheKeyIncrementWhenOverlimit', 'answers', 'limitResponseHeadersEnabled', 'limitLimitHeader', 'limitRemainingHeader', 'limitResetHeader', 'demoUrl'] as const;
+const SERVE_KEYS = ['config', 'mergeDomainConfig', 'host', 'port', 'grpcPort', 'adminPort', 'adminHost', 'adminToken', 'adminMaxEventStreams', 'adminEventStreamMs', 'grpcMaxConnectionAgeMs', 'grpcMaxConnectionAgeGraceMs', 'grpcMaxConnectionIdleMs', 'grpcMaxConcurrentStreams', 'grpcKeepaliveTimeMs', 'grpcKeepaliveTimeoutMs', 'grpcMaxPendingCalls', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxConnections', 'maxConnectionsPerAddress', 'grpcMaxPendingCallsPerConnection', 'grpcMaxPendingCallsPerAddress', 'drainMs', 'grpcTlsCert', 'grpcTlsKey', 'grpcTlsClientCa', 'redis', 'redisCluster', 'redisSentinel', 'redisPerSecond', 'redisPrefix', 'redisUsername', 'redisPassword', 'redisTls', 'redisTlsCa', 'redisTimeoutMs', 'redisConnectTimeoutMs', 'failureMode', 'maxKeys', 'memoryOnFull', 'clock', 'maxBodyBytes', 'maxConfigBytes', 'maxRules', 'logLevel', 'watch', 'maxDetailedSeries', 'shadowMode', 'strictDomains', 'nearLimitRatio', 'stopCacheKeyIncrementWhenOverlimit', 'answers', 'limitResponseHeadersEnabled', 'limitLimitHeader', 'limitRemainingHeader', 'limitResetHeader', 'demoUrl'] as const;
 
 // The service's modules load only when a service command runs: they need the optional dependencies
 // (yaml, pino, prom-client), and `sluice demo` must work without them.
@@ -209,12 +209,19 @@ const serve: Command = {
       return EXIT_CONFIG;
     }
     return new Promise<number>((resolve) => {
+      let signalled = false;
       const stop = (signal: string) => {
-        running.log.info({ signal }, 'signal received');
-        void running.close().then(() => resolve(0));
+        if (signalled) {
+          // A second SIGTERM or SIGINT: the operator (or kubelet) wants it gone now, not after the drain.
+          running.log.warn({ signal }, 'second signal: exiting at once');
+          process.exit(1);
+        }
+        signalled = true;
+        running.log.info({ signal, drainMs: settings.drainMs }, 'signal received');
+        void running.close(undefined, settings.drainMs).then(() => resolve(0));
       };
-      process.once('SIGTERM', () => stop('SIGTERM'));
-      process.once('SIGINT', () => stop('SIGINT'));
+      process.on('SIGTERM', () => stop('SIGTERM'));
+      process.on('SIGINT', () => stop('SIGINT'));
       process.on('SIGHUP', () => void running.reload('SIGHUP'));
     });
   },
@@ -255,7 +262,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = { demo, serve, 'check
 /** The usage of `serve` lists every setting from the one table in server/settings.ts. */
 export async function serveUsage(): Promise<string> {
   const { settings: S } = await serverModules();
-  return `usage: sluice serve --config <file or folder> [options]\n\nEvery option can also be set by its environment variable; a flag wins.\n\n${S.settingsHelp(SERVE_KEYS)}\n\nSignals: SIGTERM/SIGINT drain and stop; SIGHUP reloads the config (and re-reads the gRPC TLS files).\n`;
+  return `usage: sluice serve --config <file or folder> [options]\n\nEvery option can also be set by its environment variable; a flag wins.\n\n${S.settingsHelp(SERVE_KEYS)}\n\nSignals: SIGTERM/SIGINT drain (--drain-ms) and stop, and a second one exits at once; SIGHUP reloads the config (and re-reads the gRPC TLS files).\n`;
 }
 
 export function helpText(): string {

@@ -143,6 +143,25 @@ export function maskIPv6(h: Uint16Array, bits: number): Uint16Array {
   return out;
 }
 
+/**
+ * The rate-limit key of a client address: IPv4 as itself; IPv6 as its `/subnet` network (default /64, the
+ * size one subscriber is usually given), e.g. `2001:db8:1:2::/64`. `subnet: false` keys each IPv6 address.
+ * The address must already be valid; anything else is returned unchanged.
+ *
+ * @example ipKey('::ffff:203.0.113.9') // '203.0.113.9'
+ * @example ipKey('2001:db8:1:2:3:4:5:6') // '2001:db8:1:2::/64'
+ */
+export function ipKey(address: string, subnet: number | false = 64): string {
+  // Node's own socket addresses: dotted quads, and the mapped form of them on dual-stack servers.
+  if (!address.includes(':')) return address;
+  if (address.startsWith('::ffff:') && address.includes('.', 7)) return address.slice(7);
+  const ip = parseIp(address);
+  if (ip === undefined) return address;
+  if (ip.v === 4) return formatIPv4(ip.n);
+  if (subnet === false || subnet === 128) return formatIPv6(ip.h);
+  return `${formatIPv6(maskIPv6(ip.h, subnet))}/${subnet}`;
+}
+
 /** A CIDR range of one family; a mapped IPv6 range (::ffff:10.0.0.0/104) is the IPv4 range of 96 fewer bits. */
 export type IpRange = { readonly v: 4; readonly net: number; readonly bits: number } | { readonly v: 6; readonly net: Uint16Array; readonly bits: number };
 

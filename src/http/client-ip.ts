@@ -4,28 +4,10 @@
  * from the right through trusted proxies only. Parsing, IPv4-mapped unwrapping and masking are core/ip.ts.
  */
 import { SluiceError, show } from '../core/errors.js';
-import { formatIPv4, formatIPv6, IpRanges, maskIPv6, normalizeIp, parseCidr, parseIp } from '../core/ip.js';
+import { IpRanges, normalizeIp, parseCidr, parseIp } from '../core/ip.js';
 
-export { normalizeIp } from '../core/ip.js';
-
-/**
- * The rate-limit key of a client address: IPv4 as itself; IPv6 as its `/subnet` network (default /64, the
- * size one subscriber is usually given), e.g. `2001:db8:1:2::/64`. `subnet: false` keys each IPv6 address.
- * The address must already be valid; anything else is returned unchanged.
- *
- * @example ipKey('::ffff:203.0.113.9') // '203.0.113.9'
- * @example ipKey('2001:db8:1:2:3:4:5:6') // '2001:db8:1:2::/64'
- */
-export function ipKey(address: string, subnet: number | false = 64): string {
-  // Node's own socket addresses: dotted quads, and the mapped form of them on dual-stack servers.
-  if (!address.includes(':')) return address;
-  if (address.startsWith('::ffff:') && address.includes('.', 7)) return address.slice(7);
-  const ip = parseIp(address);
-  if (ip === undefined) return address;
-  if (ip.v === 4) return formatIPv4(ip.n);
-  if (subnet === false || subnet === 128) return formatIPv6(ip.h);
-  return `${formatIPv6(maskIPv6(ip.h, subnet))}/${subnet}`;
-}
+// ipKey lives in core/ip.ts: the service (server/) keys its per-address connection bounds with it too.
+export { ipKey, normalizeIp } from '../core/ip.js';
 
 /** Names accepted in a CIDR list, as proxy-addr has them. */
 const NAMED_RANGES: Readonly<Record<string, readonly string[]>> = {

@@ -1,8 +1,10 @@
 /**
- * Accepting gRPC connections: how long each may live (MAX_CONNECTION_AGE and its grace), stay idle
- * (MAX_CONNECTION_IDLE), wait for its first call, and whether its peer is still there (keepalive pings).
+ * Accepting gRPC connections: how many (the cap, and one address's share of it: connection-table.ts), how
+ * long each may live (MAX_CONNECTION_AGE and its grace), stay idle (MAX_CONNECTION_IDLE), wait for its first
+ * call, and whether its peer is still there (keepalive pings).
  */
 import type http2 from 'node:http2';
+import { ConnectionTable } from './connection-table.js';
 
 export interface ConnectionLimits {
   /** GOAWAY at this age (±10 %, so that a fleet's clients do not reconnect at once); 0: never. */
@@ -16,14 +18,39 @@ export interface ConnectionLimits {
   readonly keepaliveTimeoutMs: number;
   /** A connection that has not opened a call within this is closed; 0: never. */
   readonly firstCallTimeoutMs: number;
+  /** Open connections at most: at the cap the longest-idle one (no call in flight) is sent GOAWAY to admit a new one. None: no cap. */
+  readonly maxConnections?: number | undefined;
+  /** Open connections from one address (IPv6: one /64) at most; at it, that address's longest-idle one makes room. Default: maxConnections. */
+  readonly maxConnectionsPerAddress?: number | undefined;
 }
 
-/** Holds every session of `server` to `limits`; the returned set is the sessions open now. */
-export function acceptSessions(server: http2.Http2Server | http2.Http2SecureServer, limits: ConnectionLimits): Set<http2.ServerHttp2Session> {
+/**
+ * How long a connection sent GOAWAY to make room may take to close before it is cut: its client learns at
+ * once, and a call it had just sent (the GOAWAY crossing it) is refused, which gRPC clients retry. One
+ * that never sent its HTTP/2 settings has nothing to be told and is cut at once.
+ */
+const EVICTED_CLOSE_MS = 1000;
+
+/** Holds every session of `server` to `limits`: the sessions open now, and the table that caps them (if any). */
+export function acceptSessions(server: http2.Http2Server | http2.Http2SecureServer, limits: ConnectionLimits): { sessions: Set<http2.ServerHttp2Session>; table: ConnectionTable<http2.ServerHttp2Session> | undefined } {
   const { maxConnectionAgeMs, maxConnectionAgeGraceMs, maxConnectionIdleMs, keepaliveTimeMs, keepaliveTimeoutMs, firstCallTimeoutMs } = limits;
   const sessions = new Set<http2.ServerHttp2Session>();
+  const max = limits.maxConnections;
+  const spoken = new WeakSet<http2.ServerHttp2Session>();
+  const table =
+    max === undefined
+      ? undefined
+      : new ConnectionTable<http2.ServerHttp2Session>({ maxConnections: max, maxConnectionsPerAddress: limits.maxConnectionsPerAddress ?? max }, (session) => {
+          if (!spoken.has(session)) return session.destroy();
+          session.close();
+          setTimeout(() => session.destroy(), EVICTED_CLOSE_MS).unref();
+        });
   server.on('session', (session: http2.ServerHttp2Session) => {
+    // Issue 45, finding 3: the listener's own maxConnections refused every newcomer while idle connections
+    // held the cap; the table closes the longest-idle one instead.
+    if (table !== undefined && !table.admit(session, session.socket?.remoteAddress)) return session.destroy();
     sessions.add(session);
+    session.once('remoteSettings', () => spoken.add(session));
     let aged: NodeJS.Timeout | undefined;
     let cut: NodeJS.Timeout | undefined;
     if (maxConnectionAgeMs > 0) {
@@ -46,7 +73,9 @@ export function acceptSessions(server: http2.Http2Server | http2.Http2SecureServ
       first = undefined;
       clearTimeout(idle);
       inFlight++;
+      table?.busy(session);
       stream.once('close', () => {
+        table?.done(session);
         if (--inFlight === 0 && !session.closed && !session.destroyed) idleFrom();
       });
     });
@@ -68,6 +97,7 @@ export function acceptSessions(server: http2.Http2Server | http2.Http2SecureServ
     }
     session.once('close', () => {
       sessions.delete(session);
+      table?.remove(session);
       clearTimeout(aged);
       clearTimeout(cut);
       clearTimeout(first);
@@ -75,5 +105,5 @@ export function acceptSessions(server: http2.Http2Server | http2.Http2SecureServ
       clearInterval(pinger);
     });
   });
-  return sessions;
+  return { sessions, table };
 }

@@ -6,6 +6,7 @@
  */
 import http2 from 'node:http2';
 import { gunzipSync, inflateSync } from 'node:zlib';
+import { ipKey } from '../core/ip.js';
 import { fail, GrpcStatus } from './grpc-answer.js';
 
 export class GrpcError extends Error {
@@ -17,18 +18,109 @@ export class GrpcError extends Error {
   }
 }
 
+/** A call whose message has not arrived whole, as its connection's share holds it: shed() ends it at once. */
+interface HeldCall {
+  shed(): void;
+}
+
+/** A connection, as the budget reads it: an HTTP/2 session, whose socket gives the client's address. */
+type Connection = object & { readonly socket?: { readonly remoteAddress?: string | undefined } | undefined };
+
+/** One connection's pending calls, oldest first. */
+interface Holder {
+  readonly address: string;
+  readonly calls: Set<HeldCall>;
+}
+
+/** One address's pending calls (IPv6: one /64), and its connections that hold any. */
+interface AddressHolders {
+  calls: number;
+  readonly holders: Set<Holder>;
+}
+
 /**
- * What the calls whose message has not arrived whole hold, across every connection: at most `maxCalls`
- * of them and `maxBytes` of their bytes. Each costs a few KB beyond its bytes (its stream, its session's
- * bookkeeping in nghttp2), so 200,000 held forever once cost 621 MB.
+ * What the calls whose message has not arrived whole hold: at most `maxCalls` of them across every
+ * connection, `perAddress` from one client address, `perConnection` on one connection, and `maxBytes` of
+ * their bytes. Each costs a few KB beyond its bytes (its stream, its session's bookkeeping in nghttp2), so
+ * 200,000 held forever once cost 621 MB.
+ *
+ * A call over its connection's share is refused. At the address's or the total cap, the connection holding
+ * the most in that scope gives up its oldest call (RESOURCE_EXHAUSTED, reset) to admit the newcomer,
+ * unless it holds at most one more than the newcomer's own: one client filling the pool cannot refuse
+ * another's first call (issue 45, finding 1: 4,100 such calls over 5 connections once refused 97 % of a
+ * legitimate client's). The scan for the fullest connection runs only at a cap, over the connections that
+ * hold any.
  */
 export class PendingCalls {
   calls = 0;
   bytes = 0;
+  /** Calls shed to make room for another connection's. */
+  shed = 0;
+  private readonly byConnection = new WeakMap<Connection, Holder>();
+  /** Connections holding at least one call. */
+  private readonly holders = new Set<Holder>();
+  private readonly addresses = new Map<string, AddressHolders>();
+
   constructor(
     readonly maxCalls: number,
     readonly maxBytes: number,
+    readonly perConnection: number = maxCalls,
+    readonly perAddress: number = maxCalls,
   ) {}
+
+  /**
+   * Takes `call` of `connection` in, shedding a fuller connection's oldest call if a cap is reached; or
+   * says why not (the call is then not taken).
+   */
+  admit(connection: Connection, call: HeldCall): string | undefined {
+    let holder = this.byConnection.get(connection);
+    if (holder === undefined) {
+      const remote = connection.socket?.remoteAddress; // read once per connection: session.socket is a Proxy
+      this.byConnection.set(connection, (holder = { address: remote === undefined ? '' : ipKey(remote), calls: new Set() }));
+    }
+    const mine = holder.calls.size;
+    if (mine >= this.perConnection) return `this connection already holds ${this.perConnection} calls whose message has not arrived (--grpc-max-pending-calls-per-connection); retry`;
+    const address = this.addresses.get(holder.address);
+    if (address !== undefined && address.calls >= this.perAddress && !this.shedFullest(address.holders, mine)) {
+      return `this client address already holds ${this.perAddress} calls whose message has not arrived (--grpc-max-pending-calls-per-address); retry`;
+    }
+    if (this.calls >= this.maxCalls && !this.shedFullest(this.holders, mine)) {
+      return `the server already holds ${this.maxCalls} calls whose message has not arrived (--grpc-max-pending-calls); retry`;
+    }
+    if (holder.calls.size === 0) {
+      this.holders.add(holder);
+      let a = this.addresses.get(holder.address);
+      if (a === undefined) this.addresses.set(holder.address, (a = { calls: 0, holders: new Set() }));
+      a.holders.add(holder);
+    }
+    holder.calls.add(call);
+    this.addresses.get(holder.address)!.calls++;
+    this.calls++;
+    return undefined;
+  }
+
+  /** `call` of `connection` ended, or arrived whole: it no longer counts. */
+  release(connection: Connection, call: HeldCall): void {
+    const holder = this.byConnection.get(connection);
+    if (holder === undefined || !holder.calls.delete(call)) return;
+    this.calls--;
+    const address = this.addresses.get(holder.address)!;
+    address.calls--;
+    if (holder.calls.size > 0) return;
+    this.holders.delete(holder);
+    address.holders.delete(holder);
+    if (address.holders.size === 0) this.addresses.delete(holder.address);
+  }
+
+  /** Sheds the oldest call of the fullest of `holders` if it holds at least two more than `mine`. */
+  private shedFullest(holders: Set<Holder>, mine: number): boolean {
+    let fullest: Holder | undefined;
+    for (const h of holders) if (fullest === undefined || h.calls.size > fullest.calls.size) fullest = h;
+    if (fullest === undefined || fullest.calls.size <= mine + 1) return false;
+    this.shed++;
+    fullest.calls.values().next().value!.shed(); // releases it
+    return true;
+  }
 }
 
 export interface MessageLimits {
@@ -53,18 +145,28 @@ function cut(stream: http2.ServerHttp2Stream): void {
  */
 export function readMessage(stream: http2.ServerHttp2Stream, encoding: string, limits: MessageLimits, done: MessageDone): void {
   const { maxMessageBytes, messageTimeoutMs, pending } = limits;
-  if (pending.calls >= pending.maxCalls) {
-    fail(stream, GrpcStatus.RESOURCE_EXHAUSTED, `the server already holds ${pending.maxCalls} calls whose message has not arrived (--grpc-max-pending-calls); retry`);
+  // A fake stream in the unit tests has no session: it is then a connection of its own.
+  const connection: Connection = stream.session ?? stream;
+  const held: HeldCall = {
+    shed() {
+      if (settled) return;
+      settle();
+      fail(stream, GrpcStatus.RESOURCE_EXHAUSTED, `the server gave this call's place to another connection's: this connection holds the most calls whose message has not arrived; retry`);
+      cut(stream);
+    },
+  };
+  const refused = pending.admit(connection, held);
+  if (refused !== undefined) {
+    fail(stream, GrpcStatus.RESOURCE_EXHAUSTED, refused);
     return cut(stream);
   }
-  pending.calls++;
   let first: Buffer | undefined;
   let more: Buffer[] | undefined;
   let size = 0;
   let settled = false;
   const settle = () => {
     settled = true;
-    pending.calls--;
+    pending.release(connection, held);
     pending.bytes -= size;
     first = more = undefined;
     clearTimeout(timer);

@@ -41,6 +41,8 @@ export interface GrpcServer {
   close(): Promise<void>;
   /** Ends every connection now. */
   destroy(): void;
+  /** Connections closed to make room, newcomers refused with every connection busy, and pending calls shed for another connection's. */
+  shedding(): { evicted: number; refused: number; callsShed: number };
   /** New TLS files for new connections (a rotated certificate); throws on bad PEM, keeping the old ones. */
   setTls(tls: GrpcTls): void;
 }
@@ -93,19 +95,36 @@ export interface GrpcServerOptions {
    * trickles its preface) is closed; over TLS, the handshake gets as long. 0: never. Default 0.
    */
   readonly firstCallTimeoutMs?: number;
-  /** Open connections held at most; one more is closed at once. Default: no cap. */
+  /**
+   * Open connections held at most; at the cap the longest-idle connection (no call in flight) is sent GOAWAY
+   * to admit a new one, and a new one is refused only when every connection has a call in flight. Default: no cap.
+   */
   readonly maxConnections?: number;
+  /** Open connections one address (IPv6: one /64) holds at most; at it, that address's longest-idle one makes room. Default: maxConnections. */
+  readonly maxConnectionsPerAddress?: number;
   /**
    * A call's message must have arrived whole within this of its start (a call whose message never
    * finishes is otherwise held forever); it is then DEADLINE_EXCEEDED. 0: no bound. Default 10,000.
    */
   readonly messageTimeoutMs?: number;
-  /** Calls whose message has not arrived whole, across every connection, held at most; one more is RESOURCE_EXHAUSTED. Default 4096. */
+  /**
+   * Calls whose message has not arrived whole, across every connection, held at most; at it, the connection
+   * holding the most gives up its oldest for a newcomer (grpc-message.ts). Default 4096.
+   */
   readonly maxPendingCalls?: number;
+  /** Such calls one connection holds at most; one more on it is RESOURCE_EXHAUSTED. Default maxPendingCalls. */
+  readonly maxPendingCallsPerConnection?: number;
+  /** Such calls one client address (IPv6: one /64) holds at most. Default maxPendingCalls. */
+  readonly maxPendingCallsPerAddress?: number;
   /** Bytes those calls may hold together. Default 64 MiB. */
   readonly maxPendingBytes?: number;
   /** Answer as envoyproxy/ratelimit does (envoy-wire.ts); undefined: sluice's richer answers (--answers sluice). */
   readonly envoyWire?: EnvoyWire | undefined;
+}
+
+function pendingCalls(options: GrpcServerOptions): PendingCalls {
+  const max = options.maxPendingCalls ?? 4096;
+  return new PendingCalls(max, options.maxPendingBytes ?? 64 * 1024 * 1024, options.maxPendingCallsPerConnection ?? max, options.maxPendingCallsPerAddress ?? max);
 }
 
 /** PEM bytes of a certificate chain, its key, and optionally the CA that client certificates must chain to. */
@@ -129,22 +148,27 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
     tls === undefined
       ? http2.createServer({ settings })
       : http2.createSecureServer({ ...secureOptions(tls), settings, ...(firstCallTimeoutMs > 0 ? { handshakeTimeout: firstCallTimeoutMs } : {}) });
-  if (maxConnections !== undefined) server.maxConnections = maxConnections;
+  // The cap itself is on sessions (grpc-connections.ts), which can make room; the sockets' ceiling is
+  // twice it, for connections still in their TLS handshake (cut by firstCallTimeoutMs) and sessions sent
+  // GOAWAY to make room and not yet closed.
+  if (maxConnections !== undefined) server.maxConnections = 2 * maxConnections;
   // A failed handshake (no client certificate, an unknown CA, plain text on the TLS port) costs that client its connection.
   server.on('tlsClientError', (e: Error) => log.debug({ err: e.message }, 'gRPC TLS handshake failed'));
-  const sessions = acceptSessions(server, {
+  const { sessions, table } = acceptSessions(server, {
     maxConnectionAgeMs: options.maxConnectionAgeMs ?? 0,
     maxConnectionAgeGraceMs: options.maxConnectionAgeGraceMs ?? 0,
     maxConnectionIdleMs: options.maxConnectionIdleMs ?? 0,
     keepaliveTimeMs: options.keepaliveTimeMs ?? 0,
     keepaliveTimeoutMs: options.keepaliveTimeoutMs ?? 20_000,
     firstCallTimeoutMs,
+    maxConnections,
+    maxConnectionsPerAddress: options.maxConnectionsPerAddress,
   });
   // A client that breaks HTTP/2 (a bad preface, a protocol error) loses its connection, not the process.
   server.on('sessionError', (e) => log.debug({ err: e.message }, 'gRPC connection error'));
 
   const health = new HealthService({ serving: options.serving, log, watchEveryMs: options.watchEveryMs ?? 1000, maxWatches: options.maxWatches ?? 1000 });
-  const limits = { maxMessageBytes, messageTimeoutMs: options.messageTimeoutMs ?? 10_000, pending: new PendingCalls(options.maxPendingCalls ?? 4096, options.maxPendingBytes ?? 64 * 1024 * 1024) };
+  const limits = { maxMessageBytes, messageTimeoutMs: options.messageTimeoutMs ?? 10_000, pending: pendingCalls(options) };
   const methods = new Map<unknown, Method>([
     [SHOULD_RATE_LIMIT_PATH, shouldRateLimit],
     [HEALTH_CHECK_PATH, health.check],
@@ -216,6 +240,9 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
     setTls(next) {
       if (tls === undefined) throw new Error('this gRPC server was started without TLS; restart it with --grpc-tls-cert and --grpc-tls-key');
       (server as http2.Http2SecureServer).setSecureContext(secureOptions(next));
+    },
+    shedding() {
+      return { evicted: table?.evicted ?? 0, refused: table?.refused ?? 0, callsShed: limits.pending.shed };
     },
     destroy() {
       health.stopPolling();

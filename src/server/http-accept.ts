@@ -1,11 +1,13 @@
 /**
- * Accepting connections on the service's HTTP listeners: the timeouts and cap that keep a slow or greedy
+ * Accepting connections on the service's HTTP listeners: the timeouts and caps that keep a slow or greedy
  * client from holding sockets (see --headers-timeout-ms and its siblings in settings.ts), and the answer
  * to a request that never arrived whole or is not HTTP.
  */
-import type { Server, ServerOptions } from 'node:http';
+import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
+import { ConnectionTable } from './connection-table.js';
 import { ServeRequest } from './http-body.js';
 
 /** What a slow or greedy client may hold. */
@@ -14,6 +16,7 @@ export interface HttpLimits {
   readonly requestTimeoutMs: number;
   readonly keepAliveTimeoutMs: number;
   readonly maxConnections: number;
+  readonly maxConnectionsPerAddress: number;
 }
 
 /**
@@ -37,11 +40,11 @@ export function serverOptions(limits: HttpLimits | undefined): ServerOptions<typ
 }
 
 /**
- * The connection cap and the answer to a client error. The timeouts are set once, at creation: a server's
+ * The connection caps and the answer to a client error. The timeouts are set once, at creation: a server's
  * `headersTimeout` set after it replaces that one (serve.ts once set 66 s over --headers-timeout-ms).
  */
 export function acceptWithin(server: Server, limits: HttpLimits | undefined, log: Logger): void {
-  if (limits !== undefined) server.maxConnections = limits.maxConnections;
+  if (limits !== undefined) holdConnections(server, limits);
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     // A request too slow to arrive (--headers-timeout-ms, --request-timeout-ms) is 408; malformed HTTP (bad
     // request line, oversized headers) is 400, instead of dropping silently.
@@ -52,4 +55,52 @@ export function acceptWithin(server: Server, limits: HttpLimits | undefined, log
     } else socket.destroy();
     log.debug({ err: err.message }, timedOut ? 'HTTP request too slow' : 'malformed HTTP request');
   });
+}
+
+/**
+ * --max-connections and --max-connections-per-address (connection-table.ts), in place of the server's own
+ * maxConnections, which refused every newcomer once idle keep-alive sockets held the cap (issue 45,
+ * finding 2). A socket is busy from its request's arrival until that request's answer is done; an idle
+ * one chosen to make room is closed at once (its client's next request opens a new connection).
+ */
+function holdConnections(server: Server, limits: HttpLimits): void {
+  const table = new ConnectionTable<Socket>(limits, (socket) => socket.destroy());
+  const answering = new Set<ServerResponse>();
+  const shutdown = { closing: false, answering, table };
+  shutdowns.set(server, shutdown);
+  server.on('connection', (socket: Socket) => {
+    if (!table.admit(socket, socket.remoteAddress)) return void socket.destroy();
+    socket.once('close', () => table.remove(socket));
+  });
+  // Before the route handler, which may answer (and end the response) synchronously.
+  server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
+    const socket = req.socket;
+    table.busy(socket);
+    answering.add(res);
+    if (shutdown.closing) res.shouldKeepAlive = false;
+    res.once('close', () => {
+      answering.delete(res);
+      table.done(socket);
+    });
+  });
+}
+
+/** Per server: whether it is closing, the requests it is answering now, and its connections. */
+const shutdowns = new WeakMap<Server, { closing: boolean; readonly answering: Set<ServerResponse>; readonly table: ConnectionTable<Socket> }>();
+
+/** Connections closed to make room, and newcomers refused with every connection busy, for /metrics. */
+export function connectionCounts(server: Server): { evicted: number; refused: number } {
+  const table = shutdowns.get(server)?.table;
+  return { evicted: table?.evicted ?? 0, refused: table?.refused ?? 0 };
+}
+
+/**
+ * Shutting down: every answer not yet sent, and every one to come, carries `Connection: close`, so that a
+ * keep-alive connection is closed after its current request instead of cut in the middle of one.
+ */
+export function closeAfterCurrentRequests(server: Server): void {
+  const shutdown = shutdowns.get(server);
+  if (shutdown === undefined) return;
+  shutdown.closing = true;
+  for (const res of shutdown.answering) if (!res.headersSent) res.shouldKeepAlive = false;
 }

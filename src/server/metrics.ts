@@ -25,7 +25,15 @@ function labelsOf(s: RuleStats): Record<string, string> {
   return s.descriptor === undefined ? { domain: s.domain, rule: s.rule } : { domain: s.domain, rule: s.rule, descriptor: s.descriptor };
 }
 
-export function createMetrics(stats: () => RuleStats[], extra: { reloads: () => { ok: number; failed: number }; globalShadowOverrides?: () => number }): Registry {
+/** A listener's shedding (issue 45): connections closed to make room, newcomers refused, gRPC calls shed. */
+export interface Shedding {
+  readonly listener: 'http' | 'grpc' | 'admin';
+  readonly evicted: number;
+  readonly refused: number;
+  readonly callsShed?: number;
+}
+
+export function createMetrics(stats: () => RuleStats[], extra: { reloads: () => { ok: number; failed: number }; globalShadowOverrides?: () => number; shedding?: () => Shedding[] }): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   for (const [field, name, help] of COUNTERS) {
@@ -67,6 +75,18 @@ export function createMetrics(stats: () => RuleStats[], extra: { reloads: () => 
     const name = 'sluice_global_shadow_mode_total';
     const help = 'Requests answered OK by global shadow mode (--shadow-mode) although a rule was over its limit.';
     registry.registerMetric({ name, help, type: 'counter', get: async () => ({ name, help, type: 'counter', aggregator: 'sum', values: [{ value: shadowed(), labels: {} }] }) } as never);
+  }
+  const shedding = extra.shedding;
+  if (shedding !== undefined) {
+    const series: [string, string, (s: Shedding) => number | undefined][] = [
+      ['sluice_connections_closed_for_room_total', 'Idle connections closed at --max-connections or --max-connections-per-address to admit a new one, per listener.', (s) => s.evicted],
+      ['sluice_connections_refused_total', 'New connections refused at a connection cap because every connection they could replace had a request in flight, per listener.', (s) => s.refused],
+      ['sluice_grpc_pending_calls_shed_total', "gRPC calls whose message had not arrived, ended (RESOURCE_EXHAUSTED) to give their place to another connection's call.", (s) => s.callsShed],
+    ];
+    for (const [name, help, read] of series) {
+      const get = async () => ({ name, help, type: 'counter', aggregator: 'sum', values: shedding().flatMap((s) => (read(s) === undefined ? [] : [{ value: read(s)!, labels: { listener: s.listener } }])) });
+      registry.registerMetric({ name, help, type: 'counter', get } as never);
+    }
   }
   return registry;
 }

@@ -77,3 +77,50 @@ test('readMessage: a whole message goes on; one that never ends is DEADLINE_EXCE
 test('unframe: a compressed flag without grpc-encoding is the client\'s error, INVALID_ARGUMENT', () => {
   assert.throws(() => unframe(Buffer.from([1, 0, 0, 0, 1, 7]), 'identity', 100), (e: { code: number }) => e.code === 3);
 });
+
+test("PendingCalls: one connection holds its share at most; at the total cap the fullest connection's oldest call gives way to another connection's, not to its own", () => {
+  const pending = new PendingCalls(4, 1024, 3);
+  const limits = { maxMessageBytes: 100, messageTimeoutMs: 0, pending };
+  const on = (session: object) => {
+    const s = Object.assign(new FakeStream(), { session });
+    readMessage(s as unknown as http2.ServerHttp2Stream, 'identity', limits, () => assert.fail('never whole'));
+    return s;
+  };
+  const a = { socket: { remoteAddress: '10.0.0.1' } };
+  const b = { socket: { remoteAddress: '10.0.0.2' } };
+  const c = { socket: { remoteAddress: '10.0.0.3' } };
+  const fromA = [on(a), on(a), on(a)];
+  const fourthOfA = on(a);
+  assert.equal(fourthOfA.sent?.['grpc-status'], '8', 'over the per-connection share');
+  assert.match(String(fourthOfA.sent?.['grpc-message']), /per-connection/);
+  const fromB = on(b);
+  assert.equal(pending.calls, 4);
+  const fromC = on(c);
+  assert.equal(fromC.sent, undefined, "a newcomer's call is taken at the total cap");
+  assert.equal(fromA[0]!.sent?.['grpc-status'], '8', "the fullest connection's oldest call gave way");
+  assert.equal(fromA[0]!.closed, true);
+  assert.equal(fromA[1]!.sent, undefined);
+  const secondOfB = on(b);
+  assert.equal(secondOfB.sent?.['grpc-status'], '8', 'A holds 2, B 1: no one is shed for B, whose own share is close to the fullest');
+  assert.deepEqual([pending.calls, pending.shed, fromB.sent], [4, 1, undefined]);
+});
+
+test('PendingCalls: at an address\'s share, its own fullest connection gives way, and other addresses keep theirs', () => {
+  const pending = new PendingCalls(100, 1024, 100, 3);
+  const limits = { maxMessageBytes: 100, messageTimeoutMs: 0, pending };
+  const on = (session: object) => {
+    const s = Object.assign(new FakeStream(), { session });
+    readMessage(s as unknown as http2.ServerHttp2Stream, 'identity', limits, () => assert.fail('never whole'));
+    return s;
+  };
+  const greedy = { socket: { remoteAddress: '2001:db8::1' } };
+  const sameClient = { socket: { remoteAddress: '2001:db8::2' } }; // the same /64
+  const other = { socket: { remoteAddress: '2001:db8:0:1::1' } };
+  const held = [on(greedy), on(greedy), on(greedy)];
+  const elsewhere = on(other);
+  const mine = on(sameClient);
+  assert.equal(mine.sent, undefined);
+  assert.equal(held[0]!.sent?.['grpc-status'], '8');
+  assert.equal(elsewhere.sent, undefined);
+  assert.equal(pending.calls, 4);
+});

@@ -17,7 +17,9 @@ import { Dashboard } from './dashboard.js';
 import { createGrpcServer } from './grpc.js';
 import type { GrpcTls } from './grpc.js';
 import { createHttpServer } from './http.js';
+import { closeAfterCurrentRequests, connectionCounts } from './http-accept.js';
 import { createMetrics } from './metrics.js';
+import type { Shedding } from './metrics.js';
 import { RuleSet } from './rules.js';
 import { loadRulesOffThread } from './config-reload.js';
 import { loadOpenTelemetry, openTelemetry, type OpenTelemetryApi, type Telemetry } from '../telemetry.js';
@@ -38,8 +40,13 @@ export interface RunningService {
   readonly log: Logger;
   /** Re-reads the config. Resolves true if applied; false if invalid (the old config stays, the reason is logged). */
   reload(reason: string): Promise<boolean>;
-  /** Stops accepting, lets in-flight requests finish (at most `graceMs`), closes the store. */
-  close(graceMs?: number): Promise<void>;
+  /**
+   * Drains, then stops: for `drainMs` (default 0) /readyz and gRPC health say not-serving while decisions go
+   * on, so that balancers stop sending; then the listeners stop accepting, keep-alive connections are
+   * closed after their current request (`Connection: close`, GOAWAY), in-flight requests finish (at most
+   * `graceMs`), and the store is closed.
+   */
+  close(graceMs?: number, drainMs?: number): Promise<void>;
 }
 
 export interface StartOptions {
@@ -65,7 +72,13 @@ export async function startService(settings: Settings, options: StartOptions = {
   let rules = new RuleSet(config, ruleOptions);
   const service = new RateLimitService(rules, { store: backing.store, localCache: backing.kind !== 'memory', globalShadowMode: settings.shadowMode, strictDomains: settings.strictDomains, nearLimitRatio: settings.nearLimitRatio, telemetry, countRejected, ...clock });
   const reloads = { ok: 0, failed: 0 };
-  const metrics = createMetrics(() => service.allStats(), { reloads: () => reloads, globalShadowOverrides: () => service.globalShadowOverrides });
+  // The listeners are made below; /metrics reads their shedding when scraped.
+  const shedding = (): Shedding[] => [
+    { listener: 'http', ...connectionCounts(http) },
+    ...(admin === undefined ? [] : [{ listener: 'admin' as const, ...connectionCounts(admin) }]),
+    ...(grpcServer === undefined ? [] : [{ listener: 'grpc' as const, ...grpcServer.shedding() }]),
+  ];
+  const metrics = createMetrics(() => service.allStats(), { reloads: () => reloads, globalShadowOverrides: () => service.globalShadowOverrides, shedding });
   let decisionPort: number | undefined;
   const dashboard = new Dashboard(() => service, options.sampleMs, { demoUrl: settings.demoUrl, configRoot: settings.config, maxStreams: settings.adminMaxEventStreams, streamMs: settings.adminEventStreamMs, decisionPort: () => decisionPort });
   let stopping = false;
@@ -116,8 +129,11 @@ export async function startService(settings: Settings, options: StartOptions = {
       keepaliveTimeoutMs: settings.grpcKeepaliveTimeoutMs,
       firstCallTimeoutMs: settings.headersTimeoutMs,
       maxConnections: settings.maxConnections,
+      maxConnectionsPerAddress: settings.maxConnectionsPerAddress,
       messageTimeoutMs: settings.requestTimeoutMs,
       maxPendingCalls: settings.grpcMaxPendingCalls,
+      maxPendingCallsPerConnection: settings.grpcMaxPendingCallsPerConnection,
+      maxPendingCallsPerAddress: settings.grpcMaxPendingCallsPerAddress,
       ...(tls === undefined ? {} : { tls }),
     });
     grpcPort = await grpcServer.listen(settings.host, settings.grpcPort).catch(failStart);
@@ -189,14 +205,22 @@ export async function startService(settings: Settings, options: StartOptions = {
     service,
     log,
     reload,
-    async close(graceMs = 10_000) {
+    async close(graceMs = 10_000, drainMs = 0) {
       if (stopping) return;
-      stopping = true;
+      stopping = true; // /readyz, /healthz and gRPC health answer not-serving from now
+      if (drainMs > 0) {
+        // Issue 45, finding 7: the listeners once closed 67 ms after SIGTERM, before any balancer could see
+        // /readyz fail; keep-alive clients got errors. Decisions go on meanwhile.
+        log.info({ drainMs }, 'shutting down: /readyz and gRPC health say not serving; decisions go on while balancers notice');
+        await new Promise((res) => setTimeout(res, drainMs));
+      }
       log.info('shutting down: draining in-flight requests');
       for (const w of watchers) w.close();
       clearTimeout(timer);
       dashboard.stop();
       clearInterval(sweeper);
+      // A keep-alive connection busy now is closed after its current request: its answer says so.
+      closeAfterCurrentRequests(http);
       const httpClosed = new Promise<void>((res) => http.close(() => res()));
       http.closeIdleConnections();
       // The dashboard's streams were ended above; the admin port has nothing else to drain.

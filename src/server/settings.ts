@@ -44,8 +44,16 @@ export interface Settings {
   requestTimeoutMs: number;
   /** An idle HTTP keep-alive connection is closed after this. */
   keepAliveTimeoutMs: number;
-  /** Open connections each listener (HTTP, gRPC, admin) holds at most; one more is closed at once. */
+  /** Open connections each listener (HTTP, gRPC, admin) holds at most; at the cap the longest-idle one is closed to admit a new one. */
   maxConnections: number;
+  /** Open connections one client address (IPv6: one /64) holds on each listener at most; at it, that address's longest-idle one makes room. */
+  maxConnectionsPerAddress: number;
+  /** gRPC calls one connection holds while their message has not arrived whole; one more on it is RESOURCE_EXHAUSTED. */
+  grpcMaxPendingCallsPerConnection: number;
+  /** gRPC calls one client address (IPv6: one /64) holds while their message has not arrived whole. */
+  grpcMaxPendingCallsPerAddress: number;
+  /** On SIGTERM, how long /readyz and gRPC health say not-serving while decisions go on, before the listeners close. */
+  drainMs: number;
   /** PEM certificate chain and private key files: gRPC over TLS (HTTP/2 negotiated by ALPN). */
   grpcTlsCert: string | undefined;
   grpcTlsKey: string | undefined;
@@ -265,8 +273,32 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
   maxConnections: {
     flag: '--max-connections',
     env: 'SLUICE_MAX_CONNECTIONS',
-    help: 'open connections each listener (HTTP, gRPC, admin) holds at most; one more is closed at once (default 4096; keep ulimit -n above three times this)',
+    help: 'open connections each listener (HTTP, gRPC, admin) holds at most; at the cap the longest-idle connection is closed to admit a new one, and a new one is refused only when every connection is busy (default 4096; keep ulimit -n above three times this)',
     parse: int(1),
+  },
+  maxConnectionsPerAddress: {
+    flag: '--max-connections-per-address',
+    env: 'SLUICE_MAX_CONNECTIONS_PER_ADDRESS',
+    help: "open connections one client address (IPv6: one /64) holds on each listener at most; at it, that address's own longest-idle connection makes room (default 1024)",
+    parse: int(1),
+  },
+  grpcMaxPendingCallsPerConnection: {
+    flag: '--grpc-max-pending-calls-per-connection',
+    env: 'SLUICE_GRPC_MAX_PENDING_CALLS_PER_CONNECTION',
+    help: 'gRPC calls one connection holds while their message has not arrived whole; one more on it is RESOURCE_EXHAUSTED (default 256)',
+    parse: int(1),
+  },
+  grpcMaxPendingCallsPerAddress: {
+    flag: '--grpc-max-pending-calls-per-address',
+    env: 'SLUICE_GRPC_MAX_PENDING_CALLS_PER_ADDRESS',
+    help: "gRPC calls one client address (IPv6: one /64) holds while their message has not arrived whole; at it (and at --grpc-max-pending-calls) the connection holding the most gives up its oldest (default 1024)",
+    parse: int(1),
+  },
+  drainMs: {
+    flag: '--drain-ms',
+    env: 'SLUICE_DRAIN_MS',
+    help: 'on SIGTERM, how long /readyz and gRPC health answer not-serving while decisions go on, so balancers stop sending, before the listeners close (default 5000)',
+    parse: delayMs,
   },
   grpcTlsCert: { flag: '--grpc-tls-cert', env: 'SLUICE_GRPC_TLS_CERT', help: 'PEM certificate chain: serve gRPC over TLS (with --grpc-tls-key; SIGHUP re-reads both)', parse: str },
   grpcTlsKey: { flag: '--grpc-tls-key', env: 'SLUICE_GRPC_TLS_KEY', help: 'PEM private key of --grpc-tls-cert', parse: str },
@@ -400,6 +432,10 @@ export const DEFAULTS: Omit<Settings, 'config'> = {
   requestTimeoutMs: 10_000,
   keepAliveTimeoutMs: 65_000,
   maxConnections: 4096,
+  maxConnectionsPerAddress: 1024,
+  grpcMaxPendingCallsPerConnection: 256,
+  grpcMaxPendingCallsPerAddress: 1024,
+  drainMs: 5000,
   grpcTlsCert: undefined,
   grpcTlsKey: undefined,
   grpcTlsClientCa: undefined,

@@ -40,6 +40,18 @@ export function unrefTimer(timer: unknown): boolean {
   return false;
 }
 
+/**
+ * Runs `fn` once the callbacks of this turn of the event loop that are already due (the I/O callbacks of one
+ * poll, or the immediates queued together) have run: `setImmediate`, taken when sluice is imported, so that
+ * a test's fake timers installed later leave it alone; `setTimeout(fn, 0)` where there is none.
+ */
+const hostSetImmediate = (globalThis as { setImmediate?: (fn: () => void) => unknown }).setImmediate;
+
+export function afterThisTurn(fn: () => void): void {
+  if (hostSetImmediate !== undefined) hostSetImmediate(fn);
+  else setTimeout(fn, 0);
+}
+
 /** `NODE_ENV`, where the platform has environment variables in `process.env`. */
 export function nodeEnv(): string | undefined {
   try {

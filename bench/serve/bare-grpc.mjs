@@ -38,5 +38,6 @@ server.on('stream', (stream) => {
   });
 });
 server.listen(Number(process.argv[2]), '127.0.0.1', () => process.stdout.write('listening\n'));
-process.on('SIGTERM', () => process.exit(0));
+process.on("SIGTERM", () => process.exit(0));
+process.on("SIGINT", () => process.exit(0));
 setTimeout(() => process.exit(0), 1_800_000).unref();

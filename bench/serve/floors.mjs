@@ -5,6 +5,8 @@
 //         the memory store; sluice serve on Redis. h2load, 4 connections × 100 streams, one descriptor.
 //   /json: bare node:http reading the body and answering a fixed 200 (bare-body.mjs); sluice serve on
 //         memory; on Redis. wrk, 128 keep-alive connections, 1000 descriptors (json.lua).
+//   the library: RedisStore's own bench (bench/redis-worker.mjs sluice-fixed-window) at the same decisions
+//         in flight (400, 128) on the same redis-server, for its Redis CPU and decisions per script call.
 // Every call is admitted (policies.yaml). Per server and rep: calls/s, the server's CPU µs per call
 // (/proc/<pid>/stat over the measured run ÷ the calls it answered), on Redis the redis-server's CPU µs per
 // call (INFO cpu) and the decisions each script call carried (decisions ÷ INFO commandstats' FCALL and
@@ -65,7 +67,21 @@ const SERVERS = {
   memory: { label: 'sluice serve, memory store', args: () => sluiceArgs('memory'), grpc: PORT.grpc, json: PORT.http, admin: true },
   redis: { label: 'sluice serve, Redis store (its own redis-server on core 1)', args: () => sluiceArgs('redis'), grpc: PORT.grpc, json: PORT.http, admin: true, redis: true },
   jsonFloor: { label: 'bare `node:http`, reading the body, fixed 200 (the /json floor)', args: () => [join(HERE, 'bare-body.mjs'), String(PORT.jsonFloor)], json: PORT.jsonFloor },
+  library: { label: 'the library: RedisStore fixed window in one process (bench/redis-worker.mjs sluice-fixed-window, 100 k keys), on core 0', library: true, redis: true },
 };
+/** The library's in-flight counts: the service's under h2load (4 × 100) and under wrk (128). */
+const LIBRARY_INFLIGHT = { grpc: 400, json: 128 };
+
+/** The library's figures at `inflight` decisions in flight, against the same redis-server, pinned like a server. */
+function library(inflight) {
+  redis.flush();
+  const r = spawnSync('taskset', ['-c', SERVER_CPU, process.execPath, '--import', 'tsx', join(ROOT, 'bench/redis-worker.mjs'), 'sluice-fixed-window', String(inflight), String(WARMUP_S * 1000), String(SECONDS * 1000)], {
+    cwd: ROOT, encoding: 'utf8', env: { ...process.env, REDIS_PORT: String(redisPort) }, timeout: (SECONDS + WARMUP_S + 60) * 1000,
+  });
+  if (r.status !== 0) throw new Error(`redis-worker failed: ${r.stderr}`);
+  const j = JSON.parse(r.stdout.trim().split('\n').at(-1));
+  return { inflight, cps: j.decisionsPerSec, cpuUs: j.nodeCpuUsPerDecision, redisCpuUs: j.redisCpuUsPerDecision, perScriptCall: 1 / j.callsPerDecision };
+}
 
 const PROBE = '{"domain":"bench","descriptors":[{"entries":[{"key":"remote_address","value":"probe"}]}]}';
 async function start(name) {
@@ -196,10 +212,16 @@ function jsonRun(name, pid) {
 }
 
 const started = new Date().toISOString();
-const results = { grpcFloor: [], memory: [], redis: [], jsonFloor: [] };
-const ORDER = ['grpcFloor', 'memory', 'redis', 'jsonFloor'];
+const results = { grpcFloor: [], memory: [], redis: [], jsonFloor: [], library: [] };
+const ORDER = ['grpcFloor', 'memory', 'redis', 'jsonFloor', 'library'];
 for (let rep = 1; rep <= REPS; rep++) {
   for (const name of rep % 2 === 1 ? ORDER : [...ORDER].reverse()) {
+    if (name === 'library') {
+      const r = { load: os.loadavg()[0], grpc: library(LIBRARY_INFLIGHT.grpc), json: library(LIBRARY_INFLIGHT.json) };
+      results.library.push(r);
+      process.stderr.write(`rep ${rep}/${REPS} library: ${['grpc', 'json'].map((w) => `at ${r[w].inflight} in flight ${Math.round(r[w].cps)}/s, Node ${r[w].cpuUs.toFixed(1)} µs, Redis ${r[w].redisCpuUs.toFixed(1)} µs per decision, ${r[w].perScriptCall.toFixed(1)} per call`).join('; ')}; load ${r.load.toFixed(2)}\n`);
+      continue;
+    }
     if (SERVERS[name].redis) redis.flush();
     const child = await start(name);
     if (SERVERS[name].redis) spawnSync('taskset', ['-pc', LOAD_CPU, String(redisPid)], { stdio: 'ignore' });
@@ -234,6 +256,7 @@ const jF = pick('jsonFloor', 'json');
 const jM = pick('memory', 'json');
 const jR = pick('redis', 'json');
 const lat = { floor: pick('grpcFloor', 'fixed'), memory: pick('memory', 'fixed'), redis: pick('redis', 'fixed') };
+const lib = { grpc: pick('library', 'grpc'), json: pick('library', 'json') };
 const loads = Object.values(results).flatMap((rs) => rs.map((r) => r.load));
 
 const cell = (rs) => `${k(med(rs.map((r) => r.cps)))} (${k(Math.min(...rs.map((r) => r.cps)))}–${k(Math.max(...rs.map((r) => r.cps)))})`;
@@ -249,6 +272,8 @@ md += `| gRPC, ${SERVERS.redis.label} | ${cell(gR)} | ${cpuCell(gR)} | **${ratio
 md += `| /json, ${SERVERS.jsonFloor.label} | ${cell(jF)} | ${cpuCell(jF)} | – | – | – |\n`;
 md += `| /json, ${SERVERS.memory.label} | ${cell(jM)} | ${cpuCell(jM)} | **${ratio(jM, jF, perCore)}** | – | – |\n`;
 md += `| /json, ${SERVERS.redis.label} | ${cell(jR)} | ${cpuCell(jR)} | **${ratio(jR, jF, perCore)}**; CPU per call ${ratio(jR, jM, (r) => r.cpuUs)} its memory path's | ${redisCell(jR)} | ${batchCell(jR)} |\n`;
+md += `| the library, RedisStore in one process, ${LIBRARY_INFLIGHT.grpc} decisions in flight (as the gRPC rows) | ${cell(lib.grpc)} decisions/s | ${cpuCell(lib.grpc)} | – | ${redisCell(lib.grpc)}; the service's gRPC Redis CPU per call is **${ratio(gR, lib.grpc, (r) => r.redisCpuUs)}** this | ${batchCell(lib.grpc)} |\n`;
+md += `| the library, RedisStore in one process, ${LIBRARY_INFLIGHT.json} decisions in flight (as the /json rows) | ${cell(lib.json)} decisions/s | ${cpuCell(lib.json)} | – | ${redisCell(lib.json)}; the service's /json Redis CPU per call is **${ratio(jR, lib.json, (r) => r.redisCpuUs)}** this | ${batchCell(lib.json)} |\n`;
 const latCell = (rs) => `${med(rs.map((r) => r.p50Ms)).toFixed(2)} / ${med(rs.map((r) => r.p99Ms)).toFixed(2)} ms`;
 md += `| gRPC latency at a fixed ${k(FIXED_RPS)} calls/s, p50 / p99 | floor ${latCell(lat.floor)}; memory ${latCell(lat.memory)} (p99 ${ratio(lat.memory, lat.floor, (r) => r.p99Ms)} the floor's); Redis ${latCell(lat.redis)} (p99 ${ratio(lat.redis, lat.floor, (r) => r.p99Ms)}) | | | | |\n\n`;
 md += `- Ratios are per rep (each server against the floor measured in the same rep), then the median and range of those.\n`;

@@ -4,7 +4,9 @@
 // Usage: node bench/serve.mjs [reps=3] [seconds=10]; node bench/serve.mjs --render <results.json> re-renders a run;
 // node bench/serve.mjs --in-process [dist ...] times the /json JavaScript alone (see inProcess below);
 // node bench/serve.mjs --pairs [pairs=12] [seconds=5] runs only the bare ceiling and /json, back to back in
-// many short pairs, and reports the median of the per-pair ratios (see pairs below).
+// many short pairs, and reports the median of the per-pair ratios (see pairs below);
+// node bench/serve.mjs --floors [reps=5] [seconds=8] | --floors --quick: gRPC and /json against bare node:http2
+// and node:http, on memory and on Redis, pinned to cores (serve/floors.mjs).
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -13,6 +15,8 @@ import { fileURLToPath } from 'node:url';
 import { hostSpeedLine } from './lib/host-speed.mjs';
 
 if (process.argv[2] === '--in-process') await inProcess(process.argv.slice(3));
+// `--floors`: sluice serve beside the floors of its transports, pinned to cores (see serve/floors.mjs).
+if (process.argv[2] === '--floors') await import('./serve/floors.mjs');
 
 /**
  * `node bench/serve.mjs --in-process [dist ...]`: the JavaScript of one /json decision without the network

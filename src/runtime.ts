@@ -144,7 +144,10 @@ const taken = {
 export const realNextTick: (fn: () => void) => void =
   typeof taken.nextTick === 'function' ? taken.nextTick.bind(hostProcess) : (fn) => queueMicrotask(fn);
 
-/** `setImmediate` as it was at import (a 0 ms timeout where there is none). */
+/**
+ * `setImmediate` as it was at import (a 0 ms timeout where there is none): runs `fn` once the callbacks of
+ * this turn of the event loop that are already due (the I/O callbacks of one poll) have run.
+ */
 export const realSetImmediate: (fn: () => void) => void =
   typeof taken.setImmediate === 'function' ? (fn) => void taken.setImmediate!(fn) : (fn) => void taken.setTimeout(fn, 0);
 

@@ -35,9 +35,16 @@ export function framed(frame: Buffer): Buffer {
 /** A message answer: headers, the framed message, and grpc-status 0 in trailers. */
 export function answer(stream: http2.ServerHttp2Stream, frame: Buffer): void {
   if (stream.destroyed || stream.closed || stream.headersSent) return; // the caller left, or a deadline answered first
-  stream.respond(ANSWER_HEADERS, { waitForTrailers: true });
-  stream.once('wantTrailers', () => stream.sendTrailers(OK_TRAILERS));
+  stream.respond(ANSWER_HEADERS, WAIT_FOR_TRAILERS);
+  // 'wantTrailers' comes once: one shared listener, with no closure (nor once's wrapper) per call.
+  stream.on('wantTrailers', sendOkTrailers);
   stream.end(frame);
+}
+
+const WAIT_FOR_TRAILERS = { waitForTrailers: true };
+
+function sendOkTrailers(this: http2.ServerHttp2Stream): void {
+  this.sendTrailers(OK_TRAILERS);
 }
 
 /** A trailers-only answer: the status and its message, no body. */

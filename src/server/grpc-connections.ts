@@ -68,16 +68,19 @@ export function acceptSessions(server: http2.Http2Server | http2.Http2SecureServ
       if (maxConnectionIdleMs > 0) idle = setTimeout(() => session.close(), maxConnectionIdleMs).unref();
     };
     idleFrom();
+    // One listener per connection, not a closure per call; 'close' comes once, so `on` (once wraps each).
+    const callClosed = () => {
+      table?.done(session);
+      if (--inFlight === 0 && !session.closed && !session.destroyed) idleFrom();
+    };
     session.on('stream', (stream) => {
       clearTimeout(first);
       first = undefined;
+      if (maxConnectionIdleMs === 0 && table === undefined) return; // neither the idle clock nor the table counts calls
       clearTimeout(idle);
       inFlight++;
       table?.busy(session);
-      stream.once('close', () => {
-        table?.done(session);
-        if (--inFlight === 0 && !session.closed && !session.destroyed) idleFrom();
-      });
+      stream.on('close', callClosed);
     });
     // Keepalive: a peer that is gone (a half-open TCP connection) fails to answer a ping and is cut.
     let pinger: NodeJS.Timeout | undefined;

@@ -131,8 +131,8 @@ export interface MessageLimits {
   readonly pending: PendingCalls;
 }
 
-/** Where the message goes once it arrived whole and unframed. */
-export type MessageDone = (message: Buffer) => void;
+/** Where the message goes once it arrived whole and unframed, with the call's stream and grpc-timeout. */
+export type MessageDone = (message: Buffer, stream: http2.ServerHttp2Stream, deadlineMs: number | undefined) => void;
 
 /** Stops the client sending the rest of a call already answered: RST_STREAM with NO_ERROR, as gRPC allows. */
 function cut(stream: http2.ServerHttp2Stream): void {
@@ -140,78 +140,116 @@ function cut(stream: http2.ServerHttp2Stream): void {
 }
 
 /**
- * Gathers a call's message and hands it to `done`, or fails the call. Most calls arrive in one DATA frame:
- * the first chunk is kept as it is, and concatenated only if more come.
+ * A call whose message is arriving: its bytes so far and what to do with them. The stream's listeners and
+ * the message timer's callback are functions shared by every call, which find this on the stream (or as
+ * the timer's argument), so a call allocates no closures of its own.
  */
-export function readMessage(stream: http2.ServerHttp2Stream, encoding: string, limits: MessageLimits, done: MessageDone): void {
-  const { maxMessageBytes, messageTimeoutMs, pending } = limits;
+class Arriving implements HeldCall {
+  settled = false;
+  first: Buffer | undefined = undefined;
+  more: Buffer[] | undefined = undefined;
+  size = 0;
+  timer: ReturnType<typeof setTimeout> | undefined = undefined;
+  constructor(
+    readonly connection: Connection,
+    readonly stream: http2.ServerHttp2Stream,
+    readonly encoding: string,
+    readonly limits: MessageLimits,
+    readonly done: MessageDone,
+    readonly deadlineMs: number | undefined,
+  ) {}
+
+  /** Done with: its bytes leave the budget, and its timer goes. */
+  settle(): void {
+    this.settled = true;
+    const pending = this.limits.pending;
+    pending.release(this.connection, this);
+    pending.bytes -= this.size;
+    this.first = this.more = undefined;
+    clearTimeout(this.timer);
+  }
+
+  /** Ends the call at once, its place given to another connection's (PendingCalls at a cap). */
+  shed(): void {
+    if (this.settled) return;
+    this.settle();
+    fail(this.stream, GrpcStatus.RESOURCE_EXHAUSTED, `the server gave this call's place to another connection's: this connection holds the most calls whose message has not arrived; retry`);
+    cut(this.stream);
+  }
+}
+
+const ARRIVING = Symbol('sluice.arriving');
+type ArrivingStream = http2.ServerHttp2Stream & { [ARRIVING]?: Arriving };
+
+function onMessageTimeout(call: Arriving): void {
+  if (call.settled) return;
+  call.settle();
+  fail(call.stream, GrpcStatus.DEADLINE_EXCEEDED, `the call's message did not arrive whole within ${call.limits.messageTimeoutMs} ms (--request-timeout-ms)`);
+  cut(call.stream);
+}
+
+function onClose(this: ArrivingStream): void {
+  const call = this[ARRIVING]!;
+  if (!call.settled) call.settle();
+}
+
+function onData(this: ArrivingStream, chunk: Buffer): void {
+  const call = this[ARRIVING]!;
+  if (call.settled) return;
+  const { maxMessageBytes, pending } = call.limits;
+  call.size += chunk.length;
+  pending.bytes += chunk.length;
+  if (call.size > maxMessageBytes + 5) {
+    call.settle();
+    fail(this, GrpcStatus.RESOURCE_EXHAUSTED, `the message is larger than the limit of ${maxMessageBytes} bytes (--max-body-bytes)`);
+    return cut(this);
+  }
+  if (pending.bytes > pending.maxBytes) {
+    call.settle();
+    fail(this, GrpcStatus.RESOURCE_EXHAUSTED, `the calls still arriving hold more than ${pending.maxBytes} bytes; retry`);
+    return cut(this);
+  }
+  if (call.first === undefined) call.first = chunk;
+  else (call.more ??= [call.first]).push(chunk);
+}
+
+function onEnd(this: ArrivingStream): void {
+  const call = this[ARRIVING]!;
+  if (call.settled) return;
+  const bytes = call.more !== undefined ? Buffer.concat(call.more) : (call.first ?? Buffer.alloc(0));
+  call.settle();
+  let message: Buffer;
+  try {
+    message = unframe(bytes, call.encoding, call.limits.maxMessageBytes);
+  } catch (e) {
+    if (e instanceof GrpcError) return fail(this, e.code, e.message);
+    throw e;
+  }
+  call.done(message, this, call.deadlineMs);
+}
+
+/**
+ * Gathers a call's message and hands it to `done` (with the stream and `deadlineMs`), or fails the call.
+ * Most calls arrive in one DATA frame: the first chunk is kept as it is, and concatenated only if more come.
+ */
+export function readMessage(stream: http2.ServerHttp2Stream, encoding: string, limits: MessageLimits, done: MessageDone, deadlineMs?: number): void {
   // A fake stream in the unit tests has no session: it is then a connection of its own.
   const connection: Connection = stream.session ?? stream;
-  const held: HeldCall = {
-    shed() {
-      if (settled) return;
-      settle();
-      fail(stream, GrpcStatus.RESOURCE_EXHAUSTED, `the server gave this call's place to another connection's: this connection holds the most calls whose message has not arrived; retry`);
-      cut(stream);
-    },
-  };
-  const refused = pending.admit(connection, held);
+  const call = new Arriving(connection, stream, encoding, limits, done, deadlineMs);
+  const refused = limits.pending.admit(connection, call);
   if (refused !== undefined) {
     fail(stream, GrpcStatus.RESOURCE_EXHAUSTED, refused);
     return cut(stream);
   }
-  let first: Buffer | undefined;
-  let more: Buffer[] | undefined;
-  let size = 0;
-  let settled = false;
-  const settle = () => {
-    settled = true;
-    pending.release(connection, held);
-    pending.bytes -= size;
-    first = more = undefined;
-    clearTimeout(timer);
-  };
-  const timer =
-    messageTimeoutMs > 0
-      ? setTimeout(() => {
-          if (settled) return;
-          settle();
-          fail(stream, GrpcStatus.DEADLINE_EXCEEDED, `the call's message did not arrive whole within ${messageTimeoutMs} ms (--request-timeout-ms)`);
-          cut(stream);
-        }, messageTimeoutMs)
-      : undefined;
-  timer?.unref();
-  stream.once('close', () => settled || settle());
-  stream.on('data', (chunk: Buffer) => {
-    if (settled) return;
-    size += chunk.length;
-    pending.bytes += chunk.length;
-    if (size > maxMessageBytes + 5) {
-      settle();
-      fail(stream, GrpcStatus.RESOURCE_EXHAUSTED, `the message is larger than the limit of ${maxMessageBytes} bytes (--max-body-bytes)`);
-      return cut(stream);
-    }
-    if (pending.bytes > pending.maxBytes) {
-      settle();
-      fail(stream, GrpcStatus.RESOURCE_EXHAUSTED, `the calls still arriving hold more than ${pending.maxBytes} bytes; retry`);
-      return cut(stream);
-    }
-    if (first === undefined) first = chunk;
-    else (more ??= [first]).push(chunk);
-  });
-  stream.on('end', () => {
-    if (settled) return;
-    const bytes = more !== undefined ? Buffer.concat(more) : (first ?? Buffer.alloc(0));
-    settle();
-    let message: Buffer;
-    try {
-      message = unframe(bytes, encoding, maxMessageBytes);
-    } catch (e) {
-      if (e instanceof GrpcError) return fail(stream, e.code, e.message);
-      throw e;
-    }
-    done(message);
-  });
+  (stream as ArrivingStream)[ARRIVING] = call;
+  if (limits.messageTimeoutMs > 0) {
+    call.timer = setTimeout(onMessageTimeout, limits.messageTimeoutMs, call);
+    call.timer.unref();
+  }
+  // 'close' comes once: `on`, not `once`, which would wrap the listener in a closure of its own.
+  stream.on('close', onClose);
+  stream.on('data', onData);
+  stream.on('end', onEnd);
 }
 
 /** The one message of a unary call: its 5-byte prefix (compressed flag, length) checked, and inflated. */

@@ -23,7 +23,7 @@ import type { Logger } from 'pino';
 import { answer, ENCODINGS, fail, failWith, framed, GrpcStatus } from './grpc-answer.js';
 import { acceptSessions } from './grpc-connections.js';
 import { HEALTH_CHECK_PATH, HEALTH_WATCH_PATH, HealthService, RLS_SERVICE } from './grpc-health.js';
-import { PendingCalls, readMessage, timeoutMs } from './grpc-message.js';
+import { PendingCalls, readMessage, timeoutMs, type MessageDone } from './grpc-message.js';
 import { decodeRateLimitRequest, encodeRateLimitResponse } from './rls-proto.js';
 import { envoyAnswer } from './envoy-wire.js';
 import type { EnvoyWire } from './envoy-wire.js';
@@ -46,9 +46,6 @@ export interface GrpcServer {
   /** New TLS files for new connections (a rotated certificate); throws on bad PEM, keeping the old ones. */
   setTls(tls: GrpcTls): void;
 }
-
-/** A method of this server: given the call and its message, once it arrived whole. */
-type Method = (stream: http2.ServerHttp2Stream, message: Buffer, deadlineMs: number | undefined) => void;
 
 export interface GrpcServerOptions {
   /** The service that decides; asked per call, since a config reload may replace it. */
@@ -169,15 +166,18 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
 
   const health = new HealthService({ serving: options.serving, log, watchEveryMs: options.watchEveryMs ?? 1000, maxWatches: options.maxWatches ?? 1000 });
   const limits = { maxMessageBytes, messageTimeoutMs: options.messageTimeoutMs ?? 10_000, pending: pendingCalls(options) };
-  const methods = new Map<unknown, Method>([
-    [SHOULD_RATE_LIMIT_PATH, shouldRateLimit],
-    [HEALTH_CHECK_PATH, health.check],
-    [HEALTH_WATCH_PATH, health.watch],
+  // Each as readMessage calls it (message first), made once here rather than a closure per call.
+  const methods = new Map<unknown, MessageDone>([
+    [SHOULD_RATE_LIMIT_PATH, (message, stream, deadlineMs) => shouldRateLimit(stream, message, deadlineMs)],
+    [HEALTH_CHECK_PATH, (message, stream) => health.check(stream, message)],
+    [HEALTH_WATCH_PATH, (message, stream) => health.watch(stream, message)],
   ]);
 
+  // A client that resets its call makes the stream emit 'error'; unheard, that would crash the process.
+  // One listener for every call, not a closure each.
+  const onCallError = (e: Error) => log.debug({ err: e.message }, 'gRPC call error');
   server.on('stream', (stream, headers) => {
-    // A client that resets its call makes the stream emit 'error'; unheard, that would crash the process.
-    stream.on('error', (e) => log.debug({ err: e.message }, 'gRPC call error'));
+    stream.on('error', onCallError);
     const path = headers[':path'];
     if (headers[':method'] !== 'POST') return stream.respond({ ':status': 405, allow: 'POST' }, { endStream: true });
     const type = headers['content-type'];
@@ -191,7 +191,7 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
       return fail(stream, GrpcStatus.UNIMPLEMENTED, `grpc-encoding ${String(encoding)} is not supported; use one of ${ENCODINGS}`);
     }
     const deadlineMs = timeoutMs(headers['grpc-timeout']);
-    readMessage(stream, encoding, limits, (message) => method(stream, message, deadlineMs));
+    readMessage(stream, encoding, limits, method, deadlineMs);
   });
 
   const wire = options.envoyWire;

@@ -259,12 +259,14 @@ export class RateLimitService {
       if (s instanceof Promise) pending = true;
       statuses[i] = s;
     }
-    if (pending) return Promise.all(statuses).then(this.finishAll);
+    // One descriptor (most Envoy calls): its own Promise, without Promise.all's around it.
+    if (pending) return n === 1 ? (statuses[0] as Promise<DescriptorStatus>).then(this.finishOne) : Promise.all(statuses).then(this.finishAll);
     return this.overall(finish(statuses as DescriptorStatus[]));
   }
 
   /** finish() then overall(), bound once: an asynchronous (Redis) request allocates no closure for it. */
   private readonly finishAll = (statuses: DescriptorStatus[]): RlsResponse => this.overall(finish(statuses));
+  private readonly finishOne = (status: DescriptorStatus): RlsResponse => this.overall(finish([status]));
 
   /** The answer as sent: global shadow mode turns an OVER_LIMIT into OK, and drops its Retry-After. */
   private overall(r: Answer): Answer {

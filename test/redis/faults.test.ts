@@ -142,7 +142,9 @@ for (const [name, onError, connect] of modes) {
 
 test('Redis frozen (SIGSTOP) mid-load and thawed: every call times out, none piles up, then exact again', async () => {
   const c = await ioredis();
-  const store = new RedisStore({ client: c.client, prefix: runPrefix('frozen'), timeoutMs: TIMEOUT, onError: 'open', maxInFlight: 16 });
+  // The loops' decisions of one turn share a call, so they send about one call per timeout: a bound of 4
+  // is reached within the 500 ms below (16 was only reached while every decision went in a call of its own).
+  const store = new RedisStore({ client: c.client, prefix: runPrefix('frozen'), timeoutMs: TIMEOUT, onError: 'open', maxInFlight: 4 });
   const limiter = new Limiter({ policy: { name: 'p', algorithm: 'gcra', limit: 10, window: '1h' }, store });
   const l = load(limiter);
   try {
@@ -157,7 +159,7 @@ test('Redis frozen (SIGSTOP) mid-load and thawed: every call times out, none pil
     assert.ok(during.length > 50, `decisions kept flowing (${during.length})`);
     assert.ok(during.every((d) => d.reason === 'store-error' && d.allowed));
     assert.ok(l.slowest() < TIMEOUT + 150, `none waited much past the timeout (slowest ${l.slowest().toFixed(1)} ms)`);
-    assert.ok(store.stats.calls - calls <= 16, `no more than maxInFlight calls sent to a Redis that does not answer (${store.stats.calls - calls})`);
+    assert.ok(store.stats.calls - calls <= 4, `no more than maxInFlight calls sent to a Redis that does not answer (${store.stats.calls - calls})`);
     assert.ok(store.stats.refused > 0);
     own.server.proc!.kill('SIGCONT');
     await recovered(limiter);

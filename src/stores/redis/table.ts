@@ -1,6 +1,8 @@
 /**
  * A RedisStore table: one limiter's policies on Redis. Calls made in the same turn of the event loop are
- * coalesced into batched script calls (flushed on process.nextTick, so a lone call waits for no timer):
+ * coalesced into batched script calls, flushed once the turn's due callbacks have run (realSetImmediate:
+ * setImmediate, so a lone call waits for no timer, and the decisions a server makes in its many I/O
+ * callbacks of one poll share a call, which process.nextTick, run after each callback, never let them):
  * one call per `maxBatch` operations on a standalone Redis, one per hash slot and `maxBatch` on a
  * cluster (batch.ts). Each batch runs as one script through the store's connection (connection.ts), so
  * every operation in it is atomic; operations on one key keep their order. A batch that fails, times
@@ -14,9 +16,9 @@ import type { ConnectionStats, RedisConnection } from './connection.js';
 import { Fallback, type OnError } from './failure.js';
 import { escapeId, keyOf, slotOf } from './keys.js';
 import { answer, type AnswerMemory } from './reply.js';
-import { realNextTick } from '../../runtime.js';
 import { combinesStates, scriptFor, takesLeases } from './scripts.js';
 import type { LibraryScript } from './script.js';
+import { realSetImmediate } from '../../runtime.js';
 
 export interface RedisStoreStats extends ConnectionStats {
   /** Operations answered by the failure policy. */
@@ -120,7 +122,7 @@ export class RedisTable implements StoreTable {
       this.queue.push({ code, key, arg, lease, time, slot, keys, policies, limits, bounds, resolve: resolve as (v: never) => void, reject });
       if (!this.scheduled) {
         this.scheduled = true;
-        realNextTick(this.flushNow); // the real one: a test's fake timers must not hold the batch
+        realSetImmediate(this.flushNow); // the real one, taken at import: a test's fake timers must not hold the batch
       }
     });
   }

@@ -196,9 +196,13 @@ test('regions: a region cut off keeps deciding within its share, and after the l
   const S = sOf(ls);
   const ws = windows(admissions, S);
     const share = LIMIT - 2 * Math.ceil(LIMIT / 3);
+    // eu and us, still linked, share what ap's share leaves: the bound of two regions on limit − ⌈limit / 3⌉.
+    const linked = new Map(windows(admissions.filter((a) => a.region !== 2), S, LIMIT - Math.ceil(LIMIT / 3)).map((w) => [w.window, w]));
     for (const w of ws) {
       assert.ok(w.byRegion[2]! <= share, `ap admits at most its share ${share}: ${JSON.stringify(w)}`);
-      assert.ok(w.total <= w.bound, `${JSON.stringify(w)}, S ${S.toFixed(0)} ms`);
+      const l = linked.get(w.window);
+      if (l !== undefined) assert.ok(l.total <= l.bound, `eu and us within their bound: ${JSON.stringify(l)}, S ${S.toFixed(0)} ms`);
+      assert.ok(w.total <= (l?.bound ?? 0) + share, `${JSON.stringify(w)}, S ${S.toFixed(0)} ms`);
     }
     const full = ws.slice(1, -1);
     for (const w of full) assert.ok(w.byRegion[2]! >= share * 0.9, `ap keeps deciding with its share: ${JSON.stringify(w)}`);

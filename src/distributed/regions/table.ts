@@ -82,6 +82,9 @@ export class RegionsTable implements StoreTable {
   private readonly cut: boolean[];
   private peerArgs: string[] = [];
   private readonly inFlight: number[];
+  /** Per peer: the keys whose count went up since they were last sent to it (an exchange costs what changed, not every key). */
+  private dirty: Set<string>[];
+  private lastSweep = -Infinity;
   private timer: ReturnType<typeof setInterval> | undefined;
   private lastExchange = -1;
   private readonly runOn: NonNullable<StrategySpec['runner']['runOn']>;
@@ -100,6 +103,7 @@ export class RegionsTable implements StoreTable {
     // Until this process has read who its Redis heard from, every peer counts as cut off: never the whole limit.
     this.cut = regions.peers.map(() => true);
     this.inFlight = regions.peers.map(() => 0);
+    this.dirty = regions.peers.map(() => new Set());
     this.updatePeerArgs();
   }
 
@@ -153,9 +157,7 @@ export class RegionsTable implements StoreTable {
       }
       st = { window, own, deadline, sent: this.regions.peers.map(() => 0), acked: this.regions.peers.map(() => 0) };
       this.keys.set(key, st);
-      return;
-    }
-    if (window > st.window) {
+    } else if (window > st.window) {
       st.window = window;
       st.own = own;
       st.deadline = deadline;
@@ -163,7 +165,10 @@ export class RegionsTable implements StoreTable {
       st.acked.fill(0);
     } else if (window === st.window && own > st.own) {
       st.own = own;
+    } else {
+      return;
     }
+    for (const d of this.dirty) d.add(key);
   }
 
   private updatePeerArgs(): void {
@@ -186,9 +191,12 @@ export class RegionsTable implements StoreTable {
     const now = this.spec.clock();
     this.regions.peers.forEach((peer, i) => {
       if (this.inFlight[i]! >= MAX_PUSHES_IN_FLIGHT) return;
+      const changed = this.dirty[i]!;
+      this.dirty[i] = new Set();
       let batch: [string, KeyCount][] = [];
-      for (const e of this.keys) {
-        if (e[1].own > e[1].sent[i]!) batch.push(e);
+      for (const key of changed) {
+        const st = this.keys.get(key);
+        if (st !== undefined && st.own > st.sent[i]!) batch.push([key, st]);
         if (batch.length === PUSH_CHUNK) {
           void this.push(i, peer, batch);
           batch = [];
@@ -197,9 +205,12 @@ export class RegionsTable implements StoreTable {
       // An empty push is the heartbeat: the peer hears from this region even when it admits nothing.
       if (batch.length > 0 || this.inFlight[i] === 0) void this.push(i, peer, batch);
     });
+    // Once a window: forget keys whose window has ended (after every peer has their count, or a window
+    // later, when the peers drop that window anyway).
+    if (now - this.lastSweep < this.spec.policy.windowMs) return;
+    this.lastSweep = now;
     for (const [key, st] of this.keys) {
       const done = st.acked.every((a) => a >= st.own);
-      // After the window ends a count limits nothing; one window later its peers drop it anyway.
       if ((done && now >= st.deadline) || now >= st.deadline + this.spec.policy.windowMs) this.keys.delete(key);
     }
   }
@@ -220,11 +231,11 @@ export class RegionsTable implements StoreTable {
     const p = this.spec.policy;
     const keys = [this.heardKey];
     const args = [this.regions.name, String(p.windowMs), this.spec.runner.clientClock ? String(this.spec.clock()) : ''];
-    const sent: [KeyCount, number, number][] = [];
+    const sent: [string, KeyCount, number, number][] = [];
     for (const [key, st] of batch) {
       keys.push(this.spec.runner.keyFor(key, this.suffix));
       args.push(String(st.window), String(st.own));
-      sent.push([st, st.window, st.own]);
+      sent.push([key, st, st.window, st.own]);
       st.sent[i] = st.own;
     }
     this.stats.messages++;
@@ -234,12 +245,16 @@ export class RegionsTable implements StoreTable {
     this.inFlight[i]!++;
     return this.runOn(peer, 'regions-merge', keys, args)
       .then(() => {
-        for (const [st, w, own] of sent) if (st.window === w && own > st.acked[i]!) st.acked[i] = own;
+        for (const [, st, w, own] of sent) if (st.window === w && own > st.acked[i]!) st.acked[i] = own;
       })
       .catch(() => {
         this.stats.failedMessages++;
         // Sent again with the next exchange: whole counts, so a push that did land is harmless to repeat.
-        for (const [st, w] of sent) if (st.window === w) st.sent[i] = st.acked[i]!;
+        for (const [key, st, w] of sent) {
+          if (st.window !== w) continue;
+          st.sent[i] = st.acked[i]!;
+          this.dirty[i]!.add(key);
+        }
       })
       .finally(() => this.inFlight[i]!--);
   }

@@ -3,6 +3,7 @@
 // written down. Run by bench/regions.mjs with `node --import tsx`; the config comes as argv[2] (JSON).
 // Modes: 'global' (one Redis for the world: this region's home is region 0's, through the link unless
 // this is region 0), 'isolated' (a Redis per region, no exchange), 'regions' (sluice's strategy).
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { Limiter } from '../src/limiter.ts';
 import { RedisStore } from '../src/stores/redis/index.ts';
@@ -31,6 +32,8 @@ const times = [];
 const pending = [];
 const start = Date.now();
 const cpu0 = process.cpuUsage();
+const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+loopDelay.enable();
 let fired = 0;
 await new Promise((resolve) => {
   const t = setInterval(() => {
@@ -66,5 +69,5 @@ const stats = c.mode === 'regions' ? { ...limiter.table.stats } : undefined;
 if (c.mode === 'regions') await limiter.table.close();
 latencies.sort((a, b) => a - b);
 const q = (p) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))];
-process.send({ fired, decided: latencies.length, p50: q(0.5), p99: q(0.99), cpuMs: (cpu.user + cpu.system) / 1000, counts: [...counts].map(([k, m]) => [k, [...m]]), times, stats, ms: Date.now() - start });
-process.exit(0);
+loopDelay.disable();
+process.send({ loopP99Ms: loopDelay.percentile(99) / 1e6, fired, decided: latencies.length, p50: q(0.5), p99: q(0.99), cpuMs: (cpu.user + cpu.system) / 1000, counts: [...counts].map(([k, m]) => [k, [...m]]), times, stats, ms: Date.now() - start }, () => process.exit(0));

@@ -28,7 +28,7 @@ const LOADS = {
   keys: { keys: 10_000, limit: 2, windowMs: 10_000, ratePerSec: 1000, durationMs: 20_000 },
   hot: { keys: 1, limit: 300, windowMs: 1000, ratePerSec: 400, durationMs: 5000 },
 };
-const MODES = ['global', 'isolated', 'regions'];
+const MODES = (process.env.MODES ?? 'global,isolated,regions').split(',');
 for (const l of Object.values(LOADS)) l.durationMs *= SCALE;
 
 const load0 = loadavg()[0];
@@ -43,7 +43,7 @@ async function run(mode, loadName) {
   const workers = NAMES.map((name, region) => {
     const peerPorts = Object.fromEntries(NAMES.filter((n) => n !== name).map((n) => [n, world.links.get(`${name}>${n}`).port]));
     const config = { mode, region, names: NAMES, homePort: world.servers[region].port, peerPorts, prefix, exchangeMs: EXCHANGE_MS, ...load };
-    return fork(new URL('./regions-worker.mjs', import.meta.url), [JSON.stringify(config)], { execArgv: ['--import', 'tsx'] });
+    return fork(new URL('./regions-worker.mjs', import.meta.url), [JSON.stringify(config)], { execArgv: ['--import', 'tsx', ...(process.env.PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROF}`] : [])] });
   });
   // A worker that dies before it answers fails the run rather than hang it.
   const died = Promise.all(workers.map((w, i) => once(w, 'exit').then(([code]) => code !== 0 && Promise.reject(new Error(`${mode} ${loadName}: worker ${NAMES[i]} exited with ${code}`)))));
@@ -63,7 +63,7 @@ async function run(mode, loadName) {
   const row = {
     mode,
     load: loadName,
-    regions: NAMES.map((n, i) => ({ region: n, p50: rs[i].p50, p99: rs[i].p99, decided: rs[i].decided, fired: rs[i].fired, cpuMsPerK: (rs[i].cpuMs / rs[i].decided) * 1000 })),
+    regions: NAMES.map((n, i) => ({ region: n, p50: rs[i].p50, p99: rs[i].p99, decided: rs[i].decided, fired: rs[i].fired, cpuMsPerK: (rs[i].cpuMs / rs[i].decided) * 1000, loopP99Ms: rs[i].loopP99Ms })),
     keyWindows: t.length,
     maxTotal: Math.max(...t),
     overKeyWindows: over.length,
@@ -89,11 +89,15 @@ async function run(mode, loadName) {
 }
 
 const rows = [];
-for (const loadName of Object.keys(LOADS)) for (const mode of MODES) {
-  process.stderr.write(`${loadName} ${mode}...\n`);
-  rows.push(await run(mode, loadName));
+process.once('SIGTERM', () => world.stop().finally(() => process.exit(1)));
+try {
+  for (const loadName of (process.env.LOADS ?? 'keys,hot').split(',')) for (const mode of MODES) {
+    process.stderr.write(`${loadName} ${mode}...\n`);
+    rows.push(await run(mode, loadName));
+  }
+} finally {
+  await world.stop();
 }
-await world.stop();
 
 const f = (x, d = 1) => (x === undefined ? '—' : x.toFixed(d));
 const lines = [

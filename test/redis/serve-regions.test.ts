@@ -43,6 +43,21 @@ test('three sluice serve in three regions keep one limit per descriptor', async 
   }
 });
 
+test('a rule regions cannot keep is refused at start, naming its algorithm', async () => {
+  const gcra = new TempConfig(`domain: api
+descriptors:
+  - key: user
+    rate_limit: { unit: second, requests_per_unit: 5, algorithm: gcra }
+`);
+  const peers = `us=redis://127.0.0.1:${world.links.get('eu>us')!.port},ap=redis://127.0.0.1:${world.links.get('eu>ap')!.port}`;
+  const settings = { redis: `redis://127.0.0.1:${world.servers[0]!.port}`, redisPrefix: `sluice-serve-regions-gcra-${process.pid}`, grpcPort: -1, region: 'eu', regionPeers: peers };
+  try {
+    await assert.rejects(start(gcra.path, { name: 'gcra', settings }), /strategy 'regions' cannot keep policy .*\(algorithm "gcra"\) across regions/);
+  } finally {
+    gcra.remove();
+  }
+});
+
 test('--region and --region-peers go together, with --redis', () => {
   const peers = 'us=redis://10.0.0.2:6379,ap=rediss://10.0.0.3:6380';
   const s = readSettings(['--config', 'x.yaml', '--redis', 'redis://a:6379', '--region', 'eu', '--region-peers', peers], {});

@@ -65,6 +65,16 @@ export interface RegionsStats {
 const MAX_PUSHES_IN_FLIGHT = 32;
 /** Most key counts per push (one script call). */
 const PUSH_CHUNK = 1000;
+/** Most decisions per script call. */
+const MAX_BATCH = 64;
+
+interface QueuedDecision {
+  readonly key: string;
+  readonly cost: number;
+  readonly force: boolean;
+  resolve(reply: number[]): void;
+  reject(err: unknown): void;
+}
 
 const respBulk = (s: string): number => {
   const n = Buffer.byteLength(s);
@@ -85,6 +95,7 @@ export class RegionsTable implements StoreTable {
   /** Per peer: the keys whose count went up since they were last sent to it (an exchange costs what changed, not every key). */
   private dirty: Set<string>[];
   private lastSweep = -Infinity;
+  private queue: QueuedDecision[] = [];
   private timer: ReturnType<typeof setInterval> | undefined;
   private lastExchange = -1;
   private readonly runOn: NonNullable<StrategySpec['runner']['runOn']>;
@@ -121,20 +132,16 @@ export class RegionsTable implements StoreTable {
     this.start();
     const p = this.spec.policy;
     const sentAt = this.spec.clock();
-    const args = [this.regions.name, String(p.windowMs), String(cost), String(p.limit), this.spec.runner.clientClock ? String(sentAt) : '', force ? '1' : '0', ...this.peerArgs];
     let r: number[];
     try {
-      r = (await this.spec.runner.run('regions-decide', [this.spec.runner.keyFor(key, this.suffix)], args)) as number[];
+      r = await new Promise<number[]>((resolve, reject) => this.enqueue({ key, cost, force, resolve, reject }));
     } catch {
       this.stats.fallbacks++;
       return this.spec.runner.fallback(key, cost);
     }
-    const own = Number(r[0]);
-    const others = Number(r[1]);
-    const left = Number(r[3]);
-    const admitted = Number(r[4]) === 1;
-    this.note(key, Number(r[2]), own, sentAt + left);
-    const allowed = cost === 0 ? own + others <= p.limit : admitted;
+    const [own, others, window, left, admitted] = r as [number, number, number, number, number];
+    this.note(key, window, own, sentAt + left);
+    const allowed = cost === 0 ? own + others <= p.limit : admitted === 1;
     return makeDecision({
       allowed,
       limit: p.limit,
@@ -144,6 +151,36 @@ export class RegionsTable implements StoreTable {
       delayMs: 0,
       policy: p.name,
     });
+  }
+
+  /**
+   * Decisions made in one turn go to Redis in one script call (up to MAX_BATCH each), as the store's own
+   * table batches them: under load that is what keeps a decision's cost, and its latency, flat.
+   */
+  private enqueue(op: QueuedDecision): void {
+    this.queue.push(op);
+    if (this.queue.length >= MAX_BATCH) this.flush();
+    else if (this.queue.length === 1) queueMicrotask(this.flushNow);
+  }
+
+  private readonly flushNow = () => this.flush();
+
+  private flush(): void {
+    const ops = this.queue;
+    if (ops.length === 0) return;
+    this.queue = [];
+    const keys = ops.map((o) => this.spec.runner.keyFor(o.key, this.suffix));
+    const args = [this.regions.name, String(this.spec.policy.windowMs), String(this.spec.policy.limit), this.spec.runner.clientClock ? String(this.spec.clock()) : '', String(this.regions.peers.length), ...this.peerArgs];
+    for (const o of ops) args.push(String(o.cost), o.force ? '1' : '0');
+    this.spec.runner.run('regions-decide', keys, args).then(
+      (reply) => {
+        const r = reply as unknown[];
+        ops.forEach((o, i) => o.resolve(r.slice(5 * i, 5 * i + 5).map(Number)));
+      },
+      (err: unknown) => {
+        for (const o of ops) o.reject(err);
+      },
+    );
   }
 
   private note(key: string, window: number, own: number, deadline: number): void {

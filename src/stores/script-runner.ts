@@ -23,6 +23,8 @@ export interface ScriptRunner {
    * (its own timeout, and its outages told once each, as the store's are). Absent on other stores.
    */
   runOn?(peer: PeerRegion, name: StrategyScript, keys: string[], args: string[]): Promise<unknown>;
+  /** Whether the store's client, or (with `regions`) a peer's, is a Redis Cluster. */
+  isCluster?(peer?: PeerRegion): boolean;
   /** The Redis key for `key` under `suffix`, in the store's `prefix:{id}:...` layout. */
   keyFor(key: string, suffix: string): string;
   /** The failure policy's answer to a decision Redis could not make. */

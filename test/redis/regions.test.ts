@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { Limiter } from '../../src/limiter.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import type { RegionsTable } from '../../src/distributed/regions/table.js';
@@ -260,4 +260,17 @@ test('regions: algorithms it cannot keep across regions, and wrong options, are 
   assert.throws(() => bad({ name: 'eu', peers: {} }), /'peers' must name at least one other region/);
   assert.throws(() => bad({ name: 'eu', peers: { us: {} }, shares: { eu: 2 } }), /'shares.us' must be a positive number/);
   assert.throws(() => bad({ name: 'eu', peers: { us: {} }, exchangeMs: 100, partitionAfterMs: 50 }), /'partitionAfterMs' must be longer than 'exchangeMs' 100, got 50/);
+});
+
+test('regions: a Redis Cluster as a home or a peer is refused by name, not left to fail on CROSSSLOT', () => {
+  const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], { lazyConnect: true });
+  const policy = { algorithm: 'fixed-window' as const, limit: 10, window: '1s' };
+  try {
+    const home = new RedisStore({ client: cluster, logger: false, regions: { name: 'eu', peers: { us: world.home('us') } } });
+    assert.throws(() => new Limiter({ policy, store: home }), /strategy 'regions' does not run on a Redis Cluster yet \(this region's client is one\)/);
+    const peer = new RedisStore({ client: world.home('eu'), logger: false, regions: { name: 'eu', peers: { us: world.home('us'), ap: cluster } } });
+    assert.throws(() => new Limiter({ policy, store: peer }), /\(peer "ap" is one\)/);
+  } finally {
+    cluster.disconnect();
+  }
 });

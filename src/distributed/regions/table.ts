@@ -219,8 +219,11 @@ export class RegionsTable implements StoreTable {
     this.exchange();
   }
 
-  /** One exchange: read who the home Redis heard from, push every count a peer has not been sent, forget ended windows. */
-  private exchange(): void {
+  /**
+   * One exchange: read who the home Redis heard from, push every count a peer has not been sent, forget
+   * ended windows. Its timer calls it every exchangeMs; public for tests that drive time by hand.
+   */
+  exchange(): void {
     this.readHeard().catch(() => {});
     const at = performance.now();
     if (this.lastExchange >= 0) this.stats.longestGapMs = Math.max(this.stats.longestGapMs, at - this.lastExchange);

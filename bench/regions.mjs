@@ -3,7 +3,8 @@
 // DelayProxy per directed link, test/support/delay-proxy.ts) and a redis-server per region on this machine:
 //   global   one Redis for the world (region eu's): exact, but us and ap pay a round trip between regions;
 //   isolated a Redis per region, no exchange: local, but a key gets up to 3× its limit;
-//   regions  sluice's 'regions' strategy: local decisions, per-region counts exchanged every exchangeMs.
+//   regions  sluice's 'regions' strategy: local decisions, per-region counts exchanged every exchangeMs;
+//   upstash  @upstash/ratelimit's MultiRegionRatelimit fixed window on the same servers (a shim for its client).
 // Each region's clients are a process of their own (bench/regions-worker.mjs). Two loads: 'keys' (10,000
 // keys, limit 2 per 10 s, each region offering 1,000 decisions/s on random keys: 1.5× the limit per key in
 // all) and 'hot' (one key, limit 300 per 1 s, each region offering 400/s: 4× the limit). Reported per
@@ -28,7 +29,7 @@ const LOADS = {
   keys: { keys: 10_000, limit: 2, windowMs: 10_000, ratePerSec: 1000, durationMs: 20_000 },
   hot: { keys: 1, limit: 300, windowMs: 1000, ratePerSec: 400, durationMs: 5000 },
 };
-const MODES = (process.env.MODES ?? 'global,isolated,regions').split(',');
+const MODES = (process.env.MODES ?? 'global,isolated,regions,upstash').split(',');
 for (const l of Object.values(LOADS)) l.durationMs *= SCALE;
 
 const load0 = loadavg()[0];

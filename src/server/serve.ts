@@ -60,7 +60,14 @@ export async function startService(settings: Settings, options: StartOptions = {
   const clock = settings.clock === 'monotonic' && backing.kind === 'memory' ? { clock: monotonicClock } : {};
   const telemetry = await serviceTelemetry(log);
   const ruleOptions = { store: backing.store, maxDetailedSeries: settings.maxDetailedSeries, telemetry, ...clock };
-  let rules = new RuleSet(config, ruleOptions);
+  // A rule the store refuses (e.g. an algorithm regions cannot keep) must not leave its clients open.
+  let rules: RuleSet;
+  try {
+    rules = new RuleSet(config, ruleOptions);
+  } catch (e) {
+    await backing.close();
+    throw e;
+  }
   const service = new RateLimitService(rules, { store: backing.store, localCache: backing.kind !== 'memory', globalShadowMode: settings.shadowMode, strictDomains: settings.strictDomains, nearLimitRatio: settings.nearLimitRatio, telemetry, ...clock });
   const reloads = { ok: 0, failed: 0 };
   const metrics = createMetrics(() => service.allStats(), { reloads: () => reloads, globalShadowOverrides: () => service.globalShadowOverrides });

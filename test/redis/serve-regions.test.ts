@@ -43,7 +43,7 @@ test('three sluice serve in three regions keep one limit per descriptor', async 
   }
 });
 
-test('a rule regions cannot keep is refused at start, naming its algorithm', async () => {
+test('regression: a rule regions cannot keep is refused at start, naming its algorithm, and closes the Redis clients it opened (the test process could not exit)', async () => {
   const gcra = new TempConfig(`domain: api
 descriptors:
   - key: user

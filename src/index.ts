@@ -18,6 +18,8 @@ export type { Strategy } from './distributed/strategy.js';
 export type { DenyCacheOptions } from './distributed/deny-cache.js';
 export type { LeaseOptions, StrategyStats } from './distributed/lease.js';
 export type { LocalSyncOptions } from './distributed/local-sync.js';
+export type { RegionsOptions } from './distributed/regions/options.js';
+export type { RegionsStats } from './distributed/regions/table.js';
 export type { Clock, MaybePromise } from './core/index.js';
 export type { Store, StoreTable, TableSpec } from './stores/store.js';
 export { coarseClock, monotonicClock } from './clock.js';

@@ -93,7 +93,7 @@ test('the deny cache holds at most maxKeys keys and refuses concurrency policies
     (e: unknown) => e instanceof SluiceError && /'denyCache' cannot be used with the concurrency policy/.test(e.message),
   );
   assert.throws(() => new Limiter({ policy: { algorithm: 'gcra', limit: 1, window: 1000 }, denyCache: { maxKeys: 0 } }), /'denyCache.maxKeys' must be a positive integer, got 0/);
-  assert.throws(() => new Limiter({ policy: { algorithm: 'gcra', limit: 1, window: 1000 }, strategy: 'central' as never }), /'strategy' must be one of 'atomic', 'local-sync', 'lease', got "central"/);
+  assert.throws(() => new Limiter({ policy: { algorithm: 'gcra', limit: 1, window: 1000 }, strategy: 'central' as never }), /'strategy' must be one of 'atomic', 'local-sync', 'lease', 'regions', got "central"/);
   assert.throws(() => new Limiter({ policy: { algorithm: 'gcra', limit: 1, window: 1000 }, strategy: 'lease' }), /strategy "lease" needs a RedisStore/);
 });
 

@@ -8,9 +8,10 @@ import type { Store, StoreTable, TableSpec } from '../stores/store.js';
 import { checkDenyCache, DenyCacheTable } from './deny-cache.js';
 import { checkLeaseOptions, LeaseTable } from './lease.js';
 import { checkLocalSyncOptions, LocalSyncTable } from './local-sync.js';
+import { bindRegions } from './regions/bind.js';
 
-export type Strategy = 'atomic' | 'local-sync' | 'lease';
-export const STRATEGIES: readonly Strategy[] = ['atomic', 'local-sync', 'lease'];
+export type Strategy = 'atomic' | 'local-sync' | 'lease' | 'regions';
+export const STRATEGIES: readonly Strategy[] = ['atomic', 'local-sync', 'lease', 'regions'];
 
 export interface StrategyOptions {
   strategy?: unknown;
@@ -22,7 +23,8 @@ export interface StrategyOptions {
 }
 
 export function bindStrategy(store: Store, spec: TableSpec, o: StrategyOptions): StoreTable {
-  const strategy = o.strategy ?? 'atomic';
+  // A store that is one region's home ('regions' option) decides for the world: 'regions' is its only strategy.
+  const strategy = o.strategy ?? (store.regions !== undefined ? 'regions' : 'atomic');
   if (!STRATEGIES.includes(strategy as Strategy)) {
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'strategy' must be one of ${STRATEGIES.map((s) => `'${s}'`).join(', ')}, got ${show(strategy)}`);
   }
@@ -32,7 +34,9 @@ export function bindStrategy(store: Store, spec: TableSpec, o: StrategyOptions):
   // Lease deadlines must not be read from a clock that lags (the coarse clock can, by up to a tick).
   const clock = o.clockGiven ? spec.clock : monotonicClock;
   let table: StoreTable;
-  if (strategy === 'atomic') {
+  if (strategy === 'regions' || store.regions !== undefined) {
+    table = bindRegions(store, spec, strategy as Strategy, clock);
+  } else if (strategy === 'atomic') {
     table = store.bind(spec);
   } else {
     if (typeof store.runner !== 'function') {

@@ -69,7 +69,14 @@ export async function startService(settings: Settings, options: StartOptions = {
   // Envoy's counting (over-limit hits count) unless STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT.
   const countRejected = !settings.stopCacheKeyIncrementWhenOverlimit;
   const ruleOptions = { store: backing.store, maxDetailedSeries: settings.maxDetailedSeries, telemetry, countRejected, ...clock };
-  let rules = new RuleSet(config, ruleOptions);
+  // A rule the store refuses (e.g. an algorithm regions cannot keep) must not leave its clients open.
+  let rules: RuleSet;
+  try {
+    rules = new RuleSet(config, ruleOptions);
+  } catch (e) {
+    await backing.close();
+    throw e;
+  }
   const service = new RateLimitService(rules, { store: backing.store, localCache: backing.kind !== 'memory', globalShadowMode: settings.shadowMode, strictDomains: settings.strictDomains, nearLimitRatio: settings.nearLimitRatio, telemetry, countRejected, ...clock });
   const reloads = { ok: 0, failed: 0 };
   // The listeners are made below; /metrics reads their shedding when scraped.

@@ -81,6 +81,12 @@ export interface Settings {
   redisTimeoutMs: number;
   /** How long start-up waits for the first Redis connection before serving anyway. */
   redisConnectTimeoutMs: number;
+  /** This service's region, with regionPeers: one limit per descriptor across regions (docs/distributed.md, "Regions"). */
+  region: string | undefined;
+  /** The other regions' Redis servers: name=redis://host:port,name=redis://host:port. */
+  regionPeers: string | undefined;
+  /** How often each service pushes its region's counts to the other regions. */
+  regionExchangeMs: number;
   /** What a Redis outage answers: 'open' admits, 'closed' rejects (and /readyz reports not ready). */
   failureMode: 'open' | 'closed';
   /** Memory store bound across all rules. */
@@ -329,6 +335,19 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
   redisTlsCa: { flag: '--redis-tls-ca', env: 'SLUICE_REDIS_TLS_CA', help: "PEM CA that signed Redis's certificate; implies --redis-tls", parse: str },
   redisTimeoutMs: { flag: '--redis-timeout-ms', env: 'SLUICE_REDIS_TIMEOUT_MS', help: 'longest wait for Redis per call (default 50)', parse: int(1) },
   redisConnectTimeoutMs: { flag: '--redis-connect-timeout-ms', env: 'SLUICE_REDIS_CONNECT_TIMEOUT_MS', help: 'start-up wait for Redis before serving anyway (default 3000)', parse: int(0) },
+  region: {
+    flag: '--region',
+    env: 'SLUICE_REGION',
+    help: "this service's region, with --region-peers and --redis (this region's Redis): one limit per descriptor across regions, fixed-window rules only",
+    parse: matching(/^[A-Za-z0-9_.-]{1,64}$/, "a region name of letters, digits, '.', '_' or '-'"),
+  },
+  regionPeers: {
+    flag: '--region-peers',
+    env: 'SLUICE_REGION_PEERS',
+    help: "the other regions' Redis, name=redis://host:port,name=redis://host:port (with --region)",
+    parse: matching(/^[A-Za-z0-9_.-]{1,64}=rediss?:\/\/[^\s,]+(,[A-Za-z0-9_.-]{1,64}=rediss?:\/\/[^\s,]+)*$/, 'name=redis://host:port[,name=redis://host:port...]'),
+  },
+  regionExchangeMs: { flag: '--region-exchange-ms', env: 'SLUICE_REGION_EXCHANGE_MS', help: "how often this service pushes its region's counts to the others (default 100)", parse: int(1) },
   failureMode: {
     flag: '--failure-mode',
     env: 'SLUICE_FAILURE_MODE',
@@ -443,6 +462,9 @@ export const DEFAULTS: Omit<Settings, 'config'> = {
   redisCluster: undefined,
   redisSentinel: undefined,
   redisPerSecond: undefined,
+  region: undefined,
+  regionPeers: undefined,
+  regionExchangeMs: 100,
   redisPrefix: 'sluice',
   redisUsername: undefined,
   redisPassword: undefined,
@@ -510,6 +532,10 @@ export function readSettings(args: readonly string[], env: NodeJS.ProcessEnv, al
   const backends = (['redis', 'redisCluster', 'redisSentinel'] as const).filter((k) => out[k] !== undefined);
   if (backends.length > 1) throw new SettingsError(`give one of --redis, --redis-cluster or --redis-sentinel, not ${backends.map((k) => SETTINGS[k].flag).join(' and ')}`);
   if (out.redisPerSecond !== undefined && backends.length === 0) throw new SettingsError(`--redis-per-second needs a main Redis (--redis, --redis-cluster or --redis-sentinel) for the rules of longer windows`);
+  if ((out.region === undefined) !== (out.regionPeers === undefined)) throw new SettingsError(`--region and --region-peers go together; only ${out.region === undefined ? '--region-peers' : '--region'} was given`);
+  if (out.region !== undefined && (out.redis === undefined || out.redisPerSecond !== undefined)) {
+    throw new SettingsError(`--region needs --redis (this region's own Redis), and neither --redis-cluster, --redis-sentinel nor --redis-per-second: regions are not built on those yet`);
+  }
   if ((out.grpcTlsCert === undefined) !== (out.grpcTlsKey === undefined)) {
     throw new SettingsError(`--grpc-tls-cert and --grpc-tls-key go together; only ${out.grpcTlsCert === undefined ? '--grpc-tls-key' : '--grpc-tls-cert'} was given`);
   }

@@ -88,8 +88,14 @@ export async function storeFromSettings(settings: Settings, log?: Logger): Promi
   }
   const clients = [client];
   const RedisStore = redisModule.RedisStore as new (o: object) => Store;
+  // With --region: the other regions' Redis, reached only by the exchange (off the decisions' path).
+  const peers = (settings.regionPeers ?? '').split(',').filter(Boolean).map((p) => p.split(/=(.*)/s) as [string, string]);
+  const peerClients = Object.fromEntries(peers.map(([name, url]) => [name, new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: false })]));
+  for (const c of Object.values(peerClients)) (c as unknown as { on(e: string, f: () => void): void }).on('error', () => {});
+  const regions = settings.region === undefined ? {} : { regions: { name: settings.region, peers: peerClients, exchangeMs: settings.regionExchangeMs } };
   const storeOf = (c: RedisClientLike, which: string) =>
     new RedisStore({
+      ...regions,
       client: c,
       prefix: settings.redisPrefix,
       timeoutMs: settings.redisTimeoutMs,
@@ -107,6 +113,8 @@ export async function storeFromSettings(settings: Settings, log?: Logger): Promi
     store = new PerSecondSplit(store, storeOf(perSecond, 'redis-per-second'));
   }
   await Promise.all(clients.map((c) => connected(c, settings.redisConnectTimeoutMs)));
+  // Peers are not waited for, nor part of ready(): a region that is cut off keeps deciding with its share.
+  const closing = [...clients, ...(Object.values(peerClients) as RedisClientLike[])];
   return {
     store,
     kind,
@@ -118,8 +126,8 @@ export async function storeFromSettings(settings: Settings, log?: Logger): Promi
       return Promise.race([pings, timeout]);
     },
     async close() {
-      await Promise.race([Promise.all(clients.map((c) => c.quit().catch(() => {}))), new Promise((r) => setTimeout(r, 1000).unref())]);
-      for (const c of clients) c.disconnect();
+      await Promise.race([Promise.all(closing.map((c) => c.quit().catch(() => {}))), new Promise((r) => setTimeout(r, 1000).unref())]);
+      for (const c of closing) c.disconnect();
     },
   };
 }

@@ -6,9 +6,25 @@
  */
 import type { Decision } from '../core/index.js';
 
+export type StrategyScript = 'lease' | 'local-sync' | 'regions-decide' | 'regions-merge' | 'regions-heard';
+
+/** A peer region's Redis, as the regions strategy names it (src/distributed/regions/). */
+export interface PeerRegion {
+  readonly name: string;
+  readonly client: unknown;
+  readonly timeoutMs: number;
+}
+
 export interface ScriptRunner {
   /** Runs script `name` (scripts/<name>.lua) with these keys and arguments; rejects on error or timeout. */
-  run(name: 'lease' | 'local-sync', keys: string[], args: string[]): Promise<unknown>;
+  run(name: StrategyScript, keys: string[], args: string[]): Promise<unknown>;
+  /**
+   * With RedisStore's `regions`: runs a script on a peer region's Redis, through a connection of its own
+   * (its own timeout, and its outages told once each, as the store's are). Absent on other stores.
+   */
+  runOn?(peer: PeerRegion, name: StrategyScript, keys: string[], args: string[]): Promise<unknown>;
+  /** Whether the store's client, or (with `regions`) a peer's, is a Redis Cluster. */
+  isCluster?(peer?: PeerRegion): boolean;
   /** The Redis key for `key` under `suffix`, in the store's `prefix:{id}:...` layout. */
   keyFor(key: string, suffix: string): string;
   /** The failure policy's answer to a decision Redis could not make. */

@@ -36,6 +36,8 @@ export interface Store {
   bind(spec: TableSpec): StoreTable;
   /** Stores that can run the 'lease' and 'local-sync' strategies' scripts (RedisStore) provide this. */
   runner?(spec: TableSpec): ScriptRunner;
+  /** RedisStore's `regions` option, as given: set, its limiters use the 'regions' strategy. */
+  readonly regions?: unknown;
   /** Stores with a connection (RedisStore) resolve once it is up; the others have nothing to wait for. */
   ready?(): Promise<void>;
 }

@@ -17,6 +17,7 @@ import { CONNECT_TIMEOUT_MS, connectionStats, RedisConnection } from './connecti
 import { checkRedisBasics } from './options.js';
 import { checkOnError, type OnError } from './failure.js';
 import { checkReporting, type HealthReport, type RedisStoreListener, type StoreLogger } from './health.js';
+import { PeerConnections } from './peers.js';
 import { scriptRunner } from './strategy.js';
 import { RedisTable, type RedisStoreStats, type StoreContext } from './table.js';
 
@@ -61,9 +62,15 @@ export interface RedisStoreOptions {
    * has an `onEvent` or a `logger`.
    */
   logger?: StoreLogger | false;
+  /**
+   * One limit across regions: this store is one region's home, and `regions` names it and its peers'
+   * Redis clients; limiters on it then use the 'regions' strategy. Checked when a limiter binds it.
+   * See docs/distributed.md, "Regions".
+   */
+  regions?: unknown;
 }
 
-const KNOWN = new Set(['client', 'prefix', 'timeoutMs', 'onError', 'clock', 'maxBatch', 'maxInFlight', 'connectTimeoutMs', 'onEvent', 'logger']);
+const KNOWN = new Set(['client', 'prefix', 'timeoutMs', 'onError', 'clock', 'maxBatch', 'maxInFlight', 'connectTimeoutMs', 'onEvent', 'logger', 'regions']);
 
 /** What a RedisStore answers while Redis cannot, for the outage line. */
 function meanwhile(onError: OnError): string {
@@ -101,6 +108,9 @@ export class RedisStore implements Store {
   readonly stats: RedisStoreStats = { ...connectionStats(), fallbacks: 0 };
   /** The client this store was given: features that keep their own state on the same Redis (the guard's) use it. */
   readonly client: unknown;
+  /** The `regions` option as given (the regions strategy checks it), undefined without. */
+  readonly regions: unknown;
+  private readonly peers: PeerConnections | undefined;
   private readonly ctx: StoreContext;
 
   constructor(options: RedisStoreOptions) {
@@ -122,6 +132,8 @@ export class RedisStore implements Store {
     this.reporting = report;
     const connection = new RedisConnection({ client: options.client, timeoutMs, connectTimeoutMs, maxInFlight, owner: 'RedisStore', stats: this.stats, report });
     this.ctx = { connection, prefix, onError, clientClock: clock === 'client', maxBatch, stats: this.stats };
+    this.regions = options.regions;
+    this.peers = options.regions === undefined ? undefined : new PeerConnections(report);
   }
 
   /** The store's `onEvent` and `logger`, for the parts built on it (the guard's state on this store tells through them). */
@@ -153,6 +165,6 @@ export class RedisStore implements Store {
 
   /** For the 'lease' and 'local-sync' strategies: runs their scripts with this store's client and options. */
   runner(spec: TableSpec): ScriptRunner {
-    return scriptRunner(this.ctx, spec);
+    return scriptRunner(this.ctx, spec, this.peers);
   }
 }

@@ -44,6 +44,9 @@ const FILE_URLS: Readonly<Record<string, () => URL>> = {
   concurrency: () => new URL('./scripts/concurrency.lua', import.meta.url),
   lease: () => new URL('./scripts/lease.lua', import.meta.url),
   'local-sync': () => new URL('./scripts/local-sync.lua', import.meta.url),
+  'regions-decide': () => new URL('./scripts/regions-decide.lua', import.meta.url),
+  'regions-merge': () => new URL('./scripts/regions-merge.lua', import.meta.url),
+  'regions-heard': () => new URL('./scripts/regions-heard.lua', import.meta.url),
 };
 const sources = new Map<string, string>();
 function read(file: string): string {

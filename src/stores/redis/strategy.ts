@@ -6,10 +6,11 @@ import type { ScriptRunner } from '../script-runner.js';
 import type { TableSpec } from '../store.js';
 import { Fallback } from './failure.js';
 import { escapeId, keyOf } from './keys.js';
+import type { PeerConnections } from './peers.js';
 import { fileScript } from './scripts.js';
 import type { StoreContext } from './table.js';
 
-export function scriptRunner(ctx: StoreContext, spec: TableSpec): ScriptRunner {
+export function scriptRunner(ctx: StoreContext, spec: TableSpec, peers?: PeerConnections): ScriptRunner {
   const fallback = new Fallback(ctx.onError, spec);
   const { connection, stats } = ctx;
   return {
@@ -22,5 +23,7 @@ export function scriptRunner(ctx: StoreContext, spec: TableSpec): ScriptRunner {
     run(name, keys, args) {
       return connection.run(fileScript(name), keys, args);
     },
+    isCluster: (peer) => (peer === undefined ? connection.cluster : peers !== undefined && peers.connection(peer).cluster),
+    ...(peers === undefined ? {} : { runOn: (peer, name, keys, args) => peers.run(peer, name, keys, args) }),
   };
 }

@@ -1,0 +1,31 @@
+/** The 'regions' strategy's hook in the strategy registry: checks the store, the policy and the options. */
+import { SluiceError, show } from '../../core/index.js';
+import type { Clock } from '../../core/types.js';
+import type { Store, StoreTable, TableSpec } from '../../stores/store.js';
+import { checkRegions, refusal } from './options.js';
+import { RegionsTable } from './table.js';
+
+export function bindRegions(store: Store, spec: TableSpec, strategy: string, clock: Clock): StoreTable {
+  if (store.regions === undefined || typeof store.runner !== 'function') {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `strategy 'regions' needs a RedisStore with the 'regions' option (this region's name and its peers' Redis clients)`);
+  }
+  if (strategy !== 'regions') {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `a RedisStore with 'regions' keeps one limit across regions with strategy 'regions' (its default), got strategy ${show(strategy)}; use a store without 'regions' for a limit of this region alone`);
+  }
+  const regions = checkRegions(store.regions);
+  if (spec.policies.length !== 1) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `strategy 'regions' keeps one policy per limiter across regions, got ${spec.policies.length} (${spec.policies.map((p) => show(p.name)).join(', ')}): use one limiter per policy`);
+  }
+  const p = spec.policies[0]!;
+  const why = refusal(p);
+  if (why !== undefined) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `strategy 'regions' cannot keep policy ${show(p.name)} (algorithm ${show(p.algorithm)}) across regions: ${why}`);
+  }
+  const runner = store.runner(spec);
+  // Decisions and pushes carry many keys per script call: on a Cluster they would span slots.
+  const cluster = runner.isCluster?.() ? 'this region' : regions.peers.find((peer) => runner.isCluster?.(peer))?.name;
+  if (cluster !== undefined) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `strategy 'regions' does not run on a Redis Cluster yet (${cluster === 'this region' ? "this region's client" : `peer ${show(cluster)}`} is one): give each region a standalone Redis (or one behind Sentinel)`);
+  }
+  return new RegionsTable({ policy: p, clock, runner }, regions);
+}

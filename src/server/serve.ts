@@ -120,8 +120,8 @@ export async function startService(settings: Settings, options: StartOptions = {
     grpcPort = await grpcServer.listen(settings.host, settings.grpcPort).catch(failStart);
   }
   dashboard.start();
-  // The memory store reclaims idle keys as new ones arrive; a rule replaced by a reload gets no new keys, so
-  // its table is swept here until its state has expired.
+  // The memory store reclaims idle keys as new ones arrive; a rule that gets no new keys has its idle ones
+  // swept here. (A rule a reload drops or changes has its table freed at the swap: RuleSet.releaseDropped.)
   const sweeper = backing.store instanceof MemoryStore ? setInterval(() => (backing.store as MemoryStore).sweep(), 30_000) : undefined;
   sweeper?.unref();
 

@@ -3,20 +3,10 @@
  * YAML parse is most of a big reload), then hands its descriptor tree over depth first, one slice of nodes
  * per request, so the decision thread takes each in a few milliseconds.
  */
-import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { ConfigError, loadConfig } from './config.js';
 import type { ConfigOptions, Level, ServiceConfig } from './config.js';
 import type { ConfigMessage, NodeRecord } from './config-reload.js';
-
-// Lowest CPU priority for this thread alone (Linux keeps a nice value per thread; 0 names the caller): on a
-// busy host the parse takes longer rather than take a core from the thread that decides. Where the
-// platform refuses, the reload runs at the usual priority.
-try {
-  setPriority(0, 19);
-} catch {
-  // not permitted here: nothing lost but the courtesy
-}
 
 const { path, options, sliceNodes } = workerData as { path: string; options: ConfigOptions; sliceNodes: number };
 const port = parentPort!;

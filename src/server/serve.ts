@@ -92,7 +92,7 @@ export async function startService(settings: Settings, options: StartOptions = {
   const httpPort = await listen(http, settings.port, settings.host).catch(failStart);
   decisionPort = httpPort;
   const health = { ready: backing.ready, stopping: () => stopping };
-  const admin = settings.adminPort < 0 ? undefined : createAdminServer({ dashboard, metrics, log, health, token: settings.adminToken, limits: settings });
+  const admin = settings.adminPort < 0 ? undefined : createAdminServer({ dashboard, metrics, log, health, token: settings.adminToken, hosts: settings.adminHosts, limits: settings });
   const adminPort = admin === undefined ? undefined : await listen(admin, settings.adminPort, settings.adminHost).catch(failStart);
   if (admin !== undefined && settings.adminToken === undefined && !isLoopback(settings.adminHost)) {
     log.warn({ adminHost: settings.adminHost, adminPort }, 'the admin port (dashboard, /config, /metrics) is open beyond this host with no --admin-token; set one (NODE_ENV=production refuses to start without it)');

@@ -49,18 +49,18 @@ export function storeEventLog(log: Logger, fields: Record<string, unknown>, opti
     const at = { ...fields, ...(e.server === undefined ? {} : { server: e.server }), ...more };
     switch (e.type) {
       case 'connect-timeout':
-        return log.warn({ ...at, connectTimeoutMs: e.connectTimeoutMs, ...(e.cause === undefined ? {} : { cause: e.cause }) }, `the store could not connect to Redis${e.server === undefined ? '' : ` at ${e.server}`} within ${e.connectTimeoutMs} ms; decisions follow the failure mode until it does`);
+        return log.warn({ ...at, connectTimeoutMs: e.connectTimeoutMs, ...(e.cause === undefined ? {} : { cause: e.cause }) }, `the store could not connect to Redis within ${e.connectTimeoutMs} ms; decisions follow the failure mode until it does`);
       case 'disconnected':
-        return log.error({ ...at, cause: e.cause }, `the store lost its connection to Redis${e.server === undefined ? '' : ` at ${e.server}`}; decisions follow the failure mode until it is back`);
+        return log.error({ ...at, cause: e.cause }, 'the store lost its connection to Redis; decisions follow the failure mode until it is back');
       case 'unanswered':
-        return log.error({ ...at, cause: e.cause }, `Redis${e.server === undefined ? '' : ` at ${e.server}`} is not answering the store; decisions follow the failure mode until it does`);
+        return log.error({ ...at, cause: e.cause }, 'Redis is not answering the store; decisions follow the failure mode until it does');
     }
   };
 
   const up = (e: Up, more: object = {}) =>
     log.info(
       { ...fields, ...(e.server === undefined ? {} : { server: e.server }), downMs: e.downMs, failedCalls: e.failedCalls, ...(e.lastCause === undefined ? {} : { lastCause: e.lastCause }), ...more },
-      `Redis${e.server === undefined ? '' : ` at ${e.server}`} answers the store again after ${e.downMs} ms down`,
+      'Redis answers the store again',
     );
 
   /** The window's end: the outages past its budget in one line, saying whether the store answers now. */

@@ -1,8 +1,10 @@
 // `node bench/reload.mjs [reps=3] [sizes=10000,50000,300000]`: what a config reload of N rules costs
-// `sluice serve` (memory store, the built dist/), next to its peer in the same run: main's reload before
-// issue #37, which read, validated and built the new rules on the decision thread ('sync'), against the
-// reload built off the decision path ('off-thread': a worker reads and validates, this thread places the
-// tree in 2 ms slices, then swaps).
+// `sluice serve` (memory store, the built dist/), next to its peer in the same run. MODES (comma-separated)
+// picks the peers: 'off-thread' (this tree's dist/: a worker reads and validates, this thread places the
+// tree in 2 ms slices, then swaps), 'before' (the same reload from another build, BEFORE_DIST=<its dist/>,
+// e.g. main's: `git worktree add /tmp/main main && (cd /tmp/main && npm run build)`), and 'sync' (main's
+// reload before issue #37: read, validate and build on the decision thread). Default: 'before,off-thread'
+// when BEFORE_DIST is set, else 'sync,off-thread'.
 //
 // Each measurement is a fresh service process (started on 10 rules, then reloaded to N) with a client
 // process sending POST /json one at a time over keep-alive throughout. Reported per mode and size, median
@@ -21,6 +23,11 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 const HERE = fileURLToPath(import.meta.url);
 const DIST = fileURLToPath(new URL('../dist/', import.meta.url));
+/** The build a mode runs: 'before' runs BEFORE_DIST, the others this tree's dist/. */
+const distOf = (mode) => (mode === 'before' ? process.env.BEFORE_DIST : DIST);
+const MODES = (process.env.MODES ?? (process.env.BEFORE_DIST ? 'before,off-thread' : 'sync,off-thread')).split(',');
+/** The dashboard samples every rule each second, as `sluice serve` does by default; DASHBOARD=0 leaves it out. */
+const DASHBOARD = process.env.DASHBOARD !== '0';
 const now = () => performance.timeOrigin + performance.now();
 
 function config(n) {
@@ -32,16 +39,17 @@ function config(n) {
 
 /** The service process: sluice serve from dist/, reloaded on command in `mode`. */
 async function service(mode, path) {
-  const { startService } = await import(join(DIST, 'server/serve.js'));
-  const { DEFAULTS } = await import(join(DIST, 'server/settings.js'));
-  const { loadConfig } = await import(join(DIST, 'server/config.js'));
-  const { RuleSet } = await import(join(DIST, 'server/rules.js'));
-  const raised = mode === 'off-thread' ? { maxRules: 400_000, maxConfigBytes: 64 * 1024 * 1024 } : { maxRules: Number.MAX_SAFE_INTEGER, maxConfigBytes: Number.MAX_SAFE_INTEGER };
+  const dist = distOf(mode);
+  const { startService } = await import(join(dist, 'server/serve.js'));
+  const { DEFAULTS } = await import(join(dist, 'server/settings.js'));
+  const { loadConfig } = await import(join(dist, 'server/config.js'));
+  const { RuleSet } = await import(join(dist, 'server/rules.js'));
+  const raised = mode !== 'sync' ? { maxRules: 400_000, maxConfigBytes: 64 * 1024 * 1024 } : { maxRules: Number.MAX_SAFE_INTEGER, maxConfigBytes: Number.MAX_SAFE_INTEGER };
   const settings = { ...DEFAULTS, config: path, port: 0, grpcPort: -1, adminPort: 0, watch: false, logLevel: 'warn', ...(mode === 'defaults' ? {} : raised) };
   const sink = new (await import('node:stream')).Writable({ write: (_c, _e, done) => done() });
-  // The dashboard samples every rule each second and keeps 120 samples of each: its cost grows with the rules
-  // after the swap, whatever the reload does. Off by default (DASHBOARD=1 keeps it), to time the reload itself.
-  const svc = await startService(settings, { logStream: sink, ...(process.env.DASHBOARD === '1' ? {} : { sampleMs: 2_147_483_647 }) });
+  // The dashboard samples every rule's counters each second (the service's default); DASHBOARD=0 leaves it
+  // out, to time the reload alone.
+  const svc = await startService(settings, { logStream: sink, ...(DASHBOARD ? {} : { sampleMs: 2_147_483_647 }) });
   process.send({ port: svc.httpPort });
   // The same measure over the second before the reload: what the shared host alone costs.
   const quiet = monitorEventLoopDelay({ resolution: 1 });
@@ -185,9 +193,9 @@ async function coordinator(reps, sizes) {
   try {
     for (let rep = 0; rep < reps; rep++) {
       for (const n of sizes) {
-        for (const mode of ['sync', 'off-thread']) {
-          // 50,000 rules and more take minutes on a shared host: once is enough.
-          if (n >= 50_000 && rep > 0) continue;
+        for (const mode of MODES) {
+          // 300,000 rules take minutes and gigabytes on a shared host: once is enough.
+          if (n > 50_000 && rep > 0) continue;
           const r = await measure(mode, n, dir);
           runs.push(r);
           console.error(JSON.stringify(r));
@@ -199,13 +207,13 @@ async function coordinator(reps, sizes) {
     const lines = [
       `# bench/reload.mjs: a config reload of N rules in sluice serve (memory store), ${new Date().toISOString()}`,
       '',
-      `Reps: ${reps} (50,000 rules and more: 1); medians. Dashboard sampling ${process.env.DASHBOARD === '1' ? 'on (1 s, 120 samples kept)' : 'off (DASHBOARD=1 turns it on)'}. The waits and delays are over the reload and the second after it. Host: ${(await import('node:os')).cpus().length} cores, load ${(await import('node:os')).loadavg().map((l) => l.toFixed(1)).join(' ')} at the end.`,
+      `Reps: ${reps} (over 50,000 rules: 1); medians. Peers: ${MODES.join(', ')}${process.env.BEFORE_DIST ? ` ('before' is ${process.env.BEFORE_DIST})` : ''}. Dashboard sampling ${DASHBOARD ? 'on (each second, as by default)' : 'off (DASHBOARD=0)'}. The waits and delays are over the reload and the second after it. Host: ${(await import('node:os')).cpus().length} cores, load ${(await import('node:os')).loadavg().map((l) => l.toFixed(1)).join(' ')} at the end.`,
       '',
       '| rules | mode | applied | reload ms | longest decision wait ms | longest event-loop delay ms (the second before) | decisions answered during it | peak RSS MB | idle RSS MB after GC |',
       '|---|---|---|---|---|---|---|---|---|',
     ];
     for (const n of sizes) {
-      for (const mode of ['sync', 'off-thread']) {
+      for (const mode of MODES) {
         const rs = runs.filter((r) => r.n === n && r.mode === mode);
         const ok = rs.filter((r) => r.ok);
         lines.push(`| ${n} | ${mode} | ${ok.length}/${rs.length}${ok.length < rs.length ? ` (${rs.find((r) => !r.ok)?.problems?.[0]})` : ''} | ${f0(median(ok.map((r) => r.reloadMs)))} | ${f0(median(ok.map((r) => r.waitMaxMs)))} | ${f0(median(ok.map((r) => r.loopMaxMs)))} (${f0(median(ok.map((r) => r.quietLoopMaxMs)))}) | ${f0(median(ok.map((r) => r.answeredDuring)))} | ${f0(median(ok.map((r) => r.maxRssMb)))} | ${f0(median(ok.map((r) => r.idleRssMb)))} |`);

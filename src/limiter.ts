@@ -212,6 +212,16 @@ export class Limiter {
     return this.store.ready?.() ?? Promise.resolve();
   }
 
+  /**
+   * Done with this limiter: frees what its store holds for it in this process (a MemoryStore drops its
+   * keys at once and no longer counts them against `maxKeys`; a 'lease' or 'local-sync' strategy returns
+   * or flushes what it holds). State kept in Redis expires by its TTLs. A limiter used after close()
+   * starts from no state.
+   */
+  async close(): Promise<void> {
+    await this.table.close?.();
+  }
+
   /** Forgets all state for `key`. */
   async reset(key: string): Promise<void> {
     checkKey(key);

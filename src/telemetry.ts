@@ -84,6 +84,8 @@ class OpenTelemetryMetrics implements Telemetry {
       release: (key: string, leaseId: string) => table.release(key, leaseId),
       reset: (key: string) => table.reset(key),
     });
+    // Called on the table itself: through the prototype it would run with the wrapper as `this`.
+    if (table.close !== undefined) out.close = () => table.close!();
     const decideWith = table.decideWith;
     if (decideWith !== undefined) {
       out.decideWith = (key: string, cost: number, leaseId: string | undefined, algorithms: readonly Algorithm[]) =>

@@ -173,6 +173,11 @@ export class DenyCacheTable implements StoreTable {
     return this.inner.reset(key);
   }
 
+  close(): MaybePromise<void> {
+    this.entries.clear();
+    return this.inner.close?.();
+  }
+
   /** Keys held now (for tests and metrics). */
   get size(): number {
     return this.entries.size;

@@ -7,6 +7,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
+import { isIP } from 'node:net';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
@@ -24,7 +25,32 @@ export interface AdminDeps {
   readonly health: Health;
   /** The token every admin request must carry; undefined: none (the listener should then be on loopback). */
   readonly token: string | undefined;
+  /** Host names answered besides addresses and localhost (--admin-hosts); lower-case. */
+  readonly hosts?: readonly string[];
   readonly limits?: HttpLimits;
+}
+
+/**
+ * Whether the admin port answers a request with this `Host`: an IP address, `localhost` (or a name under
+ * it, which browsers resolve to loopback themselves), or a name the operator listed. A page that got an
+ * operator's browser to resolve its own name to 127.0.0.1 (DNS rebinding) sends its own name, and is
+ * refused, token or not. No Host at all (HTTP/1.0) is not a browser's request: answered.
+ */
+export function adminHostAllowed(host: string | undefined, listed: readonly string[] = []): boolean {
+  if (host === undefined) return true;
+  let name = host.trim().toLowerCase();
+  if (name.startsWith('[')) {
+    const end = name.indexOf(']');
+    return end > 0 && /^(:\d*)?$/.test(name.slice(end + 1)) && isIP(name.slice(1, end)) === 6;
+  }
+  const colon = name.lastIndexOf(':');
+  if (colon >= 0) {
+    if (!/^\d*$/.test(name.slice(colon + 1))) return false;
+    name = name.slice(0, colon);
+  }
+  if (name.endsWith('.')) name = name.slice(0, -1);
+  if (name === '') return false;
+  return isIP(name) === 4 || name === 'localhost' || name.endsWith('.localhost') || listed.includes(name);
 }
 
 const CHALLENGE = { 'content-type': 'application/json', 'www-authenticate': 'Basic realm="sluice admin", charset="UTF-8"' };
@@ -55,7 +81,11 @@ export function createAdminServer(deps: AdminDeps): Server {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
+    // Health says nothing worth a rebinding attack, and a balancer's probe may name the service as it likes.
     if (answerHealth(res, path, deps.health, log)) return;
+    if (!adminHostAllowed(req.headers.host, deps.hosts)) {
+      return problem(res, 421, `the admin port does not answer Host ${JSON.stringify(req.headers.host)}: only IP addresses, localhost and the names of --admin-hosts (DNS rebinding)`);
+    }
     if (token !== undefined && !carriesToken(req.headers.authorization, token)) {
       return problem(res, 401, 'the admin port needs the token of --admin-token: Authorization: Bearer <token>, or Basic with the token as the password', CHALLENGE);
     }

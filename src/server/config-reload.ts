@@ -27,6 +27,9 @@ export type ConfigMessage =
   | { readonly type: 'domains'; readonly files: readonly string[]; readonly domains: readonly { domain: string; file: string; httpDescriptors: readonly (readonly HeaderEntry[])[]; source: string }[] }
   | { readonly type: 'nodes'; readonly nodes: readonly NodeRecord[]; readonly last: boolean };
 
+/** The children of a node that has none: one shared level, never written (a first child replaces it). */
+const NO_CHILDREN: Level = Object.freeze({ exact: new Map(), wildcards: Object.freeze([]) as never, byKey: new Map() });
+
 /** Longest run of work on this thread between two yields to the event loop. */
 export const SLICE_MS = 2;
 /** Nodes per message from the worker: small enough that taking one in is well under SLICE_MS. */
@@ -52,6 +55,8 @@ export function loadRulesOffThread(path: string, options: ConfigOptions, ruleOpt
     const byIndex: (DomainConfig & { rules: RuleSpec[] })[] = [];
     /** Per domain, the levels from its top down to the last node placed: where the next node goes. */
     const stacks: Level[][] = [];
+    /** Per domain, the node owning each level of its stack (undefined for the top). */
+    const owners: (DescriptorNode | undefined)[][] = [];
     let files: readonly string[] = [];
     let queue: readonly NodeRecord[] = [];
     let at = 0;
@@ -68,9 +73,17 @@ export function loadRulesOffThread(path: string, options: ConfigOptions, ruleOpt
 
     const place = (r: NodeRecord) => {
       const stack = stacks[r.domain]!;
-      const level = stack[r.depth]!;
+      const owner = owners[r.domain]!;
+      let level = stack[r.depth]!;
+      if (level === NO_CHILDREN) {
+        // The first child of its node: only now does the node get a level of its own.
+        level = emptyLevel();
+        (owner[r.depth] as { children: Level }).children = level;
+        stack[r.depth] = level;
+      }
       const key = internalized(r.key);
-      const node: DescriptorNode = { key, value: r.value, rule: r.rule, children: emptyLevel() };
+      // Most nodes are leaves: they share one empty level rather than each holding two Maps and an array.
+      const node: DescriptorNode = { key, value: r.value, rule: r.rule, children: NO_CHILDREN };
       if (r.value === undefined) level.byKey.set(key, node);
       else {
         level.exact.set(`${key}\u0000${r.value}`, node);
@@ -79,6 +92,8 @@ export function loadRulesOffThread(path: string, options: ConfigOptions, ruleOpt
       }
       stack.length = r.depth + 1;
       stack.push(node.children);
+      owner.length = r.depth + 1;
+      owner.push(node);
       if (r.rule !== undefined) {
         byIndex[r.domain]!.rules.push(r.rule);
         builder.add(r.rule);
@@ -119,6 +134,7 @@ export function loadRulesOffThread(path: string, options: ConfigOptions, ruleOpt
           const config = { domain, file: d.file, root: emptyLevel(), rules: [] as RuleSpec[], httpDescriptors: d.httpDescriptors, source: d.source };
           domains.set(domain, config);
           stacks.push([config.root]);
+          owners.push([undefined]);
           byIndex.push(config);
         }
         worker.postMessage('next');

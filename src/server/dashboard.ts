@@ -119,6 +119,9 @@ export class Dashboard {
     const round = ++this.round;
     // A detailed_metric rule reports one stats object per descriptor value: charted as the rule's sum.
     for (const s of this.service().allStats()) {
+      // A rule that never decided has nothing to chart, and no tally: at 50,000 rules, most of them. (One
+      // whose tally goes stale this way had zero counts, so a new tally later counts it right.)
+      if (s.withinLimit === 0 && s.overLimit === 0) continue;
       let t = this.tallies.get(s.rule);
       if (t === undefined) this.tallies.set(s.rule, (t = { rule: s.rule, round: 0, a: 0, l: 0, beforeA: 0, beforeL: 0, dA: 0, dL: 0 }));
       if (t.round !== round) {

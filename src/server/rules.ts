@@ -17,16 +17,49 @@ export interface Entry {
   readonly value: string;
 }
 
+/**
+ * A rule's limiter, built on its first decision: a reload of 50,000 rules then allocates no store table
+ * for the many that never decide, and a rule carried over a reload shares its cell, so its state goes on.
+ */
+export class LimiterCell {
+  private made: Limiter | undefined;
+  private built = false;
+
+  constructor(private readonly make: () => Limiter | undefined) {}
+
+  get limiter(): Limiter | undefined {
+    if (!this.built) {
+      this.made = this.make();
+      this.built = true;
+    }
+    return this.made;
+  }
+
+  /** Whether the limiter exists (has decided, or been asked for). */
+  get isBuilt(): boolean {
+    return this.built;
+  }
+
+  /** Frees the limiter's store table, if it was ever built (a rule a reload dropped or changed). */
+  close(): void {
+    if (this.made !== undefined) void this.made.close().catch(() => {});
+  }
+}
+
 /** A configured rule, ready to decide. */
 export class Rule {
   constructor(
     readonly spec: RuleSpec,
-    /** Undefined for `unlimited` and for a limit of 0. */
-    readonly limiter: Limiter | undefined,
+    /** Its limiter, built on first use; undefined for `unlimited` and for a limit of 0. */
+    readonly cell: LimiterCell,
     readonly stats: RuleStats,
     /** Set for a `detailed_metric` rule: its stats per descriptor value, which replace `stats` in metrics. */
     readonly detailed: DetailedStats | undefined = undefined,
   ) {}
+
+  get limiter(): Limiter | undefined {
+    return this.cell.limiter;
+  }
 }
 
 /** What state and stats a rule carries over a reload: same id, same policy. */
@@ -85,13 +118,14 @@ export class RuleBuilder {
     const old = this.previous?.rules.get(spec.id);
     if (old !== undefined && signature(old.spec) === signature(spec)) {
       const detailed = perValue(spec) ? (old.detailed?.cap === cap ? old.detailed : new DetailedStats(spec.domain, spec.id, cap)) : undefined;
-      this.rules.set(spec.id, new Rule(spec, old.limiter, old.stats, detailed));
+      this.rules.set(spec.id, new Rule(spec, old.cell, old.stats, detailed));
       this.kept++;
       return;
     }
-    const limiter = spec.policy === undefined ? undefined : new Limiter({ policy: toOptions(spec.policy, options.countRejected === true), store: options.store, ...(options.clock ? { clock: options.clock } : {}), ...(options.telemetry ? { telemetry: options.telemetry } : {}) });
+    const policy = spec.policy;
+    const cell = new LimiterCell(() => (policy === undefined ? undefined : new Limiter({ policy: toOptions(policy, options.countRejected === true), store: options.store, ...(options.clock ? { clock: options.clock } : {}), ...(options.telemetry ? { telemetry: options.telemetry } : {}) })));
     const detailed = perValue(spec) ? new DetailedStats(spec.domain, spec.id, cap) : undefined;
-    this.rules.set(spec.id, new Rule(spec, limiter, new RuleStats(spec.domain, spec.id), detailed));
+    this.rules.set(spec.id, new Rule(spec, cell, new RuleStats(spec.domain, spec.id), detailed));
   }
 }
 
@@ -122,6 +156,20 @@ export class RuleSet {
 
   rule(spec: RuleSpec): Rule {
     return this.rules.get(spec.id)!;
+  }
+
+  /**
+   * Frees the store tables of this set's rules that `next` does not carry over (gone, or changed and so
+   * started fresh): called at the swap, so a reload never leaves a dropped rule's keys behind.
+   */
+  releaseDropped(next: RuleSet): number {
+    let released = 0;
+    for (const [id, rule] of this.rules) {
+      if (next.rules.get(id)?.cell === rule.cell || !rule.cell.isBuilt) continue;
+      rule.cell.close();
+      released++;
+    }
+    return released;
   }
 }
 

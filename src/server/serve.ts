@@ -114,7 +114,7 @@ export async function startService(settings: Settings, options: StartOptions = {
   const httpPort = await listen(http, settings.port, settings.host).catch(failStart);
   decisionPort = httpPort;
   const health = { ready: backing.ready, stopping: () => stopping };
-  const admin = settings.adminPort < 0 ? undefined : createAdminServer({ dashboard, metrics, log, health, token: settings.adminToken, limits: settings });
+  const admin = settings.adminPort < 0 ? undefined : createAdminServer({ dashboard, metrics, log, health, token: settings.adminToken, hosts: settings.adminHosts, limits: settings });
   const adminPort = admin === undefined ? undefined : await listen(admin, settings.adminPort, settings.adminHost).catch(failStart);
   if (admin !== undefined && settings.adminToken === undefined && !isLoopback(settings.adminHost)) {
     log.warn({ adminHost: settings.adminHost, adminPort }, 'the admin port (dashboard, /config, /metrics) is open beyond this host with no --admin-token; set one (NODE_ENV=production refuses to start without it)');
@@ -146,8 +146,8 @@ export async function startService(settings: Settings, options: StartOptions = {
     grpcPort = await grpcServer.listen(settings.host, settings.grpcPort).catch(failStart);
   }
   dashboard.start();
-  // The memory store reclaims idle keys as new ones arrive; a rule replaced by a reload gets no new keys, so
-  // its table is swept here until its state has expired.
+  // The memory store reclaims idle keys as new ones arrive; a rule that gets no new keys has its idle ones
+  // swept here. (A rule a reload drops or changes has its table freed at the swap: RuleSet.releaseDropped.)
   const sweeper = backing.store instanceof MemoryStore ? setInterval(() => (backing.store as MemoryStore).sweep(), 30_000) : undefined;
   sweeper?.unref();
 

@@ -177,6 +177,11 @@ export class RateLimitService {
     this.nearLimitRatio = options.nearLimitRatio ?? NEAR_LIMIT_RATIO;
   }
 
+  /** The store every rule decides on (the memory store's tables and keys, for metrics and tests). */
+  get store(): Store {
+    return this.options.store;
+  }
+
   /** Whether a domain no config names is an error (--strict-domains) rather than OK. */
   get strictDomains(): boolean {
     return this.options.strictDomains === true;
@@ -196,11 +201,18 @@ export class RateLimitService {
     return out;
   }
 
-  /** Swaps in a reloaded rule set. Overrides are rebuilt lazily (their base rule may have changed). */
+  /**
+   * Swaps in a reloaded rule set. The store tables of the rules it drops or changes, and of every limit
+   * override, are freed now; overrides are rebuilt lazily (their base rule may have changed).
+   */
   replaceRules(next: RuleSet): void {
+    const previous = this.rules;
+    const overrides = this.overrides;
     this.rules = next;
     this.overrides = new Map();
     this.deny?.clear();
+    if (previous !== next) previous.releaseDropped(next);
+    for (const o of overrides.values()) void o.limiter?.close().catch(() => {});
   }
 
   shouldRateLimit(req: RlsRequest): RlsResponse | Promise<RlsResponse> {
@@ -303,7 +315,11 @@ export class RateLimitService {
   private overrideStats(domain: string, id: string, policy: { algorithm: AlgorithmName; limit: number; window: number } | undefined): { limiter: Limiter | undefined; stats: RuleStats } {
     let o = this.overrides.get(id);
     if (o === undefined) {
-      if (this.overrides.size >= MAX_OVERRIDES) this.overrides.delete(this.overrides.keys().next().value!);
+      if (this.overrides.size >= MAX_OVERRIDES) {
+        const [oldest, dropped] = this.overrides.entries().next().value!;
+        this.overrides.delete(oldest);
+        void dropped.limiter?.close().catch(() => {});
+      }
       const counts = this.options.countRejected === true && policy?.algorithm === 'fixed-window' ? { countRejected: true } : {};
       const limiter = policy === undefined ? undefined : new Limiter({ policy: { name: id, ...policy, ...counts }, store: this.options.store, ...(this.options.clock ? { clock: this.options.clock } : {}), ...(this.options.telemetry ? { telemetry: this.options.telemetry } : {}) });
       o = { limiter: limiter!, stats: new RuleStats(domain, id) };

@@ -20,6 +20,11 @@ export interface Settings {
   adminHost: string;
   /** Bearer (or Basic password) token every admin request must carry; none by default, required off loopback when NODE_ENV=production. */
   adminToken: string | undefined;
+  /**
+   * Host names the admin port answers besides IP addresses and `localhost` (lower-case, no port): any other
+   * `Host` is 421, token or not, so a page in an operator's browser cannot read it by DNS rebinding.
+   */
+  adminHosts: readonly string[];
   /** Open /events streams the admin listener holds at most; one more is answered 503. */
   adminMaxEventStreams: number;
   /** An /events stream is ended after this (the dashboard's EventSource reconnects); a stream whose client stops reading ends sooner. */
@@ -174,6 +179,16 @@ const matching = (pattern: RegExp, shape: string) => (raw: string, where: string
   if (!pattern.test(raw)) throw new SettingsError(`${where} must be ${shape}, got ${JSON.stringify(raw)}`);
   return raw;
 };
+/** A comma-separated list of DNS names (`sluice.internal,metrics.example.com`), lower-cased. */
+const hostNames = (raw: string, where: string): readonly string[] => {
+  const names = raw.split(',').map((n) => n.trim().toLowerCase());
+  for (const n of names) {
+    if (!/^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$/.test(n)) {
+      throw new SettingsError(`${where} must be host names separated by commas, such as sluice.internal,metrics.example.com (no port, no scheme), got ${JSON.stringify(raw)}: ${JSON.stringify(n)} is not a host name`);
+    }
+  }
+  return names.map((n) => n.replace(/\.$/, ''));
+};
 const bool = (raw: string, where: string) => {
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
@@ -203,6 +218,12 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
     env: 'SLUICE_ADMIN_TOKEN',
     help: 'token every admin request must carry (Authorization: Bearer <token>, or Basic with it as the password); prefer the environment variable (default none)',
     parse: matching(/^\S{16,}$/, 'at least 16 characters without spaces'),
+  },
+  adminHosts: {
+    flag: '--admin-hosts',
+    env: 'SLUICE_ADMIN_HOSTS',
+    help: "host names the admin port answers, comma-separated, besides IP addresses and localhost: a request with any other Host is 421 (DNS rebinding), token or not (default none)",
+    parse: hostNames,
   },
   adminMaxEventStreams: {
     flag: '--admin-max-event-streams',
@@ -438,6 +459,7 @@ export const DEFAULTS: Omit<Settings, 'config'> = {
   adminPort: 6070,
   adminHost: '127.0.0.1',
   adminToken: undefined,
+  adminHosts: [],
   adminMaxEventStreams: 64,
   adminEventStreamMs: 300_000,
   grpcMaxPendingCalls: 4096,

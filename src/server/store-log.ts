@@ -1,22 +1,26 @@
 /**
- * The service's log of store trouble: a RedisStore's events (health.ts) as log lines. Outages are
- * rate-limited, at most one line per `everyMs`, and each logged outage gets one line when it ends: a
- * flapping Redis is summed up in the next line (how many more times it went down and came back), and the
- * window's end logs the state it was left in, so the last line about the store always says whether it
- * answers. What the server says of itself
+ * The service's log of store trouble: a RedisStore's events (health.ts) as log lines. The budget is per
+ * outage, not per window of time: each outage's first line is written at once (so an outage right after a
+ * blip is never held back by the blip's line), and its end is one line naming the server, how long the
+ * whole outage lasted and what failed meanwhile. StoreHealth already makes a flapping Redis one outage
+ * until it has answered steadily for 2 s; past MAX_OUTAGES_PER_WINDOW outages in a window, the rest are
+ * summed up in one line at the window's end saying how the store was left. What the server says of itself
  * (eviction policy, restart, a refused check) is told once per server and connection.
  */
 import type { Logger } from 'pino';
 import type { RedisStoreEvent } from '../stores/redis/health.js';
 
-/** At most one outage or recovery line per this long, per store. */
-export const STORE_LOG_EVERY_MS = 30_000;
+/** The window of the flapping backstop. */
+export const STORE_LOG_EVERY_MS = 60_000;
+/** Outages logged each with their own lines within one window; those past it are summed up at its end. */
+export const MAX_OUTAGES_PER_WINDOW = 10;
 
 /** The same list as SAFE_EVICTION_POLICIES of sluice/redis, which the service loads only with --redis*. */
 const SAFE = 'allkeys-lru, allkeys-lfu or noeviction';
 
 export interface StoreLogOptions {
   readonly everyMs?: number;
+  readonly maxOutages?: number;
   readonly now?: () => number;
   readonly setTimer?: (f: () => void, ms: number) => void;
 }
@@ -27,53 +31,76 @@ type Up = Extract<RedisStoreEvent, { type: 'recovered' }>;
 /** A listener for RedisStore's `onEvent` that logs to `log` with `fields` (which store, the failure mode). */
 export function storeEventLog(log: Logger, fields: Record<string, unknown>, options: StoreLogOptions = {}): (e: RedisStoreEvent) => void {
   const everyMs = options.everyMs ?? STORE_LOG_EVERY_MS;
+  const maxOutages = options.maxOutages ?? MAX_OUTAGES_PER_WINDOW;
   const now = options.now ?? Date.now;
   const setTimer = options.setTimer ?? ((f, ms) => setTimeout(f, ms).unref());
-  let current: Down | Up | undefined;
-  /** Whether the last line logged said the store is down. */
-  let loggedDown = false;
-  let nextAt = 0;
-  /** Outages and recoveries since the last line that were not logged. */
+  /** The outage under way (logged or not), or undefined while the store answers. */
+  let outage: Down | undefined;
+  /** Whether the outage under way got its line (its recovery then gets one too). */
+  let logged = false;
+  /** Outages logged in the window that started at windowStart. */
+  let windowStart = -Infinity;
+  let inWindow = 0;
+  /** Outages (and their recoveries) past the window's budget, for the summary at its end. */
   let unlogged = 0;
   let timerSet = false;
 
-  const write = (e: Down | Up) => {
-    const more = unlogged > 0 ? { unloggedTransitions: unlogged } : {};
-    unlogged = 0;
-    loggedDown = e.type !== 'recovered';
-    if (loggedDown) nextAt = now() + everyMs;
+  const down = (e: Down, more: object = {}) => {
+    const at = { ...fields, ...(e.server === undefined ? {} : { server: e.server }), ...more };
     switch (e.type) {
       case 'connect-timeout':
-        return log.warn({ ...fields, connectTimeoutMs: e.connectTimeoutMs, ...more }, `the store could not connect to Redis within ${e.connectTimeoutMs} ms; decisions follow the failure mode until it does`);
+        return log.warn({ ...at, connectTimeoutMs: e.connectTimeoutMs, ...(e.cause === undefined ? {} : { cause: e.cause }) }, `the store could not connect to Redis within ${e.connectTimeoutMs} ms; decisions follow the failure mode until it does`);
       case 'disconnected':
-        return log.error({ ...fields, cause: e.cause, ...more }, 'the store lost its connection to Redis; decisions follow the failure mode until it is back');
+        return log.error({ ...at, cause: e.cause }, 'the store lost its connection to Redis; decisions follow the failure mode until it is back');
       case 'unanswered':
-        return log.error({ ...fields, cause: e.cause, ...more }, 'Redis is not answering the store; decisions follow the failure mode until it does');
-      case 'recovered':
-        return log.info({ ...fields, downMs: e.downMs, failedCalls: e.failedCalls, ...(e.lastCause === undefined ? {} : { lastCause: e.lastCause }), ...more }, 'Redis answers the store again');
+        return log.error({ ...at, cause: e.cause }, 'Redis is not answering the store; decisions follow the failure mode until it does');
     }
   };
 
-  /** The window's end: log the state the store was left in, if the last line does not say it, or what went unlogged. */
-  const trailing = () => {
+  const up = (e: Up, more: object = {}) =>
+    log.info(
+      { ...fields, ...(e.server === undefined ? {} : { server: e.server }), downMs: e.downMs, failedCalls: e.failedCalls, ...(e.lastCause === undefined ? {} : { lastCause: e.lastCause }), ...more },
+      'Redis answers the store again',
+    );
+
+  /** The window's end: the outages past its budget in one line, saying whether the store answers now. */
+  const summary = () => {
     timerSet = false;
-    if (current === undefined) return;
-    const down = current.type !== 'recovered';
-    if (down !== loggedDown || unlogged > 0) write(current);
+    if (unlogged === 0) return;
+    const more = { unloggedOutages: unlogged };
+    unlogged = 0;
+    if (outage !== undefined) {
+      down(outage, more);
+      logged = true; // its recovery gets a line
+    } else log.info({ ...fields, ...more }, 'Redis answers the store again; it went down and came back more often than logged');
   };
 
-  const transition = (e: Down | Up) => {
-    current = e;
-    // A recovery ends an outage that was logged: it is logged at once (a logged outage has at most one).
-    if (e.type === 'recovered' ? loggedDown : now() >= nextAt) {
-      write(e);
+  const begin = (e: Down) => {
+    if (outage !== undefined) return; // the same outage goes on (a connect-timeout then a disconnect, say)
+    outage = e;
+    const t = now();
+    if (t - windowStart >= everyMs) {
+      windowStart = t;
+      inWindow = 0;
+    }
+    if (inWindow < maxOutages) {
+      inWindow++;
+      logged = true;
+      down(e);
       return;
     }
+    logged = false;
     unlogged++;
     if (!timerSet) {
       timerSet = true;
-      setTimer(trailing, Math.max(0, nextAt - now()));
+      setTimer(summary, Math.max(0, windowStart + everyMs - t));
     }
+  };
+
+  const end = (e: Up) => {
+    outage = undefined;
+    if (logged) up(e);
+    logged = false;
   };
 
   return (e) => {
@@ -81,8 +108,9 @@ export function storeEventLog(log: Logger, fields: Record<string, unknown>, opti
       case 'connect-timeout':
       case 'disconnected':
       case 'unanswered':
+        return begin(e);
       case 'recovered':
-        return transition(e);
+        return end(e);
       case 'eviction-policy':
         return log.warn(
           { ...fields, server: e.server, maxmemoryPolicy: e.policy, maxmemory: e.maxmemory },

@@ -62,7 +62,8 @@ export class MemoryStore implements Store {
   readonly stats: MemoryStoreStats = { evicted: 0, storeFull: 0 };
   /** After a makeRoom() that failed: the soonest a sampled denying key stops denying (ms from now). */
   fullRetryMs = 0;
-  private readonly tables: MemoryTable[] = [];
+  /** The tables bound and not closed: a closed one's keys are gone, and eviction never looks at it. */
+  private readonly tables = new Set<MemoryTable>();
 
   constructor(options: MemoryStoreOptions = {}) {
     if (typeof options !== 'object' || options === null) {
@@ -82,20 +83,39 @@ export class MemoryStore implements Store {
 
   bind(spec: TableSpec): MemoryTable {
     const table = new MemoryTable(this, spec);
-    this.tables.push(table);
+    this.tables.add(table);
     return table;
   }
 
+  /** Tables bound and not closed (a service's live rules' tables, once each has decided). */
+  get tableCount(): number {
+    return this.tables.size;
+  }
+
+  /** A table closed (its keys already dropped) leaves; one used again after close() comes back. */
+  unlist(table: MemoryTable): void {
+    this.tables.delete(table);
+  }
+
+  relist(table: MemoryTable): void {
+    this.tables.add(table);
+  }
+
   /**
-   * Makes room for one key: from `preferred` if it can, else from the other tables, fullest first. False
-   * when every key sampled is denying (then `fullRetryMs` says how soon one stops).
+   * Makes room for one key: from `preferred` if it can, else from the fullest other table, then the rest.
+   * False when every key sampled is denying (then `fullRetryMs` says how soon one stops). Costs one pass
+   * over the live tables at most: a closed table is not among them.
    */
   makeRoom(preferred: MemoryTable, now: number): boolean {
     this.fullRetryMs = Infinity;
     if (preferred.size > 0 && preferred.evictOne(now)) return true;
-    if (this.tables.length > 1) {
-      const others = this.tables.filter((t) => t !== preferred && t.size > 0).sort((a, b) => b.size - a.size);
-      for (const t of others) if (t.evictOne(now)) return true;
+    if (this.tables.size > 1) {
+      let fullest: MemoryTable | undefined;
+      for (const t of this.tables) if (t !== preferred && t.size > (fullest?.size ?? 0)) fullest = t;
+      if (fullest !== undefined) {
+        if (fullest.evictOne(now)) return true;
+        for (const t of this.tables) if (t !== preferred && t !== fullest && t.size > 0 && t.evictOne(now)) return true;
+      }
     }
     this.stats.storeFull++;
     return false;
@@ -138,6 +158,8 @@ export class MemoryTable implements StoreTable {
   private rows = 0;
   private readonly freeRows: number[] = [];
   private cursor: MapIterator<[string, number]> | undefined;
+  /** Set by close(): the table is off the store's list until a key arrives again. */
+  private closed = false;
   /** Set when the table has one slab policy: the hot path then skips the loop and the fold. */
   private readonly single: SlabAlgorithm | undefined;
   /** Whether a policy bans after a denial (blockFor). */
@@ -267,10 +289,32 @@ export class MemoryTable implements StoreTable {
     if (row !== undefined) this.drop(key, row);
   }
 
+  /**
+   * Drops every key and its state and takes the table off the store's list, so the store neither counts
+   * its keys nor looks at it to make room: a limiter that is gone (a reloaded rule's) frees its memory
+   * here, not after its keys would have expired. A table used again afterwards starts empty.
+   */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.store.size -= this.index.size;
+    this.index.clear();
+    this.cursor = undefined;
+    this.freeRows.length = 0;
+    this.rows = 0;
+    for (const column of this.objects) column.length = 0;
+    this.slab = new Float64Array(Math.max(1, this.rowSlots) * INITIAL_ROWS);
+    this.store.unlist(this);
+  }
+
   // ---- rows, sweeping and eviction ----
 
   /** A row for a new key, or -1 when the store is full of denying keys. */
   private insert(key: string, now: number): number {
+    if (this.closed) {
+      this.closed = false;
+      this.store.relist(this);
+    }
     this.sweep(now, SWEEP_PER_INSERT);
     if (this.store.size >= this.store.maxKeys && !this.store.makeRoom(this, now)) return -1;
     let row = this.freeRows.pop();

@@ -30,6 +30,12 @@ export interface StoreTable {
   release(key: string, leaseId: string): MaybePromise<boolean>;
   /** Forgets `key` entirely. */
   reset(key: string): MaybePromise<void>;
+  /**
+   * The limiter is done with the table: what it holds in this process is freed (the memory store drops
+   * its keys and stops counting them; a strategy returns what it holds). Optional: a store keeping state
+   * elsewhere (Redis, with TTLs) has nothing to free.
+   */
+  close?(): MaybePromise<void>;
 }
 
 export interface Store {

@@ -5,6 +5,7 @@
 // restart) is named in the log, and a user whose ACL hides CONFIG is told what it cannot check.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { freePort, OwnRedis } from './harness.js';
 import { post, start, TempConfig, type LogSink } from '../integration/serve-helpers.js';
 import type { Settings } from '../../src/server/settings.js';
@@ -121,6 +122,46 @@ describe('store trouble is logged (#37 finding 5)', () => {
       // The recovery is told once Redis has answered steadily (RECOVERY_SETTLE_MS), not at its first answer.
       await until(async () => lines(logs, /answers the store again/).length > 0, 5000, 'the recovery line');
       assert.equal(lines(logs, /answers the store again/).length, 1);
+    });
+  });
+});
+
+describe('store trouble is logged per outage (#45 finding 9)', () => {
+  test('store-trouble log budget per outage: after a blip, a CLIENT PAUSE gets its error line at once and an OOM under noeviction its own; each recovery names the server and the whole outage', async () => {
+    await withOwnRedis(['--maxmemory-policy', 'noeviction'], {}, async (server, svc, logs) => {
+      const cli = (...a: string[]) => execFileSync('redis-cli', ['-p', String(server.port), ...a], { encoding: 'utf8' }).trim();
+      const name = `127.0.0.1:${server.port}`;
+      const downLines = () => lines(logs, /lost its connection to Redis|not answering the store|could not connect to Redis/).filter((l) => l.server === name);
+      const upLines = () => lines(logs, /answers the store again/);
+      assert.equal((await check(svc.httpPort, 'dee')).json.reason, undefined);
+      // The blip: Redis killed and back at once.
+      await server.stop();
+      await until(() => downLines().length === 1, 5000, 'the blip\'s line');
+      await server.start();
+      await until(async () => (await check(svc.httpPort, 'blip'), upLines().length === 1), 10_000, 'the blip\'s recovery line');
+      assert.equal(upLines()[0]!.server, name);
+      // Right after it, a 3 s CLIENT PAUSE: its line comes with its first failed call, not 30 s later.
+      cli('CLIENT', 'PAUSE', '3000', 'ALL');
+      const pausedAt = Date.now();
+      assert.equal((await check(svc.httpPort, 'paused')).json.reason, 'store-error');
+      await until(() => downLines().length === 2, 1000, 'the pause\'s line, at once');
+      assert.ok(Date.now() - pausedAt < 1500, `logged ${Date.now() - pausedAt} ms into the pause`);
+      assert.match(String(downLines()[1]!.cause), /no answer within 'timeoutMs' 200/);
+      // Decisions go on (an outage ends on answers): the recovery comes 2 s after the pause ends.
+      await until(async () => (await check(svc.httpPort, 'during'), upLines().length === 2), 10_000, 'the pause\'s recovery line');
+      const paused = upLines()[1]!;
+      assert.equal(paused.server, name);
+      assert.ok((paused.downMs as number) >= 2500 && (paused.downMs as number) < 4000, `the whole pause, ${paused.downMs} ms`);
+      // Then Redis at maxmemory under noeviction: writes fail with OOM, many calls, one line, one recovery.
+      const used = Number(/used_memory:(\d+)/.exec(cli('INFO', 'memory'))![1]);
+      cli('CONFIG', 'SET', 'maxmemory', String(used));
+      for (let i = 0; i < 100; i++) await check(svc.httpPort, `oom${i}`);
+      await until(() => downLines().length === 3, 1000, 'the OOM line');
+      assert.match(String(downLines()[2]!.cause), /OOM/);
+      cli('CONFIG', 'SET', 'maxmemory', '0');
+      await until(async () => (await check(svc.httpPort, 'after')).json.reason === undefined && upLines().length === 3, 10_000, 'the OOM recovery line');
+      assert.equal(downLines().length, 3, `three outages, three lines: ${JSON.stringify(downLines())}`);
+      assert.equal(upLines()[2]!.server, name);
     });
   });
 });

@@ -3,6 +3,7 @@
  * ratelimit does it. A reload builds a new RuleSet but hands over the Limiter (and so the counter state) and
  * stats of every rule whose id and policy are unchanged.
  */
+import { checkRegionsPolicies } from '../distributed/regions/bind.js';
 import { Limiter } from '../limiter.js';
 import type { Policy, PolicyOptions } from '../core/index.js';
 import type { Clock } from '../core/types.js';
@@ -123,6 +124,8 @@ export class RuleBuilder {
       return;
     }
     const policy = spec.policy;
+    // The limiter is built at the rule's first decision: what binding would refuse is refused here, at the reload.
+    if (policy !== undefined && options.store.regions !== undefined) checkRegionsPolicies([policy]);
     const cell = new LimiterCell(() => (policy === undefined ? undefined : new Limiter({ policy: toOptions(policy, options.countRejected === true), store: options.store, ...(options.clock ? { clock: options.clock } : {}), ...(options.telemetry ? { telemetry: options.telemetry } : {}) })));
     const detailed = perValue(spec) ? new DetailedStats(spec.domain, spec.id, cap) : undefined;
     this.rules.set(spec.id, new Rule(spec, cell, new RuleStats(spec.domain, spec.id), detailed));

@@ -30,7 +30,7 @@ const adminPort = (svc: RunningService) => (svc as { adminPort?: number }).admin
 function events(port: number, headers = `Authorization: Bearer ${TOKEN}\r\n`): Promise<{ socket: Socket; head: string; closed: Promise<number> }> {
   return new Promise((resolve) => {
     const t0 = Date.now();
-    const socket = connect(port, '127.0.0.1', () => socket.write(`GET /events HTTP/1.1\r\nHost: x\r\n${headers}\r\n`));
+    const socket = connect(port, '127.0.0.1', () => socket.write(`GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers}\r\n`));
     const closed = new Promise<number>((r) => socket.once('close', () => r(Date.now() - t0)));
     let head = '';
     socket.on('error', () => {});
@@ -112,7 +112,7 @@ describe('issue 37 on sluice serve: surfaces and bounds', () => {
     // on the decision port they took every connection.
     const held: Socket[] = [];
     for (let i = 0; i < 40; i++) {
-      const s = connect(adminPort(svc), '127.0.0.1', () => s.write(`GET /events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`));
+      const s = connect(adminPort(svc), '127.0.0.1', () => s.write(`GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`));
       s.on('error', () => {});
       held.push(s);
     }

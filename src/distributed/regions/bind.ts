@@ -1,6 +1,6 @@
 /** The 'regions' strategy's hook in the strategy registry: checks the store, the policy and the options. */
 import { SluiceError, show } from '../../core/index.js';
-import type { Clock } from '../../core/types.js';
+import type { Clock, Policy } from '../../core/types.js';
 import type { Store, StoreTable, TableSpec } from '../../stores/store.js';
 import { checkRegions, refusal } from './options.js';
 import { RegionsTable } from './table.js';
@@ -13,14 +13,8 @@ export function bindRegions(store: Store, spec: TableSpec, strategy: string, clo
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `a RedisStore with 'regions' keeps one limit across regions with strategy 'regions' (its default), got strategy ${show(strategy)}; use a store without 'regions' for a limit of this region alone`);
   }
   const regions = checkRegions(store.regions);
-  if (spec.policies.length !== 1) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `strategy 'regions' keeps one policy per limiter across regions, got ${spec.policies.length} (${spec.policies.map((p) => show(p.name)).join(', ')}): use one limiter per policy`);
-  }
+  checkRegionsPolicies(spec.policies);
   const p = spec.policies[0]!;
-  const why = refusal(p);
-  if (why !== undefined) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `strategy 'regions' cannot keep policy ${show(p.name)} (algorithm ${show(p.algorithm)}) across regions: ${why}`);
-  }
   const runner = store.runner(spec);
   // Decisions and pushes carry many keys per script call: on a Cluster they would span slots.
   const cluster = runner.isCluster?.() ? 'this region' : regions.peers.find((peer) => runner.isCluster?.(peer))?.name;
@@ -28,4 +22,19 @@ export function bindRegions(store: Store, spec: TableSpec, strategy: string, clo
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `strategy 'regions' does not run on a Redis Cluster yet (${cluster === 'this region' ? "this region's client" : `peer ${show(cluster)}`} is one): give each region a standalone Redis (or one behind Sentinel)`);
   }
   return new RegionsTable({ policy: p, clock, runner }, regions);
+}
+
+/**
+ * Throws what binding would throw for `policies` on a regions store: one policy, of an algorithm the regions
+ * can keep. The service checks its rules with it at a reload, before any rule's limiter is built.
+ */
+export function checkRegionsPolicies(policies: readonly Policy[]): void {
+  if (policies.length !== 1) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `strategy 'regions' keeps one policy per limiter across regions, got ${policies.length} (${policies.map((p) => show(p.name)).join(', ')}): use one limiter per policy`);
+  }
+  const p = policies[0]!;
+  const why = refusal(p);
+  if (why !== undefined) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `strategy 'regions' cannot keep policy ${show(p.name)} (algorithm ${show(p.algorithm)}) across regions: ${why}`);
+  }
 }

@@ -124,6 +124,9 @@ export class RuleBuilder {
     }
     const policy = spec.policy;
     const cell = new LimiterCell(() => (policy === undefined ? undefined : new Limiter({ policy: toOptions(policy, options.countRejected === true), store: options.store, ...(options.clock ? { clock: options.clock } : {}), ...(options.telemetry ? { telemetry: options.telemetry } : {}) })));
+    // Across regions a store refuses some algorithms (gcra, token bucket...): built now, such a rule is
+    // refused at start or reload, by name, rather than at its first request.
+    if (options.store.regions !== undefined) void cell.limiter;
     const detailed = perValue(spec) ? new DetailedStats(spec.domain, spec.id, cap) : undefined;
     this.rules.set(spec.id, new Rule(spec, cell, new RuleStats(spec.domain, spec.id), detailed));
   }

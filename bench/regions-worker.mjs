@@ -34,7 +34,7 @@ function shim(io) {
   };
 }
 const homePort = c.mode === 'global' && c.region !== 0 ? c.peerPorts[c.names[0]] : c.homePort;
-const regions = c.mode !== 'regions' ? undefined : { name: c.names[c.region], exchangeMs: c.exchangeMs, peers: Object.fromEntries(Object.entries(c.peerPorts).map(([n, p]) => [n, client(p)])) };
+const regions = c.mode !== 'regions' ? undefined : { name: c.names[c.region], exchangeMs: c.exchangeMs, ...(process.env.PEER_TIMEOUT_MS ? { peerTimeoutMs: Number(process.env.PEER_TIMEOUT_MS) } : {}), peers: Object.fromEntries(Object.entries(c.peerPorts).map(([n, p]) => [n, client(p)])) };
 const store = new RedisStore({ client: client(homePort), prefix: c.prefix, timeoutMs: 2000, logger: false, maxInFlight: 100_000, ...(regions ? { regions } : {}) });
 const limiter = new Limiter({ policy: { name: 'p', algorithm: 'fixed-window', limit: c.limit, window: c.windowMs }, store });
 const upstash =
@@ -70,6 +70,28 @@ const cpu0 = process.cpuUsage();
 const loopDelay = monitorEventLoopDelay({ resolution: 5 });
 loopDelay.enable();
 let fired = 0;
+// DIAG=1: a timeline per 250 ms (decisions answered, their slowest, pushes sent/failed, counts pushed,
+// the event loop's worst delay), to tell where a stall comes from.
+const timeline = [];
+const slot = () => {
+  const i = Math.floor((Date.now() - start) / 250);
+  while (timeline.length <= i) timeline.push({ answered: 0, slowest: 0, loopMax: 0 });
+  return timeline[i];
+};
+let lastTick = performance.now();
+const stats0 = () => (c.mode === 'regions' ? { ...limiter.table.stats } : {});
+const sampler = process.env.DIAG
+  ? setInterval(() => {
+      const s = slot();
+      const now = performance.now();
+      s.loopMax = Math.max(s.loopMax, now - lastTick - 10);
+      lastTick = now;
+      const st = stats0();
+      s.messages = st.messages;
+      s.failed = st.failedMessages;
+      s.entries = st.entries;
+    }, 10)
+  : undefined;
 await new Promise((resolve) => {
   const t = setInterval(() => {
     const elapsed = Date.now() - start;
@@ -86,7 +108,13 @@ await new Promise((resolve) => {
       const t0 = performance.now();
       pending.push(
         decide(key, sent).then((d) => {
-          latencies.push(performance.now() - t0);
+          const ms = performance.now() - t0;
+          latencies.push(ms);
+          if (sampler) {
+            const s = slot();
+            s.answered++;
+            s.slowest = Math.max(s.slowest, ms);
+          }
           if (!d.allowed) return;
           const w = d.w;
           let m = counts.get(key);
@@ -99,6 +127,7 @@ await new Promise((resolve) => {
   }, 5);
 });
 await Promise.all(pending);
+clearInterval(sampler);
 await Promise.all(syncs);
 const cpu = process.cpuUsage(cpu0);
 const stats = c.mode === 'regions' ? { ...limiter.table.stats } : undefined;
@@ -106,4 +135,4 @@ if (c.mode === 'regions') await limiter.table.close();
 latencies.sort((a, b) => a - b);
 const q = (p) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))];
 loopDelay.disable();
-process.send({ loopP99Ms: loopDelay.percentile(99) / 1e6, fired, decided: latencies.length, p50: q(0.5), p99: q(0.99), cpuMs: (cpu.user + cpu.system) / 1000, counts: [...counts].map(([k, m]) => [k, [...m]]), times, stats, ms: Date.now() - start }, () => process.exit(0));
+process.send({ loopP99Ms: loopDelay.percentile(99) / 1e6, fired, decided: latencies.length, p50: q(0.5), p99: q(0.99), cpuMs: (cpu.user + cpu.system) / 1000, counts: [...counts].map(([k, m]) => [k, [...m]]), times, stats, timeline, ms: Date.now() - start }, () => process.exit(0));

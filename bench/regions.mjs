@@ -11,7 +11,8 @@
 // mode: decision p50/p99 per region, the world's admitted total per key and window against the limit
 // (and, hot, against the bound computed from the admissions as in test/redis/regions.test.ts), and the
 // traffic between regions (the pushes as sent, and every byte the links carried both ways).
-// Usage: node --import tsx bench/regions.mjs [exchangeMs=50]
+// Usage: node --import tsx bench/regions.mjs [exchangeMs=50]; env SCALE (time factor), MODES, LOADS,
+// DIAG=1 (per-worker timelines and SLOWLOG, to tell where a stall comes from), PEER_TIMEOUT_MS.
 // Writes bench/results/regions-<time>.{md,json}.
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
@@ -50,11 +51,27 @@ async function run(mode, loadName) {
   const died = Promise.all(workers.map((w, i) => once(w, 'exit').then(([code]) => code !== 0 && Promise.reject(new Error(`${mode} ${loadName}: worker ${NAMES[i]} exited with ${code}`)))));
   died.catch(() => {});
   await Promise.race([Promise.all(workers.map((w) => once(w, 'message'))), died]);
+  if (process.env.DIAG) {
+    for (const n of NAMES) {
+      await world.home(n).config('SET', 'slowlog-log-slower-than', '2000');
+      await world.home(n).slowlog('RESET');
+    }
+  }
   const bytes0 = world.bytesBetweenRegions();
   const results = workers.map((w) => once(w, 'message').then(([m]) => m));
   for (const w of workers) w.send('go');
   const rs = await Promise.race([Promise.all(results), died.then(() => Promise.all(results))]);
   const linkBytes = world.bytesBetweenRegions() - bytes0;
+  if (process.env.DIAG) {
+    // Each worker's timeline, and what each home Redis logged as slow (SLOWLOG: calls over 10 ms).
+    for (const [i, r] of rs.entries()) process.stderr.write(`${mode} ${NAMES[i]} timeline (per 250 ms: answered, slowest ms, loop max ms, pushes, failed, counts): ${r.timeline.map((s) => `${s.answered}/${s.slowest.toFixed(0)}/${s.loopMax.toFixed(0)}/${s.messages ?? ''}/${s.failed ?? ''}/${s.entries ?? ''}`).join(' ')}\n`);
+    for (const [i, s] of world.servers.entries()) {
+      const c = world.home(NAMES[i]);
+      const log = await c.slowlog('GET', 20);
+      await c.slowlog('RESET');
+      process.stderr.write(`${mode} ${NAMES[i]} slowlog: ${log.map(([, at, us, cmd]) => `${us}us ${String(cmd[0])} keys ${String(cmd[2])}`).join('; ')}\n`);
+    }
+  }
   // The world's admitted total per key and window.
   const totals = new Map();
   for (const r of rs) for (const [k, ws] of r.counts) for (const [w, n] of ws) totals.set(`${k} ${w}`, (totals.get(`${k} ${w}`) ?? 0) + n);
@@ -71,6 +88,7 @@ async function run(mode, loadName) {
     excessPct: (100 * over.reduce((a, n) => a + n - load.limit, 0)) / (load.limit * t.length),
     linkBytesPerSec: linkBytes / seconds,
     pushes: rs[0].stats ? rs.reduce((a, r) => a + r.stats.messages, 0) / seconds : undefined,
+    failedPushes: rs[0].stats ? rs.reduce((a, r) => a + r.stats.failedMessages, 0) / seconds : undefined,
     pushBytesPerSec: rs[0].stats ? rs.reduce((a, r) => a + r.stats.bytes, 0) / seconds : undefined,
     pushEntriesPerSec: rs[0].stats ? rs.reduce((a, r) => a + r.stats.entries, 0) / seconds : undefined,
   };
@@ -104,9 +122,9 @@ const f = (x, d = 1) => (x === undefined ? '—' : x.toFixed(d));
 const lines = [
   `<!-- node --import tsx bench/regions.mjs ${EXCHANGE_MS}; ${new Date().toISOString()}; 3 redis-servers on this host, ${DELAY_MS} ms each way between regions (DelayProxy); exchangeMs ${EXCHANGE_MS}; one run; load average ${load0.toFixed(1)} at the start, ${loadavg()[0].toFixed(1)} at the end; ${speed} -->`,
   '',
-  '| load | mode | p50 / p99 ms eu | us | ap | key-windows | max admitted / limit | key-windows over | excess % of limit | pushes/s | push bytes/s | counts/s | link bytes/s (both ways) |',
+  '| load | mode | p50 / p99 ms eu | us | ap | key-windows | max admitted / limit | key-windows over | excess % of limit | pushes/s (failed) | push bytes/s | counts/s | link bytes/s (both ways) |',
   '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
-  ...rows.map((r) => `| ${r.load} (limit ${LOADS[r.load].limit}) | ${r.mode} | ${r.regions.map((x) => `${f(x.p50)} / ${f(x.p99)}`).join(' | ')} | ${r.keyWindows} | ${r.maxTotal} / ${LOADS[r.load].limit} | ${r.overKeyWindows} | ${f(r.excessPct, 2)} | ${f(r.pushes, 0)} | ${f(r.pushBytesPerSec, 0)} | ${f(r.pushEntriesPerSec, 0)} | ${f(r.linkBytesPerSec, 0)} |`),
+  ...rows.map((r) => `| ${r.load} (limit ${LOADS[r.load].limit}) | ${r.mode} | ${r.regions.map((x) => `${f(x.p50)} / ${f(x.p99)}`).join(' | ')} | ${r.keyWindows} | ${r.maxTotal} / ${LOADS[r.load].limit} | ${r.overKeyWindows} | ${f(r.excessPct, 2)} | ${f(r.pushes, 0)}${r.failedPushes === undefined ? '' : ` (${f(r.failedPushes, 0)})`} | ${f(r.pushBytesPerSec, 0)} | ${f(r.pushEntriesPerSec, 0)} | ${f(r.linkBytesPerSec, 0)} |`),
   '',
   'Hot key, per window (admitted total / bound computed from the admissions, S = longest exchange gap + longest link delay + 5 ms):',
   '',

@@ -30,7 +30,7 @@ interface Admission { region: number; at: number; window: number }
 /** Requests offered per window (by send time), across regions, of the last drive. */
 let offered = new Map<number, number>();
 
-function limiters(prefix: string, extra: { partitionAfterMs?: number } = {}): Limiter[] {
+function limiters(prefix: string, extra: { partitionAfterMs?: number; peerTimeoutMs?: number } = {}): Limiter[] {
   for (const p of world.links.values()) p.maxDelayMs = 0;
   return NAMES.map((n) => new Limiter({ policy: { name: 'world', algorithm: 'fixed-window', limit: LIMIT, window: WINDOW_MS }, store: world.store(n, prefix, { exchangeMs: EXCHANGE_MS, ...extra }) }));
 }
@@ -226,6 +226,79 @@ test('regions: a region cut off keeps deciding within its share, and after the l
       // ...and every other home holds exactly that count for it: merged once, not added.
       homes.forEach((h, o) => assert.equal(Number(h[`${window}:${n}`] ?? 0), own, `${NAMES[o]}'s count of ${n}`));
     });
+  }
+});
+
+/**
+ * eu decides 500 times a second on 2,000 keys for CUT_MS while its links fail (blackholed, or slower than
+ * peerTimeoutMs): what it pushes to its two peers meanwhile, and its decisions' p99.
+ */
+async function whileEuLinksFail(ls: Limiter[], fail: () => void): Promise<{ pushes: number; counts: number; p99: number; decisions: number }> {
+  const eu = tableOf(ls[0]!);
+  fail();
+  const before = { ...eu.stats };
+  const latencies: number[] = [];
+  const pending: Promise<void>[] = [];
+  const start = Date.now();
+  let n = 0;
+  while (Date.now() - start < CUT_MS) {
+    for (let i = 0; i < 5; i++) {
+      const t0 = performance.now();
+      pending.push(ls[0]!.limit(`k${n++ % 2000}`).then(() => void latencies.push(performance.now() - t0)));
+    }
+    await new Promise((r) => setTimeout(r, TICK_MS));
+  }
+  await Promise.all(pending);
+  latencies.sort((a, b) => a - b);
+  return { pushes: eu.stats.messages - before.messages, counts: eu.stats.entries - before.entries, p99: latencies[Math.floor(latencies.length * 0.99)]!, decisions: latencies.length };
+}
+const PEER_TIMEOUT_MS = 300;
+const CUT_MS = 2000;
+
+/**
+ * Per peer: what was in flight when the link failed (up to peerTimeoutMs of exchanges), then one push
+ * per peerTimeoutMs. The old code sent one or more every exchange: ~100 per peer here, ~40,000 counts.
+ */
+function assertCheap(r: { pushes: number; counts: number; p99: number }, what: string): void {
+  const most = 2 * (Math.ceil(CUT_MS / PEER_TIMEOUT_MS) + Math.ceil(PEER_TIMEOUT_MS / EXCHANGE_MS) + 2);
+  assert.ok(r.pushes <= most, `${what}: pushes to eu's peers: ${r.pushes}, at most ${most}`);
+  assert.ok(r.counts <= 2 * (Math.ceil(CUT_MS / PEER_TIMEOUT_MS) + 2) * 1000, `${what}: counts pushed to eu's peers: ${r.counts}`);
+  assert.ok(r.p99 < DELAY_MS / 2, `${what}: eu's decisions: p99 ${r.p99.toFixed(1)} ms`);
+}
+
+test('regions: a cut or slow peer link costs one push per peerTimeoutMs, not every count every exchange, and decisions stay local', async () => {
+  // The bug: a failed push put every count it carried back in the peer's dirty set, and every exchange
+  // (here every 20 ms) pushed the whole set again, in chunks past the bound on pushes in flight, to a
+  // peer that answered none: CPU and link bytes in proportion to the keys, on the event loop the
+  // region's decisions run on (the bench's stalls: decisions taking seconds, the exchange starved).
+  const ls = limiters(runPrefix('regions-slow-peer'), { peerTimeoutMs: PEER_TIMEOUT_MS });
+  await connected(ls, 'warm');
+  try {
+    const r = await whileEuLinksFail(ls, () => world.cut('eu', 'blackhole'));
+    console.log('blackholed', r);
+    assertCheap(r, 'blackholed');
+  } finally {
+    world.heal('eu');
+  }
+  // The link back: the next push that is answered resumes the exchange, and every region hears from eu.
+  await until(() => ls.every((l) => tableOf(l).cutOff().length === 0), 10_000, 'the link to heal');
+  await closeAll(ls);
+  // Links that carry everything, 2 s late (longer than peerTimeoutMs): the same.
+  const slow = new World(NAMES, 2000);
+  await slow.start();
+  const prefix = runPrefix('regions-slow-link');
+  const sl = NAMES.map((n) => new Limiter({ policy: { name: 'world', algorithm: 'fixed-window', limit: LIMIT, window: WINDOW_MS }, store: slow.store(n, prefix, { exchangeMs: EXCHANGE_MS, peerTimeoutMs: PEER_TIMEOUT_MS }) }));
+  try {
+    await Promise.all(sl.map((l) => l.get('warm')));
+    // Until the peers' clients are ready (their ready check crosses the link: 4 s there and back) pushes
+    // are held, not timed out; the link is then slow, not new.
+    await new Promise((r) => setTimeout(r, 2 * 2000 + 500));
+    const r = await whileEuLinksFail(sl, () => {});
+    console.log('2 s links', r);
+    assertCheap(r, '2 s links');
+  } finally {
+    await Promise.race([closeAll(sl), new Promise((r) => setTimeout(r, 3000))]);
+    await slow.stop();
   }
 });
 

@@ -92,6 +92,11 @@ export class RegionsTable implements StoreTable {
   private readonly cut: boolean[];
   private peerArgs: string[] = [];
   private readonly inFlight: number[];
+  /**
+   * Per peer whose last push failed: when (this.spec.clock) it may get its next push, one at a time,
+   * until one is answered; undefined for a peer that answers.
+   */
+  private readonly failing: (number | undefined)[];
   /** Per peer: the keys whose count went up since they were last sent to it (an exchange costs what changed, not every key). */
   private dirty: Set<string>[];
   private lastSweep = -Infinity;
@@ -114,6 +119,7 @@ export class RegionsTable implements StoreTable {
     // Until this process has read who its Redis heard from, every peer counts as cut off: never the whole limit.
     this.cut = regions.peers.map(() => true);
     this.inFlight = regions.peers.map(() => 0);
+    this.failing = regions.peers.map(() => undefined);
     this.dirty = regions.peers.map(() => new Set());
     this.updatePeerArgs();
   }
@@ -230,20 +236,25 @@ export class RegionsTable implements StoreTable {
     this.lastExchange = at;
     const now = this.spec.clock();
     this.regions.peers.forEach((peer, i) => {
-      if (this.inFlight[i]! >= MAX_PUSHES_IN_FLIGHT) return;
+      // A peer whose last push failed (cut, or slower than peerTimeoutMs) gets one push (at most
+      // PUSH_CHUNK counts) per peerTimeoutMs until one is answered: re-sending every count each exchange
+      // to a peer that answers none cost this process CPU, and the link bytes, in proportion to the keys,
+      // every exchange, on the event loop its decisions run on (test/redis/regions.test.ts, "a cut or
+      // slow peer link"). The bound on pushes in flight holds per push, not per exchange: what does not
+      // fit stays dirty for the next one.
+      const failing = this.failing[i];
+      if (failing !== undefined) {
+        if (this.inFlight[i]! > 0 || now < failing) return;
+        this.failing[i] = now + peer.timeoutMs;
+      }
+      const most = failing !== undefined ? 1 : MAX_PUSHES_IN_FLIGHT;
       const changed = this.dirty[i]!;
-      this.dirty[i] = new Set();
-      let batch: [string, KeyCount][] = [];
-      for (const key of changed) {
-        const st = this.keys.get(key);
-        if (st !== undefined && st.own > st.sent[i]!) batch.push([key, st]);
-        if (batch.length === PUSH_CHUNK) {
-          void this.push(i, peer, batch);
-          batch = [];
-        }
+      while (changed.size > 0 && this.inFlight[i]! < most) {
+        const batch = this.take(i, changed);
+        if (batch.length > 0) void this.push(i, peer, batch);
       }
       // An empty push is the heartbeat: the peer hears from this region even when it admits nothing.
-      if (batch.length > 0 || this.inFlight[i] === 0) void this.push(i, peer, batch);
+      if (this.inFlight[i] === 0) void this.push(i, peer, []);
     });
     // Once a window: forget keys whose window has ended (after every peer has their count, or a window
     // later, when the peers drop that window anyway).
@@ -253,6 +264,18 @@ export class RegionsTable implements StoreTable {
       const done = st.acked.every((a) => a >= st.own);
       if ((done && now >= st.deadline) || now >= st.deadline + this.spec.policy.windowMs) this.keys.delete(key);
     }
+  }
+
+  /** Takes up to PUSH_CHUNK keys out of `changed` whose count peer `i` has not been sent. */
+  private take(i: number, changed: Set<string>): [string, KeyCount][] {
+    const batch: [string, KeyCount][] = [];
+    for (const key of changed) {
+      changed.delete(key);
+      const st = this.keys.get(key);
+      if (st !== undefined && st.own > st.sent[i]!) batch.push([key, st]);
+      if (batch.length === PUSH_CHUNK) break;
+    }
+    return batch;
   }
 
   private async readHeard(): Promise<void> {
@@ -285,10 +308,12 @@ export class RegionsTable implements StoreTable {
     this.inFlight[i]!++;
     return this.runOn(peer, 'regions-merge', keys, args)
       .then(() => {
+        this.failing[i] = undefined;
         for (const [, st, w, own] of sent) if (st.window === w && own > st.acked[i]!) st.acked[i] = own;
       })
       .catch(() => {
         this.stats.failedMessages++;
+        this.failing[i] ??= this.spec.clock();
         // Sent again with the next exchange: whole counts, so a push that did land is harmless to repeat.
         for (const [key, st, w] of sent) {
           if (st.window !== w) continue;

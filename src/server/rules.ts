@@ -127,9 +127,6 @@ export class RuleBuilder {
     // The limiter is built at the rule's first decision: what binding would refuse is refused here, at the reload.
     if (policy !== undefined && options.store.regions !== undefined) checkRegionsPolicies([policy]);
     const cell = new LimiterCell(() => (policy === undefined ? undefined : new Limiter({ policy: toOptions(policy, options.countRejected === true), store: options.store, ...(options.clock ? { clock: options.clock } : {}), ...(options.telemetry ? { telemetry: options.telemetry } : {}) })));
-    // Across regions a store refuses some algorithms (gcra, token bucket...): built now, such a rule is
-    // refused at start or reload, by name, rather than at its first request.
-    if (options.store.regions !== undefined) void cell.limiter;
     const detailed = perValue(spec) ? new DetailedStats(spec.domain, spec.id, cap) : undefined;
     this.rules.set(spec.id, new Rule(spec, cell, new RuleStats(spec.domain, spec.id), detailed));
   }

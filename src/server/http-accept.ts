@@ -72,16 +72,17 @@ function holdConnections(server: Server, limits: HttpLimits): void {
     if (!table.admit(socket, socket.remoteAddress)) return void socket.destroy();
     socket.once('close', () => table.remove(socket));
   });
+  // One listener for every answer, not a closure (and a `once` wrapper) per request: 'close' comes once.
+  function answered(this: ServerResponse): void {
+    answering.delete(this);
+    table.done(this.req.socket);
+  }
   // Before the route handler, which may answer (and end the response) synchronously.
   server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
-    const socket = req.socket;
-    table.busy(socket);
+    table.busy(req.socket);
     answering.add(res);
     if (shutdown.closing) res.shouldKeepAlive = false;
-    res.once('close', () => {
-      answering.delete(res);
-      table.done(socket);
-    });
+    res.on('close', answered);
   });
 }
 

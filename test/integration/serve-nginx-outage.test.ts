@@ -79,7 +79,7 @@ for (const [example, failure] of [['sluice.conf', 'open'], ['sluice-fail-closed.
     });
 
     /** What an outage gives: the app's answer marked (open), or 503 without asking the app (closed); never a wait past a second. */
-    const assertOutageAnswer = (r: Awaited<ReturnType<typeof get>>, path: string) => {
+    const assertOutageAnswer = async (r: Awaited<ReturnType<typeof get>>, path: string) => {
       assert.ok(r.ms < 1000, `answered in ${r.ms.toFixed(0)} ms`);
       assert.equal(r.sluice, 'unavailable');
       if (failure === 'open') {
@@ -91,7 +91,10 @@ for (const [example, failure] of [['sluice.conf', 'open'], ['sluice-fail-closed.
         assert.equal(r.body, 'rate limiter unavailable\n');
         assert.ok(!backendHits.includes(path), 'the app was not asked');
       }
-      assert.ok(nginx.accessLog().some((l) => l.includes(`"GET ${path} HTTP/1.1" ${r.status} sluice=unavailable`)), `the access log says so: ${nginx.accessLog().slice(-3).join(' | ')}`);
+      // nginx writes the access line in its log phase, after the client has the answer: wait for it.
+      const line = `"GET ${path} HTTP/1.1" ${r.status} sluice=unavailable`;
+      for (let i = 0; i < 100 && !nginx.accessLog().some((l) => l.includes(line)); i++) await new Promise((done) => setTimeout(done, 20));
+      assert.ok(nginx.accessLog().some((l) => l.includes(line)), `the access log says so: ${nginx.accessLog().slice(-3).join(' | ')}`);
     };
 
     test(`nginx recipe with sluice SIGSTOPped: every request answered within a second, failing ${failure}, and marked`, async () => {
@@ -99,7 +102,7 @@ for (const [example, failure] of [['sluice.conf', 'open'], ['sluice-fail-closed.
       assert.deepEqual([ok.status, ok.sluice, ok.body], [200, null, 'backend saw /before-stop\n']);
       sluice.child.kill('SIGSTOP');
       try {
-        for (let i = 0; i < 3; i++) assertOutageAnswer(await get(nginx.port, `/frozen/${i}`), `/frozen/${i}`);
+        for (let i = 0; i < 3; i++) await assertOutageAnswer(await get(nginx.port, `/frozen/${i}`), `/frozen/${i}`);
       } finally {
         sluice.child.kill('SIGCONT');
       }
@@ -111,7 +114,7 @@ for (const [example, failure] of [['sluice.conf', 'open'], ['sluice-fail-closed.
     test(`nginx recipe with sluice killed: every request answered at once, failing ${failure}, and marked`, async () => {
       sluice.child.kill('SIGKILL');
       await new Promise((r) => (sluice.child.exitCode !== null || sluice.child.signalCode !== null ? r(null) : sluice.child.once('exit', r)));
-      for (let i = 0; i < 3; i++) assertOutageAnswer(await get(nginx.port, `/killed/${i}`), `/killed/${i}`);
+      for (let i = 0; i < 3; i++) await assertOutageAnswer(await get(nginx.port, `/killed/${i}`), `/killed/${i}`);
     });
   });
 }

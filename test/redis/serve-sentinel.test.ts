@@ -89,6 +89,10 @@ function useSentinelTrio(name: string): { primary: OwnRedis; replica: OwnRedis; 
   return ctx;
 }
 
+// A Sentinel whose first failover attempt fails (the replica not yet judged fit on a busy host) tries again
+// only after twice failover-timeout (10 s): the wait covers two attempts, the time sluice takes is asserted apart.
+const PROMOTION_MS = 40_000;
+
 describe('sluice serve --redis-sentinel', () => {
   const trio = useSentinelTrio('sentinel');
   const cfg = new TempConfig(CONFIG);
@@ -106,7 +110,7 @@ describe('sluice serve --redis-sentinel', () => {
       // Let the replica copy them, then kill the primary as a crash would.
       await until(() => execFileSync('redis-cli', ['-p', String(trio.replica.port), '--scan', '--pattern', `sluice-sentinel-${process.pid}*`], { encoding: 'utf8' }).trim() !== '', 10_000, 'replication');
       await trio.primary.stop();
-      await until(() => primaryPort(trio.sentinelPort) === trio.replica.port, 20_000, 'the Sentinel to promote the replica');
+      await until(() => primaryPort(trio.sentinelPort) === trio.replica.port, PROMOTION_MS, 'the Sentinel to promote the replica');
       // A new user each time: a check sent while the primary was going away may still reach the new one
       // (ioredis resends what it had not had answered), so one user's two requests can be spent unseen.
       let fresh = 0;
@@ -136,7 +140,7 @@ describe('sluice serve --redis-sentinel, the master frozen', () => {
       await until(() => execFileSync('redis-cli', ['-p', String(trio.replica.port), '--scan', '--pattern', `${prefix}*`], { encoding: 'utf8' }).trim() !== '', 10_000, 'replication');
       trio.primary.proc!.kill('SIGSTOP'); // stays frozen to the end of the test: only a client that follows the Sentinel answers
       assert.equal(await check('carl'), 429, 'failure mode closed: no answer from the frozen master is a denial');
-      await until(() => primaryPort(trio.sentinelPort) === trio.replica.port, 20_000, 'the Sentinel to promote the replica');
+      await until(() => primaryPort(trio.sentinelPort) === trio.replica.port, PROMOTION_MS, 'the Sentinel to promote the replica');
       // A new user each time, as above: a check that timed out on the frozen master may be resent to the new one.
       let fresh = 0;
       await until(async () => (await check(`bob-${fresh++}`)) === 200, 5000, 'a decision on the promoted replica within 5 s of its promotion');

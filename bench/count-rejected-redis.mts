@@ -10,8 +10,8 @@ import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { Limiter } from '../src/index.js';
-import { RedisStore } from '../src/stores/redis/index.js';
+import { Limiter } from '../packages/sluice/src/index.js';
+import { RedisStore } from '../packages/sluice/src/stores/redis/index.js';
 
 const [repsText = '5', callsText = '20000'] = process.argv.slice(2);
 const reps = Number(repsText);

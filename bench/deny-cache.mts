@@ -1,8 +1,8 @@
 // Denials per second for one denied key on Redis, with and without the deny cache. Run: npx tsx bench/deny-cache.mts
 // (REDIS_URL, default redis://127.0.0.1:6379; a unique prefix, nothing flushed).
 import { Redis } from 'ioredis';
-import { Limiter } from '../src/index.js';
-import { RedisStore } from '../src/stores/redis/index.js';
+import { Limiter } from '../packages/sluice/src/index.js';
+import { RedisStore } from '../packages/sluice/src/stores/redis/index.js';
 const client = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 await new Promise((r) => client.once('ready', r));
 for (const denyCache of [false, true]) {

@@ -24,10 +24,10 @@ const client = (req) => req.headers['x-client'];
 async function express(kind) {
   const { default: express } = await import('express');
   const app = express();
-  if (kind === 'sluice') app.use((await import('../dist/middleware/express/index.js')).rateLimit({ policy: day, headers: 'draft-7' }));
+  if (kind === 'sluice') app.use((await import('../packages/sluice/dist/middleware/express/index.js')).rateLimit({ policy: day, headers: 'draft-7' }));
   if (kind === 'erl' || kind === 'erl-sluice') {
     const { rateLimit } = await import('express-rate-limit');
-    const store = kind === 'erl-sluice' ? new (await import('../dist/compat/express-rate-limit.js')).SluiceStore() : undefined;
+    const store = kind === 'erl-sluice' ? new (await import('../packages/sluice/dist/compat/express-rate-limit.js')).SluiceStore() : undefined;
     app.use(rateLimit({ windowMs: 86_400_000, limit: 1e9, standardHeaders: 'draft-7', legacyHeaders: false, ...(store ? { store } : {}) }));
   }
   app.get('/ok', (req, res) => void res.type('text/plain').send('ok'));
@@ -37,7 +37,7 @@ async function express(kind) {
 async function koa(kind) {
   const { default: Koa } = await import('koa');
   const app = new Koa();
-  if (kind === 'sluice') app.use((await import('../dist/middleware/koa/index.js')).rateLimit({ policy: day, headers: 'draft-7' }));
+  if (kind === 'sluice') app.use((await import('../packages/sluice/dist/middleware/koa/index.js')).rateLimit({ policy: day, headers: 'draft-7' }));
   if (kind === 'koa-ratelimit') app.use((await import('koa-ratelimit')).default({ driver: 'memory', db: new Map(), duration: 86_400_000, max: 1e9, id: (ctx) => ctx.ip }));
   app.use((ctx) => {
     ctx.type = 'text/plain';

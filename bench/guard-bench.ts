@@ -1,8 +1,8 @@
 // Guard benchmark: check+record pairs per second on the memory store, and the guard's memory during a flood
 // of failures from 1,000,000 distinct addresses. Run: node --expose-gc --import tsx bench/guard-bench.ts
-import { Guard, MemoryGuardState } from '../src/guard/index.js';
-import { KeyedHasher } from '../src/guard/keyed-hash.js';
-import { MemoryStore } from '../src/index.js';
+import { Guard, MemoryGuardState } from '../packages/guard/src/index.js';
+import { KeyedHasher } from '../packages/guard/src/keyed-hash.js';
+import { MemoryStore } from '../packages/sluice/src/index.js';
 import { floodIp, pairsPerSecond } from './lib/guard-mix.mjs';
 
 const gc = (globalThis as { gc?: () => void }).gc;

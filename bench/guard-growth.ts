@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
-import { freePort, OwnRedis } from '../test/redis/harness.js';
+import { freePort, OwnRedis } from '../packages/testing/src/harness.js';
 
 const ROOT = join(import.meta.dirname, '..');
 const started = Date.now();

@@ -27,7 +27,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
-import { freePort, OwnRedis } from '../test/redis/harness.js';
+import { freePort, OwnRedis } from '../packages/testing/src/harness.js';
 
 type Contender = 'sluice' | 'before' | 'rlflex';
 type Mix = 'typical' | 'returning' | 'stuffing';

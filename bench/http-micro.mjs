@@ -6,7 +6,7 @@
 // Usage: npm run build && node bench/http-micro.mjs [rounds=7]   (or --count, below)
 import http from 'node:http';
 import net from 'node:net';
-import { withRateLimit } from '../dist/middleware/node-http/index.js';
+import { withRateLimit } from '../packages/sluice/dist/middleware/node-http/index.js';
 
 const ROUNDS = Number(process.argv[2] ?? 7);
 const N = 300_000;

@@ -40,7 +40,7 @@ async function build() {
     case 'node-bare-imported': {
       // The bare server with sluice's middleware module loaded but never called: a control for how much of
       // a count moves with the heap's layout alone (bench/cg-profile.mjs; docs/benchmarks.md).
-      await import('../dist/middleware/node-http/index.js');
+      await import('../packages/sluice/dist/middleware/node-http/index.js');
       return createServer(ok);
     }
     case 'node-fields':
@@ -49,7 +49,7 @@ async function build() {
       // policy (constant values of the same length), stored the way sluice stores them. What node:http then
       // does with them (serializing, matching, writing ~100 more bytes) is the same for any limiter that sends
       // them; what node-sluice adds on top of this is sluice's own deciding and rendering.
-      const { NodeHeaders } = await import('../dist/http/node.js');
+      const { NodeHeaders } = await import('../packages/sluice/dist/http/node.js');
       const policyText = `${LIMIT};w=86400`;
       const rateText = `limit=${LIMIT}, remaining=${LIMIT - 1}, reset=1`;
       const inner = config === 'node-fields' ? ok : okEnd;
@@ -66,10 +66,10 @@ async function build() {
     case 'node-sluice-set':
     case 'node-sluice-end':
     case 'node-sluice-end-monotonic': {
-      const { withRateLimit } = await import('../dist/middleware/node-http/index.js');
+      const { withRateLimit } = await import('../packages/sluice/dist/middleware/node-http/index.js');
       // -monotonic reads the clock on every decision instead of the default coarse clock, whose 1 ms
       // interval fires once per request under callgrind (bench/http-instructions.mjs), not once per ~35.
-      const { monotonicClock } = await import('../dist/index.js');
+      const { monotonicClock } = await import('../packages/sluice/dist/index.js');
       const clock = config.endsWith('-monotonic') ? { clock: monotonicClock } : {};
       const handler = config === 'node-sluice-set' ? okSet : config.startsWith('node-sluice-end') ? okEnd : ok;
       return createServer(withRateLimit(handler, { policy, headers: config === 'node-sluice-none' ? 'none' : 'draft-7', ...clock }));
@@ -95,7 +95,7 @@ async function build() {
       const { default: express } = await import('express');
       const app = express();
       if (config === 'express-sluice') {
-        const { rateLimit } = await import('../dist/middleware/express/index.js');
+        const { rateLimit } = await import('../packages/sluice/dist/middleware/express/index.js');
         app.use(rateLimit({ policy, headers: 'draft-7' }));
       } else if (config === 'express-erl') {
         const { rateLimit } = await import('express-rate-limit');
@@ -110,7 +110,7 @@ async function build() {
       const { default: Fastify } = await import('fastify');
       const app = Fastify();
       if (config === 'fastify-sluice') {
-        const { rateLimit } = await import('../dist/middleware/fastify/index.js');
+        const { rateLimit } = await import('../packages/sluice/dist/middleware/fastify/index.js');
         await app.register(rateLimit, { policy, headers: 'draft-6' });
       } else if (config === 'fastify-frl') {
         const { default: frl } = await import('@fastify/rate-limit');
@@ -124,7 +124,7 @@ async function build() {
       // express-rate-limit deciding, its counts in sluice's store (a fixed window on the memory store).
       const { default: express } = await import('express');
       const { rateLimit } = await import('express-rate-limit');
-      const { SluiceStore } = await import('../dist/compat/express-rate-limit.js');
+      const { SluiceStore } = await import('../packages/sluice/dist/compat/express-rate-limit.js');
       const app = express();
       app.use(rateLimit({ windowMs: 86_400_000, limit: LIMIT, standardHeaders: 'draft-7', legacyHeaders: false, store: new SluiceStore() }));
       app.get('/ok', (req, res) => void res.type('text/plain').send('ok'));
@@ -136,7 +136,7 @@ async function build() {
       const { default: Koa } = await import('koa');
       const app = new Koa();
       if (config === 'koa-sluice') {
-        const { rateLimit } = await import('../dist/middleware/koa/index.js');
+        const { rateLimit } = await import('../packages/sluice/dist/middleware/koa/index.js');
         app.use(rateLimit({ policy, headers: 'draft-7' }));
       } else if (config === 'koa-ratelimit') {
         // koa-ratelimit's memory driver, keyed by the client address, with its X-RateLimit-* headers.

@@ -15,7 +15,7 @@ import { cpuUsage } from 'node:process';
 import { loadavg } from 'node:os';
 import { mkdirSync, writeFileSync } from 'node:fs';
 
-const DIST = fileURLToPath(new URL('../dist/', import.meta.url));
+const DIST = fileURLToPath(new URL('../packages/sluice/dist/', import.meta.url));
 const [cycles, rules, maxKeys] = [Number(process.argv[2] ?? 10), Number(process.argv[3] ?? 10_000), Number(process.argv[4] ?? 5000)];
 
 async function run(dist) {

@@ -9,9 +9,9 @@ import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { Ratelimit } from '@upstash/ratelimit';
 import { Redis } from 'ioredis';
-import { withRateLimit } from '../src/middleware/next/index.js';
-import { RedisStore } from '../src/stores/redis/index.js';
-import { freePort, OwnRedis } from '../test/redis/harness.js';
+import { withRateLimit } from '../packages/sluice/src/middleware/next/index.js';
+import { RedisStore } from '../packages/sluice/src/stores/redis/index.js';
+import { freePort, OwnRedis } from '../packages/testing/src/harness.js';
 
 const ROUNDS = Number(process.argv[2] ?? 5);
 const ok = () => new Response('ok');

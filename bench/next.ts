@@ -9,8 +9,8 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort, OwnRedis } from '../test/redis/harness.js';
-import { buildSluice, ROOT, startNextApp } from '../test/support/next-app.js';
+import { freePort, OwnRedis } from '../packages/testing/src/harness.js';
+import { buildSluice, ROOT, startNextApp } from '../packages/sluice/test/support/next-app.js';
 
 const REPS = Number(process.argv[2] ?? 3);
 const SECONDS = Number(process.argv[3] ?? 5);

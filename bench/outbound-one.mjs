@@ -9,7 +9,7 @@
  */
 import Bottleneck from 'bottleneck';
 import PQueue from 'p-queue';
-import { Gate, limitedFetch } from '../dist/outbound/index.js';
+import { Gate, limitedFetch } from '../packages/outbound/dist/index.js';
 
 const RATE = 200;
 const BURST = 50;

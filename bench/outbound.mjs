@@ -28,7 +28,7 @@ const OVERHEAD = { sluice: 20_000, pqueue: 20_000, bottleneck: 1_000, none: 20_0
 const UPSTREAM = ['sluice', 'sluice-nomargin', 'sluice-exact', 'bottleneck-bucket', 'bottleneck-mintime', 'bottleneck-refresh', 'pqueue-1s', 'pqueue-250ms'];
 
 const newest = (dir) => readdirSync(dir, { withFileTypes: true, recursive: true }).filter((e) => e.isFile()).reduce((m, e) => Math.max(m, statSync(join(e.parentPath ?? e.path, e.name)).mtimeMs), 0);
-const entry = join(root, 'dist', 'outbound', 'index.js');
+const entry = join(root, 'packages/outbound/dist/index.js');
 if (!existsSync(entry) || statSync(entry).mtimeMs < newest(join(root, 'src'))) {
   const r = spawnSync('npm', ['run', 'build'], { cwd: root, stdio: 'inherit' });
   if (r.status !== 0) throw new Error('npm run build failed');

@@ -38,7 +38,7 @@ function server(name) {
       return { args: [join(SERVE, 'bare-read.mjs'), String(PORT)], ...json };
     case 'serve-json': {
       const flags = ['--port', String(PORT), '--grpc-port', String(PORT + 1), '--admin-port', '-1', '--log-level', 'warn', '--watch', 'false'];
-      return { args: [join(ROOT, 'dist/cli/main.js'), 'serve', '--config', join(SERVE, 'policies.yaml'), ...flags], ...json };
+      return { args: [join(ROOT, 'packages/serve/dist/cli/main.js'), 'serve', '--config', join(SERVE, 'policies.yaml'), ...flags], ...json };
     }
     default:
       return { args: [join(ROOT, 'bench/http-server.mjs'), name], path: '/ok', env: { PORT: String(PORT), LIFETIME_MS: String((SECONDS + 30) * 1000) } };

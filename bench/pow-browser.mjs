@@ -12,9 +12,9 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { launchChromium } from '../test/integration/chromium.ts';
-import { ROOT, startSite } from '../test/integration/pow-site.ts';
-import { createChallenge, solveChallenge } from '../src/pow/index.ts';
+import { launchChromium } from '../packages/testing/src/chromium.ts';
+import { ROOT, startSite } from '../packages/testing/src/pow-site.ts';
+import { createChallenge, solveChallenge } from '../packages/pow/src/index.ts';
 
 const CHALLENGES = Math.max(50, Number(process.argv[2] ?? 50));
 const DIFFICULTIES = [250_000, 1_000_000, 4_000_000];
@@ -25,7 +25,7 @@ execFileSync(process.execPath, [join(ROOT, 'scripts/build-browser.mjs'), '--benc
 const site = await startSite({
   '/bench-worker.js': join(ROOT, '.tmp/browser/bench-worker.js'),
   '/solver.js': join(ROOT, '.tmp/browser/solver.js'),
-  '/sluice-pow-worker.js': join(ROOT, 'dist/browser/sluice-pow-worker.js'),
+  '/sluice-pow-worker.js': join(ROOT, 'packages/pow/dist/browser/sluice-pow-worker.js'),
 });
 const browser = await launchChromium();
 const quantile = (xs, q) => {

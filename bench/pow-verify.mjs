@@ -9,7 +9,7 @@
  * are made easy. Also timed: the cheap rejections an attacker can send (bad signature, replay).
  * Imports ../dist, as a user would.
  */
-import { createChallenge, MemorySpentStore, solveChallenge, verifySolution } from '../dist/pow/index.js';
+import { createChallenge, MemorySpentStore, solveChallenge, verifySolution } from '../packages/pow/dist/index.js';
 import { median } from './lib/stats.mjs';
 
 const N = Number(process.argv[2] ?? 100_000);

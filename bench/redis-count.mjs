@@ -14,7 +14,7 @@ import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
 
-const src = process.env.SLUICE_SRC ?? new URL('../src', import.meta.url).href;
+const src = process.env.SLUICE_SRC ?? new URL('../packages/sluice/src', import.meta.url).href;
 const { Limiter } = await import(`${src}/index.ts`);
 const { RedisStore } = await import(`${src}/stores/redis/index.ts`);
 

@@ -39,7 +39,7 @@ if (mode === 'table') {
 const N = Number(a);
 const WARM = Number(process.env.WARM ?? 1000);
 const dist = process.env.SLUICE_DIST;
-const base = dist === undefined ? new URL('../dist', import.meta.url).href : `file://${dist}`;
+const base = dist === undefined ? new URL('../packages/sluice/dist', import.meta.url).href : `file://${dist}`;
 const { Limiter } = await import(`${base}/index.js`);
 const { RedisStore } = await import(`${base}/stores/redis/index.js`);
 // 'inproc' decides on a client shaped like ioredis that answers every FCALL at once with an allowed verdict

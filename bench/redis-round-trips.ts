@@ -12,7 +12,7 @@
 // Run: node --import tsx bench/redis-round-trips.ts [iterations=3000] [reps=5]
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
-import { freePort, OwnRedis } from '../test/redis/harness.js';
+import { freePort, OwnRedis } from '../packages/testing/src/harness.js';
 
 const MODES = ['mget', 'mget-then-setnx', 'two-pipelines'] as const;
 type Mode = (typeof MODES)[number];

@@ -17,7 +17,7 @@ import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { commands, cpuSeconds, parseInfo } from './lib/redis-info.mjs';
 
 // SLUICE_SRC: another checkout's src/ (bench/redis.mjs's BASE), to compare two versions in one run.
-const src = process.env.SLUICE_SRC ?? new URL('../src', import.meta.url).href;
+const src = process.env.SLUICE_SRC ?? new URL('../packages/sluice/src', import.meta.url).href;
 const { Limiter } = await import(`${src}/index.ts`);
 const { RedisStore } = await import(`${src}/stores/redis/index.ts`);
 

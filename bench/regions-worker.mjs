@@ -10,8 +10,8 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createHash } from 'node:crypto';
 import { MultiRegionRatelimit } from '@upstash/ratelimit';
 import { Redis } from 'ioredis';
-import { Limiter } from '../src/limiter.ts';
-import { RedisStore } from '../src/stores/redis/index.ts';
+import { Limiter } from '../packages/sluice/src/limiter.ts';
+import { RedisStore } from '../packages/sluice/src/stores/redis/index.ts';
 
 const c = JSON.parse(process.argv[2]);
 const client = (port) => {

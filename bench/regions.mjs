@@ -19,7 +19,7 @@ import { once } from 'node:events';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { hostSpeedLine } from './lib/host-speed.mjs';
-import { World } from '../test/support/regions-kit.ts';
+import { World } from '../packages/testing/src/regions-kit.ts';
 
 const EXCHANGE_MS = Number(process.argv[2] ?? 50);
 /** SCALE=0.1 runs every load for a tenth of its time (a check that the bench runs, not a figure). */

@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 const HERE = fileURLToPath(import.meta.url);
-const DIST = fileURLToPath(new URL('../dist/', import.meta.url));
+const DIST = fileURLToPath(new URL('../packages/serve/dist/', import.meta.url));
 /** The build a mode runs: 'before' runs BEFORE_DIST, the others this tree's dist/. */
 const distOf = (mode) => (mode === 'before' ? process.env.BEFORE_DIST : DIST);
 const MODES = (process.env.MODES ?? (process.env.BEFORE_DIST ? 'before,off-thread' : 'sync,off-thread')).split(',');

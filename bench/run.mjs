@@ -40,8 +40,8 @@ const newest = (dir) => readdirSync(dir, { withFileTypes: true, recursive: true 
 
 /** The bench measures the built package; rebuild when dist is missing or older than src. */
 function ensureBuild() {
-  const entry = join(root, 'dist', 'index.js');
-  if (process.env.SKIP_BUILD !== '1' && (!existsSync(entry) || statSync(entry).mtimeMs < newest(join(root, 'src')))) {
+  const entry = join(root, 'packages/sluice/dist/index.js');
+  if (process.env.SKIP_BUILD !== '1' && (!existsSync(entry) || statSync(entry).mtimeMs < newest(join(root, 'packages/sluice/src')))) {
     process.stderr.write('dist is missing or older than src: npm run build\n');
     const r = spawnSync('npm', ['run', 'build'], { cwd: root, stdio: 'inherit' });
     if (r.status !== 0) throw new Error(`npm run build failed (exit ${r.status}); fix the build or rerun with SKIP_BUILD=1`);

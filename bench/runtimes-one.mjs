@@ -4,7 +4,7 @@
  *
  *   node bench/runtimes-one.mjs <hot|rr100k> [ms=2000]      (or bun / deno run)
  */
-import * as sluice from '../dist/index.js';
+import * as sluice from '../packages/sluice/dist/index.js';
 import { decide, keysOf, makeLimiter } from './lib/runtime-loop.mjs';
 
 const [pattern = 'hot', msArg = '2000'] = globalThis.Deno ? globalThis.Deno.args : process.argv.slice(2);

@@ -49,7 +49,7 @@ writeFileSync(
   join(work, 'entry.mjs'),
   `import { Limiter, MemoryStore } from ${JSON.stringify(join(root, "dist/index.js"))};
    const sluice = { Limiter, MemoryStore };
-   import { DurableObjectStore, SluiceDurableObject } from ${JSON.stringify(join(root, 'dist/cloudflare/index.js'))};
+   import { DurableObjectStore, SluiceDurableObject } from ${JSON.stringify(join(root, 'packages/sluice/dist/cloudflare/index.js'))};
    import { decide, decideConcurrently, keysOf, makeLimiter } from ${JSON.stringify(join(here, 'lib/runtime-loop.mjs'))};
    export { SluiceDurableObject };
    const limiters = new Map();

@@ -25,7 +25,7 @@ if (process.argv[2] === '--floors') await import('./serve/floors.mjs');
  * For A/B of hot-path changes where wrk on a shared machine is too noisy; it leaves out node:http itself.
  */
 async function inProcess(dists) {
-  const builds = dists.length > 0 ? dists : [fileURLToPath(new URL('../dist', import.meta.url))];
+  const builds = dists.length > 0 ? dists : [fileURLToPath(new URL('../packages/serve/dist', import.meta.url))];
   const policies = fileURLToPath(new URL('serve/policies.yaml', import.meta.url));
   const runs = [];
   for (const dist of builds) {
@@ -107,7 +107,7 @@ const SERVERS = {
     label: 'sluice serve POST /json, memory store',
     url: `http://127.0.0.1:${PORT.sluice}/json`,
     lua: true,
-    cmd: () => [process.execPath, [join(ROOT, 'dist/cli/main.js'), 'serve', '--config', join(HERE, 'policies.yaml'), '--port', String(PORT.sluice), '--grpc-port', String(PORT.grpc), '--admin-port', String(PORT.admin), '--log-level', 'warn', '--watch', 'false']],
+    cmd: () => [process.execPath, [join(ROOT, 'packages/serve/dist/cli/main.js'), 'serve', '--config', join(HERE, 'policies.yaml'), '--port', String(PORT.sluice), '--grpc-port', String(PORT.grpc), '--admin-port', String(PORT.admin), '--log-level', 'warn', '--watch', 'false']],
   },
   nginx: { label: 'nginx limit_req, static file (1 worker)', url: `http://127.0.0.1:${PORT.nginx}/ok`, lua: false, cmd: (rate = '1000000r/s') => ['nginx', ['-c', nginxConf(rate, rate === '1000000r/s')]] },
 };

@@ -7,25 +7,29 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+// @sluice/pow's folder: the widget ships in its dist/browser/.
+const root = join(dirname(fileURLToPath(import.meta.url)), '../packages/pow');
 const out = join(root, 'dist/browser');
-const common = { bundle: true, minify: true, target: 'es2022', write: false, logLevel: 'warning' };
+// The solver's hashes come from sluice/kit: bundled from sluice's sources, so no build of sluice is needed first.
+const common = { bundle: true, minify: true, target: 'es2022', write: false, logLevel: 'warning', conditions: ['sluice-source'] };
 
 async function bundle(entry, extra = {}) {
   const result = await build({ ...common, entryPoints: [join(root, entry)], format: 'iife', ...extra });
-  return result.outputFiles[0].text;
+  const text = result.outputFiles[0].text;
+  if (/["']node:/.test(text)) throw new Error(`build-browser: ${entry} bundles a node: import`);
+  return text;
 }
 
 mkdirSync(out, { recursive: true });
-const worker = await bundle('src/pow/browser/worker.ts');
+const worker = await bundle('src/browser/worker.ts');
 writeFileSync(join(out, 'sluice-pow-worker.js'), worker);
-const widget = await bundle('src/pow/browser/widget.ts', { globalName: 'SluicePow', define: { __SLUICE_POW_WORKER__: JSON.stringify(worker) } });
+const widget = await bundle('src/browser/widget.ts', { globalName: 'SluicePow', define: { __SLUICE_POW_WORKER__: JSON.stringify(worker) } });
 writeFileSync(join(out, 'sluice-pow.js'), `/* sluice <sluice-pow> widget: proof-of-work solver in Web Workers */\n${widget}`);
 
 if (process.argv.includes('--bench')) {
-  const benchDir = join(root, '.tmp/browser');
+  const benchDir = join(root, '../../.tmp/browser');
   mkdirSync(benchDir, { recursive: true });
-  writeFileSync(join(benchDir, 'bench-worker.js'), await bundle('src/pow/browser/bench-worker.ts'));
-  writeFileSync(join(benchDir, 'solver.js'), await bundle('src/pow/browser/widget.ts', { globalName: 'SluicePow', define: { __SLUICE_POW_WORKER__: JSON.stringify(worker) } }));
+  writeFileSync(join(benchDir, 'bench-worker.js'), await bundle('src/browser/bench-worker.ts'));
+  writeFileSync(join(benchDir, 'solver.js'), await bundle('src/browser/widget.ts', { globalName: 'SluicePow', define: { __SLUICE_POW_WORKER__: JSON.stringify(worker) } }));
 }
-console.log(`built ${join('dist/browser', 'sluice-pow.js')} (${(widget.length / 1024).toFixed(1)} KiB) and sluice-pow-worker.js (${(worker.length / 1024).toFixed(1)} KiB)`);
+console.log(`built ${join('packages/pow/dist/browser', 'sluice-pow.js')} (${(widget.length / 1024).toFixed(1)} KiB) and sluice-pow-worker.js (${(worker.length / 1024).toFixed(1)} KiB)`);

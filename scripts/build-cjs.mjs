@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Build step: the CommonJS twin of dist/, for `require('sluice')` (NestJS, Jest, `npm init -y` projects).
+// Build step of each package (run in its folder): the CommonJS twin of dist/, for `require('sluice')`
+// (NestJS, Jest, `npm init -y` projects).
 // Each ES module that an export reaches is converted on its own (not bundled), so dist/cjs/ keeps the
 // same files and one module instance per file, and the `require` conditions in package.json point here.
 // Node 20.19's require(esm) is not enough: it is absent before 20.19 and in Jest, and TypeScript's
@@ -7,9 +8,8 @@
 import { build, transform } from 'esbuild';
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const root = process.cwd();
 const dist = join(root, 'dist');
 const out = join(dist, 'cjs');
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));

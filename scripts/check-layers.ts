@@ -1,7 +1,11 @@
-// The layers of src/ as code: which part may import which, and no import cycles between files.
-// `npm test` runs it (test/layers.test.ts); `npx tsx scripts/check-layers.ts` prints what breaks a rule.
-// docs/architecture.md draws the same table. Tests (*.test.ts) are not checked: a test may drive its
-// module through the public facade above it.
+// The layers of the workspace as code: which part of which package may import which, and no import cycles
+// between files. `npm test` runs it (test/layers.test.ts); `npx tsx scripts/check-layers.ts` prints what
+// breaks a rule. docs/architecture.md draws the same table. Tests (*.test.ts) are not checked: a test may
+// drive its module through the public facade above it.
+//
+// The limiter (packages/sluice) is layered inside; the products (@sluice/guard, @sluice/pow,
+// @sluice/outbound, @sluice/serve) reach it through `sluice/kit` only, by package name: a relative import
+// that leaves a package's src/ is refused here, as the package's build (rootDir: src) refuses it.
 //
 // dependency-cruiser would do this, but its current release needs Node 22+ (sluice supports 20) and reads
 // TypeScript through the compiler's JavaScript API, which TypeScript 7 no longer ships; so this reads the
@@ -12,9 +16,10 @@ import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
- * The parts of src/, lowest first. A part may import its own files and those of the parts it `uses`,
- * nothing else: so core, the bottom, imports nothing of sluice, and parts on one tier never import
- * each other. A path ending in '/' is a folder; otherwise a file at src/'s top.
+ * The parts of the packages, lowest first, as paths under packages/ without the `src/` ('sluice/core/' is
+ * packages/sluice/src/core/). A part may import its own files and those of the parts it `uses`, nothing
+ * else: so core, the bottom, imports nothing of sluice, and parts on one tier never import each other. A
+ * path ending in '/' is a folder; otherwise a file.
  */
 export interface Layer {
   readonly name: string;
@@ -29,35 +34,42 @@ export interface LayerException {
   readonly cause: string;
 }
 
+const LIMITER = ['core', 'crypto', 'runtime', 'clock', 'stores', 'distributed', 'limiter'];
+
 export const LAYERS: readonly Layer[] = [
-  // Tier 0: no sluice imports at all.
-  { name: 'core', paths: ['core/'], uses: [] }, // policies, algorithms, decisions, errors, IP addresses, MaybePromise
-  { name: 'crypto', paths: ['crypto/'], uses: [] }, // SHA-256, SipHash, base64url
-  { name: 'runtime', paths: ['runtime.ts'], uses: [] }, // what sluice needs from its host (Node, Bun, Deno, Workers)
-  { name: 'support', paths: ['support/'], uses: [] }, // seeded PRNG and text tables for the reports
+  // The limiter, package `sluice`. Tier 0: no sluice imports at all.
+  { name: 'core', paths: ['sluice/core/'], uses: [] }, // policies, algorithms, decisions, errors, IP addresses, MaybePromise
+  { name: 'crypto', paths: ['sluice/crypto/'], uses: [] }, // SHA-256, SipHash, base64url
+  { name: 'runtime', paths: ['sluice/runtime.ts'], uses: [] }, // what sluice needs from its host (Node, Bun, Deno, Workers)
+  { name: 'support', paths: ['sluice/support/'], uses: [] }, // seeded PRNG
   // Tier 1.
-  { name: 'clock', paths: ['clock.ts'], uses: ['core', 'runtime'] },
+  { name: 'clock', paths: ['sluice/clock.ts'], uses: ['core', 'runtime'] },
   // Tier 2: the store contract, memory and Redis.
-  { name: 'stores', paths: ['stores/'], uses: ['core', 'crypto', 'runtime', 'clock'] },
-  // Tier 3: deny cache, local-sync, leases, over a store.
-  { name: 'distributed', paths: ['distributed/'], uses: ['core', 'crypto', 'runtime', 'clock', 'stores'] },
+  { name: 'stores', paths: ['sluice/stores/'], uses: ['core', 'crypto', 'runtime', 'clock'] },
+  // Tier 3: deny cache, local-sync, leases, regions, over a store.
+  { name: 'distributed', paths: ['sluice/distributed/'], uses: ['core', 'crypto', 'runtime', 'clock', 'stores'] },
   // Tier 4: the facade users call.
-  { name: 'limiter', paths: ['limiter.ts', 'telemetry.ts', 'index.ts'], uses: ['core', 'crypto', 'runtime', 'clock', 'stores', 'distributed'] },
-  // Tier 5: features over the limiter; none imports another.
-  ...['http', 'guard', 'pow', 'outbound', 'server', 'cloudflare'].map((name) => ({
-    name,
-    paths: [`${name}/`],
-    uses: ['core', 'crypto', 'runtime', 'clock', 'stores', 'distributed', 'limiter'],
-  })),
-  // Tier 5 too: other libraries' store interfaces (express-rate-limit, @nestjs/throttler) over the limiter.
-  { name: 'compat', paths: ['compat/'], uses: ['core', 'crypto', 'runtime', 'clock', 'stores', 'distributed', 'limiter'] },
-  // Tier 6: what runs on a feature; none imports another. sluice/nestjs serves the throttler storage beside its guard.
-  { name: 'middleware', paths: ['middleware/'], uses: ['core', 'crypto', 'runtime', 'clock', 'stores', 'distributed', 'limiter', 'http', 'compat'] },
-  { name: 'simulate', paths: ['simulate/'], uses: ['core', 'crypto', 'runtime', 'clock', 'support', 'stores', 'distributed', 'limiter', 'guard'] },
-  { name: 'demo', paths: ['demo/'], uses: ['core', 'crypto', 'runtime', 'clock', 'support', 'stores', 'distributed', 'limiter'] },
-  // Tier 7: the command line.
-  { name: 'cli', paths: ['cli/'], uses: ['core', 'crypto', 'runtime', 'clock', 'support', 'stores', 'distributed', 'limiter', 'server', 'simulate', 'demo'] },
+  { name: 'limiter', paths: ['sluice/limiter.ts', 'sluice/telemetry.ts', 'sluice/index.ts'], uses: ['core', 'crypto', 'runtime', 'clock', 'stores', 'distributed'] },
+  // Tier 5: the HTTP engine, other libraries' store interfaces, the Durable Object store; and the kit, the
+  // one entry the products may import.
+  ...['http', 'compat', 'cloudflare'].map((name) => ({ name, paths: [`sluice/${name}/`], uses: LIMITER })),
+  { name: 'kit', paths: ['sluice/kit/'], uses: [...LIMITER, 'support'] },
+  // Tier 6: the middlewares. sluice/nestjs serves the throttler storage beside its guard.
+  { name: 'middleware', paths: ['sluice/middleware/'], uses: [...LIMITER, 'http', 'compat'] },
+  // The products, each its own package, over the kit; none imports another but the service, which runs
+  // the guard in its attack simulator.
+  { name: 'guard', paths: ['guard/'], uses: ['kit'] },
+  { name: 'pow', paths: ['pow/'], uses: ['kit'] },
+  { name: 'outbound', paths: ['outbound/'], uses: ['kit'] },
+  // @sluice/serve: the service, the simulators, the dashboard's demo, and the command line over them.
+  { name: 'server', paths: ['serve/server/', 'serve/support/'], uses: ['kit'] },
+  { name: 'simulate', paths: ['serve/simulate/'], uses: ['kit', 'guard', 'server'] },
+  { name: 'demo', paths: ['serve/demo/'], uses: ['kit', 'server'] },
+  { name: 'cli', paths: ['serve/cli/'], uses: ['kit', 'server', 'simulate', 'demo'] },
 ];
+
+/** The packages by name, and the layer an import of each of their entries lands in. */
+const PACKAGE_ENTRIES: Readonly<Record<string, string>> = { 'sluice/kit': 'sluice/kit/index.ts', '@sluice/guard': 'guard/index.ts' };
 
 /**
  * Imports that break a rule and are known, each with its cause, `from -> to` as paths under src/. An
@@ -188,6 +200,7 @@ function typeOnly(clause: Token[]): boolean {
 function sourceFiles(dir: string, out: string[] = []): string[] {
   for (const name of readdirSync(dir).sort()) {
     const path = join(dir, name);
+    if (name === 'browser' && dir.endsWith(`pow${sep}src`)) continue; // bundled for the page on its own: build-browser.mjs
     if (statSync(path).isDirectory()) sourceFiles(path, out);
     else if (/\.(ts|mts|mjs|js)$/.test(name) && !/\.test\.[mc]?[tj]s$/.test(name) && !name.endsWith('.d.ts')) out.push(path);
   }
@@ -206,32 +219,51 @@ export function layerOf(path: string, layers: readonly Layer[] = LAYERS): Layer 
   return layers.find((l) => l.paths.some((p) => (p.endsWith('/') ? rel.startsWith(p) : rel === p)));
 }
 
+/** `packages/<name>/src/<path>` as the layers name it, `<name>/<path>`; undefined outside a package's src/. */
+function packagePath(packagesDir: string, file: string): string | undefined {
+  const [pkg, src, ...rest] = relative(packagesDir, file).split(sep);
+  return src === 'src' && rest.length > 0 && !pkg!.startsWith('.') ? [pkg, ...rest].join('/') : undefined;
+}
+
 /**
- * Checks the sources under `srcDir`: every file in a part, every import allowed, no cycle. Returns the
- * problems as lines (empty when all holds); `exceptions` are imports to let through, each still needed.
+ * Checks the sources of every package under `packagesDir` (each one's src/): every file in a part, every
+ * import allowed, no cycle. Returns the problems as lines (empty when all holds); `exceptions` are imports
+ * to let through, each still needed.
  */
-export function checkLayers(srcDir: string, { layers = LAYERS, exceptions = EXCEPTIONS }: { layers?: readonly Layer[]; exceptions?: readonly LayerException[] } = {}): string[] {
+export function checkLayers(packagesDir: string, { layers = LAYERS, exceptions = EXCEPTIONS }: { layers?: readonly Layer[]; exceptions?: readonly LayerException[] } = {}): string[] {
   const problems: string[] = [];
-  const files = sourceFiles(srcDir);
+  const files = readdirSync(packagesDir)
+    .filter((p) => p !== 'testing' && existsSync(join(packagesDir, p, 'src')))
+    .sort()
+    .flatMap((p) => sourceFiles(join(packagesDir, p, 'src')));
   const graph: Graph = new Map();
   const used = new Set<LayerException>();
   for (const file of files) {
-    const rel = relative(srcDir, file).split(sep).join('/');
+    const rel = packagePath(packagesDir, file)!;
+    const pkg = rel.split('/')[0]!;
     const layer = layerOf(rel, layers);
     if (layer === undefined) problems.push(`${rel}: in no layer; add its folder to LAYERS in scripts/check-layers.ts`);
     const edges: { to: string; typeOnly: boolean }[] = [];
     for (const { spec, typeOnly } of importsOf(readFileSync(file, 'utf8'))) {
-      if (!spec.startsWith('.')) continue; // a package or a node: builtin
-      const target = resolveSpec(file, spec);
-      if (target === undefined) {
-        problems.push(`${rel}: imports '${spec}', which is no file`);
-        continue;
-      }
-      const to = relative(srcDir, target).split(sep).join('/');
-      if (to.startsWith('../')) {
-        problems.push(`${rel}: imports '${spec}', outside src/`);
-        continue;
-      }
+      let to: string | undefined;
+      if (spec.startsWith('.')) {
+        const target = resolveSpec(file, spec);
+        if (target === undefined) {
+          problems.push(`${rel}: imports '${spec}', which is no file`);
+          continue;
+        }
+        to = packagePath(packagesDir, target);
+        if (to === undefined || to.split('/')[0] !== pkg) {
+          problems.push(`${rel}: imports '${spec}', outside its package's src/ (a product reaches the limiter through sluice/kit)`);
+          continue;
+        }
+      } else if (/^(sluice|@sluice\/[^/]+)(\/|$)/.test(spec)) {
+        to = PACKAGE_ENTRIES[spec];
+        if (to === undefined || pkg === 'sluice') {
+          problems.push(`${rel}: imports '${spec}'; ${pkg === 'sluice' ? 'the limiter imports its own files by path' : 'a product reaches the limiter through sluice/kit only'}`);
+          continue;
+        }
+      } else continue; // another package or a node: builtin
       edges.push({ to, typeOnly });
       const toLayer = layerOf(to, layers);
       if (layer === undefined || toLayer === undefined || toLayer === layer || layer.uses.includes(toLayer.name)) continue;
@@ -300,8 +332,7 @@ function orderCycle(scc: string[], graph: Graph): string[] {
 }
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const src = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'src');
-  const problems = checkLayers(src);
+  const problems = checkLayers(resolve(dirname(fileURLToPath(import.meta.url)), '..', 'packages'));
   for (const p of problems) console.error(p);
   console.log(problems.length === 0 ? 'layers: every import points down, no cycles' : `layers: ${problems.length} problem(s)`);
   process.exit(problems.length === 0 ? 0 : 1);

@@ -56,7 +56,7 @@ ${lines.join('\n')}
   state[6] = (state[6]! + g) | 0; state[7] = (state[7]! + h) | 0;
 }
 `;
-const target = new URL('../src/crypto/sha256-compress.ts', import.meta.url);
+const target = new URL('../packages/sluice/src/crypto/sha256-compress.ts', import.meta.url);
 if (process.argv.includes('--check')) {
   if (readFileSync(target, 'utf8') !== source) {
     console.error('src/crypto/sha256-compress.ts is not what scripts/gen-sha256-compress.mjs writes: run it');

@@ -90,7 +90,8 @@ if (built.status !== 0) fail(`building the browser widget failed:\n${built.stder
 const node = (script, args, env) =>
   spawn(process.execPath, ['--import', join(ROOT, 'scripts/exit-with-parent.mjs'), '--import', 'tsx', script, ...args], {
     cwd: ROOT,
-    env: { ...process.env, ...env },
+    // Run from source: the sluice-source condition points every package's entries at its src/.
+    env: { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --conditions=sluice-source`.trim(), ...env },
     stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
   });
 // Quiet by default: the URLs below say what a person needs; warnings and errors still show.
@@ -100,7 +101,7 @@ const children = [
   {
     name: 'service',
     // --drain-ms 0: no balancer stands in front of a local demo, so Ctrl-C stops it at once.
-    child: node('src/cli/main.ts', ['serve', '--config', 'examples/policies.yaml', '--demo-url', demoUrl, '--drain-ms', '0', ...logLevel, ...serveArgs], {}),
+    child: node('packages/serve/src/cli/main.ts', ['serve', '--config', 'packages/serve/examples/policies.yaml', '--demo-url', demoUrl, '--drain-ms', '0', ...logLevel, ...serveArgs], {}),
     ready: `${serviceUrl}healthz`,
   },
 ];
@@ -156,7 +157,7 @@ for (const pending = [...children]; pending.length > 0 && !stopping; ) {
 }
 if (!stopping) {
   say('');
-  say('sluice is running (examples/policies.yaml):');
+  say('sluice is running (packages/serve/examples/policies.yaml):');
   say(`  dashboard   ${dashboardUrl}`);
   say(`  login demo  ${demoUrl}`);
   say(`  decisions   ${serviceUrl}  (POST /json, /v1/check; GET /nginx/<domain>)`);

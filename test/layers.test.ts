@@ -1,23 +1,27 @@
-// The layer rules (scripts/check-layers.ts) hold on src/, and they can fail: a wrong-way import, a sibling
-// import, a cycle, a file in no layer and a stale exception planted in copies of src/ are each reported.
+// The layer rules (scripts/check-layers.ts) hold on the packages' sources, and they can fail: a wrong-way
+// import, a sibling import, a product reaching past sluice/kit, a cycle, a file in no layer and a stale
+// exception planted in copies of the packages' src/ are each reported.
 import assert from 'node:assert/strict';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { checkLayers, EXCEPTIONS, importsOf } from '../scripts/check-layers.js';
 
-const src = join(dirname(fileURLToPath(import.meta.url)), '..', 'src');
+const packages = join(dirname(fileURLToPath(import.meta.url)), '..', 'packages');
 const scratch = mkdtempSync(join(tmpdir(), 'sluice-layers-'));
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
-/** A copy of src/ with a line put at the top of each file named in `edits` (a new file if there is none). */
+/** A copy of the packages' src/ with a line put at the top of each file named in `edits` ('guard/x.ts' is packages/guard/src/x.ts; a new file if there is none). */
 function plant(name: string, edits: Record<string, string>): string {
   const copy = join(scratch, name);
-  cpSync(src, copy, { recursive: true });
+  for (const pkg of readdirSync(packages)) {
+    if (existsSync(join(packages, pkg, 'src'))) cpSync(join(packages, pkg, 'src'), join(copy, pkg, 'src'), { recursive: true });
+  }
   for (const [file, line] of Object.entries(edits)) {
-    const path = join(copy, file);
+    const [pkg, ...rest] = file.split('/');
+    const path = join(copy, pkg!, 'src', ...rest);
     mkdirSync(dirname(path), { recursive: true });
     let text = '';
     try {
@@ -30,42 +34,57 @@ function plant(name: string, edits: Record<string, string>): string {
   return copy;
 }
 
-test('every import in src/ points down a layer, and no files import each other in a loop', () => {
-  assert.deepEqual(checkLayers(src), []);
+test('every import in the packages points down a layer, and no files import each other in a loop', () => {
+  assert.deepEqual(checkLayers(packages), []);
 });
 
 test('a planted wrong-way import is caught: core importing the limiter', () => {
-  const tree = plant('up', { 'core/errors.ts': "import type { Limiter } from '../limiter.js';" });
+  const tree = plant('up', { 'sluice/core/errors.ts': "import type { Limiter } from '../limiter.js';" });
   const problems = checkLayers(tree);
-  assert.equal(problems[0], 'core/errors.ts -> limiter.ts: core may not import limiter (it may import nothing of sluice)');
+  assert.equal(problems[0], 'sluice/core/errors.ts -> sluice/limiter.ts: core may not import limiter (it may import nothing of sluice)');
   // The limiter imports core, so the same import also closes a loop, reported on its own.
   assert.equal(problems.length, 2, problems.join('\n'));
-  assert.match(problems[1]!, /^import cycle: .*core\/errors\.ts -> limiter\.ts -> /);
+  assert.match(problems[1]!, /^import cycle: .*sluice\/core\/errors\.ts -> sluice\/limiter\.ts -> /);
 });
 
-test('a store importing distributed/ and a feature importing another feature are caught', () => {
+test('a store importing distributed/ and the limiter importing a product are caught', () => {
   const tree = plant('sideways', {
-    'stores/memory.ts': "import { DeniedKeys } from '../distributed/deny-cache.js';",
-    'http/rule.ts': "export { Guard } from '../guard/guard.js';",
+    'sluice/stores/memory.ts': "import { DeniedKeys } from '../distributed/deny-cache.js';",
+    'sluice/http/rule.ts': "export { Guard } from '../../../guard/src/guard.js';",
   });
   assert.deepEqual(checkLayers(tree), [
-    'http/rule.ts -> guard/guard.ts: http may not import guard (it may import core, crypto, runtime, clock, stores, distributed, limiter)',
-    'stores/memory.ts -> distributed/deny-cache.ts: stores may not import distributed (it may import core, crypto, runtime, clock)',
+    "sluice/http/rule.ts: imports '../../../guard/src/guard.js', outside its package's src/ (a product reaches the limiter through sluice/kit)",
+    'sluice/stores/memory.ts -> sluice/distributed/deny-cache.ts: stores may not import distributed (it may import core, crypto, runtime, clock)',
   ]);
 });
 
 test('a cycle inside one layer is caught, type-only imports included', () => {
-  const tree = plant('cycle', { 'core/types.ts': "import type { SluiceErrorCode } from './errors.js';", 'core/errors.ts': "import type { Decision } from './types.js';" });
+  const tree = plant('cycle', { 'sluice/core/types.ts': "import type { SluiceErrorCode } from './errors.js';", 'sluice/core/errors.ts': "import type { Decision } from './types.js';" });
   const problems = checkLayers(tree);
   assert.equal(problems.length, 1, problems.join('\n'));
-  assert.match(problems[0]!, /^import cycle: core\/(errors|types)\.ts -> core\/(errors|types)\.ts -> core\/(errors|types)\.ts$/);
+  assert.match(problems[0]!, /^import cycle: sluice\/core\/(errors|types)\.ts -> sluice\/core\/(errors|types)\.ts -> sluice\/core\/(errors|types)\.ts$/);
 });
 
 test('a file in no layer, and an exception that no import needs, are reported', () => {
-  const tree = plant('unplaced', { 'plugins/x.ts': "import { show } from '../core/errors.js';" });
-  assert.deepEqual(checkLayers(tree, { exceptions: [...EXCEPTIONS, { from: 'http/rule.ts', to: 'guard/guard.ts', cause: 'planted' }] }), [
-    'plugins/x.ts: in no layer; add its folder to LAYERS in scripts/check-layers.ts',
-    'exception http/rule.ts -> guard/guard.ts (planted) is no longer needed: remove it',
+  const tree = plant('unplaced', { 'sluice/plugins/x.ts': "import { show } from '../core/errors.js';" });
+  assert.deepEqual(checkLayers(tree, { exceptions: [...EXCEPTIONS, { from: 'sluice/http/rule.ts', to: 'guard/guard.ts', cause: 'planted' }] }), [
+    'sluice/plugins/x.ts: in no layer; add its folder to LAYERS in scripts/check-layers.ts',
+    'exception sluice/http/rule.ts -> guard/guard.ts (planted) is no longer needed: remove it',
+  ]);
+});
+
+test('a product reaching into the limiter past sluice/kit is caught: by relative path and by a package entry', () => {
+  const tree = plant('past-the-kit', {
+    'guard/guard.ts': "import { RedisConnection } from '../../sluice/src/stores/redis/connection.js';",
+    'pow/token.ts': "import { Limiter } from 'sluice';",
+    'outbound/gate.ts': "import { Guard } from '@sluice/guard';",
+    'sluice/limiter.ts': "import type { Store } from 'sluice/kit';",
+  });
+  assert.deepEqual(checkLayers(tree), [
+    "guard/guard.ts: imports '../../sluice/src/stores/redis/connection.js', outside its package's src/ (a product reaches the limiter through sluice/kit)",
+    'outbound/gate.ts -> guard/index.ts: outbound may not import guard (it may import kit)',
+    "pow/token.ts: imports 'sluice'; a product reaches the limiter through sluice/kit only",
+    "sluice/limiter.ts: imports 'sluice/kit'; the limiter imports its own files by path",
   ]);
 });
 

@@ -18,10 +18,12 @@ function listFiles(dir) {
     .sort();
 }
 
-/** sha256 over every built .js file: which sluice was measured, even with uncommitted edits in src/. */
+/** sha256 over every built .js file of the packages: which sluice was measured, even with uncommitted edits in src/. */
 export function distHash(root) {
   const h = createHash('sha256');
-  for (const f of listFiles(join(root, 'dist'))) h.update(f.slice(root.length)).update(readFileSync(f));
+  for (const pkg of ['sluice', 'guard', 'pow', 'outbound', 'serve']) {
+    for (const f of listFiles(join(root, 'packages', pkg, 'dist'))) h.update(f.slice(root.length)).update(readFileSync(f));
+  }
   return h.digest('hex').slice(0, 16);
 }
 

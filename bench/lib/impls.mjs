@@ -10,7 +10,7 @@
  */
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { TokenBucket } from 'limiter';
-import { Limiter, MemoryStore } from '../../dist/index.js'; // the BUILT package, as users get it
+import { Limiter, MemoryStore } from '../../packages/sluice/dist/index.js'; // the BUILT package, as users get it
 import { RefBucket } from './ref-bucket.mjs';
 
 export { RateLimiterRes };

@@ -65,7 +65,7 @@ const redisInfo = () => parseInfo(spawnSync('redis-cli', ['-p', String(redisPort
 const scriptCalls = (s) => (s['cmd:fcall'] ?? 0) + (s['cmd:evalsha'] ?? 0) + (s['cmd:eval'] ?? 0);
 
 const sluiceArgs = (store) => [
-  join(ROOT, 'dist/cli/main.js'), 'serve', '--config', join(HERE, 'policies.yaml'), '--port', String(PORT.http), '--grpc-port', String(PORT.grpc),
+  join(ROOT, 'packages/serve/dist/cli/main.js'), 'serve', '--config', join(HERE, 'policies.yaml'), '--port', String(PORT.http), '--grpc-port', String(PORT.grpc),
   '--admin-port', String(PORT.admin), '--log-level', 'warn', '--watch', 'false', ...(store === 'redis' ? ['--redis', `redis://127.0.0.1:${redisPort}`, '--redis-timeout-ms', String(REDIS_TIMEOUT_MS)] : []),
 ];
 const SERVERS = {

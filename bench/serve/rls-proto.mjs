@@ -7,13 +7,13 @@
 // Usage: npm run build && node --import tsx bench/serve/rls-proto.mjs [rounds=10] [callsPerRound=100000]
 import { fileURLToPath } from 'node:url';
 
-const dist = fileURLToPath(new URL('../../dist/server/', import.meta.url));
+const dist = fileURLToPath(new URL('../../packages/serve/dist/server/', import.meta.url));
 const { decodeRateLimitRequest, encodeRateLimitResponse } = await import(`${dist}rls-proto.js`);
 const rounds = Number(process.argv[2] ?? 10);
 const calls = Number(process.argv[3] ?? 100_000);
 
 // The reference model of src/server/rls-proto.test.ts: protobufjs's serializers, fromWire and toWire.
-const { fromWire, GOLDEN_REQUEST, method, toWire, TYPICAL_ANSWER } = await import('../../test/support/rls-reference.ts');
+const { fromWire, GOLDEN_REQUEST, method, toWire, TYPICAL_ANSWER } = await import('../../packages/serve/test/support/rls-reference.ts');
 
 const request = GOLDEN_REQUEST;
 const answer = TYPICAL_ANSWER;

@@ -1,11 +1,11 @@
 /**
- * The demo login site: sluice's guard decides each attempt, proof of work (sluice/pow) answers
+ * The demo login site: sluice's guard decides each attempt, proof of work (@sluice/pow) answers
  * 'challenge', TOTP answers 'mfa', and 'block' refuses. One node:http server, no framework.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { createChallenge, difficultyFor, MemorySpentStore, verifySolution } from '../../src/pow/index.js';
+import { createChallenge, difficultyFor, MemorySpentStore, verifySolution } from '@sluice/pow';
 import { checkPassword, checkTotp, makeAccount, totpUri, type Account } from './accounts.js';
 import { loadGuard, stepsUp, type GuardDecision } from './guard-contract.js';
 import { PAGE_SCRIPT, pageHtml } from './page.js';
@@ -48,7 +48,7 @@ export async function startDemo(options: DemoOptions = {}): Promise<Demo> {
     if (d.action === 'block') return [429, { status: 'blocked', retryAfterMs: d.retryAfterMs, decision }];
     if (d.action === 'challenge') {
       const scope = `login:${account}`;
-      // The guard branch speaks in leading zero bits; sluice/pow takes expected hashes, 2^bits.
+      // The guard branch speaks in leading zero bits; @sluice/pow takes expected hashes, 2^bits.
       const difficulty = typeof d.challenge === 'number' ? Math.min(MAX_POW_DIFFICULTY, 2 ** d.challenge) : difficultyFor();
       const fresh = () => createChallenge({ secret: powSecret, difficulty, scope, ttlMs: 120_000 });
       if (body.pow === undefined) return [401, { status: 'challenge', challenge: fresh(), decision }];

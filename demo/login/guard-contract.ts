@@ -1,9 +1,9 @@
 /**
- * The guard contract the demo is written against: the shape of `sluice/guard`'s Guard as agreed while it
+ * The guard contract the demo is written against: the shape of `@sluice/guard`'s Guard as agreed while it
  * is built on another branch. `loadGuard()` uses the real Guard when src/guard/ is present (after the
  * merge) and otherwise the clearly labelled stand-in in stand-in-ladder.ts, so the demo runs either way.
  */
-import type { Store } from '../../src/stores/store.js';
+import type { Store } from 'sluice';
 import { StandInLadder } from './stand-in-ladder.js';
 
 export type GuardAction = 'allow' | 'delay' | 'challenge' | 'mfa' | 'block';
@@ -31,8 +31,8 @@ export function stepsUp(recorded: unknown): recorded is { action: 'mfa'; reasons
 
 export interface LoadedGuard {
   guard: LoginGuard;
-  /** 'sluice/guard' for the real one, 'stand-in' otherwise; the page says which. */
-  kind: 'sluice/guard' | 'stand-in';
+  /** '@sluice/guard' for the real one, 'stand-in' otherwise; the page says which. */
+  kind: '@sluice/guard' | 'stand-in';
 }
 
 /**
@@ -50,10 +50,10 @@ export const DEMO_GUARD_OPTIONS = {
 
 export async function loadGuard(secret: string, store?: Store): Promise<LoadedGuard> {
   // A variable specifier, so this branch typechecks before src/guard/ exists.
-  const specifier = '../../src/guard/index.js';
+  const specifier = '@sluice/guard';
   try {
     const { Guard } = (await import(specifier)) as { Guard: new (options: { secret: string; store?: Store } & typeof DEMO_GUARD_OPTIONS) => LoginGuard };
-    return { guard: new Guard({ secret, ...(store ? { store } : {}), ...DEMO_GUARD_OPTIONS }), kind: 'sluice/guard' };
+    return { guard: new Guard({ secret, ...(store ? { store } : {}), ...DEMO_GUARD_OPTIONS }), kind: '@sluice/guard' };
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw error;
     return { guard: new StandInLadder(), kind: 'stand-in' };

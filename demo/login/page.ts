@@ -15,7 +15,7 @@ button{font:inherit;padding:.35rem 1rem}#message{font-weight:600;min-height:1.5e
 .note{font-size:.85em;color:#555}[hidden]{display:none!important}
 </style></head><body>
 <h1>sluice demo: a login guarded end to end</h1>
-<p class="note">Guard: <b id="guard-kind">${esc(opts.guardKind)}</b>${opts.guardKind === 'stand-in' ? ' (a few counters standing in for sluice/guard until it is merged)' : ''}.
+<p class="note">Guard: <b id="guard-kind">${esc(opts.guardKind)}</b>${opts.guardKind === 'stand-in' ? ' (a few counters standing in for @sluice/guard until it is merged)' : ''}.
 Account <code>${esc(opts.account)}</code>, password <code>correct horse battery staple</code>.
 TOTP secret for an authenticator app: <code id="totp-secret">${esc(opts.totpSecret)}</code>
 (<a href="${esc(opts.totpUri)}">otpauth link</a>).</p>

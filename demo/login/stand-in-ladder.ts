@@ -1,10 +1,10 @@
 /**
- * NOT sluice/guard. A few counters with the guard's contract, so the demo runs on this branch before the
+ * NOT @sluice/guard. A few counters with the guard's contract, so the demo runs on this branch before the
  * real Guard is merged; loadGuard() prefers the real one whenever src/guard/ exists. It keeps the ladder
  * visible and nothing more: consecutive failures per account climb allow → delay → challenge → mfa →
  * block, and a per-IP token bucket (a real sluice Limiter) blocks a burst of attempts.
  */
-import { Limiter } from '../../src/limiter.js';
+import { Limiter } from 'sluice';
 import type { GuardDecision, LoginGuard } from './guard-contract.js';
 
 const BLOCK_MS = 15 * 60_000;

@@ -1,4 +1,5 @@
-// The code blocks of README.md and every docs/*.md page (found, not listed, so a new page is covered), and
+// The code blocks of README.md, every docs/*.md page and each package's README (found, not listed, so a new
+// page is covered), and
 // the fragment marker: a block whose first line is `// Fragment [frame]: ...` (`# Fragment: ...` in YAML or
 // shell) is not complete on its own; a TypeScript fragment type-checks inside test/docs/frames/<frame>.ts.
 // docs/development.md#examples-in-the-docs says the same for the people who write the pages.
@@ -9,7 +10,7 @@ export const ROOT = resolve(import.meta.dirname, '../..');
 export const FRAMES = join(ROOT, 'test/docs/frames');
 
 export interface Block {
-  /** The page, relative to the repository: `README.md`, `docs/redis.md`. */
+  /** The page, relative to the repository: `README.md`, `docs/redis.md`, `packages/guard/README.md`. */
   readonly page: string;
   /** The fence's language: `ts`, `yaml`, `sh`; '' for output and text. */
   readonly lang: string;
@@ -24,7 +25,8 @@ const FRAGMENT = /^(?:\/\/|#) Fragment(?: \[([\w-]+)\])?:/;
 
 export function pages(): string[] {
   const docs = readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`);
-  return ['README.md', ...docs];
+  const packages = readdirSync(join(ROOT, 'packages')).sort().map((p) => `packages/${p}/README.md`);
+  return ['README.md', ...docs, ...packages];
 }
 
 export function blocksOf(page: string, markdown = readFileSync(join(ROOT, page), 'utf8')): Block[] {

@@ -10,8 +10,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { freePort, redisUrl } from '../redis/harness.js';
-import { consumerProject, packedTarball } from '../support/packed.js';
+import { freePort, redisUrl } from '../../packages/testing/src/harness.js';
+import { consumerProject, packedTarball } from '../../packages/testing/src/packed.js';
 import { allBlocks, awaitsAtTopLevel, FRAMES, isTypeScript, ROOT, serves, slug, type Block } from './blocks.js';
 
 const RUN_LIMIT_MS = 60_000;
@@ -53,9 +53,9 @@ function thirdParty(): Set<string> {
 const COMPILER_OPTIONS = { strict: true, target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2022', 'DOM'], types: ['node'], noEmit: true, skipLibCheck: true, experimentalDecorators: true, emitDecoratorMetadata: true };
 
 before(() => {
-  const { tarball } = packedTarball();
+  const { tarballs } = packedTarball();
   for (const kind of ['commonjs', 'module'] as const) {
-    consumerProject(projects[kind], kind, tarball);
+    consumerProject(projects[kind], kind, Object.values(tarballs));
     // tsx reads it when it runs a block; tsc is given tsconfig.check.json, with the files.
     writeFileSync(join(projects[kind], 'tsconfig.json'), JSON.stringify({ compilerOptions: COMPILER_OPTIONS }));
     for (const pkg of thirdParty()) {

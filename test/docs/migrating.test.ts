@@ -7,17 +7,18 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { redisUrl } from '../redis/harness.js';
+import { redisUrl } from '../../packages/testing/src/harness.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const page = readFileSync(join(ROOT, 'docs/migrating.md'), 'utf8');
-const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, string | { import: { types: string } }> };
+const SLUICE = join(ROOT, 'packages/sluice');
+const pkg = JSON.parse(readFileSync(join(SLUICE, 'package.json'), 'utf8')) as { exports: Record<string, string | { import: { types: string } }> };
 
-/** `sluice/redis` -> <root>/src/stores/redis/index.js, from the export's ESM types path. */
+/** `sluice/redis` -> packages/sluice/src/stores/redis/index.js, from the export's ESM types path. */
 function source(spec: string): string {
   const target = pkg.exports[spec === 'sluice' ? '.' : `./${spec.slice('sluice/'.length)}`];
   assert.ok(typeof target === 'object', `docs/migrating.md imports '${spec}', which package.json does not export`);
-  return join(ROOT, target.import.types.replace(/^\.\/dist\//, 'src/').replace(/\.d\.ts$/, '.js'));
+  return join(SLUICE, target.import.types.replace(/^\.\/dist\//, 'src/').replace(/\.d\.ts$/, '.js'));
 }
 
 const work = mkdtempSync(join(tmpdir(), 'sluice-migrating-'));

@@ -9,18 +9,19 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { redisUrl } from '../redis/harness.js';
+import { redisUrl } from '../../packages/testing/src/harness.js';
 import { allBlocks, isTypeScript, slug } from './blocks.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
-// `sluice/redis` -> <root>/src/stores/redis/index.js, from each export's ESM types path (dist/x.d.ts -> src/x.js).
-const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, string | { types?: string; import?: { types: string } }> };
+// `sluice/redis` -> packages/sluice/src/stores/redis/index.js, from each export's ESM types path (dist/x.d.ts -> src/x.js).
+const SLUICE = join(ROOT, 'packages/sluice');
+const pkg = JSON.parse(readFileSync(join(SLUICE, 'package.json'), 'utf8')) as { exports: Record<string, string | { types?: string; import?: { types: string } }> };
 const SOURCE = new Map<string, string>();
 for (const [sub, target] of Object.entries(pkg.exports)) {
   const types = typeof target === 'object' ? (target.import?.types ?? target.types) : undefined;
   if (types === undefined) continue;
-  SOURCE.set(sub === '.' ? 'sluice' : `sluice/${sub.slice(2)}`, join(ROOT, types.replace(/^\.\/dist\//, 'src/').replace(/\.d\.ts$/, '.js')));
+  SOURCE.set(sub === '.' ? 'sluice' : `sluice/${sub.slice(2)}`, join(SLUICE, types.replace(/^\.\/dist\//, 'src/').replace(/\.d\.ts$/, '.js')));
 }
 
 /** Every complete TypeScript block of the README and docs/ that uses sluice/redis, with the client it imports. */
@@ -100,7 +101,7 @@ for (const b of redisBlocks.filter((x) => x.code.includes('console.log(d.allowed
 // `await client.quit()` never settled, so the module's top-level await never finished).
 test("the README's node-redis example, run as written against a Redis that is down, exits 0 with the failure policy's answer", async () => {
   assert.ok(nodeRedisBlock, 'no README block imports redis (node-redis)');
-  const { freePort } = await import('../redis/harness.js');
+  const { freePort } = await import('../../packages/testing/src/harness.js');
   const file = join(work, 'run-node-redis-down.ts');
   writeFileSync(file, mapped(nodeRedisBlock, 'redis', 'redis'));
   const r = spawnSync(process.execPath, ['--import', 'tsx', file], { cwd: work, encoding: 'utf8', timeout: 60_000, env: { ...process.env, REDIS_URL: `redis://127.0.0.1:${await freePort()}` } });

@@ -21,7 +21,7 @@ const work = mkdtempSync(join(tmpdir(), 'sluice-readme-'));
 after(() => rmSync(work, { recursive: true, force: true }));
 
 function cli(args: string[], cwd = ROOT) {
-  return spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), ...args], { cwd, encoding: 'utf8', timeout: 60_000 });
+  return spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'packages/serve/src/cli/main.ts'), ...args], { cwd, encoding: 'utf8', timeout: 60_000 });
 }
 
 test('the README is a guide: at most about 500 lines, none over 300 characters', () => {
@@ -55,7 +55,7 @@ function anchorsOf(file: string): Set<string> {
 
 test('the README has a TypeScript example for each job, and its quick start says how to run and test', () => {
   assert.ok(tsBlocks.length >= 9, `only ${tsBlocks.length} TypeScript blocks`);
-  for (const spec of ['sluice', 'sluice/http', 'sluice/express', 'sluice/fastify', 'sluice/hono', 'sluice/redis', 'sluice/guard', 'sluice/pow', 'sluice/outbound']) {
+  for (const spec of ['sluice', 'sluice/http', 'sluice/express', 'sluice/fastify', 'sluice/hono', 'sluice/redis', '@sluice/guard', '@sluice/pow', '@sluice/outbound']) {
     assert.ok(tsBlocks.some((b) => b.code.includes(`from '${spec}'`)), `no README example imports '${spec}'`);
   }
   assert.match(README, /npm install && npm start/);

@@ -2,7 +2,7 @@
 // redis-server it started is stopped by the stop() it returns, and a Redis that was already there is never touched.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { freePort, ping, redisUrl } from '../redis/harness.js';
+import { freePort, ping, redisUrl } from '../../packages/testing/src/harness.js';
 
 test('ensureRedis stops the redis-server it started, and leaves one it found alone', async () => {
   const { ensureRedis } = (await import(new URL('../../scripts/ensure-redis.mjs', import.meta.url).href)) as { ensureRedis: () => Promise<{ started: boolean; stop: () => void }> };

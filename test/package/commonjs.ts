@@ -26,12 +26,12 @@ export const REQUIRABLE: Record<string, string[]> = {
   'sluice/koa': ['rateLimit'],
   'sluice/express-rate-limit': ['SluiceStore'],
   'sluice/next': ['rateLimit', 'withRateLimit'],
-  'sluice/guard': ['Guard', 'MemoryGuardState'],
-  'sluice/pow': ['createChallenge', 'verifySolution', 'MemorySpentStore'],
-  'sluice/outbound': ['Gate', 'limitedFetch'],
+  '@sluice/guard': ['Guard', 'MemoryGuardState'],
+  '@sluice/pow': ['createChallenge', 'verifySolution', 'MemorySpentStore'],
+  '@sluice/outbound': ['Gate', 'limitedFetch'],
 };
 
-/** Every subpath that ships declarations, with one name each exports (sluice/pow's browser bundles have none). */
+/** Every subpath that ships declarations, with one name each exports (@sluice/pow's browser bundles have none). */
 export const TYPED_SUBPATHS: Record<string, string> = {
   sluice: 'Limiter',
   'sluice/redis': 'RedisStore',
@@ -43,16 +43,16 @@ export const TYPED_SUBPATHS: Record<string, string> = {
   'sluice/nestjs': 'SluiceThrottlerStorage',
   'sluice/express-rate-limit': 'SluiceStore',
   'sluice/next': 'withRateLimit',
-  'sluice/guard': 'Guard',
-  'sluice/pow': 'createChallenge',
-  'sluice/outbound': 'Gate',
+  '@sluice/guard': 'Guard',
+  '@sluice/pow': 'createChallenge',
+  '@sluice/outbound': 'Gate',
   'sluice/cloudflare': 'DurableObjectStore',
 };
 
 const program = `'use strict';
 const { Limiter, MemoryStore, SluiceError } = require('sluice');
 const { RedisStore } = require('sluice/redis');
-const { Guard, MemoryGuardState } = require('sluice/guard');
+const { Guard, MemoryGuardState } = require('@sluice/guard');
 const subpaths = ${JSON.stringify(REQUIRABLE)};
 const missing = [];
 for (const [path, names] of Object.entries(subpaths)) {
@@ -100,12 +100,12 @@ function olderTsc(version: '5.9' | '6.0'): string {
   return bin;
 }
 
-export function commonJsConsumerTests(work: string, tarball: () => string): void {
+export function commonJsConsumerTests(work: string, tarball: () => readonly string[]): void {
   const project = join(work, 'commonjs');
   before(() => {
     mkdirSync(project, { recursive: true });
     run('npm', ['init', '-y'], project); // npm's default: "type": "commonjs"
-    run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--omit=optional', tarball()], project);
+    run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--omit=optional', ...tarball()], project);
     writeFileSync(join(project, 'main.cjs'), program);
   });
 
@@ -117,7 +117,7 @@ export function commonJsConsumerTests(work: string, tarball: () => string): void
   // Issue 46 finding 7: a Limiter from require('sluice') handed to sluice/express loaded by import() failed
   // with "'limiter' must be a sluice Limiter, got [object Object]": it is one, of the other module format.
   // A Limiter, a store and a SluiceError of one release are recognised across the two copies (core/brand.ts).
-  test('mixing require and import: a Limiter and a store from require() work in sluice/express and sluice/guard loaded by import()', () => {
+  test('mixing require and import: a Limiter and a store from require() work in sluice/express and @sluice/guard loaded by import()', () => {
     writeFileSync(join(project, 'mixed.mjs'), `
       import { createRequire } from 'node:module';
       const require = createRequire(import.meta.url);

@@ -44,13 +44,13 @@ function devVersion(name: string): string {
   return `${name}@${devDependencies[name]}`;
 }
 
-export function nestConsumerTests(work: string, tarball: () => string): void {
+export function nestConsumerTests(work: string, tarball: () => readonly string[]): void {
   const project = join(work, 'nest-app');
   before(() => {
     mkdirSync(project, { recursive: true });
     run('npm', ['init', '-y'], project); // "type": "commonjs", as a Nest CLI project
     const nest = ['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', '@nestjs/throttler', 'reflect-metadata', 'rxjs'].map(devVersion);
-    run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--omit=optional', tarball(), ...nest], project);
+    run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--omit=optional', ...tarball(), ...nest], project);
     writeFileSync(join(project, 'app.ts'), app());
     writeFileSync(
       join(project, 'tsconfig.json'),

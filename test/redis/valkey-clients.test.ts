@@ -8,15 +8,15 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { GlideClient, GlideClusterClient, Logger } from '@valkey/valkey-glide';
 import { Cluster as ValkeyCluster, Redis as Valkey } from 'iovalkey';
-import { Limiter } from '../../src/index.js';
-import { Guard, type RedisGuardState } from '../../src/guard/index.js';
-import { RedisStore } from '../../src/stores/redis/index.js';
-import { adapt, redisCommand } from '../../src/stores/redis/adapter.js';
-import { RedisSpentStore } from '../../src/pow/index.js';
-import { storeConformance } from '../contracts/store-conformance.js';
-import { banConformance } from '../contracts/ban-conformance.js';
-import { guardConformance } from '../contracts/guard-conformance.js';
-import { freePort, OwnRedis, redisUrl, runPrefix, useCluster } from './harness.js';
+import { Limiter } from '../../packages/sluice/src/index.js';
+import { Guard, type RedisGuardState } from '../../packages/guard/src/index.js';
+import { RedisStore } from '../../packages/sluice/src/stores/redis/index.js';
+import { adapt, redisCommand } from '../../packages/sluice/src/stores/redis/adapter.js';
+import { RedisSpentStore } from '../../packages/pow/src/index.js';
+import { storeConformance } from '../../packages/sluice/test/contracts/store-conformance.js';
+import { banConformance } from '../../packages/sluice/test/contracts/ban-conformance.js';
+import { guardConformance } from '../../packages/guard/test/contracts/guard-conformance.js';
+import { freePort, OwnRedis, redisUrl, runPrefix, useCluster } from '../../packages/testing/src/harness.js';
 
 // glide logs every server error reply (a NOSCRIPT included) at WARN to the console by default.
 Logger.setLoggerConfig('error');

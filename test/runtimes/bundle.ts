@@ -33,7 +33,7 @@ export async function bundleForRuntimes(entry: string, outfile: string): Promise
     platform: 'neutral',
     target: 'es2022',
     mainFields: ['module', 'main'],
-    conditions: ['workerd', 'worker', 'import'],
+    conditions: ['sluice-source', 'workerd', 'worker', 'import'],
     external: ['cloudflare:workers'],
     plugins: [noNode],
     logLevel: 'error',

@@ -16,9 +16,9 @@ const run = promisify(execFile);
 
 const decide = `
 import { Limiter, MemoryStore } from 'sluice';
-import { createChallenge, solveChallenge, verifySolution, MemorySpentStore } from 'sluice/pow';
-import { Gate } from 'sluice/outbound';
-import { Guard, MemoryGuardState } from 'sluice/guard';
+import { createChallenge, solveChallenge, verifySolution, MemorySpentStore } from '@sluice/pow';
+import { Gate } from '@sluice/outbound';
+import { Guard, MemoryGuardState } from '@sluice/guard';
 export async function decide() {
   const limiter = new Limiter({ policies: [{ algorithm: 'gcra', limit: 2, window: '1s' }, { algorithm: 'concurrency', limit: 9, window: '1s' }], store: new MemoryStore({ maxKeys: 10 }) });
   const d = [];
@@ -44,7 +44,7 @@ export function runtimeConsumerTests(consumer: string): void {
     setup();
     assert.deepEqual(await cli(process.execPath, ['main.mjs']), expected, 'node');
     assert.deepEqual(await cli(join(root, 'node_modules/.bin/bun'), ['main.mjs']), expected, 'bun');
-    // sluice/guard on Deno is the full entry (the "node" condition), whose Redis state reads its Lua script.
+    // @sluice/guard on Deno is the full entry (the "node" condition), whose Redis state reads its Lua script.
     assert.deepEqual(await cli(join(root, 'node_modules/.bin/deno'), ['run', '--no-prompt', '--allow-read=node_modules', 'main.mjs']), expected, 'deno');
   });
 

@@ -1,15 +1,15 @@
 // What every runtime runs (Node, Bun, Deno, workerd), bundled by bundle.ts: the store conformance suite on
 // the memory store, and the portable paths' own checks: the root package with its default clock, sluice/hono,
-// sluice/pow, sluice/outbound and the guard's decisions. The fast-check runs come from `globalThis.SLUICE_RUNS`.
+// @sluice/pow, @sluice/outbound and the guard's decisions. The fast-check runs come from `globalThis.SLUICE_RUNS`.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Hono } from 'hono';
-import { Guard, MemoryGuardState } from '../../src/guard/portable.js';
-import { Limiter, MemoryStore } from '../../src/index.js';
-import { rateLimit } from '../../src/middleware/hono/index.js';
-import { Gate, limitedFetch } from '../../src/outbound/index.js';
-import { createChallenge, MemorySpentStore, solveChallenge, verifySolution } from '../../src/pow/index.js';
-import { storeConformance } from '../contracts/store-conformance.js';
+import { Guard, MemoryGuardState } from '@sluice/guard';
+import { Limiter, MemoryStore } from 'sluice';
+import { rateLimit } from 'sluice/hono';
+import { Gate, limitedFetch } from '@sluice/outbound';
+import { createChallenge, MemorySpentStore, solveChallenge, verifySolution } from '@sluice/pow';
+import { storeConformance } from '../../packages/sluice/test/contracts/store-conformance.js';
 
 const runs = (globalThis as { SLUICE_RUNS?: number }).SLUICE_RUNS ?? 20;
 storeConformance('memory', () => new MemoryStore(), { runs });
@@ -39,7 +39,7 @@ test('portable: sluice/hono limits a Hono app (keyed by a header, digested)', as
   assert.deepEqual([first.status, first.headers.get('ratelimit'), second.status, second.headers.get('retry-after'), other.status], [200, 'limit=1, remaining=0, reset=60', 429, '60', 200]);
 });
 
-test('portable: sluice/pow makes, solves and verifies a challenge once', async () => {
+test('portable: @sluice/pow makes, solves and verifies a challenge once', async () => {
   const secret = 'runtime-test-secret-0123456789';
   const store = new MemorySpentStore();
   const ch = createChallenge({ secret, difficulty: 64, scope: 'login:alice', ttlMs: 60_000 });
@@ -50,7 +50,7 @@ test('portable: sluice/pow makes, solves and verifies a challenge once', async (
   assert.deepEqual([first.ok, replay.ok, forged.ok], [true, false, false]);
 });
 
-test('portable: sluice/outbound gates calls and limitedFetch retries a 429 after Retry-After', async () => {
+test('portable: @sluice/outbound gates calls and limitedFetch retries a 429 after Retry-After', async () => {
   const gate = new Gate({ policy: { algorithm: 'gcra', limit: 1000, window: '1s' } });
   const d = await gate.wait('api');
   assert.equal(d.allowed, true);

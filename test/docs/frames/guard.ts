@@ -1,6 +1,6 @@
 // The frame of docs/guard.md's fragments: the Guard built at the top of the page, and the application's
 // own account checks, which the guard never sees.
-import type { Guard } from 'sluice/guard';
+import type { Guard } from '@sluice/guard';
 
 declare const guard: Guard;
 declare function accountExists(account: string): Promise<boolean>;

@@ -1,0 +1,519 @@
+/**
+ * ShouldRateLimit, independent of transport: gRPC, /json, /v1/check and the nginx endpoint all decode into
+ * an RlsRequest and render the RlsResponse. Semantics follow Envoy's ratelimit service: every descriptor is
+ * decided on its own rule, the overall code is OVER_LIMIT if any descriptor is, `replaces` drops the rules
+ * it names, shadow mode answers OK but counts, `unlimited` answers OK with remaining 2^32-1.
+ */
+import { type AlgorithmName, type Clock, type Decision, DeniedKeys, Limiter, MemoryStore, monotonicClock, SluiceError, type Store, type Telemetry } from 'sluice/kit';
+import { UNITS } from './config.js';
+import type { UnitName } from './config.js';
+import { detailedKey, NEAR_LIMIT_RATIO, RuleStats } from './rule-stats.js';
+import { integerText } from './number-text.js';
+import { REQUEST_BOUNDS } from './rls-request.js';
+import { match, stateKey, valueMetricKey } from './rules.js';
+import type { Entry, Rule, RuleSet } from './rules.js';
+
+export interface RequestDescriptor {
+  readonly entries: readonly Entry[];
+  /** Envoy's per-descriptor limit override. */
+  readonly limit?: { readonly requestsPerUnit: number; readonly unit: UnitName } | undefined;
+  /** Per-descriptor hits; overrides the request's. */
+  readonly hitsAddend?: number | undefined;
+}
+
+export interface RlsRequest {
+  readonly domain: string;
+  readonly descriptors: readonly RequestDescriptor[];
+  /** 0 means 1, as in Envoy. */
+  readonly hitsAddend: number;
+}
+
+export type Code = 'OK' | 'OVER_LIMIT';
+
+export interface CurrentLimit {
+  readonly name: string;
+  readonly requestsPerUnit: number;
+  readonly unit: UnitName | 'UNKNOWN';
+  /** The RateLimit-Limit header value, built once per limit rather than per answer. */
+  readonly header: string;
+}
+
+function currentLimit(name: string, requestsPerUnit: number, unit: UnitName | 'UNKNOWN', burst?: number): CurrentLimit {
+  // A burst above the rate is what a client can send now from idle, so RateLimit-Limit is the burst (never
+  // below RateLimit-Remaining), and the policy states the rate with the burst as a parameter.
+  const bursty = burst !== undefined && burst > requestsPerUnit;
+  const window = unit === 'UNKNOWN' ? '' : `, ${requestsPerUnit};w=${UNITS[unit] / 1000}${bursty ? `;burst=${burst}` : ''}`;
+  return { name, requestsPerUnit, unit, header: `${bursty ? burst : requestsPerUnit}${window}` };
+}
+
+export interface DescriptorStatus {
+  readonly code: Code;
+  /** The limit that decided, as Envoy reports it; undefined when no rule matched, or unlimited. */
+  readonly currentLimit: CurrentLimit | undefined;
+  readonly limitRemaining: number;
+  /** OVER_LIMIT: until a retry of the same hits can pass. OK: until the rule's state for this key is as if unused. */
+  readonly durationUntilResetMs: number;
+  /** The rule id (Envoy's stats key), or undefined when no rule matched. */
+  readonly rule: string | undefined;
+  /** Over the limit but answered OK: the rule is in shadow mode. */
+  readonly shadow: boolean;
+  /** Set for a `quota_mode` rule: whether it is within or over its limit (over answers OK unless every quota is over). */
+  readonly quota?: 'within' | 'over';
+  /**
+   * Why the rule did not decide as usual: 'cost-exceeds-capacity' when an OVER_LIMIT can never turn OK (the
+   * hits are more than the rule ever admits; durationUntilResetMs is then 0: no wait helps); the store's
+   * reason when its failure policy or a full memory store answered ('store-error', 'store-full'), allowed
+   * or not. Undefined for an ordinary decision.
+   */
+  readonly reason?: StatusReason | StoreReason | undefined;
+}
+
+export type StatusReason = 'cost-exceeds-capacity';
+/** A decision the store made instead of the rule (the library's Decision.reason): its failure policy, or a full memory store. */
+export type StoreReason = string;
+
+export interface RlsResponse {
+  readonly overallCode: Code;
+  readonly statuses: readonly DescriptorStatus[];
+  /** RateLimit-* headers for the most restrictive limit, plus Retry-After when over. */
+  readonly headers: readonly (readonly [string, string])[];
+  /** For HTTP answers: the longest wait any over-limit descriptor asks for. */
+  readonly retryAfterMs: number;
+  /**
+   * 'cost-exceeds-capacity' when some descriptor's hits are more than its rule ever admits: the request can
+   * never pass, so the answer carries no Retry-After.
+   */
+  readonly reason?: StatusReason | undefined;
+  /**
+   * Set when some descriptor was decided by the store instead of its rule (its failure policy while Redis is
+   * unreachable: 'store-error'; a full memory store: 'store-full'), allowed or not.
+   */
+  readonly storeReason?: StoreReason | undefined;
+}
+
+/** A request the service cannot decide: rendered as 400 or gRPC INVALID_ARGUMENT with this message. */
+export class BadRequest extends Error {
+  override readonly name = 'BadRequest';
+}
+
+/** The store failed and no failure policy answered: 503 or gRPC UNAVAILABLE. */
+export class StoreUnavailable extends Error {
+  override readonly name = 'StoreUnavailable';
+}
+
+/** uint32's largest value: Envoy's limit_remaining for an unlimited rule, and the largest hits_addend. */
+export const MAX_UINT32 = 4_294_967_295;
+/** Distinct request-level overrides kept; beyond it the oldest is forgotten (a client cannot grow memory). */
+const MAX_OVERRIDES = 1024;
+
+interface Target {
+  readonly rule: Rule | undefined;
+  readonly limiter: Limiter | undefined;
+  readonly stats: RuleStats | undefined;
+  readonly current: DescriptorStatus['currentLimit'];
+  readonly id: string | undefined;
+}
+
+const NO_RULE: Target = { rule: undefined, limiter: undefined, stats: undefined, current: undefined, id: undefined };
+
+export interface ServiceOptions {
+  readonly store: Store;
+  /** Answer repeat over-limit keys locally until their retry time (for remote stores). */
+  readonly localCache: boolean;
+  /** The clock of limit-override limiters (the rules' own come with the RuleSet); default coarseClock. */
+  readonly clock?: Clock;
+  /**
+   * Global shadow mode, as envoyproxy/ratelimit's `SHADOW_MODE=true`: every rule decides and counts as
+   * usual, and a request some rule would limit is answered OK anyway (its statuses still say OVER_LIMIT).
+   * For trying a whole config on live traffic.
+   */
+  readonly globalShadowMode?: boolean;
+  /** A hit within the limit counts as near once this share of the limit is used (Envoy's NEAR_LIMIT_RATIO); default 0.8. */
+  readonly nearLimitRatio?: number;
+  /**
+   * Answer a domain no config names with BadRequest (400, INVALID_ARGUMENT). By default it is answered
+   * OK, every descriptor unlimited, as envoyproxy/ratelimit does (a rule set rolled out before its
+   * config then fails open, not shut).
+   */
+  readonly strictDomains?: boolean;
+  /** OpenTelemetry for the limit-override limiters (the rules' own get theirs from the RuleSet). */
+  readonly telemetry?: Telemetry | undefined;
+  /** Fixed-window limit overrides count over-limit hits, as the rules do with RuleSetOptions.countRejected. */
+  readonly countRejected?: boolean;
+}
+
+export class RateLimitService {
+  private overrides = new Map<string, { limiter: Limiter; stats: RuleStats }>();
+  /**
+   * Envoy's local cache (LOCAL_CACHE_SIZE_IN_BYTES): a rule's key the store said is over its limit stays
+   * over until its retry time, for requests at least as heavy, answered without a round trip.
+   */
+  private readonly deny: DeniedKeys | undefined;
+  /** The memory store decides synchronously: skipping the Promise keeps /json near the bare-HTTP ceiling. */
+  private readonly sync: boolean;
+  private readonly nearLimitRatio: number;
+  /** Whether every answer is OK whatever the rules decide (--shadow-mode). */
+  get globalShadowMode(): boolean {
+    return this.options.globalShadowMode === true;
+  }
+
+  /** Requests that global shadow mode answered OK although a rule was over its limit (Envoy's global_shadow_mode stat). */
+  globalShadowOverrides = 0;
+
+  constructor(
+    public rules: RuleSet,
+    private readonly options: ServiceOptions,
+  ) {
+    this.deny = options.localCache ? new DeniedKeys(100_000, 'start-again') : undefined;
+    this.sync = options.store instanceof MemoryStore;
+    this.nearLimitRatio = options.nearLimitRatio ?? NEAR_LIMIT_RATIO;
+  }
+
+  /** The store every rule decides on (the memory store's tables and keys, for metrics and tests). */
+  get store(): Store {
+    return this.options.store;
+  }
+
+  /** Whether a domain no config names is an error (--strict-domains) rather than OK. */
+  get strictDomains(): boolean {
+    return this.options.strictDomains === true;
+  }
+
+  /** Requests for a domain no config names, answered OK (not strict) or refused (strict). */
+  unknownDomainRequests = 0;
+
+  /** Every stats object currently reported: the rules' (per descriptor value under detailed_metric) and the overrides'. */
+  allStats(): RuleStats[] {
+    const out: RuleStats[] = [];
+    for (const r of this.rules.rules.values()) {
+      if (r.detailed === undefined) out.push(r.stats);
+      else out.push(...r.detailed.all());
+    }
+    for (const o of this.overrides.values()) out.push(o.stats);
+    return out;
+  }
+
+  /**
+   * Swaps in a reloaded rule set. The store tables of the rules it drops or changes, and of every limit
+   * override, are freed now; overrides are rebuilt lazily (their base rule may have changed).
+   */
+  replaceRules(next: RuleSet): void {
+    const previous = this.rules;
+    const overrides = this.overrides;
+    this.rules = next;
+    this.overrides = new Map();
+    this.deny?.clear();
+    if (previous !== next) previous.releaseDropped(next);
+    for (const o of overrides.values()) void o.limiter?.close().catch(() => {});
+  }
+
+  shouldRateLimit(req: RlsRequest): RlsResponse | Promise<RlsResponse> {
+    const domain = this.rules.domain(req.domain);
+    if (req.domain === '') throw new BadRequest(`'domain' must not be empty`);
+    if (domain === undefined) {
+      this.unknownDomainRequests++;
+      if (this.strictDomains) throw new BadRequest(`unknown domain '${req.domain}'; configured domains: ${[...this.rules.config.domains.keys()].join(', ')}`);
+      if (req.descriptors.length === 0) throw new BadRequest(`'descriptors' must not be empty`);
+      // Envoy: no limit applies to any descriptor of a domain it does not know.
+      return this.overall(finish(req.descriptors.map(() => UNMATCHED)));
+    }
+    if (req.descriptors.length === 0) throw new BadRequest(`'descriptors' must not be empty`);
+    const n = req.descriptors.length;
+    if (n > REQUEST_BOUNDS.maxDescriptors) throw new BadRequest(`the request holds ${n} descriptors; at most ${REQUEST_BOUNDS.maxDescriptors}`);
+    const targets: Target[] = new Array(n);
+    let replaced: Set<string> | undefined;
+    for (let i = 0; i < n; i++) {
+      const d = req.descriptors[i]!;
+      if (d.entries.length === 0) throw new BadRequest(`descriptors[${i}]: 'entries' must not be empty`);
+      if (d.entries.length > REQUEST_BOUNDS.maxEntries) throw new BadRequest(`descriptors[${i}] holds ${d.entries.length} entries; at most ${REQUEST_BOUNDS.maxEntries}`);
+      for (let j = 0; j < d.entries.length; j++) {
+        const e = d.entries[j]!;
+        if (e.key === '') throw new BadRequest(`descriptors[${i}].entries[${j}]: 'key' must not be empty`);
+        if (e.value === '') throw new BadRequest(`descriptors[${i}].entries[${j}]: 'value' must not be empty`);
+        if (e.key.length > REQUEST_BOUNDS.maxTextLength || e.value.length > REQUEST_BOUNDS.maxTextLength) {
+          const which = e.key.length > REQUEST_BOUNDS.maxTextLength ? 'key' : 'value';
+          throw new BadRequest(`descriptors[${i}].entries[${j}]: '${which}' is ${e[which].length} characters long; at most ${REQUEST_BOUNDS.maxTextLength}`);
+        }
+      }
+      const node = match(domain.root, d.entries);
+      const rule = node === undefined ? undefined : this.rules.rule(node.rule!);
+      if (d.limit !== undefined) {
+        targets[i] = this.overrideTarget(req.domain, rule, d.limit);
+        continue;
+      }
+      if (rule !== undefined && rule.spec.replaces.length > 0) for (const r of rule.spec.replaces) (replaced ??= new Set()).add(r);
+      targets[i] = rule === undefined ? NO_RULE : this.targetOf(rule);
+    }
+    if (replaced !== undefined) {
+      for (let i = 0; i < n; i++) {
+        const name = targets[i]!.rule?.spec.name;
+        if (name !== undefined && replaced.has(name) && req.descriptors[i]!.limit === undefined) {
+          targets[i] = NO_RULE;
+        }
+      }
+    }
+    const statuses: (DescriptorStatus | Promise<DescriptorStatus>)[] = new Array(n);
+    let pending = false;
+    for (let i = 0; i < n; i++) {
+      const d = req.descriptors[i]!;
+      const hits = d.hitsAddend ?? (req.hitsAddend === 0 ? 1 : req.hitsAddend);
+      // Envoy's hits_addend is a uint32; a cost past it only breaks counters (a double stops counting ones).
+      if (hits > MAX_UINT32) throw new BadRequest(`descriptors[${i}].hits_addend is ${hits}; at most ${MAX_UINT32} (Envoy's hits_addend is a uint32)`);
+      const s = this.decideOne(targets[i]!, d.entries, hits);
+      if (s instanceof Promise) pending = true;
+      statuses[i] = s;
+    }
+    // One descriptor (most Envoy calls): its own Promise, without Promise.all's around it.
+    if (pending) return n === 1 ? (statuses[0] as Promise<DescriptorStatus>).then(this.finishOne) : Promise.all(statuses).then(this.finishAll);
+    return this.overall(finish(statuses as DescriptorStatus[]));
+  }
+
+  /** finish() then overall(), bound once: an asynchronous (Redis) request allocates no closure for it. */
+  private readonly finishAll = (statuses: DescriptorStatus[]): RlsResponse => this.overall(finish(statuses));
+  private readonly finishOne = (status: DescriptorStatus): RlsResponse => this.overall(finish([status]));
+
+  /** The answer as sent: global shadow mode turns an OVER_LIMIT into OK, and drops its Retry-After. */
+  private overall(r: Answer): Answer {
+    if (r.overallCode === 'OK' || !this.globalShadowMode) return r;
+    this.globalShadowOverrides++;
+    return new Answer('OK', r.statuses, r.tightest, 0, false, undefined, r.storeReason);
+  }
+
+  /** A rule's target never changes while the rule lives, so it is built once, not per request. */
+  private readonly targets = new WeakMap<Rule, Target>();
+
+  private targetOf(rule: Rule): Target {
+    let t = this.targets.get(rule);
+    if (t === undefined) {
+      const spec = rule.spec;
+      t = { rule, limiter: rule.limiter, stats: rule.stats, current: spec.unlimited ? undefined : currentLimit(spec.name ?? '', spec.requestsPerUnit, spec.unit, spec.policy?.burst), id: spec.id };
+      this.targets.set(rule, t);
+    }
+    return t;
+  }
+
+  private overrideTarget(domain: string, rule: Rule | undefined, limit: { requestsPerUnit: number; unit: UnitName }): Target {
+    // Envoy applies the override to whatever the descriptor is, matched or not; sluice keeps the matched
+    // rule's algorithm, or Envoy's fixed window when nothing matched.
+    const algorithm: AlgorithmName = rule?.spec.policy?.algorithm ?? 'fixed-window';
+    const base = rule?.spec.id ?? `${domain}.(unmatched)`;
+    const id = `${base}|override:${limit.requestsPerUnit}/${limit.unit}`;
+    const current = currentLimit(rule?.spec.name ?? '', limit.requestsPerUnit, limit.unit);
+    if (limit.requestsPerUnit === 0) return { rule, limiter: undefined, stats: this.overrideStats(domain, id, undefined).stats, current, id };
+    const o = this.overrideStats(domain, id, { algorithm, limit: limit.requestsPerUnit, window: UNITS[limit.unit] });
+    return { rule, limiter: o.limiter, stats: o.stats, current, id };
+  }
+
+  private overrideStats(domain: string, id: string, policy: { algorithm: AlgorithmName; limit: number; window: number } | undefined): { limiter: Limiter | undefined; stats: RuleStats } {
+    let o = this.overrides.get(id);
+    if (o === undefined) {
+      if (this.overrides.size >= MAX_OVERRIDES) {
+        const [oldest, dropped] = this.overrides.entries().next().value!;
+        this.overrides.delete(oldest);
+        void dropped.limiter?.close().catch(() => {});
+      }
+      const counts = this.options.countRejected === true && policy?.algorithm === 'fixed-window' ? { countRejected: true } : {};
+      const limiter = policy === undefined ? undefined : new Limiter({ policy: { name: id, ...policy, ...counts }, store: this.options.store, ...(this.options.clock ? { clock: this.options.clock } : {}), ...(this.options.telemetry ? { telemetry: this.options.telemetry } : {}) });
+      o = { limiter: limiter!, stats: new RuleStats(domain, id) };
+      this.overrides.set(id, o);
+    }
+    return o;
+  }
+
+  private decideOne(t: Target, entries: readonly Entry[], hits: number): DescriptorStatus | Promise<DescriptorStatus> {
+    // Envoy's detailed_metric: the rule's stats key carries the request's values. A limit override counts
+    // on its own stats, as before.
+    const detailed = t.rule?.detailed;
+    const stats = detailed === undefined || t.stats !== t.rule!.stats ? t.stats : detailed.of(metricKey(t.rule!.spec, entries));
+    if (stats === undefined) return UNMATCHED;
+    stats.count(hits);
+    const shadow = t.rule?.spec.shadowMode === true;
+    if (t.rule?.spec.unlimited === true) {
+      stats.withinLimit += hits;
+      return { code: 'OK', currentLimit: undefined, limitRemaining: MAX_UINT32, durationUntilResetMs: 0, rule: t.id, shadow: false };
+    }
+    const limiter = t.limiter;
+    if (limiter === undefined) {
+      // requests_per_unit: 0 rejects everything, until the end of the current unit window (Envoy's reset).
+      const unitMs = t.current!.unit === 'UNKNOWN' ? 1000 : UNITS[t.current!.unit];
+      return this.over(stats, t, hits, shadow, 0, unitMs - (Date.now() % unitMs));
+    }
+    const key = stateKey(entries, t.rule?.spec.sharedValues);
+    // src/clock.ts reads the Performance object once; the global `performance` is a lazy accessor, costly
+    // per read, and this reads the time twice per decision for the latency histogram.
+    const t0 = monotonicClock();
+    if (this.deny !== undefined) {
+      const denied = this.deny.covering(`${t.id!}\u0000${key}`, hits, t0);
+      if (denied !== undefined) {
+        stats.overLimitWithLocalCache += hits;
+        stats.observe((monotonicClock() - t0) / 1000);
+        return this.over(stats, t, hits, shadow, 0, denied.until - t0);
+      }
+    }
+    const impossible = hits > limiter.policies[0]!.capacity;
+    if (impossible && !limiter.policies[0]!.countRejected) {
+      // More hits than the rule can ever admit: over the limit, as Envoy would answer, said plainly, and
+      // with no retry time (the library throws ERR_SLUICE_COST_EXCEEDS_CAPACITY for the same thing).
+      stats.observe((monotonicClock() - t0) / 1000);
+      return this.over(stats, t, hits, shadow, 0, 0, 'cost-exceeds-capacity');
+    }
+    let decided: Decision | Promise<Decision>;
+    try {
+      decided = this.sync ? limiter.limitSync(key, { cost: hits }) : limiter.limit(key, { cost: hits });
+    } catch (e) {
+      throw this.storeFailure(stats, e);
+    }
+    if (impossible) {
+      // Envoy's counting (countRejected): the store counted the hits, so later checks see them; the
+      // answer is the one above.
+      const said = () => {
+        stats.observe((monotonicClock() - t0) / 1000);
+        return this.over(stats, t, hits, shadow, 0, 0, 'cost-exceeds-capacity');
+      };
+      if (!(decided instanceof Promise)) return said();
+      return decided.then(said, (e) => {
+        throw this.storeFailure(stats, e);
+      });
+    }
+    if (decided instanceof Promise) {
+      return decided.then(
+        (d) => this.status(stats, t, key, hits, shadow, d, t0),
+        (e) => {
+          throw this.storeFailure(stats, e);
+        },
+      );
+    }
+    return this.status(stats, t, key, hits, shadow, decided, t0);
+  }
+
+
+  private storeFailure(stats: RuleStats, e: unknown): Error {
+    if (e instanceof SluiceError) return e;
+    stats.storeErrors++;
+    return new StoreUnavailable(`the store could not decide: ${e instanceof Error ? e.message : String(e)}`);
+  }
+
+  private status(stats: RuleStats, t: Target, key: string, hits: number, shadow: boolean, d: Decision, t0: number): DescriptorStatus {
+    stats.observe((monotonicClock() - t0) / 1000);
+    // Decided by the store, not by the rule: a full memory store (onFull), or its failure policy.
+    if (d.reason === 'store-full') stats.storeFull++;
+    else if (d.reason !== undefined) stats.storeErrors++;
+    if (!d.allowed) {
+      if (this.deny !== undefined && d.reason === undefined && d.retryAfterMs > 0) this.deny.remember(`${t.id!}\u0000${key}`, { until: t0 + d.retryAfterMs, cost: hits });
+      const status = this.over(stats, t, hits, shadow, d.remaining, d.retryAfterMs);
+      return d.reason === undefined ? status : { ...status, reason: d.reason };
+    }
+    stats.withinLimit += hits;
+    if (d.limit - d.remaining > this.nearLimitRatio * d.limit) stats.nearLimit += hits;
+    if (d.reason !== undefined) {
+      return { code: 'OK', currentLimit: t.current, limitRemaining: d.remaining, durationUntilResetMs: d.resetAfterMs, rule: t.id, shadow: false, reason: d.reason, ...(t.rule?.spec.quotaMode === true ? { quota: 'within' as const } : {}) };
+    }
+    if (t.rule?.spec.quotaMode === true) {
+      return { code: 'OK', currentLimit: t.current, limitRemaining: d.remaining, durationUntilResetMs: d.resetAfterMs, rule: t.id, shadow: false, quota: 'within' };
+    }
+    return { code: 'OK', currentLimit: t.current, limitRemaining: d.remaining, durationUntilResetMs: d.resetAfterMs, rule: t.id, shadow: false };
+  }
+
+  private over(stats: RuleStats, t: Target, hits: number, shadow: boolean, remaining: number, waitMs: number, reason?: StatusReason): DescriptorStatus {
+    stats.overLimit += hits;
+    if (shadow) stats.shadowMode += hits;
+    // quota_mode: over answers OK here; finish() denies when every quota of the request is over.
+    if (!shadow && t.rule?.spec.quotaMode === true) {
+      return { code: 'OK', currentLimit: t.current, limitRemaining: remaining, durationUntilResetMs: Math.ceil(waitMs), rule: t.id, shadow: false, quota: 'over' };
+    }
+    if (reason !== undefined) return { code: shadow ? 'OK' : 'OVER_LIMIT', currentLimit: t.current, limitRemaining: remaining, durationUntilResetMs: 0, rule: t.id, shadow, reason };
+    return { code: shadow ? 'OK' : 'OVER_LIMIT', currentLimit: t.current, limitRemaining: remaining, durationUntilResetMs: Math.ceil(waitMs), rule: t.id, shadow };
+  }
+}
+
+/** A descriptor no rule limits (or of a domain no config names): OK, with no limit to report. */
+const UNMATCHED: DescriptorStatus = Object.freeze({ code: 'OK', currentLimit: undefined, limitRemaining: 0, durationUntilResetMs: 0, rule: undefined, shadow: false });
+
+/** The stats key of a per-value rule: Envoy's detailed key, or value_to_metric's. */
+function metricKey(spec: Rule['spec'], entries: readonly Entry[]): string {
+  return spec.detailedMetric || spec.metricPath === undefined ? detailedKey(spec.domain, entries) : valueMetricKey(spec.domain, spec.metricPath, entries);
+}
+
+/**
+ * quota_mode (envoyproxy/ratelimit#1045, #1059): a quota over its limit does not deny the request, unless
+ * every quota-mode descriptor of the request is over; then those statuses are OVER_LIMIT too.
+ */
+function settleQuotas(statuses: DescriptorStatus[]): DescriptorStatus[] {
+  let quotas = 0;
+  let over = 0;
+  for (const s of statuses) {
+    if (s.quota !== undefined) {
+      quotas++;
+      if (s.quota === 'over') over++;
+    }
+  }
+  if (quotas === 0 || over < quotas) return statuses;
+  return statuses.map((s) => (s.quota === 'over' ? { ...s, code: 'OVER_LIMIT' as const } : s));
+}
+
+function finish(all: DescriptorStatus[]): Answer {
+  let over = false;
+  let retryAfterMs = 0;
+  let tightest: DescriptorStatus | undefined;
+  let reason: StatusReason | undefined;
+  let storeReason: StoreReason | undefined;
+  let statuses = all;
+  for (const s of all) {
+    if (s.quota === 'over') {
+      statuses = settleQuotas(all);
+      break;
+    }
+  }
+  for (const s of statuses) {
+    if (s.code === 'OVER_LIMIT') {
+      over = true;
+      if (s.durationUntilResetMs > retryAfterMs) retryAfterMs = s.durationUntilResetMs;
+      if (s.reason === 'cost-exceeds-capacity') reason = s.reason;
+    }
+    if (s.reason !== undefined && s.reason !== 'cost-exceeds-capacity') storeReason = s.reason;
+    if (s.currentLimit !== undefined && (tightest === undefined || s.limitRemaining < tightest.limitRemaining)) tightest = s;
+  }
+  // A request that can never pass has no retry time to give, whatever its other descriptors say.
+  if (reason !== undefined) return new Answer('OVER_LIMIT', statuses, tightest, 0, false, reason, storeReason);
+  return new Answer(over ? 'OVER_LIMIT' : 'OK', statuses, tightest, retryAfterMs, over, undefined, storeReason);
+}
+
+/**
+ * The service's own RlsResponse. Its headers are built on first read: /json's common answer is rendered
+ * from `tightest` directly (json-render.ts), and building four small arrays and two number texts that
+ * nothing reads cost about as much as rendering them.
+ */
+export class Answer implements RlsResponse {
+  private built: readonly (readonly [string, string])[] | undefined = undefined;
+
+  constructor(
+    readonly overallCode: Code,
+    readonly statuses: readonly DescriptorStatus[],
+    /** The status the RateLimit headers describe: the one with a limit and the least remaining. */
+    readonly tightest: DescriptorStatus | undefined,
+    readonly retryAfterMs: number,
+    /** Whether the headers carry Retry-After (not when global shadow mode answered OK, nor when no wait helps). */
+    private readonly retryAfter: boolean,
+    readonly reason: StatusReason | undefined = undefined,
+    readonly storeReason: StoreReason | undefined = undefined,
+  ) {}
+
+  get headers(): readonly (readonly [string, string])[] {
+    return (this.built ??= rateLimitHeaders(this.tightest, this.retryAfter, this.retryAfterMs));
+  }
+}
+
+/** Envoy ratelimit's response headers (draft-03 names), for the descriptor with the least remaining. */
+function rateLimitHeaders(s: DescriptorStatus | undefined, over: boolean, retryAfterMs: number): [string, string][] {
+  const h: [string, string][] = [];
+  if (s !== undefined && s.currentLimit !== undefined) {
+    h.push(['RateLimit-Limit', s.currentLimit.header], ['RateLimit-Remaining', integerText(s.limitRemaining)], ['RateLimit-Reset', resetSeconds(s)]);
+  }
+  if (over) h.push(['Retry-After', String(Math.max(1, Math.ceil(retryAfterMs / 1000)))]);
+  return h;
+}
+
+/** RateLimit-Reset's value: whole seconds until the status's reset, rounded up. */
+export function resetSeconds(s: DescriptorStatus): string {
+  return String(Math.ceil(s.durationUntilResetMs / 1000));
+}

@@ -1,0 +1,2 @@
+/** `exports` without the `sluice-source` condition, at any depth. */
+export function withoutSourceCondition<T>(value: T): T;

@@ -19,7 +19,10 @@ import { fileURLToPath } from 'node:url';
 import { countServer } from './lib/count-server.mjs';
 
 const [A, B, ...rest] = process.argv.slice(2).filter((a) => !/^\d+$/.test(a));
-const [N1 = 12000, N2 = 36000, ROWS = 40] = process.argv.slice(2).filter((a) => /^\d+$/.test(a)).map(Number);
+const [N1 = 12000, N2 = 36000, ROWS = 40] = process.argv
+  .slice(2)
+  .filter((a) => /^\d+$/.test(a))
+  .map(Number);
 if (A === undefined || rest.length > 0) {
   process.stderr.write('usage: node bench/cg-profile.mjs <A> [B] [N1=12000] [N2=36000] [rows=40]\n');
   process.exit(2);
@@ -35,14 +38,38 @@ function server(spec) {
     return { args: [join(root, process.env.HTTP_SERVER ?? 'bench/http-server.mjs'), config], requests: get };
   }
   const what = config.slice('serve:'.length);
-  const post = (port) => Array.from({ length: 1000 }, (_, i) => {
-    const n = i + 1;
-    const body = `{"domain":"bench","descriptors":[{"entries":[{"key":"remote_address","value":"10.0.${n % 250}.${n}"}]}]}`;
-    return Buffer.from(`POST /json HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
-  });
-  if (what.startsWith('bare')) return { args: [join(root, 'bench/serve', `${what}.mjs`), String(PORT)], requests: post };
-  const serve = ['serve', '--config', join(root, 'bench/serve/policies.yaml'), '--port', String(PORT), '--grpc-port', String(PORT + 1)];
-  return { args: [join(root, what, 'cli/main.js'), ...serve, '--log-level', 'warn', '--watch', 'false', '--clock', 'monotonic'], requests: post };
+  const post = (port) =>
+    Array.from({ length: 1000 }, (_, i) => {
+      const n = i + 1;
+      const body = `{"domain":"bench","descriptors":[{"entries":[{"key":"remote_address","value":"10.0.${n % 250}.${n}"}]}]}`;
+      return Buffer.from(
+        `POST /json HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+      );
+    });
+  if (what.startsWith('bare'))
+    return { args: [join(root, 'bench/serve', `${what}.mjs`), String(PORT)], requests: post };
+  const serve = [
+    'serve',
+    '--config',
+    join(root, 'bench/serve/policies.yaml'),
+    '--port',
+    String(PORT),
+    '--grpc-port',
+    String(PORT + 1),
+  ];
+  return {
+    args: [
+      join(root, what, 'cli/main.js'),
+      ...serve,
+      '--log-level',
+      'warn',
+      '--watch',
+      'false',
+      '--clock',
+      'monotonic',
+    ],
+    requests: post,
+  };
 }
 
 /** Self cost by function name in one callgrind profile, JIT addresses named by the process's perf map. */
@@ -92,10 +119,21 @@ function perfMap(pid) {
   const path = `/tmp/perf-${pid}.map`;
   let entries = [];
   try {
-    entries = readFileSync(path, 'utf8').split('\n').filter(Boolean).map((l, order) => {
-      const [start, size, ...name] = l.split(' ');
-      return { start: Number.parseInt(start, 16), end: Number.parseInt(start, 16) + Number.parseInt(size, 16), name: name.join(' ').replace(/^(JS|LazyCompile|Function):/, '').replace(/file:\/\/\S*?\/(dist|bench)\//, '$1/'), order };
-    });
+    entries = readFileSync(path, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l, order) => {
+        const [start, size, ...name] = l.split(' ');
+        return {
+          start: Number.parseInt(start, 16),
+          end: Number.parseInt(start, 16) + Number.parseInt(size, 16),
+          name: name
+            .join(' ')
+            .replace(/^(JS|LazyCompile|Function):/, '')
+            .replace(/file:\/\/\S*?\/(dist|bench)\//, '$1/'),
+          order,
+        };
+      });
   } catch {
     // no map: every JIT address stays unnamed
   }
@@ -132,7 +170,8 @@ async function profile(config) {
   const a = await at(N1);
   const b = await at(N2);
   const per = new Map();
-  for (const name of new Set([...a.keys(), ...b.keys()])) per.set(name, ((b.get(name) ?? 0) - (a.get(name) ?? 0)) / (N2 - N1));
+  for (const name of new Set([...a.keys(), ...b.keys()]))
+    per.set(name, ((b.get(name) ?? 0) - (a.get(name) ?? 0)) / (N2 - N1));
   return per;
 }
 
@@ -141,10 +180,13 @@ const pa = await profile(A);
 const total = (m) => [...m].reduce((s, [name, x]) => (name.startsWith('  ') ? s : s + x), 0);
 if (B === undefined) {
   process.stdout.write(`${A}: ${total(pa).toFixed(0)} instructions per request (${N1} to ${N2})\n`);
-  for (const [name, x] of [...pa].sort((p, q) => q[1] - p[1]).slice(0, ROWS)) process.stdout.write(`${fmt(x)}  ${name}\n`);
+  for (const [name, x] of [...pa].sort((p, q) => q[1] - p[1]).slice(0, ROWS))
+    process.stdout.write(`${fmt(x)}  ${name}\n`);
 } else {
   const pb = await profile(B);
-  process.stdout.write(`${A}: ${total(pa).toFixed(0)}, ${B}: ${total(pb).toFixed(0)} instructions per request (${N1} to ${N2}); by function, ${A} | ${B} | B - A\n`);
+  process.stdout.write(
+    `${A}: ${total(pa).toFixed(0)}, ${B}: ${total(pb).toFixed(0)} instructions per request (${N1} to ${N2}); by function, ${A} | ${B} | B - A\n`,
+  );
   const rows = [...new Set([...pa.keys(), ...pb.keys()])].map((n) => [n, pa.get(n) ?? 0, pb.get(n) ?? 0]);
   rows.sort((p, q) => Math.abs(q[2] - q[1]) - Math.abs(p[2] - p[1]));
   for (const [name, x, y] of rows.slice(0, ROWS)) process.stdout.write(`${fmt(x)} ${fmt(y)} ${fmt(y - x)}  ${name}\n`);

@@ -25,7 +25,11 @@ const port = await new Promise<number>((resolve) => {
   });
 });
 const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-redis-'));
-const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+const server = spawn(
+  'redis-server',
+  ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+  { stdio: 'ignore' },
+);
 for (let i = 0; i < 100; i++) {
   try {
     execFileSync('redis-cli', ['-p', String(port), 'ping'], { stdio: 'ignore' });
@@ -49,9 +53,22 @@ function stats(text: string): { calls: number; usec: number } {
   return { calls: n, usec };
 }
 
-async function measure(countRejected: boolean, inFlight: number, rep: number, limit: number): Promise<{ usecPerCall: number; scriptCalls: number }> {
-  const store = new RedisStore({ client: io, prefix: `b${rep}${countRejected ? 'c' : 'p'}${inFlight}-${limit}`, timeoutMs: 5000, onError: 'closed' });
-  const limiter = new Limiter({ policy: { algorithm: 'fixed-window', limit, window: '1h', ...(countRejected ? { countRejected: true } : {}) }, store });
+async function measure(
+  countRejected: boolean,
+  inFlight: number,
+  rep: number,
+  limit: number,
+): Promise<{ usecPerCall: number; scriptCalls: number }> {
+  const store = new RedisStore({
+    client: io,
+    prefix: `b${rep}${countRejected ? 'c' : 'p'}${inFlight}-${limit}`,
+    timeoutMs: 5000,
+    onError: 'closed',
+  });
+  const limiter = new Limiter({
+    policy: { algorithm: 'fixed-window', limit, window: '1h', ...(countRejected ? { countRejected: true } : {}) },
+    store,
+  });
   // Warm: load the script; keys k0..k299, each hit until a third are over.
   await limiter.limit('warm');
   await io.config('RESETSTAT');
@@ -81,7 +98,9 @@ for (const limit of [10, 1e9]) {
     }
     for (const mode of ['plain', 'counting']) {
       const xs = out[mode]!;
-      rows.push(`| ${limit === 10 ? '10 (mostly denied)' : '10^9 (all allowed)'} | ${inFlight} | ${mode} | ${median(xs.map((x) => x.usecPerCall)).toFixed(2)} | ${median(xs.map((x) => x.scriptCalls))} |`);
+      rows.push(
+        `| ${limit === 10 ? '10 (mostly denied)' : '10^9 (all allowed)'} | ${inFlight} | ${mode} | ${median(xs.map((x) => x.usecPerCall)).toFixed(2)} | ${median(xs.map((x) => x.scriptCalls))} |`,
+      );
     }
   }
 }
@@ -96,7 +115,10 @@ const text = [
   '',
 ].join('\n');
 process.stdout.write(text);
-writeFileSync(new URL(`./results/count-rejected-redis-${new Date().toISOString().replace(/[:.]/g, '-')}.md`, import.meta.url), text);
+writeFileSync(
+  new URL(`./results/count-rejected-redis-${new Date().toISOString().replace(/[:.]/g, '-')}.md`, import.meta.url),
+  text,
+);
 io.disconnect();
 server.kill('SIGTERM');
 await new Promise((r) => server.once('exit', r));

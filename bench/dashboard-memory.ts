@@ -23,6 +23,14 @@ for (const n of counts.length > 0 ? counts : [10_000, 50_000]) {
   gc();
   const heapMb = (process.memoryUsage().heapUsed - before) / 2 ** 20;
   const history = JSON.stringify((d as unknown as { history: unknown[] }).history).length;
-  console.log(JSON.stringify({ rules: n, samples: HISTORY, heapMb: Number(heapMb.toFixed(1)), historyBytes: history, sampleMs: Number(sampleMs.toFixed(1)) }));
+  console.log(
+    JSON.stringify({
+      rules: n,
+      samples: HISTORY,
+      heapMb: Number(heapMb.toFixed(1)),
+      historyBytes: history,
+      sampleMs: Number(sampleMs.toFixed(1)),
+    }),
+  );
   d.stop();
 }

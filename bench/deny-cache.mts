@@ -15,6 +15,8 @@ for (const denyCache of [false, true]) {
   const s = (performance.now() - t) / 1000;
   const d = await l.limit('k');
   if (d.allowed || d.reason !== undefined) throw new Error('the key should be denied by Redis itself');
-  console.log(`denyCache ${denyCache}: ${(n / s / 1000).toFixed(0)} k denials/s, ${store.stats.calls} script calls for ${n} decisions`);
+  console.log(
+    `denyCache ${denyCache}: ${(n / s / 1000).toFixed(0)} k denials/s, ${store.stats.calls} script calls for ${n} decisions`,
+  );
 }
 client.disconnect();

@@ -24,11 +24,28 @@ const client = (req) => req.headers['x-client'];
 async function express(kind) {
   const { default: express } = await import('express');
   const app = express();
-  if (kind === 'sluice') app.use((await import('../packages/sluice/dist/middleware/express/index.js')).rateLimit({ policy: day, headers: 'draft-7' }));
+  if (kind === 'sluice')
+    app.use(
+      (await import('../packages/sluice/dist/middleware/express/index.js')).rateLimit({
+        policy: day,
+        headers: 'draft-7',
+      }),
+    );
   if (kind === 'erl' || kind === 'erl-sluice') {
     const { rateLimit } = await import('express-rate-limit');
-    const store = kind === 'erl-sluice' ? new (await import('../packages/sluice/dist/compat/express-rate-limit.js')).SluiceStore() : undefined;
-    app.use(rateLimit({ windowMs: 86_400_000, limit: 1e9, standardHeaders: 'draft-7', legacyHeaders: false, ...(store ? { store } : {}) }));
+    const store =
+      kind === 'erl-sluice'
+        ? new (await import('../packages/sluice/dist/compat/express-rate-limit.js')).SluiceStore()
+        : undefined;
+    app.use(
+      rateLimit({
+        windowMs: 86_400_000,
+        limit: 1e9,
+        standardHeaders: 'draft-7',
+        legacyHeaders: false,
+        ...(store ? { store } : {}),
+      }),
+    );
   }
   app.get('/ok', (req, res) => void res.type('text/plain').send('ok'));
   return app;
@@ -37,8 +54,20 @@ async function express(kind) {
 async function koa(kind) {
   const { default: Koa } = await import('koa');
   const app = new Koa();
-  if (kind === 'sluice') app.use((await import('../packages/sluice/dist/middleware/koa/index.js')).rateLimit({ policy: day, headers: 'draft-7' }));
-  if (kind === 'koa-ratelimit') app.use((await import('koa-ratelimit')).default({ driver: 'memory', db: new Map(), duration: 86_400_000, max: 1e9, id: (ctx) => ctx.ip }));
+  if (kind === 'sluice')
+    app.use(
+      (await import('../packages/sluice/dist/middleware/koa/index.js')).rateLimit({ policy: day, headers: 'draft-7' }),
+    );
+  if (kind === 'koa-ratelimit')
+    app.use(
+      (await import('koa-ratelimit')).default({
+        driver: 'memory',
+        db: new Map(),
+        duration: 86_400_000,
+        max: 1e9,
+        id: (ctx) => ctx.ip,
+      }),
+    );
   app.use((ctx) => {
     ctx.type = 'text/plain';
     ctx.body = 'ok';
@@ -104,7 +133,12 @@ for (let r = 0; r < ROUNDS; r++) {
     await run(apps[name], 2_000);
     results[name].push(await run(apps[name], N));
   }
-  process.stderr.write(`round ${r + 1} of ${ROUNDS}, load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}\n`);
+  process.stderr.write(
+    `round ${r + 1} of ${ROUNDS}, load ${os
+      .loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ')}\n`,
+  );
 }
 const best = (xs) => Math.min(...xs);
 const lines = [
@@ -116,7 +150,9 @@ const lines = [
 for (const name of Object.keys(VARIANTS)) {
   const bare = best(results[BARE[name.split(' ')[0]]]) / 1000;
   const m = best(results[name]) / 1000;
-  lines.push(`| ${name} | ${m.toFixed(2)} | ${name.endsWith('bare') ? '' : `${m - bare >= 0 ? '+' : ''}${(m - bare).toFixed(2)} µs`} |`);
+  lines.push(
+    `| ${name} | ${m.toFixed(2)} | ${name.endsWith('bare') ? '' : `${m - bare >= 0 ? '+' : ''}${(m - bare).toFixed(2)} µs`} |`,
+  );
 }
 const md = lines.join('\n');
 mkdirSync(`${ROOT}bench/results`, { recursive: true });

@@ -33,16 +33,22 @@ for (let r = 0; r < rounds; r++) {
   const order = builds.map((_, i) => i);
   if (r % 2 === 1) order.reverse(); // every other round in reverse, so neither build always runs first
   for (const i of order) {
-    rates[i][r] = Number(execFileSync(process.execPath, [self, '--one', builds[i], String(pairs)], { encoding: 'utf8' }).trim());
+    rates[i][r] = Number(
+      execFileSync(process.execPath, [self, '--one', builds[i], String(pairs)], { encoding: 'utf8' }).trim(),
+    );
   }
   console.log(`round ${r + 1}: ${builds.map((b, i) => `${b} ${rates[i][r].toLocaleString('en')}`).join(', ')}`);
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 for (let i = 0; i < builds.length; i++) {
-  console.log(`${builds[i]}: median ${median(rates[i]).toLocaleString('en')} pairs/s (${Math.min(...rates[i]).toLocaleString('en')}–${Math.max(...rates[i]).toLocaleString('en')})`);
+  console.log(
+    `${builds[i]}: median ${median(rates[i]).toLocaleString('en')} pairs/s (${Math.min(...rates[i]).toLocaleString('en')}–${Math.max(...rates[i]).toLocaleString('en')})`,
+  );
 }
 for (let i = 1; i < builds.length; i++) {
   const ratios = rates[i].map((x, r) => x / rates[0][r]);
-  console.log(`${builds[i]} ÷ ${builds[0]}: median of per-round ratios ${median(ratios).toFixed(3)} (${Math.min(...ratios).toFixed(3)}–${Math.max(...ratios).toFixed(3)})`);
+  console.log(
+    `${builds[i]} ÷ ${builds[0]}: median of per-round ratios ${median(ratios).toFixed(3)} (${Math.min(...ratios).toFixed(3)}–${Math.max(...ratios).toFixed(3)})`,
+  );
 }
 console.log(hostSpeedLine());

@@ -16,10 +16,11 @@ function heap(): number {
   return m.heapUsed + m.arrayBuffers;
 }
 
-
 async function throughput(pairs: number): Promise<void> {
   const rate = await pairsPerSecond(Guard, pairs);
-  console.log(`memory store: ${Math.round(rate).toLocaleString('en')} check+record pairs/s (${(1e6 / rate).toFixed(2)} µs per pair, ${pairs.toLocaleString('en')} pairs, 75% successes)`);
+  console.log(
+    `memory store: ${Math.round(rate).toLocaleString('en')} check+record pairs/s (${(1e6 / rate).toFixed(2)} µs per pair, ${pairs.toLocaleString('en')} pairs, 75% successes)`,
+  );
 }
 
 async function flood(addresses: number, options: { maxSources?: number; maxKeys?: number }): Promise<void> {
@@ -27,7 +28,13 @@ async function flood(addresses: number, options: { maxSources?: number; maxKeys?
   const base = heap();
   const state = new MemoryGuardState(options.maxSources === undefined ? {} : { maxSources: options.maxSources });
   const store = new MemoryStore(options.maxKeys === undefined ? {} : { maxKeys: options.maxKeys });
-  const guard = new Guard({ secret: 'bench-secret-0123456789abcdef', clock: () => now, random: () => 0.5, state, store });
+  const guard = new Guard({
+    secret: 'bench-secret-0123456789abcdef',
+    clock: () => now,
+    random: () => 0.5,
+    state,
+    store,
+  });
   const t0 = performance.now();
   for (let i = 0; i < addresses; i++) {
     now += 1;
@@ -47,14 +54,22 @@ async function flood(addresses: number, options: { maxSources?: number; maxKeys?
 function sourceRecordBytes(sources: number): void {
   const hasher = new KeyedHasher(Buffer.from('bench-secret-0123456789abcdef'));
   const tags = Array.from({ length: sources }, (_, i) => hasher.tag('ip', floodIp(i)));
-  const spec = { distinctWindowMs: 1_800_000, longDistinctWindowMs: 86_400_000, ratioWindowMs: 86_400_000, maxDistinct: 21 };
+  const spec = {
+    distinctWindowMs: 1_800_000,
+    longDistinctWindowMs: 86_400_000,
+    ratioWindowMs: 86_400_000,
+    maxDistinct: 21,
+  };
   const base = heap();
   const state = new MemoryGuardState({ maxSources: sources });
-  for (let i = 0; i < sources; i++) state.records.noteSource(tags[i]!, `victim${i % 1000}`, true, 1_760_000_000_000 + i, spec);
+  for (let i = 0; i < sources; i++)
+    state.records.noteSource(tags[i]!, `victim${i % 1000}`, true, 1_760_000_000_000 + i, spec);
   const withTags = heap() - base;
   tags.length = 0;
   const used = heap() - base;
-  console.log(`guard state: ${Math.round(used / sources)} B per source record, its tag string included (${sources.toLocaleString('en')} records, ${state.sourceCount.toLocaleString('en')} kept); ${Math.round(withTags / sources)} B while the bench also held the tags`);
+  console.log(
+    `guard state: ${Math.round(used / sources)} B per source record, its tag string included (${sources.toLocaleString('en')} records, ${state.sourceCount.toLocaleString('en')} kept); ${Math.round(withTags / sources)} B while the bench also held the tags`,
+  );
 }
 
 /** The floor under a check+record pair: one keyed tag (HMAC-SHA-256); a pair computes 6 or 7. */

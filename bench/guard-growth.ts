@@ -22,7 +22,6 @@ import { Redis } from 'ioredis';
 import { freePort, OwnRedis } from '../packages/testing/src/harness.js';
 
 const ROOT = join(import.meta.dirname, '..');
-const started = Date.now();
 const attempts = Number(process.argv[2] ?? 20_000);
 const beforeRef = process.argv[3] ?? '09cdb73';
 const RATE = 1000; // attempts a second
@@ -54,7 +53,8 @@ function treeOf(ref: string): string {
 
 const v4 = (i: number) => `${11 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}.7`;
 const v6 = (i: number) => `2001:db8:${(i >> 16).toString(16)}:${(i & 0xffff).toString(16)}::7`;
-const in64 = (i: number) => `2001:db8:aaaa:1:${(i >> 16).toString(16)}:${(i & 0xffff).toString(16)}:${(i * 7919 & 0xffff).toString(16)}:1`;
+const in64 = (i: number) =>
+  `2001:db8:aaaa:1:${(i >> 16).toString(16)}:${(i & 0xffff).toString(16)}:${((i * 7919) & 0xffff).toString(16)}:1`;
 
 function kindOf(key: string): string {
   if (key.includes('{gs:')) return 'source';
@@ -70,7 +70,12 @@ async function measure(root: string, tree: string, scenario: Scenario, port: num
   await once(client, 'ready');
   await client.flushall();
   const info = async () => Number(/used_memory:(\d+)/.exec(await client.info('memory'))![1]);
-  const store = new RedisStore({ client, prefix: 'g', timeoutMs: 5000, ...(tree === 'this tree' ? { logger: false } : {}) });
+  const store = new RedisStore({
+    client,
+    prefix: 'g',
+    timeoutMs: 5000,
+    ...(tree === 'this tree' ? { logger: false } : {}),
+  });
   const guard = new Guard({ secret: 'growth bench secret, long enough', store, denyList: ['2001:db8:aaaa:1::/64'] });
   await guard.check({ account: 'warm', ip: '198.51.100.1' });
   await client.flushall();
@@ -82,7 +87,13 @@ async function measure(root: string, tree: string, scenario: Scenario, port: num
       const ip = scenario === 'ipv4-failures' ? v4(j) : scenario === 'ipv6-failures' ? v6(j) : in64(j);
       const account = `user-${j}@example.com`;
       batch.push(
-        guard.check({ account, ip }).then(() => (scenario === 'one-64-blocked' ? undefined : guard.record({ account, ip, success: false, password: 'guess' }))),
+        guard
+          .check({ account, ip })
+          .then(() =>
+            scenario === 'one-64-blocked'
+              ? undefined
+              : guard.record({ account, ip, success: false, password: 'guess' }),
+          ),
       );
     }
     await Promise.all(batch);
@@ -101,15 +112,32 @@ async function measure(root: string, tree: string, scenario: Scenario, port: num
       ttl.push(await client.pttl(k));
     }
     ttl.sort((a, b) => a - b);
-    kinds[kind] = { keys: list.length, usage: usage / sample.length, ttlMs: ttl[Math.floor(ttl.length / 2)]!, maxTtlMs: ttl.at(-1)! };
+    kinds[kind] = {
+      keys: list.length,
+      usage: usage / sample.length,
+      ttlMs: ttl[Math.floor(ttl.length / 2)]!,
+      maxTtlMs: ttl.at(-1)!,
+    };
   }
   guard.close?.();
   client.disconnect();
-  return { tree, scenario, bytesPerAttempt: (after - before) / attempts, keysPerAttempt: (keys.length - keys0) / attempts, kinds };
+  return {
+    tree,
+    scenario,
+    bytesPerAttempt: (after - before) / attempts,
+    keysPerAttempt: (keys.length - keys0) / attempts,
+    kinds,
+  };
 }
 
-const fmtBytes = (b: number) => (b >= 1e9 ? `${(b / 1e9).toFixed(1)} GB` : b >= 1e6 ? `${(b / 1e6).toFixed(1)} MB` : `${(b / 1e3).toFixed(1)} kB`);
-const fmtMs = (ms: number) => (ms >= 86_400_000 ? `${(ms / 86_400_000).toFixed(1)} d` : ms >= 3_600_000 ? `${(ms / 3_600_000).toFixed(1)} h` : `${Math.round(ms / 60_000)} min`);
+const fmtBytes = (b: number) =>
+  b >= 1e9 ? `${(b / 1e9).toFixed(1)} GB` : b >= 1e6 ? `${(b / 1e6).toFixed(1)} MB` : `${(b / 1e3).toFixed(1)} kB`;
+const fmtMs = (ms: number) =>
+  ms >= 86_400_000
+    ? `${(ms / 86_400_000).toFixed(1)} d`
+    : ms >= 3_600_000
+      ? `${(ms / 3_600_000).toFixed(1)} h`
+      : `${Math.round(ms / 60_000)} min`;
 
 const server = new OwnRedis(await freePort());
 await server.start();
@@ -127,15 +155,30 @@ try {
 
 const lines: string[] = [];
 lines.push(`# guard growth on Redis: ${attempts} attempts per scenario, this tree against ${beforeRef}`, '');
-lines.push(`\`node --import tsx bench/guard-growth.ts ${attempts} ${beforeRef}\`; redis-server ${execFileSync('redis-server', ['--version'], { encoding: 'utf8' }).match(/v=(\S+)/)?.[1]}, one run.`, '');
-lines.push('| scenario | tree | bytes / attempt | keys / attempt | per kind: keys per attempt × MEMORY USAGE, median PTTL (longest) | growth per hour at 1,000/s | steady state at 1,000/s |');
+lines.push(
+  `\`node --import tsx bench/guard-growth.ts ${attempts} ${beforeRef}\`; redis-server ${execFileSync('redis-server', ['--version'], { encoding: 'utf8' }).match(/v=(\S+)/)?.[1]}, one run.`,
+  '',
+);
+lines.push(
+  '| scenario | tree | bytes / attempt | keys / attempt | per kind: keys per attempt × MEMORY USAGE, median PTTL (longest) | growth per hour at 1,000/s | steady state at 1,000/s |',
+);
 lines.push('|---|---|---|---|---|---|---|');
 for (const r of rows) {
-  const kinds = Object.entries(r.kinds).map(([k, v]) => `${k}: ${(v.keys / attempts).toFixed(2)} × ${Math.round(v.usage)} B, ${fmtMs(v.ttlMs)} (${fmtMs(v.maxTtlMs)})`).join('; ');
+  const kinds = Object.entries(r.kinds)
+    .map(
+      ([k, v]) =>
+        `${k}: ${(v.keys / attempts).toFixed(2)} × ${Math.round(v.usage)} B, ${fmtMs(v.ttlMs)} (${fmtMs(v.maxTtlMs)})`,
+    )
+    .join('; ');
   const hour = r.bytesPerAttempt * RATE * 3600;
   // Each kind's keys live out their PTTL: the steady state holds rate × lifetime of each.
-  const steady = Object.values(r.kinds).reduce((sum, v) => sum + (v.keys / attempts) * v.usage * RATE * (v.ttlMs / 1000), 0);
-  lines.push(`| ${r.scenario} | ${r.tree} | ${Math.round(r.bytesPerAttempt)} | ${r.keysPerAttempt.toFixed(2)} | ${kinds} | ${fmtBytes(hour)} | ${fmtBytes(steady)} |`);
+  const steady = Object.values(r.kinds).reduce(
+    (sum, v) => sum + (v.keys / attempts) * v.usage * RATE * (v.ttlMs / 1000),
+    0,
+  );
+  lines.push(
+    `| ${r.scenario} | ${r.tree} | ${Math.round(r.bytesPerAttempt)} | ${r.keysPerAttempt.toFixed(2)} | ${kinds} | ${fmtBytes(hour)} | ${fmtBytes(steady)} |`,
+  );
 }
 const text = lines.join('\n') + '\n';
 console.log(text);

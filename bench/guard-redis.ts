@@ -55,7 +55,12 @@ const floodIp = (n: number) => `${11 + (n >>> 16)}.${(n >>> 8) & 255}.${n & 255}
 function login(mix: Mix, i: number): { account: string; ip: string; success: boolean; password?: string } {
   if (mix === 'stuffing' && i % 5 !== 0) {
     const a = (i * 2_654_435_761) >>> 0;
-    return { account: `victim${a % 1_000_000}@example.com`, ip: `45.${10 + (i % 8)}.0.${1 + ((i >>> 3) % 64)}`, success: false, password: `combo${i}` };
+    return {
+      account: `victim${a % 1_000_000}@example.com`,
+      ip: `45.${10 + (i % 8)}.0.${1 + ((i >>> 3) % 64)}`,
+      success: false,
+      password: `combo${i}`,
+    };
   }
   const account = `user${(i * 7919) % ACCOUNTS}@example.com`;
   const ip = floodIp((i * 104_729) % ADDRESSES);
@@ -65,7 +70,15 @@ function login(mix: Mix, i: number): { account: string; ip: string; success: boo
 
 // ---- one measurement (a child process) ----
 
-async function measure(contender: Contender, mix: Mix, inFlight: number, pairs: number, port: number, beforeDir: string, idleCpuUsPerMs: number): Promise<Result> {
+async function measure(
+  contender: Contender,
+  mix: Mix,
+  inFlight: number,
+  pairs: number,
+  port: number,
+  beforeDir: string,
+  idleCpuUsPerMs: number,
+): Promise<Result> {
   const client = new Redis({ port, host: '127.0.0.1', enableOfflineQueue: true });
   await once(client, 'ready');
   let sent = 0;
@@ -90,7 +103,8 @@ async function measure(contender: Contender, mix: Mix, inFlight: number, pairs: 
   // to (a typical login's account is a bijection of its index below ACCOUNTS), so that each of the run's
   // logins stays its account's first.
   const warmUp = 1000;
-  if (Math.ceil(pairs / inFlight) * inFlight > ACCOUNTS - warmUp) throw new Error(`at most ${ACCOUNTS - warmUp} logins a measurement, got ${pairs}`);
+  if (Math.ceil(pairs / inFlight) * inFlight > ACCOUNTS - warmUp)
+    throw new Error(`at most ${ACCOUNTS - warmUp} logins a measurement, got ${pairs}`);
   await Promise.all(Array.from({ length: inFlight }, () => worker(Math.floor(warmUp / inFlight), ACCOUNTS - warmUp)));
   const each = Math.ceil(pairs / inFlight);
   if (mix === 'returning') {
@@ -126,11 +140,28 @@ async function measure(contender: Contender, mix: Mix, inFlight: number, pairs: 
 }
 
 /** A login as the contender runs it: true when its check let it through to the password check. */
-async function contenderRun(contender: Contender, client: Redis, prefix: string, beforeDir: string): Promise<(l: ReturnType<typeof login>) => Promise<boolean>> {
+async function contenderRun(
+  contender: Contender,
+  client: Redis,
+  prefix: string,
+  beforeDir: string,
+): Promise<(l: ReturnType<typeof login>) => Promise<boolean>> {
   if (contender === 'rlflex') {
     const { RateLimiterRedis } = await import('rate-limiter-flexible');
-    const byIp = new RateLimiterRedis({ storeClient: client, keyPrefix: `${prefix}_ip_per_day`, points: 100, duration: 86_400, blockDuration: 86_400 });
-    const byPair = new RateLimiterRedis({ storeClient: client, keyPrefix: `${prefix}_consecutive_username_and_ip`, points: 10, duration: 86_400 * 90, blockDuration: 3600 });
+    const byIp = new RateLimiterRedis({
+      storeClient: client,
+      keyPrefix: `${prefix}_ip_per_day`,
+      points: 100,
+      duration: 86_400,
+      blockDuration: 86_400,
+    });
+    const byPair = new RateLimiterRedis({
+      storeClient: client,
+      keyPrefix: `${prefix}_consecutive_username_and_ip`,
+      points: 10,
+      duration: 86_400 * 90,
+      blockDuration: 3600,
+    });
     return async (l) => {
       const pairKey = `${l.account}_${l.ip}`;
       const [pair, ip] = await Promise.all([byPair.get(pairKey), byIp.get(l.ip)]);
@@ -184,7 +215,8 @@ async function main(): Promise<void> {
   const BEFORE = process.argv[4] ?? 'fe2dda9';
   const beforeDir = mkdtempSync(join(tmpdir(), `sluice-${BEFORE}-`));
   execFileSync('sh', ['-c', `git archive ${BEFORE} src | tar -x -C ${beforeDir}`]);
-  if (!existsSync(join(beforeDir, 'node_modules'))) symlinkSync(join(process.cwd(), 'node_modules'), join(beforeDir, 'node_modules'));
+  if (!existsSync(join(beforeDir, 'node_modules')))
+    symlinkSync(join(process.cwd(), 'node_modules'), join(beforeDir, 'node_modules'));
   const server = new OwnRedis(await freePort());
   await server.start();
   const flush = new Redis({ port: server.port, host: '127.0.0.1' });
@@ -200,9 +232,19 @@ async function main(): Promise<void> {
           for (const contender of ['sluice', 'before', 'rlflex'] as Contender[]) {
             await flush.flushall(); // our own server: each measurement starts from an empty Redis
             const pairs = inFlight === 1 ? Math.ceil(PAIRS / 4) : PAIRS;
-            const r = await child([contender, mix, String(inFlight), String(pairs), String(server.port), beforeDir, String(idleCpuUsPerMs)]);
+            const r = await child([
+              contender,
+              mix,
+              String(inFlight),
+              String(pairs),
+              String(server.port),
+              beforeDir,
+              String(idleCpuUsPerMs),
+            ]);
             results.push(r);
-            process.stderr.write(`rep ${rep + 1} ${mix} ${inFlight} ${contender}: ${Math.round(r.pairsPerSecond)} pairs/s, ${r.sentPerPair.toFixed(2)} sent, ${r.redisCommandsPerPair.toFixed(1)} run, ${r.cpuUsPerPair.toFixed(1)} µs CPU\n`);
+            process.stderr.write(
+              `rep ${rep + 1} ${mix} ${inFlight} ${contender}: ${Math.round(r.pairsPerSecond)} pairs/s, ${r.sentPerPair.toFixed(2)} sent, ${r.redisCommandsPerPair.toFixed(1)} run, ${r.cpuUsPerPair.toFixed(1)} µs CPU\n`,
+            );
           }
         }
       }
@@ -212,12 +254,17 @@ async function main(): Promise<void> {
     await server.destroy();
     rmSync(beforeDir, { recursive: true, force: true });
   }
-  console.log(`guard on Redis, ${REPS} reps (medians), ${PAIRS} logins at 64 in flight and ${Math.ceil(PAIRS / 4)} at 1; before = ${BEFORE}; an idle redis-server burnt ${(idleCpuUsPerMs * 1000).toFixed(0)} µs of CPU a second\n`);
-  console.log('| mix | in flight | contender | logins/s | × before | × rlflex | commands sent / login | run by Redis / login | Redis CPU µs / login | the same, less idle | refused |');
+  console.log(
+    `guard on Redis, ${REPS} reps (medians), ${PAIRS} logins at 64 in flight and ${Math.ceil(PAIRS / 4)} at 1; before = ${BEFORE}; an idle redis-server burnt ${(idleCpuUsPerMs * 1000).toFixed(0)} µs of CPU a second\n`,
+  );
+  console.log(
+    '| mix | in flight | contender | logins/s | × before | × rlflex | commands sent / login | run by Redis / login | Redis CPU µs / login | the same, less idle | refused |',
+  );
   console.log('|---|---|---|---|---|---|---|---|---|---|---|');
   for (const mix of MIXES) {
     for (const inFlight of IN_FLIGHT) {
-      const med = (c: Contender, f: (r: Result) => number) => median(results.filter((r) => r.mix === mix && r.inFlight === inFlight && r.contender === c).map(f));
+      const med = (c: Contender, f: (r: Result) => number) =>
+        median(results.filter((r) => r.mix === mix && r.inFlight === inFlight && r.contender === c).map(f));
       for (const c of ['sluice', 'before', 'rlflex'] as Contender[]) {
         const rate = med(c, (r) => r.pairsPerSecond);
         // Same-rep ratios, then their median: drift between reps cancels.
@@ -226,7 +273,9 @@ async function main(): Promise<void> {
           const theirs = results.filter((r) => r.mix === mix && r.inFlight === inFlight && r.contender === other);
           return median(mine.map((r, i) => r.pairsPerSecond / theirs[i]!.pairsPerSecond)).toFixed(2);
         };
-        console.log(`| ${mix} | ${inFlight} | ${c} | ${Math.round(rate).toLocaleString('en')} | ${ratio('before')} | ${ratio('rlflex')} | ${med(c, (r) => r.sentPerPair).toFixed(2)} | ${med(c, (r) => r.redisCommandsPerPair).toFixed(1)} | ${med(c, (r) => r.cpuUsPerPair).toFixed(1)} | ${med(c, (r) => r.netCpuUsPerPair).toFixed(1)} | ${(med(c, (r) => r.refused) * 100).toFixed(0)} % |`);
+        console.log(
+          `| ${mix} | ${inFlight} | ${c} | ${Math.round(rate).toLocaleString('en')} | ${ratio('before')} | ${ratio('rlflex')} | ${med(c, (r) => r.sentPerPair).toFixed(2)} | ${med(c, (r) => r.redisCommandsPerPair).toFixed(1)} | ${med(c, (r) => r.cpuUsPerPair).toFixed(1)} | ${med(c, (r) => r.netCpuUsPerPair).toFixed(1)} | ${(med(c, (r) => r.refused) * 100).toFixed(0)} % |`,
+        );
       }
     }
   }
@@ -234,16 +283,34 @@ async function main(): Promise<void> {
 
 function child(args: string[]): Promise<Result> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ['--import', 'tsx', new URL(import.meta.url).pathname, '--one', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const p = spawn(process.execPath, ['--import', 'tsx', new URL(import.meta.url).pathname, '--one', ...args], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     p.stdout.on('data', (d) => (out += d));
-    p.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as Result) : reject(new Error(`measurement ${args.join(' ')} exited ${code}`))));
+    p.on('exit', (code) =>
+      code === 0
+        ? resolve(JSON.parse(out) as Result)
+        : reject(new Error(`measurement ${args.join(' ')} exited ${code}`)),
+    );
   });
 }
 
 if (process.argv[2] === '--one') {
   const [contender, mix, inFlight, pairs, port, beforeDir, idle] = process.argv.slice(3);
-  console.log(JSON.stringify(await measure(contender as Contender, mix as Mix, Number(inFlight), Number(pairs), Number(port), beforeDir!, Number(idle))));
+  console.log(
+    JSON.stringify(
+      await measure(
+        contender as Contender,
+        mix as Mix,
+        Number(inFlight),
+        Number(pairs),
+        Number(port),
+        beforeDir!,
+        Number(idle),
+      ),
+    ),
+  );
 } else {
   await main();
 }

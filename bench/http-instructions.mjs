@@ -15,7 +15,10 @@ import { fileURLToPath } from 'node:url';
 import { countServer, perRequest } from './lib/count-server.mjs';
 
 const [N1 = 12000, N2 = 36000] = process.argv.slice(2, 4).map(Number);
-const configs = process.argv.length > 4 ? process.argv.slice(4) : ['node-bare', 'node-sluice', 'node-sluice-none', 'node-sluice-monotonic'];
+const configs =
+  process.argv.length > 4
+    ? process.argv.slice(4)
+    : ['node-bare', 'node-sluice', 'node-sluice-none', 'node-sluice-monotonic'];
 const server = fileURLToPath(new URL('http-server.mjs', import.meta.url));
 const PORT = Number(process.env.PORT ?? 18390);
 const requests = (port) => [Buffer.from(`GET /ok HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`)];
@@ -30,5 +33,6 @@ for (const config of configs) {
 }
 for (const [config, n] of Object.entries(results)) {
   const bare = results[`${config.split('-')[0]}-bare`];
-  if (bare !== undefined && config !== `${config.split('-')[0]}-bare`) process.stdout.write(`${config} ÷ bare: ${((100 * n) / bare).toFixed(1)} %\n`);
+  if (bare !== undefined && config !== `${config.split('-')[0]}-bare`)
+    process.stdout.write(`${config} ÷ bare: ${((100 * n) / bare).toFixed(1)} %\n`);
 }

@@ -72,7 +72,9 @@ async function build() {
       const { monotonicClock } = await import('../packages/sluice/dist/index.js');
       const clock = config.endsWith('-monotonic') ? { clock: monotonicClock } : {};
       const handler = config === 'node-sluice-set' ? okSet : config.startsWith('node-sluice-end') ? okEnd : ok;
-      return createServer(withRateLimit(handler, { policy, headers: config === 'node-sluice-none' ? 'none' : 'draft-7', ...clock }));
+      return createServer(
+        withRateLimit(handler, { policy, headers: config === 'node-sluice-none' ? 'none' : 'draft-7', ...clock }),
+      );
     }
     case 'node-rlf': {
       // The reference point (7 % below bare there): RateLimiterMemory keyed by the peer address, as
@@ -126,7 +128,15 @@ async function build() {
       const { rateLimit } = await import('express-rate-limit');
       const { SluiceStore } = await import('../packages/sluice/dist/compat/express-rate-limit.js');
       const app = express();
-      app.use(rateLimit({ windowMs: 86_400_000, limit: LIMIT, standardHeaders: 'draft-7', legacyHeaders: false, store: new SluiceStore() }));
+      app.use(
+        rateLimit({
+          windowMs: 86_400_000,
+          limit: LIMIT,
+          standardHeaders: 'draft-7',
+          legacyHeaders: false,
+          store: new SluiceStore(),
+        }),
+      );
       app.get('/ok', (req, res) => void res.type('text/plain').send('ok'));
       return createServer(app);
     }

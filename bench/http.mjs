@@ -22,30 +22,37 @@ const ALL_CONFIGS = {
   'node-sluice-none': "node:http + sluice/http (GCRA, memory store, headers: 'none')",
   'node-rlf': 'node:http + rate-limiter-flexible 11 (RateLimiterMemory, fixed window, no headers)',
   'node-bare-set': 'node:http, no limiter, handler in the setHeader + end style',
-  'node-sluice-set': 'node:http + sluice/http (GCRA, memory store, draft-7 headers), handler in the setHeader + end style',
+  'node-sluice-set':
+    'node:http + sluice/http (GCRA, memory store, draft-7 headers), handler in the setHeader + end style',
   'node-bare-end': 'node:http, no limiter, handler that only calls end()',
   'node-sluice-end': 'node:http + sluice/http (GCRA, memory store, draft-7 headers), handler that only calls end()',
-  'node-fields': 'node:http, no limiter, the two draft-7 fields sluice sends (constant values) set before the writeHead handler',
-  'node-fields-end': 'node:http, no limiter, the two draft-7 fields (constant values) set before the end()-only handler',
+  'node-fields':
+    'node:http, no limiter, the two draft-7 fields sluice sends (constant values) set before the writeHead handler',
+  'node-fields-end':
+    'node:http, no limiter, the two draft-7 fields (constant values) set before the end()-only handler',
   'express-bare': 'Express 5, no limiter',
   'express-erl': 'Express 5 + express-rate-limit 8 (fixed window, memory store, draft-7 headers)',
   'express-sluice': 'Express 5 + sluice/express (GCRA, memory store, draft-7 headers)',
   'fastify-bare': 'Fastify 5, no limiter',
   'fastify-frl': 'Fastify 5 + @fastify/rate-limit 11 (fixed window, local store, draft headers)',
   'fastify-sluice': 'Fastify 5 + sluice/fastify (GCRA, memory store, draft-6 headers)',
-  'express-erl-sluice': 'Express 5 + express-rate-limit 8 with sluice/express-rate-limit\'s SluiceStore (fixed window, memory store, draft-7 headers)',
+  'express-erl-sluice':
+    "Express 5 + express-rate-limit 8 with sluice/express-rate-limit's SluiceStore (fixed window, memory store, draft-7 headers)",
   'koa-bare': 'Koa 3, no limiter',
   'koa-ratelimit': 'Koa 3 + koa-ratelimit 6 (memory driver, X-RateLimit-* headers)',
   'koa-sluice': 'Koa 3 + sluice/koa (GCRA, memory store, draft-7 headers)',
   'nest-bare': 'NestJS 12 on Express, no limiter (many clients)',
   'nest-throttler': 'NestJS 12 + @nestjs/throttler 6 (its in-memory storage, X-RateLimit-* headers; many clients)',
-  'nest-throttler-sluice': 'NestJS 12 + @nestjs/throttler 6 on sluice/nestjs\'s SluiceThrottlerStorage (sliding log, memory store; many clients)',
+  'nest-throttler-sluice':
+    "NestJS 12 + @nestjs/throttler 6 on sluice/nestjs's SluiceThrottlerStorage (sliding log, memory store; many clients)",
   'nest-sluice': 'NestJS 12 + sluice/nestjs RateLimitModule (GCRA, memory store, draft-7 headers; many clients)',
 };
 /** Configurations loaded by many clients (bench/lib/many-clients.lua): see bench/http-server.mjs, nest(). */
 const MANY_CLIENTS = new Set(['nest-bare', 'nest-throttler', 'nest-throttler-sluice', 'nest-sluice']);
 // ONLY=node-bare,node-sluice runs a subset (for quick iterations; the README figures use all of them).
-const CONFIGS = Object.fromEntries(Object.entries(ALL_CONFIGS).filter(([c]) => !process.env.ONLY || process.env.ONLY.split(',').includes(c)));
+const CONFIGS = Object.fromEntries(
+  Object.entries(ALL_CONFIGS).filter(([c]) => !process.env.ONLY || process.env.ONLY.split(',').includes(c)),
+);
 const PAIRS_ALL = [
   ['node-sluice', 'node-bare', 'sluice on node:http vs the same bare server'],
   ['node-sluice-none', 'node-bare', "sluice on node:http (headers 'none') vs bare"],
@@ -80,7 +87,10 @@ process.on('exit', () => {
 process.on('SIGINT', () => process.exit(130));
 
 async function start(config, env = {}) {
-  const child = spawn(process.execPath, [`${ROOT}bench/http-server.mjs`, config], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+  const child = spawn(process.execPath, [`${ROOT}bench/http-server.mjs`, config], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, ...env },
+  });
   live.add(child);
   child.on('exit', () => live.delete(child));
   const port = await new Promise((resolve, reject) => {
@@ -107,7 +117,11 @@ function cpuSeconds(pid) {
 }
 
 function wrk(url, seconds, threads = 2, conns = 64, script = undefined) {
-  const r = spawnSync('wrk', [`-t${threads}`, `-c${conns}`, `-d${seconds}s`, ...(script ? ['-s', script] : []), url], { encoding: 'utf8', timeout: (seconds + 10) * 1000, killSignal: 'SIGKILL' });
+  const r = spawnSync('wrk', [`-t${threads}`, `-c${conns}`, `-d${seconds}s`, ...(script ? ['-s', script] : []), url], {
+    encoding: 'utf8',
+    timeout: (seconds + 10) * 1000,
+    killSignal: 'SIGKILL',
+  });
   if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr}${r.stdout}`);
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(r.stdout)[1]);
   const total = Number(/(\d+) requests in/.exec(r.stdout)[1]);
@@ -140,13 +154,39 @@ const median = (xs) => {
 };
 const k = (x) => `${(x / 1000).toFixed(1)} k`;
 
-const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
-const facts = { date: new Date().toISOString(), nproc: os.cpus().length, cpu: os.cpus()[0].model, node: process.version, loadStart: load(), reps: REPS, seconds: DUR, hostSpeed: hostSpeed() };
+const load = () =>
+  os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
+const facts = {
+  date: new Date().toISOString(),
+  nproc: os.cpus().length,
+  cpu: os.cpus()[0].model,
+  node: process.version,
+  loadStart: load(),
+  reps: REPS,
+  seconds: DUR,
+  hostSpeed: hostSpeed(),
+};
 
 // Sanity: with a limit of 10 a day the limiter must refuse almost everything (it really is in the request path).
 const sanity = {};
 // (No X-Client header here: the many-clients servers then key every request alike, and refuse too.)
-for (const config of ['node-sluice', 'node-rlf', 'express-sluice', 'express-erl', 'fastify-sluice', 'fastify-frl', 'express-erl-sluice', 'koa-sluice', 'koa-ratelimit', 'nest-sluice', 'nest-throttler', 'nest-throttler-sluice'].filter((c) => c in CONFIGS && !process.env.NO_SANITY)) {
+for (const config of [
+  'node-sluice',
+  'node-rlf',
+  'express-sluice',
+  'express-erl',
+  'fastify-sluice',
+  'fastify-frl',
+  'express-erl-sluice',
+  'koa-sluice',
+  'koa-ratelimit',
+  'nest-sluice',
+  'nest-throttler',
+  'nest-throttler-sluice',
+].filter((c) => c in CONFIGS && !process.env.NO_SANITY)) {
   const s = await start(config, { LIMIT: '10' });
   try {
     const r = wrk(s.url, 1, 1, 4);
@@ -164,28 +204,47 @@ for (let rep = 0; rep < REPS; rep++) {
   for (const config of order) {
     const r = await measure(config);
     runs[config].push(r);
-    process.stderr.write(`rep ${rep + 1} ${config}: ${k(r.rps)} req/s, cpu ${(r.cpu * 100).toFixed(0)} %, ${r.cpuUsPerReq.toFixed(2)} µs CPU/req, load ${load()}\n`);
+    process.stderr.write(
+      `rep ${rep + 1} ${config}: ${k(r.rps)} req/s, cpu ${(r.cpu * 100).toFixed(0)} %, ${r.cpuUsPerReq.toFixed(2)} µs CPU/req, load ${load()}\n`,
+    );
   }
 }
 facts.loadEnd = load();
 
 const lines = [];
-lines.push(`<!-- generated by bench/http.mjs at ${facts.date}; ${REPS} interleaved reps (every other one in reverse order), fresh server each, 2 s warm-up, then wrk -t2 -c64 -d${DUR}s -->`);
-lines.push('', `Machine: ${facts.nproc} vCPU (${facts.cpu}), Node ${facts.node}; load average ${facts.loadStart} at start, ${facts.loadEnd} at end; host speed at the start: integer loop ${facts.hostSpeed.intLoopNsPerStep} ns/step, HMAC-SHA-256 ${facts.hostSpeed.hmacSha256Us} µs.`, '');
-lines.push('| server | requests/s median (min – max) | server CPU µs per request, median (min – max) | mean latency ms (median) | non-2xx | server CPU % (median) |', '|---|---|---|---|---|---|');
+lines.push(
+  `<!-- generated by bench/http.mjs at ${facts.date}; ${REPS} interleaved reps (every other one in reverse order), fresh server each, 2 s warm-up, then wrk -t2 -c64 -d${DUR}s -->`,
+);
+lines.push(
+  '',
+  `Machine: ${facts.nproc} vCPU (${facts.cpu}), Node ${facts.node}; load average ${facts.loadStart} at start, ${facts.loadEnd} at end; host speed at the start: integer loop ${facts.hostSpeed.intLoopNsPerStep} ns/step, HMAC-SHA-256 ${facts.hostSpeed.hmacSha256Us} µs.`,
+  '',
+);
+lines.push(
+  '| server | requests/s median (min – max) | server CPU µs per request, median (min – max) | mean latency ms (median) | non-2xx | server CPU % (median) |',
+  '|---|---|---|---|---|---|',
+);
 for (const [config, label] of Object.entries(CONFIGS)) {
   const rs = runs[config];
   const rps = rs.map((r) => r.rps);
   const us = rs.map((r) => r.cpuUsPerReq);
-  lines.push(`| ${label} | ${k(median(rps))} (${k(Math.min(...rps))} – ${k(Math.max(...rps))}) | ${median(us).toFixed(2)} (${Math.min(...us).toFixed(2)} – ${Math.max(...us).toFixed(2)}) | ${median(rs.map((r) => r.latencyMs)).toFixed(3)} | ${Math.max(...rs.map((r) => r.non2xx))} | ${(median(rs.map((r) => r.cpu)) * 100).toFixed(0)} |`);
+  lines.push(
+    `| ${label} | ${k(median(rps))} (${k(Math.min(...rps))} – ${k(Math.max(...rps))}) | ${median(us).toFixed(2)} (${Math.min(...us).toFixed(2)} – ${Math.max(...us).toFixed(2)}) | ${median(rs.map((r) => r.latencyMs)).toFixed(3)} | ${Math.max(...rs.map((r) => r.non2xx))} | ${(median(rs.map((r) => r.cpu)) * 100).toFixed(0)} |`,
+  );
 }
-lines.push('', '| pair | throughput: ratio of medians | throughput: per-rep ratios, median (min – max) | CPU per request: ratio of medians | CPU per request added, µs (median difference) |', '|---|---|---|---|---|');
+lines.push(
+  '',
+  '| pair | throughput: ratio of medians | throughput: per-rep ratios, median (min – max) | CPU per request: ratio of medians | CPU per request added, µs (median difference) |',
+  '|---|---|---|---|---|',
+);
 for (const [a, b, label] of PAIRS) {
   const ratios = runs[a].map((r, i) => r.rps / runs[b][i].rps);
   const fmt = (x) => `${(x * 100).toFixed(1)} %`;
   const cpuRatio = median(runs[a].map((r) => r.cpuUsPerReq)) / median(runs[b].map((r) => r.cpuUsPerReq));
   const cpuAdded = median(runs[a].map((r) => r.cpuUsPerReq)) - median(runs[b].map((r) => r.cpuUsPerReq));
-  lines.push(`| ${label} | ${fmt(median(runs[a].map((r) => r.rps)) / median(runs[b].map((r) => r.rps)))} | ${fmt(median(ratios))} (${fmt(Math.min(...ratios))} – ${fmt(Math.max(...ratios))}) | ${fmt(cpuRatio)} | ${cpuAdded >= 0 ? '+' : ''}${cpuAdded.toFixed(2)} |`);
+  lines.push(
+    `| ${label} | ${fmt(median(runs[a].map((r) => r.rps)) / median(runs[b].map((r) => r.rps)))} | ${fmt(median(ratios))} (${fmt(Math.min(...ratios))} – ${fmt(Math.max(...ratios))}) | ${fmt(cpuRatio)} | ${cpuAdded >= 0 ? '+' : ''}${cpuAdded.toFixed(2)} |`,
+  );
 }
 lines.push('', 'Limiter-in-path sanity check (limit 10 per day, `wrk -t1 -c4 -d1s`; refused / total):', '');
 lines.push(...Object.entries(sanity).map(([c, v]) => `- ${CONFIGS[c]}: ${v}`));

@@ -20,7 +20,14 @@ const names = impls.split(',');
 
 /** One rep of every impl in `dir`: decisions per second by impl, read from the run's JSON report. */
 function runOnce(dir) {
-  const env = { ...process.env, REPS: '1', IMPLS: impls, PATTERNS: pattern, MEASURE_MS: process.env.MEASURE_MS ?? '2000', SKIP_BUILD: '1' };
+  const env = {
+    ...process.env,
+    REPS: '1',
+    IMPLS: impls,
+    PATTERNS: pattern,
+    MEASURE_MS: process.env.MEASURE_MS ?? '2000',
+    SKIP_BUILD: '1',
+  };
   const r = spawnSync(process.execPath, [join(dir, 'bench', 'run.mjs')], { cwd: dir, env, encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`bench/run.mjs in ${dir} failed (exit ${r.status}):\n${r.stderr}`);
   const json = /written: (\S+\.json)/.exec(r.stdout + r.stderr)?.[1];
@@ -35,13 +42,21 @@ const median = (xs) => [...xs].sort((x, y) => x - y)[xs.length >> 1];
 const M = (x) => (x / 1e6).toFixed(2) + ' M';
 const rows = [];
 for (let i = 0; i < pairs; i++) {
-  const ra = runOnce(resolve(a)), rb = runOnce(resolve(b));
+  const ra = runOnce(resolve(a)),
+    rb = runOnce(resolve(b));
   rows.push({ ra, rb });
-  console.log(`pair ${i + 1}: A ${names.map((n) => `${n} ${M(ra[n])}`).join(', ')} | B ${names.map((n) => `${n} ${M(rb[n])}`).join(', ')}`);
+  console.log(
+    `pair ${i + 1}: A ${names.map((n) => `${n} ${M(ra[n])}`).join(', ')} | B ${names.map((n) => `${n} ${M(rb[n])}`).join(', ')}`,
+  );
 }
 const [first, second] = names;
 console.log(`\n${pattern}, ${pairs} pairs, medians:`);
-for (const n of names) console.log(`  ${n}: A ${M(median(rows.map((r) => r.ra[n])))}, B ${M(median(rows.map((r) => r.rb[n])))}, B ÷ A per pair ${(median(rows.map((r) => r.rb[n] / r.ra[n]))).toFixed(2)}×`);
+for (const n of names)
+  console.log(
+    `  ${n}: A ${M(median(rows.map((r) => r.ra[n])))}, B ${M(median(rows.map((r) => r.rb[n])))}, B ÷ A per pair ${(median(rows.map((r) => r.rb[n] / r.ra[n]))).toFixed(2)}×`,
+  );
 if (second) {
-  console.log(`  ${first} ÷ ${second}: A ${median(rows.map((r) => r.ra[first] / r.ra[second])).toFixed(2)}×, B ${median(rows.map((r) => r.rb[first] / r.rb[second])).toFixed(2)}× (median of per-run ratios)`);
+  console.log(
+    `  ${first} ÷ ${second}: A ${median(rows.map((r) => r.ra[first] / r.ra[second])).toFixed(2)}×, B ${median(rows.map((r) => r.rb[first] / r.rb[second])).toFixed(2)}× (median of per-run ratios)`,
+  );
 }

@@ -16,7 +16,11 @@ import { loadavg } from 'node:os';
 import { mkdirSync, writeFileSync } from 'node:fs';
 
 const DIST = fileURLToPath(new URL('../packages/sluice/dist/', import.meta.url));
-const [cycles, rules, maxKeys] = [Number(process.argv[2] ?? 10), Number(process.argv[3] ?? 10_000), Number(process.argv[4] ?? 5000)];
+const [cycles, rules, maxKeys] = [
+  Number(process.argv[2] ?? 10),
+  Number(process.argv[3] ?? 10_000),
+  Number(process.argv[4] ?? 5000),
+];
 
 async function run(dist) {
   const { Limiter } = await import(join(dist, 'limiter.js'));
@@ -43,7 +47,11 @@ async function run(dist) {
     rates.push(2000 / ((t.user + t.system) / 1e6));
   }
   rates.sort((a, b) => a - b);
-  return { floodPerCpuSecond: rates[2], tables: store.tableCount ?? store.tables?.length ?? store.tables?.size, keys: store.size };
+  return {
+    floodPerCpuSecond: rates[2],
+    tables: store.tableCount ?? store.tables?.length ?? store.tables?.size,
+    keys: store.size,
+  };
 }
 
 const peers = [...(process.env.BEFORE_DIST ? [['before', process.env.BEFORE_DIST]] : []), ['after', DIST]];
@@ -53,15 +61,18 @@ for (const [label, dist] of peers) {
   rows.push([label, r]);
   console.error(label, JSON.stringify(r));
 }
-const text = [
-  `# bench/memory-evict-tables.mjs: a key flood at maxKeys ${maxKeys} after ${cycles} reloads of ${rules} rules, ${new Date().toISOString()}`,
-  '',
-  `Peers in the same process run one after the other: ${peers.map(([l, d]) => `${l} (${d})`).join(', ')}. Median of 5 runs of 2,000 flood keys, decisions per CPU second of this process. Host load ${loadavg().map((l) => l.toFixed(1)).join(' ')} at the end.`,
-  '',
-  '| build | tables the store looks at | keys | flood decisions per CPU second |',
-  '|---|---|---|---|',
-  ...rows.map(([l, r]) => `| ${l} | ${r.tables} | ${r.keys} | ${Math.round(r.floodPerCpuSecond)} |`),
-].join('\n') + '\n';
+const text =
+  [
+    `# bench/memory-evict-tables.mjs: a key flood at maxKeys ${maxKeys} after ${cycles} reloads of ${rules} rules, ${new Date().toISOString()}`,
+    '',
+    `Peers in the same process run one after the other: ${peers.map(([l, d]) => `${l} (${d})`).join(', ')}. Median of 5 runs of 2,000 flood keys, decisions per CPU second of this process. Host load ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')} at the end.`,
+    '',
+    '| build | tables the store looks at | keys | flood decisions per CPU second |',
+    '|---|---|---|---|',
+    ...rows.map(([l, r]) => `| ${l} | ${r.tables} | ${r.keys} | ${Math.round(r.floodPerCpuSecond)} |`),
+  ].join('\n') + '\n';
 process.stdout.write(text);
 const out = fileURLToPath(new URL('results/', import.meta.url));
 mkdirSync(out, { recursive: true });

@@ -31,31 +31,64 @@ if (process.argv[2] === '--child') {
   process.stdout.write(`${allowed}\n`);
 } else {
   const [N1 = 400_000, N2 = 1_200_000] = process.argv.slice(2, 4).map(Number);
-  const cases = process.argv.length > 4
-    ? process.argv.slice(4)
-    : ['sluice:hot', 'sluice-sync:hot', 'rlflex:hot', 'ref:hot', 'ref-async:hot', 'sluice:rr100k', 'sluice-sync:rr100k', 'rlflex:rr100k', 'ref:rr100k', 'ref-async:rr100k', 'sluice:hot-deny', 'rlflex:hot-deny'];
+  const cases =
+    process.argv.length > 4
+      ? process.argv.slice(4)
+      : [
+          'sluice:hot',
+          'sluice-sync:hot',
+          'rlflex:hot',
+          'ref:hot',
+          'ref-async:hot',
+          'sluice:rr100k',
+          'sluice-sync:rr100k',
+          'rlflex:rr100k',
+          'ref:rr100k',
+          'ref-async:rr100k',
+          'sluice:hot-deny',
+          'rlflex:hot-deny',
+        ];
   const self = fileURLToPath(import.meta.url);
-  const count = (impl, pattern, n) => new Promise((resolve, reject) => {
-    const child = spawn('valgrind', ['--tool=callgrind', '--callgrind-out-file=/dev/null', process.execPath, ...NODE_FLAGS, self, '--child', impl, pattern, String(n)], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let err = '';
-    child.stderr.on('data', (d) => (err += d));
-    child.on('exit', (code) => {
-      const m = /Collected : (\d+)/.exec(err);
-      if (code !== 0 || !m) reject(new Error(`${impl} ${pattern} ${n}: exit ${code}\n${err.slice(-2000)}`));
-      else resolve(Number(m[1]));
+  const count = (impl, pattern, n) =>
+    new Promise((resolve, reject) => {
+      const child = spawn(
+        'valgrind',
+        [
+          '--tool=callgrind',
+          '--callgrind-out-file=/dev/null',
+          process.execPath,
+          ...NODE_FLAGS,
+          self,
+          '--child',
+          impl,
+          pattern,
+          String(n),
+        ],
+        { stdio: ['ignore', 'ignore', 'pipe'] },
+      );
+      let err = '';
+      child.stderr.on('data', (d) => (err += d));
+      child.on('exit', (code) => {
+        const m = /Collected : (\d+)/.exec(err);
+        if (code !== 0 || !m) reject(new Error(`${impl} ${pattern} ${n}: exit ${code}\n${err.slice(-2000)}`));
+        else resolve(Number(m[1]));
+      });
     });
-  });
   const perDecision = {};
   for (const c of cases) {
     const [impl, pattern] = c.split(':');
     const [a, b] = await Promise.all([count(impl, pattern, N1), count(impl, pattern, N2)]);
     perDecision[c] = (b - a) / (N2 - N1);
-    process.stdout.write(`${impl} ${pattern}: ${perDecision[c].toFixed(0)} instructions per decision (${a} at ${N1}, ${b} at ${N2})\n`);
+    process.stdout.write(
+      `${impl} ${pattern}: ${perDecision[c].toFixed(0)} instructions per decision (${a} at ${N1}, ${b} at ${N2})\n`,
+    );
   }
   for (const c of cases) {
     const [impl, pattern] = c.split(':');
     if (impl !== 'rlflex' && perDecision[`rlflex:${pattern}`] !== undefined) {
-      process.stdout.write(`rlflex ÷ ${impl} on ${pattern}: ${(perDecision[`rlflex:${pattern}`] / perDecision[c]).toFixed(2)}x\n`);
+      process.stdout.write(
+        `rlflex ÷ ${impl} on ${pattern}: ${(perDecision[`rlflex:${pattern}`] / perDecision[c]).toFixed(2)}x\n`,
+      );
     }
   }
 }

@@ -16,21 +16,36 @@ import { PATTERNS } from './lib/workload.mjs';
 
 const [impl, patternName, warmupArg, measureArg] = process.argv.slice(2);
 const pattern = PATTERNS[patternName];
-if (!impl || !pattern) throw new Error(`usage: memory-one.mjs <impl> <${Object.keys(PATTERNS).join('|')}> [warmupMs] [measureMs]`);
+if (!impl || !pattern)
+  throw new Error(`usage: memory-one.mjs <impl> <${Object.keys(PATTERNS).join('|')}> [warmupMs] [measureMs]`);
 if (!globalThis.gc) throw new Error('run with node --expose-gc');
 const WARMUP_MS = Number(warmupArg ?? 1000);
 const MEASURE_MS = Math.min(Number(measureArg ?? 3000), 60_000); // every loop is bounded
 const BATCH = 4096;
 
 // GC pauses inside the measured part: a cost that a decision rate hides in plain sight.
-let gcMs = 0, gcCount = 0, gcOn = false;
+let gcMs = 0,
+  gcCount = 0,
+  gcOn = false;
 new PerformanceObserver((list) => {
-  if (gcOn) for (const e of list.getEntries()) { gcMs += e.duration; gcCount++; }
+  if (gcOn)
+    for (const e of list.getEntries()) {
+      gcMs += e.duration;
+      gcCount++;
+    }
 }).observe({ entryTypes: ['gc'] });
 const settle = () => new Promise((r) => setTimeout(r, 20)); // lets observer entries and finalizers run
-async function fullGc() { gc(); gc(); await settle(); gc(); }
+async function fullGc() {
+  gc();
+  gc();
+  await settle();
+  gc();
+}
 /** Heap plus off-heap memory. `external` already includes `arrayBuffers` (typed-array slabs), so it is not added again. */
-const mem = () => { const u = process.memoryUsage(); return { ...u, total: u.heapUsed + u.external }; };
+const mem = () => {
+  const u = process.memoryUsage();
+  return { ...u, total: u.heapUsed + u.external };
+};
 
 /** Sanity checks: a row whose pattern did not happen as described is flagged, not silently reported. */
 function problems(lim, allowed, n) {
@@ -39,7 +54,8 @@ function problems(lim, allowed, n) {
   if (size !== pattern.storeSize) out.push(`store holds ${size} keys, expected ${pattern.storeSize}`);
   const denyPattern = pattern.policy.burst < 1e6;
   if (!denyPattern && allowed !== n) out.push(`${n - allowed} of ${n} decisions denied on an all-allowed pattern`);
-  if (denyPattern && allowed > pattern.policy.burst) out.push(`${allowed} allowed on a deny pattern (burst ${pattern.policy.burst})`);
+  if (denyPattern && allowed > pattern.policy.burst)
+    out.push(`${allowed} allowed on a deny pattern (burst ${pattern.policy.burst})`);
   return out;
 }
 
@@ -75,7 +91,8 @@ async function steady() {
  */
 async function once1m() {
   const N = pattern.storeSize;
-  { // warm the insert path on a throwaway instance with other keys, as anchorbench does
+  {
+    // warm the insert path on a throwaway instance with other keys, as anchorbench does
     const w = makeImpl(impl, pattern.policy);
     const wkeys = Array.from({ length: 200_000 }, (_, i) => 'w' + i);
     await timed(w.kind, makeBatch(w, wkeys), 300, BATCH);
@@ -100,7 +117,9 @@ async function once1m() {
   const mF = mem();
   const per = (a, b, f) => (b[f] - a[f]) / N;
   return {
-    n: N, allowed, elapsedMs,
+    n: N,
+    allowed,
+    elapsedMs,
     opsPerSec: N / (elapsedMs / 1000),
     nsPerOp: (elapsedMs * 1e6) / N,
     allowedFrac: allowed / N,
@@ -117,6 +136,17 @@ async function once1m() {
 }
 
 const t = patternName === 'once1m' ? await once1m() : await steady();
-const out = { impl, pattern: patternName, policy: pattern.policy, warmupMs: WARMUP_MS, measureMs: MEASURE_MS, batch: BATCH, node: process.version, ...t, gcMs, gcCount };
+const out = {
+  impl,
+  pattern: patternName,
+  policy: pattern.policy,
+  warmupMs: WARMUP_MS,
+  measureMs: MEASURE_MS,
+  batch: BATCH,
+  node: process.version,
+  ...t,
+  gcMs,
+  gcCount,
+};
 process.stdout.write(JSON.stringify(out) + '\n');
 process.exit(0); // rlflex leaves unref'd timers; exit explicitly anyway

@@ -22,9 +22,20 @@ const request = new Request('http://localhost/api', { headers: { 'x-real-ip': '2
 type Handler = (r: Request, c: unknown) => Response | Promise<Response>;
 const memory: Record<string, Handler> = {
   bare: ok,
-  "sluice, headers 'none'": withRateLimit(ok, { policy: { name: 'p', algorithm: 'gcra', limit: LIMIT, window: '1h' }, ipHeader: 'x-real-ip', headers: 'none' }),
-  "sluice, 'draft-8'": withRateLimit(ok, { policy: { name: 'p', algorithm: 'gcra', limit: LIMIT, window: '1h' }, ipHeader: 'x-real-ip' }),
-  "sluice, 'draft-7'": withRateLimit(ok, { policy: { name: 'p', algorithm: 'gcra', limit: LIMIT, window: '1h' }, ipHeader: 'x-real-ip', headers: 'draft-7' }),
+  "sluice, headers 'none'": withRateLimit(ok, {
+    policy: { name: 'p', algorithm: 'gcra', limit: LIMIT, window: '1h' },
+    ipHeader: 'x-real-ip',
+    headers: 'none',
+  }),
+  "sluice, 'draft-8'": withRateLimit(ok, {
+    policy: { name: 'p', algorithm: 'gcra', limit: LIMIT, window: '1h' },
+    ipHeader: 'x-real-ip',
+  }),
+  "sluice, 'draft-7'": withRateLimit(ok, {
+    policy: { name: 'p', algorithm: 'gcra', limit: LIMIT, window: '1h' },
+    ipHeader: 'x-real-ip',
+    headers: 'draft-7',
+  }),
 };
 
 /** CPU ns per call of `h`, `n` calls one after another. */
@@ -44,13 +55,15 @@ async function rate(h: Handler, inflight: number, ms: number): Promise<{ perSec:
   const end = performance.now() + ms;
   const c0 = process.cpuUsage();
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: inflight }, async () => {
-    while (performance.now() < end) {
-      const r = await h(request, {});
-      if (r.status !== 200) throw new Error(`status ${r.status}`);
-      n++;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: inflight }, async () => {
+      while (performance.now() < end) {
+        const r = await h(request, {});
+        if (r.status !== 200) throw new Error(`status ${r.status}`);
+        n++;
+      }
+    }),
+  );
   const c = process.cpuUsage(c0);
   return { perSec: n / ((performance.now() - t0) / 1000), cpuUs: (c.user + c.system) / n };
 }
@@ -64,7 +77,8 @@ const store = new RedisStore({ client: io, prefix: 'bench', timeoutMs: 1000 });
 const shas = new Map<string, string>();
 const sha1 = (s: string) => createHash('sha1').update(s).digest('hex');
 const shim = {
-  evalsha: (sha: string, keys: string[], args: unknown[]) => io.evalsha(shas.get(sha) ?? sha, keys.length, ...keys, ...(args as string[])),
+  evalsha: (sha: string, keys: string[], args: unknown[]) =>
+    io.evalsha(shas.get(sha) ?? sha, keys.length, ...keys, ...(args as string[])),
   eval: (script: string, keys: string[], args: unknown[]) => {
     const sent = script.replace(/^#!lua[^\n]*\n/, '');
     shas.set(sha1(script), sha1(sent));
@@ -91,12 +105,18 @@ const rates: Record<string, Array<{ perSec: number; cpuUs: number }>> = {};
 try {
   for (const h of [...Object.values(memory), ...Object.values(redis)]) await h(request, {}); // load scripts
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [name, h] of Object.entries(memory)) await cpuPerCall(h, 20_000); // warm
+    for (const h of Object.values(memory)) await cpuPerCall(h, 20_000); // warm
     for (const [name, h] of Object.entries(memory)) (cpu[name] ??= []).push(await cpuPerCall(h, 200_000));
     const order = Object.entries(redis);
     if (round % 2 === 1) order.reverse(); // so that no limiter always runs first after the memory rounds
     for (const [name, h] of order) (rates[name] ??= []).push(await rate(h, 64, 3000));
-    console.error(`round ${round + 1}: ${Object.entries(cpu).map(([k, v]) => `${k} ${v.at(-1)!.toFixed(0)} ns`).join(', ')}; ${Object.entries(rates).map(([k, v]) => `${k} ${v.at(-1)!.perSec.toFixed(0)}/s`).join(', ')}`);
+    console.error(
+      `round ${round + 1}: ${Object.entries(cpu)
+        .map(([k, v]) => `${k} ${v.at(-1)!.toFixed(0)} ns`)
+        .join(', ')}; ${Object.entries(rates)
+        .map(([k, v]) => `${k} ${v.at(-1)!.perSec.toFixed(0)}/s`)
+        .join(', ')}`,
+    );
   }
 } finally {
   io.disconnect();
@@ -107,7 +127,8 @@ const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
-const range = (xs: number[], f: (x: number) => string) => `${f(median(xs))} (${f(Math.min(...xs))} – ${f(Math.max(...xs))})`;
+const range = (xs: number[], f: (x: number) => string) =>
+  `${f(median(xs))} (${f(Math.min(...xs))} – ${f(Math.max(...xs))})`;
 const bare = median(cpu.bare!);
 const out: string[] = [];
 const log = (line: string) => {
@@ -116,11 +137,22 @@ const log = (line: string) => {
 };
 log(`<!-- node --import tsx bench/next-micro.ts ${ROUNDS}; ${new Date().toISOString()}; Node ${process.version} -->`);
 log('\n| route handler, in process, memory store | CPU ns / request | sluice adds |\n|---|---|---|');
-for (const [name, xs] of Object.entries(cpu)) log(`| ${name} | ${range(xs, (x) => x.toFixed(0))} | ${name === 'bare' ? '–' : `${(median(xs) - bare).toFixed(0)} ns`} |`);
+for (const [name, xs] of Object.entries(cpu))
+  log(
+    `| ${name} | ${range(xs, (x) => x.toFixed(0))} | ${name === 'bare' ? '–' : `${(median(xs) - bare).toFixed(0)} ns`} |`,
+  );
 log('\n| route handler on Redis, 64 in flight | calls/s | client CPU µs / call |\n|---|---|---|');
-for (const [name, xs] of Object.entries(rates)) log(`| ${name} | ${range(xs.map((x) => x.perSec), (x) => x.toFixed(0))} | ${median(xs.map((x) => x.cpuUs)).toFixed(1)} |`);
+for (const [name, xs] of Object.entries(rates))
+  log(
+    `| ${name} | ${range(
+      xs.map((x) => x.perSec),
+      (x) => x.toFixed(0),
+    )} | ${median(xs.map((x) => x.cpuUs)).toFixed(1)} |`,
+  );
 const r = (n: string) => median(rates[n]!.map((x) => x.perSec));
-log(`\nsluice ÷ @upstash/ratelimit: fixed window ${(r('sluice fixed window') / r('@upstash/ratelimit fixedWindow')).toFixed(2)}×, sliding window ${(r('sluice sliding window') / r('@upstash/ratelimit slidingWindow')).toFixed(2)}×, token bucket ${(r('sluice token bucket') / r('@upstash/ratelimit tokenBucket')).toFixed(2)}×`);
+log(
+  `\nsluice ÷ @upstash/ratelimit: fixed window ${(r('sluice fixed window') / r('@upstash/ratelimit fixedWindow')).toFixed(2)}×, sliding window ${(r('sluice sliding window') / r('@upstash/ratelimit slidingWindow')).toFixed(2)}×, token bucket ${(r('sluice token bucket') / r('@upstash/ratelimit tokenBucket')).toFixed(2)}×`,
+);
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 writeFileSync(new URL(`./results/next-micro-${stamp}.md`, import.meta.url), `${out.join('\n')}\n`);
 console.error(`wrote bench/results/next-micro-${stamp}.md`);

@@ -66,7 +66,9 @@ try {
       const cpu = cpuSeconds(app.pid) - cpu0;
       if (r.non2xx > 0) throw new Error(`/${path}: ${r.non2xx} responses were not 2xx`);
       (results[path] ??= []).push({ rps: r.rps, cpuUsPerRequest: (cpu * 1e6) / r.requests });
-      console.error(`rep ${rep + 1} ${path}: ${r.rps.toFixed(0)} req/s, ${((cpu * 1e6) / r.requests).toFixed(0)} µs CPU/request`);
+      console.error(
+        `rep ${rep + 1} ${path}: ${r.rps.toFixed(0)} req/s, ${((cpu * 1e6) / r.requests).toFixed(0)} µs CPU/request`,
+      );
     }
   }
 } catch (e) {

@@ -18,25 +18,40 @@ const BURST = 50;
 const CONFIGS = {
   // sluice with the upstream's rate and half its bucket: the other half absorbs 125 ms of delay between admission and arrival (a loaded 2-vCPU VM shows tens of ms).
   sluice: () => {
-    const gate = new Gate({ policy: { algorithm: 'token-bucket', limit: RATE, window: '1s', burst: 25 }, maxQueue: 1_000_000 });
+    const gate = new Gate({
+      policy: { algorithm: 'token-bucket', limit: RATE, window: '1s', burst: 25 },
+      maxQueue: 1_000_000,
+    });
     const f = limitedFetch(gate, 'api');
     return { fetch: (url) => f(url), run: (fn) => gate.run('api', fn) };
   },
   // the same without the safety margin (marginMs 0): the peer that shows what the default 20 ms costs.
   'sluice-nomargin': () => {
-    const gate = new Gate({ policy: { algorithm: 'token-bucket', limit: RATE, window: '1s', burst: 25 }, maxQueue: 1_000_000, marginMs: 0 });
+    const gate = new Gate({
+      policy: { algorithm: 'token-bucket', limit: RATE, window: '1s', burst: 25 },
+      maxQueue: 1_000_000,
+      marginMs: 0,
+    });
     const f = limitedFetch(gate, 'api');
     return { fetch: (url) => f(url), run: (fn) => gate.run('api', fn) };
   },
   // sluice with exactly the upstream's bucket: no headroom, so 429s are possible and retried.
   'sluice-exact': () => {
-    const gate = new Gate({ policy: { algorithm: 'token-bucket', limit: RATE, window: '1s', burst: BURST }, maxQueue: 1_000_000 });
+    const gate = new Gate({
+      policy: { algorithm: 'token-bucket', limit: RATE, window: '1s', burst: BURST },
+      maxQueue: 1_000_000,
+    });
     const f = limitedFetch(gate, 'api');
     return { fetch: (url) => f(url), run: (fn) => gate.run('api', fn) };
   },
   // bottleneck's token bucket: +50 every 250 ms up to 50 (its heartbeat is 250 ms by default).
   'bottleneck-bucket': () => {
-    const b = new Bottleneck({ reservoir: BURST, reservoirIncreaseAmount: BURST, reservoirIncreaseInterval: 1000 * BURST / RATE, reservoirIncreaseMaximum: BURST });
+    const b = new Bottleneck({
+      reservoir: BURST,
+      reservoirIncreaseAmount: BURST,
+      reservoirIncreaseInterval: (1000 * BURST) / RATE,
+      reservoirIncreaseMaximum: BURST,
+    });
     return { fetch: (url) => b.schedule(() => fetch(url)), run: (fn) => b.schedule(fn) };
   },
   // bottleneck spacing calls evenly: one per 1000/200 = 5 ms.
@@ -56,7 +71,7 @@ const CONFIGS = {
   },
   // p-queue with the bucket's size per its refill time: 50 per 250 ms.
   'pqueue-250ms': () => {
-    const q = new PQueue({ interval: 1000 * BURST / RATE, intervalCap: BURST });
+    const q = new PQueue({ interval: (1000 * BURST) / RATE, intervalCap: BURST });
     return { fetch: (url) => q.add(() => fetch(url)), run: (fn) => q.add(fn) };
   },
 };
@@ -108,7 +123,13 @@ async function overhead(impl, calls) {
   };
   await sequential(); // warm-up
   await concurrent();
-  return { impl, mode: 'overhead', calls: per * ROUNDS, sequentialNsPerCall: await rounds(sequential), concurrentNsPerCall: await rounds(concurrent) };
+  return {
+    impl,
+    mode: 'overhead',
+    calls: per * ROUNDS,
+    sequentialNsPerCall: await rounds(sequential),
+    concurrentNsPerCall: await rounds(concurrent),
+  };
 }
 
 async function upstream(impl, url, calls) {
@@ -116,10 +137,25 @@ async function upstream(impl, url, calls) {
   await fetch(`${url}/warm`).then((r) => r.text()); // one connection up; it spends one token, as for every impl
   await new Promise((r) => setTimeout(r, 300)); // and the bucket refills
   const t0 = performance.now();
-  const statuses = await Promise.all(Array.from({ length: calls }, (_, i) => client.fetch(`${url}/call?i=${i}`).then(async (r) => (await r.text(), r.status), (e) => String(e))));
+  const statuses = await Promise.all(
+    Array.from({ length: calls }, (_, i) =>
+      client.fetch(`${url}/call?i=${i}`).then(
+        async (r) => (await r.text(), r.status),
+        (e) => String(e),
+      ),
+    ),
+  );
   const elapsedMs = performance.now() - t0;
   const count = (s) => statuses.filter((x) => x === s).length;
-  return { impl, mode: 'upstream', calls, elapsedMs, ok: count(200), refused: count(429), errors: statuses.filter((x) => typeof x === 'string').length };
+  return {
+    impl,
+    mode: 'upstream',
+    calls,
+    elapsedMs,
+    ok: count(200),
+    refused: count(429),
+    errors: statuses.filter((x) => typeof x === 'string').length,
+  };
 }
 
 const [mode, impl, a, b] = process.argv.slice(2);

@@ -25,9 +25,21 @@ const CALLS = Number(process.env.CALLS ?? 1200);
 const RATE = 200;
 const BURST = 50;
 const OVERHEAD = { sluice: 20_000, pqueue: 20_000, bottleneck: 1_000, none: 20_000 }; // bottleneck: ms per call, fewer calls
-const UPSTREAM = ['sluice', 'sluice-nomargin', 'sluice-exact', 'bottleneck-bucket', 'bottleneck-mintime', 'bottleneck-refresh', 'pqueue-1s', 'pqueue-250ms'];
+const UPSTREAM = [
+  'sluice',
+  'sluice-nomargin',
+  'sluice-exact',
+  'bottleneck-bucket',
+  'bottleneck-mintime',
+  'bottleneck-refresh',
+  'pqueue-1s',
+  'pqueue-250ms',
+];
 
-const newest = (dir) => readdirSync(dir, { withFileTypes: true, recursive: true }).filter((e) => e.isFile()).reduce((m, e) => Math.max(m, statSync(join(e.parentPath ?? e.path, e.name)).mtimeMs), 0);
+const newest = (dir) =>
+  readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile())
+    .reduce((m, e) => Math.max(m, statSync(join(e.parentPath ?? e.path, e.name)).mtimeMs), 0);
 const entry = join(root, 'packages/outbound/dist/index.js');
 if (!existsSync(entry) || statSync(entry).mtimeMs < newest(join(root, 'src'))) {
   const r = spawnSync('npm', ['run', 'build'], { cwd: root, stdio: 'inherit' });
@@ -35,22 +47,39 @@ if (!existsSync(entry) || statSync(entry).mtimeMs < newest(join(root, 'src'))) {
 }
 
 function one(args) {
-  const r = spawnSync(process.execPath, [join(here, 'outbound-one.mjs'), ...args], { encoding: 'utf8', timeout: 300_000, killSignal: 'SIGKILL' });
-  const line = r.stdout?.trim().split('\n').filter((l) => l.startsWith('{')).pop();
-  if (r.status !== 0 || !line) throw new Error(`outbound-one ${args.join(' ')}: exit ${r.status} ${r.signal ?? ''} ${(r.stderr ?? '').slice(-400)}`);
+  const r = spawnSync(process.execPath, [join(here, 'outbound-one.mjs'), ...args], {
+    encoding: 'utf8',
+    timeout: 300_000,
+    killSignal: 'SIGKILL',
+  });
+  const line = r.stdout
+    ?.trim()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .pop();
+  if (r.status !== 0 || !line)
+    throw new Error(
+      `outbound-one ${args.join(' ')}: exit ${r.status} ${r.signal ?? ''} ${(r.stderr ?? '').slice(-400)}`,
+    );
   return JSON.parse(line);
 }
 
 async function upstreamRun(impl) {
-  const server = spawn(process.execPath, [join(here, 'lib', 'upstream.mjs'), String(RATE), String(BURST)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const server = spawn(process.execPath, [join(here, 'lib', 'upstream.mjs'), String(RATE), String(BURST)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const port = await new Promise((resolve) => server.stdout.once('data', (d) => resolve(JSON.parse(String(d)).port)));
   const url = `http://127.0.0.1:${port}`;
   try {
     const client = await new Promise((resolve, reject) => {
-      const c = spawn(process.execPath, [join(here, 'outbound-one.mjs'), 'upstream', impl, url, String(CALLS)], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const c = spawn(process.execPath, [join(here, 'outbound-one.mjs'), 'upstream', impl, url, String(CALLS)], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       let out = '';
       c.stdout.on('data', (d) => (out += d));
-      c.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').pop())) : reject(new Error(`${impl}: exit ${code}`))));
+      c.on('exit', (code) =>
+        code === 0 ? resolve(JSON.parse(out.trim().split('\n').pop())) : reject(new Error(`${impl}: exit ${code}`)),
+      );
     });
     const stats = await (await fetch(`${url}/stats`)).json();
     const calls = stats.arrivals.slice(1); // the first is the client's warm-up request
@@ -73,17 +102,22 @@ for (let rep = 1; rep <= REPS; rep++) {
   for (const [impl, calls] of Object.entries(OVERHEAD)) {
     const r = one(['overhead', impl, String(calls)]);
     results.push({ ...r, rep, loadavg1: os.loadavg()[0] });
-    process.stderr.write(`rep ${rep} overhead ${impl}: ${r.sequentialNsPerCall.toFixed(0)} / ${r.concurrentNsPerCall.toFixed(0)} ns\n`);
+    process.stderr.write(
+      `rep ${rep} overhead ${impl}: ${r.sequentialNsPerCall.toFixed(0)} / ${r.concurrentNsPerCall.toFixed(0)} ns\n`,
+    );
   }
   for (const impl of UPSTREAM) {
     const r = await upstreamRun(impl);
     results.push({ ...r, rep });
-    process.stderr.write(`rep ${rep} upstream ${impl}: share ${(r.share * 100).toFixed(1)}% 429s ${r.upstream429} lost ${r.refused} in ${r.elapsedMs.toFixed(0)} ms\n`);
+    process.stderr.write(
+      `rep ${rep} upstream ${impl}: share ${(r.share * 100).toFixed(1)}% 429s ${r.upstream429} lost ${r.refused} in ${r.elapsedMs.toFixed(0)} ms\n`,
+    );
   }
 }
 
 const fmt = (s, f) => `${f(s.median)} (${f(s.min)}–${f(s.max)})`;
-const ns = (x) => (x >= 1e6 ? `${(x / 1e6).toFixed(2)} ms` : x >= 1e3 ? `${(x / 1e3).toFixed(2)} µs` : `${x.toFixed(0)} ns`);
+const ns = (x) =>
+  x >= 1e6 ? `${(x / 1e6).toFixed(2)} ms` : x >= 1e3 ? `${(x / 1e3).toFixed(2)} µs` : `${x.toFixed(0)} ns`;
 const pct = (x) => `${(x * 100).toFixed(1)}%`;
 const int = (x) => x.toFixed(0);
 const sec = (x) => `${(x / 1000).toFixed(2)} s`;
@@ -103,5 +137,8 @@ for (const impl of UPSTREAM) {
 mkdirSync(join(here, 'results'), { recursive: true });
 const stamp = facts.date.replace(/[:.]/g, '-');
 writeFileSync(join(here, 'results', `outbound-${stamp}.md`), md);
-writeFileSync(join(here, 'results', `outbound-${stamp}.json`), JSON.stringify({ facts, config: { REPS, CALLS, RATE, BURST }, results }, null, 2));
+writeFileSync(
+  join(here, 'results', `outbound-${stamp}.json`),
+  JSON.stringify({ facts, config: { REPS, CALLS, RATE, BURST }, results }, null, 2),
+);
 console.log(md);

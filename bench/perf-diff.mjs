@@ -37,19 +37,46 @@ function server(name) {
     case 'serve-bare-read':
       return { args: [join(SERVE, 'bare-read.mjs'), String(PORT)], ...json };
     case 'serve-json': {
-      const flags = ['--port', String(PORT), '--grpc-port', String(PORT + 1), '--admin-port', '-1', '--log-level', 'warn', '--watch', 'false'];
-      return { args: [join(ROOT, 'packages/serve/dist/cli/main.js'), 'serve', '--config', join(SERVE, 'policies.yaml'), ...flags], ...json };
+      const flags = [
+        '--port',
+        String(PORT),
+        '--grpc-port',
+        String(PORT + 1),
+        '--admin-port',
+        '-1',
+        '--log-level',
+        'warn',
+        '--watch',
+        'false',
+      ];
+      return {
+        args: [
+          join(ROOT, 'packages/serve/dist/cli/main.js'),
+          'serve',
+          '--config',
+          join(SERVE, 'policies.yaml'),
+          ...flags,
+        ],
+        ...json,
+      };
     }
     default:
-      return { args: [join(ROOT, 'bench/http-server.mjs'), name], path: '/ok', env: { PORT: String(PORT), LIFETIME_MS: String((SECONDS + 30) * 1000) } };
+      return {
+        args: [join(ROOT, 'bench/http-server.mjs'), name],
+        path: '/ok',
+        env: { PORT: String(PORT), LIFETIME_MS: String((SECONDS + 30) * 1000) },
+      };
   }
 }
 
 function wrk(s, seconds) {
   const lua = s.lua === undefined ? [] : ['-s', s.lua];
-  const r = spawnSync('wrk', ['-t2', '-c64', `-d${seconds}s`, ...lua, `http://127.0.0.1:${PORT}${s.path}`], { encoding: 'utf8' });
+  const r = spawnSync('wrk', ['-t2', '-c64', `-d${seconds}s`, ...lua, `http://127.0.0.1:${PORT}${s.path}`], {
+    encoding: 'utf8',
+  });
   if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr}${r.stdout}`);
-  if (/Non-2xx/.test(r.stdout)) throw new Error(`the server refused requests, so the two would not do the same work:\n${r.stdout}`);
+  if (/Non-2xx/.test(r.stdout))
+    throw new Error(`the server refused requests, so the two would not do the same work:\n${r.stdout}`);
   return Number(/(\d+) requests in/.exec(r.stdout)[1]);
 }
 
@@ -77,12 +104,17 @@ async function record(name) {
   try {
     await listening();
     wrk(s, 3); // warm-up: JIT tiers and connection set-up stay out of the samples
-    const perf = spawn('perf', ['record', '-e', 'cpu-clock', '-F', String(HZ), '-p', String(child.pid), '-o', data], { stdio: 'ignore' });
+    const perf = spawn('perf', ['record', '-e', 'cpu-clock', '-F', String(HZ), '-p', String(child.pid), '-o', data], {
+      stdio: 'ignore',
+    });
     await sleep(300);
     const requests = wrk(s, SECONDS);
     perf.kill('SIGINT');
     await new Promise((r) => perf.once('exit', r));
-    const report = spawnSync('perf', ['report', '-i', data, '--sort', 'sym', '--stdio', '-n'], { encoding: 'utf8', maxBuffer: 64 << 20 }).stdout;
+    const report = spawnSync('perf', ['report', '-i', data, '--sort', 'sym', '--stdio', '-n'], {
+      encoding: 'utf8',
+      maxBuffer: 64 << 20,
+    }).stdout;
     const samples = new Map();
     for (const line of report.split('\n')) {
       const m = /^\s*[\d.]+%\s+(\d+)\s+\[(.)\]\s+(.*)$/.exec(line);
@@ -98,7 +130,8 @@ async function record(name) {
 }
 
 for (const tool of ['perf', 'wrk']) {
-  if (spawnSync(tool, ['--version']).error !== undefined) throw new Error(`bench/perf-diff.mjs needs '${tool}' on PATH`);
+  if (spawnSync(tool, ['--version']).error !== undefined)
+    throw new Error(`bench/perf-diff.mjs needs '${tool}' on PATH`);
 }
 const dir = mkdtempSync(join(os.tmpdir(), 'sluice-perf-diff-'));
 let a;
@@ -111,15 +144,20 @@ try {
 }
 const us = (n, requests) => (n / HZ / requests) * 1e6;
 const total = (r) => [...r.samples.values()].reduce((x, y) => x + y, 0);
-console.log(`CPU per request (all threads, kernel included): ${A} ${us(total(a), a.requests).toFixed(2)} µs, ${B} ${us(total(b), b.requests).toFixed(2)} µs`);
-console.log(`(${a.requests} and ${b.requests} requests in ${SECONDS} s; [k] kernel, [.] user space; JS:* is optimized JavaScript)\n`);
+console.log(
+  `CPU per request (all threads, kernel included): ${A} ${us(total(a), a.requests).toFixed(2)} µs, ${B} ${us(total(b), b.requests).toFixed(2)} µs`,
+);
+console.log(
+  `(${a.requests} and ${b.requests} requests in ${SECONDS} s; [k] kernel, [.] user space; JS:* is optimized JavaScript)\n`,
+);
 const rows = [...new Set([...a.samples.keys(), ...b.samples.keys()])].map((sym) => {
   const x = us(a.samples.get(sym) ?? 0, a.requests);
   const y = us(b.samples.get(sym) ?? 0, b.requests);
   return { sym, x, y, d: y - x };
 });
 rows.sort((p, q) => q.d - p.d);
-const line = (r) => `${r.x.toFixed(3).padStart(8)} ${r.y.toFixed(3).padStart(8)} ${((r.d >= 0 ? '+' : '') + r.d.toFixed(3)).padStart(8)}  ${r.sym.slice(0, 110)}`;
+const line = (r) =>
+  `${r.x.toFixed(3).padStart(8)} ${r.y.toFixed(3).padStart(8)} ${((r.d >= 0 ? '+' : '') + r.d.toFixed(3)).padStart(8)}  ${r.sym.slice(0, 110)}`;
 console.log(`${'µs A'.padStart(8)} ${'µs B'.padStart(8)} ${'B - A'.padStart(8)}  symbol (most added by B first)`);
 for (const r of rows.slice(0, ROWS)) console.log(line(r));
 console.log('...most removed by B');

@@ -32,7 +32,13 @@ const quantile = (xs, q) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)];
 };
-const result = { date: new Date().toISOString(), cpu: cpus()[0]?.model, node: process.version, hashRates: {}, solves: [] };
+const result = {
+  date: new Date().toISOString(),
+  cpu: cpus()[0]?.model,
+  node: process.version,
+  hashRates: {},
+  solves: [],
+};
 
 try {
   const page = await browser.context.newPage();
@@ -44,11 +50,18 @@ try {
   // 1. Raw hash rate of each back end, one worker, three runs each, interleaved so load drifts evenly.
   for (let run = 0; run < 3; run++) {
     for (const hasher of HASHERS) {
-      const r = await page.evaluate(([hasher, ms]) => new Promise((resolve) => {
-        const w = new Worker('/bench-worker.js');
-        w.onmessage = ({ data }) => { w.terminate(); resolve(data); };
-        w.postMessage({ type: 'bench', hasher, ms, seed: crypto.getRandomValues(new Uint8Array(32)) });
-      }), [hasher, BENCH_MS]);
+      const r = await page.evaluate(
+        ([hasher, ms]) =>
+          new Promise((resolve) => {
+            const w = new Worker('/bench-worker.js');
+            w.onmessage = ({ data }) => {
+              w.terminate();
+              resolve(data);
+            };
+            w.postMessage({ type: 'bench', hasher, ms, seed: crypto.getRandomValues(new Uint8Array(32)) });
+          }),
+        [hasher, BENCH_MS],
+      );
       if (r.type !== 'bench') throw new Error(`${hasher}: ${r.message}`);
       (result.hashRates[hasher] ??= []).push(r.hashes / (r.ms / 1000));
     }
@@ -67,15 +80,20 @@ try {
 
   // 3. Solve times through the shipped worker, one worker per core.
   for (const difficulty of DIFFICULTIES) {
-    const runs = await page.evaluate(async ([difficulty, n]) => {
-      const out = [];
-      for (let i = 0; i < n; i++) {
-        const ch = await (await fetch(`/pow/challenge?username=alice&difficulty=${difficulty}`)).json();
-        const r = await SluicePow.solveInBrowser(ch.token, { createWorker: () => new Worker('/sluice-pow-worker.js') });
-        out.push({ ms: r.ms, hashes: r.hashes, workers: r.workers });
-      }
-      return out;
-    }, [difficulty, CHALLENGES]);
+    const runs = await page.evaluate(
+      async ([difficulty, n]) => {
+        const out = [];
+        for (let i = 0; i < n; i++) {
+          const ch = await (await fetch(`/pow/challenge?username=alice&difficulty=${difficulty}`)).json();
+          const r = await SluicePow.solveInBrowser(ch.token, {
+            createWorker: () => new Worker('/sluice-pow-worker.js'),
+          });
+          out.push({ ms: r.ms, hashes: r.hashes, workers: r.workers });
+        }
+        return out;
+      },
+      [difficulty, CHALLENGES],
+    );
     const ms = runs.map((r) => r.ms);
     result.solves.push({
       difficulty,
@@ -94,14 +112,21 @@ result.loadAverage = loadavg();
 
 const med = (xs) => quantile(xs, 0.5);
 const m = (x) => `${(x / 1e6).toFixed(2)} M/s`;
-console.log(`Chromium ${result.chromium.match(/Chrome\/([\d.]+)/)?.[1]}, ${result.cores} cores (${result.cpu}), node ${result.node}`);
+console.log(
+  `Chromium ${result.chromium.match(/Chrome\/([\d.]+)/)?.[1]}, ${result.cores} cores (${result.cpu}), node ${result.node}`,
+);
 console.log('\nSHA-256 puzzle hashes per second, one Web Worker (median of 3 × 2 s):');
 for (const h of HASHERS) console.log(`  ${h.padEnd(10)} ${m(med(result.hashRates[h]))}`);
 console.log(`  ${'node'.padEnd(10)} ${m(med(result.hashRates.node))}  (solveChallenge, main thread)`);
 console.log(`\nSolve time, ${CHALLENGES} challenges each, ${result.solves[0].workers} workers, shipped worker (js):`);
 console.log('  difficulty (expected hashes)   median      p95   mean hashes');
 for (const s of result.solves) {
-  console.log(`  ${String(s.difficulty.toLocaleString('en-US')).padStart(28)}  ${s.medianMs.toFixed(0).padStart(6)} ms  ${s.p95Ms.toFixed(0).padStart(5)} ms  ${Math.round(s.meanHashes).toLocaleString('en-US')}`);
+  console.log(
+    `  ${String(s.difficulty.toLocaleString('en-US')).padStart(28)}  ${s.medianMs.toFixed(0).padStart(6)} ms  ${s.p95Ms.toFixed(0).padStart(5)} ms  ${Math.round(s.meanHashes).toLocaleString('en-US')}`,
+  );
 }
 console.log(`\nload average: ${result.loadAverage.map((x) => x.toFixed(2)).join(' ')}`);
-writeFileSync(join(ROOT, `bench/results/pow-browser-${result.date.replace(/[:.]/g, '-')}.json`), JSON.stringify(result, null, 2));
+writeFileSync(
+  join(ROOT, `bench/results/pow-browser-${result.date.replace(/[:.]/g, '-')}.json`),
+  JSON.stringify(result, null, 2),
+);

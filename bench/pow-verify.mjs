@@ -19,7 +19,8 @@ const scope = 'login:alice';
 
 console.error(`making ${N} solved challenges...`);
 const solutions = [];
-for (let i = 0; i < N; i++) solutions.push(await solveChallenge(createChallenge({ secret, difficulty: 16, scope, ttlMs: 600_000 })));
+for (let i = 0; i < N; i++)
+  solutions.push(await solveChallenge(createChallenge({ secret, difficulty: 16, scope, ttlMs: 600_000 })));
 
 /** Rate per wall-clock second, and per CPU second of this process: on a shared machine the other
  *  processes stretch wall time, while CPU time counts only the core-time verification used. */
@@ -33,7 +34,7 @@ async function rate(list, store) {
   cpu.push(list.length / ((c.user + c.system) / 1e6));
   return { perSecond: list.length / seconds, ok };
 }
-let cpu = [];
+const cpu = [];
 
 const fresh = [];
 const freshCpu = [];
@@ -52,10 +53,17 @@ for (let r = 0; r < RUNS; r++) {
 const bad = [];
 for (let r = 0; r < RUNS; r++) bad.push((await rate(forged, new MemorySpentStore())).perSecond);
 
-const fmt = (xs) => `${Math.round(median(xs)).toLocaleString('en-US')}/s (min ${Math.round(Math.min(...xs)).toLocaleString('en-US')}, max ${Math.round(Math.max(...xs)).toLocaleString('en-US')})`;
+const fmt = (xs) =>
+  `${Math.round(median(xs)).toLocaleString('en-US')}/s (min ${Math.round(Math.min(...xs)).toLocaleString('en-US')}, max ${Math.round(Math.max(...xs)).toLocaleString('en-US')})`;
 const { loadavg } = await import('node:os');
-console.log(`verifySolution, one core, ${N} solutions × ${RUNS} runs, 16 sub-puzzles, MemorySpentStore (node ${process.version})`);
+console.log(
+  `verifySolution, one core, ${N} solutions × ${RUNS} runs, 16 sub-puzzles, MemorySpentStore (node ${process.version})`,
+);
 console.log(`  valid, first use:   ${fmt(fresh)} per wall second; ${fmt(freshCpu)} per CPU second`);
 console.log(`  replayed:           ${fmt(replay)}`);
 console.log(`  tampered payload:   ${fmt(bad)}`);
-console.log(`  load average at the end: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+console.log(
+  `  load average at the end: ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')}`,
+);

@@ -28,16 +28,33 @@ const PID = process.env.REDIS_PID;
 /** callgrind's --callgrind-out-file, with %p expanded: dumps go to <OUT>.<n>. */
 const OUT = process.env.CALLGRIND_OUT ?? `/tmp/cg.${PID}`;
 
-if (PORT === 6379 || !PID) throw new Error('REDIS_PORT must name a private redis-server (it is flushed) and REDIS_PID its callgrind pid');
+if (PORT === 6379 || !PID)
+  throw new Error('REDIS_PORT must name a private redis-server (it is flushed) and REDIS_PID its callgrind pid');
 const client = new Redis({ host: '127.0.0.1', port: PORT });
 await once(client, 'ready');
 // The same keys and the same Lua heap every run (a forced GC step's cost grows with the libraries loaded).
 await client.flushall();
 await client.call('FUNCTION', 'FLUSH');
-const store = new RedisStore({ client, prefix: 'slc', timeoutMs: 60_000, ...(process.env.MAX_BATCH ? { maxBatch: Number(process.env.MAX_BATCH) } : {}) });
-const limiter = algorithm === 'envoy' ? undefined : new Limiter(algorithm === 'multi'
-  ? { policies: [{ name: 'h', algorithm: 'gcra', limit: 1000, window: '1h' }, { name: 'd', algorithm: 'fixed-window', limit: 100_000, window: '1d' }], store }
-  : { policy: { name: 'p', algorithm, limit: 1000, window: '1h' }, store });
+const store = new RedisStore({
+  client,
+  prefix: 'slc',
+  timeoutMs: 60_000,
+  ...(process.env.MAX_BATCH ? { maxBatch: Number(process.env.MAX_BATCH) } : {}),
+});
+const limiter =
+  algorithm === 'envoy'
+    ? undefined
+    : new Limiter(
+        algorithm === 'multi'
+          ? {
+              policies: [
+                { name: 'h', algorithm: 'gcra', limit: 1000, window: '1h' },
+                { name: 'd', algorithm: 'fixed-window', limit: 100_000, window: '1d' },
+              ],
+              store,
+            }
+          : { policy: { name: 'p', algorithm, limit: 1000, window: '1h' }, store },
+      );
 
 let next = 0;
 const decide = async () => {
@@ -67,13 +84,18 @@ async function drive(op, n) {
 function collected() {
   execFileSync('callgrind_control', ['-d', PID], { encoding: 'utf8' });
   const file = execFileSync('sh', ['-c', `ls -t ${OUT}.* | head -1`], { encoding: 'utf8' }).trim();
-  const text = execFileSync('callgrind_annotate', ['--inclusive=yes', '--tree=caller', '--threshold=100', file], { encoding: 'utf8' });
+  const text = execFileSync('callgrind_annotate', ['--inclusive=yes', '--tree=caller', '--threshold=100', file], {
+    encoding: 'utf8',
+  });
   const n = (s) => Number(s.replaceAll(',', ''));
   const total = n(/^([\d,]+) .*PROGRAM TOTALS/m.exec(text)[1]);
   // serverCron's own line, and activeExpireCycle's cost when called from beforeSleep (from serverCron it
   // is inside serverCron's).
   const cron = /^\s*([\d,]+) \([^)]*\)\s+\*\s+\?\?\?:serverCron /m.exec(text);
-  const fast = /^\s*([\d,]+) \([^)]*\)\s+<\s+\?\?\?:beforeSleep \(\d+x\)[^\n]*\n(?:[^\n]*<[^\n]*\n)*[^\n]*\*\s+\?\?\?:activeExpireCycle /m.exec(text);
+  const fast =
+    /^\s*([\d,]+) \([^)]*\)\s+<\s+\?\?\?:beforeSleep \(\d+x\)[^\n]*\n(?:[^\n]*<[^\n]*\n)*[^\n]*\*\s+\?\?\?:activeExpireCycle /m.exec(
+      text,
+    );
   return total - (cron ? n(cron[1]) : 0) - (fast ? n(fast[1]) : 0);
 }
 const zero = () => execFileSync('callgrind_control', ['-z', PID], { encoding: 'utf8' });
@@ -88,7 +110,9 @@ async function count(name, op, ops) {
   const c2 = collected();
   const per = (c2 - c1) / (N2 - N1);
   const calls = ops === undefined ? undefined : ops();
-  console.log(`${name} at ${INFLIGHT} in flight: ${c1} instructions for ${N1}, ${c2} for ${N2}: ${per.toFixed(0)} per decision${calls ? `; ${calls}` : ''}`);
+  console.log(
+    `${name} at ${INFLIGHT} in flight: ${c1} instructions for ${N1}, ${c2} for ${N2}: ${per.toFixed(0)} per decision${calls ? `; ${calls}` : ''}`,
+  );
   return per;
 }
 
@@ -104,5 +128,9 @@ if (algorithm === 'envoy') {
   process.exit(0);
 }
 const s0 = { ...store.stats };
-await count(`sluice ${algorithm}`, decide, () => `${store.stats.calls - s0.calls} script calls for ${store.stats.operations - s0.operations} operations`);
+await count(
+  `sluice ${algorithm}`,
+  decide,
+  () => `${store.stats.calls - s0.calls} script calls for ${store.stats.operations - s0.operations} operations`,
+);
 client.disconnect();

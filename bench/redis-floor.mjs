@@ -9,7 +9,10 @@ import { Redis } from 'ioredis';
 const c = new Redis({ port: Number(process.env.REDIS_PORT ?? 6379), host: '127.0.0.1' });
 await once(c, 'ready');
 const empty = await c.script('LOAD', 'return {1, 2}');
-const trivial = await c.script('LOAD', `redis.call('TIME') redis.call('GET', KEYS[1]) redis.call('SET', KEYS[1], 'xxxxxxxxxxxxxxxx', 'PX', 1000) return {1, 2}`);
+const trivial = await c.script(
+  'LOAD',
+  `redis.call('TIME') redis.call('GET', KEYS[1]) redis.call('SET', KEYS[1], 'xxxxxxxxxxxxxxxx', 'PX', 1000) return {1, 2}`,
+);
 const cases = {
   PING: () => c.ping(),
   'EVALSHA, empty script': (i) => c.evalsha(empty, 1, `sluice-floor:{k${i % 100000}}:p`, '1'),
@@ -31,6 +34,8 @@ for (let r = 0; r < 4; r++) for (const [name, f] of Object.entries(cases)) (res[
 const ping = res.PING.slice().sort((a, b) => a - b)[2];
 for (const [name, xs] of Object.entries(res)) {
   const m = xs.slice().sort((a, b) => a - b)[2];
-  console.log(`${name.padEnd(30)} median ${m.toFixed(1)} µs (${(m / ping).toFixed(2)}× PING); rounds ${xs.map((x) => x.toFixed(1)).join(' ')}`);
+  console.log(
+    `${name.padEnd(30)} median ${m.toFixed(1)} µs (${(m / ping).toFixed(2)}× PING); rounds ${xs.map((x) => x.toFixed(1)).join(' ')}`,
+  );
 }
 c.disconnect();

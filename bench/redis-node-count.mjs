@@ -23,7 +23,14 @@ if (mode === 'table') {
   const n1 = Number(a);
   const n2 = Number(b);
   const total = (what, n) => {
-    const r = execFileSync('sh', ['-c', `valgrind --tool=callgrind --callgrind-out-file=/dev/null "${process.execPath}" --single-threaded --predictable "${new URL(import.meta.url).pathname}" ${what} ${n} 2>&1 >/dev/null`], { encoding: 'utf8', env: process.env });
+    const r = execFileSync(
+      'sh',
+      [
+        '-c',
+        `valgrind --tool=callgrind --callgrind-out-file=/dev/null "${process.execPath}" --single-threaded --predictable "${new URL(import.meta.url).pathname}" ${what} ${n} 2>&1 >/dev/null`,
+      ],
+      { encoding: 'utf8', env: process.env },
+    );
     const m = /Collected : (\d+)/.exec(r);
     if (!m) throw new Error(`no total for ${what} ${n}:\n${r}`);
     return Number(m[1]);
@@ -31,7 +38,9 @@ if (mode === 'table') {
   for (const what of (process.env.CASES ?? 'ping,fcall,decide').split(',')) {
     const c1 = total(what, n1);
     const c2 = total(what, n2);
-    console.log(`${what}: ${c1} instructions at n=${n1}, ${c2} at n=${n2}: ${((c2 - c1) / (n2 - n1)).toFixed(0)} per ${what}`);
+    console.log(
+      `${what}: ${c1} instructions at n=${n1}, ${c2} at n=${n2}: ${((c2 - c1) / (n2 - n1)).toFixed(0)} per ${what}`,
+    );
   }
   process.exit(0);
 }
@@ -47,12 +56,22 @@ const { RedisStore } = await import(`${base}/stores/redis/index.js`);
 const ALLOWED = 1000 * 2 ** 32 + 3600; // remaining 999, resetAfterMs 3600 (driver.lua's packed reply)
 const client =
   mode === 'inproc'
-    ? { status: 'ready', evalsha: async () => ALLOWED, eval: async () => ALLOWED, call: async () => ALLOWED, on() {}, disconnect() {} }
+    ? {
+        status: 'ready',
+        evalsha: async () => ALLOWED,
+        eval: async () => ALLOWED,
+        call: async () => ALLOWED,
+        on() {},
+        disconnect() {},
+      }
     : new Redis({ host: '127.0.0.1', port: PORT });
 if (mode !== 'inproc') await once(client, 'ready');
 // The same work whatever the case: both load the library and make the limiter; only the loop differs.
 const store = new RedisStore({ client, prefix: 'slc', timeoutMs: 60_000 });
-const limiter = new Limiter({ policy: { name: 'p', algorithm: process.env.ALGORITHM ?? 'token-bucket', limit: 1000, window: '1h' }, store });
+const limiter = new Limiter({
+  policy: { name: 'p', algorithm: process.env.ALGORITHM ?? 'token-bucket', limit: 1000, window: '1h' },
+  store,
+});
 let next = 0;
 await limiter.limit('warm'); // loads the function library
 // 'fcall' sends the limiter's own FCALL straight through ioredis: the cost of the command itself, without

@@ -26,7 +26,10 @@ async function stats(info: Redis): Promise<{ cpu: number; reads: number }> {
 
 async function iteration(c: Redis, mode: Mode, key: string): Promise<void> {
   if (mode === 'two-pipelines') {
-    await Promise.all([c.multi().get(`${key}:p`).pttl(`${key}:p`).exec(), c.multi().get(`${key}:q`).pttl(`${key}:q`).exec()]);
+    await Promise.all([
+      c.multi().get(`${key}:p`).pttl(`${key}:p`).exec(),
+      c.multi().get(`${key}:q`).pttl(`${key}:q`).exec(),
+    ]);
     return;
   }
   await c.mget(`${key}:a`, `${key}:b`, `${key}:c`, `${key}:d`);
@@ -62,4 +65,5 @@ try {
 console.log(`Redis CPU per iteration at 1 in flight, ${N} iterations, ${REPS} reps (medians)\n`);
 console.log('| iteration | Redis CPU µs | reads by Redis |');
 console.log('|---|---|---|');
-for (const mode of MODES) console.log(`| ${mode} | ${median(cpu.get(mode)!).toFixed(1)} | ${median(reads.get(mode)!).toFixed(2)} |`);
+for (const mode of MODES)
+  console.log(`| ${mode} | ${median(cpu.get(mode)!).toFixed(1)} | ${median(reads.get(mode)!).toFixed(2)} |`);

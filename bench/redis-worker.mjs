@@ -44,7 +44,10 @@ const adminsReady = Promise.all(admins.map((a) => once(a, 'ready')));
 /** The client under test, connected, and how to let it go. */
 async function connect() {
   if (CLUSTER) {
-    const c = new Cluster(PORTS.map((port) => ({ host: '127.0.0.1', port })), { scaleReads: 'master', ...auto });
+    const c = new Cluster(
+      PORTS.map((port) => ({ host: '127.0.0.1', port })),
+      { scaleReads: 'master', ...auto },
+    );
     await once(c, 'ready');
     return { client: c, close: () => c.disconnect() };
   }
@@ -57,7 +60,10 @@ async function connect() {
   if (CLIENT === 'glide') {
     const { GlideClient, Logger } = await import('@valkey/valkey-glide');
     Logger.setLoggerConfig('error'); // the first call's "Function not found" is a WARN otherwise
-    const c = await GlideClient.createClient({ addresses: [{ host: '127.0.0.1', port: PORTS[0] }], requestTimeout: 1000 });
+    const c = await GlideClient.createClient({
+      addresses: [{ host: '127.0.0.1', port: PORTS[0] }],
+      requestTimeout: 1000,
+    });
     return { client: c, close: () => c.close() };
   }
   throw new Error(`REDIS_CLIENT must be ioredis, iovalkey or glide, got ${CLIENT}`);
@@ -103,15 +109,33 @@ if (impl === 'ping') {
   const rl = new RateLimiterRedis({ storeClient: client, keyPrefix: 'rlb', points: 1e12, duration: 60 });
   op = (key) => rl.consume(key);
 } else {
-  store = new RedisStore({ client, prefix: 'slb', timeoutMs: 1000, ...(process.env.MAX_BATCH ? { maxBatch: Number(process.env.MAX_BATCH) } : {}) });
+  store = new RedisStore({
+    client,
+    prefix: 'slb',
+    timeoutMs: 1000,
+    ...(process.env.MAX_BATCH ? { maxBatch: Number(process.env.MAX_BATCH) } : {}),
+  });
   // 1000 per hour: a key is hit at most a few dozen times in a run, so every decision is allowed, and every
   // one writes its state back with a TTL (a limit so high that state is idle at once would skip the write).
   let options;
-  if (ALGORITHMS[impl] !== undefined) options = { policy: { name: 'p', ...ALGORITHMS[impl], limit: 1000, window: '1h' } };
-  else if (impl === 'sluice-multi') options = { policies: [{ name: 'h', algorithm: 'gcra', limit: 1000, window: '1h' }, { name: 'd', algorithm: 'fixed-window', limit: 100_000, window: '1d' }] };
-  else if (impl === 'sluice-deny') options = { policy: { name: 'p', algorithm: 'fixed-window', limit: 10, window: '1h' }, denyCache: true };
-  else if (impl === 'sluice-local-sync') options = { policy: { name: 'p', algorithm: 'fixed-window', limit: 1_000_000, window: '1h' }, strategy: 'local-sync' };
-  else if (impl === 'sluice-lease') options = { policy: { name: 'p', algorithm: 'fixed-window', limit: 1_000_000, window: '1h' }, strategy: 'lease' };
+  if (ALGORITHMS[impl] !== undefined)
+    options = { policy: { name: 'p', ...ALGORITHMS[impl], limit: 1000, window: '1h' } };
+  else if (impl === 'sluice-multi')
+    options = {
+      policies: [
+        { name: 'h', algorithm: 'gcra', limit: 1000, window: '1h' },
+        { name: 'd', algorithm: 'fixed-window', limit: 100_000, window: '1d' },
+      ],
+    };
+  else if (impl === 'sluice-deny')
+    options = { policy: { name: 'p', algorithm: 'fixed-window', limit: 10, window: '1h' }, denyCache: true };
+  else if (impl === 'sluice-local-sync')
+    options = {
+      policy: { name: 'p', algorithm: 'fixed-window', limit: 1_000_000, window: '1h' },
+      strategy: 'local-sync',
+    };
+  else if (impl === 'sluice-lease')
+    options = { policy: { name: 'p', algorithm: 'fixed-window', limit: 1_000_000, window: '1h' }, strategy: 'lease' };
   else throw new Error(`unknown impl ${impl}`);
   const limiter = new Limiter({ ...options, store });
   op = (key) => limiter.limit(key);

@@ -34,13 +34,36 @@ function shim(io) {
   };
 }
 const homePort = c.mode === 'global' && c.region !== 0 ? c.peerPorts[c.names[0]] : c.homePort;
-const regions = c.mode !== 'regions' ? undefined : { name: c.names[c.region], exchangeMs: c.exchangeMs, ...(process.env.PEER_TIMEOUT_MS ? { peerTimeoutMs: Number(process.env.PEER_TIMEOUT_MS) } : {}), peers: Object.fromEntries(Object.entries(c.peerPorts).map(([n, p]) => [n, client(p)])) };
-const store = new RedisStore({ client: client(homePort), prefix: c.prefix, timeoutMs: 2000, logger: false, maxInFlight: 100_000, ...(regions ? { regions } : {}) });
-const limiter = new Limiter({ policy: { name: 'p', algorithm: 'fixed-window', limit: c.limit, window: c.windowMs }, store });
+const regions =
+  c.mode !== 'regions'
+    ? undefined
+    : {
+        name: c.names[c.region],
+        exchangeMs: c.exchangeMs,
+        ...(process.env.PEER_TIMEOUT_MS ? { peerTimeoutMs: Number(process.env.PEER_TIMEOUT_MS) } : {}),
+        peers: Object.fromEntries(Object.entries(c.peerPorts).map(([n, p]) => [n, client(p)])),
+      };
+const store = new RedisStore({
+  client: client(homePort),
+  prefix: c.prefix,
+  timeoutMs: 2000,
+  logger: false,
+  maxInFlight: 100_000,
+  ...(regions ? { regions } : {}),
+});
+const limiter = new Limiter({
+  policy: { name: 'p', algorithm: 'fixed-window', limit: c.limit, window: c.windowMs },
+  store,
+});
 const upstash =
   c.mode !== 'upstash'
     ? undefined
-    : new MultiRegionRatelimit({ redis: [shim(client(c.homePort)), ...Object.values(c.peerPorts).map((p) => shim(client(p)))], limiter: MultiRegionRatelimit.fixedWindow(c.limit, `${c.windowMs} ms`), prefix: c.prefix, ephemeralCache: false });
+    : new MultiRegionRatelimit({
+        redis: [shim(client(c.homePort)), ...Object.values(c.peerPorts).map((p) => shim(client(p)))],
+        limiter: MultiRegionRatelimit.fixedWindow(c.limit, `${c.windowMs} ms`),
+        prefix: c.prefix,
+        ephemeralCache: false,
+      });
 /** One decision as { allowed, windowIndex }. */
 const syncs = [];
 async function decide(key, sent) {
@@ -135,4 +158,19 @@ if (c.mode === 'regions') await limiter.table.close();
 latencies.sort((a, b) => a - b);
 const q = (p) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))];
 loopDelay.disable();
-process.send({ loopP99Ms: loopDelay.percentile(99) / 1e6, fired, decided: latencies.length, p50: q(0.5), p99: q(0.99), cpuMs: (cpu.user + cpu.system) / 1000, counts: [...counts].map(([k, m]) => [k, [...m]]), times, stats, timeline, ms: Date.now() - start }, () => process.exit(0));
+process.send(
+  {
+    loopP99Ms: loopDelay.percentile(99) / 1e6,
+    fired,
+    decided: latencies.length,
+    p50: q(0.5),
+    p99: q(0.99),
+    cpuMs: (cpu.user + cpu.system) / 1000,
+    counts: [...counts].map(([k, m]) => [k, [...m]]),
+    times,
+    stats,
+    timeline,
+    ms: Date.now() - start,
+  },
+  () => process.exit(0),
+);

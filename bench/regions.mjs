@@ -43,12 +43,32 @@ async function run(mode, loadName) {
   const prefix = `bench-regions:${mode}:${loadName}:${Date.now()}`;
   for (const p of world.links.values()) p.maxDelayMs = 0;
   const workers = NAMES.map((name, region) => {
-    const peerPorts = Object.fromEntries(NAMES.filter((n) => n !== name).map((n) => [n, world.links.get(`${name}>${n}`).port]));
-    const config = { mode, region, names: NAMES, homePort: world.servers[region].port, peerPorts, prefix, exchangeMs: EXCHANGE_MS, ...load };
-    return fork(new URL('./regions-worker.mjs', import.meta.url), [JSON.stringify(config)], { execArgv: ['--import', 'tsx', ...(process.env.PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROF}`] : [])] });
+    const peerPorts = Object.fromEntries(
+      NAMES.filter((n) => n !== name).map((n) => [n, world.links.get(`${name}>${n}`).port]),
+    );
+    const config = {
+      mode,
+      region,
+      names: NAMES,
+      homePort: world.servers[region].port,
+      peerPorts,
+      prefix,
+      exchangeMs: EXCHANGE_MS,
+      ...load,
+    };
+    return fork(new URL('./regions-worker.mjs', import.meta.url), [JSON.stringify(config)], {
+      execArgv: ['--import', 'tsx', ...(process.env.PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROF}`] : [])],
+    });
   });
   // A worker that dies before it answers fails the run rather than hang it.
-  const died = Promise.all(workers.map((w, i) => once(w, 'exit').then(([code]) => code !== 0 && Promise.reject(new Error(`${mode} ${loadName}: worker ${NAMES[i]} exited with ${code}`)))));
+  const died = Promise.all(
+    workers.map((w, i) =>
+      once(w, 'exit').then(
+        ([code]) =>
+          code !== 0 && Promise.reject(new Error(`${mode} ${loadName}: worker ${NAMES[i]} exited with ${code}`)),
+      ),
+    ),
+  );
   died.catch(() => {});
   await Promise.race([Promise.all(workers.map((w) => once(w, 'message'))), died]);
   if (process.env.DIAG) {
@@ -64,24 +84,39 @@ async function run(mode, loadName) {
   const linkBytes = world.bytesBetweenRegions() - bytes0;
   if (process.env.DIAG) {
     // Each worker's timeline, and what each home Redis logged as slow (SLOWLOG: calls over 10 ms).
-    for (const [i, r] of rs.entries()) process.stderr.write(`${mode} ${NAMES[i]} timeline (per 250 ms: answered, slowest ms, loop max ms, pushes, failed, counts): ${r.timeline.map((s) => `${s.answered}/${s.slowest.toFixed(0)}/${s.loopMax.toFixed(0)}/${s.messages ?? ''}/${s.failed ?? ''}/${s.entries ?? ''}`).join(' ')}\n`);
-    for (const [i, s] of world.servers.entries()) {
+    for (const [i, r] of rs.entries())
+      process.stderr.write(
+        `${mode} ${NAMES[i]} timeline (per 250 ms: answered, slowest ms, loop max ms, pushes, failed, counts): ${r.timeline.map((s) => `${s.answered}/${s.slowest.toFixed(0)}/${s.loopMax.toFixed(0)}/${s.messages ?? ''}/${s.failed ?? ''}/${s.entries ?? ''}`).join(' ')}\n`,
+      );
+    for (let i = 0; i < world.servers.length; i++) {
       const c = world.home(NAMES[i]);
       const log = await c.slowlog('GET', 20);
       await c.slowlog('RESET');
-      process.stderr.write(`${mode} ${NAMES[i]} slowlog: ${log.map(([, at, us, cmd]) => `${us}us ${String(cmd[0])} keys ${String(cmd[2])}`).join('; ')}\n`);
+      process.stderr.write(
+        `${mode} ${NAMES[i]} slowlog: ${log.map(([, at, us, cmd]) => `${us}us ${String(cmd[0])} keys ${String(cmd[2])}`).join('; ')}\n`,
+      );
     }
   }
   // The world's admitted total per key and window.
   const totals = new Map();
-  for (const r of rs) for (const [k, ws] of r.counts) for (const [w, n] of ws) totals.set(`${k} ${w}`, (totals.get(`${k} ${w}`) ?? 0) + n);
+  for (const r of rs)
+    for (const [k, ws] of r.counts)
+      for (const [w, n] of ws) totals.set(`${k} ${w}`, (totals.get(`${k} ${w}`) ?? 0) + n);
   const t = [...totals.values()];
   const over = t.filter((n) => n > load.limit);
   const seconds = load.durationMs / 1000;
   const row = {
     mode,
     load: loadName,
-    regions: NAMES.map((n, i) => ({ region: n, p50: rs[i].p50, p99: rs[i].p99, decided: rs[i].decided, fired: rs[i].fired, cpuMsPerK: (rs[i].cpuMs / rs[i].decided) * 1000, loopP99Ms: rs[i].loopP99Ms })),
+    regions: NAMES.map((n, i) => ({
+      region: n,
+      p50: rs[i].p50,
+      p99: rs[i].p99,
+      decided: rs[i].decided,
+      fired: rs[i].fired,
+      cpuMsPerK: (rs[i].cpuMs / rs[i].decided) * 1000,
+      loopP99Ms: rs[i].loopP99Ms,
+    })),
     keyWindows: t.length,
     maxTotal: Math.max(...t),
     overKeyWindows: over.length,
@@ -100,7 +135,10 @@ async function run(mode, loadName) {
     row.windows = [...new Set(all.map((a) => a.w))].sort().map((w) => {
       const inW = all.filter((a) => a.w === w);
       const last = inW.reduce((a, b) => (b.at > a.at ? b : a));
-      return { total: inW.length, bound: load.limit + inW.filter((a) => a.region !== last.region && a.at > last.at - s).length };
+      return {
+        total: inW.length,
+        bound: load.limit + inW.filter((a) => a.region !== last.region && a.at > last.at - s).length,
+      };
     });
     row.sMs = s;
   }
@@ -110,10 +148,11 @@ async function run(mode, loadName) {
 const rows = [];
 process.once('SIGTERM', () => world.stop().finally(() => process.exit(1)));
 try {
-  for (const loadName of (process.env.LOADS ?? 'keys,hot').split(',')) for (const mode of MODES) {
-    process.stderr.write(`${loadName} ${mode}...\n`);
-    rows.push(await run(mode, loadName));
-  }
+  for (const loadName of (process.env.LOADS ?? 'keys,hot').split(','))
+    for (const mode of MODES) {
+      process.stderr.write(`${loadName} ${mode}...\n`);
+      rows.push(await run(mode, loadName));
+    }
 } finally {
   await world.stop();
 }
@@ -124,15 +163,26 @@ const lines = [
   '',
   '| load | mode | p50 / p99 ms eu | us | ap | key-windows | max admitted / limit | key-windows over | excess % of limit | pushes/s (failed) | push bytes/s | counts/s | link bytes/s (both ways) |',
   '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
-  ...rows.map((r) => `| ${r.load} (limit ${LOADS[r.load].limit}) | ${r.mode} | ${r.regions.map((x) => `${f(x.p50)} / ${f(x.p99)}`).join(' | ')} | ${r.keyWindows} | ${r.maxTotal} / ${LOADS[r.load].limit} | ${r.overKeyWindows} | ${f(r.excessPct, 2)} | ${f(r.pushes, 0)}${r.failedPushes === undefined ? '' : ` (${f(r.failedPushes, 0)})`} | ${f(r.pushBytesPerSec, 0)} | ${f(r.pushEntriesPerSec, 0)} | ${f(r.linkBytesPerSec, 0)} |`),
+  ...rows.map(
+    (r) =>
+      `| ${r.load} (limit ${LOADS[r.load].limit}) | ${r.mode} | ${r.regions.map((x) => `${f(x.p50)} / ${f(x.p99)}`).join(' | ')} | ${r.keyWindows} | ${r.maxTotal} / ${LOADS[r.load].limit} | ${r.overKeyWindows} | ${f(r.excessPct, 2)} | ${f(r.pushes, 0)}${r.failedPushes === undefined ? '' : ` (${f(r.failedPushes, 0)})`} | ${f(r.pushBytesPerSec, 0)} | ${f(r.pushEntriesPerSec, 0)} | ${f(r.linkBytesPerSec, 0)} |`,
+  ),
   '',
   'Hot key, per window (admitted total / bound computed from the admissions, S = longest exchange gap + longest link delay + 5 ms):',
   '',
-  ...rows.filter((r) => r.windows).map((r) => `- ${r.mode}${r.sMs ? ` (S ${f(r.sMs, 0)} ms)` : ''}: ${r.windows.map((w) => `${w.total}/${w.bound}`).join(', ')}`),
+  ...rows
+    .filter((r) => r.windows)
+    .map(
+      (r) =>
+        `- ${r.mode}${r.sMs ? ` (S ${f(r.sMs, 0)} ms)` : ''}: ${r.windows.map((w) => `${w.total}/${w.bound}`).join(', ')}`,
+    ),
 ];
 const md = lines.join('\n');
 console.log(md);
 mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 writeFileSync(new URL(`./results/regions-${stamp}.md`, import.meta.url), `${md}\n`);
-writeFileSync(new URL(`./results/regions-${stamp}.json`, import.meta.url), JSON.stringify({ exchangeMs: EXCHANGE_MS, delayMs: DELAY_MS, loads: LOADS, rows }, null, 1));
+writeFileSync(
+  new URL(`./results/regions-${stamp}.json`, import.meta.url),
+  JSON.stringify({ exchangeMs: EXCHANGE_MS, delayMs: DELAY_MS, loads: LOADS, rows }, null, 1),
+);

@@ -17,7 +17,8 @@ const DIST = fileURLToPath(new URL('../packages/serve/dist/', import.meta.url));
 
 function config(n) {
   let y = 'domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 1000000 }\n';
-  for (let i = 0; i < n; i++) y += `  - key: tenant\n    value: t${i}\n    rate_limit: { unit: minute, requests_per_unit: 100 }\n`;
+  for (let i = 0; i < n; i++)
+    y += `  - key: tenant\n    value: t${i}\n    rate_limit: { unit: minute, requests_per_unit: 100 }\n`;
   return y;
 }
 
@@ -26,7 +27,20 @@ async function service(dist, path, cycles, n) {
   const { DEFAULTS } = await import(join(dist, 'server/settings.js'));
   const sink = new (await import('node:stream')).Writable({ write: (_c, _e, done) => done() });
   writeFileSync(path, config(6));
-  const svc = await startService({ ...DEFAULTS, config: path, port: 0, grpcPort: -1, adminPort: 0, watch: false, logLevel: 'warn', maxRules: 400_000, maxConfigBytes: 64 << 20 }, { logStream: sink });
+  const svc = await startService(
+    {
+      ...DEFAULTS,
+      config: path,
+      port: 0,
+      grpcPort: -1,
+      adminPort: 0,
+      watch: false,
+      logLevel: 'warn',
+      maxRules: 400_000,
+      maxConfigBytes: 64 << 20,
+    },
+    { logStream: sink },
+  );
   const gcHeap = async () => {
     for (let i = 0; i < 3; i++) {
       globalThis.gc();
@@ -43,7 +57,12 @@ async function service(dist, path, cycles, n) {
   for (let c = 1; c <= cycles; c++) {
     writeFileSync(path, config(n));
     if (!(await svc.reload('bench'))) throw new Error('reload failed');
-    for (let i = 0; i < n; i++) svc.service.shouldRateLimit({ domain: 'api', hitsAddend: 1, descriptors: [{ entries: [{ key: 'tenant', value: `t${i}` }] }] });
+    for (let i = 0; i < n; i++)
+      svc.service.shouldRateLimit({
+        domain: 'api',
+        hitsAddend: 1,
+        descriptors: [{ entries: [{ key: 'tenant', value: `t${i}` }] }],
+      });
     const during = tables();
     writeFileSync(path, config(6));
     if (!(await svc.reload('bench'))) throw new Error('reload failed');
@@ -54,7 +73,10 @@ async function service(dist, path, cycles, n) {
 }
 
 async function measure(label, dist, cycles, n, dir) {
-  const child = fork(HERE, ['--service', dist, join(dir, `${label}.yaml`), String(cycles), String(n)], { execArgv: ['--expose-gc', '--max-old-space-size=8192'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(HERE, ['--service', dist, join(dir, `${label}.yaml`), String(cycles), String(n)], {
+    execArgv: ['--expose-gc', '--max-old-space-size=8192'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   return new Promise((resolve, reject) => {
     child.on('message', resolve);
     child.on('exit', (code) => code !== 0 && reject(new Error(`${label} exited ${code}`)));
@@ -74,12 +96,22 @@ async function coordinator(cycles, n) {
     const lines = [
       `# bench/reload-heap.mjs: ${cycles} reload cycles of ${n} -> 7 rules in sluice serve (memory store), ${new Date().toISOString()}`,
       '',
-      `Each cycle: reload to ${n} rules, every rule decides once (in process), reload to the 7 (unchanged); then a full GC. Peers: ${peers.map(([l, d]) => `${l} (${d})`).join(', ')}. Host load ${loadavg().map((l) => l.toFixed(1)).join(' ')} at the end.`,
+      `Each cycle: reload to ${n} rules, every rule decides once (in process), reload to the 7 (unchanged); then a full GC. Peers: ${peers.map(([l, d]) => `${l} (${d})`).join(', ')}. Host load ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')} at the end.`,
       '',
       `| cycle | ${peers.map(([l]) => `heap MB, ${l} | live tables, ${l} | keys, ${l}`).join(' | ')} |`,
       `|---|${peers.map(() => '---|---|---').join('|')}|`,
     ];
-    for (let c = 0; c <= cycles; c++) lines.push(`| ${c} | ${peers.map(([l]) => { const r = results[l][c]; return `${f(r.heapMb)} | ${f(r.tables)} | ${f(r.keys)}`; }).join(' | ')} |`);
+    for (let c = 0; c <= cycles; c++)
+      lines.push(
+        `| ${c} | ${peers
+          .map(([l]) => {
+            const r = results[l][c];
+            return `${f(r.heapMb)} | ${f(r.tables)} | ${f(r.keys)}`;
+          })
+          .join(' | ')} |`,
+      );
     const text = lines.join('\n') + '\n';
     process.stdout.write(text);
     const out = fileURLToPath(new URL('results/', import.meta.url));
@@ -92,5 +124,6 @@ async function coordinator(cycles, n) {
   }
 }
 
-if (process.argv[2] === '--service') await service(process.argv[3], process.argv[4], Number(process.argv[5]), Number(process.argv[6]));
+if (process.argv[2] === '--service')
+  await service(process.argv[3], process.argv[4], Number(process.argv[5]), Number(process.argv[6]));
 else await coordinator(Number(process.argv[2] ?? 10), Number(process.argv[3] ?? 50_000));

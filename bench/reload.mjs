@@ -32,10 +32,10 @@ const now = () => performance.timeOrigin + performance.now();
 
 function config(n) {
   let y = 'domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 1000000 }\n';
-  for (let i = 0; i < n; i++) y += `  - key: tenant\n    value: t${i}\n    rate_limit: { unit: minute, requests_per_unit: 100 }\n`;
+  for (let i = 0; i < n; i++)
+    y += `  - key: tenant\n    value: t${i}\n    rate_limit: { unit: minute, requests_per_unit: 100 }\n`;
   return y;
 }
-
 
 /** The service process: sluice serve from dist/, reloaded on command in `mode`. */
 async function service(mode, path) {
@@ -44,8 +44,20 @@ async function service(mode, path) {
   const { DEFAULTS } = await import(join(dist, 'server/settings.js'));
   const { loadConfig } = await import(join(dist, 'server/config.js'));
   const { RuleSet } = await import(join(dist, 'server/rules.js'));
-  const raised = mode !== 'sync' ? { maxRules: 400_000, maxConfigBytes: 64 * 1024 * 1024 } : { maxRules: Number.MAX_SAFE_INTEGER, maxConfigBytes: Number.MAX_SAFE_INTEGER };
-  const settings = { ...DEFAULTS, config: path, port: 0, grpcPort: -1, adminPort: 0, watch: false, logLevel: 'warn', ...(mode === 'defaults' ? {} : raised) };
+  const raised =
+    mode !== 'sync'
+      ? { maxRules: 400_000, maxConfigBytes: 64 * 1024 * 1024 }
+      : { maxRules: Number.MAX_SAFE_INTEGER, maxConfigBytes: Number.MAX_SAFE_INTEGER };
+  const settings = {
+    ...DEFAULTS,
+    config: path,
+    port: 0,
+    grpcPort: -1,
+    adminPort: 0,
+    watch: false,
+    logLevel: 'warn',
+    ...(mode === 'defaults' ? {} : raised),
+  };
   const sink = new (await import('node:stream')).Writable({ write: (_c, _e, done) => done() });
   // The dashboard samples every rule's counters each second (the service's default); DASHBOARD=0 leaves it
   // out, to time the reload alone.
@@ -67,7 +79,11 @@ async function service(mode, path) {
     if (mode === 'sync') {
       // main's reload before #37: read, validate and build on this thread, then swap.
       try {
-        const next = new RuleSet(loadConfig(path, { maxBytes: Number.MAX_SAFE_INTEGER, maxRules: Number.MAX_SAFE_INTEGER }), ruleOptionsOf(svc), svc.service.rules);
+        const next = new RuleSet(
+          loadConfig(path, { maxBytes: Number.MAX_SAFE_INTEGER, maxRules: Number.MAX_SAFE_INTEGER }),
+          ruleOptionsOf(svc),
+          svc.service.rules,
+        );
         svc.service.replaceRules(next);
         ok = true;
       } catch (e) {
@@ -89,7 +105,17 @@ async function service(mode, path) {
     const maxRss = process.resourceUsage().maxRSS;
     globalThis.gc?.();
     await new Promise((r) => setTimeout(r, 200));
-    process.send({ ok, problems, rules: svc.service.rules.rules.size, startedAt, endedAt, loopMaxMs: loop.max / 1e6, quietLoopMaxMs: quiet.max / 1e6, maxRssMb: Math.max(maxRss, maxRssBefore) / 1024, idleRssMb: process.memoryUsage().rss / 1024 / 1024 });
+    process.send({
+      ok,
+      problems,
+      rules: svc.service.rules.rules.size,
+      startedAt,
+      endedAt,
+      loopMaxMs: loop.max / 1e6,
+      quietLoopMaxMs: quiet.max / 1e6,
+      maxRssMb: Math.max(maxRss, maxRssBefore) / 1024,
+      idleRssMb: process.memoryUsage().rss / 1024 / 1024,
+    });
   });
 }
 
@@ -112,10 +138,20 @@ async function client(port) {
   while (!stop) {
     const t0 = now();
     await new Promise((resolve, reject) => {
-      const req = http.request({ host: '127.0.0.1', port, path: '/json', method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-        res.resume();
-        res.on('end', resolve);
-      });
+      const req = http.request(
+        {
+          host: '127.0.0.1',
+          port,
+          path: '/json',
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', resolve);
+        },
+      );
       req.on('error', reject);
       req.end(body);
     }).catch(() => (stop = true)); // the service died: report what was seen
@@ -143,7 +179,13 @@ const MEASURE_TIMEOUT_MS = 300_000;
 
 async function measure(mode, n, dir) {
   let timer;
-  const timeout = new Promise((resolve) => (timer = setTimeout(() => resolve({ mode, n, ok: false, problems: [`no answer within ${MEASURE_TIMEOUT_MS / 1000} s`] }), MEASURE_TIMEOUT_MS)));
+  const timeout = new Promise(
+    (resolve) =>
+      (timer = setTimeout(
+        () => resolve({ mode, n, ok: false, problems: [`no answer within ${MEASURE_TIMEOUT_MS / 1000} s`] }),
+        MEASURE_TIMEOUT_MS,
+      )),
+  );
   const procs = [];
   try {
     return await Promise.race([measureOnce(mode, n, dir, procs), timeout]);
@@ -156,7 +198,10 @@ async function measure(mode, n, dir) {
 async function measureOnce(mode, n, dir, procs) {
   const path = join(dir, `policies-${mode}-${n}.yaml`);
   writeFileSync(path, config(10));
-  const svc = fork(HERE, ['--service', mode, path], { execArgv: ['--expose-gc', '--max-old-space-size=8192'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const svc = fork(HERE, ['--service', mode, path], {
+    execArgv: ['--expose-gc', '--max-old-space-size=8192'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   procs.push(svc);
   svc.on('error', () => {});
   try {
@@ -175,7 +220,20 @@ async function measureOnce(mode, n, dir, procs) {
     const during = seen.filter(([t, ms]) => t + ms >= r.startedAt && t <= r.endedAt + 1000);
     const waitMaxMs = during.reduce((max, [, ms]) => Math.max(max, ms), 0); // no spread: a long reload sees 100,000s
     const answered = during.filter(([t, ms]) => t + ms <= r.endedAt).length;
-    return { mode, n, ok: r.ok, problems: r.problems, rules: r.rules, reloadMs: r.endedAt - r.startedAt, waitMaxMs, answeredDuring: answered, loopMaxMs: r.loopMaxMs, quietLoopMaxMs: r.quietLoopMaxMs, maxRssMb: r.maxRssMb, idleRssMb: r.idleRssMb };
+    return {
+      mode,
+      n,
+      ok: r.ok,
+      problems: r.problems,
+      rules: r.rules,
+      reloadMs: r.endedAt - r.startedAt,
+      waitMaxMs,
+      answeredDuring: answered,
+      loopMaxMs: r.loopMaxMs,
+      quietLoopMaxMs: r.quietLoopMaxMs,
+      maxRssMb: r.maxRssMb,
+      idleRssMb: r.idleRssMb,
+    };
   } catch (e) {
     return { mode, n, ok: false, problems: [`the service died: ${e.message}`] };
   }
@@ -207,7 +265,12 @@ async function coordinator(reps, sizes) {
     const lines = [
       `# bench/reload.mjs: a config reload of N rules in sluice serve (memory store), ${new Date().toISOString()}`,
       '',
-      `Reps: ${reps} (over 50,000 rules: 1); medians. Peers: ${MODES.join(', ')}${process.env.BEFORE_DIST ? ` ('before' is ${process.env.BEFORE_DIST})` : ''}. Dashboard sampling ${DASHBOARD ? 'on (each second, as by default)' : 'off (DASHBOARD=0)'}. The waits and delays are over the reload and the second after it. Host: ${(await import('node:os')).cpus().length} cores, load ${(await import('node:os')).loadavg().map((l) => l.toFixed(1)).join(' ')} at the end.`,
+      `Reps: ${reps} (over 50,000 rules: 1); medians. Peers: ${MODES.join(', ')}${process.env.BEFORE_DIST ? ` ('before' is ${process.env.BEFORE_DIST})` : ''}. Dashboard sampling ${DASHBOARD ? 'on (each second, as by default)' : 'off (DASHBOARD=0)'}. The waits and delays are over the reload and the second after it. Host: ${(await import('node:os')).cpus().length} cores, load ${(
+        await import('node:os')
+      )
+        .loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')} at the end.`,
       '',
       '| rules | mode | applied | reload ms | longest decision wait ms | longest event-loop delay ms (the second before) | decisions answered during it | peak RSS MB | idle RSS MB after GC |',
       '|---|---|---|---|---|---|---|---|---|',
@@ -216,10 +279,15 @@ async function coordinator(reps, sizes) {
       for (const mode of MODES) {
         const rs = runs.filter((r) => r.n === n && r.mode === mode);
         const ok = rs.filter((r) => r.ok);
-        lines.push(`| ${n} | ${mode} | ${ok.length}/${rs.length}${ok.length < rs.length ? ` (${rs.find((r) => !r.ok)?.problems?.[0]})` : ''} | ${f0(median(ok.map((r) => r.reloadMs)))} | ${f0(median(ok.map((r) => r.waitMaxMs)))} | ${f0(median(ok.map((r) => r.loopMaxMs)))} (${f0(median(ok.map((r) => r.quietLoopMaxMs)))}) | ${f0(median(ok.map((r) => r.answeredDuring)))} | ${f0(median(ok.map((r) => r.maxRssMb)))} | ${f0(median(ok.map((r) => r.idleRssMb)))} |`);
+        lines.push(
+          `| ${n} | ${mode} | ${ok.length}/${rs.length}${ok.length < rs.length ? ` (${rs.find((r) => !r.ok)?.problems?.[0]})` : ''} | ${f0(median(ok.map((r) => r.reloadMs)))} | ${f0(median(ok.map((r) => r.waitMaxMs)))} | ${f0(median(ok.map((r) => r.loopMaxMs)))} (${f0(median(ok.map((r) => r.quietLoopMaxMs)))}) | ${f0(median(ok.map((r) => r.answeredDuring)))} | ${f0(median(ok.map((r) => r.maxRssMb)))} | ${f0(median(ok.map((r) => r.idleRssMb)))} |`,
+        );
       }
     }
-    lines.push('', `With the default bounds, ${Math.max(...sizes)} rules: applied ${defaults.ok}, ${defaults.problems?.[0] ?? ''} (answered in ${f0(defaults.reloadMs)} ms, longest decision wait ${f0(defaults.waitMaxMs)} ms).`);
+    lines.push(
+      '',
+      `With the default bounds, ${Math.max(...sizes)} rules: applied ${defaults.ok}, ${defaults.problems?.[0] ?? ''} (answered in ${f0(defaults.reloadMs)} ms, longest decision wait ${f0(defaults.waitMaxMs)} ms).`,
+    );
     const text = lines.join('\n') + '\n';
     process.stdout.write(text);
     const out = fileURLToPath(new URL('results/', import.meta.url));

@@ -20,7 +20,12 @@ const root = join(here, '..');
 const ALL_IMPLS = ['sluice', 'sluice-sync', 'rlflex', 'limiter-tb', 'ref', 'ref-async'];
 const ALL_PATTERNS = ['hot', 'hot-deny', 'rr100k', 'once1m'];
 const list = (env, all) => {
-  const picked = env ? env.split(',').map((s) => s.trim()).filter(Boolean) : all;
+  const picked = env
+    ? env
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : all;
   for (const p of picked) if (!all.includes(p)) throw new Error(`unknown '${p}'; choose from ${all.join(',')}`);
   return all.filter((x) => picked.includes(x)); // keep the canonical order whatever order was given
 };
@@ -34,28 +39,51 @@ const config = {
 };
 
 /** Newest mtime of any file under dir (0 if none). */
-const newest = (dir) => readdirSync(dir, { withFileTypes: true, recursive: true })
-  .filter((e) => e.isFile())
-  .reduce((m, e) => Math.max(m, statSync(join(e.parentPath ?? e.path, e.name)).mtimeMs), 0);
+const newest = (dir) =>
+  readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile())
+    .reduce((m, e) => Math.max(m, statSync(join(e.parentPath ?? e.path, e.name)).mtimeMs), 0);
 
 /** The bench measures the built package; rebuild when dist is missing or older than src. */
 function ensureBuild() {
   const entry = join(root, 'packages/sluice/dist/index.js');
-  if (process.env.SKIP_BUILD !== '1' && (!existsSync(entry) || statSync(entry).mtimeMs < newest(join(root, 'packages/sluice/src')))) {
+  if (
+    process.env.SKIP_BUILD !== '1' &&
+    (!existsSync(entry) || statSync(entry).mtimeMs < newest(join(root, 'packages/sluice/src')))
+  ) {
     process.stderr.write('dist is missing or older than src: npm run build\n');
     const r = spawnSync('npm', ['run', 'build'], { cwd: root, stdio: 'inherit' });
-    if (r.status !== 0) throw new Error(`npm run build failed (exit ${r.status}); fix the build or rerun with SKIP_BUILD=1`);
+    if (r.status !== 0)
+      throw new Error(`npm run build failed (exit ${r.status}); fix the build or rerun with SKIP_BUILD=1`);
   }
 }
 
 /** One measurement in a fresh process; a failure is recorded and the run goes on. */
 function measure(impl, pattern, rep) {
-  const args = ['--expose-gc', join(here, 'memory-one.mjs'), impl, pattern, String(config.warmupMs), String(config.measureMs)];
+  const args = [
+    '--expose-gc',
+    join(here, 'memory-one.mjs'),
+    impl,
+    pattern,
+    String(config.warmupMs),
+    String(config.measureMs),
+  ];
   const loadavg1 = +os.loadavg()[0].toFixed(2);
-  const r = spawnSync(process.execPath, args, { encoding: 'utf8', timeout: 180_000, killSignal: 'SIGKILL', maxBuffer: 1 << 24 });
-  const line = r.stdout?.trim().split('\n').filter((l) => l.startsWith('{')).pop();
+  const r = spawnSync(process.execPath, args, {
+    encoding: 'utf8',
+    timeout: 180_000,
+    killSignal: 'SIGKILL',
+    maxBuffer: 1 << 24,
+  });
+  const line = r.stdout
+    ?.trim()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .pop();
   if (r.status !== 0 || !line) {
-    const why = r.error?.message ?? `exit ${r.status} signal ${r.signal}: ${(r.stderr ?? '').trim().split('\n').slice(-3).join(' / ')}`;
+    const why =
+      r.error?.message ??
+      `exit ${r.status} signal ${r.signal}: ${(r.stderr ?? '').trim().split('\n').slice(-3).join(' / ')}`;
     return { impl, pattern, rep, loadavg1, error: why };
   }
   return { ...JSON.parse(line), rep, loadavg1 };
@@ -74,7 +102,9 @@ for (let rep = 1; rep <= config.reps; rep++) {
       const r = measure(impl, pattern, rep);
       runs.push(r);
       const mem = r.bytesPerKeyInclKey === undefined ? '' : ` ${r.bytesPerKeyInclKey.toFixed(1)} B/key`;
-      process.stderr.write(`rep ${rep}/${config.reps} ${impl} ${pattern}: ${r.error ? 'ERROR ' + r.error : `${fmtRate(r.opsPerSec)}/s ${r.nsPerOp.toFixed(1)} ns${mem}${r.problems.length ? ' PROBLEM ' + r.problems.join('; ') : ''}`} load=${r.loadavg1}\n`);
+      process.stderr.write(
+        `rep ${rep}/${config.reps} ${impl} ${pattern}: ${r.error ? 'ERROR ' + r.error : `${fmtRate(r.opsPerSec)}/s ${r.nsPerOp.toFixed(1)} ns${mem}${r.problems.length ? ' PROBLEM ' + r.problems.join('; ') : ''}`} load=${r.loadavg1}\n`,
+      );
       writeFileSync(out + '.json.tmp', JSON.stringify({ facts, config, runs })); // survives a crash or ^C (gitignored)
     }
   }
@@ -83,7 +113,13 @@ for (let rep = 1; rep <= config.reps; rep++) {
 const finishedLoadavg = os.loadavg().map((x) => +x.toFixed(2));
 // Other work on this checkout (npm ci's prepare, a manual build) may rebuild dist mid-run: say so if it did.
 const distAtEnd = distHash(root);
-if (distAtEnd !== facts.sluiceDistSha256) runs.push({ impl: 'dist', pattern: '-', rep: '-', error: `dist changed during the run (${facts.sluiceDistSha256} -> ${distAtEnd}); later reps measured other code` });
+if (distAtEnd !== facts.sluiceDistSha256)
+  runs.push({
+    impl: 'dist',
+    pattern: '-',
+    rep: '-',
+    error: `dist changed during the run (${facts.sluiceDistSha256} -> ${distAtEnd}); later reps measured other code`,
+  });
 const md = renderMarkdown({ facts, config, runs, finishedLoadavg });
 writeFileSync(out + '.json', JSON.stringify({ facts, config, finishedLoadavg, runs }, null, 1));
 writeFileSync(out + '.md', md);

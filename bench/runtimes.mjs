@@ -39,7 +39,11 @@ const CLI = {
 
 function runCli(name, pattern) {
   const { cmd, args } = CLI[name];
-  const out = execFileSync(cmd, [...args, join(here, 'runtimes-one.mjs'), pattern, String(MS)], { cwd: root, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+  const out = execFileSync(cmd, [...args, join(here, 'runtimes-one.mjs'), pattern, String(MS)], {
+    cwd: root,
+    encoding: 'utf8',
+    env: { ...process.env, NO_COLOR: '1' },
+  });
   return JSON.parse(out.trim().split('\n').pop()).perSecond;
 }
 
@@ -47,7 +51,7 @@ function runCli(name, pattern) {
 const work = mkdtempSync(join(tmpdir(), 'sluice-bench-rt-'));
 writeFileSync(
   join(work, 'entry.mjs'),
-  `import { Limiter, MemoryStore } from ${JSON.stringify(join(root, "dist/index.js"))};
+  `import { Limiter, MemoryStore } from ${JSON.stringify(join(root, 'dist/index.js'))};
    const sluice = { Limiter, MemoryStore };
    import { DurableObjectStore, SluiceDurableObject } from ${JSON.stringify(join(root, 'packages/sluice/dist/cloudflare/index.js'))};
    import { decide, decideConcurrently, keysOf, makeLimiter } from ${JSON.stringify(join(here, 'lib/runtime-loop.mjs'))};
@@ -67,7 +71,17 @@ writeFileSync(
      },
    };`,
 );
-await build({ entryPoints: [join(work, 'entry.mjs')], outfile: join(work, 'worker.mjs'), bundle: true, format: 'esm', platform: 'neutral', mainFields: ['module', 'main'], conditions: ['workerd', 'worker', 'browser'], external: ['cloudflare:workers'], logLevel: 'error' });
+await build({
+  entryPoints: [join(work, 'entry.mjs')],
+  outfile: join(work, 'worker.mjs'),
+  bundle: true,
+  format: 'esm',
+  platform: 'neutral',
+  mainFields: ['module', 'main'],
+  conditions: ['workerd', 'worker', 'browser'],
+  external: ['cloudflare:workers'],
+  logLevel: 'error',
+});
 const mf = new Miniflare({
   modules: true,
   scriptPath: join(work, 'worker.mjs'),
@@ -128,11 +142,16 @@ const range = (k) => `${fmtRate(med[k])}/s (${fmtRate(Math.min(...rows[k]))} –
 const lines = [
   `# sluice on each runtime: \`await limiter.limit(key)\`, token bucket, memory store unless said`,
   '',
-  `${REPS} reps × ${MS} ms, medians (min – max); ${CLI.node.version}, ${CLI.bun.version}, ${CLI.deno.version}, workerd through miniflare (${JSON.parse(readFileSync(join(root, 'node_modules/miniflare/package.json'), 'utf8')).version}); load average at the end ${loadavg().map((x) => x.toFixed(2)).join(' ')}.`,
+  `${REPS} reps × ${MS} ms, medians (min – max); ${CLI.node.version}, ${CLI.bun.version}, ${CLI.deno.version}, workerd through miniflare (${JSON.parse(readFileSync(join(root, 'node_modules/miniflare/package.json'), 'utf8')).version}); load average at the end ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')}.`,
   '',
   '| runtime | one hot key | vs Node | 100,000 keys | vs Node |',
   '|---|---|---|---|---|',
-  ...['node', 'bun', 'deno', 'workerd'].map((r) => `| ${r} | ${range(`${r} hot`)} | ${(med[`${r} hot`] / med['node hot']).toFixed(2)}× | ${range(`${r} rr100k`)} | ${(med[`${r} rr100k`] / med['node rr100k']).toFixed(2)}× |`),
+  ...['node', 'bun', 'deno', 'workerd'].map(
+    (r) =>
+      `| ${r} | ${range(`${r} hot`)} | ${(med[`${r} hot`] / med['node hot']).toFixed(2)}× | ${range(`${r} rr100k`)} | ${(med[`${r} rr100k`] / med['node rr100k']).toFixed(2)}× |`,
+  ),
   '',
   '| workerd (Miniflare) | decisions/s | vs the memory store in the same Worker |',
   '|---|---|---|',
@@ -146,5 +165,12 @@ process.stdout.write(report);
 const stamp = new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19) + 'Z';
 mkdirSync(join(here, 'results'), { recursive: true });
 writeFileSync(join(here, 'results', `runtimes-${stamp}.md`), report);
-writeFileSync(join(here, 'results', `runtimes-${stamp}.json`), JSON.stringify({ reps: REPS, ms: MS, versions: Object.fromEntries(Object.entries(CLI).map(([k, v]) => [k, v.version])), rows }, null, 2));
+writeFileSync(
+  join(here, 'results', `runtimes-${stamp}.json`),
+  JSON.stringify(
+    { reps: REPS, ms: MS, versions: Object.fromEntries(Object.entries(CLI).map(([k, v]) => [k, v.version])), rows },
+    null,
+    2,
+  ),
+);
 console.error(`written: bench/results/runtimes-${stamp}.md`);

@@ -19,7 +19,8 @@ type Kind = (typeof KINDS)[number];
 function config(kind: Kind, n: number): string {
   let y = 'domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 1000000 }\n';
   const value = (i: number) => (kind === 'plain' ? `t${i}` : kind === 'trailing' ? `t${i}*` : `t${i}*x`);
-  for (let i = 0; i < n; i++) y += `  - key: tenant\n    value: ${value(i)}\n    rate_limit: { unit: minute, requests_per_unit: 100 }\n`;
+  for (let i = 0; i < n; i++)
+    y += `  - key: tenant\n    value: ${value(i)}\n    rate_limit: { unit: minute, requests_per_unit: 100 }\n`;
   return y;
 }
 
@@ -34,7 +35,12 @@ async function child(root: string, kind: Kind, n: number): Promise<void> {
   writeFileSync(path, config(kind, n));
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  const set = await loadRulesOffThread(path, { maxRules: n + 10, maxConfigBytes: 256 * 1024 * 1024 }, { store: new MemoryStore() }, undefined);
+  const set = await loadRulesOffThread(
+    path,
+    { maxRules: n + 10, maxConfigBytes: 256 * 1024 * 1024 },
+    { store: new MemoryStore() },
+    undefined,
+  );
   const loadMs = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
   rmSync(dir, { recursive: true, force: true });
@@ -50,7 +56,9 @@ async function child(root: string, kind: Kind, n: number): Promise<void> {
   const m0 = performance.now();
   for (let i = 0; i < calls; i++) if (match(level, entries) !== undefined) hit++;
   const matchUs = ((performance.now() - m0) * 1000) / calls;
-  process.stdout.write(JSON.stringify({ loadMs, cpuMs: (cpu.user + cpu.system) / 1000, matchUs, matched: hit > 0 }) + '\n');
+  process.stdout.write(
+    JSON.stringify({ loadMs, cpuMs: (cpu.user + cpu.system) / 1000, matchUs, matched: hit > 0 }) + '\n',
+  );
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -58,7 +66,8 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 async function main(): Promise<void> {
   const [a, b, repsText = '3', nText = '100000'] = process.argv.slice(2);
   if (a === '--child') return child(b!, repsText as Kind, Number(nText));
-  if (a === undefined || b === undefined) throw new Error('usage: npx tsx bench/wildcard-config.mts <checkout A> <checkout B> [reps] [rules]');
+  if (a === undefined || b === undefined)
+    throw new Error('usage: npx tsx bench/wildcard-config.mts <checkout A> <checkout B> [reps] [rules]');
   const reps = Number(repsText);
   const n = Number(nText);
   const runs: Record<string, { loadMs: number; cpuMs: number; matchUs: number; matched: boolean }[]> = {};
@@ -66,7 +75,11 @@ async function main(): Promise<void> {
   for (let r = 0; r < reps; r++) {
     for (const kind of KINDS) {
       for (const root of [a, b]) {
-        const out = execFileSync(process.execPath, ['--import', 'tsx', new URL(import.meta.url).pathname, '--child', root, kind, String(n)], { cwd: root, encoding: 'utf8', maxBuffer: 1 << 20 });
+        const out = execFileSync(
+          process.execPath,
+          ['--import', 'tsx', new URL(import.meta.url).pathname, '--child', root, kind, String(n)],
+          { cwd: root, encoding: 'utf8', maxBuffer: 1 << 20 },
+        );
         (runs[`${root}|${kind}`] ??= []).push(JSON.parse(out.trim().split('\n').pop()!));
       }
     }
@@ -82,12 +95,17 @@ async function main(): Promise<void> {
   for (const kind of KINDS) {
     for (const root of [a, b]) {
       const xs = runs[`${root}|${kind}`]!;
-      lines.push(`| ${root} | ${kind} | ${median(xs.map((x) => x.loadMs)).toFixed(0)} | ${median(xs.map((x) => x.cpuMs)).toFixed(0)} | ${median(xs.map((x) => x.matchUs)).toFixed(2)} | ${xs[0]!.matched} |`);
+      lines.push(
+        `| ${root} | ${kind} | ${median(xs.map((x) => x.loadMs)).toFixed(0)} | ${median(xs.map((x) => x.cpuMs)).toFixed(0)} | ${median(xs.map((x) => x.matchUs)).toFixed(2)} | ${xs[0]!.matched} |`,
+      );
     }
   }
   const text = lines.join('\n') + '\n';
   process.stdout.write(text);
-  writeFileSync(new URL(`./results/wildcard-config-${new Date().toISOString().replace(/[:.]/g, '-')}.md`, import.meta.url), text);
+  writeFileSync(
+    new URL(`./results/wildcard-config-${new Date().toISOString().replace(/[:.]/g, '-')}.md`, import.meta.url),
+    text,
+  );
 }
 
 await main();

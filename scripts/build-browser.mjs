@@ -11,7 +11,14 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '../packages/pow');
 const out = join(root, 'dist/browser');
 // The solver's hashes come from sluice/kit: bundled from sluice's sources, so no build of sluice is needed first.
-const common = { bundle: true, minify: true, target: 'es2022', write: false, logLevel: 'warning', conditions: ['sluice-source'] };
+const common = {
+  bundle: true,
+  minify: true,
+  target: 'es2022',
+  write: false,
+  logLevel: 'warning',
+  conditions: ['sluice-source'],
+};
 
 async function bundle(entry, extra = {}) {
   const result = await build({ ...common, entryPoints: [join(root, entry)], format: 'iife', ...extra });
@@ -23,13 +30,27 @@ async function bundle(entry, extra = {}) {
 mkdirSync(out, { recursive: true });
 const worker = await bundle('src/browser/worker.ts');
 writeFileSync(join(out, 'sluice-pow-worker.js'), worker);
-const widget = await bundle('src/browser/widget.ts', { globalName: 'SluicePow', define: { __SLUICE_POW_WORKER__: JSON.stringify(worker) } });
-writeFileSync(join(out, 'sluice-pow.js'), `/* sluice <sluice-pow> widget: proof-of-work solver in Web Workers */\n${widget}`);
+const widget = await bundle('src/browser/widget.ts', {
+  globalName: 'SluicePow',
+  define: { __SLUICE_POW_WORKER__: JSON.stringify(worker) },
+});
+writeFileSync(
+  join(out, 'sluice-pow.js'),
+  `/* sluice <sluice-pow> widget: proof-of-work solver in Web Workers */\n${widget}`,
+);
 
 if (process.argv.includes('--bench')) {
   const benchDir = join(root, '../../.tmp/browser');
   mkdirSync(benchDir, { recursive: true });
   writeFileSync(join(benchDir, 'bench-worker.js'), await bundle('src/browser/bench-worker.ts'));
-  writeFileSync(join(benchDir, 'solver.js'), await bundle('src/browser/widget.ts', { globalName: 'SluicePow', define: { __SLUICE_POW_WORKER__: JSON.stringify(worker) } }));
+  writeFileSync(
+    join(benchDir, 'solver.js'),
+    await bundle('src/browser/widget.ts', {
+      globalName: 'SluicePow',
+      define: { __SLUICE_POW_WORKER__: JSON.stringify(worker) },
+    }),
+  );
 }
-console.log(`built ${join('packages/pow/dist/browser', 'sluice-pow.js')} (${(widget.length / 1024).toFixed(1)} KiB) and sluice-pow-worker.js (${(worker.length / 1024).toFixed(1)} KiB)`);
+console.log(
+  `built ${join('packages/pow/dist/browser', 'sluice-pow.js')} (${(widget.length / 1024).toFixed(1)} KiB) and sluice-pow-worker.js (${(worker.length / 1024).toFixed(1)} KiB)`,
+);

@@ -36,7 +36,9 @@ for (const [esm, cjs] of exportTargets()) {
     const to = typeof cjs === 'string' ? (condition === 'default' ? cjs : undefined) : cjs[condition];
     if (!from || !to) continue;
     if (join(root, to) !== join(out, relative(dist, join(root, from)))) {
-      throw new Error(`build-cjs: exports maps ${from} to ${to}; the CommonJS twin must be ${join('dist/cjs', relative(dist, join(root, from)))}`);
+      throw new Error(
+        `build-cjs: exports maps ${from} to ${to}; the CommonJS twin must be ${join('dist/cjs', relative(dist, join(root, from)))}`,
+      );
     }
     entries.push(join(root, from));
   }
@@ -44,8 +46,20 @@ for (const [esm, cjs] of exportTargets()) {
 if (entries.length === 0) throw new Error('build-cjs: no export has both an import and a require condition');
 
 // esbuild's metafile lists every module the entries reach, static imports and relative dynamic ones alike.
-const { metafile } = await build({ entryPoints: entries, bundle: true, write: false, metafile: true, platform: 'node', format: 'esm', packages: 'external', outdir: join(root, '.tmp/cjs-scan'), logLevel: 'error' });
-const modules = Object.keys(metafile.inputs).map((p) => join(root, p)).filter((p) => p.startsWith(dist + '/') && p.endsWith('.js'));
+const { metafile } = await build({
+  entryPoints: entries,
+  bundle: true,
+  write: false,
+  metafile: true,
+  platform: 'node',
+  format: 'esm',
+  packages: 'external',
+  outdir: join(root, '.tmp/cjs-scan'),
+  logLevel: 'error',
+});
+const modules = Object.keys(metafile.inputs)
+  .map((p) => join(root, p))
+  .filter((p) => p.startsWith(dist + '/') && p.endsWith('.js'));
 
 // import.meta.url has no CommonJS form: a module that reads it gets its own, from __filename.
 const moduleUrl = 'const __sluiceModuleUrl = require("node:url").pathToFileURL(__filename).href;';
@@ -54,10 +68,16 @@ for (const file of modules) {
   mkdirSync(dirname(target), { recursive: true });
   const source = readFileSync(file, 'utf8');
   const { code } = await transform(source, {
-    format: 'cjs', platform: 'node', target: 'node20', logLevel: 'error',
-    ...(source.includes('import.meta.url') ? { banner: moduleUrl, define: { 'import.meta.url': '__sluiceModuleUrl' } } : {}),
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20',
+    logLevel: 'error',
+    ...(source.includes('import.meta.url')
+      ? { banner: moduleUrl, define: { 'import.meta.url': '__sluiceModuleUrl' } }
+      : {}),
   });
-  if (code.includes('import.meta')) throw new Error(`build-cjs: ${relative(root, file)} uses import.meta beyond import.meta.url`);
+  if (code.includes('import.meta'))
+    throw new Error(`build-cjs: ${relative(root, file)} uses import.meta beyond import.meta.url`);
   writeFileSync(target, code);
 }
 
@@ -74,5 +94,7 @@ for (const file of listFiles(dist)) {
 writeFileSync(join(out, 'package.json'), `${JSON.stringify({ type: 'commonjs' })}\n`);
 
 function listFiles(dir) {
-  return readdirSync(dir, { withFileTypes: true, recursive: true }).filter((e) => e.isFile()).map((e) => join(e.parentPath ?? e.path, e.name));
+  return readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath ?? e.path, e.name));
 }

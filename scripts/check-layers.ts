@@ -49,7 +49,11 @@ export const LAYERS: readonly Layer[] = [
   // Tier 3: deny cache, local-sync, leases, regions, over a store.
   { name: 'distributed', paths: ['sluice/distributed/'], uses: ['core', 'crypto', 'runtime', 'clock', 'stores'] },
   // Tier 4: the facade users call.
-  { name: 'limiter', paths: ['sluice/limiter.ts', 'sluice/telemetry.ts', 'sluice/index.ts'], uses: ['core', 'crypto', 'runtime', 'clock', 'stores', 'distributed'] },
+  {
+    name: 'limiter',
+    paths: ['sluice/limiter.ts', 'sluice/telemetry.ts', 'sluice/index.ts'],
+    uses: ['core', 'crypto', 'runtime', 'clock', 'stores', 'distributed'],
+  },
   // Tier 5: the HTTP engine, other libraries' store interfaces, the Durable Object store; and the kit, the
   // one entry the products may import.
   ...['http', 'compat', 'cloudflare'].map((name) => ({ name, paths: [`sluice/${name}/`], uses: LIMITER })),
@@ -69,7 +73,10 @@ export const LAYERS: readonly Layer[] = [
 ];
 
 /** The packages by name, and the layer an import of each of their entries lands in. */
-const PACKAGE_ENTRIES: Readonly<Record<string, string>> = { 'sluice/kit': 'sluice/kit/index.ts', '@sluice/guard': 'guard/index.ts' };
+const PACKAGE_ENTRIES: Readonly<Record<string, string>> = {
+  'sluice/kit': 'sluice/kit/index.ts',
+  '@sluice/guard': 'guard/index.ts',
+};
 
 /**
  * Imports that break a rule and are known, each with its cause, `from -> to` as paths under src/. An
@@ -79,7 +86,42 @@ export const EXCEPTIONS: readonly LayerException[] = [];
 
 const IDENT = /[A-Za-z0-9_$]/;
 /** After these tokens a `/` starts a regular expression, not a division. */
-const BEFORE_REGEX = new Set(['(', ',', '=', ':', '[', '!', '&', '|', '?', '{', '}', ';', '+', '-', '*', '%', '<', '>', '~', '^', '=>', 'return', 'typeof', 'case', 'do', 'else', 'in', 'of', 'new', 'delete', 'void', 'throw', 'yield', 'await']);
+const BEFORE_REGEX = new Set([
+  '(',
+  ',',
+  '=',
+  ':',
+  '[',
+  '!',
+  '&',
+  '|',
+  '?',
+  '{',
+  '}',
+  ';',
+  '+',
+  '-',
+  '*',
+  '%',
+  '<',
+  '>',
+  '~',
+  '^',
+  '=>',
+  'return',
+  'typeof',
+  'case',
+  'do',
+  'else',
+  'in',
+  'of',
+  'new',
+  'delete',
+  'void',
+  'throw',
+  'yield',
+  'await',
+]);
 
 /** The code's tokens, comments and template literals left out: identifiers, punctuation, and strings as { str }. */
 export type Token = string | { readonly str: string | undefined };
@@ -107,7 +149,10 @@ export function tokens(text: string): Token[] {
     } else if (c === '`') {
       i = skipTemplate(text, i + 1);
       out.push({ str: undefined });
-    } else if (c === '/' && (last() === undefined || (typeof last() === 'string' && BEFORE_REGEX.has(last() as string)))) {
+    } else if (
+      c === '/' &&
+      (last() === undefined || (typeof last() === 'string' && BEFORE_REGEX.has(last() as string)))
+    ) {
       let j = i + 1;
       let inClass = false;
       while (j < text.length && text[j] !== '\n' && (inClass || text[j] !== '/')) {
@@ -202,7 +247,8 @@ function sourceFiles(dir: string, out: string[] = []): string[] {
     const path = join(dir, name);
     if (name === 'browser' && dir.endsWith(`pow${sep}src`)) continue; // bundled for the page on its own: build-browser.mjs
     if (statSync(path).isDirectory()) sourceFiles(path, out);
-    else if (/\.(ts|mts|mjs|js)$/.test(name) && !/\.test\.[mc]?[tj]s$/.test(name) && !name.endsWith('.d.ts')) out.push(path);
+    else if (/\.(ts|mts|mjs|js)$/.test(name) && !/\.test\.[mc]?[tj]s$/.test(name) && !name.endsWith('.d.ts'))
+      out.push(path);
   }
   return out;
 }
@@ -210,7 +256,13 @@ function sourceFiles(dir: string, out: string[] = []): string[] {
 /** The file a relative specifier names ('./x.js' is ./x.ts in the sources), or undefined. */
 function resolveSpec(from: string, spec: string): string | undefined {
   const base = resolve(dirname(from), spec);
-  const candidates = [base, base.replace(/\.js$/, '.ts'), base.replace(/\.mjs$/, '.mts'), `${base}.ts`, join(base, 'index.ts')];
+  const candidates = [
+    base,
+    base.replace(/\.js$/, '.ts'),
+    base.replace(/\.mjs$/, '.mts'),
+    `${base}.ts`,
+    join(base, 'index.ts'),
+  ];
   return candidates.find((c) => existsSync(c) && statSync(c).isFile());
 }
 
@@ -230,7 +282,13 @@ function packagePath(packagesDir: string, file: string): string | undefined {
  * import allowed, no cycle. Returns the problems as lines (empty when all holds); `exceptions` are imports
  * to let through, each still needed.
  */
-export function checkLayers(packagesDir: string, { layers = LAYERS, exceptions = EXCEPTIONS }: { layers?: readonly Layer[]; exceptions?: readonly LayerException[] } = {}): string[] {
+export function checkLayers(
+  packagesDir: string,
+  {
+    layers = LAYERS,
+    exceptions = EXCEPTIONS,
+  }: { layers?: readonly Layer[]; exceptions?: readonly LayerException[] } = {},
+): string[] {
   const problems: string[] = [];
   const files = readdirSync(packagesDir)
     .filter((p) => p !== 'testing' && existsSync(join(packagesDir, p, 'src')))
@@ -254,22 +312,30 @@ export function checkLayers(packagesDir: string, { layers = LAYERS, exceptions =
         }
         to = packagePath(packagesDir, target);
         if (to === undefined || to.split('/')[0] !== pkg) {
-          problems.push(`${rel}: imports '${spec}', outside its package's src/ (a product reaches the limiter through sluice/kit)`);
+          problems.push(
+            `${rel}: imports '${spec}', outside its package's src/ (a product reaches the limiter through sluice/kit)`,
+          );
           continue;
         }
       } else if (/^(sluice|@sluice\/[^/]+)(\/|$)/.test(spec)) {
         to = PACKAGE_ENTRIES[spec];
         if (to === undefined || pkg === 'sluice') {
-          problems.push(`${rel}: imports '${spec}'; ${pkg === 'sluice' ? 'the limiter imports its own files by path' : 'a product reaches the limiter through sluice/kit only'}`);
+          problems.push(
+            `${rel}: imports '${spec}'; ${pkg === 'sluice' ? 'the limiter imports its own files by path' : 'a product reaches the limiter through sluice/kit only'}`,
+          );
           continue;
         }
       } else continue; // another package or a node: builtin
       edges.push({ to, typeOnly });
       const toLayer = layerOf(to, layers);
-      if (layer === undefined || toLayer === undefined || toLayer === layer || layer.uses.includes(toLayer.name)) continue;
+      if (layer === undefined || toLayer === undefined || toLayer === layer || layer.uses.includes(toLayer.name))
+        continue;
       const known = exceptions.find((e) => e.from === rel && e.to === to);
       if (known !== undefined) used.add(known);
-      else problems.push(`${rel} -> ${to}: ${layer.name} may not import ${toLayer.name} (it may import ${layer.uses.join(', ') || 'nothing of sluice'})`);
+      else
+        problems.push(
+          `${rel} -> ${to}: ${layer.name} may not import ${toLayer.name} (it may import ${layer.uses.join(', ') || 'nothing of sluice'})`,
+        );
     }
     graph.set(rel, edges);
   }
@@ -278,7 +344,8 @@ export function checkLayers(packagesDir: string, { layers = LAYERS, exceptions =
     if (known !== undefined) used.add(known);
     else problems.push(`import cycle: ${[...cycle, cycle[0]].join(' -> ')}`);
   }
-  for (const e of exceptions) if (!used.has(e)) problems.push(`exception ${e.from} -> ${e.to} (${e.cause}) is no longer needed: remove it`);
+  for (const e of exceptions)
+    if (!used.has(e)) problems.push(`exception ${e.from} -> ${e.to} (${e.cause}) is no longer needed: remove it`);
   return problems;
 }
 
@@ -324,7 +391,9 @@ function orderCycle(scc: string[], graph: Graph): string[] {
   const path = [scc[0]!];
   const seen = new Set(path);
   for (;;) {
-    const nextFile = (graph.get(path[path.length - 1]!) ?? []).map((e) => e.to).find((t) => members.has(t) && (!seen.has(t) || t === path[0]));
+    const nextFile = (graph.get(path[path.length - 1]!) ?? [])
+      .map((e) => e.to)
+      .find((t) => members.has(t) && (!seen.has(t) || t === path[0]));
     if (nextFile === undefined || nextFile === path[0]) return path;
     path.push(nextFile);
     seen.add(nextFile);
@@ -334,6 +403,8 @@ function orderCycle(scc: string[], graph: Graph): string[] {
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const problems = checkLayers(resolve(dirname(fileURLToPath(import.meta.url)), '..', 'packages'));
   for (const p of problems) console.error(p);
-  console.log(problems.length === 0 ? 'layers: every import points down, no cycles' : `layers: ${problems.length} problem(s)`);
+  console.log(
+    problems.length === 0 ? 'layers: every import points down, no cycles' : `layers: ${problems.length} problem(s)`,
+  );
   process.exit(problems.length === 0 ? 0 : 1);
 }

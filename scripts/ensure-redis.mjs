@@ -33,23 +33,34 @@ export async function ensureRedis() {
   const port = Number(url.port || 6379);
   const shared = { started: false, stop: () => {} };
   if (await ping(host, port)) return shared;
-  if (!['127.0.0.1', 'localhost', '::1', '[::1]'].includes(host)) throw new Error(`no Redis answers at ${url}, and it is not on this machine`);
+  if (!['127.0.0.1', 'localhost', '::1', '[::1]'].includes(host))
+    throw new Error(`no Redis answers at ${url}, and it is not on this machine`);
   if (!has('redis-server') || !has('redis-cli')) {
-    console.error('# redis-server is missing: installing Debian\'s redis-server package');
+    console.error("# redis-server is missing: installing Debian's redis-server package");
     execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit' });
-    execFileSync('apt-get', ['install', '-y', '-qq', 'redis-server'], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+    execFileSync('apt-get', ['install', '-y', '-qq', 'redis-server'], {
+      stdio: 'inherit',
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    });
   }
   let started = false;
   if (!(await ping(host, port))) {
     console.error(`# starting redis-server on 127.0.0.1:${port}`);
-    execFileSync('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'yes'], { stdio: 'inherit' });
+    execFileSync(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'yes'],
+      { stdio: 'inherit' },
+    );
     started = true;
   }
   const stop = () => {
     if (!started) return;
     started = false;
     console.error(`# stopping the redis-server started on 127.0.0.1:${port}`);
-    spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), 'SHUTDOWN', 'NOSAVE'], { stdio: 'ignore', timeout: 10_000 });
+    spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), 'SHUTDOWN', 'NOSAVE'], {
+      stdio: 'ignore',
+      timeout: 10_000,
+    });
   };
   for (let i = 0; i < 100; i++) {
     if (await ping(host, port)) return { started, stop };

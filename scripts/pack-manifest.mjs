@@ -10,7 +10,11 @@ const SAVED = '.package.json.prepack';
 /** `exports` without the `sluice-source` condition, at any depth. */
 export function withoutSourceCondition(value) {
   if (typeof value !== 'object' || value === null) return value;
-  return Object.fromEntries(Object.entries(value).filter(([k]) => k !== 'sluice-source').map(([k, v]) => [k, withoutSourceCondition(v)]));
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([k]) => k !== 'sluice-source')
+      .map(([k, v]) => [k, withoutSourceCondition(v)]),
+  );
 }
 
 const mode = process.argv[2];

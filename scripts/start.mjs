@@ -38,7 +38,8 @@ function serveSetting(flag, env, fallback) {
   return value ?? (process.env[env] || fallback);
 }
 function port(raw, what, how) {
-  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 65535) fail(`${what} must be a port number from 1 to 65535, got ${JSON.stringify(raw)} (${how})`, 2);
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 65535)
+    fail(`${what} must be a port number from 1 to 65535, got ${JSON.stringify(raw)} (${how})`, 2);
   return Number(raw);
 }
 const demoHow = '--demo-port <port> or DEMO_PORT=<port>';
@@ -55,7 +56,11 @@ const grpcRaw = grpcChosen ?? (httpChosen && httpPort < 65535 ? String(httpPort 
 if (grpcChosen === undefined) serveArgs.push('--grpc-port', grpcRaw);
 const grpcPort = grpcRaw === '-1' ? undefined : port(grpcRaw, 'the gRPC port', grpcHow);
 // The dashboard is on the admin port (Envoy ratelimit's debug port, 6070), apart from the decisions.
-const adminPort = port(serveSetting('--admin-port', 'SLUICE_ADMIN_PORT', '6070'), 'the admin port (the dashboard)', adminHow);
+const adminPort = port(
+  serveSetting('--admin-port', 'SLUICE_ADMIN_PORT', '6070'),
+  'the admin port (the dashboard)',
+  adminHow,
+);
 const adminHost = serveSetting('--admin-host', 'SLUICE_ADMIN_HOST', '127.0.0.1');
 const browsable = (h) => (h === '0.0.0.0' || h === '::' ? '127.0.0.1' : h);
 const browserHost = browsable(host);
@@ -69,7 +74,8 @@ function checkFree(p, h, what, how) {
   return new Promise((resolve) => {
     const probe = createServer();
     probe.once('error', (e) => {
-      if (e.code === 'EADDRINUSE') fail(`port ${p} (${what}) is already in use; stop what holds it, or choose another with ${how}`);
+      if (e.code === 'EADDRINUSE')
+        fail(`port ${p} (${what}) is already in use; stop what holds it, or choose another with ${how}`);
       if (e.code === 'EACCES') fail(`port ${p} (${what}) needs privileges this user lacks; choose another with ${how}`);
       fail(`cannot listen on ${h}:${p} (${what}): ${e.message}`);
     });
@@ -88,20 +94,45 @@ if (built.status !== 0) fail(`building the browser widget failed:\n${built.stder
 // Each child gets an IPC channel and a preload that stops it when the channel closes, which it does when
 // this process ends in any way (even SIGKILL), so no server outlives `npm start`.
 const node = (script, args, env) =>
-  spawn(process.execPath, ['--import', join(ROOT, 'scripts/exit-with-parent.mjs'), '--import', 'tsx', script, ...args], {
-    cwd: ROOT,
-    // Run from source: the sluice-source condition points every package's entries at its src/.
-    env: { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --conditions=sluice-source`.trim(), ...env },
-    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
-  });
+  spawn(
+    process.execPath,
+    ['--import', join(ROOT, 'scripts/exit-with-parent.mjs'), '--import', 'tsx', script, ...args],
+    {
+      cwd: ROOT,
+      // Run from source: the sluice-source condition points every package's entries at its src/.
+      env: {
+        ...process.env,
+        NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --conditions=sluice-source`.trim(),
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+    },
+  );
 // Quiet by default: the URLs below say what a person needs; warnings and errors still show.
-const logLevel = serveArgs.some((a) => a === '--log-level' || a.startsWith('--log-level=')) || process.env.SLUICE_LOG_LEVEL ? [] : ['--log-level', 'warn'];
+const logLevel =
+  serveArgs.some((a) => a === '--log-level' || a.startsWith('--log-level=')) || process.env.SLUICE_LOG_LEVEL
+    ? []
+    : ['--log-level', 'warn'];
 const children = [
   { name: 'login demo', child: node('demo/login/main.ts', [], { PORT: String(demoPort) }), ready: demoUrl },
   {
     name: 'service',
     // --drain-ms 0: no balancer stands in front of a local demo, so Ctrl-C stops it at once.
-    child: node('packages/serve/src/cli/main.ts', ['serve', '--config', 'packages/serve/examples/policies.yaml', '--demo-url', demoUrl, '--drain-ms', '0', ...logLevel, ...serveArgs], {}),
+    child: node(
+      'packages/serve/src/cli/main.ts',
+      [
+        'serve',
+        '--config',
+        'packages/serve/examples/policies.yaml',
+        '--demo-url',
+        demoUrl,
+        '--drain-ms',
+        '0',
+        ...logLevel,
+        ...serveArgs,
+      ],
+      {},
+    ),
     ready: `${serviceUrl}healthz`,
   },
 ];
@@ -125,7 +156,9 @@ function stop(reason) {
   if (reason) say(reason);
   for (const { child } of alive()) child.kill('SIGTERM');
   // The service drains for up to 10 s; past that, nothing is left waiting.
-  setTimeout(() => alive().forEach(({ child }) => child.kill('SIGKILL')), 12_000).unref();
+  setTimeout(() => {
+    for (const { child } of alive()) child.kill('SIGKILL');
+  }, 12_000).unref();
 }
 for (const { child, name } of children) {
   child.on('exit', (code, signal) => {
@@ -151,7 +184,8 @@ async function answers(target) {
 }
 const deadline = Date.now() + 120_000;
 for (const pending = [...children]; pending.length > 0 && !stopping; ) {
-  if (Date.now() > deadline) stop(`npm start: the ${pending.map((c) => c.name).join(' and ')} did not answer within 2 minutes; stopping.`);
+  if (Date.now() > deadline)
+    stop(`npm start: the ${pending.map((c) => c.name).join(' and ')} did not answer within 2 minutes; stopping.`);
   for (let i = pending.length - 1; i >= 0; i--) if (await answers(pending[i].ready)) pending.splice(i, 1);
   if (pending.length > 0) await new Promise((r) => setTimeout(r, 100));
 }
@@ -161,6 +195,9 @@ if (!stopping) {
   say(`  dashboard   ${dashboardUrl}`);
   say(`  login demo  ${demoUrl}`);
   say(`  decisions   ${serviceUrl}  (POST /json, /v1/check; GET /nginx/<domain>)`);
-  if (grpcPort !== undefined) say(`  gRPC        ${browserHost}:${grpcPort}  (Envoy's rate limit service${grpcChosen === undefined && httpChosen ? '; the service port + 1, or --grpc-port N' : ''})`);
+  if (grpcPort !== undefined)
+    say(
+      `  gRPC        ${browserHost}:${grpcPort}  (Envoy's rate limit service${grpcChosen === undefined && httpChosen ? '; the service port + 1, or --grpc-port N' : ''})`,
+    );
   say('Press Ctrl-C to stop.');
 }

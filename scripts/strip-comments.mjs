@@ -9,8 +9,19 @@ import { transformSync } from 'esbuild';
 
 for (const entry of readdirSync('dist', { withFileTypes: true, recursive: true })) {
   const dir = entry.parentPath ?? entry.path;
-  if (!entry.isFile() || !entry.name.endsWith('.js') || dir.split('/').includes('cjs') || dir.split('/').includes('browser')) continue;
+  if (
+    !entry.isFile() ||
+    !entry.name.endsWith('.js') ||
+    dir.split('/').includes('cjs') ||
+    dir.split('/').includes('browser')
+  )
+    continue;
   const file = join(dir, entry.name);
-  const { code } = transformSync(readFileSync(file, 'utf8'), { format: 'esm', target: 'es2022', legalComments: 'inline', logLevel: 'error' });
+  const { code } = transformSync(readFileSync(file, 'utf8'), {
+    format: 'esm',
+    target: 'es2022',
+    legalComments: 'inline',
+    logLevel: 'error',
+  });
   writeFileSync(file, code);
 }

@@ -46,7 +46,10 @@ const chosen = filter.length ? files.filter((f) => filter.some((p) => f.includes
 // Nothing builds on install, so a fresh clone has no dist/: the demo and the proof-of-work page tests
 // serve the browser widget from @sluice/pow's dist/browser/, which bundles in a second.
 if (!inPackage || pkgName === '@sluice/pow' || pkgName === '@sluice/serve') {
-  const widget = spawnSync(process.execPath, [join(ROOT, 'scripts/build-browser.mjs')], { stdio: 'inherit', cwd: ROOT });
+  const widget = spawnSync(process.execPath, [join(ROOT, 'scripts/build-browser.mjs')], {
+    stdio: 'inherit',
+    cwd: ROOT,
+  });
   if (widget.status !== 0) process.exit(widget.status ?? 1);
 }
 // Every package but the shared test harness has tests on Redis.
@@ -57,10 +60,14 @@ const env = { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} -
 console.log(`${pkgName ?? 'sluice workspace'}: ${chosen.length} test files${inPackage ? ` (${basename(here)})` : ''}`);
 // A test that hangs (a server that never answers, a child that never exits) fails after 5 minutes instead
 // of holding CI until its 30-minute limit; the slowest test takes about a minute on a loaded machine.
-const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-timeout=300000', ...chosen], {
-  stdio: 'inherit',
-  cwd: ROOT,
-  env,
-});
+const result = spawnSync(
+  process.execPath,
+  ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-timeout=300000', ...chosen],
+  {
+    stdio: 'inherit',
+    cwd: ROOT,
+    env,
+  },
+);
 redis.stop();
 process.exit(result.status ?? 1);

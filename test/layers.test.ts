@@ -17,7 +17,8 @@ after(() => rmSync(scratch, { recursive: true, force: true }));
 function plant(name: string, edits: Record<string, string>): string {
   const copy = join(scratch, name);
   for (const pkg of readdirSync(packages)) {
-    if (existsSync(join(packages, pkg, 'src'))) cpSync(join(packages, pkg, 'src'), join(copy, pkg, 'src'), { recursive: true });
+    if (existsSync(join(packages, pkg, 'src')))
+      cpSync(join(packages, pkg, 'src'), join(copy, pkg, 'src'), { recursive: true });
   }
   for (const [file, line] of Object.entries(edits)) {
     const [pkg, ...rest] = file.split('/');
@@ -41,7 +42,10 @@ test('every import in the packages points down a layer, and no files import each
 test('a planted wrong-way import is caught: core importing the limiter', () => {
   const tree = plant('up', { 'sluice/core/errors.ts': "import type { Limiter } from '../limiter.js';" });
   const problems = checkLayers(tree);
-  assert.equal(problems[0], 'sluice/core/errors.ts -> sluice/limiter.ts: core may not import limiter (it may import nothing of sluice)');
+  assert.equal(
+    problems[0],
+    'sluice/core/errors.ts -> sluice/limiter.ts: core may not import limiter (it may import nothing of sluice)',
+  );
   // The limiter imports core, so the same import also closes a loop, reported on its own.
   assert.equal(problems.length, 2, problems.join('\n'));
   assert.match(problems[1]!, /^import cycle: .*sluice\/core\/errors\.ts -> sluice\/limiter\.ts -> /);
@@ -59,18 +63,29 @@ test('a store importing distributed/ and the limiter importing a product are cau
 });
 
 test('a cycle inside one layer is caught, type-only imports included', () => {
-  const tree = plant('cycle', { 'sluice/core/types.ts': "import type { SluiceErrorCode } from './errors.js';", 'sluice/core/errors.ts': "import type { Decision } from './types.js';" });
+  const tree = plant('cycle', {
+    'sluice/core/types.ts': "import type { SluiceErrorCode } from './errors.js';",
+    'sluice/core/errors.ts': "import type { Decision } from './types.js';",
+  });
   const problems = checkLayers(tree);
   assert.equal(problems.length, 1, problems.join('\n'));
-  assert.match(problems[0]!, /^import cycle: sluice\/core\/(errors|types)\.ts -> sluice\/core\/(errors|types)\.ts -> sluice\/core\/(errors|types)\.ts$/);
+  assert.match(
+    problems[0]!,
+    /^import cycle: sluice\/core\/(errors|types)\.ts -> sluice\/core\/(errors|types)\.ts -> sluice\/core\/(errors|types)\.ts$/,
+  );
 });
 
 test('a file in no layer, and an exception that no import needs, are reported', () => {
   const tree = plant('unplaced', { 'sluice/plugins/x.ts': "import { show } from '../core/errors.js';" });
-  assert.deepEqual(checkLayers(tree, { exceptions: [...EXCEPTIONS, { from: 'sluice/http/rule.ts', to: 'guard/guard.ts', cause: 'planted' }] }), [
-    'sluice/plugins/x.ts: in no layer; add its folder to LAYERS in scripts/check-layers.ts',
-    'exception sluice/http/rule.ts -> guard/guard.ts (planted) is no longer needed: remove it',
-  ]);
+  assert.deepEqual(
+    checkLayers(tree, {
+      exceptions: [...EXCEPTIONS, { from: 'sluice/http/rule.ts', to: 'guard/guard.ts', cause: 'planted' }],
+    }),
+    [
+      'sluice/plugins/x.ts: in no layer; add its folder to LAYERS in scripts/check-layers.ts',
+      'exception sluice/http/rule.ts -> guard/guard.ts (planted) is no longer needed: remove it',
+    ],
+  );
 });
 
 test('a product reaching into the limiter past sluice/kit is caught: by relative path and by a package entry', () => {
@@ -101,9 +116,9 @@ test('import specifiers are read from code only: static, re-export, side-effect 
     "// import { x } from './comment.js';",
     '/* export * from "./block.js"; */',
     "const t = `import { y } from './template.js'; ${Array.from('z')}`;",
-    "const r = /'import x from \"./regex.js\"'/;",
+    'const r = /\'import x from "./regex.js"\'/;',
     'const k = x.from("./member-call.js");',
-    "export { j } from \"./j.js\";",
+    'export { j } from "./j.js";',
   ].join('\n');
   assert.deepEqual(importsOf(text), [
     { spec: './a.js', typeOnly: false },

@@ -17,7 +17,16 @@ const NODE_FLAGS = ['--single-threaded', '--predictable', '--predictable-gc-sche
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-const accepts = (port) => new Promise((r) => net.connect(port, '127.0.0.1').on('connect', function () { this.destroy(); r(true); }).on('error', () => r(false)));
+const accepts = (port) =>
+  new Promise((r) =>
+    net
+      .connect(port, '127.0.0.1')
+      .on('connect', function () {
+        this.destroy();
+        r(true);
+      })
+      .on('error', () => r(false)),
+  );
 
 /** Sends `count` requests on one connection, one at a time; resolves once every answer arrived. */
 function drive(port, requests, count, offset) {
@@ -54,10 +63,14 @@ function drive(port, requests, count, offset) {
  * stops the server and returns the instructions callgrind collected. Set CG_OUT to keep the profile.
  */
 export async function countServer({ args, port, requests, n, connections = 4, env = process.env }) {
-  const child = spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${env.CG_OUT ?? '/dev/null'}`, process.execPath, ...NODE_FLAGS, ...args], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    env,
-  });
+  const child = spawn(
+    'valgrind',
+    ['--tool=callgrind', `--callgrind-out-file=${env.CG_OUT ?? '/dev/null'}`, process.execPath, ...NODE_FLAGS, ...args],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env,
+    },
+  );
   let err = '';
   child.stderr.on('data', (d) => (err += d));
   const exited = new Promise((r) => child.on('exit', r));
@@ -70,7 +83,9 @@ export async function countServer({ args, port, requests, n, connections = 4, en
   const bufs = requests(port);
   const offset = Math.floor(bufs.length / connections);
   try {
-    await Promise.all(Array.from({ length: connections }, (_, c) => drive(port, bufs, Math.floor(n / connections), c * offset)));
+    await Promise.all(
+      Array.from({ length: connections }, (_, c) => drive(port, bufs, Math.floor(n / connections), c * offset)),
+    );
     await sleep(200);
   } finally {
     child.kill('SIGTERM'); // also on a failed run, so that no server outlives it and answers the next one's port

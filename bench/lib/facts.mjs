@@ -9,7 +9,8 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { hostSpeed } from './host-speed.mjs';
 
-const version = (root, pkg) => JSON.parse(readFileSync(join(root, 'node_modules', pkg, 'package.json'), 'utf8')).version;
+const version = (root, pkg) =>
+  JSON.parse(readFileSync(join(root, 'node_modules', pkg, 'package.json'), 'utf8')).version;
 
 function listFiles(dir) {
   return readdirSync(dir, { withFileTypes: true, recursive: true })
@@ -22,13 +23,18 @@ function listFiles(dir) {
 export function distHash(root) {
   const h = createHash('sha256');
   for (const pkg of ['sluice', 'guard', 'pow', 'outbound', 'serve']) {
-    for (const f of listFiles(join(root, 'packages', pkg, 'dist'))) h.update(f.slice(root.length)).update(readFileSync(f));
+    for (const f of listFiles(join(root, 'packages', pkg, 'dist')))
+      h.update(f.slice(root.length)).update(readFileSync(f));
   }
   return h.digest('hex').slice(0, 16);
 }
 
 function gitHead(root) {
-  try { return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim(); } catch { return 'unknown'; }
+  try {
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown';
+  }
 }
 
 export function machineFacts(root) {

@@ -18,7 +18,10 @@ export function hostSpeed() {
     for (let i = 0; i < 5e6; i++) x = (x * 31 + i) | 0;
     loops.push(Number(process.hrtime.bigint() - t) / 5e6);
     t = process.hrtime.bigint();
-    for (let i = 0; i < 5000; i++) x ^= createHmac('sha256', 'calibration').update(`198.51.100.${i & 255}`).digest()[0];
+    for (let i = 0; i < 5000; i++)
+      x ^= createHmac('sha256', 'calibration')
+        .update(`198.51.100.${i & 255}`)
+        .digest()[0];
     hmacs.push(Number(process.hrtime.bigint() - t) / 5000 / 1000);
   }
   if (x === 0.5) console.log(x); // keeps the loops observable

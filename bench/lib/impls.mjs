@@ -62,7 +62,8 @@ export function makeImpl(name, policy) {
       const rb = new RefBucket(policy.burst, policy.limit / policy.windowMs);
       return { kind: 'sync', decide: (k) => rb.take(k), size: () => rb.buckets.size };
     }
-    case 'ref-async': { // the same bucket behind `async`: the price of a Promise-returning API
+    case 'ref-async': {
+      // the same bucket behind `async`: the price of a Promise-returning API
       const rb = new RefBucket(policy.burst, policy.limit / policy.windowMs);
       return { kind: 'await-bool', decide: async (k) => rb.take(k), size: () => rb.buckets.size };
     }

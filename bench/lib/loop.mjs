@@ -62,8 +62,11 @@ export function makeBatch({ kind, decide }, keys) {
  */
 export async function timed(kind, batch, ms, batchSize) {
   const isSync = kind === 'sync';
-  let n = 0, allowed = 0, t;
-  const t0 = performance.now(), deadline = t0 + ms;
+  let n = 0,
+    allowed = 0,
+    t;
+  const t0 = performance.now(),
+    deadline = t0 + ms;
   do {
     allowed += isSync ? batch(batchSize) : await batch(batchSize);
     n += batchSize;

@@ -21,11 +21,22 @@ export async function nestApp(kind, { limit, client }) {
   const providers = [];
   if (kind === 'sluice') {
     const { RateLimitModule } = await import('../../packages/sluice/dist/middleware/nestjs/index.js');
-    imports.push(RateLimitModule.forRoot({ policy: { algorithm: 'gcra', limit, window: '1m' }, key: client, headers: 'draft-7' }));
+    imports.push(
+      RateLimitModule.forRoot({ policy: { algorithm: 'gcra', limit, window: '1m' }, key: client, headers: 'draft-7' }),
+    );
   } else if (kind === 'throttler' || kind === 'throttler-sluice') {
     const { ThrottlerModule, ThrottlerGuard } = await import('@nestjs/throttler');
-    const storage = kind === 'throttler-sluice' ? new (await import('../../packages/sluice/dist/compat/nestjs-throttler.js')).SluiceThrottlerStorage() : undefined;
-    imports.push(ThrottlerModule.forRoot({ throttlers: [{ ttl: 60_000, limit }], getTracker: client, ...(storage ? { storage } : {}) }));
+    const storage =
+      kind === 'throttler-sluice'
+        ? new (await import('../../packages/sluice/dist/compat/nestjs-throttler.js')).SluiceThrottlerStorage()
+        : undefined;
+    imports.push(
+      ThrottlerModule.forRoot({
+        throttlers: [{ ttl: 60_000, limit }],
+        getTracker: client,
+        ...(storage ? { storage } : {}),
+      }),
+    );
     providers.push({ provide: APP_GUARD, useClass: ThrottlerGuard });
   } else if (kind !== 'bare') {
     throw new Error(`unknown NestJS variant ${JSON.stringify(kind)}`);

@@ -10,21 +10,27 @@ import { join } from 'node:path';
 
 /** A TCP port free now, whose cluster bus port (+10000) is free too. */
 async function freePort() {
-  const listen = (p) => new Promise((resolve) => {
-    const s = createServer();
-    s.once('error', () => resolve(undefined));
-    s.listen(p, '127.0.0.1', () => {
-      const got = s.address().port;
-      s.close(() => resolve(got));
+  const listen = (p) =>
+    new Promise((resolve) => {
+      const s = createServer();
+      s.once('error', () => resolve(undefined));
+      s.listen(p, '127.0.0.1', () => {
+        const got = s.address().port;
+        s.close(() => resolve(got));
+      });
     });
-  });
   for (;;) {
     const port = await listen(0);
     if (port !== undefined && port + 10000 < 65536 && (await listen(port + 10000)) !== undefined) return port;
   }
 }
 
-const cli = (port, ...args) => execFileSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 10_000, stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+const cli = (port, ...args) =>
+  execFileSync('redis-cli', ['-p', String(port), ...args], {
+    encoding: 'utf8',
+    timeout: 10_000,
+    stdio: ['ignore', 'pipe', 'ignore'],
+  }).trim();
 
 async function waitFor(cond, what) {
   for (let i = 0; i < 600; i++) {
@@ -38,7 +44,11 @@ async function waitFor(cond, what) {
 
 async function start(port, extra = []) {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-redis-'));
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra], { stdio: 'ignore' });
+  const proc = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra],
+    { stdio: 'ignore' },
+  );
   await waitFor(() => cli(port, 'PING') === 'PONG', `redis-server on ${port}`);
   return { port, proc, dir };
 }
@@ -77,7 +87,14 @@ export async function ownCluster(masters = 3) {
     const port = await freePort();
     nodes.push(await start(port, ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`]));
   }
-  execFileSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], { stdio: 'ignore', timeout: 30_000 });
-  await waitFor(() => nodes.every((n) => /cluster_state:ok/.test(cli(n.port, 'CLUSTER', 'INFO'))), 'cluster_state:ok on every node');
+  execFileSync(
+    'redis-cli',
+    ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'],
+    { stdio: 'ignore', timeout: 30_000 },
+  );
+  await waitFor(
+    () => nodes.every((n) => /cluster_state:ok/.test(cli(n.port, 'CLUSTER', 'INFO'))),
+    'cluster_state:ok on every node',
+  );
   return handle(nodes);
 }

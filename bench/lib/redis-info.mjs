@@ -14,7 +14,10 @@ export function parseInfo(text) {
 }
 
 /** Every command counted, but INFO itself (the benchmark's own snapshots). */
-export const commands = (s) => Object.entries(s).filter(([k]) => k.startsWith('cmd:') && k !== 'cmd:info').reduce((a, [, v]) => a + v, 0);
+export const commands = (s) =>
+  Object.entries(s)
+    .filter(([k]) => k.startsWith('cmd:') && k !== 'cmd:info')
+    .reduce((a, [, v]) => a + v, 0);
 
 /** The server's CPU seconds, user and system. */
 export const cpuSeconds = (s) => s.used_cpu_sys + s.used_cpu_user;

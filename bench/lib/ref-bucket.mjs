@@ -24,7 +24,10 @@ export class RefBucket {
       b.tokens = t > this.capacity ? this.capacity : t;
       b.ts = now;
     }
-    if (b.tokens >= 1) { b.tokens -= 1; return true; }
+    if (b.tokens >= 1) {
+      b.tokens -= 1;
+      return true;
+    }
     return false;
   }
 }

@@ -3,7 +3,7 @@
  * and the same-run ratios the issue's targets are stated in. Ratios are only meaningful within one run:
  * absolute rates on this shared VM move by 10–30 % between runs, and by more between machines.
  */
-import { summarize, fmtRate, fmtFixed, fmtSummary } from './stats.mjs';
+import { summarize, fmtFixed, fmtSummary } from './stats.mjs';
 
 /** The issue's targets. Throughput ratios are decisions/s of the first impl ÷ the second, same pattern. */
 export const TARGETS = [
@@ -23,7 +23,10 @@ const bytes = fmtFixed(1);
 export function renderMarkdown({ facts, config, runs, finishedLoadavg }) {
   const ok = runs.filter((r) => !r.error);
   const of = (impl, pattern) => ok.filter((r) => r.impl === impl && r.pattern === pattern);
-  const sum = (impl, pattern, f) => { const rs = of(impl, pattern); return rs.length ? summarize(rs.map(f)) : undefined; };
+  const sum = (impl, pattern, f) => {
+    const rs = of(impl, pattern);
+    return rs.length ? summarize(rs.map(f)) : undefined;
+  };
   const cell = (s, f) => (s ? fmtSummary(s, f) : '–');
   const { impls, patterns } = config;
   const steady = patterns.filter((p) => p !== 'once1m');
@@ -37,15 +40,20 @@ export function renderMarkdown({ facts, config, runs, finishedLoadavg }) {
   md += `## Decisions per second, median (min – max) over ${config.reps} reps\n\n`;
   md += `once1m is the insert rate of 1,000,000 new keys (one decision each).\n\n`;
   md += `| impl | ${patterns.join(' | ')} |\n|---|${patterns.map(() => '---|').join('')}\n`;
-  for (const impl of impls) md += `| ${impl} | ${patterns.map((p) => cell(sum(impl, p, (r) => r.opsPerSec))).join(' | ')} |\n`;
+  for (const impl of impls)
+    md += `| ${impl} | ${patterns.map((p) => cell(sum(impl, p, (r) => r.opsPerSec))).join(' | ')} |\n`;
 
   md += `\n## ns per decision (median) · allowed fraction · GC pause ms in the window (median)\n\n`;
   md += `| impl | ${patterns.join(' | ')} |\n|---|${patterns.map(() => '---|').join('')}\n`;
   for (const impl of impls) {
-    md += `| ${impl} | ${patterns.map((p) => {
-      const ns = sum(impl, p, (r) => r.nsPerOp), af = sum(impl, p, (r) => r.allowedFrac), gc = sum(impl, p, (r) => r.gcMs);
-      return ns ? `${ns.median.toFixed(1)} ns · ${(af.median * 100).toFixed(1)} % · ${gc.median.toFixed(0)}` : '–';
-    }).join(' | ')} |\n`;
+    md += `| ${impl} | ${patterns
+      .map((p) => {
+        const ns = sum(impl, p, (r) => r.nsPerOp),
+          af = sum(impl, p, (r) => r.allowedFrac),
+          gc = sum(impl, p, (r) => r.gcMs);
+        return ns ? `${ns.median.toFixed(1)} ns · ${(af.median * 100).toFixed(1)} % · ${gc.median.toFixed(0)}` : '–';
+      })
+      .join(' | ')} |\n`;
   }
 
   if (patterns.includes('once1m')) {
@@ -53,14 +61,33 @@ export function renderMarkdown({ facts, config, runs, finishedLoadavg }) {
     md += `| impl | bytes/key incl. key string | bytes/key excl. key string | of which external (typed arrays) | RSS bytes/key (median) |\n|---|---|---|---|---|\n`;
     for (const impl of impls) {
       const s = (f) => sum(impl, 'once1m', f);
-      md += `| ${impl} | ${cell(s((r) => r.bytesPerKeyInclKey), bytes)} | ${cell(s((r) => r.bytesPerKeyExclKey), bytes)} | ${cell(s((r) => r.externalBytesPerKeyInclKey), bytes)} | ${s((r) => r.rssBytesPerKey)?.median.toFixed(0) ?? '–'} |\n`;
+      md += `| ${impl} | ${cell(
+        s((r) => r.bytesPerKeyInclKey),
+        bytes,
+      )} | ${cell(
+        s((r) => r.bytesPerKeyExclKey),
+        bytes,
+      )} | ${cell(
+        s((r) => r.externalBytesPerKeyInclKey),
+        bytes,
+      )} | ${s((r) => r.rssBytesPerKey)?.median.toFixed(0) ?? '–'} |\n`;
     }
   }
 
   md += `\n## Same-run ratios (decisions/s of A ÷ B): ratio of medians, and min–max of the per-rep ratios (rep i of A ÷ rep i of B)\n\n`;
   md += `| A ÷ B | ${patterns.join(' | ')} |\n|---|${patterns.map(() => '---|').join('')}\n`;
-  for (const [a, b] of [['sluice', 'rlflex'], ['sluice-sync', 'ref'], ['sluice', 'ref-async'], ['sluice-sync', 'limiter-tb']]) {
-    md += `| ${a} ÷ ${b} | ${patterns.map((p) => { const r = ratio(of(a, p), of(b, p)); return r ? `${x2(r.ofMedians)} (${x2(r.min)} – ${x2(r.max)})` : '–'; }).join(' | ')} |\n`;
+  for (const [a, b] of [
+    ['sluice', 'rlflex'],
+    ['sluice-sync', 'ref'],
+    ['sluice', 'ref-async'],
+    ['sluice-sync', 'limiter-tb'],
+  ]) {
+    md += `| ${a} ÷ ${b} | ${patterns
+      .map((p) => {
+        const r = ratio(of(a, p), of(b, p));
+        return r ? `${x2(r.ofMedians)} (${x2(r.min)} – ${x2(r.max)})` : '–';
+      })
+      .join(' | ')} |\n`;
   }
 
   md += `\n## Targets (issue)\n\n| target | measured | met? |\n|---|---|---|\n`;
@@ -70,7 +97,8 @@ export function renderMarkdown({ facts, config, runs, finishedLoadavg }) {
   }
   for (const impl of ['sluice', 'sluice-sync']) {
     const s = sum(impl, 'once1m', (r) => r.bytesPerKeyInclKey);
-    if (s) md += `| ${impl}: bytes/key at 1M keys, key string included ≤ ${MAX_BYTES_PER_KEY} | ${fmtSummary(s, bytes)} | ${s.max <= MAX_BYTES_PER_KEY ? 'yes (every rep)' : s.median <= MAX_BYTES_PER_KEY ? 'median only' : 'no'} |\n`;
+    if (s)
+      md += `| ${impl}: bytes/key at 1M keys, key string included ≤ ${MAX_BYTES_PER_KEY} | ${fmtSummary(s, bytes)} | ${s.max <= MAX_BYTES_PER_KEY ? 'yes (every rep)' : s.median <= MAX_BYTES_PER_KEY ? 'median only' : 'no'} |\n`;
   }
 
   const flagged = runs.filter((r) => r.error || r.problems?.length);
@@ -82,7 +110,12 @@ export function renderMarkdown({ facts, config, runs, finishedLoadavg }) {
 function ratio(as, bs) {
   if (!as.length || !bs.length) return undefined;
   const med = (rs) => summarize(rs.map((r) => r.opsPerSec)).median;
-  const paired = as.map((a) => { const b = bs.find((x) => x.rep === a.rep); return b ? a.opsPerSec / b.opsPerSec : NaN; }).filter(Number.isFinite);
+  const paired = as
+    .map((a) => {
+      const b = bs.find((x) => x.rep === a.rep);
+      return b ? a.opsPerSec / b.opsPerSec : NaN;
+    })
+    .filter(Number.isFinite);
   return { ofMedians: med(as) / med(bs), min: Math.min(...paired), max: Math.max(...paired) };
 }
 

@@ -13,7 +13,10 @@ export function keysOf(pattern) {
 }
 
 export function makeLimiter(sluice, store) {
-  return new sluice.Limiter({ policy: { algorithm: 'token-bucket', limit: 60, window: '1h', burst: 1e9 }, store: store ?? new sluice.MemoryStore({ maxKeys: 2_000_000 }) });
+  return new sluice.Limiter({
+    policy: { algorithm: 'token-bucket', limit: 60, window: '1h', burst: 1e9 },
+    store: store ?? new sluice.MemoryStore({ maxKeys: 2_000_000 }),
+  });
 }
 
 /** `n` decisions round-robin over `keys` from `start`; returns how many were allowed (all, on ALLOW). */

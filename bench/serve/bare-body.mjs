@@ -3,7 +3,8 @@
 // Usage: node bench/serve/bare-body.mjs <port>. Exits on SIGTERM, and by itself after 30 minutes.
 import http from 'node:http';
 
-const body = '{"overallCode":"OK","statuses":[{"code":"OK","currentLimit":{"name":"bench.remote_address","requestsPerUnit":4000000000,"unit":"HOUR"},"limitRemaining":3999999999,"durationUntilReset":"3599s"}]}';
+const body =
+  '{"overallCode":"OK","statuses":[{"code":"OK","currentLimit":{"name":"bench.remote_address","requestsPerUnit":4000000000,"unit":"HOUR"},"limitRemaining":3999999999,"durationUntilReset":"3599s"}]}';
 const headers = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
 const server = http.createServer((req, res) => {
   req.on('data', () => {});

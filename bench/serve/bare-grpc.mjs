@@ -18,8 +18,17 @@ function varint(v) {
 // RateLimitResponse {overall_code: OK, statuses: [{code: OK, current_limit: {name: "bench.remote_address",
 // requests_per_unit: 4e9, unit: HOUR}, limit_remaining: 3999999999, duration_until_reset: {seconds: 3599}}]}:
 // what sluice answers for bench/serve/policies.yaml, field for field.
-const limit = Buffer.concat([varintField(1, 4_000_000_000), varintField(2, 3), bytesField(3, Buffer.from('bench.remote_address'))]);
-const status = Buffer.concat([varintField(1, 1), bytesField(2, limit), varintField(3, 3_999_999_999), bytesField(4, varintField(1, 3599))]);
+const limit = Buffer.concat([
+  varintField(1, 4_000_000_000),
+  varintField(2, 3),
+  bytesField(3, Buffer.from('bench.remote_address')),
+]);
+const status = Buffer.concat([
+  varintField(1, 1),
+  bytesField(2, limit),
+  varintField(3, 3_999_999_999),
+  bytesField(4, varintField(1, 3599)),
+]);
 const message = Buffer.concat([varintField(1, 1), bytesField(2, status)]);
 const frame = Buffer.alloc(5 + message.length);
 frame.writeUInt32BE(message.length, 1);
@@ -38,6 +47,6 @@ server.on('stream', (stream) => {
   });
 });
 server.listen(Number(process.argv[2]), '127.0.0.1', () => process.stdout.write('listening\n'));
-process.on("SIGTERM", () => process.exit(0));
-process.on("SIGINT", () => process.exit(0));
+process.on('SIGTERM', () => process.exit(0));
+process.on('SIGINT', () => process.exit(0));
 setTimeout(() => process.exit(0), 1_800_000).unref();

@@ -44,36 +44,87 @@ const LOAD_CPU = '1';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 for (const bin of ['wrk', 'h2load', 'taskset', 'curl', 'redis-server', 'redis-cli']) {
-  if (spawnSync('which', [bin]).status !== 0) throw new Error(`${bin} is missing (apt-get install wrk nghttp2-client util-linux curl redis-server)`);
+  if (spawnSync('which', [bin]).status !== 0)
+    throw new Error(`${bin} is missing (apt-get install wrk nghttp2-client util-linux curl redis-server)`);
 }
-if (os.cpus().length < 2) throw new Error('the floors bench pins the server and the load to two different cores: it needs 2');
+if (os.cpus().length < 2)
+  throw new Error('the floors bench pins the server and the load to two different cores: it needs 2');
 spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
 
 const tmp = mkdtempSync(join(os.tmpdir(), 'sluice-bench-floors-'));
 const live = new Set();
 const redis = await ownRedis();
 const redisPort = redis.ports[0];
-const redisPid = Number(spawnSync('redis-cli', ['-p', String(redisPort), 'INFO', 'server'], { encoding: 'utf8' }).stdout.match(/process_id:(\d+)/)?.[1]);
+const redisPid = Number(
+  spawnSync('redis-cli', ['-p', String(redisPort), 'INFO', 'server'], { encoding: 'utf8' }).stdout.match(
+    /process_id:(\d+)/,
+  )?.[1],
+);
 spawnSync('taskset', ['-pc', LOAD_CPU, String(redisPid)], { stdio: 'ignore' });
 process.on('exit', () => {
-  for (const c of live) try { c.kill('SIGKILL'); } catch {}
+  for (const c of live)
+    try {
+      c.kill('SIGKILL');
+    } catch {}
   redis.stop();
   rmSync(tmp, { recursive: true, force: true });
 });
 process.on('SIGINT', () => process.exit(130));
-const redisInfo = () => parseInfo(spawnSync('redis-cli', ['-p', String(redisPort), 'INFO', 'all'], { encoding: 'utf8' }).stdout);
+const redisInfo = () =>
+  parseInfo(spawnSync('redis-cli', ['-p', String(redisPort), 'INFO', 'all'], { encoding: 'utf8' }).stdout);
 const scriptCalls = (s) => (s['cmd:fcall'] ?? 0) + (s['cmd:evalsha'] ?? 0) + (s['cmd:eval'] ?? 0);
 
 const sluiceArgs = (store) => [
-  join(ROOT, 'packages/serve/dist/cli/main.js'), 'serve', '--config', join(HERE, 'policies.yaml'), '--port', String(PORT.http), '--grpc-port', String(PORT.grpc),
-  '--admin-port', String(PORT.admin), '--log-level', 'warn', '--watch', 'false', ...(store === 'redis' ? ['--redis', `redis://127.0.0.1:${redisPort}`, '--redis-timeout-ms', String(REDIS_TIMEOUT_MS)] : []),
+  join(ROOT, 'packages/serve/dist/cli/main.js'),
+  'serve',
+  '--config',
+  join(HERE, 'policies.yaml'),
+  '--port',
+  String(PORT.http),
+  '--grpc-port',
+  String(PORT.grpc),
+  '--admin-port',
+  String(PORT.admin),
+  '--log-level',
+  'warn',
+  '--watch',
+  'false',
+  ...(store === 'redis'
+    ? ['--redis', `redis://127.0.0.1:${redisPort}`, '--redis-timeout-ms', String(REDIS_TIMEOUT_MS)]
+    : []),
 ];
 const SERVERS = {
-  grpcFloor: { label: 'bare `node:http2`, fixed valid ShouldRateLimit answer (the gRPC floor)', args: () => [join(HERE, 'bare-grpc.mjs'), String(PORT.grpcFloor)], grpc: PORT.grpcFloor },
-  memory: { label: 'sluice serve, memory store', args: () => sluiceArgs('memory'), grpc: PORT.grpc, json: PORT.http, admin: true },
-  redis: { label: 'sluice serve, Redis store (its own redis-server on core 1)', args: () => sluiceArgs('redis'), grpc: PORT.grpc, json: PORT.http, admin: true, redis: true },
-  jsonFloor: { label: 'bare `node:http`, reading the body, fixed 200 (the /json floor)', args: () => [join(HERE, 'bare-body.mjs'), String(PORT.jsonFloor)], json: PORT.jsonFloor },
-  library: { label: 'the library: RedisStore fixed window in one process (bench/redis-worker.mjs sluice-fixed-window, 100 k keys), on core 0', library: true, redis: true },
+  grpcFloor: {
+    label: 'bare `node:http2`, fixed valid ShouldRateLimit answer (the gRPC floor)',
+    args: () => [join(HERE, 'bare-grpc.mjs'), String(PORT.grpcFloor)],
+    grpc: PORT.grpcFloor,
+  },
+  memory: {
+    label: 'sluice serve, memory store',
+    args: () => sluiceArgs('memory'),
+    grpc: PORT.grpc,
+    json: PORT.http,
+    admin: true,
+  },
+  redis: {
+    label: 'sluice serve, Redis store (its own redis-server on core 1)',
+    args: () => sluiceArgs('redis'),
+    grpc: PORT.grpc,
+    json: PORT.http,
+    admin: true,
+    redis: true,
+  },
+  jsonFloor: {
+    label: 'bare `node:http`, reading the body, fixed 200 (the /json floor)',
+    args: () => [join(HERE, 'bare-body.mjs'), String(PORT.jsonFloor)],
+    json: PORT.jsonFloor,
+  },
+  library: {
+    label:
+      'the library: RedisStore fixed window in one process (bench/redis-worker.mjs sluice-fixed-window, 100 k keys), on core 0',
+    library: true,
+    redis: true,
+  },
 };
 /** The library's in-flight counts: the service's under h2load (4 × 100) and under wrk (128). */
 const LIBRARY_INFLIGHT = { grpc: 400, json: 128 };
@@ -87,7 +138,9 @@ function libraryOrNot(inflight) {
     try {
       return library(inflight);
     } catch (e) {
-      process.stderr.write(`library at ${inflight} in flight, attempt ${attempt}: ${String(e.message).split('\n')[0].slice(0, 200)}\n`);
+      process.stderr.write(
+        `library at ${inflight} in flight, attempt ${attempt}: ${String(e.message).split('\n')[0].slice(0, 200)}\n`,
+      );
       if (attempt === 2) return { inflight, cps: NaN, cpuUs: NaN, redisCpuUs: NaN, perScriptCall: NaN };
     }
   }
@@ -96,25 +149,75 @@ function libraryOrNot(inflight) {
 /** The library's figures at `inflight` decisions in flight, against the same redis-server, pinned like a server. */
 function library(inflight) {
   redis.flush();
-  const r = spawnSync('taskset', ['-c', SERVER_CPU, process.execPath, '--import', 'tsx', join(ROOT, 'bench/redis-worker.mjs'), 'sluice-fixed-window', String(inflight), String(WARMUP_S * 1000), String(SECONDS * 1000)], {
-    cwd: ROOT, encoding: 'utf8', env: { ...process.env, REDIS_PORT: String(redisPort) }, timeout: (SECONDS + WARMUP_S + 60) * 1000,
-  });
+  const r = spawnSync(
+    'taskset',
+    [
+      '-c',
+      SERVER_CPU,
+      process.execPath,
+      '--import',
+      'tsx',
+      join(ROOT, 'bench/redis-worker.mjs'),
+      'sluice-fixed-window',
+      String(inflight),
+      String(WARMUP_S * 1000),
+      String(SECONDS * 1000),
+    ],
+    {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, REDIS_PORT: String(redisPort) },
+      timeout: (SECONDS + WARMUP_S + 60) * 1000,
+    },
+  );
   if (r.status !== 0) throw new Error(`redis-worker failed: ${r.stderr}`);
   const j = JSON.parse(r.stdout.trim().split('\n').at(-1));
-  return { inflight, cps: j.decisionsPerSec, cpuUs: j.nodeCpuUsPerDecision, redisCpuUs: j.redisCpuUsPerDecision, perScriptCall: 1 / j.callsPerDecision };
+  return {
+    inflight,
+    cps: j.decisionsPerSec,
+    cpuUs: j.nodeCpuUsPerDecision,
+    redisCpuUs: j.redisCpuUsPerDecision,
+    perScriptCall: 1 / j.callsPerDecision,
+  };
 }
 
 const PROBE = '{"domain":"bench","descriptors":[{"entries":[{"key":"remote_address","value":"probe"}]}]}';
 async function start(name) {
   const s = SERVERS[name];
-  const child = spawn('taskset', ['-c', SERVER_CPU, process.execPath, ...s.args()], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn('taskset', ['-c', SERVER_CPU, process.execPath, ...s.args()], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   live.add(child);
   child.on('exit', () => live.delete(child));
   const url = s.json !== undefined ? `http://127.0.0.1:${s.json}/json` : undefined;
   for (let i = 0; i < 100; i++) {
-    const ok = url !== undefined
-      ? spawnSync('curl', ['-s', '--max-time', '1', '-o', '/dev/null', '-w', '%{http_code}', '-XPOST', '-d', PROBE, url], { encoding: 'utf8' }).stdout === '200'
-      : spawnSync('curl', ['-s', '--max-time', '1', '--http2-prior-knowledge', '-o', '/dev/null', '-w', '%{http_code}', '-XPOST', '-H', 'content-type: application/grpc', '--data-binary', `@${frameFile()}`, `http://127.0.0.1:${s.grpc}/x`], { encoding: 'utf8' }).stdout === '200';
+    const ok =
+      url !== undefined
+        ? spawnSync(
+            'curl',
+            ['-s', '--max-time', '1', '-o', '/dev/null', '-w', '%{http_code}', '-XPOST', '-d', PROBE, url],
+            { encoding: 'utf8' },
+          ).stdout === '200'
+        : spawnSync(
+            'curl',
+            [
+              '-s',
+              '--max-time',
+              '1',
+              '--http2-prior-knowledge',
+              '-o',
+              '/dev/null',
+              '-w',
+              '%{http_code}',
+              '-XPOST',
+              '-H',
+              'content-type: application/grpc',
+              '--data-binary',
+              `@${frameFile()}`,
+              `http://127.0.0.1:${s.grpc}/x`,
+            ],
+            { encoding: 'utf8' },
+          ).stdout === '200';
     if (ok) return child;
     await sleep(100);
   }
@@ -147,17 +250,49 @@ function frameFile() {
   return frame;
 }
 
-const H2LOAD = (port, extra) => ['-c', LOAD_CPU, 'h2load', '-t1', '-c4', '-m100', ...extra, '-d', frameFile(), '-H', 'content-type: application/grpc', '-H', 'te: trailers', `http://127.0.0.1:${port}/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit`];
-const shown = (argv) => argv.map((a) => (a === frameFile() ? '<one call>' : a.includes(' ') ? `'${a}'` : a)).join(' ').replaceAll(ROOT, '');
+const H2LOAD = (port, extra) => [
+  '-c',
+  LOAD_CPU,
+  'h2load',
+  '-t1',
+  '-c4',
+  '-m100',
+  ...extra,
+  '-d',
+  frameFile(),
+  '-H',
+  'content-type: application/grpc',
+  '-H',
+  'te: trailers',
+  `http://127.0.0.1:${port}/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit`,
+];
+const shown = (argv) =>
+  argv
+    .map((a) => (a === frameFile() ? '<one call>' : a.includes(' ') ? `'${a}'` : a))
+    .join(' ')
+    .replaceAll(ROOT, '');
 
 function h2load(argv, seconds) {
   const r = spawnSync('taskset', argv, { encoding: 'utf8', timeout: (seconds + 30) * 1000 });
   if (r.status !== 0) throw new Error(`h2load failed: ${r.stderr}${r.stdout}`);
-  const done = /requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored/.exec(r.stdout);
+  const done = /requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored/.exec(
+    r.stdout,
+  );
   return { succeeded: Number(done?.[2] ?? 0), failed: Number(done?.[3] ?? 0) + Number(done?.[4] ?? 0), out: r.stdout };
 }
 function wrk(port, seconds) {
-  const argv = ['-c', LOAD_CPU, 'wrk', '-t1', '-c128', `-d${seconds}s`, '--latency', '-s', join(HERE, 'json.lua'), `http://127.0.0.1:${port}/json`];
+  const argv = [
+    '-c',
+    LOAD_CPU,
+    'wrk',
+    '-t1',
+    '-c128',
+    `-d${seconds}s`,
+    '--latency',
+    '-s',
+    join(HERE, 'json.lua'),
+    `http://127.0.0.1:${port}/json`,
+  ];
   const r = spawnSync('taskset', argv, { encoding: 'utf8', timeout: (seconds + 30) * 1000 });
   if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr}${r.stdout}`);
   const out = r.stdout;
@@ -178,7 +313,14 @@ function measured(pid, onRedis, load) {
   const wall = (performance.now() - t0) / 1000;
   const cpu = cpuOf(pid) - c0;
   const calls = out.calls;
-  const row = { ...out, wall, cps: calls / wall, cpuUs: (cpu / calls) * 1e6, serverCpuPct: (cpu / wall) * 100, load: os.loadavg()[0] };
+  const row = {
+    ...out,
+    wall,
+    cps: calls / wall,
+    cpuUs: (cpu / calls) * 1e6,
+    serverCpuPct: (cpu / wall) * 100,
+    load: os.loadavg()[0],
+  };
   if (onRedis) {
     const r1 = redisInfo();
     row.redisCpuUs = ((redisCpu(r1) - redisCpu(r0)) / calls) * 1e6;
@@ -190,7 +332,9 @@ function measured(pid, onRedis, load) {
 
 /** A rule counter from sluice serve's /metrics: every call decided and admitted, checked. */
 function ruleCounter(name) {
-  const text = spawnSync('curl', ['-s', '--max-time', '5', `http://127.0.0.1:${PORT.admin}/metrics`], { encoding: 'utf8' }).stdout;
+  const text = spawnSync('curl', ['-s', '--max-time', '5', `http://127.0.0.1:${PORT.admin}/metrics`], {
+    encoding: 'utf8',
+  }).stdout;
   return Number(new RegExp(`^${name}\\{[^}]*rule="bench.remote_address"[^}]*\\} (\\d+)`, 'm').exec(text)?.[1] ?? NaN);
 }
 const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
@@ -220,7 +364,13 @@ function grpcRuns(name, pid) {
     const h = h2load(rateArgs, SECONDS);
     return { calls: h.succeeded, failed: h.failed };
   });
-  const lat = readFileSync(log, 'utf8').trim().split('\n').map((l) => l.split('\t')).filter((c) => c[1] === '200').map((c) => Number(c[2]) / 1000).sort((a, b) => a - b);
+  const lat = readFileSync(log, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => l.split('\t'))
+    .filter((c) => c[1] === '200')
+    .map((c) => Number(c[2]) / 1000)
+    .sort((a, b) => a - b);
   fixed.p50Ms = quantile(lat, 0.5);
   fixed.p99Ms = quantile(lat, 0.99);
   fixed.cmd = shown(rateArgs.slice(2)).replace(/--log-file=\S+/, '--log-file=<times>');
@@ -244,9 +394,15 @@ const ORDER = ['grpcFloor', 'memory', 'redis', 'jsonFloor', 'library'];
 for (let rep = 1; rep <= REPS; rep++) {
   for (const name of rep % 2 === 1 ? ORDER : [...ORDER].reverse()) {
     if (name === 'library') {
-      const r = { load: os.loadavg()[0], grpc: libraryOrNot(LIBRARY_INFLIGHT.grpc), json: libraryOrNot(LIBRARY_INFLIGHT.json) };
+      const r = {
+        load: os.loadavg()[0],
+        grpc: libraryOrNot(LIBRARY_INFLIGHT.grpc),
+        json: libraryOrNot(LIBRARY_INFLIGHT.json),
+      };
       results.library.push(r);
-      process.stderr.write(`rep ${rep}/${REPS} library: ${['grpc', 'json'].map((w) => `at ${r[w].inflight} in flight ${Math.round(r[w].cps)}/s, Node ${r[w].cpuUs.toFixed(1)} µs, Redis ${r[w].redisCpuUs.toFixed(1)} µs per decision, ${r[w].perScriptCall.toFixed(1)} per call`).join('; ')}; load ${r.load.toFixed(2)}\n`);
+      process.stderr.write(
+        `rep ${rep}/${REPS} library: ${['grpc', 'json'].map((w) => `at ${r[w].inflight} in flight ${Math.round(r[w].cps)}/s, Node ${r[w].cpuUs.toFixed(1)} µs, Redis ${r[w].redisCpuUs.toFixed(1)} µs per decision, ${r[w].perScriptCall.toFixed(1)} per call`).join('; ')}; load ${r.load.toFixed(2)}\n`,
+      );
       continue;
     }
     if (SERVERS[name].redis) redis.flush();
@@ -258,15 +414,25 @@ for (let rep = 1; rep <= REPS; rep++) {
     await stop(child);
     results[name].push(r);
     const f = (x, d = 1) => (x === undefined || Number.isNaN(x) ? '–' : x.toFixed(d));
-    process.stderr.write(`rep ${rep}/${REPS} ${name}:` +
-      (r.cap ? ` gRPC ${Math.round(r.cap.cps)} calls/s ${f(r.cap.cpuUs)} µs/call${r.cap.redisCpuUs !== undefined ? ` (+${f(r.cap.redisCpuUs)} Redis, ${f(r.cap.perScriptCall)}/script call)` : ''}${r.cap.failed ? ` ${r.cap.failed} FAILED` : ''}${r.cap.over ? ` ${r.cap.over} OVER` : ''}; at ${FIXED_RPS}/s p50 ${f(r.fixed.p50Ms, 2)} p99 ${f(r.fixed.p99Ms, 2)} ms;` : '') +
-      (r.cap?.storeErrors ? ` [${r.cap.storeErrors} gRPC store errors]` : '') + (r.json?.storeErrors ? ` [${r.json.storeErrors} /json store errors]` : '') +
-      (r.json ? ` /json ${Math.round(r.json.cps)} calls/s ${f(r.json.cpuUs)} µs/call${r.json.redisCpuUs !== undefined ? ` (+${f(r.json.redisCpuUs)} Redis, ${f(r.json.perScriptCall)}/script call)` : ''}${r.json.non2xx ? ` ${r.json.non2xx} non-2xx` : ''}` : '') +
-      `; load ${r.load.toFixed(2)}\n`);
+    process.stderr.write(
+      `rep ${rep}/${REPS} ${name}:` +
+        (r.cap
+          ? ` gRPC ${Math.round(r.cap.cps)} calls/s ${f(r.cap.cpuUs)} µs/call${r.cap.redisCpuUs !== undefined ? ` (+${f(r.cap.redisCpuUs)} Redis, ${f(r.cap.perScriptCall)}/script call)` : ''}${r.cap.failed ? ` ${r.cap.failed} FAILED` : ''}${r.cap.over ? ` ${r.cap.over} OVER` : ''}; at ${FIXED_RPS}/s p50 ${f(r.fixed.p50Ms, 2)} p99 ${f(r.fixed.p99Ms, 2)} ms;`
+          : '') +
+        (r.cap?.storeErrors ? ` [${r.cap.storeErrors} gRPC store errors]` : '') +
+        (r.json?.storeErrors ? ` [${r.json.storeErrors} /json store errors]` : '') +
+        (r.json
+          ? ` /json ${Math.round(r.json.cps)} calls/s ${f(r.json.cpuUs)} µs/call${r.json.redisCpuUs !== undefined ? ` (+${f(r.json.redisCpuUs)} Redis, ${f(r.json.perScriptCall)}/script call)` : ''}${r.json.non2xx ? ` ${r.json.non2xx} non-2xx` : ''}`
+          : '') +
+        `; load ${r.load.toFixed(2)}\n`,
+    );
   }
 }
 
-const med = (xs) => { const s = xs.filter((x) => x !== undefined && !Number.isNaN(x)).sort((a, b) => a - b); return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
+const med = (xs) => {
+  const s = xs.filter((x) => x !== undefined && !Number.isNaN(x)).sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
 const finite = (xs) => xs.filter((x) => Number.isFinite(x));
 const rng = (xs, d = 1) => `${Math.min(...finite(xs)).toFixed(d)}–${Math.max(...finite(xs)).toFixed(d)}`;
 const k = (x) => `${(x / 1000).toFixed(1)} k`;
@@ -288,13 +454,21 @@ const lat = { floor: pick('grpcFloor', 'fixed'), memory: pick('memory', 'fixed')
 const lib = { grpc: pick('library', 'grpc'), json: pick('library', 'json') };
 const loads = Object.values(results).flatMap((rs) => rs.map((r) => r.load));
 
-const cell = (rs) => `${k(med(rs.map((r) => r.cps)))} (${k(Math.min(...finite(rs.map((r) => r.cps))))}–${k(Math.max(...finite(rs.map((r) => r.cps))))})`;
+const cell = (rs) =>
+  `${k(med(rs.map((r) => r.cps)))} (${k(Math.min(...finite(rs.map((r) => r.cps))))}–${k(Math.max(...finite(rs.map((r) => r.cps))))})`;
 const cpuCell = (rs) => `${med(rs.map((r) => r.cpuUs)).toFixed(1)} (${rng(rs.map((r) => r.cpuUs))})`;
-const redisCell = (rs) => (rs[0].redisCpuUs === undefined ? '–' : `${med(rs.map((r) => r.redisCpuUs)).toFixed(1)} (${rng(rs.map((r) => r.redisCpuUs))})`);
-const batchCell = (rs) => (rs[0].perScriptCall === undefined ? '–' : `${med(rs.map((r) => r.perScriptCall)).toFixed(1)} (${rng(rs.map((r) => r.perScriptCall))})`);
+const redisCell = (rs) =>
+  rs[0].redisCpuUs === undefined
+    ? '–'
+    : `${med(rs.map((r) => r.redisCpuUs)).toFixed(1)} (${rng(rs.map((r) => r.redisCpuUs))})`;
+const batchCell = (rs) =>
+  rs[0].perScriptCall === undefined
+    ? '–'
+    : `${med(rs.map((r) => r.perScriptCall)).toFixed(1)} (${rng(rs.map((r) => r.perScriptCall))})`;
 
 let md = `<!-- bench/serve.mjs --floors at ${started}: ${os.cpus().length} cores (${os.cpus()[0].model}), Node ${process.version}, ${REPS} reps × ${SECONDS} s after a ${WARMUP_S} s warm-up, fresh server per rep, ABBA order; server on core ${SERVER_CPU}, load generator and redis-server on core ${LOAD_CPU}; 1-minute load average ${rng(loads, 2)} (median ${med(loads).toFixed(2)}); ${hostSpeedLine()} -->\n\n`;
-md += '| | calls/s, median (range) | server CPU µs per call | calls per server CPU-second ÷ the floor\'s | Redis CPU µs per call | decisions per Redis script call |\n|---|---|---|---|---|---|\n';
+md +=
+  "| | calls/s, median (range) | server CPU µs per call | calls per server CPU-second ÷ the floor's | Redis CPU µs per call | decisions per Redis script call |\n|---|---|---|---|---|---|\n";
 md += `| gRPC, ${SERVERS.grpcFloor.label} | ${cell(gF)} | ${cpuCell(gF)} | – | – | – |\n`;
 md += `| gRPC, ${SERVERS.memory.label} | ${cell(gM)} | ${cpuCell(gM)} | **${ratio(gM, gF, perCore)}** | – | – |\n`;
 md += `| gRPC, ${SERVERS.redis.label} | ${cell(gR)} | ${cpuCell(gR)} | **${ratio(gR, gF, perCore)}**; CPU per call ${ratio(gR, gM, (r) => r.cpuUs)} its memory path's | ${redisCell(gR)} | ${batchCell(gR)} |\n`;
@@ -307,12 +481,20 @@ const latCell = (rs) => `${med(rs.map((r) => r.p50Ms)).toFixed(2)} / ${med(rs.ma
 md += `| gRPC latency at a fixed ${k(FIXED_RPS)} calls/s, p50 / p99 | floor ${latCell(lat.floor)}; memory ${latCell(lat.memory)} (p99 ${ratio(lat.memory, lat.floor, (r) => r.p99Ms)} the floor's); Redis ${latCell(lat.redis)} (p99 ${ratio(lat.redis, lat.floor, (r) => r.p99Ms)}) | | | | |\n\n`;
 md += `- Ratios are per rep (each server against the floor measured in the same rep), then the median and range of those.\n`;
 md += `- Throughput ratios: gRPC memory ÷ floor ${ratio(gM, gF, (r) => r.cps)}, Redis ÷ floor ${ratio(gR, gF, (r) => r.cps)}; /json memory ÷ floor ${ratio(jM, jF, (r) => r.cps)}, Redis ÷ floor ${ratio(jR, jF, (r) => r.cps)}.\n`;
-md += `- Checked: ${[...gM, ...gR].map((r) => `${r.decided} decided of ${r.calls}, ${r.over} over, ${r.failed} failed`).slice(0, 4).join('; ')}${gM.length > 2 ? ' …' : ''}; /json non-2xx ${[...jM, ...jR, ...jF].reduce((a, r) => a + r.non2xx, 0)}.\n`;
+md += `- Checked: ${[...gM, ...gR]
+  .map((r) => `${r.decided} decided of ${r.calls}, ${r.over} over, ${r.failed} failed`)
+  .slice(0, 4)
+  .join(
+    '; ',
+  )}${gM.length > 2 ? ' …' : ''}; /json non-2xx ${[...jM, ...jR, ...jF].reduce((a, r) => a + r.non2xx, 0)}.\n`;
 md += `- Decisions answered by the failure policy (a Redis call past \`--redis-timeout-ms ${REDIS_TIMEOUT_MS}\`), per rep: gRPC ${gR.map((r) => r.storeErrors).join(', ')}; /json ${jR.map((r) => r.storeErrors).join(', ')} (Redis's CPU per call and decisions per script call count only what reached Redis when these are 0).\n`;
 md += `- Commands: gRPC capacity \`${gF[0].cmd}\`; fixed rate \`${lat.floor[0].cmd}\`; /json \`${jF[0].cmd}\`; the server under \`taskset -c ${SERVER_CPU}\`.\n`;
 mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
 const stamp = started.replaceAll(':', '-').replace(/\.\d+Z$/, 'Z');
 writeFileSync(join(ROOT, `bench/results/serve-floors-${stamp}.md`), md);
-writeFileSync(join(ROOT, `bench/results/serve-floors-${stamp}.json`), JSON.stringify({ started, reps: REPS, seconds: SECONDS, fixedRps: FIXED_RPS, results }, null, 1));
+writeFileSync(
+  join(ROOT, `bench/results/serve-floors-${stamp}.json`),
+  JSON.stringify({ started, reps: REPS, seconds: SECONDS, fixedRps: FIXED_RPS, results }, null, 1),
+);
 process.stdout.write(md);
 process.exit(0);

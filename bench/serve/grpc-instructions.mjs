@@ -19,7 +19,16 @@ const HERE = join(ROOT, 'bench/serve');
 const PORT = Number(process.env.PORT ?? 18590);
 const NODE_FLAGS = ['--single-threaded', '--predictable', '--predictable-gc-schedule', '--no-memory-reducer'];
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const accepts = () => new Promise((r) => net.connect(PORT, '127.0.0.1').on('connect', function () { this.destroy(); r(true); }).on('error', () => r(false)));
+const accepts = () =>
+  new Promise((r) =>
+    net
+      .connect(PORT, '127.0.0.1')
+      .on('connect', function () {
+        this.destroy();
+        r(true);
+      })
+      .on('error', () => r(false)),
+  );
 
 const field = (n, bytes) => Buffer.concat([Buffer.from([(n << 3) | 2, bytes.length]), bytes]);
 const entry = Buffer.concat([field(1, Buffer.from('remote_address')), field(2, Buffer.from('10.0.0.1'))]);
@@ -31,11 +40,32 @@ writeFileSync(CALL, Buffer.concat([prefix, message]));
 
 function command(server) {
   if (server === 'floor') return [join(HERE, 'bare-grpc.mjs'), String(PORT)];
-  return [join(ROOT, server, 'cli/main.js'), 'serve', '--config', join(HERE, 'policies.yaml'), '--port', String(PORT + 1), '--grpc-port', String(PORT), '--admin-port', '-1', '--log-level', 'warn', '--watch', 'false', '--clock', 'monotonic'];
+  return [
+    join(ROOT, server, 'cli/main.js'),
+    'serve',
+    '--config',
+    join(HERE, 'policies.yaml'),
+    '--port',
+    String(PORT + 1),
+    '--grpc-port',
+    String(PORT),
+    '--admin-port',
+    '-1',
+    '--log-level',
+    'warn',
+    '--watch',
+    'false',
+    '--clock',
+    'monotonic',
+  ];
 }
 
 async function count(server, n) {
-  const child = spawn('valgrind', ['--tool=callgrind', '--callgrind-out-file=/dev/null', process.execPath, ...NODE_FLAGS, ...command(server)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(
+    'valgrind',
+    ['--tool=callgrind', '--callgrind-out-file=/dev/null', process.execPath, ...NODE_FLAGS, ...command(server)],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   let err = '';
   child.stderr.on('data', (d) => (err += d));
   const exited = new Promise((r) => child.on('exit', r));
@@ -44,7 +74,23 @@ async function count(server, n) {
     await sleep(500);
   }
   try {
-    const h = spawnSync('h2load', ['-t1', '-c4', `-m${STREAMS}`, `-n${n}`, '-d', CALL, '-H', 'content-type: application/grpc', '-H', 'te: trailers', `http://127.0.0.1:${PORT}/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit`], { encoding: 'utf8' });
+    const h = spawnSync(
+      'h2load',
+      [
+        '-t1',
+        '-c4',
+        `-m${STREAMS}`,
+        `-n${n}`,
+        '-d',
+        CALL,
+        '-H',
+        'content-type: application/grpc',
+        '-H',
+        'te: trailers',
+        `http://127.0.0.1:${PORT}/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit`,
+      ],
+      { encoding: 'utf8' },
+    );
     if (!new RegExp(`${n} succeeded`).test(h.stdout)) throw new Error(`h2load: ${h.stdout}${h.stderr}`);
     await sleep(200);
   } finally {
@@ -59,5 +105,7 @@ async function count(server, n) {
 for (const server of servers) {
   const a = await count(server, N1);
   const b = await count(server, N2);
-  process.stdout.write(`${server}: ${Math.round((b - a) / (N2 - N1))} instructions per call at ${STREAMS} streams per connection (${a} at ${N1}, ${b} at ${N2})\n`);
+  process.stdout.write(
+    `${server}: ${Math.round((b - a) / (N2 - N1))} instructions per call at ${STREAMS} streams per connection (${a} at ${N1}, ${b} at ${N2})\n`,
+  );
 }

@@ -6,10 +6,18 @@ import { loadSync } from '@grpc/proto-loader';
 import { fileURLToPath } from 'node:url';
 
 const [port, seconds, inflight] = process.argv.slice(2).map(Number);
-const def = loadSync('envoy/service/ratelimit/v3/rls.proto', { includeDirs: [fileURLToPath(new URL('../../packages/serve/proto/', import.meta.url))], keepCase: true, longs: Number, enums: String });
+const def = loadSync('envoy/service/ratelimit/v3/rls.proto', {
+  includeDirs: [fileURLToPath(new URL('../../packages/serve/proto/', import.meta.url))],
+  keepCase: true,
+  longs: Number,
+  enums: String,
+});
 const Client = grpc.loadPackageDefinition(def).envoy.service.ratelimit.v3.RateLimitService;
 const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
-const requests = Array.from({ length: 1000 }, (_, n) => ({ domain: 'bench', descriptors: [{ entries: [{ key: 'remote_address', value: `10.0.${n % 250}.${n}` }] }] }));
+const requests = Array.from({ length: 1000 }, (_, n) => ({
+  domain: 'bench',
+  descriptors: [{ entries: [{ key: 'remote_address', value: `10.0.${n % 250}.${n}` }] }],
+}));
 let calls = 0;
 let errors = 0;
 let n = 0;

@@ -19,8 +19,24 @@ const [distArg, nArg, serverArg = 'sluice'] = process.argv.slice(2);
 const dist = resolve(distArg ?? 'dist');
 const N = Number(nArg ?? 1000);
 const imp = (m) => import(join(dist, m));
-const [{ createHttpServer }, { loadConfig }, { RuleSet }, { RateLimitService }, { MemoryStore }, { Dashboard }, { Registry }, { default: pino }] = await Promise.all([
-  imp('server/http.js'), imp('server/config.js'), imp('server/rules.js'), imp('server/service.js'), imp('stores/memory.js'), imp('server/dashboard.js'), import('prom-client'), import('pino'),
+const [
+  { createHttpServer },
+  { loadConfig },
+  { RuleSet },
+  { RateLimitService },
+  { MemoryStore },
+  { Dashboard },
+  { Registry },
+  { default: pino },
+] = await Promise.all([
+  imp('server/http.js'),
+  imp('server/config.js'),
+  imp('server/rules.js'),
+  imp('server/service.js'),
+  imp('stores/memory.js'),
+  imp('server/dashboard.js'),
+  import('prom-client'),
+  import('pino'),
 ]);
 const store = new MemoryStore();
 // The default coarseClock refreshes on a 1 ms timer. Under valgrind (about 100 times slower) that timer fires
@@ -30,25 +46,39 @@ const store = new MemoryStore();
 let reads = 0;
 let cached = 0;
 const countedClock = () => (reads++ % 64 === 0 ? (cached = performance.timeOrigin + performance.now()) : cached);
-const rules = new RuleSet(loadConfig(fileURLToPath(new URL('policies.yaml', import.meta.url))), { store, clock: countedClock });
+const rules = new RuleSet(loadConfig(fileURLToPath(new URL('policies.yaml', import.meta.url))), {
+  store,
+  clock: countedClock,
+});
 const service = new RateLimitService(rules, { store, localCache: false });
 const bareBody = '{"overallCode":"OK","statuses":[{"code":"OK"}]}';
 const bareHeaders = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(bareBody) };
 const servers = {
-  sluice: () => createHttpServer({ service, metrics: new Registry(), dashboard: new Dashboard(() => service), log: pino({ level: 'silent' }), maxBodyBytes: 65536, ready: async () => true, stopping: () => false }),
-  bare: () => http.createServer((req, res) => {
-    res.writeHead(200, bareHeaders);
-    res.end(bareBody);
-  }),
-  'bare-read': () => http.createServer((req, res) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      JSON.parse(Buffer.concat(chunks).toString());
+  sluice: () =>
+    createHttpServer({
+      service,
+      metrics: new Registry(),
+      dashboard: new Dashboard(() => service),
+      log: pino({ level: 'silent' }),
+      maxBodyBytes: 65536,
+      ready: async () => true,
+      stopping: () => false,
+    }),
+  bare: () =>
+    http.createServer((req, res) => {
       res.writeHead(200, bareHeaders);
       res.end(bareBody);
-    });
-  }),
+    }),
+  'bare-read': () =>
+    http.createServer((req, res) => {
+      const chunks = [];
+      req.on('data', (c) => chunks.push(c));
+      req.on('end', () => {
+        JSON.parse(Buffer.concat(chunks).toString());
+        res.writeHead(200, bareHeaders);
+        res.end(bareBody);
+      });
+    }),
 };
 if (!(serverArg in servers)) throw new Error(`unknown server '${serverArg}'; choose sluice, bare or bare-read`);
 const server = servers[serverArg]();
@@ -56,7 +86,9 @@ await new Promise((r) => server.listen(0, '127.0.0.1', r));
 const port = server.address().port;
 const requests = Array.from({ length: 1000 }, (_, i) => {
   const body = `{"domain":"bench","descriptors":[{"entries":[{"key":"remote_address","value":"10.0.${(i + 1) % 250}.${i + 1}"}]}]}`;
-  return Buffer.from(`POST /json HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+  return Buffer.from(
+    `POST /json HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+  );
 });
 await new Promise((done, fail) => {
   const s = net.connect(port, '127.0.0.1');

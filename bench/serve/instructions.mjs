@@ -23,14 +23,31 @@ function command(server) {
   // CLOCK reaches sluice as --clock: serve reads --clock or SLUICE_CLOCK, never CLOCK, so without this
   // CLOCK=monotonic counted the coarse clock's timer after all.
   const clock = process.env.CLOCK ? ['--clock', process.env.CLOCK] : [];
-  return [join(ROOT, server, 'cli/main.js'), 'serve', '--config', join(HERE, 'policies.yaml'), '--port', String(PORT), '--grpc-port', String(PORT + 1), '--log-level', 'warn', '--watch', 'false', ...clock];
+  return [
+    join(ROOT, server, 'cli/main.js'),
+    'serve',
+    '--config',
+    join(HERE, 'policies.yaml'),
+    '--port',
+    String(PORT),
+    '--grpc-port',
+    String(PORT + 1),
+    '--log-level',
+    'warn',
+    '--watch',
+    'false',
+    ...clock,
+  ];
 }
 
-const requests = (port) => Array.from({ length: 1000 }, (_, i) => {
-  const n = i + 1;
-  const body = `{"domain":"bench","descriptors":[{"entries":[{"key":"remote_address","value":"10.0.${n % 250}.${n}"}]}]}`;
-  return Buffer.from(`POST /json HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
-});
+const requests = (port) =>
+  Array.from({ length: 1000 }, (_, i) => {
+    const n = i + 1;
+    const body = `{"domain":"bench","descriptors":[{"entries":[{"key":"remote_address","value":"10.0.${n % 250}.${n}"}]}]}`;
+    return Buffer.from(
+      `POST /json HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    );
+  });
 
 for (const server of servers) {
   const count = (n) => countServer({ args: command(server), port: PORT, requests, n, connections: CONNS });

@@ -13,7 +13,9 @@ const rounds = Number(process.argv[2] ?? 10);
 const calls = Number(process.argv[3] ?? 100_000);
 
 // The reference model of src/server/rls-proto.test.ts: protobufjs's serializers, fromWire and toWire.
-const { fromWire, GOLDEN_REQUEST, method, toWire, TYPICAL_ANSWER } = await import('../../packages/serve/test/support/rls-reference.ts');
+const { fromWire, GOLDEN_REQUEST, method, toWire, TYPICAL_ANSWER } = await import(
+  '../../packages/serve/test/support/rls-reference.ts'
+);
 
 const request = GOLDEN_REQUEST;
 const answer = TYPICAL_ANSWER;
@@ -30,7 +32,8 @@ const sides = {
   },
   'decode+encode': {
     codec: () => decodeRateLimitRequest(request).descriptors.length + encodeRateLimitResponse(answer).length,
-    protobufjs: () => fromWire(method.requestDeserialize(request)).descriptors.length + method.responseSerialize(toWire(answer)).length,
+    protobufjs: () =>
+      fromWire(method.requestDeserialize(request)).descriptors.length + method.responseSerialize(toWire(answer)).length,
   },
 };
 
@@ -55,6 +58,8 @@ for (const [what, { codec, protobufjs }] of Object.entries(sides)) {
     b.push(nsPerCall(protobufjs, calls));
   }
   const [ma, mb] = [median(a), median(b)];
-  console.log(`${what.padEnd(15)}${ma.toFixed(0).padStart(10)}${mb.toFixed(0).padStart(12)}${`${(mb / ma).toFixed(1)}x`.padStart(8)}`);
+  console.log(
+    `${what.padEnd(15)}${ma.toFixed(0).padStart(10)}${mb.toFixed(0).padStart(12)}${`${(mb / ma).toFixed(1)}x`.padStart(8)}`,
+  );
 }
 if (sink === 0) console.log('(no work done?)');

@@ -38,4 +38,5 @@ export async function checkTotp(account: Account | undefined, code: string): Pro
   return true;
 }
 
-export const totpUri = (account: Account) => generateURI({ issuer: 'sluice demo', label: account.name, secret: account.totpSecret });
+export const totpUri = (account: Account) =>
+  generateURI({ issuer: 'sluice demo', label: account.name, secret: account.totpSecret });

@@ -49,7 +49,8 @@ export async function startDemo(options: DemoOptions = {}): Promise<Demo> {
     if (d.action === 'challenge') {
       const scope = `login:${account}`;
       // The guard branch speaks in leading zero bits; @sluice/pow takes expected hashes, 2^bits.
-      const difficulty = typeof d.challenge === 'number' ? Math.min(MAX_POW_DIFFICULTY, 2 ** d.challenge) : difficultyFor();
+      const difficulty =
+        typeof d.challenge === 'number' ? Math.min(MAX_POW_DIFFICULTY, 2 ** d.challenge) : difficultyFor();
       const fresh = () => createChallenge({ secret: powSecret, difficulty, scope, ttlMs: 120_000 });
       if (body.pow === undefined) return [401, { status: 'challenge', challenge: fresh(), decision }];
       const r = await verifySolution(body.pow, { secret: powSecret, scope, store: spent });
@@ -69,7 +70,12 @@ export async function startDemo(options: DemoOptions = {}): Promise<Demo> {
     }
     // Risk at the moment of success: a correct password on a stranger's path while the guard sees stuffing
     // is stepped up, and the login completes only once the second factor is passed.
-    const recorded = await guard.record({ account, ip, success: true, ...(d.action === 'mfa' ? { secondFactor: true } : {}) });
+    const recorded = await guard.record({
+      account,
+      ip,
+      success: true,
+      ...(d.action === 'mfa' ? { secondFactor: true } : {}),
+    });
     if (stepsUp(recorded)) {
       const stepUp = { ...decision, action: 'mfa', reasons: recorded.reasons };
       if (typeof body.totp !== 'string') return [401, { status: 'mfa', decision: stepUp }];
@@ -89,7 +95,10 @@ export async function startDemo(options: DemoOptions = {}): Promise<Demo> {
     const from = `203.0.113.${(attacks++ % 254) + 1}`;
     // One after another, as a bot's loop sends them: each attempt meets what the guard learnt from the last.
     const answers: object[] = [];
-    for (let i = 0; i < ATTACK_ATTEMPTS; i++) answers.push((await login({ username: `user${randomBytes(3).readUIntBE(0, 3)}`, password: `password${i}` }, from))[1]);
+    for (let i = 0; i < ATTACK_ATTEMPTS; i++)
+      answers.push(
+        (await login({ username: `user${randomBytes(3).readUIntBE(0, 3)}`, password: `password${i}` }, from))[1],
+      );
     return [200, { from, answers }];
   }
 
@@ -105,7 +114,11 @@ export async function startDemo(options: DemoOptions = {}): Promise<Demo> {
       res.end(body);
     };
     if (req.method === 'GET' && url.pathname === '/') {
-      return send(200, 'text/html; charset=utf-8', pageHtml({ guardKind: kind, account: alice.name, totpSecret: alice.totpSecret, totpUri: totpUri(alice) }));
+      return send(
+        200,
+        'text/html; charset=utf-8',
+        pageHtml({ guardKind: kind, account: alice.name, totpSecret: alice.totpSecret, totpUri: totpUri(alice) }),
+      );
     }
     if (req.method === 'GET' && url.pathname === '/demo.js') return send(200, 'text/javascript', PAGE_SCRIPT);
     if (req.method === 'GET' && url.pathname === '/sluice-pow.js') return send(200, 'text/javascript', widget);

@@ -21,7 +21,14 @@ export interface GuardDecision {
 
 export interface LoginGuard {
   check(attempt: { account: string; ip: string }): Promise<GuardDecision> | GuardDecision;
-  record(outcome: { account: string; ip: string; success: boolean; password?: string; accountExists?: boolean; secondFactor?: boolean }): Promise<unknown> | unknown;
+  record(outcome: {
+    account: string;
+    ip: string;
+    success: boolean;
+    password?: string;
+    accountExists?: boolean;
+    secondFactor?: boolean;
+  }): Promise<unknown> | unknown;
 }
 
 /** Whether record() stepped a success up to MFA (the real guard's `action: 'mfa'`; the stand-in never does). */
@@ -52,7 +59,9 @@ export async function loadGuard(secret: string, store?: Store): Promise<LoadedGu
   // A variable specifier, so this branch typechecks before src/guard/ exists.
   const specifier = '@sluice/guard';
   try {
-    const { Guard } = (await import(specifier)) as { Guard: new (options: { secret: string; store?: Store } & typeof DEMO_GUARD_OPTIONS) => LoginGuard };
+    const { Guard } = (await import(specifier)) as {
+      Guard: new (options: { secret: string; store?: Store } & typeof DEMO_GUARD_OPTIONS) => LoginGuard;
+    };
     return { guard: new Guard({ secret, ...(store ? { store } : {}), ...DEMO_GUARD_OPTIONS }), kind: '@sluice/guard' };
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw error;

@@ -11,7 +11,9 @@ const BLOCK_MS = 15 * 60_000;
 
 export class StandInLadder implements LoginGuard {
   private readonly failures = new Map<string, number>();
-  private readonly perIp = new Limiter({ policy: { name: 'attempts per IP', algorithm: 'token-bucket', limit: 20, window: '1m' } });
+  private readonly perIp = new Limiter({
+    policy: { name: 'attempts per IP', algorithm: 'token-bucket', limit: 20, window: '1m' },
+  });
 
   async check({ account, ip }: { account: string; ip: string }): Promise<GuardDecision> {
     const d = await this.perIp.limit(`ip:${ip}`);

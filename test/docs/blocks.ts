@@ -24,8 +24,13 @@ export interface Block {
 const FRAGMENT = /^(?:\/\/|#) Fragment(?: \[([\w-]+)\])?:/;
 
 export function pages(): string[] {
-  const docs = readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`);
-  const packages = readdirSync(join(ROOT, 'packages')).sort().map((p) => `packages/${p}/README.md`);
+  const docs = readdirSync(join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .sort()
+    .map((f) => `docs/${f}`);
+  const packages = readdirSync(join(ROOT, 'packages'))
+    .sort()
+    .map((p) => `packages/${p}/README.md`);
   return ['README.md', ...docs, ...packages];
 }
 

@@ -28,13 +28,17 @@ const projects = { commonjs: join(work, 'commonjs'), module: join(work, 'module'
 type Kind = keyof typeof projects;
 
 /** The file a block is pasted into: .mts in the CommonJS project when it awaits at the top level. */
-const fileOf = (b: Block, kind: Kind) => join(projects[kind], `${slug(b)}.${kind === 'commonjs' && awaitsAtTopLevel(b) ? 'mts' : 'ts'}`);
+const fileOf = (b: Block, kind: Kind) =>
+  join(projects[kind], `${slug(b)}.${kind === 'commonjs' && awaitsAtTopLevel(b) ? 'mts' : 'ts'}`);
 const fragmentFile = (b: Block) => join(projects.module, `${slug(b)}.fragment.ts`);
 
 /** The packages the blocks import besides sluice: a user installs them; here they come from the repo's. */
 function thirdParty(): Set<string> {
   const out = new Set(['@types/node', '@types/express']);
-  const frames = fragments.map((b) => join(FRAMES, `${b.fragment}.ts`)).filter((f) => existsSync(f)).map((f) => readFileSync(f, 'utf8'));
+  const frames = fragments
+    .map((b) => join(FRAMES, `${b.fragment}.ts`))
+    .filter((f) => existsSync(f))
+    .map((f) => readFileSync(f, 'utf8'));
   for (const code of [...ts.map((b) => b.code), ...frames]) {
     for (const m of code.matchAll(/(?:from|import) '([^'.][^']*)'/g)) {
       const spec = m[1]!;
@@ -50,7 +54,18 @@ function thirdParty(): Set<string> {
 }
 
 // Decorators as a NestJS project's tsconfig has them (docs/nestjs.md); no other block uses any.
-const COMPILER_OPTIONS = { strict: true, target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2022', 'DOM'], types: ['node'], noEmit: true, skipLibCheck: true, experimentalDecorators: true, emitDecoratorMetadata: true };
+const COMPILER_OPTIONS = {
+  strict: true,
+  target: 'ES2022',
+  module: 'NodeNext',
+  moduleResolution: 'NodeNext',
+  lib: ['ES2022', 'DOM'],
+  types: ['node'],
+  noEmit: true,
+  skipLibCheck: true,
+  experimentalDecorators: true,
+  emitDecoratorMetadata: true,
+};
 
 before(() => {
   const { tarballs } = packedTarball();
@@ -61,7 +76,10 @@ before(() => {
     for (const pkg of thirdParty()) {
       const link = join(projects[kind], 'node_modules', pkg);
       if (existsSync(link)) continue;
-      assert.ok(existsSync(join(ROOT, 'node_modules', pkg)), `a docs block imports '${pkg}', which is not a dev dependency`);
+      assert.ok(
+        existsSync(join(ROOT, 'node_modules', pkg)),
+        `a docs block imports '${pkg}', which is not a dev dependency`,
+      );
       mkdirSync(dirname(link), { recursive: true });
       symlinkSync(join(ROOT, 'node_modules', pkg), link, 'dir');
     }
@@ -72,7 +90,10 @@ before(() => {
     // A missing frame is the first test's failure, by name.
     writeFileSync(fragmentFile(b), `${existsSync(frame) ? readFileSync(frame, 'utf8') : ''}\n${b.code}\nexport {};\n`);
   }
-  assert.equal(JSON.parse(readFileSync(join(projects.commonjs, 'package.json'), 'utf8')).type ?? 'commonjs', 'commonjs');
+  assert.equal(
+    JSON.parse(readFileSync(join(projects.commonjs, 'package.json'), 'utf8')).type ?? 'commonjs',
+    'commonjs',
+  );
 });
 
 const where = (b: Block) => `${b.page}:${b.line}`;
@@ -98,7 +119,10 @@ test('in a "type": "module" project, every complete block and every fragment in 
 });
 
 test('in an `npm init -y` (CommonJS) project, every complete block type-checks under tsc --strict', () => {
-  const r = tsc('commonjs', complete.map((b) => fileOf(b, 'commonjs')));
+  const r = tsc(
+    'commonjs',
+    complete.map((b) => fileOf(b, 'commonjs')),
+  );
   assert.equal(r.status, 0, `tsc --strict:\n${r.stdout}${r.stderr}`);
 });
 
@@ -160,7 +184,10 @@ for (const kind of ['module', 'commonjs'] as const) {
     test(`${where(b)} runs as pasted in a ${kind === 'module' ? '"type": "module"' : 'CommonJS'} project (${as})`, async () => {
       const r = await runBlock(b, kind);
       if (serves(b)) {
-        assert.ok(r.answered !== undefined && r.answered < 500, `${where(b)} never answered HTTP (${r.answered ?? 'no answer'}); exit ${r.code ?? r.signal}:\n${r.output}`);
+        assert.ok(
+          r.answered !== undefined && r.answered < 500,
+          `${where(b)} never answered HTTP (${r.answered ?? 'no answer'}); exit ${r.code ?? r.signal}:\n${r.output}`,
+        );
       } else {
         assert.ok(!r.timedOut, `${where(b)} did not exit within ${RUN_LIMIT_MS / 1000} s (it hangs):\n${r.output}`);
         assert.equal(r.code, 0, `${where(b)} exited ${r.code ?? r.signal}:\n${r.output}`);

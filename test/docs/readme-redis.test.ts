@@ -16,23 +16,35 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
 // `sluice/redis` -> packages/sluice/src/stores/redis/index.js, from each export's ESM types path (dist/x.d.ts -> src/x.js).
 const SLUICE = join(ROOT, 'packages/sluice');
-const pkg = JSON.parse(readFileSync(join(SLUICE, 'package.json'), 'utf8')) as { exports: Record<string, string | { types?: string; import?: { types: string } }> };
+const pkg = JSON.parse(readFileSync(join(SLUICE, 'package.json'), 'utf8')) as {
+  exports: Record<string, string | { types?: string; import?: { types: string } }>;
+};
 const SOURCE = new Map<string, string>();
 for (const [sub, target] of Object.entries(pkg.exports)) {
   const types = typeof target === 'object' ? (target.import?.types ?? target.types) : undefined;
   if (types === undefined) continue;
-  SOURCE.set(sub === '.' ? 'sluice' : `sluice/${sub.slice(2)}`, join(SLUICE, types.replace(/^\.\/dist\//, 'src/').replace(/\.d\.ts$/, '.js')));
+  SOURCE.set(
+    sub === '.' ? 'sluice' : `sluice/${sub.slice(2)}`,
+    join(SLUICE, types.replace(/^\.\/dist\//, 'src/').replace(/\.d\.ts$/, '.js')),
+  );
 }
 
 /** Every complete TypeScript block of the README and docs/ that uses sluice/redis, with the client it imports. */
-const redisBlocks = allBlocks().filter((b) => isTypeScript(b) && b.fragment === undefined && b.code.includes("from 'sluice/redis'"));
+const redisBlocks = allBlocks().filter(
+  (b) => isTypeScript(b) && b.fragment === undefined && b.code.includes("from 'sluice/redis'"),
+);
 const CLIENTS = ['ioredis', 'redis', 'iovalkey', '@valkey/valkey-glide'] as const;
 const clientOf = (code: string) => CLIENTS.find((c) => code.includes(`from '${c}'`));
 const README_BLOCKS = redisBlocks.filter((b) => b.page === 'README.md').map((b) => b.code);
 const ioredisBlock = README_BLOCKS.find((b) => clientOf(b) === 'ioredis');
 const nodeRedisBlock = README_BLOCKS.find((b) => clientOf(b) === 'redis');
 
-const VERSIONS = { ioredis: ['ioredis5', 'ioredis'], redis: ['redis4', 'redis5', 'redis'], iovalkey: ['iovalkey'], '@valkey/valkey-glide': ['@valkey/valkey-glide'] } as const;
+const VERSIONS = {
+  ioredis: ['ioredis5', 'ioredis'],
+  redis: ['redis4', 'redis5', 'redis'],
+  iovalkey: ['iovalkey'],
+  '@valkey/valkey-glide': ['@valkey/valkey-glide'],
+} as const;
 
 const work = mkdtempSync(join(tmpdir(), 'sluice-readme-redis-'));
 writeFileSync(join(work, 'package.json'), '{"type":"module"}\n');
@@ -41,7 +53,10 @@ after(() => rmSync(work, { recursive: true, force: true }));
 
 function mapped(code: string, client: string, as: string): string {
   return code
-    .replace(/from '(sluice(?:\/[\w/.-]+)?)'/g, (_, spec: string) => `from '${SOURCE.get(spec) ?? assert.fail(`'${spec}' is not exported`)}'`)
+    .replace(
+      /from '(sluice(?:\/[\w/.-]+)?)'/g,
+      (_, spec: string) => `from '${SOURCE.get(spec) ?? assert.fail(`'${spec}' is not exported`)}'`,
+    )
     .replaceAll(`from '${client}'`, `from '${as}'`);
 }
 
@@ -51,7 +66,11 @@ test('the README has a Redis example for ioredis and one for node-redis; no Redi
   assert.ok(redisBlocks.length >= 5, `only ${redisBlocks.length} Redis examples in the README and docs/`);
   for (const b of redisBlocks) {
     assert.ok(clientOf(b.code), `${b.page}:${b.line} imports none of ${CLIENTS.join(', ')}`);
-    assert.doesNotMatch(b.code, /once\(|'ready'|await client\.connect\(\)|\.ready\(\)/, `${b.page}:${b.line} waits for the connection itself`);
+    assert.doesNotMatch(
+      b.code,
+      /once\(|'ready'|await client\.connect\(\)|\.ready\(\)/,
+      `${b.page}:${b.line} waits for the connection itself`,
+    );
     assert.match(b.code, /process\.env\.REDIS_URL \?\?/, `${b.page}:${b.line} does not take REDIS_URL`);
   }
 });
@@ -66,14 +85,29 @@ test('the Redis examples of the README and docs/ type-check under tsc --strict w
       files.push(file);
     }
   }
-  writeFileSync(join(work, 'tsconfig.json'), JSON.stringify({
-    compilerOptions: {
-      strict: true, target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2022', 'DOM'], types: ['node'],
-      noEmit: true, skipLibCheck: true, allowImportingTsExtensions: false, rootDir: '/',
-    },
-    files,
-  }));
-  const r = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(work, 'tsconfig.json')], { encoding: 'utf8', timeout: 240_000 });
+  writeFileSync(
+    join(work, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        target: 'ES2022',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        lib: ['ES2022', 'DOM'],
+        types: ['node'],
+        noEmit: true,
+        skipLibCheck: true,
+        allowImportingTsExtensions: false,
+        rootDir: '/',
+      },
+      files,
+    }),
+  );
+  const r = spawnSync(
+    process.execPath,
+    [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(work, 'tsconfig.json')],
+    { encoding: 'utf8', timeout: 240_000 },
+  );
   assert.equal(r.status, 0, `tsc --strict on the Redis examples:\n${r.stdout}${r.stderr}`);
 });
 
@@ -88,7 +122,12 @@ for (const b of redisBlocks.filter((x) => x.code.includes('console.log(d.allowed
     writeFileSync(file, mapped(b.code, client, client));
     const outputs: string[] = [];
     for (let attempt = 0; attempt < 3; attempt++) {
-      const r = spawnSync(process.execPath, ['--import', 'tsx', file], { cwd: work, encoding: 'utf8', timeout: 60_000, env: { ...process.env, REDIS_URL: redisUrl() } });
+      const r = spawnSync(process.execPath, ['--import', 'tsx', file], {
+        cwd: work,
+        encoding: 'utf8',
+        timeout: 60_000,
+        env: { ...process.env, REDIS_URL: redisUrl() },
+      });
       assert.equal(r.status, 0, `exited ${r.status ?? r.signal}:\n${r.stdout}${r.stderr}`);
       outputs.push(r.stdout.trim());
       if (/^true [1-9]\d*$/.test(r.stdout.trim())) return;
@@ -104,7 +143,12 @@ test("the README's node-redis example, run as written against a Redis that is do
   const { freePort } = await import('../../packages/testing/src/harness.js');
   const file = join(work, 'run-node-redis-down.ts');
   writeFileSync(file, mapped(nodeRedisBlock, 'redis', 'redis'));
-  const r = spawnSync(process.execPath, ['--import', 'tsx', file], { cwd: work, encoding: 'utf8', timeout: 60_000, env: { ...process.env, REDIS_URL: `redis://127.0.0.1:${await freePort()}` } });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', file], {
+    cwd: work,
+    encoding: 'utf8',
+    timeout: 60_000,
+    env: { ...process.env, REDIS_URL: `redis://127.0.0.1:${await freePort()}` },
+  });
   assert.equal(r.status, 0, `exited ${r.status ?? r.signal}:\n${r.stdout}${r.stderr}`);
   assert.equal(r.stdout.trim(), 'true 0');
   assert.match(r.stderr, /^\[sluice\] Redis at .* is not answering/m, 'the outage is said on stderr');

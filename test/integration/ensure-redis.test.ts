@@ -5,7 +5,9 @@ import assert from 'node:assert/strict';
 import { freePort, ping, redisUrl } from '../../packages/testing/src/harness.js';
 
 test('ensureRedis stops the redis-server it started, and leaves one it found alone', async () => {
-  const { ensureRedis } = (await import(new URL('../../scripts/ensure-redis.mjs', import.meta.url).href)) as { ensureRedis: () => Promise<{ started: boolean; stop: () => void }> };
+  const { ensureRedis } = (await import(new URL('../../scripts/ensure-redis.mjs', import.meta.url).href)) as {
+    ensureRedis: () => Promise<{ started: boolean; stop: () => void }>;
+  };
   const saved = process.env.REDIS_URL;
   const shared = redisUrl();
   const port = await freePort();
@@ -25,6 +27,7 @@ test('ensureRedis stops the redis-server it started, and leaves one it found alo
   } finally {
     if (saved === undefined) delete process.env.REDIS_URL;
     else process.env.REDIS_URL = saved;
-    if (ping(port)) (await import('node:child_process')).execFileSync('redis-cli', ['-p', String(port), 'SHUTDOWN', 'NOSAVE']);
+    if (ping(port))
+      (await import('node:child_process')).execFileSync('redis-cli', ['-p', String(port), 'SHUTDOWN', 'NOSAVE']);
   }
 });

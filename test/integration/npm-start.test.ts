@@ -45,9 +45,26 @@ test('npm start: a taken demo port is one line naming the port and how to move i
   const held = await holdPort();
   try {
     const [http, grpc, admin] = await freePorts(3);
-    const r = spawnSync(process.execPath, [START, '--demo-port', String(portOf(held)), '--port', String(http), '--grpc-port', String(grpc), '--admin-port', String(admin)], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(
+      process.execPath,
+      [
+        START,
+        '--demo-port',
+        String(portOf(held)),
+        '--port',
+        String(http),
+        '--grpc-port',
+        String(grpc),
+        '--admin-port',
+        String(admin),
+      ],
+      { cwd: ROOT, encoding: 'utf8', timeout: 60_000 },
+    );
     assert.equal(r.status, 1);
-    assert.equal(r.stderr, `npm start: port ${portOf(held)} (the login demo) is already in use; stop what holds it, or choose another with --demo-port <port> or DEMO_PORT=<port>\n`);
+    assert.equal(
+      r.stderr,
+      `npm start: port ${portOf(held)} (the login demo) is already in use; stop what holds it, or choose another with --demo-port <port> or DEMO_PORT=<port>\n`,
+    );
     assert.equal(r.stdout, '');
   } finally {
     held.close();
@@ -58,9 +75,22 @@ test('npm start: a taken service port names --port and SLUICE_PORT', async () =>
   const held = await holdPort();
   try {
     const [demo, grpc, admin] = await freePorts(3);
-    const r = spawnSync(process.execPath, [START, '--grpc-port', String(grpc)], { cwd: ROOT, encoding: 'utf8', timeout: 60_000, env: { ...process.env, DEMO_PORT: String(demo), SLUICE_PORT: String(portOf(held)), SLUICE_ADMIN_PORT: String(admin) } });
+    const r = spawnSync(process.execPath, [START, '--grpc-port', String(grpc)], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: {
+        ...process.env,
+        DEMO_PORT: String(demo),
+        SLUICE_PORT: String(portOf(held)),
+        SLUICE_ADMIN_PORT: String(admin),
+      },
+    });
     assert.equal(r.status, 1);
-    assert.equal(r.stderr, `npm start: port ${portOf(held)} (the service) is already in use; stop what holds it, or choose another with --port <port> or SLUICE_PORT=<port>\n`);
+    assert.equal(
+      r.stderr,
+      `npm start: port ${portOf(held)} (the service) is already in use; stop what holds it, or choose another with --port <port> or SLUICE_PORT=<port>\n`,
+    );
   } finally {
     held.close();
   }
@@ -69,7 +99,22 @@ test('npm start: a taken service port names --port and SLUICE_PORT', async () =>
 /** Starts `npm start` in a process group of its own; resolves with its output once it prints its URLs. */
 async function npmStart(ports: number[]): Promise<{ npm: ChildProcess; out: () => string }> {
   const [demo, http, grpc, admin] = ports;
-  const npm = spawn('npm', ['start', '--', '--demo-port', String(demo), '--port', String(http), '--grpc-port', String(grpc), '--admin-port', String(admin)], { cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const npm = spawn(
+    'npm',
+    [
+      'start',
+      '--',
+      '--demo-port',
+      String(demo),
+      '--port',
+      String(http),
+      '--grpc-port',
+      String(grpc),
+      '--admin-port',
+      String(admin),
+    ],
+    { cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
   npm.stdout!.on('data', (c) => (out += c));
   npm.stderr!.on('data', (c) => (out += c));
@@ -77,7 +122,10 @@ async function npmStart(ports: number[]): Promise<{ npm: ChildProcess; out: () =
     npm.stdout!.on('data', () => out.includes('Press Ctrl-C to stop.') && res());
     npm.once('exit', (code) => rej(new Error(`npm start exited ${code} before it was ready:\n${out}`)));
   });
-  await Promise.race([ready, new Promise((_, rej) => setTimeout(() => rej(new Error(`not ready after 2 minutes:\n${out}`)), 120_000).unref())]);
+  await Promise.race([
+    ready,
+    new Promise((_, rej) => setTimeout(() => rej(new Error(`not ready after 2 minutes:\n${out}`)), 120_000).unref()),
+  ]);
   return { npm, out: () => out };
 }
 
@@ -91,7 +139,11 @@ test('npm start prints the URLs to open, not log lines, and Ctrl-C (SIGINT to th
   assert.match(out(), new RegExp(`^  gRPC        127\\.0\\.0\\.1:${grpc} `, 'm'));
   assert.doesNotMatch(out(), /^\{/m, 'a JSON log line reached the terminal');
   assert.equal((await fetch(`http://127.0.0.1:${demo}/`)).status, 200);
-  assert.match(await (await fetch(`http://127.0.0.1:${admin}/`)).text(), new RegExp(`127\\.0\\.0\\.1:${demo}`), 'the dashboard links the demo');
+  assert.match(
+    await (await fetch(`http://127.0.0.1:${admin}/`)).text(),
+    new RegExp(`127\\.0\\.0\\.1:${demo}`),
+    'the dashboard links the demo',
+  );
   try {
     const exited = once(npm, 'exit');
     process.kill(-npm.pid!, 'SIGINT');
@@ -112,7 +164,12 @@ test('npm start -- --port N moves gRPC with it, to N + 1, and says how to put it
     [demo, http] = await freePorts(2);
     if (http < 65535 && (await bindable(http + 1))) break;
   }
-  const npm = spawn('npm', ['start', '--', '--demo-port', String(demo), '--port', String(http)], { cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: withoutGrpcPort });
+  const npm = spawn('npm', ['start', '--', '--demo-port', String(demo), '--port', String(http)], {
+    cwd: ROOT,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: withoutGrpcPort,
+  });
   let out = '';
   npm.stdout!.on('data', (c) => (out += c));
   npm.stderr!.on('data', (c) => (out += c));
@@ -122,7 +179,13 @@ test('npm start -- --port N moves gRPC with it, to N + 1, and says how to put it
       npm.once('exit', (code) => rej(new Error(`npm start exited ${code}:\n${out}`)));
       setTimeout(() => rej(new Error(`not ready after 2 minutes:\n${out}`)), 120_000).unref();
     });
-    assert.match(out, new RegExp(`^  gRPC        127\\.0\\.0\\.1:${http + 1}  \\(Envoy's rate limit service; the service port \\+ 1, or --grpc-port N\\)$`, 'm'));
+    assert.match(
+      out,
+      new RegExp(
+        `^  gRPC        127\\.0\\.0\\.1:${http + 1}  \\(Envoy's rate limit service; the service port \\+ 1, or --grpc-port N\\)$`,
+        'm',
+      ),
+    );
     assert.equal(await bindable(http + 1), false, 'nothing listens on the gRPC port printed');
     assert.doesNotMatch(out, /:8081/);
   } finally {

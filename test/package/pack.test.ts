@@ -15,7 +15,8 @@ import { nestConsumerTests } from './nestjs.js';
 const root = resolve(import.meta.dirname, '../..');
 const work = mkdtempSync(join(tmpdir(), 'sluice-pack-'));
 const consumer = join(work, 'consumer');
-const run = (cmd: string, args: string[], cwd: string) => execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+const run = (cmd: string, args: string[], cwd: string) =>
+  execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
 let packedAt = 0;
 /** Each package's tarball, copied into `work`. */
@@ -38,16 +39,29 @@ after(() => rmSync(work, { recursive: true, force: true }));
 
 test("a consumer's install runs no build: no install-time scripts, and npm pack builds first (prepack)", () => {
   for (const dir of ['sluice', 'guard', 'pow', 'outbound', 'serve']) {
-    const { scripts } = JSON.parse(readFileSync(join(root, 'packages', dir, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-    for (const hook of ['preinstall', 'install', 'postinstall', 'prepare']) assert.equal(scripts[hook], undefined, `packages/${dir}/package.json has a '${hook}' script`);
+    const { scripts } = JSON.parse(readFileSync(join(root, 'packages', dir, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+    };
+    for (const hook of ['preinstall', 'install', 'postinstall', 'prepare'])
+      assert.equal(scripts[hook], undefined, `packages/${dir}/package.json has a '${hook}' script`);
     assert.match(scripts.prepack ?? '', /npm run build/);
   }
   // tsc rewrites every output, so files written after the pack began show the pack ran the build.
-  for (const file of ['sluice/dist/index.js', 'guard/dist/index.js', 'pow/dist/browser/sluice-pow.js', 'outbound/dist/index.js', 'serve/dist/cli/main.js']) {
-    assert.ok(statSync(join(root, 'packages', file)).mtimeMs >= packedAt - 1000, `packages/${file} was not rebuilt by npm pack`);
+  for (const file of [
+    'sluice/dist/index.js',
+    'guard/dist/index.js',
+    'pow/dist/browser/sluice-pow.js',
+    'outbound/dist/index.js',
+    'serve/dist/cli/main.js',
+  ]) {
+    assert.ok(
+      statSync(join(root, 'packages', file)).mtimeMs >= packedAt - 1000,
+      `packages/${file} was not rebuilt by npm pack`,
+    );
   }
   // The tarballs' manifests point at dist/ only: the workspace's sluice-source condition is stripped.
-  for (const name of PACKAGES) assert.doesNotMatch(run('tar', ['-xzOf', tarball(name), 'package/package.json'], work), /sluice-source/, name);
+  for (const name of PACKAGES)
+    assert.doesNotMatch(run('tar', ['-xzOf', tarball(name), 'package/package.json'], work), /sluice-source/, name);
 });
 
 test('sluice alone installs as one package with no dependencies, under 1.5 MB, and limits', () => {
@@ -55,7 +69,10 @@ test('sluice alone installs as one package with no dependencies, under 1.5 MB, a
   execFileSync('mkdir', ['-p', lean]);
   writeFileSync(join(lean, 'package.json'), JSON.stringify({ name: 'lean', private: true, type: 'module' }));
   run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball()], lean);
-  assert.deepEqual(readdirSync(join(lean, 'node_modules')).filter((n) => !n.startsWith('.')), ['sluice']);
+  assert.deepEqual(
+    readdirSync(join(lean, 'node_modules')).filter((n) => !n.startsWith('.')),
+    ['sluice'],
+  );
   const bytes = Number(run('du', ['-sb', join(lean, 'node_modules')], lean).split('\t')[0]);
   assert.ok(bytes <= 1.5 * 1024 * 1024, `sluice installs ${bytes} bytes`);
   const script = `import { Limiter } from 'sluice'; const l = new Limiter({ policy: { algorithm: 'gcra', limit: 1, window: '1s' } }); console.log((await l.limit('k')).allowed);`;
@@ -121,7 +138,10 @@ test("sluice/next's withRateLimit limits a route handler from the tarball, with 
     const a = await GET(request(), {}); const b = await GET(request(), {});
     console.log(JSON.stringify([a.status, a.headers.get('ratelimit'), b.status, b.headers.get('retry-after'), b.headers.get('content-type')]));
   `;
-  assert.equal(run(process.execPath, ['--input-type=module', '-e', script], consumer).trim(), '[200,"limit=1, remaining=0, reset=60",429,"60","application/problem+json"]');
+  assert.equal(
+    run(process.execPath, ['--input-type=module', '-e', script], consumer).trim(),
+    '[200,"limit=1, remaining=0, reset=60",429,"60","application/problem+json"]',
+  );
 });
 
 test('sluice/http limits a real node:http server from the tarball', () => {
@@ -136,7 +156,10 @@ test('sluice/http limits a real node:http server from the tarball', () => {
       server.closeAllConnections(); server.close();
     });
   `;
-  assert.equal(run(process.execPath, ['--input-type=module', '-e', script], consumer).trim(), '[200,"limit=1, remaining=0, reset=60",429,"60"]');
+  assert.equal(
+    run(process.execPath, ['--input-type=module', '-e', script], consumer).trim(),
+    '[200,"limit=1, remaining=0, reset=60",429,"60"]',
+  );
 });
 
 test('sluice/http ships types that check under strict TypeScript (with @types/node, as any node:http user has)', () => {
@@ -153,9 +176,24 @@ test('sluice/http ships types that check under strict TypeScript (with @types/no
   );
   writeFileSync(
     join(consumer, 'tsconfig.http.json'),
-    JSON.stringify({ compilerOptions: { strict: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', noEmit: true, types: ['node'], typeRoots: [join(root, 'node_modules/@types')] }, files: ['use-http.ts'] }),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        target: 'ES2022',
+        noEmit: true,
+        types: ['node'],
+        typeRoots: [join(root, 'node_modules/@types')],
+      },
+      files: ['use-http.ts'],
+    }),
   );
-  run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(consumer, 'tsconfig.http.json')], consumer);
+  run(
+    process.execPath,
+    [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(consumer, 'tsconfig.http.json')],
+    consumer,
+  );
 });
 
 test('sluice/redis resolves and loads its scripts with no Redis client installed', () => {
@@ -175,7 +213,10 @@ test('sluice/redis resolves and loads its scripts with no Redis client installed
     let code; try { new RedisStore({ client: {} }); } catch (e) { code = e.code; }
     console.log(JSON.stringify([d.allowed, d.remaining, evals, code]));
   `;
-  assert.equal(run(process.execPath, ['--input-type=module', '-e', script], consumer).trim(), '[true,4,1,"ERR_SLUICE_INVALID_OPTION"]');
+  assert.equal(
+    run(process.execPath, ['--input-type=module', '-e', script], consumer).trim(),
+    '[true,4,1,"ERR_SLUICE_INVALID_OPTION"]',
+  );
 });
 
 test('the packed package ships types that check under strict TypeScript', () => {
@@ -198,7 +239,17 @@ test('the packed package ships types that check under strict TypeScript', () => 
   );
   writeFileSync(
     join(consumer, 'tsconfig.json'),
-    JSON.stringify({ compilerOptions: { strict: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', noEmit: true, types: [] }, files: ['use.ts'] }),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        target: 'ES2022',
+        noEmit: true,
+        types: [],
+      },
+      files: ['use.ts'],
+    }),
   );
   run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', consumer], consumer);
 });
@@ -213,7 +264,10 @@ test('@sluice/guard resolves from the packed package and guards a login', () => 
     const r = await guard.record({ account: 'alice', ip: '203.0.113.7', success: false, password: 'nope' });
     console.log(JSON.stringify([ok.action, denied.action, denied.reasons, r.counted]));
   `;
-  assert.equal(run(process.execPath, ['--input-type=module', '-e', script], consumer).trim(), '["allow","block",["ip-deny-list"],true]');
+  assert.equal(
+    run(process.execPath, ['--input-type=module', '-e', script], consumer).trim(),
+    '["allow","block",["ip-deny-list"],true]',
+  );
 });
 
 test('@sluice/guard on a RedisStore takes its Redis guard state, whose script ships in the tarball', () => {
@@ -254,9 +308,24 @@ test('@sluice/guard ships types that check under strict TypeScript', () => {
   );
   writeFileSync(
     join(consumer, 'tsconfig.guard.json'),
-    JSON.stringify({ compilerOptions: { strict: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', noEmit: true, types: ['node'], typeRoots: [join(root, 'node_modules/@types')] }, files: ['guard.ts'] }),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        target: 'ES2022',
+        noEmit: true,
+        types: ['node'],
+        typeRoots: [join(root, 'node_modules/@types')],
+      },
+      files: ['guard.ts'],
+    }),
   );
-  run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(consumer, 'tsconfig.guard.json')], consumer);
+  run(
+    process.execPath,
+    [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(consumer, 'tsconfig.guard.json')],
+    consumer,
+  );
 });
 
 test('@sluice/pow resolves from the packed package: a challenge is made, solved and verified once', () => {
@@ -272,7 +341,15 @@ test('@sluice/pow resolves from the packed package: a challenge is made, solved 
   `;
   assert.equal(run(process.execPath, ['--input-type=module', '-e', script], consumer).trim(), '[true,"replayed"]');
   // The browser files resolve through their subpaths, as a bundler would ask for them.
-  const resolved = run(process.execPath, ['--input-type=module', '-e', `for (const s of ['@sluice/pow/widget.js', '@sluice/pow/worker.js']) console.log(import.meta.resolve(s))`], consumer);
+  const resolved = run(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `for (const s of ['@sluice/pow/widget.js', '@sluice/pow/worker.js']) console.log(import.meta.resolve(s))`,
+    ],
+    consumer,
+  );
   assert.match(resolved, /dist\/browser\/sluice-pow\.js\n.*dist\/browser\/sluice-pow-worker\.js/);
   writeFileSync(
     join(consumer, 'use-pow.ts'),
@@ -287,9 +364,23 @@ test('@sluice/pow resolves from the packed package: a challenge is made, solved 
   );
   writeFileSync(
     join(consumer, 'tsconfig.pow.json'),
-    JSON.stringify({ compilerOptions: { strict: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', noEmit: true, types: [] }, files: ['use-pow.ts'] }),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        target: 'ES2022',
+        noEmit: true,
+        types: [],
+      },
+      files: ['use-pow.ts'],
+    }),
   );
-  run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(consumer, 'tsconfig.pow.json')], consumer);
+  run(
+    process.execPath,
+    [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(consumer, 'tsconfig.pow.json')],
+    consumer,
+  );
 });
 
 test('@sluice/outbound resolves from the tarball: Gate, limitedFetch and the presets work as a user imports them', () => {
@@ -303,7 +394,10 @@ test('@sluice/outbound resolves from the tarball: Gate, limitedFetch and the pre
     const out = await gate.run('k', () => 42, { cost: 1 });
     console.log(JSON.stringify([res.status, seen, d.allowed, out, github().policies.map((p) => p.limit)]));
   `;
-  assert.equal(run(process.execPath, ['--input-type=module', '-e', script], consumer).trim(), '[200,["GET"],true,42,[5000,100]]');
+  assert.equal(
+    run(process.execPath, ['--input-type=module', '-e', script], consumer).trim(),
+    '[200,["GET"],true,42,[5000,100]]',
+  );
   writeFileSync(
     join(consumer, 'outbound.ts'),
     `import { Gate, limitedFetch, type FetchLike, type WaitOptions } from '@sluice/outbound';
@@ -318,9 +412,24 @@ test('@sluice/outbound resolves from the tarball: Gate, limitedFetch and the pre
   );
   writeFileSync(
     join(consumer, 'tsconfig.outbound.json'),
-    JSON.stringify({ compilerOptions: { strict: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', lib: ['ES2022', 'DOM'], noEmit: true, types: [] }, files: ['outbound.ts'] }),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        target: 'ES2022',
+        lib: ['ES2022', 'DOM'],
+        noEmit: true,
+        types: [],
+      },
+      files: ['outbound.ts'],
+    }),
   );
-  run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(consumer, 'tsconfig.outbound.json')], consumer);
+  run(
+    process.execPath,
+    [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(consumer, 'tsconfig.outbound.json')],
+    consumer,
+  );
 });
 
 test('the tarballs hold the build, not the sources, tests or docs pages', () => {
@@ -355,7 +464,11 @@ test('the tarballs hold the build, not the sources, tests or docs pages', () => 
 });
 
 test('the packed bin validates the shipped example config, and the tarball carries the .proto files', () => {
-  const out = run(join(consumer, 'node_modules/.bin/sluice'), ['check-config', '--config', join(consumer, 'node_modules/@sluice/serve/examples/policies.yaml')], consumer);
+  const out = run(
+    join(consumer, 'node_modules/.bin/sluice'),
+    ['check-config', '--config', join(consumer, 'node_modules/@sluice/serve/examples/policies.yaml')],
+    consumer,
+  );
   assert.equal(out, 'ok: 1 file(s), 1 domain(s), 6 rule(s)\n');
   const listing = run('tar', ['-tzf', tarball('@sluice/serve')], work);
   assert.match(listing, /package\/proto\/envoy\/service\/ratelimit\/v3\/rls\.proto/);
@@ -366,7 +479,9 @@ test('each package ships a README whose links are absolute: the docs pages are n
     const listing = new Set(run('tar', ['-tzf', tarball(name)], work).split('\n'));
     assert.ok(listing.has('package/README.md'), `${name} ships no README`);
     const readme = readFileSync(join(consumer, 'node_modules', name, 'README.md'), 'utf8');
-    const relative = [...readme.matchAll(/\]\(([^)#\s]+)(?:#[^)]*)?\)/g)].map((m) => m[1]!).filter((t) => !/^[a-z]+:/.test(t) && !listing.has(`package/${t.replace(/^\.\//, '')}`));
+    const relative = [...readme.matchAll(/\]\(([^)#\s]+)(?:#[^)]*)?\)/g)]
+      .map((m) => m[1]!)
+      .filter((t) => !/^[a-z]+:/.test(t) && !listing.has(`package/${t.replace(/^\.\//, '')}`));
     assert.deepEqual(relative, [], `${name}'s README links to files its tarball lacks`);
   }
 });

@@ -28,7 +28,12 @@ const runs = Number(process.env.CONF_RUNS ?? 15);
 const url = new URL(redisUrl());
 const address = { host: url.hostname, port: Number(url.port || 6379) };
 
-const clients = {} as { iovalkey: Valkey; glide: GlideClient; iovalkeyCluster: ValkeyCluster; glideCluster: GlideClusterClient };
+const clients = {} as {
+  iovalkey: Valkey;
+  glide: GlideClient;
+  iovalkeyCluster: ValkeyCluster;
+  glideCluster: GlideClusterClient;
+};
 const ctx = useCluster();
 before(async () => {
   clients.iovalkey = new Valkey(redisUrl(), { maxRetriesPerRequest: 1 });
@@ -47,7 +52,8 @@ after(async () => {
 });
 
 type Name = keyof typeof clients;
-const store = (name: Name, onError: 'closed' | 'open' = 'closed') => new RedisStore({ client: clients[name], prefix: fresh(), clock: 'client', timeoutMs: 2000, onError });
+const store = (name: Name, onError: 'closed' | 'open' = 'closed') =>
+  new RedisStore({ client: clients[name], prefix: fresh(), clock: 'client', timeoutMs: 2000, onError });
 
 for (const name of ['iovalkey', 'glide', 'iovalkeyCluster', 'glideCluster'] as const) {
   storeConformance(`redis (${name})`, () => store(name), { runs });
@@ -57,7 +63,12 @@ for (const name of ['iovalkey', 'glide', 'iovalkeyCluster', 'glideCluster'] as c
 
 test('the adapter tells Valkey clients apart: iovalkey as ioredis, glide as glide, cluster or not', () => {
   assert.deepEqual(
-    (['iovalkey', 'glide', 'iovalkeyCluster', 'glideCluster'] as const).map((name) => [name, adapt(clients[name]).kind, adapt(clients[name]).cluster, adapt(clients[name]).functions !== undefined]),
+    (['iovalkey', 'glide', 'iovalkeyCluster', 'glideCluster'] as const).map((name) => [
+      name,
+      adapt(clients[name]).kind,
+      adapt(clients[name]).cluster,
+      adapt(clients[name]).functions !== undefined,
+    ]),
     [
       ['iovalkey', 'ioredis', false, true],
       ['glide', 'glide', false, true],
@@ -76,13 +87,25 @@ test('plain commands (SET NX of bytes, MGET as bytes) are byte-exact through iov
     const reader = name.endsWith('Cluster') ? ctx.io : clients.iovalkey;
     const key = `${base}:{${name}}:bytes`;
     const adapter = adapt(clients[name]);
-    assert.equal(await adapter.command(SET, [key], [Buffer.from(BYTES), 'PX', '60000', 'NX']), 'OK', `${name}: created`);
-    assert.equal(await adapter.command(SET, [key], ['other', 'PX', '60000', 'NX']), null, `${name}: a second create refused`);
+    assert.equal(
+      await adapter.command(SET, [key], [Buffer.from(BYTES), 'PX', '60000', 'NX']),
+      'OK',
+      `${name}: created`,
+    );
+    assert.equal(
+      await adapter.command(SET, [key], ['other', 'PX', '60000', 'NX']),
+      null,
+      `${name}: a second create refused`,
+    );
     assert.deepEqual([...(await reader.getBuffer(key))!], [...BYTES], `${name}: every byte written as itself`);
     const ttl = await reader.pttl(key);
     assert.ok(ttl > 50_000 && ttl <= 60_000, `${name}: PX set, got ${ttl}`);
     const values = (await adapter.command(MGET_BYTES, [key, `${base}:{${name}}:none`], [])) as (Uint8Array | null)[];
-    assert.deepEqual(values.map((v) => (v === null ? null : [...v])), [[...BYTES], null], `${name}: every byte back, no value as null`);
+    assert.deepEqual(
+      values.map((v) => (v === null ? null : [...v])),
+      [[...BYTES], null],
+      `${name}: every byte back, no value as null`,
+    );
   }
 });
 
@@ -90,7 +113,10 @@ test('glide: NOSCRIPT and a missing function are reloaded once and the call retr
   // A server of its own, so flushing its scripts and functions touches nobody else's.
   const own = new OwnRedis(await freePort());
   await own.start();
-  const glide = await GlideClient.createClient({ addresses: [{ host: '127.0.0.1', port: own.port }], requestTimeout: 2000 });
+  const glide = await GlideClient.createClient({
+    addresses: [{ host: '127.0.0.1', port: own.port }],
+    requestTimeout: 2000,
+  });
   try {
     const s = new RedisStore({ client: glide, prefix: fresh(), onError: 'closed', timeoutMs: 2000 });
     const l = new Limiter({ policy: { name: 'g', algorithm: 'gcra', limit: 5, window: '1h' }, store: s });
@@ -148,6 +174,10 @@ test("RedisSpentStore spends once through glide and iovalkey (one script on Redi
   for (const name of ['iovalkey', 'glide'] as const) {
     const spent = new RedisSpentStore({ client: clients[name] as never, prefix: `${fresh()}:`, logger: false });
     const expiresAt = Date.now() + 120_000;
-    assert.deepEqual([await spent.spend('c1', expiresAt), await spent.spend('c1', expiresAt), await spent.spend('c2', 60_000)], [true, false, 'expired'], name);
+    assert.deepEqual(
+      [await spent.spend('c1', expiresAt), await spent.spend('c1', expiresAt), await spent.spend('c2', 60_000)],
+      [true, false, 'expired'],
+      name,
+    );
   }
 });

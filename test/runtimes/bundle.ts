@@ -18,7 +18,13 @@ const noNode: Plugin = {
     b.onResolve({ filter: /^node:/ }, (args) => {
       const shim = shims[args.path];
       if (shim !== undefined) return { path: shim };
-      return { errors: [{ text: `${args.path} imported by ${args.importer}: the portable core and its suites must not need Node built-ins` }] };
+      return {
+        errors: [
+          {
+            text: `${args.path} imported by ${args.importer}: the portable core and its suites must not need Node built-ins`,
+          },
+        ],
+      };
     });
   },
 };

@@ -36,16 +36,24 @@ const expected = [[true, true, false], true, true, 'allow'];
 export function runtimeConsumerTests(consumer: string): void {
   const setup = () => {
     writeFileSync(join(consumer, 'decide.mjs'), decide);
-    writeFileSync(join(consumer, 'main.mjs'), `import { decide } from './decide.mjs';\nconsole.log(JSON.stringify(await decide()));\n`);
+    writeFileSync(
+      join(consumer, 'main.mjs'),
+      `import { decide } from './decide.mjs';\nconsole.log(JSON.stringify(await decide()));\n`,
+    );
   };
-  const cli = async (cmd: string, args: string[]) => JSON.parse((await run(cmd, args, { cwd: consumer, env: { ...process.env, NO_COLOR: '1' } })).stdout) as unknown;
+  const cli = async (cmd: string, args: string[]) =>
+    JSON.parse((await run(cmd, args, { cwd: consumer, env: { ...process.env, NO_COLOR: '1' } })).stdout) as unknown;
 
   test('the packed package decides on Node, Bun and Deno', async () => {
     setup();
     assert.deepEqual(await cli(process.execPath, ['main.mjs']), expected, 'node');
     assert.deepEqual(await cli(join(root, 'node_modules/.bin/bun'), ['main.mjs']), expected, 'bun');
     // @sluice/guard on Deno is the full entry (the "node" condition), whose Redis state reads its Lua script.
-    assert.deepEqual(await cli(join(root, 'node_modules/.bin/deno'), ['run', '--no-prompt', '--allow-read=node_modules', 'main.mjs']), expected, 'deno');
+    assert.deepEqual(
+      await cli(join(root, 'node_modules/.bin/deno'), ['run', '--no-prompt', '--allow-read=node_modules', 'main.mjs']),
+      expected,
+      'deno',
+    );
   });
 
   test('the packed package decides in a Worker on workerd, in memory and in its Durable Object', async () => {

@@ -26,19 +26,30 @@ interface Outcome {
 
 before(async () => {
   await bundleForRuntimes(join(root, 'test/runtimes/suite.ts'), join(work, 'suite.mjs'));
-  writeFileSync(join(work, 'main.mjs'), `globalThis.SLUICE_RUNS = ${RUNS};\nconst { run } = await import('./suite.mjs');\nconsole.log(JSON.stringify(await run()));\n`);
+  writeFileSync(
+    join(work, 'main.mjs'),
+    `globalThis.SLUICE_RUNS = ${RUNS};\nconst { run } = await import('./suite.mjs');\nconsole.log(JSON.stringify(await run()));\n`,
+  );
 });
 after(() => rmSync(work, { recursive: true, force: true }));
 
 function check(runtime: string, outcomes: Outcome[]): void {
   const failed = outcomes.filter((o) => !o.ok);
-  assert.deepEqual(failed.map((o) => `${o.name}: ${o.error}`), [], `${runtime}: every test passes`);
+  assert.deepEqual(
+    failed.map((o) => `${o.name}: ${o.error}`),
+    [],
+    `${runtime}: every test passes`,
+  );
   // 10 algorithms twice, the boundary, atomicity, operations, keys; and the five portable checks.
   assert.ok(outcomes.length >= 29, `${runtime} ran ${outcomes.length} tests`);
 }
 
 async function runCli(cmd: string, args: string[]): Promise<Outcome[]> {
-  const { stdout } = await promisify(execFile)(cmd, args, { cwd: work, maxBuffer: 16 << 20, env: { ...process.env, NO_COLOR: '1' } });
+  const { stdout } = await promisify(execFile)(cmd, args, {
+    cwd: work,
+    maxBuffer: 16 << 20,
+    env: { ...process.env, NO_COLOR: '1' },
+  });
   return JSON.parse(stdout.trim().split('\n').pop()!) as Outcome[];
 }
 

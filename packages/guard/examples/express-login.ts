@@ -2,7 +2,14 @@
 import express from 'express';
 import { MemoryStore } from 'sluice';
 import { Guard, turnstile } from '@sluice/guard';
-import { DEVICE_COOKIE_OPTIONS, deviceCookie, handleLogin, hashPassword, newDeviceId, type LoginDeps } from './login-flow.js';
+import {
+  DEVICE_COOKIE_OPTIONS,
+  deviceCookie,
+  handleLogin,
+  hashPassword,
+  newDeviceId,
+  type LoginDeps,
+} from './login-flow.js';
 
 export function createExpressApp(deps: LoginDeps): express.Express {
   const app = express();
@@ -12,8 +19,16 @@ export function createExpressApp(deps: LoginDeps): express.Express {
     try {
       const body = (req.body ?? {}) as Record<string, unknown>;
       const device = deviceCookie(req.headers.cookie);
-      const r = await handleLogin(deps, { account: body.account, password: body.password, ip: req.ip ?? req.socket.remoteAddress ?? '', device, captchaToken: body.captchaToken, otp: body.otp });
-      if (r.status === 200 && device === undefined) res.setHeader('set-cookie', `device=${newDeviceId()}; ${DEVICE_COOKIE_OPTIONS}`);
+      const r = await handleLogin(deps, {
+        account: body.account,
+        password: body.password,
+        ip: req.ip ?? req.socket.remoteAddress ?? '',
+        device,
+        captchaToken: body.captchaToken,
+        otp: body.otp,
+      });
+      if (r.status === 200 && device === undefined)
+        res.setHeader('set-cookie', `device=${newDeviceId()}; ${DEVICE_COOKIE_OPTIONS}`);
       res.status(r.status).set(r.headers).json(r.body);
     } catch (error) {
       next(error);
@@ -23,7 +38,9 @@ export function createExpressApp(deps: LoginDeps): express.Express {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const users = new Map([['alice@example.com', { hash: await hashPassword('correct horse battery staple'), otp: '123456' }]]);
+  const users = new Map([
+    ['alice@example.com', { hash: await hashPassword('correct horse battery staple'), otp: '123456' }],
+  ]);
   const guard = new Guard({ secret: process.env.GUARD_SECRET, store: new MemoryStore(), challenge: 'captcha' });
   const captcha = turnstile({ secret: process.env.TURNSTILE_SECRET ?? '1x0000000000000000000000000000000AA' });
   const app = createExpressApp({ guard, users: { find: (a) => users.get(a) }, captcha });

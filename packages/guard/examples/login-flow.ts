@@ -63,13 +63,23 @@ export interface LoginDeps {
   sleep?: (ms: number) => Promise<void>;
 }
 
-const reply = (status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): LoginReply => ({ status, body, headers });
+const reply = (status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): LoginReply => ({
+  status,
+  body,
+  headers,
+});
 /** The one answer for a wrong password and for an account that does not exist. */
 const INVALID = () => reply(401, { error: 'invalid_credentials' });
 
 export async function handleLogin(deps: LoginDeps, req: LoginRequest): Promise<LoginReply> {
   const { account, password } = req;
-  if (typeof account !== 'string' || account.length === 0 || account.length > 256 || typeof password !== 'string' || password.length > 1024) {
+  if (
+    typeof account !== 'string' ||
+    account.length === 0 ||
+    account.length > 256 ||
+    typeof password !== 'string' ||
+    password.length > 1024
+  ) {
     return reply(400, { error: 'bad_request' });
   }
   const attempt = {
@@ -96,10 +106,19 @@ export async function handleLogin(deps: LoginDeps, req: LoginRequest): Promise<L
 
   const user = deps.users.find(account);
   const passwordOk = await verify(password, user?.hash ?? (await DUMMY));
-  const otpValid = user !== undefined && typeof req.otp === 'string' && req.otp.length === user.otp.length && timingSafeEqual(Buffer.from(req.otp), Buffer.from(user.otp));
+  const otpValid =
+    user !== undefined &&
+    typeof req.otp === 'string' &&
+    req.otp.length === user.otp.length &&
+    timingSafeEqual(Buffer.from(req.otp), Buffer.from(user.otp));
   const ok = user !== undefined && passwordOk && (v.action !== 'mfa' || otpValid);
   // A login that passed the MFA asked for says so, so that the guard does not ask for it again at success.
-  const recorded = await deps.guard.record({ ...attempt, success: ok, password: ok ? undefined : password, ...(ok && v.action === 'mfa' ? { secondFactor: true } : {}) });
+  const recorded = await deps.guard.record({
+    ...attempt,
+    success: ok,
+    password: ok ? undefined : password,
+    ...(ok && v.action === 'mfa' ? { secondFactor: true } : {}),
+  });
   if (!ok) return INVALID();
   if (recorded.action === 'mfa') {
     // Stepped up at success (a stranger's correct password while the guard sees stuffing): nothing was

@@ -7,7 +7,8 @@ const settings = { bucketMs: 60_000, span: 60, warmup: 30, sigma: 3, minFailures
 
 /** Feeds `perBucket` failures into each of `buckets` minutes from `start`, spread over the minute. */
 function feed(m: FailureRateMonitor, start: number, buckets: number, perBucket: number): number {
-  for (let b = 0; b < buckets; b++) for (let i = 0; i < perBucket; i++) m.note(start + b * 60_000 + Math.floor((i * 60_000) / perBucket));
+  for (let b = 0; b < buckets; b++)
+    for (let i = 0; i < perBucket; i++) m.note(start + b * 60_000 + Math.floor((i * 60_000) / perBucket));
   return start + buckets * 60_000;
 }
 
@@ -19,7 +20,7 @@ test('never fires before the warm-up, however many fail', () => {
 
 test('a shift beyond 3 sigma fires within the bucket, and a steady rate does not', () => {
   const m = new FailureRateMonitor(settings);
-  let t = feed(m, 0, 120, 20); // a steady 20 a minute
+  const t = feed(m, 0, 120, 20); // a steady 20 a minute
   assert.equal(m.anomalous(t), false);
   assert.ok(Math.abs(m.baselineMean - 20) < 1e-9);
   // The sd floor is sqrt(20) ≈ 4.47, so 20 + 3·4.47 ≈ 33.4 failures in a minute; but 20 a minute is
@@ -40,7 +41,7 @@ test('global-failure-anomaly false alarms at 4 failures a minute: "3 sigma" fire
   assert.equal(m.threshold(), 11);
   // Ordinary minutes, drawn from a Poisson distribution with mean 4 by a seeded generator: false alarms.
   let seed = 12345;
-  const random = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+  const random = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
   const poisson = (mean: number) => {
     let k = 0;
     for (let p = random(); p > Math.exp(-mean); p *= random()) k++;
@@ -125,7 +126,9 @@ test('shared: a monitor never counts more than the fleet failed; after every mon
           shared.set(b, (shared.get(b) ?? 0) + n);
           return shared.get(b)!;
         });
-        adds.forEach(([b], i) => m.applyShared(b, totals[i]!));
+        adds.forEach(([b], i) => {
+          m.applyShared(b, totals[i]!);
+        });
       };
       let now = 1_700_000_000_000;
       for (const e of events) {

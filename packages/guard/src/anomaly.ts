@@ -123,7 +123,13 @@ export class FailureRateMonitor {
    * its warm-up. Ill-formed values are ignored, as a missing baseline is.
    */
   restore(b: RateBaseline): void {
-    const ok = Number.isFinite(b.mean) && b.mean >= 0 && Number.isFinite(b.variance) && b.variance >= 0 && Number.isInteger(b.learnt) && b.learnt > 0;
+    const ok =
+      Number.isFinite(b.mean) &&
+      b.mean >= 0 &&
+      Number.isFinite(b.variance) &&
+      b.variance >= 0 &&
+      Number.isInteger(b.learnt) &&
+      b.learnt > 0;
     if (!ok || b.learnt <= this.learnt) return;
     this.mean = b.mean;
     this.variance = b.variance;

@@ -1,5 +1,14 @@
 /** Validates what `check` and `record` receive and turns it into tags, so no plain value goes further. */
-import { formatIPv4, formatIPv6Groups, maskIPv4, maskIPv6, type ParsedIp, parseIp, show, SluiceError } from 'sluice/kit';
+import {
+  formatIPv4,
+  formatIPv6Groups,
+  maskIPv4,
+  maskIPv6,
+  type ParsedIp,
+  parseIp,
+  show,
+  SluiceError,
+} from 'sluice/kit';
 import type { KeyedHasher } from './keyed-hash.js';
 import type { IpStanding, Reputation } from './reputation.js';
 
@@ -74,7 +83,10 @@ export interface TaggedAttempt {
 }
 
 function bad(call: string, field: string, rule: string, value: unknown): never {
-  throw new SluiceError('ERR_SLUICE_INVALID_ATTEMPT', `guard.${call}(): '${field}' must be ${rule}, got ${show(value)}`);
+  throw new SluiceError(
+    'ERR_SLUICE_INVALID_ATTEMPT',
+    `guard.${call}(): '${field}' must be ${rule}, got ${show(value)}`,
+  );
 }
 
 function text(call: string, field: string, value: unknown, max: number): string {
@@ -110,11 +122,20 @@ export interface AttemptMemo {
  * reaches `recent`; anything else goes straight to tagAttempt, which throws the same error as ever
  * naming the field.
  */
-export function tagAttemptRecalling(call: 'check' | 'record', input: unknown, tagger: AttemptTagger, recent: AttemptMemo): TaggedAttempt {
+export function tagAttemptRecalling(
+  call: 'check' | 'record',
+  input: unknown,
+  tagger: AttemptTagger,
+  recent: AttemptMemo,
+): TaggedAttempt {
   if (typeof input === 'object' && input !== null) {
     const a = input as Record<string, unknown>;
     const { account, ip, fingerprint } = a;
-    if (isText(account, MAX_TEXT) && isText(ip, MAX_IP) && (fingerprint === undefined || isText(fingerprint, MAX_TEXT))) {
+    if (
+      isText(account, MAX_TEXT) &&
+      isText(ip, MAX_IP) &&
+      (fingerprint === undefined || isText(fingerprint, MAX_TEXT))
+    ) {
       const known = recent.find(account, ip, fingerprint, call === 'record');
       if (known !== undefined) return known; // kept only after this same text parsed and tagged
       const t = tagAttempt(call, input, tagger); // throws for an address that does not parse: nothing kept
@@ -127,20 +148,28 @@ export function tagAttemptRecalling(call: 'check' | 'record', input: unknown, ta
 
 export function tagAttempt(call: 'check' | 'record', input: unknown, tagger: AttemptTagger): TaggedAttempt {
   const { hasher, ipv4Subnet, ipv6Subnet, ipv6AddressPrefix } = tagger;
-  if (typeof input !== 'object' || input === null) bad(call, 'attempt', 'an object { account, ip, fingerprint? }', input);
+  if (typeof input !== 'object' || input === null)
+    bad(call, 'attempt', 'an object { account, ip, fingerprint? }', input);
   const a = input as Record<string, unknown>;
   const account = hasher.tag('acct', text(call, 'account', a.account, MAX_TEXT));
   if (typeof a.ip !== 'string') bad(call, 'ip', 'an IPv4 or IPv6 address string', a.ip);
   const ip = guardIp(a.ip);
   if (ip === undefined) {
-    throw new SluiceError('ERR_SLUICE_INVALID_IP', `guard.${call}(): 'ip' must be an IPv4 or IPv6 address, got ${show(a.ip)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_IP',
+      `guard.${call}(): 'ip' must be an IPv4 or IPv6 address, got ${show(a.ip)}`,
+    );
   }
   // Dotted-quad text that parsed as IPv4 is already canonical (parseIp takes no leading zeros, no other
   // form), so it is tagged as given; ::ffff:a.b.c.d and IPv6 are written out canonically first.
   // An IPv6 address counts at its prefix (a /64 by default): one client holds all of it.
   let shown: string;
   if (ip.v === 4) shown = a.ip.includes(':') ? formatIPv4(ip.n) : a.ip;
-  else shown = ipv6AddressPrefix === 128 ? formatIPv6Groups(ip.h) : `${formatIPv6Groups(maskIPv6(ip.h, ipv6AddressPrefix))}/${ipv6AddressPrefix}`;
+  else
+    shown =
+      ipv6AddressPrefix === 128
+        ? formatIPv6Groups(ip.h)
+        : `${formatIPv6Groups(maskIPv6(ip.h, ipv6AddressPrefix))}/${ipv6AddressPrefix}`;
   const address = hasher.tag('ip', shown);
   let subnet: string;
   if (ip.v === 4) {
@@ -149,7 +178,8 @@ export function tagAttempt(call: 'check' | 'record', input: unknown, tagger: Att
   } else {
     subnet = hasher.tag('net', `${formatIPv6Groups(maskIPv6(ip.h, ipv6Subnet))}/${ipv6Subnet}`);
   }
-  const fingerprint = a.fingerprint === undefined ? undefined : hasher.tag('fp', text(call, 'fingerprint', a.fingerprint, MAX_TEXT));
+  const fingerprint =
+    a.fingerprint === undefined ? undefined : hasher.tag('fp', text(call, 'fingerprint', a.fingerprint, MAX_TEXT));
   const location = ip.v === 4 ? address : subnet;
   return {
     account,
@@ -179,7 +209,8 @@ export interface AttemptFlags {
  */
 export function attemptFlags(call: 'check' | 'record', input: LoginAttempt): AttemptFlags {
   const leaked = input.leakedCredential;
-  if (leaked !== undefined && typeof leaked !== 'boolean') bad(call, 'leakedCredential', 'true, false or undefined', leaked);
+  if (leaked !== undefined && typeof leaked !== 'boolean')
+    bad(call, 'leakedCredential', 'true, false or undefined', leaked);
   const p = input.proof;
   if (p !== undefined && p !== 'pow' && p !== 'captcha') bad(call, 'proof', "'pow', 'captcha' or undefined", p);
   return { leaked: leaked === true, proof: p };
@@ -189,10 +220,19 @@ export function attemptFlags(call: 'check' | 'record', input: LoginAttempt): Att
 export function checkOutcome(input: LoginOutcome): void {
   if (typeof input.success !== 'boolean') bad('record', 'success', 'true or false', input.success);
   const p = input.password;
-  if (p !== undefined && (typeof p !== 'string' || p.length > MAX_PASSWORD)) bad('record', 'password', `a string of at most ${MAX_PASSWORD} characters`, typeof p === 'string' ? `<${p.length} characters>` : p);
-  if (input.accountExists !== undefined && typeof input.accountExists !== 'boolean') bad('record', 'accountExists', 'true, false or undefined', input.accountExists);
-  if (input.secondFactor !== undefined && typeof input.secondFactor !== 'boolean') bad('record', 'secondFactor', 'true, false or undefined', input.secondFactor);
-  if (input.accountExists === false && input.success) bad('record', 'accountExists', 'true or undefined on a success', input.accountExists);
+  if (p !== undefined && (typeof p !== 'string' || p.length > MAX_PASSWORD))
+    bad(
+      'record',
+      'password',
+      `a string of at most ${MAX_PASSWORD} characters`,
+      typeof p === 'string' ? `<${p.length} characters>` : p,
+    );
+  if (input.accountExists !== undefined && typeof input.accountExists !== 'boolean')
+    bad('record', 'accountExists', 'true, false or undefined', input.accountExists);
+  if (input.secondFactor !== undefined && typeof input.secondFactor !== 'boolean')
+    bad('record', 'secondFactor', 'true, false or undefined', input.secondFactor);
+  if (input.accountExists === false && input.success)
+    bad('record', 'accountExists', 'true or undefined on a success', input.accountExists);
 }
 
 /** The guard's reading of an address: core/ip.ts's, of at most MAX_IP characters, IPv6 also in [brackets]. */

@@ -12,11 +12,15 @@ test('free failures wait nothing; then 1 s doubling, capped', () => {
 
 test('property: the wait lies in [w, w·(1 + jitter)) and never shrinks with more failures', () => {
   fc.assert(
-    fc.property(fc.integer({ min: 0, max: 2000 }), fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), (n, r) => {
-      const w = n <= 3 ? 0 : Math.min(900_000, 1000 * 2 ** (n - 4));
-      const got = backoffMs(schedule, n, r);
-      assert.ok(got >= w && (w === 0 ? got === 0 : got < w * 1.25 + 1), `${n} ${r} ${got}`);
-      assert.ok(backoffMs(schedule, n + 1, 0) >= backoffMs(schedule, n, 0));
-    }),
+    fc.property(
+      fc.integer({ min: 0, max: 2000 }),
+      fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+      (n, r) => {
+        const w = n <= 3 ? 0 : Math.min(900_000, 1000 * 2 ** (n - 4));
+        const got = backoffMs(schedule, n, r);
+        assert.ok(got >= w && (w === 0 ? got === 0 : got < w * 1.25 + 1), `${n} ${r} ${got}`);
+        assert.ok(backoffMs(schedule, n + 1, 0) >= backoffMs(schedule, n, 0));
+      },
+    ),
   );
 });

@@ -23,14 +23,17 @@ before(async () => {
         res.writeHead(status, { 'content-type': 'application/json' });
         res.end(typeof json === 'string' ? json : JSON.stringify(json));
       };
-      if (req.method !== 'POST' || req.headers['content-type'] !== 'application/x-www-form-urlencoded') return reply(400, { success: false, 'error-codes': ['bad-request'] });
+      if (req.method !== 'POST' || req.headers['content-type'] !== 'application/x-www-form-urlencoded')
+        return reply(400, { success: false, 'error-codes': ['bad-request'] });
       if (form.get('secret') !== SECRET) return reply(200, { success: false, 'error-codes': ['invalid-input-secret'] });
       if (token === 'slow') return void setTimeout(() => reply(200, { success: true }), 2000);
       if (token === 'html') return reply(200, '<html>oops</html>');
       if (token === '500') return reply(500, { success: true });
       if (token === 'bad') return reply(200, { success: false, 'error-codes': ['invalid-input-response'] });
-      if (token.startsWith('score:')) return reply(200, { success: true, score: Number(token.slice(6)), action: 'login', hostname: 'example.com' });
-      if (token.startsWith('ok-host:')) return reply(200, { success: true, hostname: token.slice(8), challenge_ts: new Date(0).toISOString() });
+      if (token.startsWith('score:'))
+        return reply(200, { success: true, score: Number(token.slice(6)), action: 'login', hostname: 'example.com' });
+      if (token.startsWith('ok-host:'))
+        return reply(200, { success: true, hostname: token.slice(8), challenge_ts: new Date(0).toISOString() });
       return reply(200, { success: true, hostname: 'example.com', 'error-codes': [] });
     });
   });
@@ -51,9 +54,15 @@ test('each adapter posts secret, response and remoteip as a form and accepts a s
 
 test('the provider default endpoints are the documented siteverify URLs', () => {
   assert.equal(turnstile({ secret: 's' }).name, 'turnstile');
-  assert.match((turnstile({ secret: 's' }) as unknown as { url: string }).url, /challenges\.cloudflare\.com\/turnstile\/v0\/siteverify$/);
+  assert.match(
+    (turnstile({ secret: 's' }) as unknown as { url: string }).url,
+    /challenges\.cloudflare\.com\/turnstile\/v0\/siteverify$/,
+  );
   assert.match((hcaptcha({ secret: 's' }) as unknown as { url: string }).url, /hcaptcha\.com\/siteverify$/);
-  assert.match((recaptcha({ secret: 's' }) as unknown as { url: string }).url, /google\.com\/recaptcha\/api\/siteverify$/);
+  assert.match(
+    (recaptcha({ secret: 's' }) as unknown as { url: string }).url,
+    /google\.com\/recaptcha\/api\/siteverify$/,
+  );
 });
 
 test('a refusal carries the provider error codes; a wrong secret is a refusal', async () => {
@@ -66,9 +75,17 @@ test('hostname, action and score checks', async () => {
   assert.equal((await p.verify('ok-host:example.com')).success, true);
   assert.deepEqual((await p.verify('ok-host:evil.test')).errorCodes, ['hostname-mismatch']);
   const v3 = recaptcha({ secret: SECRET, url, minScore: 0.5, expectedAction: 'login' });
-  assert.deepEqual(await v3.verify('score:0.9'), { success: true, errorCodes: [], hostname: 'example.com', score: 0.9 });
+  assert.deepEqual(await v3.verify('score:0.9'), {
+    success: true,
+    errorCodes: [],
+    hostname: 'example.com',
+    score: 0.9,
+  });
   assert.deepEqual((await v3.verify('score:0.3')).errorCodes, ['score-too-low']);
-  assert.deepEqual((await recaptcha({ secret: SECRET, url, expectedAction: 'signup' }).verify('score:0.9')).errorCodes, ['action-mismatch']);
+  assert.deepEqual(
+    (await recaptcha({ secret: SECRET, url, expectedAction: 'signup' }).verify('score:0.9')).errorCodes,
+    ['action-mismatch'],
+  );
 });
 
 test('anything but a clear yes is a no: empty token, timeout, HTTP error, bad JSON, no server', async () => {
@@ -84,5 +101,8 @@ test('anything but a clear yes is a no: empty token, timeout, HTTP error, bad JS
 });
 
 test('a missing secret is a SluiceError naming it', () => {
-  assert.throws(() => turnstile({ secret: '' }), { code: 'ERR_SLUICE_INVALID_OPTION', message: `[sluice] turnstile 'secret' must be the provider's non-empty secret key, got ""` });
+  assert.throws(() => turnstile({ secret: '' }), {
+    code: 'ERR_SLUICE_INVALID_OPTION',
+    message: `[sluice] turnstile 'secret' must be the provider's non-empty secret key, got ""`,
+  });
 });

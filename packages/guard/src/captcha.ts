@@ -45,7 +45,12 @@ export const SITEVERIFY_URLS = {
   recaptcha: 'https://www.google.com/recaptcha/api/siteverify',
 } as const;
 
-const failed = (code: string): CaptchaResult => ({ success: false, errorCodes: [code], hostname: undefined, score: undefined });
+const failed = (code: string): CaptchaResult => ({
+  success: false,
+  errorCodes: [code],
+  hostname: undefined,
+  score: undefined,
+});
 
 /** A siteverify-protocol provider: Turnstile, hCaptcha and reCAPTCHA differ only in their URL. */
 export class SiteverifyCaptcha implements CaptchaProvider {
@@ -54,11 +59,25 @@ export class SiteverifyCaptcha implements CaptchaProvider {
   private readonly url: string;
 
   constructor(name: keyof typeof SITEVERIFY_URLS, options: SiteverifyOptions) {
-    if (typeof options !== 'object' || options === null || typeof options.secret !== 'string' || options.secret.length === 0) {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${name} 'secret' must be the provider's non-empty secret key, got ${show(options?.secret)}`);
+    if (
+      typeof options !== 'object' ||
+      options === null ||
+      typeof options.secret !== 'string' ||
+      options.secret.length === 0
+    ) {
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `${name} 'secret' must be the provider's non-empty secret key, got ${show(options?.secret)}`,
+      );
     }
-    if (options.minScore !== undefined && (typeof options.minScore !== 'number' || !(options.minScore >= 0 && options.minScore <= 1))) {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${name} 'minScore' must be a number from 0 to 1, got ${show(options.minScore)}`);
+    if (
+      options.minScore !== undefined &&
+      (typeof options.minScore !== 'number' || !(options.minScore >= 0 && options.minScore <= 1))
+    ) {
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `${name} 'minScore' must be a number from 0 to 1, got ${show(options.minScore)}`,
+      );
     }
     this.name = name;
     this.o = options;
@@ -81,18 +100,41 @@ export class SiteverifyCaptcha implements CaptchaProvider {
       body = await response.json();
     } catch (error) {
       const name = (error as Error)?.name;
-      return failed(name === 'TimeoutError' || name === 'AbortError' ? 'timeout' : name === 'SyntaxError' ? 'bad-response' : 'network-error');
+      return failed(
+        name === 'TimeoutError' || name === 'AbortError'
+          ? 'timeout'
+          : name === 'SyntaxError'
+            ? 'bad-response'
+            : 'network-error',
+      );
     }
-    if (typeof body !== 'object' || body === null || typeof (body as { success?: unknown }).success !== 'boolean') return failed('bad-response');
-    const b = body as { success: boolean; 'error-codes'?: unknown; hostname?: unknown; score?: unknown; action?: unknown };
-    const errorCodes = Array.isArray(b['error-codes']) ? b['error-codes'].filter((c): c is string => typeof c === 'string') : [];
+    if (typeof body !== 'object' || body === null || typeof (body as { success?: unknown }).success !== 'boolean')
+      return failed('bad-response');
+    const b = body as {
+      success: boolean;
+      'error-codes'?: unknown;
+      hostname?: unknown;
+      score?: unknown;
+      action?: unknown;
+    };
+    const errorCodes = Array.isArray(b['error-codes'])
+      ? b['error-codes'].filter((c): c is string => typeof c === 'string')
+      : [];
     const hostname = typeof b.hostname === 'string' ? b.hostname : undefined;
     const score = typeof b.score === 'number' ? b.score : undefined;
-    const result = (success: boolean, extra?: string): CaptchaResult => ({ success, errorCodes: extra === undefined ? errorCodes : [...errorCodes, extra], hostname, score });
+    const result = (success: boolean, extra?: string): CaptchaResult => ({
+      success,
+      errorCodes: extra === undefined ? errorCodes : [...errorCodes, extra],
+      hostname,
+      score,
+    });
     if (!b.success) return result(false);
-    if (this.o.expectedHostname !== undefined && hostname !== this.o.expectedHostname) return result(false, 'hostname-mismatch');
-    if (this.o.expectedAction !== undefined && b.action !== this.o.expectedAction) return result(false, 'action-mismatch');
-    if (this.o.minScore !== undefined && (score === undefined || score < this.o.minScore)) return result(false, 'score-too-low');
+    if (this.o.expectedHostname !== undefined && hostname !== this.o.expectedHostname)
+      return result(false, 'hostname-mismatch');
+    if (this.o.expectedAction !== undefined && b.action !== this.o.expectedAction)
+      return result(false, 'action-mismatch');
+    if (this.o.minScore !== undefined && (score === undefined || score < this.o.minScore))
+      return result(false, 'score-too-low');
     return result(true);
   }
 }

@@ -12,9 +12,34 @@
  * // ... delay, challenge or mfa as v says, then verify the password ...
  * await guard.record({ account, ip, success: ok, password: ok ? undefined : password });
  */
-import { branded, brandOf, type Clock, coarseClock, compilePolicies, type Decision, emitWarning, isPromise, MemoryStore, nodeEnv, type Policy, randomUnit, show, SluiceError, type Store, unrefTimer } from 'sluice/kit';
+import {
+  branded,
+  brandOf,
+  type Clock,
+  coarseClock,
+  compilePolicies,
+  type Decision,
+  emitWarning,
+  isPromise,
+  MemoryStore,
+  nodeEnv,
+  randomUnit,
+  show,
+  SluiceError,
+  type Store,
+  unrefTimer,
+} from 'sluice/kit';
 import { GuardMonitors } from './monitors.js';
-import { attemptFlags, checkOutcome, tagAttemptRecalling, type AttemptFlags, type AttemptTagger, type LoginAttempt, type LoginOutcome, type TaggedAttempt } from './attempt.js';
+import {
+  attemptFlags,
+  checkOutcome,
+  tagAttemptRecalling,
+  type AttemptFlags,
+  type AttemptTagger,
+  type LoginAttempt,
+  type LoginOutcome,
+  type TaggedAttempt,
+} from './attempt.js';
 import type { BackoffSchedule } from './backoff.js';
 import { KeyedHasher } from './keyed-hash.js';
 import { decide, raise, rank, type Floor, type GuardVerdict } from './ladder.js';
@@ -23,7 +48,14 @@ import { resolveOptions, type GuardConfig, type GuardOptions } from './options.j
 import { RecentAttempts } from './recent-attempts.js';
 import { Reputation } from './reputation.js';
 import { judgePath } from './rules.js';
-import { guardStateOf, type GuardState, type LoginPort, type LoginReads, type SourceSpec, type SourceView } from './state.js';
+import {
+  guardStateOf,
+  type GuardState,
+  type LoginPort,
+  type LoginReads,
+  type SourceSpec,
+  type SourceView,
+} from './state.js';
 
 /** What `guard.record` reports back: whether the failure counted (a repeated wrong password does not). */
 export interface RecordResult {
@@ -55,7 +87,12 @@ interface CheckedPath {
 }
 
 const NO_REASONS: readonly string[] = Object.freeze([]);
-const ALLOWED = (consecutiveFailures: number, counted = false): RecordResult => ({ counted, consecutiveFailures, action: 'allow', reasons: NO_REASONS });
+const ALLOWED = (consecutiveFailures: number, counted = false): RecordResult => ({
+  counted,
+  consecutiveFailures,
+  action: 'allow',
+  reasons: NO_REASONS,
+});
 /**
  * The reason of a verdict or record made without the guard's shared state (its Redis did not answer): an
  * application logs it and alerts on it. The RedisStore's decisions say the same in `reason`.
@@ -72,7 +109,10 @@ const WITHOUT_STORE = (consecutiveFailures: number, counted: boolean): RecordRes
 
 /** The largest distinct-accounts set any source needs: one past the highest threshold. */
 function distinctCap(c: GuardConfig): number {
-  return Math.max(c.ipDistinctAccounts, c.ipDistinctAccountsLong, c.subnetDistinctAccounts, c.fingerprintDistinctAccounts) + 1;
+  return (
+    Math.max(c.ipDistinctAccounts, c.ipDistinctAccountsLong, c.subnetDistinctAccounts, c.fingerprintDistinctAccounts) +
+    1
+  );
 }
 
 let warnedEphemeral = false;
@@ -104,7 +144,10 @@ export class Guard {
    */
   protected static stateFor(store: unknown): GuardState | undefined {
     if (branded(store, brandOf('RedisStore')) && guardStateOf(store) === undefined) {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'store' is a RedisStore, whose guard state (RedisGuardState) loads only on Node, Bun and Deno ('@sluice/guard' under the "node" condition); there, pass it or the store as you do, or give this guard an explicit 'state'`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `Guard 'store' is a RedisStore, whose guard state (RedisGuardState) loads only on Node, Bun and Deno ('@sluice/guard' under the "node" condition); there, pass it or the store as you do, or give this guard an explicit 'state'`,
+      );
     }
     return guardStateOf(store);
   }
@@ -114,40 +157,86 @@ export class Guard {
     const c = this.config;
     if (c.secretIsEphemeral && !warnedEphemeral) {
       warnedEphemeral = true;
-      emitWarning('Guard has no secret, so it made a random one: its state will not survive a restart nor be shared between servers. Pass `secret` (required when NODE_ENV=production).', { code: 'WRN_SLUICE_GUARD_EPHEMERAL_SECRET' });
+      emitWarning(
+        'Guard has no secret, so it made a random one: its state will not survive a restart nor be shared between servers. Pass `secret` (required when NODE_ENV=production).',
+        { code: 'WRN_SLUICE_GUARD_EPHEMERAL_SECRET' },
+      );
     }
     this.clock = options.clock ?? coarseClock;
-    if (typeof this.clock !== 'function') throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'clock' must be a function returning milliseconds, got ${show(this.clock)}`);
+    if (typeof this.clock !== 'function')
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `Guard 'clock' must be a function returning milliseconds, got ${show(this.clock)}`,
+      );
     this.random = options.random ?? randomUnit;
-    if (typeof this.random !== 'function') throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'random' must be a function returning [0, 1), got ${show(this.random)}`);
+    if (typeof this.random !== 'function')
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `Guard 'random' must be a function returning [0, 1), got ${show(this.random)}`,
+      );
     this.store = options.store ?? new MemoryStore();
     // An explicit state wins; else the store's own (a RedisStore: the guard's Redis state on its client); else memory.
     this.state = options.state ?? (this.constructor as typeof Guard).stateFor(this.store) ?? new MemoryGuardState();
     if (typeof this.state !== 'object' || this.state === null || typeof this.state.loginPort !== 'function') {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'state' must be a GuardState such as new MemoryGuardState(), got ${show(this.state)}`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `Guard 'state' must be a GuardState such as new MemoryGuardState(), got ${show(this.state)}`,
+      );
     }
     this.hasher = new KeyedHasher(c.secret);
     const reputation = new Reputation(c.allowList, c.denyList, c.hostingRanges);
     if (c.ipv6AddressPrefix < c.ipv6Subnet) {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'ipv6AddressPrefix' ${c.ipv6AddressPrefix} must be at least 'ipv6Subnet' ${c.ipv6Subnet}: an address is never wider than its subnet`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `Guard 'ipv6AddressPrefix' ${c.ipv6AddressPrefix} must be at least 'ipv6Subnet' ${c.ipv6Subnet}: an address is never wider than its subnet`,
+      );
     }
-    this.tagger = { hasher: this.hasher, reputation, ipv4Subnet: c.ipv4Subnet, ipv6Subnet: c.ipv6Subnet, ipv6AddressPrefix: c.ipv6AddressPrefix };
+    this.tagger = {
+      hasher: this.hasher,
+      reputation,
+      ipv4Subnet: c.ipv4Subnet,
+      ipv6Subnet: c.ipv6Subnet,
+      ipv6AddressPrefix: c.ipv6AddressPrefix,
+    };
     this.monitors = new GuardMonitors(c, this.state);
     if (c.anomalyScope === 'fleet') {
       if (typeof this.state.shareFailures !== 'function') {
-        throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'anomalyScope' 'fleet' needs a state that shares failure counts (a RedisStore's, or one MemoryGuardState given to every guard); this state has no shareFailures()`);
+        throw new SluiceError(
+          'ERR_SLUICE_INVALID_OPTION',
+          `Guard 'anomalyScope' 'fleet' needs a state that shares failure counts (a RedisStore's, or one MemoryGuardState given to every guard); this state has no shareFailures()`,
+        );
       }
     }
     if (typeof this.store !== 'object' || this.store === null || typeof this.store.bind !== 'function') {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard 'store' must be a sluice store such as new MemoryStore(), got ${show(this.store)}`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `Guard 'store' must be a sluice store such as new MemoryStore(), got ${show(this.store)}`,
+      );
     }
-    const policy = (name: string, limit: number, window: string) => compilePolicies([{ name, algorithm: 'token-bucket', limit, window }])[0]!;
+    const policy = (name: string, limit: number, window: string) =>
+      compilePolicies([{ name, algorithm: 'token-bucket', limit, window }])[0]!;
     const ip = policy('guard-ip', c.ipFailuresPerDay, '1d');
     const subnet = policy('guard-subnet', c.subnetFailuresPerDay, '1d');
     const pair = policy('guard-pair', c.pairFailuresPerHour, '1h');
-    const backoff: BackoffSchedule = { freeFailures: c.freeFailures, baseMs: c.backoffBaseMs, maxMs: c.backoffMaxMs, jitter: c.backoffJitter };
-    const spec: SourceSpec = { distinctWindowMs: c.sourceWindowMs, longDistinctWindowMs: c.longSourceWindowMs, ratioWindowMs: c.ratioWindowMs, maxDistinct: distinctCap(c) };
-    const config = { spec, memoryMs: c.failureMemoryMs, familiarMs: c.familiarMs, maxFamiliar: c.maxFamiliarSources, backoff };
+    const backoff: BackoffSchedule = {
+      freeFailures: c.freeFailures,
+      baseMs: c.backoffBaseMs,
+      maxMs: c.backoffMaxMs,
+      jitter: c.backoffJitter,
+    };
+    const spec: SourceSpec = {
+      distinctWindowMs: c.sourceWindowMs,
+      longDistinctWindowMs: c.longSourceWindowMs,
+      ratioWindowMs: c.ratioWindowMs,
+      maxDistinct: distinctCap(c),
+    };
+    const config = {
+      spec,
+      memoryMs: c.failureMemoryMs,
+      familiarMs: c.familiarMs,
+      maxFamiliar: c.maxFamiliarSources,
+      backoff,
+    };
     // The state's own port: the memory state's keeps the buckets in the store's tables (bound as a Limiter
     // binds its policies, so a MemoryStore answers without a Promise); the Redis state's, beside its records.
     this.login = this.state.loginPort(this.store, { ...config, ip, subnet, pair, clock: this.clock });
@@ -186,7 +275,8 @@ export class Guard {
     const reasons: string[] = [];
     // Judged without the shared state, or with buckets its store answered by its failure policy: said
     // first, whatever the action (an outage must show in the verdicts an application logs).
-    if (reads.offline === true || isStoreError(reads.pair) || isStoreError(reads.ip) || isStoreError(reads.subnet)) reasons.push(STORE_ERROR_REASON);
+    if (reads.offline === true || isStoreError(reads.pair) || isStoreError(reads.ip) || isStoreError(reads.subnet))
+      reasons.push(STORE_ERROR_REASON);
     const floor: Floor = { action: 'allow', delayMs: 0, retryAfterMs: 0 };
     if (standing.denied) {
       reasons.push('ip-deny-list');
@@ -200,7 +290,13 @@ export class Guard {
     const { pair } = reads;
     const { ip, subnet: net, ipSource, netSource, fingerprintSource: fpSource } = stranger ? reads : NOT_READ;
     if (!standing.allowed) this.monitors.strangerMix.note(now, stranger);
-    this.checked.set(t, { familiar, unfamiliarFailures: account?.unfamiliarFailures ?? 0, ipSource, netSource, proof: flags.proof !== undefined });
+    this.checked.set(t, {
+      familiar,
+      unfamiliarFailures: account?.unfamiliarFailures ?? 0,
+      ipSource,
+      netSource,
+      proof: flags.proof !== undefined,
+    });
     let risk = 0;
     let globalRisk = 0;
     if (ip !== undefined && exhausted(ip)) {
@@ -255,7 +351,11 @@ export class Guard {
       if (ipSource !== undefined && ipSource.distinctFailedAccounts >= c.ipDistinctAccounts) {
         reasons.push('ip-distinct-accounts');
         risk += w.ipDistinctAccounts;
-      } else if (ipSource !== undefined && ipSource.distinctFailedAccountsLong >= c.ipDistinctAccountsLong && !vouched(ipSource)) {
+      } else if (
+        ipSource !== undefined &&
+        ipSource.distinctFailedAccountsLong >= c.ipDistinctAccountsLong &&
+        !vouched(ipSource)
+      ) {
         // The same evidence over a day, for a source too slow for the short window; not counted twice.
         reasons.push('ip-distinct-accounts-long');
         risk += w.ipDistinctAccountsLong;
@@ -263,7 +363,11 @@ export class Guard {
       // A source that also lets real users in (its successes, as many as the accounts failing from it) is a
       // shared network, not a sprayer: carrier-grade NAT puts thousands behind one /24, a household's NAT a
       // few behind one address. Only the short distinct-accounts count (ten in half an hour) outweighs it.
-      if (netSource !== undefined && netSource.distinctFailedAccounts >= c.subnetDistinctAccounts && !vouched(netSource)) {
+      if (
+        netSource !== undefined &&
+        netSource.distinctFailedAccounts >= c.subnetDistinctAccounts &&
+        !vouched(netSource)
+      ) {
         reasons.push('subnet-distinct-accounts');
         risk += w.subnetDistinctAccounts;
       }
@@ -271,7 +375,11 @@ export class Guard {
         reasons.push('fingerprint-reuse');
         risk += w.fingerprintReuse;
       }
-      if ((this.highRatio(ipSource) && !vouched(ipSource!)) || (this.highRatio(netSource) && !vouched(netSource!)) || this.highRatio(fpSource)) {
+      if (
+        (this.highRatio(ipSource) && !vouched(ipSource!)) ||
+        (this.highRatio(netSource) && !vouched(netSource!)) ||
+        this.highRatio(fpSource)
+      ) {
         reasons.push('failure-ratio');
         risk += w.failureRatio;
       }
@@ -319,8 +427,14 @@ export class Guard {
     const now = this.clock();
     const maintained = this.monitors.maintain(now);
     if (maintained !== undefined) await maintained;
-    if (!t.standing.allowed && outcome.secondFactor !== true) this.monitors.unknownAccounts.note(now, !outcome.success && outcome.accountExists === false);
-    if (outcome.success && outcome.secondFactor !== true && this.config.successStepUp !== 'off' && !t.standing.allowed) {
+    if (!t.standing.allowed && outcome.secondFactor !== true)
+      this.monitors.unknownAccounts.note(now, !outcome.success && outcome.accountExists === false);
+    if (
+      outcome.success &&
+      outcome.secondFactor !== true &&
+      this.config.successStepUp !== 'off' &&
+      !t.standing.allowed
+    ) {
       const stepUp = await this.stepUpAtSuccess(t, now, flags);
       if (stepUp !== undefined) return stepUp;
     }
@@ -330,7 +444,8 @@ export class Guard {
       const before = judged.path === 'familiar' ? judged.unfamiliarFailuresBefore : 0;
       return judged.offline === true ? WITHOUT_STORE(before, false) : ALLOWED(before);
     }
-    const passwordTag = outcome.password === undefined ? undefined : this.hasher.passwordTag(t.account, outcome.password);
+    const passwordTag =
+      outcome.password === undefined ? undefined : this.hasher.passwordTag(t.account, outcome.password);
     const failed = await this.login.fail(t, passwordTag, this.random, now);
     // A failure the state could not keep still happened: the monitors count it; `counted` says where it was kept.
     if (failed.offline === true) {
@@ -374,20 +489,38 @@ export class Guard {
     // A leaked pair that works is a takeover whether or not the monitors see a run: a slow stuffer's pairs
     // arrive one at a time, and an application that learns of the leak only after verifying the password
     // (an in-house corpus keyed by the password's hash) has had no say at check().
-    if (leaked) return { counted: false, consecutiveFailures: seen.unfamiliarFailures, action: 'mfa', reasons: ['stranger-success', 'leaked-credential', ...evidence.reasons, ...own] };
+    if (leaked)
+      return {
+        counted: false,
+        consecutiveFailures: seen.unfamiliarFailures,
+        action: 'mfa',
+        reasons: ['stranger-success', 'leaked-credential', ...evidence.reasons, ...own],
+      };
     // Strangers' failures on the account alone are the owner's misfortune as often as an attack: with no
     // evidence on the attempt itself, 'suspicious' lets the owner in, unless a wave is failing right now
     // (the global failure anomaly, minutes long), when a prompt costs few and a takeover is likeliest.
     const loud = evidence.reasons.includes('global-failure-anomaly');
-    if (c.successStepUp === 'suspicious' && !loud && !own.some((r) => r !== 'account-stranger-failures')) return undefined;
-    return { counted: false, consecutiveFailures: seen.unfamiliarFailures, action: 'mfa', reasons: ['stranger-success', ...evidence.reasons, ...own] };
+    if (c.successStepUp === 'suspicious' && !loud && !own.some((r) => r !== 'account-stranger-failures'))
+      return undefined;
+    return {
+      counted: false,
+      consecutiveFailures: seen.unfamiliarFailures,
+      action: 'mfa',
+      reasons: ['stranger-success', ...evidence.reasons, ...own],
+    };
   }
 
   /** check()'s judgement of an attempt this process did not check: the account and its sources, read. */
   private async readPath(t: TaggedAttempt, now: number): Promise<CheckedPath> {
     const read = this.login.read(t, now, true, false);
     const reads = isPromise(read) ? await read : read;
-    return { familiar: judgePath(reads.account, t.sources) === 'familiar', unfamiliarFailures: reads.account?.unfamiliarFailures ?? 0, ipSource: reads.ipSource, netSource: reads.netSource, proof: false };
+    return {
+      familiar: judgePath(reads.account, t.sources) === 'familiar',
+      unfamiliarFailures: reads.account?.unfamiliarFailures ?? 0,
+      ipSource: reads.ipSource,
+      netSource: reads.netSource,
+      proof: false,
+    };
   }
 
   /**
@@ -430,9 +563,15 @@ export class Guard {
 function metByProof(c: GuardConfig, v: GuardVerdict, proof: 'pow' | 'captcha' | undefined): GuardVerdict {
   if (v.action !== 'challenge' || proof === undefined) return v;
   // A solved CAPTCHA meets any challenge; a proof of work, one no harder than the base.
-  const met = proof === 'captcha' || (v.challenge !== 'captcha' && v.challenge !== undefined && v.challenge <= c.powDifficulty);
+  const met =
+    proof === 'captcha' || (v.challenge !== 'captcha' && v.challenge !== undefined && v.challenge <= c.powDifficulty);
   if (!met) return v;
-  return { ...v, action: v.delayMs > 0 ? 'delay' : 'allow', challenge: undefined, reasons: [...v.reasons, 'challenge-met'] };
+  return {
+    ...v,
+    action: v.delayMs > 0 ? 'delay' : 'allow',
+    challenge: undefined,
+    reasons: [...v.reasons, 'challenge-met'],
+  };
 }
 
 /** A bucket's peek answered by its store's failure policy rather than by the store. */
@@ -446,7 +585,13 @@ function vouched(s: SourceView): boolean {
 }
 
 /** The per-source reads as check() takes them for a familiar or allow-listed source: none. */
-const NOT_READ = { ip: undefined, subnet: undefined, ipSource: undefined, netSource: undefined, fingerprintSource: undefined } as const;
+const NOT_READ = {
+  ip: undefined,
+  subnet: undefined,
+  ipSource: undefined,
+  netSource: undefined,
+  fingerprintSource: undefined,
+} as const;
 
 /**
  * Whether a peeked bucket has no whole token left. A store that could not answer says so by its failure

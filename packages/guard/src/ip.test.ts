@@ -21,7 +21,13 @@ const tags = (ip: string) => {
 test('one host, one tag: mapped, bracketed, zoned and upper-case forms tag as the canonical address', () => {
   assert.deepEqual(tags('::ffff:203.0.113.7'), tags('203.0.113.7'));
   assert.deepEqual(tags('::ffff:cb00:7107'), tags('203.0.113.7'));
-  for (const form of ['2001:db8::1', '[2001:db8::1]', '2001:db8:0:0::1', '2001:DB8::1', '2001:0db8:0000:0000:0000:0000:0000:0001']) {
+  for (const form of [
+    '2001:db8::1',
+    '[2001:db8::1]',
+    '2001:db8:0:0::1',
+    '2001:DB8::1',
+    '2001:0db8:0000:0000:0000:0000:0000:0001',
+  ]) {
     assert.deepEqual(tags(form), tags('2001:db8::1'), form);
   }
   assert.deepEqual(tags('fe80::1%eth0'), tags('fe80::1'));
@@ -30,7 +36,16 @@ test('one host, one tag: mapped, bracketed, zoned and upper-case forms tag as th
 });
 
 test('malformed addresses are rejected, naming the field and quoting the value', () => {
-  for (const bad of ['1.2.3', '1.2.3.256', '01.2.3.4', '[1.2.3.4]', '1::2::3', 'localhost', ' 1.2.3.4', `${'1:'.repeat(40)}1`]) {
+  for (const bad of [
+    '1.2.3',
+    '1.2.3.256',
+    '01.2.3.4',
+    '[1.2.3.4]',
+    '1::2::3',
+    'localhost',
+    ' 1.2.3.4',
+    `${'1:'.repeat(40)}1`,
+  ]) {
     assert.throws(() => tags(bad), { code: 'ERR_SLUICE_INVALID_IP' }, bad);
   }
   assert.throws(() => tags('1.2.3.999'), {
@@ -43,7 +58,10 @@ test('the lists are CIDR ranges; a bad one names the list and the entry', () => 
   assert.equal(tagAttempt('check', { account: 'a', ip: '203.0.113.9' }, tagger).standing.denied, true);
   assert.equal(tagAttempt('check', { account: 'a', ip: '::ffff:203.0.113.9' }, tagger).standing.denied, true);
   assert.equal(tagAttempt('check', { account: 'a', ip: '198.51.100.1' }, tagger).standing.denied, false);
-  assert.throws(() => new Reputation([], ['10.0.0.0/33'], []), { code: 'ERR_SLUICE_INVALID_IP', message: /denyList\[0\].*"10\.0\.0\.0\/33"/ });
+  assert.throws(() => new Reputation([], ['10.0.0.0/33'], []), {
+    code: 'ERR_SLUICE_INVALID_IP',
+    message: /denyList\[0\].*"10\.0\.0\.0\/33"/,
+  });
 });
 
 // Issue 46 finding 4: 5,000 blocked checks from random addresses in one IPv6 /64 wrote 5,056 keys kept
@@ -51,7 +69,11 @@ test('the lists are CIDR ranges; a bad one names the list and the entry', () => 
 test('addresses in one IPv6 /64 share one address tag (its records and buckets); ipv6AddressPrefix 128 keeps them apart', () => {
   assert.equal(tags('2001:db8:1:2::1').address, tags('2001:db8:1:2:ffff:ee:dd:9').address);
   assert.notEqual(tags('2001:db8:1:2::1').address, tags('2001:db8:1:3::1').address);
-  assert.notEqual(tags('2001:db8:1:2::1').address, tags('2001:db8:1:2::1').subnet, 'the address and the subnet are two records');
+  assert.notEqual(
+    tags('2001:db8:1:2::1').address,
+    tags('2001:db8:1:2::1').subnet,
+    'the address and the subnet are two records',
+  );
   const apart = { ...tagger, ipv6AddressPrefix: 128 };
   const tag128 = (ip: string) => tagAttempt('check', { account: 'alice', ip }, apart).address;
   assert.notEqual(tag128('2001:db8:1:2::1'), tag128('2001:db8:1:2:ffff:ee:dd:9'));

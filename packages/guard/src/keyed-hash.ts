@@ -6,13 +6,12 @@
  */
 import { hmacKey, type HmacKey, hmacSha256Words } from 'sluice/kit';
 
-/** Bytes kept of each HMAC: 12 bytes, 16 base64url characters. */
-const TAG_BYTES = 12;
-
 /** Domains separate what a tag is of, so an account named like an address never shares its tag. */
 export type TagDomain = 'acct' | 'ip' | 'net' | 'fp' | 'pw';
 
-const BASE64URL = Array.from('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_', (c) => c.charCodeAt(0));
+const BASE64URL = Array.from('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_', (c) =>
+  c.charCodeAt(0),
+);
 const encoder = new TextEncoder();
 
 /**
@@ -84,13 +83,27 @@ export class KeyedHasher {
     const d = this.digest;
     hmacSha256Words(this.key, this.scratch, n, d);
     this.scratch.fill(0, 0, n);
-    const a = d[0]!, b = d[1]!, c = d[2]!;
+    const a = d[0]!,
+      b = d[1]!,
+      c = d[2]!;
     const s = BASE64URL;
     return String.fromCharCode(
-      s[a >>> 26]!, s[(a >>> 20) & 63]!, s[(a >>> 14) & 63]!, s[(a >>> 8) & 63]!,
-      s[(a >>> 2) & 63]!, s[((a & 3) << 4) | (b >>> 28)]!, s[(b >>> 22) & 63]!, s[(b >>> 16) & 63]!,
-      s[(b >>> 10) & 63]!, s[(b >>> 4) & 63]!, s[((b & 15) << 2) | (c >>> 30)]!, s[(c >>> 24) & 63]!,
-      s[(c >>> 18) & 63]!, s[(c >>> 12) & 63]!, s[(c >>> 6) & 63]!, s[c & 63]!,
+      s[a >>> 26]!,
+      s[(a >>> 20) & 63]!,
+      s[(a >>> 14) & 63]!,
+      s[(a >>> 8) & 63]!,
+      s[(a >>> 2) & 63]!,
+      s[((a & 3) << 4) | (b >>> 28)]!,
+      s[(b >>> 22) & 63]!,
+      s[(b >>> 16) & 63]!,
+      s[(b >>> 10) & 63]!,
+      s[(b >>> 4) & 63]!,
+      s[((b & 15) << 2) | (c >>> 30)]!,
+      s[(c >>> 24) & 63]!,
+      s[(c >>> 18) & 63]!,
+      s[(c >>> 12) & 63]!,
+      s[(c >>> 6) & 63]!,
+      s[c & 63]!,
     );
   }
 

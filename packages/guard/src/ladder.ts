@@ -55,7 +55,13 @@ export function riskAction(c: GuardConfig, risk: number): GuardAction {
  * is under way somewhere (the global monitors), not that this attempt is one: it steps an attempt up but
  * never blocks it, since a person can pass a second factor and cannot pass a block.
  */
-export function decide(c: GuardConfig, floor: Floor, risk: number, reasons: readonly string[], globalRisk = 0): GuardVerdict {
+export function decide(
+  c: GuardConfig,
+  floor: Floor,
+  risk: number,
+  reasons: readonly string[],
+  globalRisk = 0,
+): GuardVerdict {
   let byRisk = riskAction(c, risk);
   if (byRisk === 'block' && risk - globalRisk < c.blockAt) byRisk = 'mfa';
   const action = rank(byRisk) > rank(floor.action) ? byRisk : floor.action;
@@ -66,9 +72,10 @@ export function decide(c: GuardConfig, floor: Floor, risk: number, reasons: read
   if (action !== 'block') delayMs = Math.max(floor.delayMs, byRisk === 'delay' ? c.riskDelayMs : 0);
   if (action === 'block') retryAfterMs = Math.max(floor.retryAfterMs, byRisk === 'block' ? c.blockMs : 0, 1);
   else if (action === 'challenge') {
-    challenge = c.challenge === 'captcha'
-      ? 'captcha'
-      : Math.min(c.powMaxDifficulty, c.powDifficulty + c.powStep * Math.max(0, risk - c.challengeAt));
+    challenge =
+      c.challenge === 'captcha'
+        ? 'captcha'
+        : Math.min(c.powMaxDifficulty, c.powDifficulty + c.powStep * Math.max(0, risk - c.challengeAt));
   }
   return { action, delayMs, retryAfterMs, challenge, risk, reasons };
 }

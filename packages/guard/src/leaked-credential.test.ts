@@ -33,7 +33,8 @@ test('check(): the leaked-credential step-up is a floor of MFA whatever the thre
 
 test("check(): the attempt's own evidence still climbs above the leaked-credential floor", async () => {
   const { guard } = makeGuard({ weights: { ipDistinctAccounts: 6 } });
-  for (let i = 0; i < 10; i++) await guard.record({ account: `sprayed${i}`, ip: lone(10), success: false, password: 'Summer2026!' });
+  for (let i = 0; i < 10; i++)
+    await guard.record({ account: `sprayed${i}`, ip: lone(10), success: false, password: 'Summer2026!' });
   const v = await guard.check({ account: 'ivan', ip: lone(10), leakedCredential: true });
   assert.equal(v.action, 'block');
   assert.deepEqual(v.reasons, ['leaked-credential', 'ip-distinct-accounts', 'failure-ratio']);
@@ -44,9 +45,18 @@ test('check(): a familiar path is never hindered by a leaked pair, by network or
   await loginFrom(guard, 'dora', v4(1), 'dora-phone');
   const home = await guard.check({ account: 'dora', ip: v4(1), leakedCredential: true });
   assert.deepEqual([home.action, home.reasons], ['allow', []]);
-  const device = await guard.check({ account: 'dora', ip: lone(50), fingerprint: 'dora-phone', leakedCredential: true });
+  const device = await guard.check({
+    account: 'dora',
+    ip: lone(50),
+    fingerprint: 'dora-phone',
+    leakedCredential: true,
+  });
   assert.deepEqual([device.action, device.reasons], ['allow', []]);
-  assert.equal((await guard.check({ account: 'dora', ip: lone(51), leakedCredential: true })).action, 'mfa', 'neither: a stranger');
+  assert.equal(
+    (await guard.check({ account: 'dora', ip: lone(51), leakedCredential: true })).action,
+    'mfa',
+    'neither: a stranger',
+  );
 });
 
 test('check(): an allow-listed address is never hindered by a leaked pair', async () => {
@@ -55,10 +65,11 @@ test('check(): an allow-listed address is never hindered by a leaked pair', asyn
   assert.deepEqual([v.action, v.reasons], ['allow', []]);
 });
 
-test("check(): a stranger stepped up for a leaked pair counts as a failure of its address, as any refused stranger", async () => {
+test('check(): a stranger stepped up for a leaked pair counts as a failure of its address, as any refused stranger', async () => {
   const { guard } = makeGuard();
   // A slow stuffer's proxy: two leaked pairs refused at check(), never recorded.
-  for (const account of ['frank', 'gina']) assert.equal((await guard.check({ account, ip: lone(20), leakedCredential: true })).action, 'mfa');
+  for (const account of ['frank', 'gina'])
+    assert.equal((await guard.check({ account, ip: lone(20), leakedCredential: true })).action, 'mfa');
   const v = await guard.check({ account: 'hugo', ip: lone(20) });
   assert.deepEqual([v.action, v.reasons], ['delay', ['ip-distinct-accounts-long']]);
 });
@@ -69,7 +80,10 @@ test('record(): a leaked stranger success is stepped up with no evidence of stuf
   assert.deepEqual([r.action, r.reasons, r.counted], ['mfa', ['stranger-success', 'leaked-credential'], false]);
   // Nothing was written: the path is still a stranger's, so it is stepped up again.
   assert.equal((await guard.check({ account: 'ivy', ip: lone(30), leakedCredential: true })).action, 'mfa');
-  assert.equal((await guard.record({ account: 'ivy', ip: lone(30), success: true, leakedCredential: true })).action, 'mfa');
+  assert.equal(
+    (await guard.record({ account: 'ivy', ip: lone(30), success: true, leakedCredential: true })).action,
+    'mfa',
+  );
   // Without the flag, and with no evidence of stuffing, the same success goes through.
   const clean = makeGuard();
   assert.equal((await clean.guard.record({ account: 'ivy', ip: lone(30), success: true })).action, 'allow');
@@ -77,10 +91,19 @@ test('record(): a leaked stranger success is stepped up with no evidence of stuf
 
 test('record(): secondFactor completes a leaked stranger success, and the path is familiar from then on', async () => {
   const { guard } = makeGuard();
-  const done = await guard.record({ account: 'jack', ip: lone(31), success: true, leakedCredential: true, secondFactor: true });
+  const done = await guard.record({
+    account: 'jack',
+    ip: lone(31),
+    success: true,
+    leakedCredential: true,
+    secondFactor: true,
+  });
   assert.deepEqual([done.action, done.reasons], ['allow', []]);
   assert.deepEqual((await guard.check({ account: 'jack', ip: lone(31), leakedCredential: true })).reasons, []);
-  assert.equal((await guard.record({ account: 'jack', ip: lone(31), success: true, leakedCredential: true })).action, 'allow');
+  assert.equal(
+    (await guard.record({ account: 'jack', ip: lone(31), success: true, leakedCredential: true })).action,
+    'allow',
+  );
 });
 
 test("record(): successStepUp 'off' lets a leaked stranger's success through; check() still asks for MFA", async () => {
@@ -93,13 +116,28 @@ test("record(): successStepUp 'off' lets a leaked stranger's success through; ch
 test('record(): a leaked success on a familiar path or an allow-listed address is not stepped up', async () => {
   const { guard } = makeGuard({ allowList: ['10.0.33.0/24'] });
   await loginFrom(guard, 'lena', v4(3));
-  assert.equal((await guard.record({ account: 'lena', ip: v4(3), success: true, leakedCredential: true })).action, 'allow');
-  assert.equal((await guard.record({ account: 'max', ip: lone(33), success: true, leakedCredential: true })).action, 'allow');
+  assert.equal(
+    (await guard.record({ account: 'lena', ip: v4(3), success: true, leakedCredential: true })).action,
+    'allow',
+  );
+  assert.equal(
+    (await guard.record({ account: 'max', ip: lone(33), success: true, leakedCredential: true })).action,
+    'allow',
+  );
 });
 
 test('leakedCredential is validated in check() and record(), naming the field and the value', async () => {
   const { guard } = makeGuard();
-  await assert.rejects(guard.check({ account: 'a', ip: lone(1), leakedCredential: 'false' as never }), /guard\.check\(\): 'leakedCredential' must be true, false or undefined, got "false"/);
-  await assert.rejects(guard.record({ account: 'a', ip: lone(1), success: true, leakedCredential: 1 as never }), /guard\.record\(\): 'leakedCredential' must be true, false or undefined, got 1/);
-  await assert.rejects(guard.record({ account: 'a', ip: lone(1), success: false, leakedCredential: null as never }), /'leakedCredential' must be true, false or undefined, got null/);
+  await assert.rejects(
+    guard.check({ account: 'a', ip: lone(1), leakedCredential: 'false' as never }),
+    /guard\.check\(\): 'leakedCredential' must be true, false or undefined, got "false"/,
+  );
+  await assert.rejects(
+    guard.record({ account: 'a', ip: lone(1), success: true, leakedCredential: 1 as never }),
+    /guard\.record\(\): 'leakedCredential' must be true, false or undefined, got 1/,
+  );
+  await assert.rejects(
+    guard.record({ account: 'a', ip: lone(1), success: false, leakedCredential: null as never }),
+    /'leakedCredential' must be true, false or undefined, got null/,
+  );
 });

@@ -6,12 +6,31 @@
  * other go out together, so a check waits for one round trip and a record for one. On a MemoryStore
  * nothing here makes a Promise.
  */
-import { type Clock, createAlgorithm, type Decision, isPromise, type MaybePromise, type Policy, SluiceError, type Store, type StoreTable, then } from 'sluice/kit';
+import {
+  type Clock,
+  createAlgorithm,
+  type Decision,
+  isPromise,
+  type MaybePromise,
+  type Policy,
+  SluiceError,
+  type Store,
+  type StoreTable,
+  then,
+} from 'sluice/kit';
 import type { TaggedAttempt } from './attempt.js';
 import { backoffMs } from './backoff.js';
 import type { MemoryRecords } from './memory-records.js';
 import { judgePath } from './rules.js';
-import type { AccountView, JudgedFailure, JudgedSuccess, LoginConfig, LoginPort, LoginReads, SourceView } from './state.js';
+import type {
+  AccountView,
+  JudgedFailure,
+  JudgedSuccess,
+  LoginConfig,
+  LoginPort,
+  LoginReads,
+  SourceView,
+} from './state.js';
 
 /** The guard's token buckets, as tables of a store. */
 export interface LoginTables {
@@ -21,7 +40,10 @@ export interface LoginTables {
 }
 
 /** The guard's buckets bound to `store`, as a Limiter binds its policies: a MemoryStore's answer without a Promise. */
-export function bucketTables(store: Store, c: { readonly ip: Policy; readonly subnet: Policy; readonly pair: Policy; readonly clock: Clock }): LoginTables {
+export function bucketTables(
+  store: Store,
+  c: { readonly ip: Policy; readonly subnet: Policy; readonly pair: Policy; readonly clock: Clock },
+): LoginTables {
   const bind = (p: Policy) => store.bind({ policies: [p], algorithms: [createAlgorithm(p)], clock: c.clock });
   return { ip: bind(c.ip), subnet: bind(c.subnet), pair: bind(c.pair) };
 }
@@ -47,8 +69,11 @@ export class MemoryLogin implements LoginPort {
     const spec = this.c.spec;
     const ipSource = stranger ? state.readSource(t.address, now, spec) : undefined;
     const netSource = stranger ? state.readSource(t.subnet, now, spec) : undefined;
-    const fingerprintSource = stranger && t.fingerprint !== undefined ? state.readSource(t.fingerprint, now, spec) : undefined;
-    return then(peeks, ([ip, subnet, pair]) => named(account, ip, subnet, pair, ipSource, netSource, fingerprintSource));
+    const fingerprintSource =
+      stranger && t.fingerprint !== undefined ? state.readSource(t.fingerprint, now, spec) : undefined;
+    return then(peeks, ([ip, subnet, pair]) =>
+      named(account, ip, subnet, pair, ipSource, netSource, fingerprintSource),
+    );
   }
 
   refuse(t: TaggedAttempt, now: number): void {
@@ -67,7 +92,12 @@ export class MemoryLogin implements LoginPort {
     return then(reset, () => judged);
   }
 
-  fail(t: TaggedAttempt, passwordTag: string | undefined, random: () => number, now: number): MaybePromise<JudgedFailure> {
+  fail(
+    t: TaggedAttempt,
+    passwordTag: string | undefined,
+    random: () => number,
+    now: number,
+  ): MaybePromise<JudgedFailure> {
     const c = this.c;
     const state = this.state;
     const failed = state.failAccountJudged(t.account, t.sources, passwordTag, now, c.memoryMs);
@@ -76,7 +106,11 @@ export class MemoryLogin implements LoginPort {
     if (waitMs > 0) state.lockAccount(t.account, failed.path, now + waitMs);
     const allowed = t.standing.allowed;
     const { ip, subnet, pair } = this.tables;
-    const charged = all([pair.adjust(t.pairKey, 1), allowed ? undefined : ip.adjust(t.ipKey, 1), allowed ? undefined : subnet.adjust(t.subnetKey, 1)]);
+    const charged = all([
+      pair.adjust(t.pairKey, 1),
+      allowed ? undefined : ip.adjust(t.ipKey, 1),
+      allowed ? undefined : subnet.adjust(t.subnetKey, 1),
+    ]);
     this.noteSources(t, true, now);
     return then(charged, () => failed);
   }
@@ -94,7 +128,15 @@ export class MemoryLogin implements LoginPort {
   }
 }
 
-function named(account: AccountView | undefined, ip: Decision | undefined, subnet: Decision | undefined, pair: Decision | undefined, ipSource: SourceView | undefined, netSource: SourceView | undefined, fingerprintSource: SourceView | undefined): LoginReads {
+function named(
+  account: AccountView | undefined,
+  ip: Decision | undefined,
+  subnet: Decision | undefined,
+  pair: Decision | undefined,
+  ipSource: SourceView | undefined,
+  netSource: SourceView | undefined,
+  fingerprintSource: SourceView | undefined,
+): LoginReads {
   return { account, ip, subnet, pair, ipSource, netSource, fingerprintSource };
 }
 

@@ -11,7 +11,16 @@
  * a login's reads and writes over them, with the guard's buckets, are memory-login.ts's.
  */
 import { SourceTable } from './source-table.js';
-import { AccountRecord, failAccount, failureOutcome, judgePath, liveAccount, lockAccount, repeatsPassword, succeedAccount } from './rules.js';
+import {
+  AccountRecord,
+  failAccount,
+  failureOutcome,
+  judgePath,
+  liveAccount,
+  lockAccount,
+  repeatsPassword,
+  succeedAccount,
+} from './rules.js';
 import type { AccountView, FailOutcome, JudgedFailure, JudgedSuccess, Path, SourceSpec, SourceView } from './state.js';
 
 const SWEEP_PER_INSERT = 2;
@@ -64,19 +73,37 @@ export class MemoryRecords {
    * then keeps as they are). A counted tag becomes the newest of the three. The record expires
    * `memoryMs` after this failure unless something else keeps it.
    */
-  failAccount(account: string, path: Path, passwordTag: string | undefined, now: number, memoryMs: number): FailOutcome {
+  failAccount(
+    account: string,
+    path: Path,
+    passwordTag: string | undefined,
+    now: number,
+    memoryMs: number,
+  ): FailOutcome {
     return this.fail(this.liveAccount(account, now), account, path, passwordTag, now, memoryMs);
   }
 
   /** failAccount on the path judged from the account's familiar list (familiar if it holds any of `sources`). */
-  failAccountJudged(account: string, sources: readonly string[], passwordTag: string | undefined, now: number, memoryMs: number): JudgedFailure {
+  failAccountJudged(
+    account: string,
+    sources: readonly string[],
+    passwordTag: string | undefined,
+    now: number,
+    memoryMs: number,
+  ): JudgedFailure {
     const r = this.liveAccount(account, now);
     const path = judgePath(r, sources);
     return { ...this.fail(r, account, path, passwordTag, now, memoryMs), path };
   }
 
   /** succeedAccount on the path judged as failAccountJudged; answers it with the strangers' failures before. */
-  succeedAccountJudged(account: string, sources: readonly string[], now: number, familiarMs: number, maxFamiliar: number): JudgedSuccess {
+  succeedAccountJudged(
+    account: string,
+    sources: readonly string[],
+    now: number,
+    familiarMs: number,
+    maxFamiliar: number,
+  ): JudgedSuccess {
     const r = this.liveAccount(account, now);
     const path = judgePath(r, sources);
     const unfamiliarFailuresBefore = r?.unfamiliarFailures ?? 0; // read before the success changes the record
@@ -85,7 +112,14 @@ export class MemoryRecords {
   }
 
   /** A failure on the account's live record `r` (undefined: none yet). */
-  private fail(r: AccountRecord | undefined, account: string, path: Path, passwordTag: string | undefined, now: number, memoryMs: number): FailOutcome {
+  private fail(
+    r: AccountRecord | undefined,
+    account: string,
+    path: Path,
+    passwordTag: string | undefined,
+    now: number,
+    memoryMs: number,
+  ): FailOutcome {
     if (repeatsPassword(r, passwordTag)) return failureOutcome(r!, path, false);
     return failAccount(r ?? this.insertAccount(account, now), path, passwordTag, now, memoryMs);
   }
@@ -98,8 +132,22 @@ export class MemoryRecords {
   }
 
   /** A success on `path` (rules.ts succeedAccount): `sources` become familiar, for `familiarMs`, at most `maxFamiliar`. */
-  succeedAccount(account: string, path: Path, sources: readonly string[], now: number, familiarMs: number, maxFamiliar: number): void {
-    succeedAccount(this.liveAccount(account, now) ?? this.insertAccount(account, now), path, sources, now, familiarMs, maxFamiliar);
+  succeedAccount(
+    account: string,
+    path: Path,
+    sources: readonly string[],
+    now: number,
+    familiarMs: number,
+    maxFamiliar: number,
+  ): void {
+    succeedAccount(
+      this.liveAccount(account, now) ?? this.insertAccount(account, now),
+      path,
+      sources,
+      now,
+      familiarMs,
+      maxFamiliar,
+    );
   }
 
   /** The next account in sweep (insertion) order, wrapping around. */
@@ -136,7 +184,14 @@ export class MemoryRecords {
    * successes would cost a write per login. Successes on familiar paths are always noted: they are what
    * vouches for a shared network (see guard.ts, vouched).
    */
-  noteSource(source: string, account: string, failed: boolean, now: number, spec: SourceSpec, onlyIfTracked = false): SourceView {
+  noteSource(
+    source: string,
+    account: string,
+    failed: boolean,
+    now: number,
+    spec: SourceSpec,
+    onlyIfTracked = false,
+  ): SourceView {
     return this.sources.note(source, account, failed, now, spec, onlyIfTracked);
   }
 

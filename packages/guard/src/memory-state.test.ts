@@ -6,11 +6,28 @@ import { MemoryGuardState } from './memory-state.js';
 
 const spec = (maxDistinct = 32) => ({ distinctWindowMs: 60_000, ratioWindowMs: 60_000, maxDistinct });
 
-type Op = { kind: 'fail'; path: 'familiar' | 'unfamiliar'; pw: string | undefined; dt: number } | { kind: 'ok'; path: 'familiar' | 'unfamiliar'; dt: number };
+type Op =
+  | { kind: 'fail'; path: 'familiar' | 'unfamiliar'; pw: string | undefined; dt: number }
+  | { kind: 'ok'; path: 'familiar' | 'unfamiliar'; dt: number };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ kind: fc.constant('fail' as const), path: fc.constantFrom('familiar' as const, 'unfamiliar' as const), pw: fc.option(fc.constantFrom('a', 'b', 'c', 'd', 'e'), { nil: undefined }), dt: fc.integer({ min: 0, max: 30_000 }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('ok' as const), path: fc.constantFrom('familiar' as const, 'unfamiliar' as const), dt: fc.integer({ min: 0, max: 30_000 }) }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constant('fail' as const),
+      path: fc.constantFrom('familiar' as const, 'unfamiliar' as const),
+      pw: fc.option(fc.constantFrom('a', 'b', 'c', 'd', 'e'), { nil: undefined }),
+      dt: fc.integer({ min: 0, max: 30_000 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('ok' as const),
+      path: fc.constantFrom('familiar' as const, 'unfamiliar' as const),
+      dt: fc.integer({ min: 0, max: 30_000 }),
+    }),
+  },
 );
 
 test('property: consecutive failures per path, last-three password repeats, forgetting, as the model', () => {
@@ -20,14 +37,22 @@ test('property: consecutive failures per path, last-three password repeats, forg
       const s = new MemoryGuardState();
       let now = 1_000_000;
       // The model: two counters, the last three counted password tags, the time of the last counted failure.
-      let fam = 0, unf = 0, last: string[] = [], lastAt = -Infinity;
+      let fam = 0,
+        unf = 0,
+        last: string[] = [],
+        lastAt = -Infinity;
       for (const op of ops) {
         now += op.dt;
-        if (lastAt + memoryMs <= now) { fam = 0; unf = 0; last = []; }
+        if (lastAt + memoryMs <= now) {
+          fam = 0;
+          unf = 0;
+          last = [];
+        }
         if (op.kind === 'ok') {
           // A familiar success forgets only the familiar counter; a stranger's forgets both.
           s.records.succeedAccount('acct', op.path, ['src'], now, 10 * memoryMs, 8);
-          fam = 0; last = [];
+          fam = 0;
+          last = [];
           if (op.path === 'unfamiliar') unf = 0;
           if (unf === 0) lastAt = -Infinity;
           continue;
@@ -35,7 +60,8 @@ test('property: consecutive failures per path, last-three password repeats, forg
         const got = s.records.failAccount('acct', op.path, op.pw, now, memoryMs);
         const repeat = op.pw !== undefined && last.includes(op.pw);
         if (!repeat) {
-          if (op.path === 'familiar') fam++; else unf++;
+          if (op.path === 'familiar') fam++;
+          else unf++;
           lastAt = now;
           if (op.pw !== undefined) last = [op.pw, ...last].slice(0, 3);
         }
@@ -48,19 +74,28 @@ test('property: consecutive failures per path, last-three password repeats, forg
 test('property: distinct failed accounts per source are exact within the sliding window', () => {
   const windowMs = 60_000;
   fc.assert(
-    fc.property(fc.array(fc.record({ account: fc.integer({ min: 0, max: 15 }), dt: fc.integer({ min: 0, max: 20_000 }) }), { maxLength: 80 }), (steps) => {
-      const s = new MemoryGuardState();
-      let now = 5_000_000;
-      const seen = new Map<number, number>();
-      for (const step of steps) {
-        now += step.dt;
-        seen.set(step.account, now);
-        const v = s.records.noteSource('src', `acct-${step.account}`, true, now, { distinctWindowMs: windowMs, ratioWindowMs: windowMs, maxDistinct: 32 });
-        // The model: accounts last seen within (now − window, now].
-        const expected = [...seen.values()].filter((at) => at + windowMs > now).length;
-        assert.equal(v.distinctFailedAccounts, expected);
-      }
-    }),
+    fc.property(
+      fc.array(fc.record({ account: fc.integer({ min: 0, max: 15 }), dt: fc.integer({ min: 0, max: 20_000 }) }), {
+        maxLength: 80,
+      }),
+      (steps) => {
+        const s = new MemoryGuardState();
+        let now = 5_000_000;
+        const seen = new Map<number, number>();
+        for (const step of steps) {
+          now += step.dt;
+          seen.set(step.account, now);
+          const v = s.records.noteSource('src', `acct-${step.account}`, true, now, {
+            distinctWindowMs: windowMs,
+            ratioWindowMs: windowMs,
+            maxDistinct: 32,
+          });
+          // The model: accounts last seen within (now − window, now].
+          const expected = [...seen.values()].filter((at) => at + windowMs > now).length;
+          assert.equal(v.distinctFailedAccounts, expected);
+        }
+      },
+    ),
   );
 });
 
@@ -118,7 +153,11 @@ test('one set, two windows: the long count keeps entries the short window forgot
   v = s.records.noteSource('src', 'new-1', true, 200_001, both);
   assert.deepEqual([v.distinctFailedAccounts, v.distinctFailedAccountsLong], [2, 4]);
   v = s.records.readSource('src', 600_000 + 2000, both)!;
-  assert.deepEqual([v.distinctFailedAccounts, v.distinctFailedAccountsLong], [0, 2], 'old-1 and old-2 left the long window');
+  assert.deepEqual(
+    [v.distinctFailedAccounts, v.distinctFailedAccountsLong],
+    [0, 2],
+    'old-1 and old-2 left the long window',
+  );
   // The record lives its longest window after its last attempt (the set's here; two ratio windows at most).
   assert.ok(s.records.readSource('src', 200_001 + 600_000 - 1, both) !== undefined);
   assert.equal(s.records.readSource('src', 200_001 + 600_000, both), undefined);

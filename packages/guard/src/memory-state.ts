@@ -29,11 +29,17 @@ export class MemoryGuardState implements GuardState {
 
   constructor(options: MemoryGuardStateOptions = {}) {
     if (typeof options !== 'object' || options === null) {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `MemoryGuardState options must be an object, got ${show(options)}`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `MemoryGuardState options must be an object, got ${show(options)}`,
+      );
     }
     for (const field of Object.keys(options)) {
       if (field !== 'maxAccounts' && field !== 'maxSources') {
-        throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `unknown MemoryGuardState option '${field}'; known options are maxAccounts, maxSources`);
+        throw new SluiceError(
+          'ERR_SLUICE_INVALID_OPTION',
+          `unknown MemoryGuardState option '${field}'; known options are maxAccounts, maxSources`,
+        );
       }
     }
     this.maxAccounts = positive(options.maxAccounts ?? 1_000_000, 'maxAccounts');
@@ -55,7 +61,12 @@ export class MemoryGuardState implements GuardState {
   }
 
   /** Guards of one process sharing this state share their anomaly counts, as guards on one Redis do. */
-  shareFailures(monitor: string, adds: readonly (readonly [bucket: number, count: number])[], ttlMs: number, now: number): number[] {
+  shareFailures(
+    monitor: string,
+    adds: readonly (readonly [bucket: number, count: number])[],
+    ttlMs: number,
+    now: number,
+  ): number[] {
     for (const [k, v] of this.failureCounts) if (v.expiresAt <= now) this.failureCounts.delete(k);
     return adds.map(([bucket, count]) => {
       const key = `${monitor}\u0000${bucket}`;
@@ -86,7 +97,10 @@ export class MemoryGuardState implements GuardState {
 
 function positive(value: unknown, field: string): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `MemoryGuardState '${field}' must be a positive integer, got ${show(value)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `MemoryGuardState '${field}' must be a positive integer, got ${show(value)}`,
+    );
   }
   return value;
 }

@@ -63,7 +63,14 @@ export class GuardMonitors {
     private readonly state: GuardState,
   ) {
     const shared = c.anomalyScope === 'fleet';
-    this.failures = new FailureRateMonitor({ bucketMs: c.anomalyBucketMs, span: c.anomalyBaselineBuckets, warmup: c.anomalyWarmupBuckets, sigma: c.anomalySigma, minFailures: c.anomalyMinFailures, shared });
+    this.failures = new FailureRateMonitor({
+      bucketMs: c.anomalyBucketMs,
+      span: c.anomalyBaselineBuckets,
+      warmup: c.anomalyWarmupBuckets,
+      sigma: c.anomalySigma,
+      minFailures: c.anomalyMinFailures,
+      shared,
+    });
     this.strangerFailures = new FailureRateMonitor({
       bucketMs: c.strangerAnomalyBucketMs,
       span: c.strangerAnomalyBaselineBuckets,
@@ -73,11 +80,43 @@ export class GuardMonitors {
       shared,
     });
     const share = { span: SHARE_SPAN, floor: SHARE_FLOOR, minHits: SHARE_MIN_HITS };
-    this.unknownAccounts = new ShareMonitor({ ...share, bucketMs: c.unknownAccountBucketMs, warmup: UNKNOWN_WARMUP, prior: c.unknownAccountPrior, sigma: c.unknownAccountSigma }, shared);
+    this.unknownAccounts = new ShareMonitor(
+      {
+        ...share,
+        bucketMs: c.unknownAccountBucketMs,
+        warmup: UNKNOWN_WARMUP,
+        prior: c.unknownAccountPrior,
+        sigma: c.unknownAccountSigma,
+      },
+      shared,
+    );
     // A fresh deploy knows no one, so every attempt is a stranger's: the mix has no useful prior and waits for its baseline.
-    this.strangerMix = new ShareMonitor({ ...share, bucketMs: c.strangerMixBucketMs, warmup: MIX_WARMUP, prior: 1, sigma: c.strangerMixSigma }, shared);
-    this.proofless = new ShareMonitor({ ...share, bucketMs: c.prooflessBucketMs, warmup: PROOFLESS_WARMUP, prior: c.prooflessPrior, sigma: c.prooflessSigma }, shared);
-    this.coldFailures = new ShareMonitor({ ...share, bucketMs: c.anomalyBucketMs, warmup: Number.POSITIVE_INFINITY, prior: COLD_FAILURE_SHARE, floor: COLD_FAILURE_SHARE, minHits: Math.max(c.anomalyMinFailures, COLD_MIN_FAILURES), sigma: c.anomalySigma }, shared);
+    this.strangerMix = new ShareMonitor(
+      { ...share, bucketMs: c.strangerMixBucketMs, warmup: MIX_WARMUP, prior: 1, sigma: c.strangerMixSigma },
+      shared,
+    );
+    this.proofless = new ShareMonitor(
+      {
+        ...share,
+        bucketMs: c.prooflessBucketMs,
+        warmup: PROOFLESS_WARMUP,
+        prior: c.prooflessPrior,
+        sigma: c.prooflessSigma,
+      },
+      shared,
+    );
+    this.coldFailures = new ShareMonitor(
+      {
+        ...share,
+        bucketMs: c.anomalyBucketMs,
+        warmup: Number.POSITIVE_INFINITY,
+        prior: COLD_FAILURE_SHARE,
+        floor: COLD_FAILURE_SHARE,
+        minHits: Math.max(c.anomalyMinFailures, COLD_MIN_FAILURES),
+        sigma: c.anomalySigma,
+      },
+      shared,
+    );
     this.loaded = typeof state.readBaselines !== 'function';
   }
 
@@ -212,7 +251,14 @@ export class GuardMonitors {
       strangerMix: this.strangerMix.snapshot(),
       proofless: this.proofless.snapshot(),
     };
-    if (b.failures === undefined && b.strangerFailures === undefined && b.unknownAccounts === undefined && b.strangerMix === undefined && b.proofless === undefined) return undefined;
+    if (
+      b.failures === undefined &&
+      b.strangerFailures === undefined &&
+      b.unknownAccounts === undefined &&
+      b.strangerMix === undefined &&
+      b.proofless === undefined
+    )
+      return undefined;
     return JSON.stringify(b);
   }
 
@@ -226,14 +272,19 @@ export class GuardMonitors {
       monitor.unshare(adds);
       return;
     }
-    adds.forEach(([bucket], i) => monitor.applyShared(bucket, totals[i]!));
+    adds.forEach(([bucket], i) => {
+      monitor.applyShared(bucket, totals[i]!);
+    });
   }
 
   private async shareShare(name: string, monitor: ShareMonitor, now: number): Promise<void> {
     const taken = monitor.takeUnshared(now);
     const ttl = 3 * monitor.bucketMs;
     // Both series in one call, so they are added together or not at all: a bucket's attempts at 2b, its hits at 2b + 1.
-    const adds = [...taken.attempts.map(([b, n]) => [2 * b, n] as const), ...taken.hits.map(([b, h]) => [2 * b + 1, h] as const)];
+    const adds = [
+      ...taken.attempts.map(([b, n]) => [2 * b, n] as const),
+      ...taken.hits.map(([b, h]) => [2 * b + 1, h] as const),
+    ];
     let totals: number[];
     try {
       totals = await this.state.shareFailures!(name, adds, ttl, now);
@@ -242,7 +293,9 @@ export class GuardMonitors {
       return;
     }
     const n = taken.attempts.length;
-    taken.attempts.forEach(([bucket], i) => monitor.applyShared(bucket, totals[i]!, totals[n + i]!));
+    taken.attempts.forEach(([bucket], i) => {
+      monitor.applyShared(bucket, totals[i]!, totals[n + i]!);
+    });
   }
 
   private bucketMsOf(monitor: FailureRateMonitor): number {

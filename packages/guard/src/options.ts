@@ -315,16 +315,72 @@ export const DEFAULT_WEIGHTS: SignalWeights = Object.freeze({
 });
 
 const KNOWN = new Set([
-  'secret', 'store', 'state', 'clock', 'random', 'ipv4Subnet', 'ipv6Subnet', 'ipv6AddressPrefix', 'freeFailures', 'backoffBase', 'backoffMax',
-  'backoffJitter', 'hardStopFailures', 'failureMemory', 'maxDelay', 'accountChallengeFailures', 'familiarFor',
-  'maxFamiliarSources', 'ipFailuresPerDay', 'subnetFailuresPerDay', 'pairFailuresPerHour', 'sourceWindow', 'ratioWindow',
-  'ipDistinctAccounts', 'longSourceWindow', 'ipDistinctAccountsLong', 'subnetDistinctAccounts', 'fingerprintDistinctAccounts', 'failureRatio', 'ratioMinFailures',
-  'allowList', 'denyList', 'hostingRanges', 'anomalyBucket', 'anomalyBaselineBuckets', 'anomalyWarmupBuckets',
-  'anomalySigma', 'anomalyMinFailures', 'anomalyScope', 'anomalySyncEvery', 'strangerAnomalyBucket', 'strangerAnomalyBaselineBuckets',
-  'strangerAnomalyWarmupBuckets', 'strangerAnomalySigma', 'strangerAnomalyMinFailures', 'weights', 'delayAt', 'challengeAt', 'mfaAt', 'blockAt', 'riskDelay',
-  'challenge', 'powDifficulty', 'powStep', 'powMaxDifficulty', 'blockFor', 'unknownAccountBucket', 'unknownAccountSigma',
-  'unknownAccountPrior', 'strangerMixBucket', 'strangerMixSigma', 'prooflessBucket', 'prooflessSigma', 'prooflessPrior',
-  'successStepUp', 'baselineSaveEvery',
+  'secret',
+  'store',
+  'state',
+  'clock',
+  'random',
+  'ipv4Subnet',
+  'ipv6Subnet',
+  'ipv6AddressPrefix',
+  'freeFailures',
+  'backoffBase',
+  'backoffMax',
+  'backoffJitter',
+  'hardStopFailures',
+  'failureMemory',
+  'maxDelay',
+  'accountChallengeFailures',
+  'familiarFor',
+  'maxFamiliarSources',
+  'ipFailuresPerDay',
+  'subnetFailuresPerDay',
+  'pairFailuresPerHour',
+  'sourceWindow',
+  'ratioWindow',
+  'ipDistinctAccounts',
+  'longSourceWindow',
+  'ipDistinctAccountsLong',
+  'subnetDistinctAccounts',
+  'fingerprintDistinctAccounts',
+  'failureRatio',
+  'ratioMinFailures',
+  'allowList',
+  'denyList',
+  'hostingRanges',
+  'anomalyBucket',
+  'anomalyBaselineBuckets',
+  'anomalyWarmupBuckets',
+  'anomalySigma',
+  'anomalyMinFailures',
+  'anomalyScope',
+  'anomalySyncEvery',
+  'strangerAnomalyBucket',
+  'strangerAnomalyBaselineBuckets',
+  'strangerAnomalyWarmupBuckets',
+  'strangerAnomalySigma',
+  'strangerAnomalyMinFailures',
+  'weights',
+  'delayAt',
+  'challengeAt',
+  'mfaAt',
+  'blockAt',
+  'riskDelay',
+  'challenge',
+  'powDifficulty',
+  'powStep',
+  'powMaxDifficulty',
+  'blockFor',
+  'unknownAccountBucket',
+  'unknownAccountSigma',
+  'unknownAccountPrior',
+  'strangerMixBucket',
+  'strangerMixSigma',
+  'prooflessBucket',
+  'prooflessSigma',
+  'prooflessPrior',
+  'successStepUp',
+  'baselineSaveEvery',
 ]);
 
 /** Shortest secret accepted: 16 bytes (128 bits), the HMAC key length below which guessing gets cheap. */
@@ -334,7 +390,13 @@ function invalid(message: string): never {
   throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Guard ${message}`);
 }
 
-function integer(o: GuardOptions, field: keyof GuardOptions, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+function integer(
+  o: GuardOptions,
+  field: keyof GuardOptions,
+  fallback: number,
+  min: number,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
   const v = o[field];
   if (v === undefined) return fallback;
   if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
@@ -356,7 +418,7 @@ function duration(o: GuardOptions, field: keyof GuardOptions, fallback: string):
   const v = o[field] ?? fallback;
   try {
     return parseDuration(v, `Guard '${field}'`);
-  } catch (error) {
+  } catch {
     invalid(`'${field}' must be milliseconds or a duration such as '1s', '15m' or '1d', got ${show(v)}`);
   }
 }
@@ -388,7 +450,8 @@ function secretBytes(secret: unknown, env: string | undefined): { bytes: Uint8Ar
   let bytes: Uint8Array;
   if (typeof secret === 'string') bytes = utf8(secret);
   else if (secret instanceof Uint8Array) bytes = secret;
-  else throw new SluiceError('ERR_SLUICE_GUARD_SECRET', `Guard 'secret' must be a string or bytes, got ${show(secret)}`);
+  else
+    throw new SluiceError('ERR_SLUICE_GUARD_SECRET', `Guard 'secret' must be a string or bytes, got ${show(secret)}`);
   if (bytes.length < MIN_SECRET_BYTES) {
     throw new SluiceError(
       'ERR_SLUICE_GUARD_SECRET',
@@ -400,7 +463,8 @@ function secretBytes(secret: unknown, env: string | undefined): { bytes: Uint8Ar
 
 function stepUp(v: unknown): GuardConfig['successStepUp'] {
   if (v === undefined) return 'suspicious';
-  if (v !== 'off' && v !== 'suspicious' && v !== 'stuffing') invalid(`'successStepUp' must be 'off', 'suspicious' or 'stuffing', got ${show(v)}`);
+  if (v !== 'off' && v !== 'suspicious' && v !== 'stuffing')
+    invalid(`'successStepUp' must be 'off', 'suspicious' or 'stuffing', got ${show(v)}`);
   return v;
 }
 
@@ -410,7 +474,8 @@ function weights(o: GuardOptions): SignalWeights {
   if (typeof w !== 'object' || w === null) invalid(`'weights' must be an object, got ${show(w)}`);
   const out: Record<string, number> = { ...DEFAULT_WEIGHTS };
   for (const [k, v] of Object.entries(w)) {
-    if (!(k in DEFAULT_WEIGHTS)) invalid(`unknown 'weights.${k}'; known weights are ${Object.keys(DEFAULT_WEIGHTS).join(', ')}`);
+    if (!(k in DEFAULT_WEIGHTS))
+      invalid(`unknown 'weights.${k}'; known weights are ${Object.keys(DEFAULT_WEIGHTS).join(', ')}`);
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 100) {
       invalid(`'weights.${k}' must be an integer from 0 to 100, got ${show(v)}`);
     }
@@ -428,7 +493,8 @@ export function resolveOptions(options: GuardOptions, env: string | undefined): 
   const o = options;
   const { bytes, ephemeral } = secretBytes(o.secret, env);
   const challenge = o.challenge ?? 'pow';
-  if (challenge !== 'pow' && challenge !== 'captcha') invalid(`'challenge' must be 'pow' or 'captcha', got ${show(challenge)}`);
+  if (challenge !== 'pow' && challenge !== 'captcha')
+    invalid(`'challenge' must be 'pow' or 'captcha', got ${show(challenge)}`);
   const config: GuardConfig = {
     secret: bytes,
     secretIsEphemeral: ephemeral,
@@ -494,18 +560,31 @@ export function resolveOptions(options: GuardOptions, env: string | undefined): 
     powMaxDifficulty: integer(o, 'powMaxDifficulty', 24, 1, 64),
     blockMs: duration(o, 'blockFor', '15m'),
   };
-  if (config.backoffMaxMs < config.backoffBaseMs) invalid(`'backoffMax' (${config.backoffMaxMs} ms) must be at least 'backoffBase' (${config.backoffBaseMs} ms)`);
+  if (config.backoffMaxMs < config.backoffBaseMs)
+    invalid(`'backoffMax' (${config.backoffMaxMs} ms) must be at least 'backoffBase' (${config.backoffBaseMs} ms)`);
   if (!(config.delayAt <= config.challengeAt && config.challengeAt <= config.mfaAt && config.mfaAt <= config.blockAt)) {
-    invalid(`ladder steps must rise: delayAt (${config.delayAt}) <= challengeAt (${config.challengeAt}) <= mfaAt (${config.mfaAt}) <= blockAt (${config.blockAt})`);
+    invalid(
+      `ladder steps must rise: delayAt (${config.delayAt}) <= challengeAt (${config.challengeAt}) <= mfaAt (${config.mfaAt}) <= blockAt (${config.blockAt})`,
+    );
   }
-  if (config.powMaxDifficulty < config.powDifficulty) invalid(`'powMaxDifficulty' (${config.powMaxDifficulty}) must be at least 'powDifficulty' (${config.powDifficulty})`);
-  if (config.anomalyWarmupBuckets > 10 * config.anomalyBaselineBuckets) invalid(`'anomalyWarmupBuckets' must be at most 10 × 'anomalyBaselineBuckets'`);
+  if (config.powMaxDifficulty < config.powDifficulty)
+    invalid(
+      `'powMaxDifficulty' (${config.powMaxDifficulty}) must be at least 'powDifficulty' (${config.powDifficulty})`,
+    );
+  if (config.anomalyWarmupBuckets > 10 * config.anomalyBaselineBuckets)
+    invalid(`'anomalyWarmupBuckets' must be at most 10 × 'anomalyBaselineBuckets'`);
   // A timer takes at most 2^31 - 1 ms (longer fires at once, every millisecond), and syncing less often
   // than a bucket lasts would leave whole buckets unshared.
   if (config.anomalySyncEveryMs > Math.min(config.anomalyBucketMs, 2 ** 31 - 1)) {
-    invalid(`'anomalySyncEvery' must be at most 'anomalyBucket' (${config.anomalyBucketMs} ms), got ${show(o.anomalySyncEvery)}`);
+    invalid(
+      `'anomalySyncEvery' must be at most 'anomalyBucket' (${config.anomalyBucketMs} ms), got ${show(o.anomalySyncEvery)}`,
+    );
   }
-  if (config.longSourceWindowMs < config.sourceWindowMs) invalid(`'longSourceWindow' (${config.longSourceWindowMs} ms) must be at least 'sourceWindow' (${config.sourceWindowMs} ms)`);
-  if (config.strangerAnomalyWarmupBuckets > 10 * config.strangerAnomalyBaselineBuckets) invalid(`'strangerAnomalyWarmupBuckets' must be at most 10 × 'strangerAnomalyBaselineBuckets'`);
+  if (config.longSourceWindowMs < config.sourceWindowMs)
+    invalid(
+      `'longSourceWindow' (${config.longSourceWindowMs} ms) must be at least 'sourceWindow' (${config.sourceWindowMs} ms)`,
+    );
+  if (config.strangerAnomalyWarmupBuckets > 10 * config.strangerAnomalyBaselineBuckets)
+    invalid(`'strangerAnomalyWarmupBuckets' must be at most 10 × 'strangerAnomalyBaselineBuckets'`);
   return config;
 }

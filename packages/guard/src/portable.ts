@@ -11,4 +11,13 @@ export { DEFAULT_WEIGHTS } from './options.js';
 export type { AccountView, FailOutcome, GuardState, GuardStateSource, Path, SourceSpec, SourceView } from './state.js';
 export { MemoryGuardState, type MemoryGuardStateOptions } from './memory-state.js';
 export { backoffMs, type BackoffSchedule } from './backoff.js';
-export { hcaptcha, recaptcha, SiteverifyCaptcha, SITEVERIFY_URLS, turnstile, type CaptchaProvider, type CaptchaResult, type SiteverifyOptions } from './captcha.js';
+export {
+  hcaptcha,
+  recaptcha,
+  SiteverifyCaptcha,
+  SITEVERIFY_URLS,
+  turnstile,
+  type CaptchaProvider,
+  type CaptchaResult,
+  type SiteverifyOptions,
+} from './captcha.js';

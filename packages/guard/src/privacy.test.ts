@@ -45,21 +45,34 @@ test("the tagger equals node:crypto's HMAC-SHA-256 for random secrets and inputs
   const domain = fc.constantFrom('acct', 'ip', 'net', 'fp', 'pw' as const);
   // Full Unicode, lone surrogates included (UTF-8 encodes them as U+FFFD, as Buffer does), and lengths across
   // the 55/56-byte padding edge and several blocks; secrets shorter and longer than a block.
-  const text = fc.oneof(fc.string({ maxLength: 200 }), fc.string({ unit: 'grapheme', maxLength: 50 }), fc.string({ unit: 'binary', maxLength: 100 }), fc.string({ minLength: 40, maxLength: 70 }));
+  const text = fc.oneof(
+    fc.string({ maxLength: 200 }),
+    fc.string({ unit: 'grapheme', maxLength: 50 }),
+    fc.string({ unit: 'binary', maxLength: 100 }),
+    fc.string({ minLength: 40, maxLength: 70 }),
+  );
   fc.assert(
-    fc.property(fc.uint8Array({ minLength: 1, maxLength: 150 }), domain, text, text, fc.uint8Array({ maxLength: 150 }), (secret, d, value, password, bytes) => {
-      const h = new KeyedHasher(secret);
-      const accountTag = h.tag('acct', value);
-      assert.equal(h.tag(d, value), reference(secret, d, '\0', value));
-      assert.equal(h.tag(d, bytes), reference(secret, d, '\0', bytes));
-      assert.equal(h.passwordTag(accountTag, password), reference(secret, 'pw\0', accountTag, '\0', password));
-    }),
+    fc.property(
+      fc.uint8Array({ minLength: 1, maxLength: 150 }),
+      domain,
+      text,
+      text,
+      fc.uint8Array({ maxLength: 150 }),
+      (secret, d, value, password, bytes) => {
+        const h = new KeyedHasher(secret);
+        const accountTag = h.tag('acct', value);
+        assert.equal(h.tag(d, value), reference(secret, d, '\0', value));
+        assert.equal(h.tag(d, bytes), reference(secret, d, '\0', bytes));
+        assert.equal(h.passwordTag(accountTag, password), reference(secret, 'pw\0', accountTag, '\0', password));
+      },
+    ),
     { numRuns: 500 },
   );
   // Every length through four blocks, and inputs long enough to grow the scratch buffer, reusing one hasher.
   const secret = Buffer.from('secret-number-one-0123');
   const h = new KeyedHasher(secret);
-  for (let n = 0; n <= 300; n++) assert.equal(h.tag('acct', 'x'.repeat(n)), reference(secret, 'acct', '\0', 'x'.repeat(n)), `length ${n}`);
+  for (let n = 0; n <= 300; n++)
+    assert.equal(h.tag('acct', 'x'.repeat(n)), reference(secret, 'acct', '\0', 'x'.repeat(n)), `length ${n}`);
   for (const v of ['é'.repeat(1024), '😀'.repeat(512), 'a'.repeat(1023) + '\ud800', 'b'.repeat(4096)]) {
     assert.equal(h.tag('fp', v), reference(secret, 'fp', '\0', v));
     assert.equal(h.passwordTag('AAAAAAAAAAAAAAAA', v), reference(secret, 'pw\0', 'AAAAAAAAAAAAAAAA', '\0', v));
@@ -80,7 +93,11 @@ test('the IPv4 subnet tag written in place equals the tag of its text, for every
 });
 
 test('an address tags the same as a dotted quad and as IPv4-mapped IPv6, so a host has one tag in state', async () => {
-  for (const [plain, mapped] of [['203.0.113.7', '::ffff:203.0.113.7'], ['10.0.0.1', '::ffff:a00:1'], ['0.0.0.0', '::ffff:0.0.0.0']] as const) {
+  for (const [plain, mapped] of [
+    ['203.0.113.7', '::ffff:203.0.113.7'],
+    ['10.0.0.1', '::ffff:a00:1'],
+    ['0.0.0.0', '::ffff:0.0.0.0'],
+  ] as const) {
     const one = makeGuard();
     await one.guard.record({ account: 'alice', ip: plain, success: false });
     const two = makeGuard();

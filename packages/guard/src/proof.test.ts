@@ -8,7 +8,8 @@ import type { Guard } from './guard.js';
 
 /** `n` strangers' attempts, each from its own address on its own account; with `proof` or without. */
 async function strangers(guard: Guard, from: number, n: number, proof: boolean): Promise<void> {
-  for (let i = from; i < from + n; i++) await guard.check(proof ? { account: `s${i}`, ip: lone(i), proof: 'pow' } : { account: `s${i}`, ip: lone(i) });
+  for (let i = from; i < from + n; i++)
+    await guard.check(proof ? { account: `s${i}`, ip: lone(i), proof: 'pow' } : { account: `s${i}`, ip: lone(i) });
 }
 
 test('a site that passes no proof is never judged by it: every stranger without one is no evidence', async () => {
@@ -18,10 +19,14 @@ test('a site that passes no proof is never judged by it: every stranger without 
   assert.ok(!v.reasons.includes('proofless-anomaly') && !v.reasons.includes('no-proof'), v.reasons.join());
 });
 
-test('proofless-anomaly: once proofs are wired, a run of strangers without one is global evidence; no-proof is the attempt\'s own', async () => {
+test("proofless-anomaly: once proofs are wired, a run of strangers without one is global evidence; no-proof is the attempt's own", async () => {
   const { guard } = makeGuard();
   await strangers(guard, 0, 40, true); // the login page's proofs: the share without one is low
-  assert.deepEqual((await guard.check({ account: 'amy', ip: lone(100) })).reasons, [], 'one stranger without a proof among many with one');
+  assert.deepEqual(
+    (await guard.check({ account: 'amy', ip: lone(100) })).reasons,
+    [],
+    'one stranger without a proof among many with one',
+  );
   await strangers(guard, 200, 100, false); // a scripted run: far more than half of the strangers now
   const scripted = await guard.check({ account: 'bot', ip: lone(300) });
   assert.deepEqual(scripted.reasons, ['no-proof', 'proofless-anomaly']);
@@ -41,7 +46,7 @@ test('weights.noProof: an operator who would rather refuse a proofless stranger 
   assert.equal((await guard.check({ account: 'ann', ip: lone(301), proof: 'pow' })).action, 'delay');
 });
 
-test('no-proof at success: a stranger\'s correct password without a proof is stepped up while the run lasts; with one it is not', async () => {
+test("no-proof at success: a stranger's correct password without a proof is stepped up while the run lasts; with one it is not", async () => {
   const { guard } = makeGuard();
   await strangers(guard, 0, 40, true);
   await strangers(guard, 200, 100, false);
@@ -67,8 +72,14 @@ test('no-proof never meets a familiar path', async () => {
 
 test("proof is validated: 'pow', 'captcha' or undefined, naming the field", async () => {
   const { guard } = makeGuard();
-  await assert.rejects(guard.check({ account: 'a', ip: lone(1), proof: 'yes' as never }), /guard\.check\(\): 'proof' must be 'pow', 'captcha' or undefined, got "yes"/);
-  await assert.rejects(guard.record({ account: 'a', ip: lone(1), success: true, proof: true as never }), /guard\.record\(\): 'proof' must be 'pow', 'captcha' or undefined, got true/);
+  await assert.rejects(
+    guard.check({ account: 'a', ip: lone(1), proof: 'yes' as never }),
+    /guard\.check\(\): 'proof' must be 'pow', 'captcha' or undefined, got "yes"/,
+  );
+  await assert.rejects(
+    guard.record({ account: 'a', ip: lone(1), success: true, proof: true as never }),
+    /guard\.record\(\): 'proof' must be 'pow', 'captcha' or undefined, got true/,
+  );
   assert.throws(() => makeGuard({ prooflessPrior: 2 }), /prooflessPrior/);
   assert.throws(() => makeGuard({ weights: { noProof: -1 } }), /weights\.noProof/);
 });
@@ -88,11 +99,13 @@ test('challenge-met: a challenge no harder than the base is met by the proof of 
   assert.equal(proven.challenge, undefined);
   // A stranger with the same failures and a hosting address: 4 points, MFA, which no proof meets.
   const { guard: strict } = makeGuard({ freeFailures: 100, hostingRanges: ['10.0.0.0/8'] });
-  for (let i = 0; i < 5; i++) await strict.record({ account: 'tom', ip: lone(2), success: false, password: `typo${i}` });
+  for (let i = 0; i < 5; i++)
+    await strict.record({ account: 'tom', ip: lone(2), success: false, password: `typo${i}` });
   assert.equal((await strict.check({ account: 'tom', ip: lone(2), proof: 'captcha' })).action, 'mfa');
   // 3 points: an 18-bit challenge, harder than the page's background proof.
   const { guard: harder } = makeGuard({ freeFailures: 100, weights: { accountFailures: 3 } });
-  for (let i = 0; i < 5; i++) await harder.record({ account: 'tom', ip: lone(3), success: false, password: `typo${i}` });
+  for (let i = 0; i < 5; i++)
+    await harder.record({ account: 'tom', ip: lone(3), success: false, password: `typo${i}` });
   const v = await harder.check({ account: 'tom', ip: lone(3), proof: 'pow' });
   assert.equal(v.action, 'challenge');
   assert.equal(v.challenge, 18);

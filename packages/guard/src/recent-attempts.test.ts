@@ -20,7 +20,12 @@ const tagger: AttemptTagger = {
 
 /** A table that hashes each attempt as the real one does but never finds one: every call tags afresh. */
 class NeverRecalls extends RecentAttempts {
-  override find(account: string, ip: string, fingerprint: string | undefined, take: boolean): TaggedAttempt | undefined {
+  override find(
+    account: string,
+    ip: string,
+    fingerprint: string | undefined,
+    take: boolean,
+  ): TaggedAttempt | undefined {
     super.find(account, ip, fingerprint, take);
     return undefined;
   }
@@ -28,15 +33,20 @@ class NeverRecalls extends RecentAttempts {
 
 /** The guard's table, which is private: the tests below look inside it or swap it. */
 const tableOf = (guard: Guard) => guard as unknown as { recent: RecentAttempts };
-const insides = (recent: RecentAttempts) => recent as unknown as { entries: (TaggedAttempt | undefined)[]; scratch: Uint8Array };
+const insides = (recent: RecentAttempts) =>
+  recent as unknown as { entries: (TaggedAttempt | undefined)[]; scratch: Uint8Array };
 
 test('record finds the very tags check computed, and they equal the tags computed afresh', () => {
   const recent = new RecentAttempts();
   // ASCII (a byte a character in the hashed message), and wider characters (two or three), after narrow ones too.
   for (const [account, ip, fingerprint] of [
-    ['alice@example.com', '198.51.100.7', undefined], ['alice@example.com', '203.0.113.9', 'device-1'],
-    ['zoë', '10.1.2.3', undefined], ['zoë', '::ffff:10.1.2.3', 'appareil-é'], ['ab中文', '2001:db8:1:2::9', 'device-1'],
-    ['ab中文', '[2001:db8::1]', '端末'], ['x'.repeat(1024), '10.1.2.3', '中'.repeat(1024)],
+    ['alice@example.com', '198.51.100.7', undefined],
+    ['alice@example.com', '203.0.113.9', 'device-1'],
+    ['zoë', '10.1.2.3', undefined],
+    ['zoë', '::ffff:10.1.2.3', 'appareil-é'],
+    ['ab中文', '2001:db8:1:2::9', 'device-1'],
+    ['ab中文', '[2001:db8::1]', '端末'],
+    ['x'.repeat(1024), '10.1.2.3', '中'.repeat(1024)],
   ] as const) {
     const attempt = { account, ip, fingerprint };
     const checked = tagAttemptRecalling('check', attempt, tagger, recent);
@@ -44,7 +54,10 @@ test('record finds the very tags check computed, and they equal the tags compute
     assert.equal(recorded, checked, `${account} ${ip} ${fingerprint}: the same object, not a second computation`);
     assert.deepEqual(recorded, tagAttempt('record', attempt, tagger));
   }
-  assert.ok(insides(recent).scratch.every((w) => w === 0), 'scratch wiped, the longest wide text included');
+  assert.ok(
+    insides(recent).scratch.every((w) => w === 0),
+    'scratch wiped, the longest wide text included',
+  );
 });
 
 test('record takes the tags it found out of the table and keeps none; recording the same attempt again tags it afresh', () => {
@@ -81,13 +94,27 @@ test('attempts that differ in any field, or only in where one field ends, never 
     { account: '\ud801', ip: '10.0.0.1' },
   ];
   for (let round = 0; round < 2; round++) {
-    for (const a of attempts) assert.deepEqual(tagAttemptRecalling('check', a, tagger, recent), tagAttempt('check', a, tagger), JSON.stringify(a));
+    for (const a of attempts)
+      assert.deepEqual(
+        tagAttemptRecalling('check', a, tagger, recent),
+        tagAttempt('check', a, tagger),
+        JSON.stringify(a),
+      );
   }
 });
 
-test('property: a guard that finds check()\'s tags decides and keeps exactly what one that recomputes them does', async () => {
+test("property: a guard that finds check()'s tags decides and keeps exactly what one that recomputes them does", async () => {
   const account = fc.constantFrom('alice', 'bob', 'carol@example.com', 'dave');
-  const ip = fc.constantFrom('198.51.100.7', '198.51.100.200', '203.0.113.9', '10.1.2.3', '::ffff:10.1.2.3', '2001:db8:1:2::9', '2001:db8:1:2::a', '192.0.2.1');
+  const ip = fc.constantFrom(
+    '198.51.100.7',
+    '198.51.100.200',
+    '203.0.113.9',
+    '10.1.2.3',
+    '::ffff:10.1.2.3',
+    '2001:db8:1:2::9',
+    '2001:db8:1:2::a',
+    '192.0.2.1',
+  );
   const step = fc.record({
     account,
     ip,
@@ -108,8 +135,10 @@ test('property: a guard that finds check()\'s tags decides and keeps exactly wha
         const attempt = { account: s.account, ip: s.ip, fingerprint: s.fingerprint };
         const outcome = { ...attempt, success: s.success, password: s.success ? undefined : s.password };
         for (const g of [recalling, recomputing]) g.advance(s.dt);
-        if (s.kind !== 'record') assert.deepEqual(await recalling.guard.check(attempt), await recomputing.guard.check(attempt));
-        if (s.kind !== 'check') assert.deepEqual(await recalling.guard.record(outcome), await recomputing.guard.record(outcome));
+        if (s.kind !== 'record')
+          assert.deepEqual(await recalling.guard.check(attempt), await recomputing.guard.check(attempt));
+        if (s.kind !== 'check')
+          assert.deepEqual(await recalling.guard.record(outcome), await recomputing.guard.record(outcome));
       }
       assert.equal(recalling.state.dump(), recomputing.state.dump());
       assert.deepEqual([...recalling.store.keys].sort(), [...recomputing.store.keys].sort());
@@ -120,7 +149,13 @@ test('property: a guard that finds check()\'s tags decides and keeps exactly wha
 
 test('the table stays bounded: at most RECENT_ATTEMPT_SLOTS attempts, however many are tagged', () => {
   const recent = new RecentAttempts();
-  for (let i = 0; i < 8 * RECENT_ATTEMPT_SLOTS; i++) tagAttemptRecalling('check', { account: `user${i}`, ip: `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}` }, tagger, recent);
+  for (let i = 0; i < 8 * RECENT_ATTEMPT_SLOTS; i++)
+    tagAttemptRecalling(
+      'check',
+      { account: `user${i}`, ip: `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}` },
+      tagger,
+      recent,
+    );
   assert.ok(recent.size <= RECENT_ATTEMPT_SLOTS, `${recent.size} kept`);
   assert.ok(recent.size > RECENT_ATTEMPT_SLOTS / 2, `${recent.size} kept: the table is in use`);
   assert.equal(insides(recent).entries.length, RECENT_ATTEMPT_SLOTS);
@@ -129,8 +164,13 @@ test('the table stays bounded: at most RECENT_ATTEMPT_SLOTS attempts, however ma
 test('an address that does not parse is never kept: every call throws, the first and the next', () => {
   const recent = new RecentAttempts();
   for (let i = 0; i < 2; i++) {
-    assert.throws(() => tagAttemptRecalling('check', { account: 'alice', ip: '10.0.0.256' }, tagger, recent), { code: 'ERR_SLUICE_INVALID_IP' });
-    assert.throws(() => tagAttemptRecalling('record', { account: 'alice', ip: '10.0.0.256', success: false }, tagger, recent), { code: 'ERR_SLUICE_INVALID_IP' });
+    assert.throws(() => tagAttemptRecalling('check', { account: 'alice', ip: '10.0.0.256' }, tagger, recent), {
+      code: 'ERR_SLUICE_INVALID_IP',
+    });
+    assert.throws(
+      () => tagAttemptRecalling('record', { account: 'alice', ip: '10.0.0.256', success: false }, tagger, recent),
+      { code: 'ERR_SLUICE_INVALID_IP' },
+    );
   }
   assert.equal(recent.size, 0);
 });
@@ -142,5 +182,8 @@ test('the table holds no plain account, address, fingerprint or password, and it
   assert.ok(recent.size > 0);
   const { entries, scratch } = insides(recent);
   assertNoPlainValue(JSON.stringify(entries));
-  assert.ok(scratch.every((w) => w === 0), 'scratch wiped');
+  assert.ok(
+    scratch.every((w) => w === 0),
+    'scratch wiped',
+  );
 });

@@ -36,7 +36,9 @@ export class RecentAttempts implements AttemptMemo {
   private readonly scratch = new Uint8Array(MAX_BYTES);
   /** Each slot's attempt id (its SipHash), four words a slot. */
   private readonly ids = new Int32Array(4 * RECENT_ATTEMPT_SLOTS);
-  private readonly entries: (TaggedAttempt | undefined)[] = new Array<TaggedAttempt | undefined>(RECENT_ATTEMPT_SLOTS).fill(undefined);
+  private readonly entries: (TaggedAttempt | undefined)[] = new Array<TaggedAttempt | undefined>(
+    RECENT_ATTEMPT_SLOTS,
+  ).fill(undefined);
   /** The id of the attempt last looked up, and its slot: where `keep` puts its tags. */
   private readonly id = new Int32Array(4);
   private slot = -1;
@@ -70,7 +72,8 @@ export class RecentAttempts implements AttemptMemo {
     this.slot = slot;
     const ids = this.ids;
     const at = 4 * slot;
-    const same = ((ids[at]! ^ id[0]!) | (ids[at + 1]! ^ id[1]!) | (ids[at + 2]! ^ id[2]!) | (ids[at + 3]! ^ id[3]!)) === 0;
+    const same =
+      ((ids[at]! ^ id[0]!) | (ids[at + 1]! ^ id[1]!) | (ids[at + 2]! ^ id[2]!) | (ids[at + 3]! ^ id[3]!)) === 0;
     if (!same) return undefined;
     const found = this.entries[slot];
     if (take) this.entries[slot] = undefined;

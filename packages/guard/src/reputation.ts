@@ -9,7 +9,10 @@ function ranges(list: readonly string[], field: string): IpRanges {
   const set = new IpRanges();
   list.forEach((text, i) => {
     const fail = (): never => {
-      throw new SluiceError('ERR_SLUICE_INVALID_IP', `Guard '${field}[${i}]' must be a CIDR range such as '203.0.113.0/24' or '2001:db8::/32', got ${show(text)}`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_IP',
+        `Guard '${field}[${i}]' must be a CIDR range such as '203.0.113.0/24' or '2001:db8::/32', got ${show(text)}`,
+      );
     };
     set.add(typeof text === 'string' ? parseCidr(text, fail) : fail());
   });

@@ -77,7 +77,12 @@ function remoteStore(wire: Wire, inner: MemoryStore): Store {
 test('check reads the buckets it needs together: one round trip, three buckets for a stranger, the pair alone for the owner', async () => {
   let now = T0;
   const wire = new Wire();
-  const remote = new Guard({ secret: SECRET, store: remoteStore(wire, new MemoryStore()), clock: () => now, random: () => 0 });
+  const remote = new Guard({
+    secret: SECRET,
+    store: remoteStore(wire, new MemoryStore()),
+    clock: () => now,
+    random: () => 0,
+  });
   // The same guard with every bucket in memory decides every attempt too: the wire must not change a verdict.
   const local = new Guard({ secret: SECRET, clock: () => now, random: () => 0 });
   const both = async (op: (g: Guard) => Promise<unknown>) => {
@@ -90,7 +95,12 @@ test('check reads the buckets it needs together: one round trip, three buckets f
     wire.sent.length = 0;
     const { value, rounds } = await wire.drive(remote.check({ account, ip }));
     assert.deepEqual(value, await local.check({ account, ip }), `${account} from ${ip}`);
-    const byRound = Array.from({ length: rounds }, (_, i) => wire.sent.filter((s) => s.startsWith(`${first + i}:`)).map((s) => s.slice(s.indexOf(':') + 1)).sort());
+    const byRound = Array.from({ length: rounds }, (_, i) =>
+      wire.sent
+        .filter((s) => s.startsWith(`${first + i}:`))
+        .map((s) => s.slice(s.indexOf(':') + 1))
+        .sort(),
+    );
     return { verdict: value, rounds: byRound };
   };
   const peeks = (n: number) => Array<string>(n).fill('decide');
@@ -106,7 +116,8 @@ test('check reads the buckets it needs together: one round trip, three buckets f
     now += 1_000;
   }
   // Strangers fail from the owner's address against other accounts, filling its per-address counts.
-  for (let i = 0; i < 40; i++) await both((g) => g.record({ account: `victim${i}`, ip: lone(2), success: false, password: 'x' }));
+  for (let i = 0; i < 40; i++)
+    await both((g) => g.record({ account: `victim${i}`, ip: lone(2), success: false, password: 'x' }));
   // The owner's check peeks only the pair (the per-source throttles skip a familiar source); a stranger
   // from the same address is judged by them, and refused, which counts as a failure of its sources: in
   // the records, with no round trip of its own.
@@ -124,7 +135,13 @@ test("a store that fails while the bucket reads are out rejects check once, with
   const failing: Store = {
     bind(spec: TableSpec): StoreTable {
       const t = remoteStore(wire, inner).bind(spec);
-      return { ...t, decide: () => wire.send('decide', () => { throw new Error('the store is down'); }) };
+      return {
+        ...t,
+        decide: () =>
+          wire.send('decide', () => {
+            throw new Error('the store is down');
+          }),
+      };
     },
   };
   const guard = new Guard({ secret: SECRET, store: failing, clock: () => T0, random: () => 0 });
@@ -134,20 +151,41 @@ test("a store that fails while the bucket reads are out rejects check once, with
 test('record waits for one round trip on a success and on a counted failure, none on a repeated password, with the same results', async () => {
   let now = T0;
   const wire = new Wire();
-  const remote = new Guard({ secret: SECRET, store: remoteStore(wire, new MemoryStore()), clock: () => now, random: () => 0 });
+  const remote = new Guard({
+    secret: SECRET,
+    store: remoteStore(wire, new MemoryStore()),
+    clock: () => now,
+    random: () => 0,
+  });
   const local = new Guard({ secret: SECRET, clock: () => now, random: () => 0 });
   const record = async (outcome: { account: string; ip: string; success: boolean; password?: string }) => {
     const { value, rounds } = await wire.drive(remote.record(outcome));
     assert.deepEqual(value, await local.record(outcome), JSON.stringify(outcome));
     return rounds;
   };
-  assert.equal(await record({ account: 'alice', ip: lone(1), success: true }), 1, 'a success (the pair bucket forgotten)');
+  assert.equal(
+    await record({ account: 'alice', ip: lone(1), success: true }),
+    1,
+    'a success (the pair bucket forgotten)',
+  );
   for (let i = 0; i < 3; i++) {
-    assert.equal(await record({ account: 'alice', ip: lone(2), success: false, password: `guess${i}` }), 1, "a stranger's counted failure");
-    assert.equal(await record({ account: 'alice', ip: lone(1), success: false, password: `typo${i}` }), 1, "the owner's counted failure");
+    assert.equal(
+      await record({ account: 'alice', ip: lone(2), success: false, password: `guess${i}` }),
+      1,
+      "a stranger's counted failure",
+    );
+    assert.equal(
+      await record({ account: 'alice', ip: lone(1), success: false, password: `typo${i}` }),
+      1,
+      "the owner's counted failure",
+    );
     now += 1_000;
   }
-  assert.equal(await record({ account: 'alice', ip: lone(2), success: false, password: 'guess2' }), 0, 'a repeated password (one of the last three): counted nowhere');
+  assert.equal(
+    await record({ account: 'alice', ip: lone(2), success: false, password: 'guess2' }),
+    0,
+    'a repeated password (one of the last three): counted nowhere',
+  );
   // The owner's success at home reports the strangers' failures since, and forgives only the owner's own.
   assert.equal(await record({ account: 'alice', ip: lone(1), success: true }), 1, "the owner's success");
   const after = await wire.drive(remote.check({ account: 'alice', ip: lone(2) }));

@@ -63,19 +63,29 @@ export function judgePath(account: AccountView | undefined, sources: readonly st
 
 /** Whether `passwordTag` is one of the last wrong ones: a repeat, which counts nothing. */
 export function repeatsPassword(r: AccountRecord | undefined, passwordTag: string | undefined): boolean {
-  return passwordTag !== undefined && r?.passwords != null && r.passwords.includes(passwordTag);
+  return passwordTag !== undefined && (r?.passwords?.includes(passwordTag) ?? false);
 }
 
 /** What a failure on `path` finds or leaves: the path's count and both paths'. */
 export function failureOutcome(r: AccountRecord, path: Path, counted: boolean): FailOutcome {
-  return { counted, failures: path === 'familiar' ? r.familiarFailures : r.unfamiliarFailures, total: r.familiarFailures + r.unfamiliarFailures };
+  return {
+    counted,
+    failures: path === 'familiar' ? r.familiarFailures : r.unfamiliarFailures,
+    total: r.familiarFailures + r.unfamiliarFailures,
+  };
 }
 
 /**
  * A counted failure on `path` (the caller has ruled out a repeated password): the path's counter up, the
  * failures remembered `memoryMs` from now, the password tag the newest of the last three.
  */
-export function failAccount(r: AccountRecord, path: Path, passwordTag: string | undefined, now: number, memoryMs: number): FailOutcome {
+export function failAccount(
+  r: AccountRecord,
+  path: Path,
+  passwordTag: string | undefined,
+  now: number,
+  memoryMs: number,
+): FailOutcome {
   if (path === 'familiar') r.familiarFailures++;
   else r.unfamiliarFailures++;
   r.lastFailureAt = now;
@@ -103,7 +113,14 @@ export function lockAccount(r: AccountRecord, path: Path, until: number): void {
  * (each until `now + familiarMs`), then the others held, at most `maxFamiliar`. The record lives until
  * the latest of what it keeps.
  */
-export function succeedAccount(r: AccountRecord, path: Path, sources: readonly string[], now: number, familiarMs: number, maxFamiliar: number): void {
+export function succeedAccount(
+  r: AccountRecord,
+  path: Path,
+  sources: readonly string[],
+  now: number,
+  familiarMs: number,
+  maxFamiliar: number,
+): void {
   if (path === 'unfamiliar') forgetFailures(r);
   else {
     r.familiarFailures = 0;
@@ -238,7 +255,13 @@ export class DistinctCount {
 }
 
 /** The view of the rolled counts at `o` with the distinct counts given: the previous generation weighted by what is left of it. */
-export function sourceView(s: Float64Array, o: number, now: number, spec: SourceSpec, distinct: DistinctCount): SourceView {
+export function sourceView(
+  s: Float64Array,
+  o: number,
+  now: number,
+  spec: SourceSpec,
+  distinct: DistinctCount,
+): SourceView {
   const ratioMs = spec.ratioWindowMs;
   const weight = (ratioMs - (now - s[o + GEN]! * ratioMs)) / ratioMs;
   return {

@@ -5,7 +5,15 @@ import { ShareMonitor, type ShareSettings } from './share-monitor.js';
 
 const HOUR = 3_600_000;
 const T0 = 1_700_000_000_000 - (1_700_000_000_000 % HOUR);
-const settings: ShareSettings = { bucketMs: HOUR, span: 24, warmup: 6, prior: 0.1, floor: 0.002, sigma: 4, minHits: 10 };
+const settings: ShareSettings = {
+  bucketMs: HOUR,
+  span: 24,
+  warmup: 6,
+  prior: 0.1,
+  floor: 0.002,
+  sigma: 4,
+  minHits: 10,
+};
 
 /** `attempts` spread over the bucket starting at `at`, `hits` of them hits. */
 function fill(m: ShareMonitor, at: number, attempts: number, hits: number): void {

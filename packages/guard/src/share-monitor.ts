@@ -59,7 +59,10 @@ export class ShareMonitor {
   /** Attempts and hits noted and not yet added to the fleet's counts, by bucket (shared mode only). */
   private readonly unshared = new Map<number, [attempts: number, hits: number]>();
 
-  constructor(settings: ShareSettings, private readonly shared = false) {
+  constructor(
+    settings: ShareSettings,
+    private readonly shared = false,
+  ) {
     this.s = settings;
     this.alpha = 2 / (settings.span + 1);
     this.share = settings.prior;
@@ -94,7 +97,10 @@ export class ShareMonitor {
   }
 
   /** Shared mode: gives back counts that could not be added. */
-  unshare(taken: { attempts: readonly (readonly [number, number])[]; hits: readonly (readonly [number, number])[] }): void {
+  unshare(taken: {
+    attempts: readonly (readonly [number, number])[];
+    hits: readonly (readonly [number, number])[];
+  }): void {
     taken.attempts.forEach(([b, n], i) => {
       const h = taken.hits[i]![1];
       if (n === 0 && h === 0) return;
@@ -137,7 +143,8 @@ export class ShareMonitor {
 
   /** Adopts a persisted baseline, unless this monitor has learnt more of its own. */
   restore(b: ShareBaseline): void {
-    if (!(Number.isFinite(b.share) && b.share >= 0 && b.share <= 1 && Number.isInteger(b.learnt) && b.learnt > 0)) return;
+    if (!(Number.isFinite(b.share) && b.share >= 0 && b.share <= 1 && Number.isInteger(b.learnt) && b.learnt > 0))
+      return;
     if (b.learnt <= this.learnt) return;
     this.share = b.share;
     this.learnt = b.learnt;

@@ -18,11 +18,20 @@ test('ten distinct accounts failing from one address within 30 min: challenged, 
   assert.deepEqual((await guard.check({ account: 'next', ip: v4(1) })).reasons, ['ip-distinct-accounts-long']);
   await guard.record(fail('user9', v4(1)));
   assert.deepEqual(await guard.check({ account: 'next', ip: v4(1) }), {
-    action: 'challenge', delayMs: 0, retryAfterMs: 0, challenge: 18, risk: 3, reasons: ['ip-distinct-accounts'],
+    action: 'challenge',
+    delayMs: 0,
+    retryAfterMs: 0,
+    challenge: 18,
+    risk: 3,
+    reasons: ['ip-distinct-accounts'],
   });
   // The same account failing again is not another distinct account.
   advance(60 * 60_000 + 1000);
-  assert.deepEqual((await guard.check({ account: 'next', ip: v4(1) })).reasons, ['ip-distinct-accounts-long'], 'the short window forgot them; the week has not');
+  assert.deepEqual(
+    (await guard.check({ account: 'next', ip: v4(1) })).reasons,
+    ['ip-distinct-accounts-long'],
+    'the short window forgot them; the week has not',
+  );
   advance(7 * 86_400_000);
   assert.deepEqual((await guard.check({ account: 'next', ip: v4(1) })).reasons, [], 'forgotten after the long window');
 });
@@ -54,12 +63,18 @@ test('twenty distinct accounts failing within one /64 flag it as one address too
 test('one fingerprint failing on five accounts is fingerprint reuse', async () => {
   const { guard } = makeGuard({ ratioMinFailures: 10_000 });
   for (let i = 0; i < 5; i++) await guard.record(fail(`user${i}`, lone(i), 'headless-1'));
-  assert.deepEqual((await guard.check({ account: 'x', ip: lone(50), fingerprint: 'headless-1' })).reasons, ['fingerprint-reuse']);
+  assert.deepEqual((await guard.check({ account: 'x', ip: lone(50), fingerprint: 'headless-1' })).reasons, [
+    'fingerprint-reuse',
+  ]);
   assert.deepEqual((await guard.check({ account: 'x', ip: lone(50), fingerprint: 'phone-2' })).reasons, []);
 });
 
 test('failure ratio: ten failures and no success from a source within a day; successes dilute it', async () => {
-  const { guard, advance } = makeGuard({ freeFailures: 100, accountChallengeFailures: 100, ipDistinctAccountsLong: 1000 });
+  const { guard, advance } = makeGuard({
+    freeFailures: 100,
+    accountChallengeFailures: 100,
+    ipDistinctAccountsLong: 1000,
+  });
   // Start on a day boundary: the ratio window is a two-generation estimate over epoch-aligned days, so
   // within one day the counts are exact (across a boundary the older day's share fades linearly).
   advance(86_400_000 - (T0 % 86_400_000));
@@ -78,7 +93,12 @@ test('hosting-provider ranges are challenged; CAPTCHA mode asks for a CAPTCHA in
   const ranges = ['203.0.113.0/24', '2001:db8:ffff::/48'];
   const { guard } = makeGuard({ hostingRanges: ranges });
   assert.deepEqual(await guard.check({ account: 'a', ip: '203.0.113.9' }), {
-    action: 'challenge', delayMs: 0, retryAfterMs: 0, challenge: 16, risk: 2, reasons: ['hosting-provider'],
+    action: 'challenge',
+    delayMs: 0,
+    retryAfterMs: 0,
+    challenge: 16,
+    risk: 2,
+    reasons: ['hosting-provider'],
   });
   assert.deepEqual((await guard.check({ account: 'a', ip: '2001:db8:ffff:1::1' })).reasons, ['hosting-provider']);
   assert.deepEqual((await guard.check({ account: 'a', ip: '203.0.114.9' })).reasons, []);
@@ -87,11 +107,19 @@ test('hosting-provider ranges are challenged; CAPTCHA mode asks for a CAPTCHA in
 });
 
 test('deny list blocks; allow list skips the per-source throttles but not the account ones', async () => {
-  const { guard } = makeGuard({ denyList: ['192.0.2.0/24'], allowList: ['198.51.100.0/24', '192.0.2.1'], ipFailuresPerDay: 3 });
+  const { guard } = makeGuard({
+    denyList: ['192.0.2.0/24'],
+    allowList: ['198.51.100.0/24', '192.0.2.1'],
+    ipFailuresPerDay: 3,
+  });
   const denied = await guard.check({ account: 'a', ip: '192.0.2.1' });
   assert.deepEqual([denied.action, denied.reasons, denied.retryAfterMs], ['block', ['ip-deny-list'], 900_000]);
   for (let i = 0; i < 12; i++) await guard.record(fail(`user${i}`, v4(1)));
-  assert.deepEqual((await guard.check({ account: 'x', ip: v4(1) })).reasons, [], 'no bucket, no distinct-accounts signal');
+  assert.deepEqual(
+    (await guard.check({ account: 'x', ip: v4(1) })).reasons,
+    [],
+    'no bucket, no distinct-accounts signal',
+  );
   for (let i = 0; i < 4; i++) await guard.record(fail('alice', v4(2)));
   assert.deepEqual((await guard.check({ account: 'alice', ip: v4(3) })).reasons, ['account-backoff']);
 });
@@ -112,14 +140,26 @@ test('a global failure-rate shift beyond 3 sigma challenges unfamiliar sources o
   assert.equal(guard.anomalous(), true);
   const stranger = await guard.check({ account: 'bob', ip: lone(5000) });
   assert.deepEqual([stranger.action, stranger.reasons], ['challenge', ['global-failure-anomaly']]);
-  assert.equal((await guard.check({ account: 'alice', ip: v4(7) })).action, 'allow', 'the owner at home is not bothered');
+  assert.equal(
+    (await guard.check({ account: 'alice', ip: v4(7) })).action,
+    'allow',
+    'the owner at home is not bothered',
+  );
 });
 
 test('signals add up the ladder: delay, challenge, mfa, block', async () => {
   const weights = { hostingProvider: 1, failureRatio: 2, ipDistinctAccounts: 2, accountFailures: 1 };
-  const { guard } = makeGuard({ weights, hostingRanges: ['203.0.113.0/24'], freeFailures: 1000, ipDistinctAccountsLong: 1000 });
+  const { guard } = makeGuard({
+    weights,
+    hostingRanges: ['203.0.113.0/24'],
+    freeFailures: 1000,
+    ipDistinctAccountsLong: 1000,
+  });
   const ip = '203.0.113.5';
-  const at = async () => { const v = await guard.check({ account: 'alice', ip }); return [v.action, v.risk, v.delayMs, v.retryAfterMs]; };
+  const at = async () => {
+    const v = await guard.check({ account: 'alice', ip });
+    return [v.action, v.risk, v.delayMs, v.retryAfterMs];
+  };
   assert.deepEqual(await at(), ['delay', 1, 1000, 0]);
   for (let i = 0; i < 10; i++) await guard.record(fail(`u${i % 2}`, ip));
   assert.deepEqual(await at(), ['challenge', 3, 0, 0]); // + failure ratio
@@ -132,10 +172,15 @@ test('signals add up the ladder: delay, challenge, mfa, block', async () => {
 test('a refused stranger counts as a failure of its sources, so refusing an attack does not end its signals', async () => {
   const { guard } = makeGuard({ hostingRanges: ['203.0.113.0/24'], ipDistinctAccountsLong: 1000 });
   // Nothing is ever recorded: every attempt is challenged (hosting provider) and never solved.
-  for (let i = 0; i < 9; i++) assert.equal((await guard.check({ account: `user${i}`, ip: '203.0.113.9' })).action, 'challenge');
+  for (let i = 0; i < 9; i++)
+    assert.equal((await guard.check({ account: `user${i}`, ip: '203.0.113.9' })).action, 'challenge');
   assert.deepEqual((await guard.check({ account: 'user9', ip: '203.0.113.9' })).reasons, ['hosting-provider']);
   // Ten distinct accounts refused from the address within the window, and ten failures with no success.
-  assert.deepEqual((await guard.check({ account: 'user10', ip: '203.0.113.9' })).reasons, ['ip-distinct-accounts', 'failure-ratio', 'hosting-provider']);
+  assert.deepEqual((await guard.check({ account: 'user10', ip: '203.0.113.9' })).reasons, [
+    'ip-distinct-accounts',
+    'failure-ratio',
+    'hosting-provider',
+  ]);
 });
 
 test('ip-distinct-accounts-long: a slow sprayer failing on two accounts a week from one address; alone a delay', async () => {
@@ -146,7 +191,12 @@ test('ip-distinct-accounts-long: a slow sprayer failing on two accounts a week f
   await guard.record(fail('user1', v4(1)));
   advance(3 * 3_600_000);
   assert.deepEqual(await guard.check({ account: 'x', ip: v4(1) }), {
-    action: 'delay', delayMs: 1000, retryAfterMs: 0, challenge: undefined, risk: 1, reasons: ['ip-distinct-accounts-long'],
+    action: 'delay',
+    delayMs: 1000,
+    retryAfterMs: 0,
+    challenge: undefined,
+    risk: 1,
+    reasons: ['ip-distinct-accounts-long'],
   });
   assert.deepEqual((await guard.check({ account: 'x', ip: v4(2) })).reasons, [], 'a neighbour has its own count');
   advance(7 * 86_400_000 - 3 * 3_600_000 + 1000); // user0 leaves the week
@@ -154,7 +204,12 @@ test('ip-distinct-accounts-long: a slow sprayer failing on two accounts a week f
 });
 
 test('ip-distinct-accounts-long is configurable and is not counted on top of the short signal', async () => {
-  const { guard, advance } = makeGuard({ ratioMinFailures: 10_000, longSourceWindow: '6h', ipDistinctAccountsLong: 3, weights: { ipDistinctAccountsLong: 2 } });
+  const { guard, advance } = makeGuard({
+    ratioMinFailures: 10_000,
+    longSourceWindow: '6h',
+    ipDistinctAccountsLong: 3,
+    weights: { ipDistinctAccountsLong: 2 },
+  });
   for (let i = 0; i < 3; i++) {
     await guard.record(fail(`user${i}`, v4(1)));
     advance(3_600_000);
@@ -172,7 +227,12 @@ test('ip-distinct-accounts-long is configurable and is not counted on top of the
 });
 
 /** Logs in `users` accounts at home, then `hours` hours of `perHour` typos each from home (familiar) and `strangers` failures an hour from new addresses. */
-async function hourlyBaseline(guard: { record(o: object): Promise<unknown> }, advance: (ms: number) => void, hours: number, strangersPerHour: number): Promise<void> {
+async function hourlyBaseline(
+  guard: { record(o: object): Promise<unknown> },
+  advance: (ms: number) => void,
+  hours: number,
+  strangersPerHour: number,
+): Promise<void> {
   await guard.record({ account: 'alice', ip: v4(7), success: true });
   for (let h = 0; h < hours; h++) {
     for (let i = 0; i < 4; i++) {
@@ -201,7 +261,11 @@ test('stranger-failure-anomaly: unfamiliar failures per hour beyond 3 sigma of t
   assert.equal(guard.anomalous(), false, 'ten a bucket of a minute is not the global anomaly');
   const v = await guard.check({ account: 'bob', ip: lone(9002) });
   assert.deepEqual([v.action, v.reasons, v.risk], ['delay', ['stranger-failure-anomaly'], 1]);
-  assert.deepEqual((await guard.check({ account: 'alice', ip: v4(7) })).reasons, [], 'the owner at home is not bothered');
+  assert.deepEqual(
+    (await guard.check({ account: 'alice', ip: v4(7) })).reasons,
+    [],
+    'the owner at home is not bothered',
+  );
   // The anomaly holds through the next hour, then ends when the failures stop.
   advance(3_600_000);
   assert.deepEqual((await guard.check({ account: 'bob', ip: lone(9003) })).reasons, ['stranger-failure-anomaly']);
@@ -226,11 +290,20 @@ test('stranger-failure-anomaly with a weak per-source signal climbs to a challen
     advance(2 * 60_000);
   }
   advance(3_600_000);
-  assert.deepEqual((await guard.check({ account: 'dave', ip: lone(6001) })).reasons, ['ip-distinct-accounts-long', 'stranger-failure-anomaly']);
+  assert.deepEqual((await guard.check({ account: 'dave', ip: lone(6001) })).reasons, [
+    'ip-distinct-accounts-long',
+    'stranger-failure-anomaly',
+  ]);
 });
 
 test('stranger-failure-anomaly needs its warm-up and is configurable', async () => {
-  const { guard, advance } = makeGuard({ strangerAnomalyBucket: '10m', strangerAnomalyBaselineBuckets: 2, strangerAnomalyWarmupBuckets: 3, strangerAnomalyMinFailures: 3, weights: { strangerAnomaly: 2 } });
+  const { guard, advance } = makeGuard({
+    strangerAnomalyBucket: '10m',
+    strangerAnomalyBaselineBuckets: 2,
+    strangerAnomalyWarmupBuckets: 3,
+    strangerAnomalyMinFailures: 3,
+    weights: { strangerAnomaly: 2 },
+  });
   for (let i = 0; i < 3; i++) await guard.record(fail(`early${i}`, lone(i)));
   assert.deepEqual((await guard.check({ account: 'bob', ip: lone(500) })).reasons, [], 'no baseline yet');
   // Three quiet buckets after the first are learnt (the baseline falls to 0.1 a bucket), so three fire it.
@@ -246,8 +319,20 @@ test("anomalyScope 'fleet': two guards on one state count the fleet's failures, 
   let now = T0;
   const pair = (scope: 'process' | 'fleet') => {
     const state = new MemoryGuardState();
-    const options = { secret: SECRET, state, clock: () => now, random: () => 0, anomalyScope: scope, anomalySyncEvery: 0, anomalyBaselineBuckets: 20, anomalyWarmupBuckets: 10 } as const;
-    return [new Guard({ ...options, store: new MemoryStore() }), new Guard({ ...options, store: new MemoryStore() })] as const;
+    const options = {
+      secret: SECRET,
+      state,
+      clock: () => now,
+      random: () => 0,
+      anomalyScope: scope,
+      anomalySyncEvery: 0,
+      anomalyBaselineBuckets: 20,
+      anomalyWarmupBuckets: 10,
+    } as const;
+    return [
+      new Guard({ ...options, store: new MemoryStore() }),
+      new Guard({ ...options, store: new MemoryStore() }),
+    ] as const;
   };
   const fleet = pair('fleet');
   const alone = pair('process');
@@ -264,13 +349,20 @@ test("anomalyScope 'fleet': two guards on one state count the fleet's failures, 
   for (let m = 0; m < 15; m++) {
     for (const g of [...fleet, ...alone]) await failures(g, 3);
     await sync(fleet);
-    assert.deepEqual([fleet[0].failuresThisBucket(), fleet[1].failuresThisBucket(), alone[0].failuresThisBucket()], [6, 6, 3]);
+    assert.deepEqual(
+      [fleet[0].failuresThisBucket(), fleet[1].failuresThisBucket(), alone[0].failuresThisBucket()],
+      [6, 6, 3],
+    );
     now += 60_000;
   }
   // Then eight a minute on each: sixteen in the fleet, against a baseline of six (threshold 13.3); eight
   // on a server is below its own threshold (the minimum of ten failures).
   for (const g of [...fleet, ...alone]) await failures(g, 8);
-  assert.deepEqual([fleet[0].anomalous(), fleet[1].anomalous()], [false, false], 'before sharing, each knows its own eight');
+  assert.deepEqual(
+    [fleet[0].anomalous(), fleet[1].anomalous()],
+    [false, false],
+    'before sharing, each knows its own eight',
+  );
   await sync(fleet);
   assert.deepEqual([fleet[0].failuresThisBucket(), fleet[1].failuresThisBucket()], [16, 16]);
   assert.deepEqual([fleet[0].anomalous(), fleet[1].anomalous()], [true, true], 'the fleet sees the shift');
@@ -281,14 +373,24 @@ test("anomalyScope 'fleet': a state that cannot share counts is refused; a faili
   // A state of its own kind, as a user might write, that keeps no shared counts.
   const inner = new MemoryGuardState();
   const noShare: GuardState = { loginPort: (store, config) => inner.loginPort(store, config) };
-  assert.throws(() => new Guard({ secret: SECRET, state: noShare, anomalyScope: 'fleet' }), /'anomalyScope' 'fleet' needs a state that shares failure counts/);
-  assert.throws(() => new Guard({ secret: SECRET, anomalyScope: 'fleets' as 'fleet' }), /'anomalyScope' must be 'process' or 'fleet', got "fleets"/);
-  assert.throws(() => new Guard({ secret: SECRET, anomalyScope: 'fleet', anomalySyncEvery: '2m' }), /'anomalySyncEvery' must be at most 'anomalyBucket' \(60000 ms\), got "2m"/);
+  assert.throws(
+    () => new Guard({ secret: SECRET, state: noShare, anomalyScope: 'fleet' }),
+    /'anomalyScope' 'fleet' needs a state that shares failure counts/,
+  );
+  assert.throws(
+    () => new Guard({ secret: SECRET, anomalyScope: 'fleets' as 'fleet' }),
+    /'anomalyScope' must be 'process' or 'fleet', got "fleets"/,
+  );
+  assert.throws(
+    () => new Guard({ secret: SECRET, anomalyScope: 'fleet', anomalySyncEvery: '2m' }),
+    /'anomalySyncEvery' must be at most 'anomalyBucket' \(60000 ms\), got "2m"/,
+  );
   let now = T0;
   const state = new MemoryGuardState();
   let down = true;
   const flaky = Object.assign(Object.create(state) as MemoryGuardState, {
-    shareFailures: (...args: Parameters<MemoryGuardState['shareFailures']>) => (down ? Promise.reject(new Error('Redis is down')) : state.shareFailures(...args)),
+    shareFailures: (...args: Parameters<MemoryGuardState['shareFailures']>) =>
+      down ? Promise.reject(new Error('Redis is down')) : state.shareFailures(...args),
   });
   const a = new Guard({ secret: SECRET, state: flaky, clock: () => now, anomalyScope: 'fleet', anomalySyncEvery: 0 });
   const b = new Guard({ secret: SECRET, state, clock: () => now, anomalyScope: 'fleet', anomalySyncEvery: 0 });

@@ -9,7 +9,17 @@
  * Row: [ratio generation, failures, successes, previous failures, previous successes, last attempt,
  *       distinct count, account hash 0, last seen 0, account hash 1, last seen 1]
  */
-import { DistinctCount, FAILURES, LAST_AT, longestWindow, roll, setWindow, sourceIdle, sourceView, SUCCESSES } from './rules.js';
+import {
+  DistinctCount,
+  FAILURES,
+  LAST_AT,
+  longestWindow,
+  roll,
+  setWindow,
+  sourceIdle,
+  sourceView,
+  SUCCESSES,
+} from './rules.js';
 import type { SourceSpec, SourceView } from './state.js';
 
 // The ratio counts (rules.ts: GEN to LAST_AT) first, then:
@@ -51,10 +61,18 @@ export class SourceTable {
   }
 
   /** A failure or a success; with `onlyIfTracked`, a success only on a live row (GuardState.noteSource). */
-  note(source: string, account: string, failed: boolean, now: number, spec: SourceSpec, onlyIfTracked = false): SourceView {
+  note(
+    source: string,
+    account: string,
+    failed: boolean,
+    now: number,
+    spec: SourceSpec,
+    onlyIfTracked = false,
+  ): SourceView {
     this.longestWindowMs = Math.max(this.longestWindowMs, longestWindow(spec));
     const row = this.index.get(source);
-    if (!failed && onlyIfTracked && (row === undefined || sourceIdle(this.slab[row * SLOTS + LAST_AT]!, now, spec))) return UNTRACKED;
+    if (!failed && onlyIfTracked && (row === undefined || sourceIdle(this.slab[row * SLOTS + LAST_AT]!, now, spec)))
+      return UNTRACKED;
     const o = (row ?? this.insert(source, now)) * SLOTS;
     const s = this.slab;
     roll(s, o, now, spec.ratioWindowMs);
@@ -119,7 +137,8 @@ export class SourceTable {
       }
     }
     let k: number;
-    if (oldest >= 0 && oldestSeen + setWindow(spec) <= now) k = oldest; // reuse one past both windows
+    if (oldest >= 0 && oldestSeen + setWindow(spec) <= now)
+      k = oldest; // reuse one past both windows
     else if (count < spec.maxDistinct) {
       k = count;
       s[o + DISTINCT] = count + 1;
@@ -149,7 +168,8 @@ export class SourceTable {
     const distinct = this.distinct.start(now, spec);
     const count = s[o + DISTINCT]!;
     const more = this.overflowOf(o, count);
-    for (let k = 0; k < count; k++) distinct.add(k < INLINE ? s[o + INLINE_AT + 2 * k + 1]! : more![2 * (k - INLINE) + 1]!);
+    for (let k = 0; k < count; k++)
+      distinct.add(k < INLINE ? s[o + INLINE_AT + 2 * k + 1]! : more![2 * (k - INLINE) + 1]!);
     return sourceView(s, o, now, spec, distinct);
   }
 
@@ -159,7 +179,8 @@ export class SourceTable {
     for (let n = 0; n < SWEEP_PER_INSERT && this.index.size > 0; n++) {
       let step = this.cursor?.next();
       if (step === undefined || step.done) step = (this.cursor = this.index.entries()).next();
-      if (!step.done && this.slab[step.value[1] * SLOTS + LAST_AT]! + this.longestWindowMs <= now) this.drop(step.value[0], step.value[1]);
+      if (!step.done && this.slab[step.value[1] * SLOTS + LAST_AT]! + this.longestWindowMs <= now)
+        this.drop(step.value[0], step.value[1]);
     }
     if (this.index.size >= this.max) {
       let step = this.evictor?.next();
@@ -188,4 +209,9 @@ export class SourceTable {
 }
 
 /** The view of a source not tracked. */
-const UNTRACKED: SourceView = Object.freeze({ failures: 0, successes: 0, distinctFailedAccounts: 0, distinctFailedAccountsLong: 0 });
+const UNTRACKED: SourceView = Object.freeze({
+  failures: 0,
+  successes: 0,
+  distinctFailedAccounts: 0,
+  distinctFailedAccountsLong: 0,
+});

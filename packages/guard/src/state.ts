@@ -104,7 +104,12 @@ export interface GuardState {
    * in order. A bucket's count lives `ttlMs` after its last addition. States that are not shared need not
    * have it.
    */
-  shareFailures?(monitor: string, adds: readonly (readonly [bucket: number, count: number])[], ttlMs: number, now: number): MaybePromise<number[]>;
+  shareFailures?(
+    monitor: string,
+    adds: readonly (readonly [bucket: number, count: number])[],
+    ttlMs: number,
+    now: number,
+  ): MaybePromise<number[]>;
   /**
    * Optional: the anomaly monitors' baselines as a guard last wrote them (a JSON text the guard made and
    * validates), or undefined if none is held. A guard that starts reads them, so a deploy or a new region
@@ -180,7 +185,12 @@ export interface LoginPort {
    * buckets charged, every source noted. A port draws `random` once per failure it counts or sends, as the
    * guard's random sequence is part of its behaviour (the simulator replays it).
    */
-  fail(t: TaggedAttempt, passwordTag: string | undefined, random: () => number, now: number): MaybePromise<JudgedFailure>;
+  fail(
+    t: TaggedAttempt,
+    passwordTag: string | undefined,
+    random: () => number,
+    now: number,
+  ): MaybePromise<JudgedFailure>;
 }
 
 /**

@@ -14,7 +14,13 @@ const HOUR = 3_600_000;
 async function leakedList(guard: Guard, n: number, from = 0): Promise<void> {
   for (let i = from; i < from + n; i++) {
     const exists = i % 3 === 0;
-    await guard.record({ account: exists ? `user${i}` : `leak${i}@mail.test`, ip: lone(1000 + i), success: false, password: `leaked-${i}`, accountExists: exists });
+    await guard.record({
+      account: exists ? `user${i}` : `leak${i}@mail.test`,
+      ip: lone(1000 + i),
+      success: false,
+      password: `leaked-${i}`,
+      accountExists: exists,
+    });
   }
 }
 
@@ -31,12 +37,15 @@ test('unknown-account-anomaly: a fresh guard sees a leaked list in its first min
   await leakedList(guard, 30);
   const v = await guard.check({ account: 'bob', ip: lone(2) });
   assert.deepEqual([v.action, v.reasons], ['delay', ['unknown-account-anomaly']]);
-  assert.deepEqual((await guard.check({ account: 'bob', ip: lone(2), fingerprint: 'x' })).reasons, ['unknown-account-anomaly']);
+  assert.deepEqual((await guard.check({ account: 'bob', ip: lone(2), fingerprint: 'x' })).reasons, [
+    'unknown-account-anomaly',
+  ]);
 });
 
 test('unknown-account-anomaly needs the application to say so: failures on unknown accounts it did not mark count as any', async () => {
   const { guard } = makeGuard();
-  for (let i = 0; i < 30; i++) await guard.record({ account: `leak${i}@mail.test`, ip: lone(1000 + i), success: false });
+  for (let i = 0; i < 30; i++)
+    await guard.record({ account: `leak${i}@mail.test`, ip: lone(1000 + i), success: false });
   assert.deepEqual((await guard.check({ account: 'bob', ip: lone(2) })).reasons, []);
 });
 
@@ -52,7 +61,11 @@ test('risk at success: a correct password from a stranger while stuffing is seen
   const done = await guard.record({ account: 'alice', ip: lone(7), success: true, secondFactor: true });
   assert.deepEqual([done.action, done.reasons], ['allow', []]);
   assert.equal((await login(guard, 'alice', lone(7))).action, 'allow');
-  assert.deepEqual((await guard.check({ account: 'alice', ip: lone(7) })).reasons, [], 'a familiar source meets no signal');
+  assert.deepEqual(
+    (await guard.check({ account: 'alice', ip: lone(7) })).reasons,
+    [],
+    'a familiar source meets no signal',
+  );
 });
 
 test('risk at success: familiar paths are never stepped up, by device or by network', async () => {
@@ -83,20 +96,30 @@ test("successStepUp: 'off' never steps up; 'suspicious' needs the attempt's own 
   await leakedList(guard, 30, 100);
   const r = await login(guard, 'dave', lone(1004));
   assert.equal(r.action, 'mfa');
-  assert.deepEqual(r.reasons, ['stranger-success', 'stranger-failure-anomaly', 'unknown-account-anomaly', 'source-failed-elsewhere']);
+  assert.deepEqual(r.reasons, [
+    'stranger-success',
+    'stranger-failure-anomaly',
+    'unknown-account-anomaly',
+    'source-failed-elsewhere',
+  ]);
 });
 
 test("successStepUp 'suspicious': a person's own typos from a new address do not make it a proxy, nor one failure elsewhere in its subnet", async () => {
   const { guard } = makeGuard({ successStepUp: 'suspicious' });
   await leakedList(guard, 30);
-  for (const typo of ['erin-typo-1', 'erin-typo-2']) await guard.record({ account: 'erin', ip: '10.200.0.1', success: false, password: typo });
+  for (const typo of ['erin-typo-1', 'erin-typo-2'])
+    await guard.record({ account: 'erin', ip: '10.200.0.1', success: false, password: typo });
   assert.equal((await login(guard, 'erin', '10.200.0.1')).action, 'allow', 'her own typos');
   await guard.record({ account: 'someone-else', ip: '10.201.0.1', success: false, password: 'x' });
   assert.equal((await login(guard, 'frank', '10.201.0.2')).action, 'allow', 'one failed account in the /24');
   await guard.record({ account: 'someone-else', ip: '10.201.0.3', success: true });
   await guard.record({ account: 'a-third', ip: '10.201.0.4', success: false, password: 'y' });
   await guard.record({ account: 'a-fourth', ip: '10.201.0.5', success: false, password: 'z' });
-  assert.equal((await login(guard, 'gina', '10.201.0.6')).action, 'mfa', 'three failed accounts and one success in the /24');
+  assert.equal(
+    (await login(guard, 'gina', '10.201.0.6')).action,
+    'mfa',
+    'three failed accounts and one success in the /24',
+  );
 });
 
 test('legit user blocked in spraying-one-/64: evidence of an attack elsewhere steps an attempt up to MFA, never blocks it', async () => {
@@ -108,7 +131,8 @@ test('legit user blocked in spraying-one-/64: evidence of an attack elsewhere st
   assert.deepEqual(v.reasons, ['unknown-account-anomaly']);
   assert.ok(v.risk >= 6, `risk ${v.risk}`);
   // Its own evidence still blocks: ten accounts failing from one address, a sprayer, at the same weight.
-  for (let i = 0; i < 10; i++) await guard.record({ account: `sprayed${i}`, ip: lone(10), success: false, password: 'Summer2026!' });
+  for (let i = 0; i < 10; i++)
+    await guard.record({ account: `sprayed${i}`, ip: lone(10), success: false, password: 'Summer2026!' });
   assert.equal((await guard.check({ account: 'ivan', ip: lone(10) })).action, 'block');
 });
 
@@ -116,7 +140,8 @@ test('risk at success without check() in this process: the account and sources a
   const state = new MemoryGuardState();
   const store = new MemoryStore();
   let now = T0;
-  const make = () => new Guard({ secret: SECRET, state, store, clock: () => now, random: () => 0, successStepUp: 'stuffing' });
+  const make = () =>
+    new Guard({ secret: SECRET, state, store, clock: () => now, random: () => 0, successStepUp: 'stuffing' });
   const [a, b] = [make(), make()];
   await leakedList(a, 30);
   await leakedList(b, 30, 100); // each process sees the list
@@ -159,7 +184,14 @@ test('the global signals of slow stuffing add their largest weight, not their su
 test('cold start: a fresh guard adopts the baselines a guard before it persisted in the shared state', async () => {
   const state = new MemoryGuardState();
   let now = T0 - (T0 % 60_000);
-  const options: GuardOptions = { secret: SECRET, state, store: new MemoryStore(), clock: () => now, random: () => 0, baselineSaveEvery: '1m' };
+  const options: GuardOptions = {
+    secret: SECRET,
+    state,
+    store: new MemoryStore(),
+    clock: () => now,
+    random: () => 0,
+    baselineSaveEvery: '1m',
+  };
   const veteran = new Guard(options);
   // 40 minutes of 2 failures a minute: the failure-rate monitor learns its baseline (warm-up 30 buckets).
   for (let m = 0; m < 40; m++) {
@@ -225,11 +257,23 @@ test("a new user's first success clears the hindrance for that path", async () =
 
 test('record() rejects ill-typed accountExists and secondFactor, naming the field', async () => {
   const { guard } = makeGuard();
-  await assert.rejects(guard.record({ account: 'a', ip: lone(1), success: false, accountExists: 'no' as never }), /'accountExists' must be true, false or undefined, got "no"/);
-  await assert.rejects(guard.record({ account: 'a', ip: lone(1), success: true, secondFactor: 1 as never }), /'secondFactor' must be true, false or undefined, got 1/);
-  await assert.rejects(guard.record({ account: 'a', ip: lone(1), success: true, accountExists: false }), /'accountExists' must be true or undefined on a success/);
+  await assert.rejects(
+    guard.record({ account: 'a', ip: lone(1), success: false, accountExists: 'no' as never }),
+    /'accountExists' must be true, false or undefined, got "no"/,
+  );
+  await assert.rejects(
+    guard.record({ account: 'a', ip: lone(1), success: true, secondFactor: 1 as never }),
+    /'secondFactor' must be true, false or undefined, got 1/,
+  );
+  await assert.rejects(
+    guard.record({ account: 'a', ip: lone(1), success: true, accountExists: false }),
+    /'accountExists' must be true or undefined on a success/,
+  );
 });
 
-test("successStepUp is validated", () => {
-  assert.throws(() => makeGuard({ successStepUp: 'always' as never }), /'successStepUp' must be 'off', 'suspicious' or 'stuffing', got "always"/);
+test('successStepUp is validated', () => {
+  assert.throws(
+    () => makeGuard({ successStepUp: 'always' as never }),
+    /'successStepUp' must be 'off', 'suspicious' or 'stuffing', got "always"/,
+  );
 });

@@ -4,12 +4,22 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { lone, makeGuard, v4, v6 } from '../test/support/guard-kit.js';
 
-const fail = (account: string, ip: string, password = `wrong-${Math.random()}`) => ({ account, ip, success: false, password });
+const fail = (account: string, ip: string, password = `wrong-${Math.random()}`) => ({
+  account,
+  ip,
+  success: false,
+  password,
+});
 
 test('a clean attempt is allowed with no reasons', async () => {
   const { guard } = makeGuard();
   assert.deepEqual(await guard.check({ account: 'alice', ip: v4(0) }), {
-    action: 'allow', delayMs: 0, retryAfterMs: 0, challenge: undefined, risk: 0, reasons: [],
+    action: 'allow',
+    delayMs: 0,
+    retryAfterMs: 0,
+    challenge: undefined,
+    risk: 0,
+    reasons: [],
   });
 });
 
@@ -19,7 +29,12 @@ test('account backoff: three free failures, then 1 s doubling; short waits delay
   assert.equal((await guard.check({ account: 'alice', ip: lone(100) })).action, 'allow');
   await guard.record(fail('alice', lone(3)));
   assert.deepEqual(await guard.check({ account: 'alice', ip: lone(100) }), {
-    action: 'delay', delayMs: 1000, retryAfterMs: 0, challenge: undefined, risk: 0, reasons: ['account-backoff'],
+    action: 'delay',
+    delayMs: 1000,
+    retryAfterMs: 0,
+    challenge: undefined,
+    risk: 0,
+    reasons: ['account-backoff'],
   });
   advance(1000);
   assert.equal((await guard.check({ account: 'alice', ip: lone(100) })).action, 'allow');
@@ -37,7 +52,12 @@ test('from the fifth failure strangers are challenged too, and the backoff still
   const { guard } = makeGuard();
   for (let i = 0; i < 5; i++) await guard.record(fail('alice', lone(i)));
   assert.deepEqual(await guard.check({ account: 'alice', ip: lone(100) }), {
-    action: 'challenge', delayMs: 2000, retryAfterMs: 0, challenge: 16, risk: 2, reasons: ['account-backoff', 'account-failures'],
+    action: 'challenge',
+    delayMs: 2000,
+    retryAfterMs: 0,
+    challenge: 16,
+    risk: 2,
+    reasons: ['account-backoff', 'account-failures'],
   });
 });
 
@@ -104,7 +124,11 @@ test("a stranger's success (the right password from somewhere new) forgets every
   const { guard } = makeGuard();
   await guard.record({ account: 'alice', ip: v4(7), success: true });
   for (let i = 0; i < 6; i++) await guard.record(fail('alice', lone(i)));
-  assert.equal((await guard.record({ account: 'alice', ip: v4(7), success: true })).consecutiveFailures, 6, 'the owner at home forgives nobody');
+  assert.equal(
+    (await guard.record({ account: 'alice', ip: v4(7), success: true })).consecutiveFailures,
+    6,
+    'the owner at home forgives nobody',
+  );
   assert.equal((await guard.record({ account: 'alice', ip: lone(50), success: true })).consecutiveFailures, 0);
   assert.equal((await guard.check({ account: 'alice', ip: lone(60) })).action, 'allow');
 });
@@ -119,7 +143,12 @@ test('failures are forgotten failureMemory after the last one', async () => {
 });
 
 test('per-address bucket: 100 failures a day, then blocked until one refills (14.4 min)', async () => {
-  const { guard, advance } = makeGuard({ ipDistinctAccounts: 1000, ipDistinctAccountsLong: 1000, subnetDistinctAccounts: 1000, ratioMinFailures: 10_000 });
+  const { guard, advance } = makeGuard({
+    ipDistinctAccounts: 1000,
+    ipDistinctAccountsLong: 1000,
+    subnetDistinctAccounts: 1000,
+    ratioMinFailures: 10_000,
+  });
   for (let i = 0; i < 99; i++) await guard.record(fail(`user${i}`, v4(1)));
   assert.equal((await guard.check({ account: 'new', ip: v4(1) })).action, 'allow');
   await guard.record(fail('user99', v4(1)));
@@ -134,15 +163,31 @@ test('per-address bucket: 100 failures a day, then blocked until one refills (14
 
 test('per-subnet bucket: addresses rotated within one IPv6 /64 share it', async () => {
   // Addresses counted apart (/128), so that only the subnet's bucket sees them all.
-  const { guard } = makeGuard({ ipv6AddressPrefix: 128, subnetFailuresPerDay: 50, ipDistinctAccounts: 1000, subnetDistinctAccounts: 1000, ratioMinFailures: 10_000 });
+  const { guard } = makeGuard({
+    ipv6AddressPrefix: 128,
+    subnetFailuresPerDay: 50,
+    ipDistinctAccounts: 1000,
+    subnetDistinctAccounts: 1000,
+    ratioMinFailures: 10_000,
+  });
   for (let i = 0; i < 50; i++) await guard.record(fail(`user${i}`, v6(i)));
   const v = await guard.check({ account: 'new', ip: v6(999) });
   assert.deepEqual([v.action, v.reasons], ['block', ['subnet-failures']]);
-  assert.equal((await guard.check({ account: 'new', ip: '2001:db8:1:3::1' })).action, 'allow', 'the next /64 is another subnet');
+  assert.equal(
+    (await guard.check({ account: 'new', ip: '2001:db8:1:3::1' })).action,
+    'allow',
+    'the next /64 is another subnet',
+  );
 });
 
 test('the subnet prefix is configurable (IPv4 /16 here)', async () => {
-  const { guard } = makeGuard({ ipv4Subnet: 16, subnetFailuresPerDay: 5, ipDistinctAccounts: 1000, subnetDistinctAccounts: 1000, ratioMinFailures: 10_000 });
+  const { guard } = makeGuard({
+    ipv4Subnet: 16,
+    subnetFailuresPerDay: 5,
+    ipDistinctAccounts: 1000,
+    subnetDistinctAccounts: 1000,
+    ratioMinFailures: 10_000,
+  });
   for (let i = 0; i < 5; i++) await guard.record(fail(`user${i}`, `10.9.${i}.1`));
   assert.deepEqual((await guard.check({ account: 'x', ip: '10.9.200.200' })).reasons, ['subnet-failures']);
   assert.deepEqual((await guard.check({ account: 'x', ip: '10.8.0.1' })).reasons, []);
@@ -163,7 +208,9 @@ test('repeating one of the last three wrong passwords does not count', async () 
   const { guard } = makeGuard();
   const counts: number[] = [];
   for (const pw of ['a', 'a', 'a', 'b', 'c', 'a', 'd', 'a', 'b']) {
-    counts.push((await guard.record({ account: 'alice', ip: v4(1), success: false, password: pw })).consecutiveFailures);
+    counts.push(
+      (await guard.record({ account: 'alice', ip: v4(1), success: false, password: pw })).consecutiveFailures,
+    );
   }
   // a; a, a repeat; b; c; a is still among (c, b, a); d pushes a out; so a counts again; b is among (a, d, c)? no: counts.
   assert.deepEqual(counts, [1, 1, 1, 2, 3, 3, 4, 5, 6]);
@@ -193,7 +240,11 @@ test("the owner's own run of failures challenges the owner's path, on its own co
   const { guard } = makeGuard();
   await guard.record({ account: 'alice', ip: v4(7), success: true });
   for (let i = 0; i < 20; i++) await guard.record(fail('alice', lone(i)));
-  assert.equal((await guard.check({ account: 'alice', ip: v4(7) })).action, 'allow', "strangers' failures do not count");
+  assert.equal(
+    (await guard.check({ account: 'alice', ip: v4(7) })).action,
+    'allow',
+    "strangers' failures do not count",
+  );
   for (let i = 0; i < 5; i++) await guard.record(fail('alice', v4(7)));
   const v = await guard.check({ account: 'alice', ip: v4(7) });
   assert.deepEqual([v.action, v.reasons], ['challenge', ['account-backoff', 'account-failures']]);

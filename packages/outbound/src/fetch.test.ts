@@ -23,11 +23,19 @@ function upstream(t: ManualTime, answers: (() => Response)[]) {
 }
 
 const ok = () => new Response('ok', { status: 200 });
-const limited = (headers: Record<string, string> = { 'retry-after': '2' }) => () => new Response('slow down', { status: 429, headers });
+const limited =
+  (headers: Record<string, string> = { 'retry-after': '2' }) =>
+  () =>
+    new Response('slow down', { status: 429, headers });
 
 function setup(answers: (() => Response)[], limit = 100) {
   const t = new ManualTime(0);
-  const gate = new Gate({ policies: [{ name: 'rate', algorithm: 'token-bucket', limit, window: '1s' }], clock: t.clock, timers: t, timeoutMs: Infinity });
+  const gate = new Gate({
+    policies: [{ name: 'rate', algorithm: 'token-bucket', limit, window: '1s' }],
+    clock: t.clock,
+    timers: t,
+    timeoutMs: Infinity,
+  });
   const up = upstream(t, answers);
   const f = limitedFetch(gate, 'api', { fetch: up.fetch, random: () => 0.5, backoffMs: 400, now: () => t.now });
   return { t, gate, up, f };
@@ -43,7 +51,11 @@ test('429 with Retry-After pauses the key for everyone and retries a GET after i
   await t.advance(10_000);
   assert.equal((await first).status, 200);
   assert.equal((await other).status, 200);
-  assert.deepEqual(up.seen.map((s) => s.at), [0, 2000, 2200], 'the waiting call goes when the pause ends; the retry after 2000 + 0.5 × 400 ms');
+  assert.deepEqual(
+    up.seen.map((s) => s.at),
+    [0, 2000, 2200],
+    'the waiting call goes when the pause ends; the retry after 2000 + 0.5 × 400 ms',
+  );
 });
 
 test('POST is never retried without an Idempotency-Key; with one, the same body is sent again', async () => {
@@ -54,10 +66,20 @@ test('POST is never retried without an Idempotency-Key; with one, the same body 
   assert.equal(up.seen.length, 1);
 
   const second = setup([limited(), ok]);
-  const keyed = second.f('http://api.test/charge', { method: 'POST', body: 'amount=5', headers: { 'idempotency-key': 'k-1' } });
+  const keyed = second.f('http://api.test/charge', {
+    method: 'POST',
+    body: 'amount=5',
+    headers: { 'idempotency-key': 'k-1' },
+  });
   await second.t.advance(5000);
   assert.equal((await keyed).status, 200);
-  assert.deepEqual(second.up.seen.map((s) => [s.method, s.body]), [['POST', 'amount=5'], ['POST', 'amount=5']]);
+  assert.deepEqual(
+    second.up.seen.map((s) => [s.method, s.body]),
+    [
+      ['POST', 'amount=5'],
+      ['POST', 'amount=5'],
+    ],
+  );
   const patch = setup([limited(), ok]);
   const p = patch.f('http://api.test/x', { method: 'PATCH', body: '{}' });
   await patch.t.advance(5000);
@@ -71,7 +93,10 @@ test('retries are bounded: after maxRetries the last limited answer is returned'
   assert.equal((await res).status, 429);
   assert.equal(up.seen.length, 4, 'one call and 3 retries');
   // Backoff doubles: 1000 + 0.5·400, 1000 + 0.5·800, 1000 + 0.5·1600 after each answer.
-  assert.deepEqual(up.seen.map((s) => s.at), [0, 1200, 2600, 4400]);
+  assert.deepEqual(
+    up.seen.map((s) => s.at),
+    [0, 1200, 2600, 4400],
+  );
 });
 
 test('503 is a limit only with Retry-After; a Retry-After beyond maxRetryAfterMs is not waited out', async () => {
@@ -85,7 +110,10 @@ test('503 is a limit only with Retry-After; a Retry-After beyond maxRetryAfterMs
   const b = told.f('http://api.test/a');
   await told.t.advance(10_000);
   assert.equal((await b).status, 200);
-  assert.deepEqual(told.up.seen.map((s) => s.at), [0, 3200]);
+  assert.deepEqual(
+    told.up.seen.map((s) => s.at),
+    [0, 3200],
+  );
 
   const far = setup([limited({ 'retry-after': '3600' }), ok]);
   const c = far.f('http://api.test/a');
@@ -107,8 +135,15 @@ test("GitHub's 403 with X-RateLimit-Remaining: 0 pauses until X-RateLimit-Reset,
   const preset = github();
   const gate = new Gate({ policies: preset.policies, clock: t.clock, timers: t, timeoutMs: Infinity });
   const up = upstream(t, [
-    () => new Response('rate limited', { status: 403, headers: { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(t0 / 1000 + 30) } }),
-    () => new Response('ok', { headers: { 'x-ratelimit-remaining': '4999', 'x-ratelimit-reset': String(t0 / 1000 + 3600) } }),
+    () =>
+      new Response('rate limited', {
+        status: 403,
+        headers: { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(t0 / 1000 + 30) },
+      }),
+    () =>
+      new Response('ok', {
+        headers: { 'x-ratelimit-remaining': '4999', 'x-ratelimit-reset': String(t0 / 1000 + 3600) },
+      }),
   ]);
   const gh = limitedFetch(gate, preset.key, { fetch: up.fetch, random: () => 0, now: () => t.now });
   const res = gh('https://api.github.com/user');
@@ -116,7 +151,10 @@ test("GitHub's 403 with X-RateLimit-Remaining: 0 pauses until X-RateLimit-Reset,
   assert.equal(up.seen.length, 1);
   await t.advance(1);
   assert.equal((await res).status, 200);
-  assert.deepEqual(up.seen.map((s) => s.at - t0), [0, 30_000]);
+  assert.deepEqual(
+    up.seen.map((s) => s.at - t0),
+    [0, 30_000],
+  );
 });
 
 test('aborting during the backoff rejects with the reason and sends nothing more', async () => {
@@ -146,28 +184,51 @@ test('Stripe preset: reads and writes have separate budgets of the published siz
   const up = upstream(t, [ok]);
   const f = limitedFetch(gate, preset.key, { fetch: up.fetch });
   const calls: Promise<Response>[] = [];
-  for (let i = 0; i < 30; i++) calls.push(f('https://api.stripe.com/v1/charges'), f('https://api.stripe.com/v1/charges', { method: 'POST', body: 'a=1' }));
+  for (let i = 0; i < 30; i++)
+    calls.push(
+      f('https://api.stripe.com/v1/charges'),
+      f('https://api.stripe.com/v1/charges', { method: 'POST', body: 'a=1' }),
+    );
   await t.advance(0);
   assert.equal(up.seen.filter((s) => s.method === 'GET').length, 22, '90% of 25 from idle');
   assert.equal(up.seen.filter((s) => s.method === 'POST').length, 22);
   await t.advance(1000);
   await Promise.all(calls);
   assert.equal(up.seen.length, 60);
-  assert.equal(preset.key(new Request('https://api.stripe.com/v1/x', { method: 'DELETE' })), 'stripe:test:default:write');
-  assert.deepEqual(stripe().policies[0], { name: 'stripe-live', algorithm: 'token-bucket', limit: 100, window: '1s', burst: 90 });
+  assert.equal(
+    preset.key(new Request('https://api.stripe.com/v1/x', { method: 'DELETE' })),
+    'stripe:test:default:write',
+  );
+  assert.deepEqual(stripe().policies[0], {
+    name: 'stripe-live',
+    algorithm: 'token-bucket',
+    limit: 100,
+    window: '1s',
+    burst: 90,
+  });
 });
 
 test('limitedFetch options are checked when it is built', () => {
   const gate = new Gate({ policy: { algorithm: 'gcra', limit: 10, window: '1s' } });
-  assert.throws(() => limitedFetch(gate, 'k', { cost: '1' as never }), /'cost' must be a non-negative integer or a function of the request, got "1"/);
-  assert.throws(() => limitedFetch(gate, 'k', { maxRetries: 1.5 }), /'maxRetries' must be a non-negative integer, got 1\.5/);
+  assert.throws(
+    () => limitedFetch(gate, 'k', { cost: '1' as never }),
+    /'cost' must be a non-negative integer or a function of the request, got "1"/,
+  );
+  assert.throws(
+    () => limitedFetch(gate, 'k', { maxRetries: 1.5 }),
+    /'maxRetries' must be a non-negative integer, got 1\.5/,
+  );
   assert.throws(() => limitedFetch(gate, 'k', { retries: 3 } as never), /unknown limitedFetch option 'retries'/);
   assert.throws(() => limitedFetch(gate, 42 as never), /'key' must be a string or a function of the request/);
 });
 
 test('a cost function weighs each request', async () => {
   const t = new ManualTime(0);
-  const gate = new Gate({ policy: { name: 'points', algorithm: 'token-bucket', limit: 10, window: '1s' }, clock: t.clock, timers: t });
+  const gate = new Gate({
+    policy: { name: 'points', algorithm: 'token-bucket', limit: 10, window: '1s' },
+    clock: t.clock,
+    timers: t,
+  });
   const up = upstream(t, [ok]);
   const f = limitedFetch(gate, 'api', { fetch: up.fetch, cost: (req) => (req.method === 'GET' ? 1 : 5) });
   await f('http://api.test/a', { method: 'POST', body: 'x' });

@@ -40,7 +40,18 @@ export interface LimitedFetchOptions {
 
 /** RFC 9110 §9.2.2: methods whose repetition has the same effect as one call. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
-const KNOWN = new Set(['fetch', 'cost', 'priority', 'maxRetries', 'backoffMs', 'maxBackoffMs', 'maxRetryAfterMs', 'observe', 'now', 'random']);
+const KNOWN = new Set([
+  'fetch',
+  'cost',
+  'priority',
+  'maxRetries',
+  'backoffMs',
+  'maxBackoffMs',
+  'maxRetryAfterMs',
+  'observe',
+  'now',
+  'random',
+]);
 
 /**
  * Returns a fetch-compatible function whose calls wait at `gate` under `key` (a string, or a function
@@ -50,29 +61,58 @@ const KNOWN = new Set(['fetch', 'cost', 'priority', 'maxRetries', 'backoffMs', '
  * const gh = limitedFetch(gate, 'github:octocat');
  * const res = await gh('https://api.github.com/user', { headers: { authorization: `Bearer ${token}` } });
  */
-export function limitedFetch(gate: Gate, key: string | ((request: Request) => string), options: LimitedFetchOptions = {}): FetchLike {
+export function limitedFetch(
+  gate: Gate,
+  key: string | ((request: Request) => string),
+  options: LimitedFetchOptions = {},
+): FetchLike {
   if (typeof key !== 'string' && typeof key !== 'function') {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `limitedFetch 'key' must be a string or a function of the request, got ${show(key)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `limitedFetch 'key' must be a string or a function of the request, got ${show(key)}`,
+    );
   }
   for (const field of Object.keys(options)) {
-    if (!KNOWN.has(field)) throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `unknown limitedFetch option '${field}'; known options are ${[...KNOWN].join(', ')}`);
+    if (!KNOWN.has(field))
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `unknown limitedFetch option '${field}'; known options are ${[...KNOWN].join(', ')}`,
+      );
   }
   const fetchImpl = options.fetch ?? globalThis.fetch;
-  if (typeof fetchImpl !== 'function') throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `limitedFetch needs a 'fetch' function; this runtime has no global fetch`);
+  if (typeof fetchImpl !== 'function')
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `limitedFetch needs a 'fetch' function; this runtime has no global fetch`,
+    );
   const maxRetries = nonNegative('maxRetries', options.maxRetries, 3, true);
   const backoffMs = nonNegative('backoffMs', options.backoffMs, 500);
   const maxBackoffMs = nonNegative('maxBackoffMs', options.maxBackoffMs, 30_000);
   const maxRetryAfterMs = nonNegative('maxRetryAfterMs', options.maxRetryAfterMs, 60_000);
   const cost = options.cost;
-  if (cost !== undefined && typeof cost !== 'function' && (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0)) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `limitedFetch 'cost' must be a non-negative integer or a function of the request, got ${show(cost)}`);
+  if (
+    cost !== undefined &&
+    typeof cost !== 'function' &&
+    (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0)
+  ) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `limitedFetch 'cost' must be a non-negative integer or a function of the request, got ${show(cost)}`,
+    );
   }
   const priority = options.priority ?? 0;
   if (typeof priority !== 'number' || !Number.isSafeInteger(priority)) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `limitedFetch 'priority' must be an integer (higher goes first), got ${show(priority)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `limitedFetch 'priority' must be an integer (higher goes first), got ${show(priority)}`,
+    );
   }
   const observe = options.observe ?? true;
-  if (typeof observe !== 'boolean') throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `limitedFetch 'observe' must be true or false, got ${show(observe)}`);
+  if (typeof observe !== 'boolean')
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `limitedFetch 'observe' must be true or false, got ${show(observe)}`,
+    );
   const now = options.now ?? Date.now;
   const random = options.random ?? Math.random;
   const timers = gate.timers;
@@ -94,9 +134,15 @@ export function limitedFetch(gate: Gate, key: string | ((request: Request) => st
       }
       const wall = now();
       const view = parseRateLimit(res.headers, wall);
-      const limited = res.status === 429 || (res.status === 503 && res.headers.has('retry-after')) || (res.status === 403 && (view?.remaining === 0 || res.headers.has('retry-after')));
+      const limited =
+        res.status === 429 ||
+        (res.status === 503 && res.headers.has('retry-after')) ||
+        (res.status === 403 && (view?.remaining === 0 || res.headers.has('retry-after')));
       // How long the upstream wants: Retry-After, else its reset when it reports none left.
-      const waitMs = limited ? (parseRetryAfter(res.headers.get('retry-after'), wall) ?? (view?.remaining === 0 ? view.resetAfterMs : undefined)) : undefined;
+      const waitMs = limited
+        ? (parseRetryAfter(res.headers.get('retry-after'), wall) ??
+          (view?.remaining === 0 ? view.resetAfterMs : undefined))
+        : undefined;
       // The pause comes first and synchronously: observe() may await a shared store, and the gate must not
       // admit anything on this key in the meantime.
       if (waitMs !== undefined && waitMs > 0) gate.pause(k, waitMs);
@@ -128,7 +174,10 @@ function sleep(timers: Gate['timers'], ms: number, signal: AbortSignal): Promise
 function nonNegative(field: string, value: unknown, fallback: number, integer = false): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || Number.isNaN(value) || value < 0 || (integer && !Number.isSafeInteger(value))) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `limitedFetch '${field}' must be a non-negative ${integer ? 'integer' : 'number'}, got ${show(value)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `limitedFetch '${field}' must be a non-negative ${integer ? 'integer' : 'number'}, got ${show(value)}`,
+    );
   }
   return value;
 }

@@ -7,7 +7,13 @@ import { flush, ManualTime } from '../test/fakes/manual-time.js';
 import { SluiceError, type Decision, type PolicyOptions } from '../../sluice/src/index.js';
 import { Gate, type GateOptions } from './index.js';
 
-const perSecond = (limit: number, burst = limit): PolicyOptions => ({ name: 'rate', algorithm: 'token-bucket', limit, window: '1s', burst });
+const perSecond = (limit: number, burst = limit): PolicyOptions => ({
+  name: 'rate',
+  algorithm: 'token-bucket',
+  limit,
+  window: '1s',
+  burst,
+});
 
 /** A gate on manual time with the exact policies (no safety margin), whose timings these tests pin; the margin has tests of its own. */
 function gate(t: ManualTime, options: Partial<GateOptions> & { policies: PolicyOptions[] }): Gate {
@@ -44,7 +50,14 @@ test('FIFO within a priority, higher priorities first', async () => {
   const g = gate(t, { policies: [perSecond(1, 1)] });
   const order: string[] = [];
   await g.wait('k'); // spends the bucket: everything below queues
-  const calls: [string, number][] = [['a', 0], ['b', 0], ['c', 5], ['d', 0], ['e', 5], ['f', -1]];
+  const calls: [string, number][] = [
+    ['a', 0],
+    ['b', 0],
+    ['c', 5],
+    ['d', 0],
+    ['e', 5],
+    ['f', -1],
+  ];
   for (const [name, priority] of calls) void g.wait('k', { priority }).then(() => order.push(name));
   await t.advance(10_000);
   assert.deepEqual(order, ['c', 'e', 'a', 'b', 'd', 'f']);
@@ -86,7 +99,11 @@ test('a full queue rejects at once with ERR_SLUICE_QUEUE_FULL; calls that pass a
   const third = g.wait('k');
   assert.equal(g.pending(), 3);
   const fourth = g.wait('k');
-  await assert.rejects(fourth, (e: unknown) => isCode('ERR_SLUICE_QUEUE_FULL')(e) && /3 calls are waiting \('maxQueue' is 3\)/.test((e as Error).message));
+  await assert.rejects(
+    fourth,
+    (e: unknown) =>
+      isCode('ERR_SLUICE_QUEUE_FULL')(e) && /3 calls are waiting \('maxQueue' is 3\)/.test((e as Error).message),
+  );
   assert.equal(g.stats.full, 1);
   await t.advance(2000);
   await Promise.all([...waiting, third]);
@@ -145,8 +162,14 @@ test('timeoutMs: a waiter gives up with ERR_SLUICE_QUEUE_TIMEOUT, on one gate-wi
 
 test('a cost above capacity fails at once with ERR_SLUICE_COST_EXCEEDS_CAPACITY instead of waiting forever', async () => {
   const t = new ManualTime(0);
-  const g = gate(t, { policies: [perSecond(100, 20), { name: 'hour', algorithm: 'fixed-window', limit: 5000, window: '1h' }] });
-  await assert.rejects(g.wait('k', { cost: 21 }), (e: unknown) => isCode('ERR_SLUICE_COST_EXCEEDS_CAPACITY')(e) && /policy "rate", whose capacity is 20/.test((e as Error).message));
+  const g = gate(t, {
+    policies: [perSecond(100, 20), { name: 'hour', algorithm: 'fixed-window', limit: 5000, window: '1h' }],
+  });
+  await assert.rejects(
+    g.wait('k', { cost: 21 }),
+    (e: unknown) =>
+      isCode('ERR_SLUICE_COST_EXCEEDS_CAPACITY')(e) && /policy "rate", whose capacity is 20/.test((e as Error).message),
+  );
   assert.equal(g.pending(), 0);
   assert.equal(t.pending, 0);
   await assert.rejects(g.wait('k', { cost: -1 }), isCode('ERR_SLUICE_INVALID_COST'));
@@ -157,9 +180,18 @@ test('a cost above capacity fails at once with ERR_SLUICE_COST_EXCEEDS_CAPACITY 
 test('options are validated at construction', () => {
   assert.throws(() => new Gate({ policies: [perSecond(1)], maxQueu: 1 } as GateOptions), /unknown option 'maxQueu'/);
   assert.throws(() => new Gate({ policies: [perSecond(1)], timeoutMs: 0 }), /'timeoutMs' must be a positive number/);
-  assert.throws(() => new Gate({ policies: [perSecond(1)], maxQueue: -1 }), /'maxQueue' must be a non-negative integer/);
-  assert.throws(() => new Gate({ policies: [perSecond(1)], timers: {} as never }), /'timers' must be an object with setTimeout/);
-  assert.throws(() => new Gate({ policies: [perSecond(1)], marginMs: -1 }), /'marginMs' must be a non-negative whole number of milliseconds \(0 for no margin\), got -1/);
+  assert.throws(
+    () => new Gate({ policies: [perSecond(1)], maxQueue: -1 }),
+    /'maxQueue' must be a non-negative integer/,
+  );
+  assert.throws(
+    () => new Gate({ policies: [perSecond(1)], timers: {} as never }),
+    /'timers' must be an object with setTimeout/,
+  );
+  assert.throws(
+    () => new Gate({ policies: [perSecond(1)], marginMs: -1 }),
+    /'marginMs' must be a non-negative whole number of milliseconds \(0 for no margin\), got -1/,
+  );
   assert.throws(() => new Gate({ policies: [perSecond(1)], marginMs: 2.5 }), /'marginMs' .* got 2\.5/);
 });
 
@@ -169,7 +201,7 @@ test('marginMs (default 20): a bucket refills over its window plus the margin, u
   const log: (number | string)[] = [];
   for (let i = 0; i < 4; i++) track(g.wait('k'), t, log, i);
   await t.advance(2000);
-  assert.deepEqual(log, [0, 0, 510, 1020], '2 per 1.02 s: 2 % under the upstream\'s 2 per second');
+  assert.deepEqual(log, [0, 0, 510, 1020], "2 per 1.02 s: 2 % under the upstream's 2 per second");
   assert.equal((await g.wait('k')).policy, 'rate');
   const unnamed = new Gate({ policy: { algorithm: 'sliding-log', limit: 5, window: '1s' }, clock: t.clock, timers: t });
   assert.equal((await unnamed.wait('k')).policy, 'sliding-log-5-1000ms', 'the default name is the written window');
@@ -177,19 +209,27 @@ test('marginMs (default 20): a bucket refills over its window plus the margin, u
 
 test('marginMs: a call a fixed window held back waits the margin past the edge; its window stays on the epoch', async () => {
   const t = new ManualTime(400);
-  const g = new Gate({ policy: { algorithm: 'fixed-window', limit: 2, window: '1s' }, clock: t.clock, timers: t, marginMs: 15 });
+  const g = new Gate({
+    policy: { algorithm: 'fixed-window', limit: 2, window: '1s' },
+    clock: t.clock,
+    timers: t,
+    marginMs: 15,
+  });
   const log: (number | string)[] = [];
   for (let i = 0; i < 5; i++) track(g.wait('k'), t, log, i);
   await t.advance(3000);
   assert.deepEqual(log, [400, 400, 1015, 1015, 2015]);
 });
 
-test('marginMs: a sliding window\'s margin is rounded up to whole buckets, which must divide its window', () => {
+test("marginMs: a sliding window's margin is rounded up to whole buckets, which must divide its window", () => {
   const t = new ManualTime(0);
   const sw = { name: 'sw', algorithm: 'sliding-window', limit: 10, window: '1s', buckets: 8 } as const;
   // 1000 + 20 = 1020 is no multiple of 8 and would be refused; the margin becomes 24 (window 1024 ms).
   assert.doesNotThrow(() => new Gate({ policies: [sw], clock: t.clock, timers: t, marginMs: 20 }));
-  assert.throws(() => new Gate({ policies: [{ ...sw, window: 1020 }], clock: t.clock, timers: t, marginMs: 0 }), /must divide evenly into 'buckets'/);
+  assert.throws(
+    () => new Gate({ policies: [{ ...sw, window: 1020 }], clock: t.clock, timers: t, marginMs: 0 }),
+    /must divide evenly into 'buckets'/,
+  );
 });
 
 test('concurrency cap: at most N in flight through run(), the lease freed when fn settles, even on throw', async () => {
@@ -208,7 +248,12 @@ test('concurrency cap: at most N in flight through run(), the lease freed when f
         else resolve('ok');
       });
     });
-  const results = [g.run('api', job(true)), g.run('api', job(false)), g.run('api', job(false)), g.run('api', job(false))];
+  const results = [
+    g.run('api', job(true)),
+    g.run('api', job(false)),
+    g.run('api', job(false)),
+    g.run('api', job(false)),
+  ];
   const outcome = Promise.allSettled(results);
   await flush();
   assert.equal(inFlight, 2);
@@ -220,7 +265,10 @@ test('concurrency cap: at most N in flight through run(), the lease freed when f
     await flush();
   }
   const settled = await outcome;
-  assert.deepEqual(settled.map((s) => s.status), ['rejected', 'fulfilled', 'fulfilled', 'fulfilled']);
+  assert.deepEqual(
+    settled.map((s) => s.status),
+    ['rejected', 'fulfilled', 'fulfilled', 'fulfilled'],
+  );
   assert.equal(most, 2);
   assert.equal((await g.limiter.get('api')).remaining, 2, 'every lease was released');
 });
@@ -243,7 +291,10 @@ test('pause(): nothing on the key passes until the pause is over; other keys are
 
 test('observe(): an upstream with fewer calls left is matched by a penalty; none left pauses until its reset', async () => {
   const t = new ManualTime(0);
-  const g = gate(t, { policies: [{ name: 'hour', algorithm: 'sliding-log', limit: 10, window: '1h' }], timeoutMs: Infinity });
+  const g = gate(t, {
+    policies: [{ name: 'hour', algorithm: 'sliding-log', limit: 10, window: '1h' }],
+    timeoutMs: Infinity,
+  });
   await g.wait('k');
   assert.equal((await g.limiter.get('k')).remaining, 9);
   await g.observe('k', { remaining: 4, resetAfterMs: 60_000 });
@@ -264,19 +315,30 @@ test('observe(): an upstream with fewer calls left is matched by a penalty; none
 
 test('observe() reads the rate policies, not a concurrency policy beside them', async () => {
   const t = new ManualTime(0);
-  const g = gate(t, { policies: [{ name: 'hour', algorithm: 'sliding-log', limit: 5000, window: '1h' }, { name: 'inflight', algorithm: 'concurrency', limit: 100, window: '1m' }] });
+  const g = gate(t, {
+    policies: [
+      { name: 'hour', algorithm: 'sliding-log', limit: 5000, window: '1h' },
+      { name: 'inflight', algorithm: 'concurrency', limit: 100, window: '1m' },
+    ],
+  });
   const d = await g.wait('k');
   assert.ok(d.leaseId !== undefined, 'the admission carries the lease');
   assert.equal(d.remaining, 99, 'and reports the more restrictive count');
   await g.observe('k', { remaining: 1000, resetAfterMs: 600_000 });
-  assert.equal((await g.limiter.get('k')).remaining, 1000, 'the hourly budget matched, although 99 slots are the smaller count');
+  assert.equal(
+    (await g.limiter.get('k')).remaining,
+    1000,
+    'the hourly budget matched, although 99 slots are the smaller count',
+  );
   assert.equal(await g.release('k', d.leaseId!), true);
   assert.equal((await g.leases!.get('k')).remaining, 100);
 });
 
 test('a call the rate policies deny holds no lease while it waits', async () => {
   const t = new ManualTime(0);
-  const g = gate(t, { policies: [perSecond(1, 1), { name: 'inflight', algorithm: 'concurrency', limit: 5, window: '1m' }] });
+  const g = gate(t, {
+    policies: [perSecond(1, 1), { name: 'inflight', algorithm: 'concurrency', limit: 5, window: '1m' }],
+  });
   const first = await g.wait('k');
   const second = g.wait('k');
   await t.advance(0);
@@ -297,7 +359,10 @@ test('no busy loop: 200 waiters on a 10/s key cost about one timer per admission
   await t.advance(30_000);
   await Promise.all(all);
   assert.ok(t.requested.length <= 200, `timers set: ${t.requested.length}`);
-  assert.ok(t.requested.every((ms) => ms === 100), 'each sleep is exactly the retryAfterMs');
+  assert.ok(
+    t.requested.every((ms) => ms === 100),
+    'each sleep is exactly the retryAfterMs',
+  );
 });
 
 test('async store: same order and timing, one decision in flight per key', async () => {
@@ -336,7 +401,8 @@ test('store errors reject the call they belong to, with the store error; the lin
   const g = gate(t, { policies: [perSecond(5)], store });
   let fail = true;
   const original = g.limiter.limit.bind(g.limiter);
-  g.limiter.limit = (key, options) => (fail ? ((fail = false), Promise.reject(new Error('redis down'))) : original(key, options));
+  g.limiter.limit = (key, options) =>
+    fail ? ((fail = false), Promise.reject(new Error('redis down'))) : original(key, options);
   const a = g.wait('k');
   const b = g.wait('k');
   await assert.rejects(a, /redis down/);
@@ -346,8 +412,15 @@ test('store errors reject the call they belong to, with the store error; the lin
 test('shared store: a call held back by a concurrency policy looks again every releasePollMs, not at the lease timeout', async () => {
   const t = new ManualTime(0);
   const store = new AsyncStore();
-  const g = gate(t, { policies: [{ name: 'inflight', algorithm: 'concurrency', limit: 1, window: '1m' }, perSecond(100)], store, releasePollMs: 40 });
-  const other = gate(t, { policies: [{ name: 'inflight', algorithm: 'concurrency', limit: 1, window: '1m' }, perSecond(100)], store });
+  const g = gate(t, {
+    policies: [{ name: 'inflight', algorithm: 'concurrency', limit: 1, window: '1m' }, perSecond(100)],
+    store,
+    releasePollMs: 40,
+  });
+  const other = gate(t, {
+    policies: [{ name: 'inflight', algorithm: 'concurrency', limit: 1, window: '1m' }, perSecond(100)],
+    store,
+  });
   const held = await other.wait('k'); // "another process" holds the only slot
   const log: (number | string)[] = [];
   track(g.wait('k'), t, log, 0);

@@ -9,7 +9,16 @@
  * const res = await gate.run('stripe', () => fetch(url), { cost: 1 });
  */
 import { type Clock, type Decision, Limiter, makeDecision, type Policy, show, SluiceError } from 'sluice/kit';
-import { checkCost, checkKey, checkPriority, checkSignal, resolveGateOptions, type GateOptions, type GateStats, type WaitOptions } from './options.js';
+import {
+  checkCost,
+  checkKey,
+  checkPriority,
+  checkSignal,
+  resolveGateOptions,
+  type GateOptions,
+  type GateStats,
+  type WaitOptions,
+} from './options.js';
 import { DeadlineList, KeyLine, Waiter } from './queue.js';
 import type { Timers } from './timers.js';
 
@@ -64,7 +73,12 @@ export class Gate {
     this.marginMs = o.marginMs;
     this.fixedWindows = new Set(o.policies.filter((p) => p.algorithm === 'fixed-window').map((p) => p.name));
     // The other rate policies' windows already carry the margin (resolveGateOptions lengthens them).
-    this.rateWindowMs = Math.max(0, ...o.policies.filter((p) => p.algorithm !== 'concurrency').map((p) => p.windowMs + (p.algorithm === 'fixed-window' ? o.marginMs : 0)));
+    this.rateWindowMs = Math.max(
+      0,
+      ...o.policies
+        .filter((p) => p.algorithm !== 'concurrency')
+        .map((p) => p.windowMs + (p.algorithm === 'fixed-window' ? o.marginMs : 0)),
+    );
   }
 
   /** Calls waiting now, across all keys or for one key. */
@@ -119,7 +133,10 @@ export class Gate {
     if (this.waiting >= this.maxQueue) {
       this.stats.full++;
       return Promise.reject(
-        new SluiceError('ERR_SLUICE_QUEUE_FULL', `Gate queue is full: ${this.waiting} calls are waiting ('maxQueue' is ${this.maxQueue}); slow the callers down or raise 'maxQueue'`),
+        new SluiceError(
+          'ERR_SLUICE_QUEUE_FULL',
+          `Gate queue is full: ${this.waiting} calls are waiting ('maxQueue' is ${this.maxQueue}); slow the callers down or raise 'maxQueue'`,
+        ),
       );
     }
     if (line === undefined) {
@@ -148,7 +165,8 @@ export class Gate {
    * settles, whether it returns or throws.
    */
   async run<T>(key: string, fn: () => T | PromiseLike<T>, options?: WaitOptions): Promise<T> {
-    if (typeof fn !== 'function') throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Gate run() needs a function to call, got ${show(fn)}`);
+    if (typeof fn !== 'function')
+      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Gate run() needs a function to call, got ${show(fn)}`);
     const d = await this.wait(key, options);
     if (d.leaseId === undefined) return fn();
     try {
@@ -180,7 +198,10 @@ export class Gate {
   pause(key: string, ms: number): void {
     checkKey(key);
     if (typeof ms !== 'number' || Number.isNaN(ms) || ms < 0) {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `Gate pause() 'ms' must be a non-negative number, got ${show(ms)}`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `Gate pause() 'ms' must be a non-negative number, got ${show(ms)}`,
+      );
     }
     let line = this.lines.get(key);
     if (line === undefined) {
@@ -366,10 +387,13 @@ export class Gate {
   /** One timer per key: the head tries again when it can pass (retryAfterMs is at least 1 ms). */
   private sleep(line: KeyLine, ms: number): void {
     if (line.timer !== undefined) this.timers.clearTimeout(line.timer);
-    line.timer = this.timers.setTimeout(() => {
-      line.timer = undefined;
-      if (!line.pumping) this.pump(line);
-    }, Math.min(Math.max(1, Math.ceil(ms)), MAX_TIMER_MS));
+    line.timer = this.timers.setTimeout(
+      () => {
+        line.timer = undefined;
+        if (!line.pumping) this.pump(line);
+      },
+      Math.min(Math.max(1, Math.ceil(ms)), MAX_TIMER_MS),
+    );
   }
 
   /** Something freed capacity on `key` (a release, a refund): let its head try now. */
@@ -441,7 +465,10 @@ export class Gate {
     for (let w = this.deadlines.head; w !== undefined && w.deadline <= now; w = this.deadlines.head) {
       this.cancel(
         w,
-        new SluiceError('ERR_SLUICE_QUEUE_TIMEOUT', `Gate call on key ${show(w.line.key)} waited ${this.timeoutMs} ms ('timeoutMs') without being admitted; the upstream budget is spent for longer than that`),
+        new SluiceError(
+          'ERR_SLUICE_QUEUE_TIMEOUT',
+          `Gate call on key ${show(w.line.key)} waited ${this.timeoutMs} ms ('timeoutMs') without being admitted; the upstream budget is spent for longer than that`,
+        ),
         'timedOut',
       );
     }
@@ -452,5 +479,15 @@ export class Gate {
 /** The rate policies' decision, carrying the lease the concurrency policies gave; the fewer remaining wins. */
 function withLease(rate: Decision, lease: Decision): Decision {
   const d = lease.remaining < rate.remaining ? lease : rate;
-  return makeDecision({ allowed: true, limit: d.limit, remaining: d.remaining, resetAfterMs: d.resetAfterMs, retryAfterMs: 0, delayMs: rate.delayMs, policy: d.policy, leaseId: lease.leaseId, reason: rate.reason ?? lease.reason });
+  return makeDecision({
+    allowed: true,
+    limit: d.limit,
+    remaining: d.remaining,
+    resetAfterMs: d.resetAfterMs,
+    retryAfterMs: 0,
+    delayMs: rate.delayMs,
+    policy: d.policy,
+    leaseId: lease.leaseId,
+    reason: rate.reason ?? lease.reason,
+  });
 }

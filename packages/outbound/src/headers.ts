@@ -39,12 +39,14 @@ export function parseRateLimit(headers: Headers, nowMs: number = Date.now()): Up
     if (view !== undefined) return view;
   }
   const remaining6 = integer(headers.get('ratelimit-remaining'));
-  if (remaining6 !== undefined) return { remaining: remaining6, resetAfterMs: seconds(integer(headers.get('ratelimit-reset'))) };
+  if (remaining6 !== undefined)
+    return { remaining: remaining6, resetAfterMs: seconds(integer(headers.get('ratelimit-reset'))) };
   const remaining = integer(headers.get('x-ratelimit-remaining'));
   if (remaining !== undefined) {
     const reset = integer(headers.get('x-ratelimit-reset'));
     // GitHub sends epoch seconds. Some APIs reuse the name for delta seconds; no epoch is below 1e9 (2001).
-    const resetAfterMs = reset === undefined ? undefined : reset >= 1e9 ? Math.max(0, reset * 1000 - nowMs) : reset * 1000;
+    const resetAfterMs =
+      reset === undefined ? undefined : reset >= 1e9 ? Math.max(0, reset * 1000 - nowMs) : reset * 1000;
     return { remaining, resetAfterMs };
   }
   return undefined;

@@ -1,5 +1,16 @@
 /** The Gate's options and per-call arguments: their types, and validation that names the bad value. */
-import { type Clock, compilePolicies, type LimiterOptions, MemoryStore, monotonicClock, type Policy, type PolicyOptions, show, SluiceError, type Store } from 'sluice/kit';
+import {
+  type Clock,
+  compilePolicies,
+  type LimiterOptions,
+  MemoryStore,
+  monotonicClock,
+  type Policy,
+  type PolicyOptions,
+  show,
+  SluiceError,
+  type Store,
+} from 'sluice/kit';
 import { realTimers, type Timers } from './timers.js';
 
 export interface GateOptions {
@@ -73,7 +84,17 @@ export interface ResolvedGateOptions {
   marginMs: number;
 }
 
-const KNOWN = new Set(['policy', 'policies', 'store', 'maxQueue', 'timeoutMs', 'clock', 'timers', 'releasePollMs', 'marginMs']);
+const KNOWN = new Set([
+  'policy',
+  'policies',
+  'store',
+  'maxQueue',
+  'timeoutMs',
+  'clock',
+  'timers',
+  'releasePollMs',
+  'marginMs',
+]);
 
 /**
  * The default margin: a few ms of spread in trip times to a nearby API and under 10 ms between two
@@ -87,16 +108,24 @@ function invalid(message: string): never {
 
 /** Validates Gate options at construction; the policies are left to the Limiter, which checks them. */
 export function resolveGateOptions(options: GateOptions): ResolvedGateOptions {
-  if (typeof options !== 'object' || options === null) invalid(`options must be an object such as { policies }, got ${show(options)}`);
+  if (typeof options !== 'object' || options === null)
+    invalid(`options must be an object such as { policies }, got ${show(options)}`);
   for (const field of Object.keys(options)) {
     if (!KNOWN.has(field)) invalid(`unknown option '${field}'; known options are ${[...KNOWN].join(', ')}`);
   }
   const maxQueue = options.maxQueue ?? 10_000;
-  if (typeof maxQueue !== 'number' || !Number.isSafeInteger(maxQueue) || maxQueue < 0) invalid(`'maxQueue' must be a non-negative integer, got ${show(maxQueue)}`);
+  if (typeof maxQueue !== 'number' || !Number.isSafeInteger(maxQueue) || maxQueue < 0)
+    invalid(`'maxQueue' must be a non-negative integer, got ${show(maxQueue)}`);
   const timeoutMs = options.timeoutMs ?? 30_000;
-  if (typeof timeoutMs !== 'number' || Number.isNaN(timeoutMs) || timeoutMs <= 0) invalid(`'timeoutMs' must be a positive number of milliseconds or Infinity, got ${show(timeoutMs)}`);
+  if (typeof timeoutMs !== 'number' || Number.isNaN(timeoutMs) || timeoutMs <= 0)
+    invalid(`'timeoutMs' must be a positive number of milliseconds or Infinity, got ${show(timeoutMs)}`);
   const timers = options.timers ?? realTimers;
-  if (typeof timers !== 'object' || timers === null || typeof timers.setTimeout !== 'function' || typeof timers.clearTimeout !== 'function') {
+  if (
+    typeof timers !== 'object' ||
+    timers === null ||
+    typeof timers.setTimeout !== 'function' ||
+    typeof timers.clearTimeout !== 'function'
+  ) {
     invalid(`'timers' must be an object with setTimeout(fn, ms) and clearTimeout(handle), got ${show(timers)}`);
   }
   const releasePollMs = options.releasePollMs ?? 50;
@@ -108,13 +137,17 @@ export function resolveGateOptions(options: GateOptions): ResolvedGateOptions {
     invalid(`'marginMs' must be a non-negative whole number of milliseconds (0 for no margin), got ${show(marginMs)}`);
   }
   const clock = options.clock ?? monotonicClock;
-  if ((options.policy === undefined) === (options.policies === undefined)) invalid(`needs exactly one of 'policy' or 'policies'`);
+  if ((options.policy === undefined) === (options.policies === undefined))
+    invalid(`needs exactly one of 'policy' or 'policies'`);
   const written = options.policies ?? [options.policy!];
   const list = withMargin(written, compilePolicies(written), marginMs);
   const policies = compilePolicies(list);
   const counting = policies.find((p) => p.countRejected);
   // A gate retries what it is refused: under Envoy's counting every retry would count, and none would pass.
-  if (counting !== undefined) invalid(`policy ${show(counting.name)}: 'countRejected' counts every refused try, so a gate waiting on it never gets through; leave it out`);
+  if (counting !== undefined)
+    invalid(
+      `policy ${show(counting.name)}: 'countRejected' counts every refused try, so a gate waiting on it never gets through; leave it out`,
+    );
   // Concurrency policies get a limiter of their own, decided first, so that observe() can read the rate
   // policies' remaining budget: a decision only carries the most restrictive policy's count.
   const rates = list.filter((_, i) => policies[i]!.algorithm !== 'concurrency');
@@ -173,14 +206,22 @@ export function checkKey(key: unknown): asserts key is string {
 
 export function checkPriority(priority: unknown): number {
   if (typeof priority !== 'number' || !Number.isSafeInteger(priority)) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'priority' must be an integer (higher goes first), got ${show(priority)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `'priority' must be an integer (higher goes first), got ${show(priority)}`,
+    );
   }
   return priority;
 }
 
 export function checkSignal(signal: unknown): AbortSignal | undefined {
   if (signal === undefined) return undefined;
-  if (typeof signal !== 'object' || signal === null || typeof (signal as AbortSignal).addEventListener !== 'function' || !('aborted' in signal)) {
+  if (
+    typeof signal !== 'object' ||
+    signal === null ||
+    typeof (signal as AbortSignal).addEventListener !== 'function' ||
+    !('aborted' in signal)
+  ) {
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'signal' must be an AbortSignal, got ${show(signal)}`);
   }
   return signal as AbortSignal;

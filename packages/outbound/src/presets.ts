@@ -41,7 +41,15 @@ export function stripe(options: StripePresetOptions = {}): Preset {
   const limit = mode === 'live' ? 100 : 25;
   const account = options.account ?? 'default';
   return {
-    policies: [{ name: `stripe-${mode}`, algorithm: 'token-bucket', limit, window: '1s', burst: options.burst ?? Math.floor(limit * 0.9) }],
+    policies: [
+      {
+        name: `stripe-${mode}`,
+        algorithm: 'token-bucket',
+        limit,
+        window: '1s',
+        burst: options.burst ?? Math.floor(limit * 0.9),
+      },
+    ],
     key: (request) => `stripe:${mode}:${account}:${READS.has(request.method) ? 'read' : 'write'}`,
     source: 'https://docs.stripe.com/rate-limits',
   };

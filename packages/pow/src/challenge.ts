@@ -51,29 +51,52 @@ export function createChallenge(options: CreateChallengeOptions): Challenge {
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${where} options must be an object, got ${show(options)}`);
   }
   for (const field of Object.keys(options)) {
-    if (!KNOWN.has(field)) throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${where}: unknown option '${field}'; known options are ${[...KNOWN].join(', ')}`);
+    if (!KNOWN.has(field))
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `${where}: unknown option '${field}'; known options are ${[...KNOWN].join(', ')}`,
+      );
   }
   const ring = resolveSecret(options.secret, where);
   const puzzles = options.puzzles ?? DEFAULT_PUZZLES;
   if (!Number.isInteger(puzzles) || puzzles < 1 || puzzles > LIMITS.maxPuzzles) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${where}: 'puzzles' must be an integer from 1 to ${LIMITS.maxPuzzles}, got ${show(options.puzzles)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `${where}: 'puzzles' must be an integer from 1 to ${LIMITS.maxPuzzles}, got ${show(options.puzzles)}`,
+    );
   }
   const { difficulty } = options;
   const maxDifficulty = puzzles * MAX_WORK_PER_PUZZLE;
   if (typeof difficulty !== 'number' || !Number.isFinite(difficulty) || difficulty < 1 || difficulty > maxDifficulty) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${where}: 'difficulty' must be the expected hashes to solve, a number from 1 to ${maxDifficulty} for ${puzzles} puzzles, got ${show(difficulty)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `${where}: 'difficulty' must be the expected hashes to solve, a number from 1 to ${maxDifficulty} for ${puzzles} puzzles, got ${show(difficulty)}`,
+    );
   }
   const { scope } = options;
-  if (typeof scope !== 'string' || !(scope as unknown as { isWellFormed(): boolean }).isWellFormed() || new TextEncoder().encode(scope).length > LIMITS.scopeBytes) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${where}: 'scope' must be a well-formed string of at most ${LIMITS.scopeBytes} UTF-8 bytes, got ${show(scope)}`);
+  if (
+    typeof scope !== 'string' ||
+    !(scope as unknown as { isWellFormed(): boolean }).isWellFormed() ||
+    new TextEncoder().encode(scope).length > LIMITS.scopeBytes
+  ) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `${where}: 'scope' must be a well-formed string of at most ${LIMITS.scopeBytes} UTF-8 bytes, got ${show(scope)}`,
+    );
   }
   const ttlMs = options.ttlMs ?? 60_000;
   if (!Number.isInteger(ttlMs) || ttlMs < 1 || ttlMs > MAX_TTL_MS) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${where}: 'ttlMs' must be an integer from 1 to ${MAX_TTL_MS} (a day), got ${show(options.ttlMs)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `${where}: 'ttlMs' must be an integer from 1 to ${MAX_TTL_MS} (a day), got ${show(options.ttlMs)}`,
+    );
   }
   const now = options.now ?? Date.now();
   if (!Number.isInteger(now) || now < 0) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${where}: 'now' must be epoch milliseconds, got ${show(options.now)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `${where}: 'now' must be epoch milliseconds, got ${show(options.now)}`,
+    );
   }
   const target = targetFor(difficulty, puzzles);
   const fields = {

@@ -5,7 +5,8 @@ import fc from 'fast-check';
 import { decodeBase64url, encodeBase64url } from '../../sluice/src/crypto/base64url.js';
 import { decodeChallenge, encodeChallenge, LIMITS, type ChallengeFields } from './encoding.js';
 
-const text = (maxBytes: number) => fc.string({ unit: 'binary', maxLength: maxBytes }).filter((s) => new TextEncoder().encode(s).length <= maxBytes);
+const text = (maxBytes: number) =>
+  fc.string({ unit: 'binary', maxLength: maxBytes }).filter((s) => new TextEncoder().encode(s).length <= maxBytes);
 const fields: fc.Arbitrary<ChallengeFields> = fc.record({
   version: fc.constant(1),
   kid: text(LIMITS.kidBytes),
@@ -34,7 +35,16 @@ test('distinct challenges never share an encoding (including fields that differ 
     fc.property(fields, fields, (a, b) => same(a, b) || Buffer.compare(encodeChallenge(a), encodeChallenge(b)) !== 0),
   );
   // The ALTCHA splice: moving bytes from the end of one field to the start of the next.
-  const base: ChallengeFields = { version: 1, kid: 'k1', algorithm: 'SHA-256', salt: new Uint8Array([1, 2]), target: 5, puzzles: 1, expiresAt: 9, scope: 'ab' };
+  const base: ChallengeFields = {
+    version: 1,
+    kid: 'k1',
+    algorithm: 'SHA-256',
+    salt: new Uint8Array([1, 2]),
+    target: 5,
+    puzzles: 1,
+    expiresAt: 9,
+    scope: 'ab',
+  };
   const moved = { ...base, kid: 'k', algorithm: '1SHA-256' };
   assert.notDeepEqual(encodeChallenge(base), encodeChallenge(moved));
 });
@@ -43,7 +53,8 @@ test('the decoder rejects truncation, trailing bytes and a future version', () =
   fc.assert(
     fc.property(fields, fc.uint8Array({ minLength: 1, maxLength: 8 }), (f, extra) => {
       const bytes = encodeChallenge(f);
-      for (let cut = 0; cut < bytes.length; cut++) if (decodeChallenge(bytes.subarray(0, cut)) !== undefined) return false;
+      for (let cut = 0; cut < bytes.length; cut++)
+        if (decodeChallenge(bytes.subarray(0, cut)) !== undefined) return false;
       const longer = new Uint8Array([...bytes, ...extra]);
       const future = bytes.slice();
       future[0] = 2;
@@ -53,18 +64,27 @@ test('the decoder rejects truncation, trailing bytes and a future version', () =
 });
 
 test('the decoder never throws on arbitrary bytes', () => {
-  fc.assert(fc.property(fc.uint8Array({ maxLength: 400 }), (b) => { decodeChallenge(b); return true; }));
+  fc.assert(
+    fc.property(fc.uint8Array({ maxLength: 400 }), (b) => {
+      decodeChallenge(b);
+      return true;
+    }),
+  );
 });
 
 test('base64url round-trips and accepts exactly one spelling per byte string', () => {
-  fc.assert(fc.property(fc.uint8Array({ maxLength: 100 }), (b) => {
-    const t = encodeBase64url(b);
-    return t === Buffer.from(b).toString('base64url') && Buffer.compare(decodeBase64url(t)!, b) === 0;
-  }));
-  fc.assert(fc.property(fc.string({ maxLength: 40 }), (t) => {
-    const d = decodeBase64url(t);
-    return d === undefined || encodeBase64url(d) === t;
-  }));
+  fc.assert(
+    fc.property(fc.uint8Array({ maxLength: 100 }), (b) => {
+      const t = encodeBase64url(b);
+      return t === Buffer.from(b).toString('base64url') && Buffer.compare(decodeBase64url(t)!, b) === 0;
+    }),
+  );
+  fc.assert(
+    fc.property(fc.string({ maxLength: 40 }), (t) => {
+      const d = decodeBase64url(t);
+      return d === undefined || encodeBase64url(d) === t;
+    }),
+  );
   assert.equal(decodeBase64url('AB'), undefined); // non-zero trailing bits: 'AA' is the spelling of [0]
   assert.equal(decodeBase64url('AA=='), undefined);
   assert.equal(decodeBase64url('A+'), undefined);

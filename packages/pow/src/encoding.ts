@@ -62,13 +62,20 @@ export function encodeChallenge(f: ChallengeFields): Uint8Array {
   const view = new DataView(out.buffer);
   let o = 0;
   out[o++] = f.version;
-  out[o++] = kid.length; out.set(kid, o); o += kid.length;
-  out[o++] = alg.length; out.set(alg, o); o += alg.length;
-  out[o++] = f.salt.length; out.set(f.salt, o); o += f.salt.length;
+  out[o++] = kid.length;
+  out.set(kid, o);
+  o += kid.length;
+  out[o++] = alg.length;
+  out.set(alg, o);
+  o += alg.length;
+  out[o++] = f.salt.length;
+  out.set(f.salt, o);
+  o += f.salt.length;
   o = writeU48(view, o, target);
   out[o++] = f.puzzles;
   o = writeU48(view, o, f.expiresAt);
-  view.setUint16(o, scope.length); o += 2;
+  view.setUint16(o, scope.length);
+  o += 2;
   out.set(scope, o);
   return out;
 }
@@ -91,10 +98,13 @@ export function decodeChallenge(bytes: Uint8Array): ChallengeFields | undefined 
   if (salt === undefined) return undefined;
   o += 1 + salt.length;
   if (!need(6 + 1 + 6 + 2)) return undefined;
-  const rawTarget = readU48(view, o); o += 6;
+  const rawTarget = readU48(view, o);
+  o += 6;
   const puzzles = bytes[o++]!;
-  const expiresAt = readU48(view, o); o += 6;
-  const scopeLen = view.getUint16(o); o += 2;
+  const expiresAt = readU48(view, o);
+  o += 6;
+  const scopeLen = view.getUint16(o);
+  o += 2;
   if (scopeLen > LIMITS.scopeBytes || o + scopeLen !== bytes.length) return undefined;
   if (puzzles < 1 || puzzles > LIMITS.maxPuzzles) return undefined;
   const kidText = text(kid);
@@ -108,7 +118,11 @@ export function decodeChallenge(bytes: Uint8Array): ChallengeFields | undefined 
 /** Strict UTF-8 decoding, with a fast path for ASCII (kids, the algorithm and most scopes). */
 function text(bytes: Uint8Array): string | undefined {
   let ascii = true;
-  for (let i = 0; i < bytes.length; i++) if (bytes[i]! > 0x7f) { ascii = false; break; }
+  for (let i = 0; i < bytes.length; i++)
+    if (bytes[i]! > 0x7f) {
+      ascii = false;
+      break;
+    }
   if (ascii) return String.fromCharCode.apply(null, bytes as unknown as number[]);
   try {
     return decoder.decode(bytes);

@@ -13,7 +13,18 @@ export { createChallenge, type Challenge, type CreateChallengeOptions } from './
 export { verifySolution, type VerifyOptions, type VerifyReason, type VerifyResult } from './verify.js';
 export { solveChallenge, type SolveOptions } from './solve.js';
 export { MemorySpentStore, type MemorySpentStoreOptions, type SpendResult, type SpentStore } from './spent-store.js';
-export { RedisSpentStore, type RedisDialect, type RedisSetClient, type RedisSpentStoreOptions } from './redis-spent-store.js';
+export {
+  RedisSpentStore,
+  type RedisDialect,
+  type RedisSetClient,
+  type RedisSpentStoreOptions,
+} from './redis-spent-store.js';
 export { DEFAULT_KID, type Keyring, type Secret, type SecretValue } from './keyring.js';
 export { DEFAULT_PUZZLES, expectedWork } from './difficulty.js';
-export { DEFAULT_DIFFICULTY_POLICY, difficultyFor, type DifficultyInput, type DifficultyPolicy, type LoadLevel } from './policy.js';
+export {
+  DEFAULT_DIFFICULTY_POLICY,
+  difficultyFor,
+  type DifficultyInput,
+  type DifficultyPolicy,
+  type LoadLevel,
+} from './policy.js';

@@ -49,22 +49,32 @@ export function resolveSecret(secret: unknown, where: string): ResolvedKeyring {
   if (typeof secret === 'object' && secret !== null) {
     const hit = byObject.get(secret);
     if (hit !== undefined) return hit;
-    const ring = secret instanceof Uint8Array ? single(secretBytes(secret, `${where}: 'secret'`)) : keyring(secret, where);
+    const ring =
+      secret instanceof Uint8Array ? single(secretBytes(secret, `${where}: 'secret'`)) : keyring(secret, where);
     byObject.set(secret, ring);
     return ring;
   }
   if (secret === undefined) {
     if (nodeEnv() === 'production') {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${where}: 'secret' is required when NODE_ENV=production; pass at least ${MIN_SECRET_BYTES} random bytes (e.g. from an environment variable), got undefined`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `${where}: 'secret' is required when NODE_ENV=production; pass at least ${MIN_SECRET_BYTES} random bytes (e.g. from an environment variable), got undefined`,
+      );
     }
     if (devSecret === undefined) {
       devSecret = randomBytes(32);
       // Said once, as the guard says it: a challenge made here verifies nowhere else and not after a restart.
-      emitWarning(`${where} has no secret, so @sluice/pow made a random one: its challenges verify only in this process and not after a restart. Pass \`secret\` (required when NODE_ENV=production).`, { code: 'WRN_SLUICE_POW_EPHEMERAL_SECRET' });
+      emitWarning(
+        `${where} has no secret, so @sluice/pow made a random one: its challenges verify only in this process and not after a restart. Pass \`secret\` (required when NODE_ENV=production).`,
+        { code: 'WRN_SLUICE_POW_EPHEMERAL_SECRET' },
+      );
     }
     return resolveSecret(devSecret, where);
   }
-  throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${where}: 'secret' must be a string, a Uint8Array or a keyring { current, keys }, got ${show(secret)}`);
+  throw new SluiceError(
+    'ERR_SLUICE_INVALID_OPTION',
+    `${where}: 'secret' must be a string, a Uint8Array or a keyring { current, keys }, got ${show(secret)}`,
+  );
 }
 
 /**
@@ -83,7 +93,10 @@ function single(bytes: Uint8Array): ResolvedKeyring {
 function keyring(ring: object, where: string): ResolvedKeyring {
   const { current, keys } = ring as Partial<Keyring>;
   if (typeof keys !== 'object' || keys === null) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${where}: 'secret.keys' must be an object of kid → secret, got ${show(keys)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `${where}: 'secret.keys' must be an object of kid → secret, got ${show(keys)}`,
+    );
   }
   const prepared = new Map<string, HmacKey>();
   for (const [kid, value] of Object.entries(keys)) {
@@ -91,25 +104,35 @@ function keyring(ring: object, where: string): ResolvedKeyring {
     prepared.set(kid, macKey(secretBytes(value, `${where}: 'secret.keys.${kid}'`)));
   }
   if (typeof current !== 'string' || !prepared.has(current)) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${where}: 'secret.current' must name a kid in 'secret.keys' (${[...prepared.keys()].map(show).join(', ') || 'none'}), got ${show(current)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `${where}: 'secret.current' must name a kid in 'secret.keys' (${[...prepared.keys()].map(show).join(', ') || 'none'}), got ${show(current)}`,
+    );
   }
   return { currentKid: current, keys: prepared };
 }
 
 function checkKid(kid: string, where: string, label: string): void {
   if (kid.length > LIMITS.kidBytes || !KID_PATTERN.test(kid)) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${where}: ${label} must be 1–${LIMITS.kidBytes} characters of A–Z a–z 0–9 . _ -, got ${show(kid)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `${where}: ${label} must be 1–${LIMITS.kidBytes} characters of A–Z a–z 0–9 . _ -, got ${show(kid)}`,
+    );
   }
 }
 
 function secretBytes(value: unknown, label: string): Uint8Array {
-  const bytes = typeof value === 'string' ? new TextEncoder().encode(value) : value instanceof Uint8Array ? value : undefined;
+  const bytes =
+    typeof value === 'string' ? new TextEncoder().encode(value) : value instanceof Uint8Array ? value : undefined;
   if (bytes === undefined) {
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${label} must be a string or a Uint8Array, got ${show(value)}`);
   }
   if (bytes.length < MIN_SECRET_BYTES) {
     // Say the length, never the secret itself.
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${label} must be at least ${MIN_SECRET_BYTES} bytes, got ${bytes.length} bytes`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `${label} must be at least ${MIN_SECRET_BYTES} bytes, got ${bytes.length} bytes`,
+    );
   }
   return bytes;
 }

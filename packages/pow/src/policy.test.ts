@@ -22,5 +22,18 @@ test('bad inputs and policies are SluiceErrors', () => {
   assert.throws(() => difficultyFor({ risk: -1 }), /'risk' must be a non-negative integer, got -1/);
   assert.throws(() => difficultyFor({ load: Number.NaN }), /'load' must be a number ≥ 0.*got NaN/);
   assert.throws(() => difficultyFor({}, { ...P, maxDifficulty: 1 }), /'maxDifficulty' must be .* got 1/);
-  assert.throws(() => difficultyFor({}, { ...P, loadLevels: [{ load: 0.5, factor: 2 }, { load: 0.4, factor: 3 }] }), /'loadLevels\[1\].load'/);
+  assert.throws(
+    () =>
+      difficultyFor(
+        {},
+        {
+          ...P,
+          loadLevels: [
+            { load: 0.5, factor: 2 },
+            { load: 0.4, factor: 3 },
+          ],
+        },
+      ),
+    /'loadLevels\[1\].load'/,
+  );
 });

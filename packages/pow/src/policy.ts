@@ -55,14 +55,23 @@ export const DEFAULT_DIFFICULTY_POLICY: DifficultyPolicy = Object.freeze({
  * const difficulty = difficultyFor({ risk: failuresPastThreshold, load: inflight / capacity });
  * const ch = createChallenge({ secret, difficulty, scope: `login:${account}` });
  */
-export function difficultyFor(input: DifficultyInput = {}, policy: DifficultyPolicy = DEFAULT_DIFFICULTY_POLICY): number {
+export function difficultyFor(
+  input: DifficultyInput = {},
+  policy: DifficultyPolicy = DEFAULT_DIFFICULTY_POLICY,
+): number {
   const risk = input.risk ?? 0;
   const load = input.load ?? 0;
   if (!Number.isInteger(risk) || risk < 0) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `difficultyFor: 'risk' must be a non-negative integer, got ${show(input.risk)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `difficultyFor: 'risk' must be a non-negative integer, got ${show(input.risk)}`,
+    );
   }
   if (typeof load !== 'number' || !(load >= 0)) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `difficultyFor: 'load' must be a number ≥ 0 (a fraction of capacity), got ${show(input.load)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `difficultyFor: 'load' must be a number ≥ 0 (a fraction of capacity), got ${show(input.load)}`,
+    );
   }
   checkPolicy(policy);
   let factor = 1;
@@ -75,13 +84,17 @@ export function difficultyFor(input: DifficultyInput = {}, policy: DifficultyPol
 function checkPolicy(p: DifficultyPolicy): void {
   const bad = (field: string, value: unknown, rule: string) =>
     new SluiceError('ERR_SLUICE_INVALID_OPTION', `difficulty policy: '${field}' must be ${rule}, got ${show(value)}`);
-  if (!(p.baseDifficulty >= 1) || !Number.isFinite(p.baseDifficulty)) throw bad('baseDifficulty', p.baseDifficulty, 'a finite number ≥ 1');
-  if (!(p.riskGrowth >= 1) || !Number.isFinite(p.riskGrowth)) throw bad('riskGrowth', p.riskGrowth, 'a finite number ≥ 1');
-  if (!(p.maxDifficulty >= p.baseDifficulty) || !Number.isFinite(p.maxDifficulty)) throw bad('maxDifficulty', p.maxDifficulty, `a finite number ≥ baseDifficulty (${p.baseDifficulty})`);
+  if (!(p.baseDifficulty >= 1) || !Number.isFinite(p.baseDifficulty))
+    throw bad('baseDifficulty', p.baseDifficulty, 'a finite number ≥ 1');
+  if (!(p.riskGrowth >= 1) || !Number.isFinite(p.riskGrowth))
+    throw bad('riskGrowth', p.riskGrowth, 'a finite number ≥ 1');
+  if (!(p.maxDifficulty >= p.baseDifficulty) || !Number.isFinite(p.maxDifficulty))
+    throw bad('maxDifficulty', p.maxDifficulty, `a finite number ≥ baseDifficulty (${p.baseDifficulty})`);
   let previous = -Infinity;
   for (const [i, level] of p.loadLevels.entries()) {
     if (!(level.load > previous)) throw bad(`loadLevels[${i}].load`, level.load, 'a number above the previous level');
-    if (!(level.factor >= 1) || !Number.isFinite(level.factor)) throw bad(`loadLevels[${i}].factor`, level.factor, 'a finite number ≥ 1');
+    if (!(level.factor >= 1) || !Number.isFinite(level.factor))
+      throw bad(`loadLevels[${i}].factor`, level.factor, 'a finite number ≥ 1');
     previous = level.load;
   }
 }

@@ -10,4 +10,10 @@ export { MemorySpentStore, type MemorySpentStoreOptions, type SpendResult, type 
 export type { RedisDialect, RedisSetClient, RedisSpentStoreOptions } from './redis-spent-store.js';
 export { DEFAULT_KID, type Keyring, type Secret, type SecretValue } from './keyring.js';
 export { DEFAULT_PUZZLES, expectedWork } from './difficulty.js';
-export { DEFAULT_DIFFICULTY_POLICY, difficultyFor, type DifficultyInput, type DifficultyPolicy, type LoadLevel } from './policy.js';
+export {
+  DEFAULT_DIFFICULTY_POLICY,
+  difficultyFor,
+  type DifficultyInput,
+  type DifficultyPolicy,
+  type LoadLevel,
+} from './policy.js';

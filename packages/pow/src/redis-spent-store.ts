@@ -10,7 +10,19 @@
  * spend that finds none, refuses every token that could have been issued before it (one that expires
  * sooner than `maxTtlMs` after the epoch, less EPOCH_GRACE_MS for the token issued as the epoch is set).
  */
-import { adapt, checkReporting, dialectOf, RedisConnection, type RedisDialect, type RedisSetClient, type RedisStoreListener, type Script, show, SluiceError, type StoreLogger } from 'sluice/kit';
+import {
+  adapt,
+  checkReporting,
+  dialectOf,
+  RedisConnection,
+  type RedisDialect,
+  type RedisSetClient,
+  type RedisStoreListener,
+  type Script,
+  show,
+  SluiceError,
+  type StoreLogger,
+} from 'sluice/kit';
 import type { SpendResult, SpentStore } from './spent-store.js';
 
 /** Kept for code that named the types of the store before it ran a script. */
@@ -86,23 +98,38 @@ export class RedisSpentStore implements SpentStore {
   private readonly epochKey: string;
 
   constructor(options: RedisSpentStoreOptions) {
-    if (typeof options !== 'object' || options === null) invalid(`options must be an object such as { client }, got ${show(options)}`);
+    if (typeof options !== 'object' || options === null)
+      invalid(`options must be an object such as { client }, got ${show(options)}`);
     for (const field of Object.keys(options)) {
-      if (!KNOWN.has(field)) invalid(`unknown option '${field}'; known options are ${[...KNOWN].join(', ')}${field === 'dialect' ? ' (the client is told apart by itself)' : ''}`);
+      if (!KNOWN.has(field))
+        invalid(
+          `unknown option '${field}'; known options are ${[...KNOWN].join(', ')}${field === 'dialect' ? ' (the client is told apart by itself)' : ''}`,
+        );
     }
     if (dialectOf(options.client) === undefined) {
       invalid(`'client' must be an ioredis, iovalkey, node-redis or valkey-glide client, got ${show(options.client)}`);
     }
     const prefix = options.prefix ?? 'sluice:pow:spent:';
-    if (typeof prefix !== 'string' || /[{}]/.test(prefix)) invalid(`'prefix' must be a string without '{' or '}', got ${show(options.prefix)}`);
+    if (typeof prefix !== 'string' || /[{}]/.test(prefix))
+      invalid(`'prefix' must be a string without '{' or '}', got ${show(options.prefix)}`);
     const timeoutMs = options.timeoutMs ?? 50;
-    if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0) invalid(`'timeoutMs' must be a positive number of milliseconds, got ${show(options.timeoutMs)}`);
+    if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0)
+      invalid(`'timeoutMs' must be a positive number of milliseconds, got ${show(options.timeoutMs)}`);
     const maxTtlMs = options.maxTtlMs ?? 60_000;
-    if (!Number.isSafeInteger(maxTtlMs) || maxTtlMs < 0) invalid(`'maxTtlMs' must be the longest ttlMs of your challenges, an integer 0 or more, got ${show(options.maxTtlMs)}`);
+    if (!Number.isSafeInteger(maxTtlMs) || maxTtlMs < 0)
+      invalid(
+        `'maxTtlMs' must be the longest ttlMs of your challenges, an integer 0 or more, got ${show(options.maxTtlMs)}`,
+      );
     const reporting = checkReporting('RedisSpentStore', options);
     this.connection = new RedisConnection({
-      client: options.client, timeoutMs, owner: 'RedisSpentStore',
-      report: { ...reporting, meanwhile: 'RedisSpentStore cannot tell spent proofs from fresh ones, so verifySolution rejects (ERR_SLUICE_STORE_UNAVAILABLE)' },
+      client: options.client,
+      timeoutMs,
+      owner: 'RedisSpentStore',
+      report: {
+        ...reporting,
+        meanwhile:
+          'RedisSpentStore cannot tell spent proofs from fresh ones, so verifySolution rejects (ERR_SLUICE_STORE_UNAVAILABLE)',
+      },
     });
     // One hash tag for the spent keys and their epoch: one slot on a Cluster, so the script may touch both.
     this.prefix = `${prefix}{spent}:`;
@@ -117,7 +144,13 @@ export class RedisSpentStore implements SpentStore {
 
   /** `_now`, the verifier's clock, is not read: Redis's clock judges (see the file's comment). */
   async spend(id: string, expiresAt: number, _now?: number): Promise<SpendResult> {
-    const reply = Number(await this.connection.run(SPEND, [this.prefix + id, this.epochKey], [String(Math.floor(expiresAt)), this.maxTtlMs]));
+    const reply = Number(
+      await this.connection.run(
+        SPEND,
+        [this.prefix + id, this.epochKey],
+        [String(Math.floor(expiresAt)), this.maxTtlMs],
+      ),
+    );
     if (reply === 1) return true;
     if (reply === 2) return 'expired';
     return false; // spent already, or issued before Redis lost what it knew: either way not redeemable

@@ -7,7 +7,9 @@ const secret = 'solver test secret, long enough';
 
 test('progress is reported once per solved sub-puzzle', async () => {
   const seen: number[] = [];
-  await solveChallenge(createChallenge({ secret, difficulty: 400, puzzles: 5, scope: 's' }), { onProgress: (solved, total) => seen.push(solved * 10 + total) });
+  await solveChallenge(createChallenge({ secret, difficulty: 400, puzzles: 5, scope: 's' }), {
+    onProgress: (solved, total) => seen.push(solved * 10 + total),
+  });
   assert.deepEqual(seen, [15, 25, 35, 45, 55]);
 });
 
@@ -19,5 +21,8 @@ test('an aborted solve rejects with the signal reason', async () => {
 });
 
 test('something that is not a challenge is a SluiceError', async () => {
-  await assert.rejects(solveChallenge('nope'), /'challenge' must be a challenge from createChallenge\(\) or its token, got "nope"/);
+  await assert.rejects(
+    solveChallenge('nope'),
+    /'challenge' must be a challenge from createChallenge\(\) or its token, got "nope"/,
+  );
 });

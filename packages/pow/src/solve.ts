@@ -15,11 +15,17 @@ export interface SolveOptions {
 const SLICE = 1 << 16;
 
 /** Finds one nonce per sub-puzzle and resolves to the solution string that verifySolution accepts. */
-export async function solveChallenge(challenge: { token: string } | string, options: SolveOptions = {}): Promise<string> {
+export async function solveChallenge(
+  challenge: { token: string } | string,
+  options: SolveOptions = {},
+): Promise<string> {
   const token = typeof challenge === 'string' ? challenge : challenge?.token;
   const parsed = parseToken(token);
   if (parsed === undefined) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `solveChallenge: 'challenge' must be a challenge from createChallenge() or its token, got ${show(challenge)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `solveChallenge: 'challenge' must be a challenge from createChallenge() or its token, got ${show(challenge)}`,
+    );
   }
   const { puzzles, target } = parsed.fields;
   const seed = puzzleSeed(parsed.mac);
@@ -32,7 +38,11 @@ export async function solveChallenge(challenge: { token: string } | string, opti
       while (nonce < end && puzzleHash48(seed, i, nonce | 0) >= target) nonce++;
       hashes += SLICE - (end - nonce);
       if (nonce < end) break;
-      if (nonce >= 2 ** 32) throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `solveChallenge: sub-puzzle ${i} has no 32-bit solution; lower the difficulty`);
+      if (nonce >= 2 ** 32)
+        throw new SluiceError(
+          'ERR_SLUICE_INVALID_OPTION',
+          `solveChallenge: sub-puzzle ${i} has no 32-bit solution; lower the difficulty`,
+        );
       await new Promise<void>((resolve) => setImmediate(resolve));
       options.signal?.throwIfAborted();
     }

@@ -42,7 +42,10 @@ export class MemorySpentStore implements SpentStore {
   constructor(options: MemorySpentStoreOptions = {}) {
     const max = options.maxEntries ?? 1_000_000;
     if (!Number.isInteger(max) || max < 1) {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `MemorySpentStore: 'maxEntries' must be a positive integer, got ${show(options.maxEntries)}`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `MemorySpentStore: 'maxEntries' must be a positive integer, got ${show(options.maxEntries)}`,
+      );
     }
     this.maxEntries = max;
   }

@@ -9,7 +9,8 @@ import { decodeBase64url, encodeBase64url, type HmacKey, hmacSha256, puzzleHash4
 import { decodeChallenge, encodeChallenge, LIMITS, type ChallengeFields } from './encoding.js';
 
 /** Longest payload a valid challenge can have; anything longer is rejected before decoding. */
-export const MAX_PAYLOAD_BYTES = 1 + 1 + LIMITS.kidBytes + 1 + LIMITS.algorithmBytes + 1 + LIMITS.saltBytes + 6 + 1 + 6 + 2 + LIMITS.scopeBytes;
+export const MAX_PAYLOAD_BYTES =
+  1 + 1 + LIMITS.kidBytes + 1 + LIMITS.algorithmBytes + 1 + LIMITS.saltBytes + 6 + 1 + 6 + 2 + LIMITS.scopeBytes;
 /** Longest solution text worth parsing: base64url of the largest payload, MAC and nonces, plus dots. */
 export const MAX_SOLUTION_CHARS = Math.ceil(((MAX_PAYLOAD_BYTES + 32 + 4 * LIMITS.maxPuzzles) * 4) / 3) + 8;
 
@@ -44,7 +45,8 @@ export function parseToken(token: unknown): ParsedToken | undefined {
 function parseParts(payloadText: string, macText: string): ParsedToken | undefined {
   const payload = decodeBase64url(payloadText);
   const mac = decodeBase64url(macText);
-  if (payload === undefined || mac === undefined || mac.length !== 32 || payload.length > MAX_PAYLOAD_BYTES) return undefined;
+  if (payload === undefined || mac === undefined || mac.length !== 32 || payload.length > MAX_PAYLOAD_BYTES)
+    return undefined;
   const fields = decodeChallenge(payload);
   return fields === undefined ? undefined : { payload, fields, mac };
 }

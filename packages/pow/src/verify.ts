@@ -40,7 +40,10 @@ export async function verifySolution(solution: unknown, options: VerifyOptions):
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `verifySolution: 'scope' must be a string, got ${show(scope)}`);
   }
   if (typeof store !== 'object' || store === null || typeof store.spend !== 'function') {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `verifySolution: 'store' must be a spent store such as new MemorySpentStore(), got ${show(store)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `verifySolution: 'store' must be a spent store such as new MemorySpentStore(), got ${show(store)}`,
+    );
   }
   const now = options.now ?? Date.now();
 

@@ -12,7 +12,10 @@ test('coarse clock: one reading serves at most 64 decisions, and a tick forces a
   assert.equal(coarseClock(), origin + 10_000_000); // the first read starts the (mocked) ticker
   fake = 10_000_500;
   const served = Array.from({ length: 63 }, () => coarseClock());
-  assert.ok(served.every((v) => v === origin + 10_000_000), 'the next 63 reads reuse the reading');
+  assert.ok(
+    served.every((v) => v === origin + 10_000_000),
+    'the next 63 reads reuse the reading',
+  );
   assert.equal(coarseClock(), origin + 10_000_500, 'the 64th read refreshes');
 
   fake = 10_000_501;

@@ -23,7 +23,13 @@ export type { RegionsStats } from './distributed/regions/table.js';
 export type { Clock, MaybePromise } from './core/index.js';
 export type { Store, StoreTable, TableSpec } from './stores/store.js';
 export { coarseClock, monotonicClock } from './clock.js';
-export { openTelemetry, setTelemetry, type OpenTelemetryApi, type OpenTelemetryMeter, type Telemetry } from './telemetry.js';
+export {
+  openTelemetry,
+  setTelemetry,
+  type OpenTelemetryApi,
+  type OpenTelemetryMeter,
+  type Telemetry,
+} from './telemetry.js';
 export {
   ALGORITHMS,
   compilePolicy,

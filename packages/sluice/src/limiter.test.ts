@@ -10,26 +10,44 @@ function at(start = 0) {
 }
 
 function limiter(policies: PolicyOptions[] | PolicyOptions, clock = at()): Limiter {
-  return Array.isArray(policies) ? new Limiter({ policies, clock: () => clock.now }) : new Limiter({ policy: policies, clock: () => clock.now });
+  return Array.isArray(policies)
+    ? new Limiter({ policies, clock: () => clock.now })
+    : new Limiter({ policy: policies, clock: () => clock.now });
 }
 
 const isSluice = (code: string, message?: RegExp) => (e: unknown) =>
-  e instanceof SluiceError && e instanceof Error && e.code === code && (message === undefined || message.test(e.message));
+  e instanceof SluiceError &&
+  e instanceof Error &&
+  e.code === code &&
+  (message === undefined || message.test(e.message));
 
 test('bad costs are thrown Errors naming the field and value', async () => {
   const l = limiter({ algorithm: 'gcra', limit: 5, window: '1s' });
-  for (const [cost, shown] of [[-1, '-1'], [1.5, '1.5'], [NaN, 'NaN'], [Infinity, 'Infinity'], ['1', '"1"'], [null, 'null']] as const) {
+  for (const [cost, shown] of [
+    [-1, '-1'],
+    [1.5, '1.5'],
+    [NaN, 'NaN'],
+    [Infinity, 'Infinity'],
+    ['1', '"1"'],
+    [null, 'null'],
+  ] as const) {
     const pattern = new RegExp(`'cost' must be a non-negative integer, got ${shown.replace('.', '\\.')}( \\(.*\\))?$`); // a string also says to pass the number
     await assert.rejects(l.limit('k', { cost: cost as number }), isSluice('ERR_SLUICE_INVALID_COST', pattern));
     assert.throws(() => l.limitSync('k', { cost: cost as number }), isSluice('ERR_SLUICE_INVALID_COST', pattern));
   }
-  await assert.rejects(l.penalty('k', -2), isSluice('ERR_SLUICE_INVALID_COST', /penalty 'cost' must be a non-negative integer, got -2/));
+  await assert.rejects(
+    l.penalty('k', -2),
+    isSluice('ERR_SLUICE_INVALID_COST', /penalty 'cost' must be a non-negative integer, got -2/),
+  );
 });
 
 test('empty or non-string keys are thrown Errors', async () => {
   const l = limiter({ algorithm: 'gcra', limit: 5, window: '1s' });
   for (const key of ['', undefined, 42, null]) {
-    await assert.rejects(l.limit(key as string), isSluice('ERR_SLUICE_INVALID_KEY', /'key' must be a non-empty string, got /));
+    await assert.rejects(
+      l.limit(key as string),
+      isSluice('ERR_SLUICE_INVALID_KEY', /'key' must be a non-empty string, got /),
+    );
   }
 });
 
@@ -38,7 +56,13 @@ test('a cost above capacity can never pass, and says so', async () => {
     { name: 'points', algorithm: 'token-bucket', limit: 100, window: '1m', burst: 50 },
     { name: 'hourly', algorithm: 'fixed-window', limit: 1000, window: '1h' },
   ]);
-  await assert.rejects(l.limit('k', { cost: 51 }), isSluice('ERR_SLUICE_COST_EXCEEDS_CAPACITY', /'cost' 51 can never pass policy "points", whose capacity is 50; split the request or raise 'burst'/));
+  await assert.rejects(
+    l.limit('k', { cost: 51 }),
+    isSluice(
+      'ERR_SLUICE_COST_EXCEEDS_CAPACITY',
+      /'cost' 51 can never pass policy "points", whose capacity is 50; split the request or raise 'burst'/,
+    ),
+  );
   assert.equal((await l.limit('k', { cost: 50 })).allowed, true);
 });
 
@@ -53,7 +77,11 @@ test('bad limiter options are refused at construction', () => {
     [{ policy, polcy: 1 }, /unknown Limiter option 'polcy'/],
     [{ policies: [policy, policy] }, /two policies share this name/],
   ];
-  for (const [options, message] of bad) assert.throws(() => new Limiter(options as LimiterOptions), (e: unknown) => e instanceof SluiceError && message.test(e.message));
+  for (const [options, message] of bad)
+    assert.throws(
+      () => new Limiter(options as LimiterOptions),
+      (e: unknown) => e instanceof SluiceError && message.test(e.message),
+    );
 });
 
 test('several policies are atomic: a request one policy rejects charges none', async () => {
@@ -129,7 +157,14 @@ test('get peeks, reset forgets, penalty charges past the limit, reward refunds',
 });
 
 test('penalty and reward work for every algorithm that counts', async () => {
-  for (const algorithm of ['fixed-window', 'sliding-log', 'sliding-window', 'token-bucket', 'gcra', 'leaky-bucket'] as const) {
+  for (const algorithm of [
+    'fixed-window',
+    'sliding-log',
+    'sliding-window',
+    'token-bucket',
+    'gcra',
+    'leaky-bucket',
+  ] as const) {
     const l = limiter({ algorithm, limit: 4, window: '1m' });
     await l.penalty('k', 3);
     assert.equal((await l.get('k')).remaining, 1, algorithm);
@@ -199,7 +234,18 @@ test('every decision is a plain object of one shape, whichever path made it (sin
   // The shape is a performance contract: as a class instance, a decision made `await limit()` on a hot key
   // 1.5x slower (bench/memory-ab.mjs; see makeDecision), and a second field order is a second shape for
   // every caller's property loads.
-  const FIELDS = ['allowed', 'limit', 'remaining', 'resetAfterMs', 'retryAfterMs', 'delayMs', 'policy', 'leaseId', 'reason', 'blocked'];
+  const FIELDS = [
+    'allowed',
+    'limit',
+    'remaining',
+    'resetAfterMs',
+    'retryAfterMs',
+    'delayMs',
+    'policy',
+    'leaseId',
+    'reason',
+    'blocked',
+  ];
   const one = limiter({ algorithm: 'token-bucket', limit: 1, window: '1s' });
   const several = limiter([
     { name: 'a', algorithm: 'gcra', limit: 5, window: '1s' },
@@ -207,7 +253,20 @@ test('every decision is a plain object of one shape, whichever path made it (sin
   ]);
   const slots = limiter({ algorithm: 'concurrency', limit: 1, window: '10s' });
   const bans = limiter({ algorithm: 'fixed-window', limit: 1, window: '1s', blockFor: '1m' });
-  const decisions = [await one.limit('k'), await one.limit('k'), await one.get('k'), one.limitSync('k'), await several.limit('k'), await several.get('k'), await slots.limit('k'), await slots.limit('k'), await bans.limit('k'), await bans.limit('k'), await bans.limit('k'), await one.limit('k', { limits: { 'token-bucket-1-1000ms': 3 } })];
+  const decisions = [
+    await one.limit('k'),
+    await one.limit('k'),
+    await one.get('k'),
+    one.limitSync('k'),
+    await several.limit('k'),
+    await several.get('k'),
+    await slots.limit('k'),
+    await slots.limit('k'),
+    await bans.limit('k'),
+    await bans.limit('k'),
+    await bans.limit('k'),
+    await one.limit('k', { limits: { 'token-bucket-1-1000ms': 3 } }),
+  ];
   for (const d of decisions) {
     assert.equal(Object.getPrototypeOf(d), Object.prototype);
     assert.deepEqual(Object.keys(d), FIELDS);

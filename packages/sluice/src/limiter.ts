@@ -9,7 +9,15 @@
  */
 import { brandOf, isInstance, SLUICE_VERSION } from './core/brand.js';
 import { coarseClock } from './clock.js';
-import { compilePolicies, createAlgorithm, createOverride, numberHint, overridePolicy, SluiceError, show } from './core/index.js';
+import {
+  compilePolicies,
+  createAlgorithm,
+  createOverride,
+  numberHint,
+  overridePolicy,
+  SluiceError,
+  show,
+} from './core/index.js';
 import type { Algorithm, Decision, LimitOverride, Policy, PolicyOptions } from './core/index.js';
 import { bindStrategy, type Strategy } from './distributed/strategy.js';
 import type { DenyCacheOptions } from './distributed/deny-cache.js';
@@ -65,7 +73,17 @@ export interface LimitOptions {
 /** Distinct per-call limits remembered per policy (each a compiled policy and its algorithm). */
 const OVERRIDES_KEPT = 256;
 
-const KNOWN_OPTIONS = new Set(['policy', 'policies', 'store', 'clock', 'strategy', 'denyCache', 'lease', 'localSync', 'telemetry']);
+const KNOWN_OPTIONS = new Set([
+  'policy',
+  'policies',
+  'store',
+  'clock',
+  'strategy',
+  'denyCache',
+  'lease',
+  'localSync',
+  'telemetry',
+]);
 
 const LIMITER = brandOf('Limiter');
 
@@ -97,7 +115,10 @@ export class Limiter {
     }
     for (const field of Object.keys(options)) {
       if (!KNOWN_OPTIONS.has(field)) {
-        throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `unknown Limiter option '${field}'; known options are ${[...KNOWN_OPTIONS].join(', ')}`);
+        throw new SluiceError(
+          'ERR_SLUICE_INVALID_OPTION',
+          `unknown Limiter option '${field}'; known options are ${[...KNOWN_OPTIONS].join(', ')}`,
+        );
       }
     }
     if ((options.policy === undefined) === (options.policies === undefined)) {
@@ -106,11 +127,17 @@ export class Limiter {
     this.policies = compilePolicies(options.policies ?? [options.policy!]);
     const clock = options.clock ?? coarseClock;
     if (typeof clock !== 'function') {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'clock' must be a function returning milliseconds, got ${show(clock)}`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `'clock' must be a function returning milliseconds, got ${show(clock)}`,
+      );
     }
     this.store = options.store ?? new MemoryStore();
     if (typeof this.store !== 'object' || this.store === null || typeof this.store.bind !== 'function') {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'store' must be a sluice store such as new MemoryStore(), got ${show(this.store)}`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `'store' must be a sluice store such as new MemoryStore(), got ${show(this.store)}`,
+      );
     }
     this.algorithms = this.policies.map(createAlgorithm);
     this.overrides = this.policies.map(() => new Map());
@@ -118,14 +145,15 @@ export class Limiter {
     const table = bindStrategy(this.store, spec, { ...options, clockGiven: options.clock !== undefined });
     const telemetry = options.telemetry ?? currentTelemetry();
     if (telemetry !== undefined && typeof telemetry?.instrument !== 'function') {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'telemetry' must be what openTelemetry() returns, got ${show(telemetry)}`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `'telemetry' must be what openTelemetry() returns, got ${show(telemetry)}`,
+      );
     }
     this.table = telemetry === undefined ? table : telemetry.instrument(table, storeName(this.store));
     // A policy that counts rejected requests (countRejected) counts a cost above it too, as Envoy does.
     this.capacity = Math.min(...this.policies.map((p) => (p.countRejected ? Infinity : p.capacity)));
-    this.leasePrefix = this.policies.some((p) => p.algorithm === 'concurrency')
-      ? `${instanceTag()}.`
-      : undefined;
+    this.leasePrefix = this.policies.some((p) => p.algorithm === 'concurrency') ? `${instanceTag()}.` : undefined;
   }
 
   /**
@@ -138,7 +166,9 @@ export class Limiter {
       if (options !== undefined && options.limits !== undefined) return settled(this.decideWith(key, options));
       const cost = options === undefined || options.cost === undefined ? 1 : this.checkCost(options.cost);
       checkKey(key);
-      return settled(this.table.decide(key, cost, this.leasePrefix === undefined || cost === 0 ? undefined : this.nextLease()));
+      return settled(
+        this.table.decide(key, cost, this.leasePrefix === undefined || cost === 0 ? undefined : this.nextLease()),
+      );
     } catch (e) {
       return Promise.reject(e);
     }
@@ -146,11 +176,19 @@ export class Limiter {
 
   /** `limit` without the Promise, for stores that decide synchronously (the memory store). */
   limitSync(key: string, options?: LimitOptions): Decision {
-    if (!this.table.sync) throw new SluiceError('ERR_SLUICE_SYNC_UNSUPPORTED', `limitSync() needs a synchronous store such as MemoryStore; this store answers asynchronously, use limit()`);
+    if (!this.table.sync)
+      throw new SluiceError(
+        'ERR_SLUICE_SYNC_UNSUPPORTED',
+        `limitSync() needs a synchronous store such as MemoryStore; this store answers asynchronously, use limit()`,
+      );
     if (options !== undefined && options.limits !== undefined) return this.decideWith(key, options) as Decision;
     const cost = options === undefined || options.cost === undefined ? 1 : this.checkCost(options.cost);
     checkKey(key);
-    return this.table.decide(key, cost, this.leasePrefix === undefined || cost === 0 ? undefined : this.nextLease()) as Decision;
+    return this.table.decide(
+      key,
+      cost,
+      this.leasePrefix === undefined || cost === 0 ? undefined : this.nextLease(),
+    ) as Decision;
   }
 
   /** A decision with per-call limits: validated, then decided on the same state with the overriding algorithms. */
@@ -161,7 +199,10 @@ export class Limiter {
     const leaseId = this.leasePrefix === undefined || cost === 0 ? undefined : this.nextLease();
     if (algorithms === this.algorithms) return this.table.decide(key, cost, leaseId);
     if (this.table.decideWith === undefined) {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `per-call 'limits' need strategy 'atomic' on a store that supports them (MemoryStore, RedisStore); this limiter's table does not`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `per-call 'limits' need strategy 'atomic' on a store that supports them (MemoryStore, RedisStore); this limiter's table does not`,
+      );
     }
     return this.table.decideWith(key, cost, leaseId, algorithms);
   }
@@ -169,13 +210,19 @@ export class Limiter {
   /** The algorithms a call with `limits` is decided with: this limiter's own where a policy is not named. */
   private overriding(limits: unknown): readonly Algorithm[] {
     if (typeof limits !== 'object' || limits === null || Array.isArray(limits)) {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'limits' must be an object of limits by policy name, such as { ${show(this.policies[0]!.name)}: 100 }, got ${show(limits)}`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `'limits' must be an object of limits by policy name, such as { ${show(this.policies[0]!.name)}: 100 }, got ${show(limits)}`,
+      );
     }
     let out: Algorithm[] | undefined;
     for (const name of Object.keys(limits)) {
       const i = this.policies.findIndex((p) => p.name === name);
       if (i < 0) {
-        throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'limits' names no policy of this limiter: ${show(name)}; its policies are ${this.policies.map((p) => show(p.name)).join(', ')}`);
+        throw new SluiceError(
+          'ERR_SLUICE_INVALID_OPTION',
+          `'limits' names no policy of this limiter: ${show(name)}; its policies are ${this.policies.map((p) => show(p.name)).join(', ')}`,
+        );
       }
       const value = (limits as Record<string, unknown>)[name];
       const id = overrideId(value);
@@ -244,7 +291,10 @@ export class Limiter {
   async release(key: string, leaseId: string): Promise<boolean> {
     checkKey(key);
     if (typeof leaseId !== 'string' || leaseId.length === 0) {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'leaseId' must be the leaseId of an allowed decision, got ${show(leaseId)}`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `'leaseId' must be the leaseId of an allowed decision, got ${show(leaseId)}`,
+      );
     }
     return this.table.release(key, leaseId);
   }
@@ -255,7 +305,10 @@ export class Limiter {
 
   private checkCost(cost: unknown, algorithms?: readonly Algorithm[]): number {
     if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
-      throw new SluiceError('ERR_SLUICE_INVALID_COST', `'cost' must be a non-negative integer, got ${show(cost)}${numberHint('cost', cost)}`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_COST',
+        `'cost' must be a non-negative integer, got ${show(cost)}${numberHint('cost', cost)}`,
+      );
     }
     const policies = algorithms === undefined ? this.policies : algorithms.map((a) => a.policy);
     if (algorithms === undefined ? cost > this.capacity : policies.some((q) => cost > q.capacity && !q.countRejected)) {
@@ -270,7 +323,10 @@ export class Limiter {
 
   private checkAdjustment(cost: unknown, field: string): number {
     if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
-      throw new SluiceError('ERR_SLUICE_INVALID_COST', `${field} 'cost' must be a non-negative integer, got ${show(cost)}${numberHint('cost', cost)}`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_COST',
+        `${field} 'cost' must be a non-negative integer, got ${show(cost)}${numberHint('cost', cost)}`,
+      );
     }
     return cost;
   }
@@ -281,7 +337,8 @@ function overrideId(value: unknown): string {
   if (typeof value === 'number') return String(value);
   if (typeof value !== 'object' || value === null) return '';
   const { limit, burst } = value as { limit?: unknown; burst?: unknown };
-  if (typeof limit !== 'number' || (burst !== undefined && typeof burst !== 'number') || Object.keys(value).length > 2) return '';
+  if (typeof limit !== 'number' || (burst !== undefined && typeof burst !== 'number') || Object.keys(value).length > 2)
+    return '';
   return `${limit}/${burst}`;
 }
 
@@ -299,5 +356,7 @@ function checkKey(key: unknown): void {
 /** A store's name in metrics: its class name without "Store", lower-case ('memory', 'redis'). */
 function storeName(store: Store): string {
   const name = (store as { constructor?: { name?: unknown } }).constructor?.name;
-  return typeof name === 'string' && name !== '' && name !== 'Object' ? name.replace(/Store$/, '').toLowerCase() || name : 'custom';
+  return typeof name === 'string' && name !== '' && name !== 'Object'
+    ? name.replace(/Store$/, '').toLowerCase() || name
+    : 'custom';
 }

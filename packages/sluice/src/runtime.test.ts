@@ -2,7 +2,17 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { bytesEqual, emitWarning, hex, instanceTag, nodeEnv, randomBytes, unrefTimer, utf8, utf8Length } from './runtime.js';
+import {
+  bytesEqual,
+  emitWarning,
+  hex,
+  instanceTag,
+  nodeEnv,
+  randomBytes,
+  unrefTimer,
+  utf8,
+  utf8Length,
+} from './runtime.js';
 
 test("regression: 'ticker.unref is not a function' where setInterval returns a number (Deno, Workers)", async (t) => {
   const real = globalThis.setInterval;
@@ -55,7 +65,10 @@ test("regression: 'A Node.js API is used (process.emitWarning)' on Next.js's edg
   });
   const warn = t.mock.method(console, 'warn', () => {});
   emitWarning('[sluice] a warning', { type: 'SluiceWarning', code: 'WRN_SLUICE_TEST' });
-  assert.deepEqual(warn.mock.calls.map((c) => c.arguments), [['SluiceWarning [WRN_SLUICE_TEST]: [sluice] a warning']]);
+  assert.deepEqual(
+    warn.mock.calls.map((c) => c.arguments),
+    [['SluiceWarning [WRN_SLUICE_TEST]: [sluice] a warning']],
+  );
 });
 
 // The regions table counted a message's bytes with Buffer.byteLength, which Workers and browsers lack.
@@ -64,7 +77,10 @@ test('utf8Length counts the UTF-8 bytes Buffer.byteLength and TextEncoder count,
     assert.equal(utf8Length(s), Buffer.byteLength(s), JSON.stringify(s));
   }
   fc.assert(
-    fc.property(fc.string({ unit: 'binary', maxLength: 40 }), (s) => utf8Length(s) === Buffer.byteLength(s) && utf8Length(s) === utf8(s).length),
+    fc.property(
+      fc.string({ unit: 'binary', maxLength: 40 }),
+      (s) => utf8Length(s) === Buffer.byteLength(s) && utf8Length(s) === utf8(s).length,
+    ),
     { numRuns: 2000 },
   );
 });

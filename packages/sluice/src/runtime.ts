@@ -164,10 +164,13 @@ export const realNextTick: (fn: () => void) => void =
  * this turn of the event loop that are already due (the I/O callbacks of one poll) have run.
  */
 export const realSetImmediate: (fn: () => void) => void =
-  typeof taken.setImmediate === 'function' ? (fn) => void taken.setImmediate!(fn) : (fn) => void taken.setTimeout(fn, 0);
+  typeof taken.setImmediate === 'function'
+    ? (fn) => void taken.setImmediate!(fn)
+    : (fn) => void taken.setTimeout(fn, 0);
 
 /** `setTimeout` and `clearTimeout` as they were at import. */
-export const realSetTimeout: typeof setTimeout = ((fn: () => void, ms?: number) => taken.setTimeout(fn, ms)) as typeof setTimeout;
+export const realSetTimeout: typeof setTimeout = ((fn: () => void, ms?: number) =>
+  taken.setTimeout(fn, ms)) as typeof setTimeout;
 export const realClearTimeout = (timer: ReturnType<typeof setTimeout> | undefined): void => taken.clearTimeout(timer);
 
 /** `performance.now()` of the Performance object there was at import (fake timers swap the whole object). */

@@ -3,7 +3,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as api from '@opentelemetry/api';
-import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
+import {
+  AggregationTemporality,
+  InMemoryMetricExporter,
+  MeterProvider,
+  PeriodicExportingMetricReader,
+} from '@opentelemetry/sdk-metrics';
 import type { DataPoint, Histogram } from '@opentelemetry/sdk-metrics';
 import { AsyncStore } from '../test/contracts/http-adapter.js';
 import { Limiter } from './limiter.js';
@@ -24,7 +29,8 @@ function sdk() {
   return { provider, read };
 }
 
-const by = (points: DataPoint<unknown>[]) => points.map((p) => [p.attributes, p.value]).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+const by = (points: DataPoint<unknown>[]) =>
+  points.map((p) => [p.attributes, p.value]).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
 
 test('decisions are counted by deciding policy and outcome; store calls timed, by store; peeks are not decisions', async () => {
   const { provider, read } = sdk();
@@ -55,7 +61,11 @@ test('decisions are counted by deciding policy and outcome; store calls timed, b
 test('an asynchronous store is timed when its Promise settles, and a failing one is timed with error.type', async () => {
   const { provider, read } = sdk();
   const telemetry = openTelemetry(api, { meter: provider.getMeter('sluice') });
-  const limiter = new Limiter({ policy: { name: 'p', algorithm: 'gcra', limit: 1, window: '1m' }, store: new AsyncStore(), telemetry });
+  const limiter = new Limiter({
+    policy: { name: 'p', algorithm: 'gcra', limit: 1, window: '1m' },
+    store: new AsyncStore(),
+    telemetry,
+  });
   assert.equal((await limiter.limit('k')).allowed, true);
   assert.equal((await limiter.limit('k')).allowed, false);
   assert.deepEqual(by(await read('sluice.decisions')), [
@@ -64,13 +74,25 @@ test('an asynchronous store is timed when its Promise settles, and a failing one
   ]);
   const failing = new Limiter({
     policy: { name: 'p', algorithm: 'gcra', limit: 1, window: '1m' },
-    store: { bind: () => ({ sync: false, decide: () => Promise.reject(new TypeError('down')), adjust: async () => assert.fail(), release: async () => false, reset: async () => {} }) },
+    store: {
+      bind: () => ({
+        sync: false,
+        decide: () => Promise.reject(new TypeError('down')),
+        adjust: async () => assert.fail(),
+        release: async () => false,
+        reset: async () => {},
+      }),
+    },
     telemetry,
   });
   await assert.rejects(failing.limit('k'), /down/);
   const points = await read('sluice.store.duration');
   const failed = points.find((p) => p.attributes['error.type'] !== undefined)!;
-  assert.deepEqual(failed.attributes, { 'sluice.store': 'custom', 'sluice.operation': 'decide', 'error.type': 'TypeError' });
+  assert.deepEqual(failed.attributes, {
+    'sluice.store': 'custom',
+    'sluice.operation': 'decide',
+    'error.type': 'TypeError',
+  });
   await provider.shutdown();
 });
 
@@ -92,27 +114,43 @@ test('setTelemetry reaches limiters built afterwards through the global MeterPro
   }
 });
 
-test('without telemetry the limiter decides on the store\'s own table; bad telemetry is an error naming it', () => {
+test("without telemetry the limiter decides on the store's own table; bad telemetry is an error naming it", () => {
   const store = new MemoryStore();
   const limiter = new Limiter({ policy: { algorithm: 'gcra', limit: 1, window: '1m' }, store });
-  assert.equal(Object.getPrototypeOf(limiter.table), Object.getPrototypeOf(store.bind({ policies: limiter.policies, algorithms: [], clock: () => 0 } as never)));
+  assert.equal(
+    Object.getPrototypeOf(limiter.table),
+    Object.getPrototypeOf(store.bind({ policies: limiter.policies, algorithms: [], clock: () => 0 } as never)),
+  );
   assert.throws(() => new Limiter({ policy: { algorithm: 'gcra', limit: 1, window: '1m' }, telemetry: {} as never }), {
     code: 'ERR_SLUICE_INVALID_OPTION',
     message: /'telemetry' must be what openTelemetry\(\) returns, got/,
   });
-  assert.throws(() => openTelemetry({} as never), { code: 'ERR_SLUICE_INVALID_OPTION', message: /openTelemetry\(\) takes the @opentelemetry\/api module/ });
+  assert.throws(() => openTelemetry({} as never), {
+    code: 'ERR_SLUICE_INVALID_OPTION',
+    message: /openTelemetry\(\) takes the @opentelemetry\/api module/,
+  });
 });
 
-test('the service counts each rule\'s decisions under its rule id', async () => {
+test("the service counts each rule's decisions under its rule id", async () => {
   const { parseConfig } = await import('../../serve/src/server/config.js');
   const { RuleSet } = await import('../../serve/src/server/rules.js');
   const { RateLimitService } = await import('../../serve/src/server/service.js');
   const { provider, read } = sdk();
   const telemetry = openTelemetry(api, { meter: provider.getMeter('sluice') });
   const store = new MemoryStore();
-  const config = parseConfig([{ file: 'd.yaml', text: 'domain: d\ndescriptors:\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n' }]);
+  const config = parseConfig([
+    {
+      file: 'd.yaml',
+      text: 'domain: d\ndescriptors:\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n',
+    },
+  ]);
   const svc = new RateLimitService(new RuleSet(config, { store, telemetry }), { store, localCache: false, telemetry });
-  for (let i = 0; i < 2; i++) await svc.shouldRateLimit({ domain: 'd', descriptors: [{ entries: [{ key: 'user', value: 'ann' }] }], hitsAddend: 1 });
+  for (let i = 0; i < 2; i++)
+    await svc.shouldRateLimit({
+      domain: 'd',
+      descriptors: [{ entries: [{ key: 'user', value: 'ann' }] }],
+      hitsAddend: 1,
+    });
   assert.deepEqual(by(await read('sluice.decisions')), [
     [{ 'sluice.outcome': 'allowed', 'sluice.policy': 'd.user' }, 1],
     [{ 'sluice.outcome': 'limited', 'sluice.policy': 'd.user' }, 1],

@@ -22,7 +22,10 @@ export interface OpenTelemetryApi {
   readonly metrics: { getMeter(name: string, version?: string): OpenTelemetryMeter };
 }
 export interface OpenTelemetryMeter {
-  createCounter(name: string, options?: { description?: string; unit?: string }): { add(value: number, attributes?: Attributes): void };
+  createCounter(
+    name: string,
+    options?: { description?: string; unit?: string },
+  ): { add(value: number, attributes?: Attributes): void };
   createHistogram(
     name: string,
     options?: { description?: string; unit?: string; advice?: { explicitBucketBoundaries?: number[] } },
@@ -38,7 +41,9 @@ export interface Telemetry {
 
 const METER = 'sluice';
 /** Store calls from well under a microsecond (memory) to a slow network (Redis), in seconds. */
-const STORE_BUCKETS = [0.000_001, 0.000_005, 0.000_025, 0.000_1, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
+const STORE_BUCKETS = [
+  0.000_001, 0.000_005, 0.000_025, 0.000_1, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+];
 
 class OpenTelemetryMetrics implements Telemetry {
   private readonly decisions: ReturnType<OpenTelemetryMeter['createCounter']>;
@@ -47,7 +52,10 @@ class OpenTelemetryMetrics implements Telemetry {
   private readonly byPolicy = new Map<string, [Attributes, Attributes]>();
 
   constructor(meter: OpenTelemetryMeter) {
-    this.decisions = meter.createCounter('sluice.decisions', { unit: '{decision}', description: 'Rate-limit decisions, by deciding policy and outcome.' });
+    this.decisions = meter.createCounter('sluice.decisions', {
+      unit: '{decision}',
+      description: 'Rate-limit decisions, by deciding policy and outcome.',
+    });
     this.duration = meter.createHistogram('sluice.store.duration', {
       unit: 's',
       description: 'Duration of the store call behind each rate-limit decision.',
@@ -63,7 +71,10 @@ class OpenTelemetryMetrics implements Telemetry {
       return d;
     };
     const failed = (e: unknown, t0: number): never => {
-      this.duration.record((monotonicClock() - t0) / 1000, { ...timing, 'error.type': e instanceof SluiceError ? e.code : e instanceof Error ? e.name : 'unknown' });
+      this.duration.record((monotonicClock() - t0) / 1000, {
+        ...timing,
+        'error.type': e instanceof SluiceError ? e.code : e instanceof Error ? e.name : 'unknown',
+      });
       throw e;
     };
     const timed = (t0: number, cost: number, run: () => Decision | Promise<Decision>): Decision | Promise<Decision> => {
@@ -73,13 +84,18 @@ class OpenTelemetryMetrics implements Telemetry {
       } catch (e) {
         return failed(e, t0);
       }
-      if (r instanceof Promise) return r.then((d) => record(d, t0, cost), (e: unknown) => failed(e, t0));
+      if (r instanceof Promise)
+        return r.then(
+          (d) => record(d, t0, cost),
+          (e: unknown) => failed(e, t0),
+        );
       return record(r, t0, cost);
     };
     // The wrapped table's own members (a strategy's stats, close()) stay reachable through the prototype.
     const out: StoreTable = Object.create(table) as StoreTable;
     Object.assign(out, {
-      decide: (key: string, cost: number, leaseId: string | undefined) => timed(monotonicClock(), cost, () => table.decide(key, cost, leaseId)),
+      decide: (key: string, cost: number, leaseId: string | undefined) =>
+        timed(monotonicClock(), cost, () => table.decide(key, cost, leaseId)),
       adjust: (key: string, delta: number) => table.adjust(key, delta),
       release: (key: string, leaseId: string) => table.release(key, leaseId),
       reset: (key: string) => table.reset(key),
@@ -96,12 +112,19 @@ class OpenTelemetryMetrics implements Telemetry {
 
   private count(d: Decision): void {
     if (d.reason !== undefined) {
-      this.decisions.add(1, { 'sluice.policy': d.policy, 'sluice.outcome': d.allowed ? 'allowed' : 'limited', 'sluice.reason': d.reason });
+      this.decisions.add(1, {
+        'sluice.policy': d.policy,
+        'sluice.outcome': d.allowed ? 'allowed' : 'limited',
+        'sluice.reason': d.reason,
+      });
       return;
     }
     let sets = this.byPolicy.get(d.policy);
     if (sets === undefined) {
-      sets = [{ 'sluice.policy': d.policy, 'sluice.outcome': 'allowed' }, { 'sluice.policy': d.policy, 'sluice.outcome': 'limited' }];
+      sets = [
+        { 'sluice.policy': d.policy, 'sluice.outcome': 'allowed' },
+        { 'sluice.policy': d.policy, 'sluice.outcome': 'limited' },
+      ];
       this.byPolicy.set(d.policy, sets);
     }
     this.decisions.add(1, sets[d.allowed ? 0 : 1]);
@@ -116,10 +139,16 @@ class OpenTelemetryMetrics implements Telemetry {
  */
 export function openTelemetry(api: OpenTelemetryApi, options?: { meter?: OpenTelemetryMeter }): Telemetry;
 export function openTelemetry(): Promise<Telemetry>;
-export function openTelemetry(api?: OpenTelemetryApi, options: { meter?: OpenTelemetryMeter } = {}): Telemetry | Promise<Telemetry> {
+export function openTelemetry(
+  api?: OpenTelemetryApi,
+  options: { meter?: OpenTelemetryMeter } = {},
+): Telemetry | Promise<Telemetry> {
   if (api === undefined) return loadOpenTelemetry().then((a) => openTelemetry(a));
   if (typeof api !== 'object' || api === null || typeof api.metrics?.getMeter !== 'function') {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `openTelemetry() takes the @opentelemetry/api module (import * as api from '@opentelemetry/api'), got ${show(api)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `openTelemetry() takes the @opentelemetry/api module (import * as api from '@opentelemetry/api'), got ${show(api)}`,
+    );
   }
   return new OpenTelemetryMetrics(options.meter ?? api.metrics.getMeter(METER));
 }
@@ -130,7 +159,10 @@ export async function loadOpenTelemetry(): Promise<OpenTelemetryApi> {
   try {
     return (await import(name)) as OpenTelemetryApi;
   } catch (e) {
-    throw new SluiceError('ERR_SLUICE_OPENTELEMETRY_MISSING', `OpenTelemetry metrics need the optional package @opentelemetry/api (npm install @opentelemetry/api): ${e instanceof Error ? e.message : String(e)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_OPENTELEMETRY_MISSING',
+      `OpenTelemetry metrics need the optional package @opentelemetry/api (npm install @opentelemetry/api): ${e instanceof Error ? e.message : String(e)}`,
+    );
   }
 }
 
@@ -139,7 +171,10 @@ let globalTelemetry: Telemetry | undefined;
 /** Telemetry for every Limiter built after this call that has no `telemetry` of its own; undefined stops it. */
 export function setTelemetry(telemetry: Telemetry | undefined): void {
   if (telemetry !== undefined && typeof telemetry?.instrument !== 'function') {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `setTelemetry() takes what openTelemetry() returns, or undefined, got ${show(telemetry)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `setTelemetry() takes what openTelemetry() returns, or undefined, got ${show(telemetry)}`,
+    );
   }
   globalTelemetry = telemetry;
 }

@@ -15,7 +15,10 @@ export interface Model {
 /** `limit` (and `burst`), where given, is the call's own limit: per-call limits share the key's state. */
 export class FixedWindowModel implements Model {
   private readonly counts = new Map<string, number>();
-  constructor(private readonly limit: number, private readonly windowMs: number) {}
+  constructor(
+    private readonly limit: number,
+    private readonly windowMs: number,
+  ) {}
   decide(key: string, now: number, cost: number, limit = this.limit): boolean {
     const id = `${key}@${Math.floor(now / this.windowMs)}`;
     const used = this.counts.get(id) ?? 0;
@@ -28,7 +31,10 @@ export class FixedWindowModel implements Model {
 /** The exact sliding window: sums admitted costs in (now − W, now]. */
 export class SlidingLogModel implements Model {
   readonly admitted = new Map<string, { at: number; cost: number }[]>();
-  constructor(private readonly limit: number, private readonly windowMs: number) {}
+  constructor(
+    private readonly limit: number,
+    private readonly windowMs: number,
+  ) {}
   countIn(key: string, now: number): number {
     let sum = 0;
     for (const r of this.admitted.get(key) ?? []) if (r.at > now - this.windowMs && r.at <= now) sum += r.cost;
@@ -48,7 +54,11 @@ export class SlidingLogModel implements Model {
 /** Tokens (scaled by W) refill at `limit` per ms up to burst·W; a request takes cost·W. */
 export class TokenBucketModel implements Model {
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
-  constructor(private readonly limit: number, private readonly windowMs: number, private readonly burst: number) {}
+  constructor(
+    private readonly limit: number,
+    private readonly windowMs: number,
+    private readonly burst: number,
+  ) {}
   /** Tokens short of admitting `cost` now (negative: to spare), in tokens. */
   shortfall(key: string, now: number, cost: number): number {
     const full = this.burst * this.windowMs;
@@ -68,7 +78,11 @@ export class TokenBucketModel implements Model {
 /** Water (scaled by W) drains at `limit` per ms; a request pours cost·W into a bucket of burst·W. */
 export class LeakyMeterModel implements Model {
   private readonly buckets = new Map<string, { water: number; at: number }>();
-  constructor(private readonly limit: number, private readonly windowMs: number, private readonly burst: number) {}
+  constructor(
+    private readonly limit: number,
+    private readonly windowMs: number,
+    private readonly burst: number,
+  ) {}
   decide(key: string, now: number, cost: number): boolean {
     const b = this.buckets.get(key) ?? { water: 0, at: now };
     const water = Math.max(0, b.water - (now - b.at) * this.limit);
@@ -85,7 +99,11 @@ export class LeakyMeterModel implements Model {
 export class SlidingCounterModel implements Model {
   private readonly counts = new Map<string, number>();
   private readonly w: number;
-  constructor(private readonly limit: number, windowMs: number, private readonly k: number) {
+  constructor(
+    private readonly limit: number,
+    windowMs: number,
+    private readonly k: number,
+  ) {
     this.w = windowMs / k;
   }
   private count(key: string, i: number): number {
@@ -120,7 +138,11 @@ export class SlidingCounterModel implements Model {
  */
 export class GcraModel implements Model {
   private readonly tat = new Map<string, number>();
-  constructor(private readonly limit: number, private readonly windowMs: number, private readonly burst: number) {}
+  constructor(
+    private readonly limit: number,
+    private readonly windowMs: number,
+    private readonly burst: number,
+  ) {}
   decide(key: string, now: number, cost: number, limit = this.limit, burst = this.burst): boolean {
     const t = this.windowMs / limit;
     const base = Math.max(this.tat.get(key) ?? now, now);
@@ -133,7 +155,10 @@ export class GcraModel implements Model {
 /** Requests in flight, none released: each admitted cost is held for `window` ms. */
 export class ConcurrencyModel implements Model {
   private readonly leases = new Map<string, { until: number; cost: number }[]>();
-  constructor(private readonly limit: number, private readonly windowMs: number) {}
+  constructor(
+    private readonly limit: number,
+    private readonly windowMs: number,
+  ) {}
   decide(key: string, now: number, cost: number, limit = this.limit): boolean {
     const held = (this.leases.get(key) ?? []).filter((l) => l.until > now);
     if (held.reduce((sum, l) => sum + l.cost, 0) + cost > limit) return false;

@@ -9,7 +9,16 @@ import { chromium, type BrowserContext } from 'playwright-core';
 export const CHROMIUM = '/usr/bin/chromium';
 
 /** Flags without which Chromium reaches for Google's hosts, which this closed network refuses. */
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 export function ensureChromium(): void {
   if (existsSync(CHROMIUM)) return;
@@ -27,7 +36,11 @@ export async function launchChromium(): Promise<Browser> {
   ensureChromium();
   // launchPersistentContext is how playwright takes --user-data-dir; a new empty one per launch.
   const profile = mkdtempSync(join(tmpdir(), 'sluice-chromium-'));
-  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS });
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: FLAGS,
+  });
   return {
     context,
     async close() {

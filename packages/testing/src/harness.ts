@@ -44,7 +44,13 @@ function isFree(port: number): Promise<boolean> {
 
 export function ping(port: number, cliArgs: readonly string[] = []): boolean {
   try {
-    return execFileSync('redis-cli', ['-p', String(port), ...cliArgs, 'PING'], { encoding: 'utf8', timeout: 2000, stdio: ['ignore', 'pipe', 'ignore'] }).trim() === 'PONG';
+    return (
+      execFileSync('redis-cli', ['-p', String(port), ...cliArgs, 'PING'], {
+        encoding: 'utf8',
+        timeout: 2000,
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }).trim() === 'PONG'
+    );
   } catch {
     return false;
   }
@@ -64,10 +70,32 @@ export class OwnRedis {
   readonly dir = mkdtempSync(join(tmpdir(), 'sluice-redis-'));
 
   /** `cliArgs`: what redis-cli needs to PING it, e.g. `-a <password>` under requirepass. */
-  constructor(readonly port: number, private readonly extra: string[] = [], private readonly cliArgs: string[] = []) {}
+  constructor(
+    readonly port: number,
+    private readonly extra: string[] = [],
+    private readonly cliArgs: string[] = [],
+  ) {}
 
   async start(): Promise<void> {
-    this.proc = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, '--logfile', join(this.dir, 'redis.log'), ...this.extra], { stdio: 'ignore' });
+    this.proc = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        this.dir,
+        '--logfile',
+        join(this.dir, 'redis.log'),
+        ...this.extra,
+      ],
+      { stdio: 'ignore' },
+    );
     await waitFor(() => ping(this.port, this.cliArgs), 10_000, `redis-server on ${this.port}`);
   }
 
@@ -94,11 +122,31 @@ export class OwnCluster {
   async start(): Promise<void> {
     for (let i = 0; i < 6; i++) {
       const port = await freePort();
-      const node = new OwnRedis(port, ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '1000', '--cluster-replica-validity-factor', '0']);
+      const node = new OwnRedis(port, [
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        `nodes-${port}.conf`,
+        '--cluster-node-timeout',
+        '1000',
+        '--cluster-replica-validity-factor',
+        '0',
+      ]);
       this.nodes.push(node);
       await node.start();
     }
-    execFileSync('redis-cli', ['--cluster', 'create', ...this.nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes'], { stdio: 'ignore', timeout: 30_000 });
+    execFileSync(
+      'redis-cli',
+      [
+        '--cluster',
+        'create',
+        ...this.nodes.map((n) => `127.0.0.1:${n.port}`),
+        '--cluster-replicas',
+        '1',
+        '--cluster-yes',
+      ],
+      { stdio: 'ignore', timeout: 30_000 },
+    );
     await waitFor(() => this.nodes.every((n) => clusterOk(n.port)), 30_000, 'cluster_state:ok on every node');
     // A replica that never synced with its master cannot take over from it.
     await waitFor(() => this.nodes.every((n) => replicaSynced(n.port)), 30_000, 'every replica in sync');
@@ -110,7 +158,11 @@ export class OwnCluster {
 
   /** The ports of the current masters. */
   masters(): number[] {
-    const out = execFileSync('redis-cli', ['-p', String(this.nodes.find((n) => n.proc !== undefined)!.port), 'CLUSTER', 'NODES'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    const out = execFileSync(
+      'redis-cli',
+      ['-p', String(this.nodes.find((n) => n.proc !== undefined)!.port), 'CLUSTER', 'NODES'],
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] },
+    );
     return out
       .split('\n')
       .filter((l) => / master /.test(l) || /,master /.test(l))
@@ -128,7 +180,11 @@ export class OwnCluster {
         return false;
       }
     };
-    await waitFor(() => promoted() && this.nodes.filter((n) => n.proc !== undefined).every((n) => clusterOk(n.port)), ms, `failover from ${port}`);
+    await waitFor(
+      () => promoted() && this.nodes.filter((n) => n.proc !== undefined).every((n) => clusterOk(n.port)),
+      ms,
+      `failover from ${port}`,
+    );
   }
 
   async destroy(): Promise<void> {
@@ -138,7 +194,11 @@ export class OwnCluster {
 
 function replicaSynced(port: number): boolean {
   try {
-    const info = execFileSync('redis-cli', ['-p', String(port), 'INFO', 'replication'], { encoding: 'utf8', timeout: 2000, stdio: ['ignore', 'pipe', 'ignore'] });
+    const info = execFileSync('redis-cli', ['-p', String(port), 'INFO', 'replication'], {
+      encoding: 'utf8',
+      timeout: 2000,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     return /role:master/.test(info) || /master_link_status:up/.test(info);
   } catch {
     return false;
@@ -147,7 +207,13 @@ function replicaSynced(port: number): boolean {
 
 function clusterOk(port: number): boolean {
   try {
-    return /cluster_state:ok/.test(execFileSync('redis-cli', ['-p', String(port), 'CLUSTER', 'INFO'], { encoding: 'utf8', timeout: 2000, stdio: ['ignore', 'pipe', 'ignore'] }));
+    return /cluster_state:ok/.test(
+      execFileSync('redis-cli', ['-p', String(port), 'CLUSTER', 'INFO'], {
+        encoding: 'utf8',
+        timeout: 2000,
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }),
+    );
   } catch {
     return false;
   }
@@ -157,7 +223,9 @@ function clusterOk(port: number): boolean {
  * For a test file on the shared standalone Redis: an ioredis and a node-redis client, connected, and closed
  * after the file's tests (after `beforeClose`, e.g. to take the run's keys back).
  */
-export async function connectBothClients(beforeClose?: (io: Redis) => Promise<void>): Promise<{ io: Redis; nr: RedisClientType }> {
+export async function connectBothClients(
+  beforeClose?: (io: Redis) => Promise<void>,
+): Promise<{ io: Redis; nr: RedisClientType }> {
   const io = new Redis(redisUrl(), { maxRetriesPerRequest: 1 });
   await once(io, 'ready');
   const nr: RedisClientType = createClient({ url: redisUrl() });

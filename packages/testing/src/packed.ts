@@ -15,7 +15,16 @@ export const PACKAGES = ['sluice', '@sluice/guard', '@sluice/pow', '@sluice/outb
 export type PackageName = (typeof PACKAGES)[number];
 const folderOf = (name: PackageName) => join('packages', name.replace('@sluice/', ''));
 
-const INPUTS = ['package.json', 'tsconfig.base.json', 'scripts', ...PACKAGES.flatMap((p) => ['package.json', 'tsconfig.build.json', 'tsconfig.browser.json', 'README.md', 'src', 'proto', 'examples'].map((f) => join(folderOf(p), f)))];
+const INPUTS = [
+  'package.json',
+  'tsconfig.base.json',
+  'scripts',
+  ...PACKAGES.flatMap((p) =>
+    ['package.json', 'tsconfig.build.json', 'tsconfig.browser.json', 'README.md', 'src', 'proto', 'examples'].map((f) =>
+      join(folderOf(p), f),
+    ),
+  ),
+];
 
 function hashInputs(): string {
   const h = createHash('sha256').update(ROOT);
@@ -55,7 +64,8 @@ export function packedTarball(): Packed {
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
       // A lock older than the longest pack is a crashed packer's.
-      if (Date.now() - statSync(lock, { throwIfNoEntry: false })!.mtimeMs > 300_000) rmSync(lock, { recursive: true, force: true });
+      if (Date.now() - statSync(lock, { throwIfNoEntry: false })!.mtimeMs > 300_000)
+        rmSync(lock, { recursive: true, force: true });
       if (Date.now() > deadline) throw new Error(`waited 5 minutes for ${lock}`);
       sleep(200);
     }
@@ -65,7 +75,12 @@ export function packedTarball(): Packed {
     const cached = existsSync(done) ? (JSON.parse(readFileSync(done, 'utf8')) as Packed) : undefined;
     // The tests read dist/ as the pack built it: a pack an earlier run made of the same sources, at the
     // same path, for a checkout since cloned anew (no dist/, or an older one), is made again.
-    const built = PACKAGES.map((p) => statSync(join(ROOT, folderOf(p), 'dist/index.js'), { throwIfNoEntry: false })?.mtimeMs ?? statSync(join(ROOT, folderOf(p), 'dist/cli/main.js'), { throwIfNoEntry: false })?.mtimeMs ?? 0);
+    const built = PACKAGES.map(
+      (p) =>
+        statSync(join(ROOT, folderOf(p), 'dist/index.js'), { throwIfNoEntry: false })?.mtimeMs ??
+        statSync(join(ROOT, folderOf(p), 'dist/cli/main.js'), { throwIfNoEntry: false })?.mtimeMs ??
+        0,
+    );
     if (cached !== undefined && Math.min(...built) >= cached.packedAt - 1000) return cached;
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
@@ -73,7 +88,14 @@ export function packedTarball(): Packed {
     // One package at a time, in build order: each pack runs its package's prepack (the build).
     const tarballs = {} as Record<PackageName, string>;
     for (const name of PACKAGES) {
-      const file = execFileSync('npm', ['pack', '--silent', '--pack-destination', dir, '-w', name], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim().split('\n').pop()!;
+      const file = execFileSync('npm', ['pack', '--silent', '--pack-destination', dir, '-w', name], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+        .trim()
+        .split('\n')
+        .pop()!;
       tarballs[name] = join(dir, file);
     }
     const packed: Packed = { tarball: tarballs.sluice, tarballs, packedAt };
@@ -89,14 +111,27 @@ export function packedTarball(): Packed {
  * ES module project, with the tarballs installed in one `npm install` (offline where npm's cache allows;
  * a product's dependency on sluice is met by sluice's tarball beside it).
  */
-export function consumerProject(dir: string, type: 'commonjs' | 'module', tarballs: string | readonly string[], extraInstallArgs: readonly string[] = []): string {
+export function consumerProject(
+  dir: string,
+  type: 'commonjs' | 'module',
+  tarballs: string | readonly string[],
+  extraInstallArgs: readonly string[] = [],
+): string {
   mkdirSync(dir, { recursive: true });
-  const run = (args: string[]) => execFileSync('npm', args, { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const run = (args: string[]) =>
+    execFileSync('npm', args, { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   run(['init', '-y']);
   if (type === 'module') run(['pkg', 'set', 'type=module']);
   // --prefer-offline, not --offline: after a bare `npm ci` the cache holds the lockfile's tarballs but not the
   // registry metadata an install needs to resolve the optional dependencies' ranges, and --offline then
   // skips them silently (they are optional), leaving `sluice serve` without yaml on a fresh machine.
-  run(['install', '--no-audit', '--no-fund', '--prefer-offline', ...extraInstallArgs, ...(typeof tarballs === 'string' ? [tarballs] : tarballs)]);
+  run([
+    'install',
+    '--no-audit',
+    '--no-fund',
+    '--prefer-offline',
+    ...extraInstallArgs,
+    ...(typeof tarballs === 'string' ? [tarballs] : tarballs),
+  ]);
   return dir;
 }

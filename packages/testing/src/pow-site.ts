@@ -41,17 +41,28 @@ export async function startSite(files: Record<string, string> = {}): Promise<Sit
     };
     if (url.pathname === '/') return send(200, 'text/html', PAGE);
     if (url.pathname === '/blank') return send(200, 'text/html', '<!doctype html><title>blank</title>');
-    if (url.pathname === '/sluice-pow.js') return send(200, 'text/javascript', readFileSync(join(ROOT, 'packages/pow/dist/browser/sluice-pow.js'), 'utf8'));
-    if (Object.hasOwn(files, url.pathname)) return send(200, 'text/javascript', readFileSync(files[url.pathname]!, 'utf8'));
+    if (url.pathname === '/sluice-pow.js')
+      return send(200, 'text/javascript', readFileSync(join(ROOT, 'packages/pow/dist/browser/sluice-pow.js'), 'utf8'));
+    if (Object.hasOwn(files, url.pathname))
+      return send(200, 'text/javascript', readFileSync(files[url.pathname]!, 'utf8'));
     if (url.pathname === '/pow/challenge') {
-      const ch = createChallenge({ secret: SECRET, difficulty: Number(url.searchParams.get('difficulty')) || site.difficulty, scope: `login:${url.searchParams.get('username') ?? ''}`, ttlMs: 120_000 });
+      const ch = createChallenge({
+        secret: SECRET,
+        difficulty: Number(url.searchParams.get('difficulty')) || site.difficulty,
+        scope: `login:${url.searchParams.get('username') ?? ''}`,
+        ttlMs: 120_000,
+      });
       return send(200, 'application/json', JSON.stringify(ch));
     }
     if (url.pathname === '/login' && req.method === 'POST') {
       let body = '';
       for await (const chunk of req) body += chunk;
       const form = new URLSearchParams(body);
-      const r = await verifySolution(form.get('pow'), { secret: SECRET, scope: `login:${form.get('username')}`, store });
+      const r = await verifySolution(form.get('pow'), {
+        secret: SECRET,
+        scope: `login:${form.get('username')}`,
+        store,
+      });
       return send(r.ok ? 200 : 403, 'text/html', `<!doctype html><p id="result">${r.ok ? 'ok' : r.reason}</p>`);
     }
     send(404, 'text/plain', 'not found');

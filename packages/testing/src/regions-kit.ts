@@ -41,16 +41,35 @@ export class World {
 
   private client(port: number): Redis {
     // Reconnect every 50 ms, so a healed link is used again at once (ioredis backs off to 2 s by default).
-    const c = new Redis({ port, host: '127.0.0.1', lazyConnect: false, retryStrategy: () => 50, maxRetriesPerRequest: 1 });
+    const c = new Redis({
+      port,
+      host: '127.0.0.1',
+      lazyConnect: false,
+      retryStrategy: () => 50,
+      maxRetriesPerRequest: 1,
+    });
     c.on('error', () => {});
     this.clients.push(c);
     return c;
   }
 
   /** Region `name`'s RedisStore: its home direct, its peers through the delayed links. */
-  store(name: string, prefix: string, regions: Omit<RegionsOptions, 'name' | 'peers'> = {}, timeoutMs = 200): RedisStore {
-    const peers = Object.fromEntries(this.names.filter((n) => n !== name).map((n) => [n, this.client(this.links.get(`${name}>${n}`)!.port)]));
-    return new RedisStore({ client: this.home(name), prefix, timeoutMs, logger: false, regions: { name, peers, ...regions } });
+  store(
+    name: string,
+    prefix: string,
+    regions: Omit<RegionsOptions, 'name' | 'peers'> = {},
+    timeoutMs = 200,
+  ): RedisStore {
+    const peers = Object.fromEntries(
+      this.names.filter((n) => n !== name).map((n) => [n, this.client(this.links.get(`${name}>${n}`)!.port)]),
+    );
+    return new RedisStore({
+      client: this.home(name),
+      prefix,
+      timeoutMs,
+      logger: false,
+      regions: { name, peers, ...regions },
+    });
   }
 
   /** Cuts every link to and from region `name`. */

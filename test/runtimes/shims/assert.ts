@@ -11,17 +11,22 @@ function same(a: unknown, b: unknown): boolean {
   if (Array.isArray(a)) return a.length === (b as unknown[]).length && a.every((x, i) => same(x, (b as unknown[])[i]));
   const ka = Object.keys(a);
   const kb = Object.keys(b);
-  return ka.length === kb.length && ka.every((k) => Object.prototype.hasOwnProperty.call(b, k) && same((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+  return (
+    ka.length === kb.length &&
+    ka.every((k) => Object.hasOwn(b, k) && same((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
+  );
 }
 
 const text = (v: unknown) => JSON.stringify(v, (_k, x) => (x === undefined ? '<undefined>' : x));
 
 function equal(actual: unknown, expected: unknown, message?: string): void {
-  if (!Object.is(actual, expected)) throw new AssertionError(`${message ?? 'equal'}: got ${text(actual)}, expected ${text(expected)}`);
+  if (!Object.is(actual, expected))
+    throw new AssertionError(`${message ?? 'equal'}: got ${text(actual)}, expected ${text(expected)}`);
 }
 
 function deepEqual(actual: unknown, expected: unknown, message?: string): void {
-  if (!same(actual, expected)) throw new AssertionError(`${message ?? 'deepEqual'}: got ${text(actual)}, expected ${text(expected)}`);
+  if (!same(actual, expected))
+    throw new AssertionError(`${message ?? 'deepEqual'}: got ${text(actual)}, expected ${text(expected)}`);
 }
 
 function ok(value: unknown, message?: string): void {

@@ -24,7 +24,12 @@ export async function run(filter = ''): Promise<Outcome[]> {
       await t.body();
       out.push({ name: t.name, ok: true, ms: Date.now() - start });
     } catch (e) {
-      out.push({ name: t.name, ok: false, ms: Date.now() - start, error: e instanceof Error ? `${e.message}\n${e.stack ?? ''}` : String(e) });
+      out.push({
+        name: t.name,
+        ok: false,
+        ms: Date.now() - start,
+        error: e instanceof Error ? `${e.message}\n${e.stack ?? ''}` : String(e),
+      });
     }
   }
   return out;

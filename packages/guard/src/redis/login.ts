@@ -16,16 +16,36 @@
 import { createHash } from 'node:crypto';
 import { type ConnectionStats, type Decision, SluiceError } from 'sluice/kit';
 import type { TaggedAttempt } from '../attempt.js';
-import type { AccountView, JudgedFailure, JudgedSuccess, LoginConfig, LoginPort, LoginReads, SourceSpec, SourceView } from '../state.js';
+import type {
+  JudgedFailure,
+  JudgedSuccess,
+  LoginConfig,
+  LoginPort,
+  LoginReads,
+  SourceSpec,
+  SourceView,
+} from '../state.js';
 import { longestWindow } from '../rules.js';
 import { hash32 } from '../source-table.js';
 import { RecordBudget } from './budget.js';
 import { accountView, BucketPeek, packSuccess, sourceViewOf, succeededAccount } from './records.js';
-import { bySlot, checkTags, code, num, readFailure, readSuccess, successArgs, type LoginContext, type ReadUnit, type Unit } from './wire.js';
+import {
+  bySlot,
+  checkTags,
+  num,
+  readFailure,
+  readSuccess,
+  successArgs,
+  type LoginContext,
+  type ReadUnit,
+  type Unit,
+} from './wire.js';
 
 /** The rejection of a login operation whose call failed, when the state does not fail closed. */
-export const OFFLINE = new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', 'RedisGuardState: Redis did not answer; the guard decides on its offline state');
-
+export const OFFLINE = new SluiceError(
+  'ERR_SLUICE_STORE_UNAVAILABLE',
+  'RedisGuardState: Redis did not answer; the guard decides on its offline state',
+);
 
 /** What a LoginSession uses of its RedisGuardState (state.ts, which makes the sessions). */
 export interface LoginHost {
@@ -53,19 +73,37 @@ export class LoginSession implements LoginPort {
   private readonly familiarMs: number;
   private readonly maxFamiliar: number;
 
-  constructor(private readonly state: LoginHost, c: LoginConfig) {
+  constructor(
+    private readonly state: LoginHost,
+    c: LoginConfig,
+  ) {
     for (const p of [c.ip, c.subnet, c.pair]) {
-      if (p.algorithm !== 'token-bucket') throw new Error(`sluice internal: the guard's bucket '${p.name}' must be a token bucket`);
+      if (p.algorithm !== 'token-bucket')
+        throw new Error(`sluice internal: the guard's bucket '${p.name}' must be a token bucket`);
     }
-    if (c.ip.windowMs !== 86_400_000 || c.subnet.windowMs !== 86_400_000 || c.pair.windowMs !== 3_600_000) throw new Error('sluice internal: the guard script fixes its buckets\' windows (1d, 1d, 1h)');
+    if (c.ip.windowMs !== 86_400_000 || c.subnet.windowMs !== 86_400_000 || c.pair.windowMs !== 3_600_000)
+      throw new Error("sluice internal: the guard script fixes its buckets' windows (1d, 1d, 1h)");
     const s = c.spec;
     const b = c.backoff;
     // guard.lua's session(): the order is the script's.
     const constants = [
-      num(s.distinctWindowMs), num(s.longDistinctWindowMs ?? s.distinctWindowMs), num(s.ratioWindowMs), String(s.maxDistinct),
-      num(c.memoryMs), num(c.familiarMs), String(c.maxFamiliar),
-      String(b.freeFailures), num(b.baseMs), num(b.maxMs), String(b.jitter),
-      String(c.ip.limit), String(c.ip.burst), String(c.subnet.limit), String(c.subnet.burst), String(c.pair.limit), String(c.pair.burst),
+      num(s.distinctWindowMs),
+      num(s.longDistinctWindowMs ?? s.distinctWindowMs),
+      num(s.ratioWindowMs),
+      String(s.maxDistinct),
+      num(c.memoryMs),
+      num(c.familiarMs),
+      String(c.maxFamiliar),
+      String(b.freeFailures),
+      num(b.baseMs),
+      num(b.maxMs),
+      String(b.jitter),
+      String(c.ip.limit),
+      String(c.ip.burst),
+      String(c.subnet.limit),
+      String(c.subnet.burst),
+      String(c.pair.limit),
+      String(c.pair.burst),
     ];
     // The signature the script caches the parsed constants by: the constants themselves, hashed.
     const signature = createHash('sha1').update(constants.join(',')).digest('base64url').slice(0, 16);
@@ -95,13 +133,20 @@ export class LoginSession implements LoginPort {
       check.resolve = resolve;
       check.reject = reject;
     });
-    const parts: ReadPart[] = [{ slot: st.slot('ga', t.account), keys: [st.accountKey(t.account), st.pairKey(t.account, t.address)], kind: ACCOUNT }];
+    const parts: ReadPart[] = [
+      {
+        slot: st.slot('ga', t.account),
+        keys: [st.accountKey(t.account), st.pairKey(t.account, t.address)],
+        kind: ACCOUNT,
+      },
+    ];
     if (sources) {
       parts.push(
         { slot: st.slot('gs', t.address), keys: [st.sourceKey(t.address)], kind: ADDRESS },
         { slot: st.slot('gs', t.subnet), keys: [st.sourceKey(t.subnet)], kind: SUBNET },
       );
-      if (t.fingerprint !== undefined) parts.push({ slot: st.slot('gs', t.fingerprint), keys: [st.sourceKey(t.fingerprint)], kind: FINGERPRINT });
+      if (t.fingerprint !== undefined)
+        parts.push({ slot: st.slot('gs', t.fingerprint), keys: [st.sourceKey(t.fingerprint)], kind: FINGERPRINT });
     }
     const groups = st.cluster ? bySlot(parts) : [parts];
     check.pending = groups.length;
@@ -124,16 +169,30 @@ export class LoginSession implements LoginPort {
     const found = familiar === undefined ? undefined : this.found.get(t);
     if (found !== undefined && found.account === null && found.keys === 0) return this.create(t, now, found);
     const pair = found === undefined || (found.keys & PAIR) !== 0;
-    const accountKeys = pair ? [st.accountKey(t.account), st.pairKey(t.account, t.address)] : [st.accountKey(t.account)];
+    const accountKeys = pair
+      ? [st.accountKey(t.account), st.pairKey(t.account, t.address)]
+      : [st.accountKey(t.account)];
     const args: string[] = ['AS', pair ? '1' : '0', String(t.sources.length), ...t.sources];
     if (found !== undefined) {
       // The success computed here from the record the check read; the script only compares, packs and writes it.
       args[0] = 'AC';
-      args.splice(1, 0, ...successArgs(found.account, succeededAccount(found.account, now, t.sources, this.familiarMs, this.maxFamiliar)));
+      args.splice(
+        1,
+        0,
+        ...successArgs(
+          found.account,
+          succeededAccount(found.account, now, t.sources, this.familiarMs, this.maxFamiliar),
+        ),
+      );
     }
     const parts: Part[] = [{ slot: st.slot('ga', t.account), keys: accountKeys, args, kind: ACCOUNT }];
     if (!st.cluster || familiar !== undefined) {
-      this.notes(parts, t, familiar === undefined ? 'j' : familiar ? '0' : 't', familiar === false ? found?.keys : undefined);
+      this.notes(
+        parts,
+        t,
+        familiar === undefined ? 'j' : familiar ? '0' : 't',
+        familiar === false ? found?.keys : undefined,
+      );
       return this.send(new SuccessOp(this), parts, now);
     }
     return this.send(new SuccessOp(this), parts, now).then((judged) => {
@@ -172,7 +231,12 @@ export class LoginSession implements LoginPort {
    * counted one), the pair bucket, and every source noted with the address's and subnet's buckets
    * charged (not for an allow-listed address).
    */
-  fail(t: TaggedAttempt, passwordTag: string | undefined, randomUnit: () => number, now: number): Promise<JudgedFailure> {
+  fail(
+    t: TaggedAttempt,
+    passwordTag: string | undefined,
+    randomUnit: () => number,
+    now: number,
+  ): Promise<JudgedFailure> {
     const random = randomUnit();
     checkTags(t.sources, 'source');
     if (passwordTag !== undefined) checkTags([passwordTag], 'password');
@@ -187,14 +251,23 @@ export class LoginSession implements LoginPort {
     const account: Part = {
       slot: st.slot('ga', t.account),
       keys: [st.accountKey(t.account), st.pairKey(t.account, t.address)],
-      args: ['AF', passwordTag ?? '', String(random), String(t.sources.length), ...t.sources, together ? String(notes.length) : '0'],
+      args: [
+        'AF',
+        passwordTag ?? '',
+        String(random),
+        String(t.sources.length),
+        ...t.sources,
+        together ? String(notes.length) : '0',
+      ],
       kind: ACCOUNT,
     };
     if (together) {
       notes.unshift(account);
       return this.send(new FailOp(this), notes, now);
     }
-    return this.send(new FailOp(this), [account], now).then((failed) => (failed.counted ? this.send(new FailOp(this, failed), notes, now) : failed));
+    return this.send(new FailOp(this), [account], now).then((failed) =>
+      failed.counted ? this.send(new FailOp(this, failed), notes, now) : failed,
+    );
   }
 
   /**
@@ -213,15 +286,39 @@ export class LoginSession implements LoginPort {
    * (which also charges the address's and subnet's buckets unless allow-listed), or a success: '0', 't'
    * a stranger's, 'j' as the account's part before it judged (see guard.lua's SN).
    */
-  private notes(parts: Part[], t: TaggedAttempt, outcome: '1' | '0' | 't' | 'j', found?: number, charged = outcome === '1'): void {
+  private notes(
+    parts: Part[],
+    t: TaggedAttempt,
+    outcome: '1' | '0' | 't' | 'j',
+    found?: number,
+    charged = outcome === '1',
+  ): void {
     const st = this.state;
     const charge = charged && !t.standing.allowed;
     // `found`: for a stranger's success, the sources the check found a record of; the others are left out.
     const note = (bit: number) => found === undefined || (found & bit) !== 0;
     const account = String(hash32(t.account)); // a source keeps its failed accounts' hashes, as the memory state's table
-    if (note(ADDRESS_FOUND)) parts.push({ slot: st.slot('gs', t.address), keys: [st.sourceKey(t.address)], args: ['SN', account, charge ? 'i' : outcome], kind: NOTE });
-    if (note(SUBNET_FOUND)) parts.push({ slot: st.slot('gs', t.subnet), keys: [st.sourceKey(t.subnet)], args: ['SN', account, charge ? 'n' : outcome], kind: NOTE });
-    if (t.fingerprint !== undefined && note(FINGERPRINT_FOUND)) parts.push({ slot: st.slot('gs', t.fingerprint), keys: [st.sourceKey(t.fingerprint)], args: ['SN', account, outcome], kind: NOTE });
+    if (note(ADDRESS_FOUND))
+      parts.push({
+        slot: st.slot('gs', t.address),
+        keys: [st.sourceKey(t.address)],
+        args: ['SN', account, charge ? 'i' : outcome],
+        kind: NOTE,
+      });
+    if (note(SUBNET_FOUND))
+      parts.push({
+        slot: st.slot('gs', t.subnet),
+        keys: [st.sourceKey(t.subnet)],
+        args: ['SN', account, charge ? 'n' : outcome],
+        kind: NOTE,
+      });
+    if (t.fingerprint !== undefined && note(FINGERPRINT_FOUND))
+      parts.push({
+        slot: st.slot('gs', t.fingerprint),
+        keys: [st.sourceKey(t.fingerprint)],
+        args: ['SN', account, outcome],
+        kind: NOTE,
+      });
   }
 
   /**
@@ -252,7 +349,12 @@ export class LoginSession implements LoginPort {
     const st = this.state;
     st.stats.fallbacks++;
     if (st.onError !== 'closed') return OFFLINE;
-    return err instanceof SluiceError ? err : new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `RedisGuardState: Redis failed: ${(err as Error)?.message ?? String(err)}`);
+    return err instanceof SluiceError
+      ? err
+      : new SluiceError(
+          'ERR_SLUICE_STORE_UNAVAILABLE',
+          `RedisGuardState: Redis failed: ${(err as Error)?.message ?? String(err)}`,
+        );
   }
 }
 
@@ -340,7 +442,8 @@ class CheckRead {
     // A source: its view, and its bucket's peek (none for a fingerprint).
     const bytes = values[i]!;
     const spec = this.session.spec;
-    if (bytes !== null) this.found |= kind === ADDRESS ? ADDRESS_FOUND : kind === SUBNET ? SUBNET_FOUND : FINGERPRINT_FOUND;
+    if (bytes !== null)
+      this.found |= kind === ADDRESS ? ADDRESS_FOUND : kind === SUBNET ? SUBNET_FOUND : FINGERPRINT_FOUND;
     if (kind === ADDRESS) {
       reads.ipSource = sourceViewOf(bytes, now, spec);
       reads.ip = ip.source(bytes, now);
@@ -384,7 +487,10 @@ class LoginRead implements ReadUnit {
 
 class SuccessOp extends Op<JudgedSuccess> {
   /** `judged`: the account's answer, when the notes go after it (on a Cluster). */
-  constructor(session: LoginSession, private judged?: JudgedSuccess) {
+  constructor(
+    session: LoginSession,
+    private judged?: JudgedSuccess,
+  ) {
     super(session);
   }
   answer(kind: number, r: unknown[], i: number): number {
@@ -406,7 +512,10 @@ class NoteOp extends Op<void> {
 
 class FailOp extends Op<JudgedFailure> {
   /** `failed`: the account's answer, when the notes go after it (on a Cluster). */
-  constructor(session: LoginSession, private failed?: JudgedFailure) {
+  constructor(
+    session: LoginSession,
+    private failed?: JudgedFailure,
+  ) {
     super(session);
   }
   answer(kind: number, r: unknown[], i: number): number {
@@ -450,4 +559,3 @@ class LoginUnit<T> implements Unit {
     this.op.reject(this.op.session.failure(err));
   }
 }
-

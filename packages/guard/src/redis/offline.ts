@@ -48,7 +48,12 @@ export class OfflineFallback implements LoginPort {
     }
   }
 
-  async fail(t: TaggedAttempt, passwordTag: string | undefined, random: () => number, now: number): Promise<JudgedFailure> {
+  async fail(
+    t: TaggedAttempt,
+    passwordTag: string | undefined,
+    random: () => number,
+    now: number,
+  ): Promise<JudgedFailure> {
     try {
       return await this.online.fail(t, passwordTag, random, now);
     } catch (err) {
@@ -64,11 +69,22 @@ export class OfflineFallback implements LoginPort {
  * kept ('open'), with the guard's buckets answered by the store's failure policy (insurance: a local
  * limiter), as a RedisStore answers its own tables while Redis cannot.
  */
-export function withOffline(online: LoginPort, offline: MemoryRecords | 'open' | undefined, storeOnError: OnError, c: LoginConfig): LoginPort {
+export function withOffline(
+  online: LoginPort,
+  offline: MemoryRecords | 'open' | undefined,
+  storeOnError: OnError,
+  c: LoginConfig,
+): LoginPort {
   if (offline === undefined) return online;
   const table = (p: Policy): StoreTable => {
     const f = new Fallback(storeOnError, { policies: [p], algorithms: [createAlgorithm(p)], clock: c.clock });
-    return { sync: true, decide: (k, cost, lease) => f.decide(k, cost, lease), adjust: (k, d) => f.adjust(k, d), release: (k, l) => f.release(k, l), reset: (k) => f.reset(k) };
+    return {
+      sync: true,
+      decide: (k, cost, lease) => f.decide(k, cost, lease),
+      adjust: (k, d) => f.adjust(k, d),
+      release: (k, l) => f.release(k, l),
+      reset: (k) => f.reset(k),
+    };
   };
   const tables: LoginTables = { ip: table(c.ip), subnet: table(c.subnet), pair: table(c.pair) };
   return new OfflineFallback(online, offline === 'open' ? new OpenLogin(tables) : new MemoryLogin(offline, tables, c));

@@ -12,7 +12,16 @@
  *            (9 doubles), then two doubles per failed account: its 32-bit hash, and when it last failed
  */
 import { type Decision, makeDecision, type Policy, TokenBucket, Verdict } from 'sluice/kit';
-import { AccountRecord, DistinctCount, judgePath, liveAccount, roll, sourceIdle, sourceView, succeedAccount } from '../rules.js';
+import {
+  AccountRecord,
+  DistinctCount,
+  judgePath,
+  liveAccount,
+  roll,
+  sourceIdle,
+  sourceView,
+  succeedAccount,
+} from '../rules.js';
 import type { AccountView, JudgedSuccess, SourceSpec, SourceView } from '../state.js';
 
 const ACCOUNT_HEAD_BYTES = 60;
@@ -87,7 +96,13 @@ export interface AccountSuccess {
  * familiar list. The script writes the result only if the record is still `bytes` (guard.lua's AC), so a
  * success costs Redis a comparison and a write instead of the work.
  */
-export function succeededAccount(bytes: Uint8Array | null, now: number, sources: readonly string[], familiarMs: number, maxFamiliar: number): AccountSuccess {
+export function succeededAccount(
+  bytes: Uint8Array | null,
+  now: number,
+  sources: readonly string[],
+  familiarMs: number,
+  maxFamiliar: number,
+): AccountSuccess {
   const read = liveRecord(bytes, now);
   const path = judgePath(read, sources);
   const before = read?.unfamiliarFailures ?? 0;
@@ -157,7 +172,15 @@ export class BucketPeek {
     const v = this.v;
     this.bucket.evaluate(s, 0, now, 0, v);
     const p = this.policy;
-    return makeDecision({ allowed: v.allowed, limit: p.limit, remaining: v.remaining, resetAfterMs: v.resetAfterMs, retryAfterMs: v.retryAfterMs, delayMs: 0, policy: p.name });
+    return makeDecision({
+      allowed: v.allowed,
+      limit: p.limit,
+      remaining: v.remaining,
+      resetAfterMs: v.resetAfterMs,
+      retryAfterMs: v.retryAfterMs,
+      delayMs: 0,
+      policy: p.name,
+    });
   }
 }
 

@@ -17,7 +17,25 @@
  * const guard = new Guard({ secret, store }); // buckets and state both on Redis, one state per store
  */
 import { readFileSync } from 'node:fs';
-import { checkRedisBasics, checkReporting, connectionStats, type ConnectionStats, defineLibrary, escapeId, type LibraryScript, luaSource, type OnError, redisCommand, RedisConnection, RedisStore, type RedisStoreListener, show, slotOf, type Store, type StoreLogger } from 'sluice/kit';
+import {
+  checkRedisBasics,
+  checkReporting,
+  connectionStats,
+  type ConnectionStats,
+  defineLibrary,
+  escapeId,
+  type LibraryScript,
+  luaSource,
+  type OnError,
+  redisCommand,
+  RedisConnection,
+  RedisStore,
+  type RedisStoreListener,
+  show,
+  slotOf,
+  type Store,
+  type StoreLogger,
+} from 'sluice/kit';
 import type { MemoryRecords } from '../memory-records.js';
 import { MemoryGuardState } from '../memory-state.js';
 import type { GuardState, LoginConfig, LoginPort } from '../state.js';
@@ -67,7 +85,8 @@ const KNOWN = new Set(['client', 'prefix', 'timeoutMs', 'onError', 'onEvent', 'l
 /** What the guard does while Redis cannot answer, for the outage line. */
 function meanwhile(onError: GuardStateOnError): string {
   if (onError === 'closed') return "the login guard's check() and record() reject (onError 'closed')";
-  if (onError === 'local') return "the login guard judges attempts on this process's own records, and its verdicts carry reason 'store-error'";
+  if (onError === 'local')
+    return "the login guard judges attempts on this process's own records, and its verdicts carry reason 'store-error'";
   return "the login guard judges every attempt as a new account from a new address (onError 'open'), and its verdicts carry reason 'store-error'";
 }
 /**
@@ -93,7 +112,9 @@ const CREATE_RECORD = redisCommand('SET');
  */
 export const GUARD_SCRIPT: LibraryScript = defineLibrary(
   'guard',
-  [luaSource('prelude'), luaSource('token-bucket'), readFileSync(new URL('./guard.lua', import.meta.url), 'utf8')].join('\n'),
+  [luaSource('prelude'), luaSource('token-bucket'), readFileSync(new URL('./guard.lua', import.meta.url), 'utf8')].join(
+    '\n',
+  ),
 );
 
 export class RedisGuardState implements GuardState, LoginHost {
@@ -120,16 +141,25 @@ export class RedisGuardState implements GuardState, LoginHost {
   constructor(options: RedisGuardStateOptions) {
     const { prefix, timeoutMs } = checkRedisBasics('RedisGuardState', options, KNOWN);
     const onError = options.onError ?? 'open';
-    if (onError !== 'open' && onError !== 'closed' && onError !== 'local') invalid(`'onError' must be 'open', 'closed' or 'local', got ${show(onError)}`);
+    if (onError !== 'open' && onError !== 'closed' && onError !== 'local')
+      invalid(`'onError' must be 'open', 'closed' or 'local', got ${show(onError)}`);
     const report = { ...checkReporting('RedisGuardState', options), meanwhile: meanwhile(onError) };
-    this.connection = new RedisConnection({ client: options.client, timeoutMs, maxInFlight: MAX_IN_FLIGHT, owner: 'RedisGuardState', stats: this.stats, report });
+    this.connection = new RedisConnection({
+      client: options.client,
+      timeoutMs,
+      maxInFlight: MAX_IN_FLIGHT,
+      owner: 'RedisGuardState',
+      stats: this.stats,
+      report,
+    });
     this.client = options.client;
     this.cluster = this.connection.cluster;
     this.prefix = prefix;
     this.timeoutMs = timeoutMs;
     this.onError = onError;
     const maxRecords = options.maxRecords ?? 1_000_000;
-    if (!Number.isSafeInteger(maxRecords) || maxRecords < 1) invalid(`'maxRecords' must be a positive integer, got ${show(options.maxRecords)}`);
+    if (!Number.isSafeInteger(maxRecords) || maxRecords < 1)
+      invalid(`'maxRecords' must be a positive integer, got ${show(options.maxRecords)}`);
     this.maxRecords = maxRecords;
   }
 
@@ -209,7 +239,11 @@ export class RedisGuardState implements GuardState, LoginHost {
    * and the guard keeps what it could not share for the next time, deciding meanwhile on its own count
    * and the last shared one.
    */
-  shareFailures(monitor: string, adds: readonly (readonly [bucket: number, count: number])[], ttlMs: number): Promise<number[]> {
+  shareFailures(
+    monitor: string,
+    adds: readonly (readonly [bucket: number, count: number])[],
+    ttlMs: number,
+  ): Promise<number[]> {
     if (adds.length === 0) return Promise.resolve([]);
     return new Promise((resolve, reject) => {
       this.enqueue({
@@ -245,7 +279,10 @@ export class RedisGuardState implements GuardState, LoginHost {
    * was made for (redisGuardStateOf), else by this state's `onError`.
    */
   loginPort(store: Store, config: LoginConfig): LoginPort {
-    const onError: OnError = store instanceof RedisStore && perStore.get(store) === this ? storeBucketsOnError(store.onError) : bucketsOnError(this.onError);
+    const onError: OnError =
+      store instanceof RedisStore && perStore.get(store) === this
+        ? storeBucketsOnError(store.onError)
+        : bucketsOnError(this.onError);
     return withOffline(new LoginSession(this, config), this.offline(), onError, config);
   }
 
@@ -330,12 +367,20 @@ export class RedisGuardState implements GuardState, LoginHost {
       }
       for (const k of unit.keys) keys.push(k);
     }
-    this.connection.send(READ_RECORDS, keys, NO_ARGS, answerReads, from === 0 ? reads : reads.slice(from), reads.length - from);
+    this.connection.send(
+      READ_RECORDS,
+      keys,
+      NO_ARGS,
+      answerReads,
+      from === 0 ? reads : reads.slice(from),
+      reads.length - from,
+    );
   }
 
   /** Sends units in calls of at most MAX_OPERATIONS each. */
   private sendAll(units: Unit[]): void {
-    for (let i = 0; i < units.length; i += MAX_OPERATIONS) this.send(units.length <= MAX_OPERATIONS ? units : units.slice(i, i + MAX_OPERATIONS));
+    for (let i = 0; i < units.length; i += MAX_OPERATIONS)
+      this.send(units.length <= MAX_OPERATIONS ? units : units.slice(i, i + MAX_OPERATIONS));
   }
 
   private send(units: Unit[]): void {
@@ -352,7 +397,10 @@ export class RedisGuardState implements GuardState, LoginHost {
     let context: LoginContext | undefined;
     for (const u of units) {
       const c = u.context;
-      if (c !== undefined && (context === undefined || c.session !== context.session || c.now !== context.now || c.cap !== context.cap)) {
+      if (
+        c !== undefined &&
+        (context === undefined || c.session !== context.session || c.now !== context.now || c.cap !== context.cap)
+      ) {
         args.push('T', c.session, c.now, c.cap);
         context = c;
       }
@@ -414,8 +462,12 @@ export function redisGuardStateOf(store: unknown): RedisGuardState | undefined {
   if (state === undefined) {
     const { onEvent, logger } = store.reporting;
     state = new RedisGuardState({
-      client: store.client, prefix: store.prefix, timeoutMs: store.timeoutMs, onError: stateOnError(store.onError),
-      ...(onEvent === undefined ? {} : { onEvent }), ...(logger === undefined ? {} : { logger }),
+      client: store.client,
+      prefix: store.prefix,
+      timeoutMs: store.timeoutMs,
+      onError: stateOnError(store.onError),
+      ...(onEvent === undefined ? {} : { onEvent }),
+      ...(logger === undefined ? {} : { logger }),
     });
     perStore.set(store, state);
   }
@@ -441,4 +493,3 @@ function storeBucketsOnError(onError: OnError): OnError {
 function bucketsOnError(onError: GuardStateOnError): OnError {
   return onError === 'local' ? { insurance: 1 } : onError;
 }
-

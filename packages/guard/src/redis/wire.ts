@@ -60,7 +60,15 @@ export interface LoginContext {
 
 /** A failure's reply: counted (1 or 0), failures on the path, total, and the path ('f' or 'u'). */
 export function readFailure(r: unknown[], i: number): [JudgedFailure, number] {
-  return [{ counted: Number(r[i]) === 1, failures: Number(r[i + 1]), total: Number(r[i + 2]), path: pathOf(String(r[i + 3])) }, i + 4];
+  return [
+    {
+      counted: Number(r[i]) === 1,
+      failures: Number(r[i + 1]),
+      total: Number(r[i + 2]),
+      path: pathOf(String(r[i + 3])),
+    },
+    i + 4,
+  ];
 }
 
 /** A success's reply: the path and the strangers' failures before it. */
@@ -74,7 +82,16 @@ export function readSuccess(r: unknown[], i: number): [JudgedSuccess, number] {
  * as text: bytes would need decoding in the script.
  */
 export function successArgs(read: Uint8Array | null, done: AccountSuccess): string[] {
-  const args = [read === null ? '' : createHash('sha1').update(read).digest('hex'), num(done.uf), num(done.ul), num(done.lf), num(done.fu), num(done.exp), done.familiar, String(done.ends.length)];
+  const args = [
+    read === null ? '' : createHash('sha1').update(read).digest('hex'),
+    num(done.uf),
+    num(done.ul),
+    num(done.lf),
+    num(done.fu),
+    num(done.exp),
+    done.familiar,
+    String(done.ends.length),
+  ];
   for (const e of done.ends) args.push(num(e));
   args.push(num(done.ttlMs), code(done.judged.path), String(done.judged.unfamiliarFailuresBefore));
   return args;
@@ -95,5 +112,7 @@ function pathOf(code: string): Path {
 
 /** Tags travel comma-joined in the records, so none may be empty or hold a comma. */
 export function checkTags(tags: readonly string[], what: string): void {
-  for (const s of tags) if (typeof s !== 'string' || s === '' || s.includes(',')) invalid(`${what} tag must be a non-empty string without ',', got ${show(s)}`);
+  for (const s of tags)
+    if (typeof s !== 'string' || s === '' || s.includes(','))
+      invalid(`${what} tag must be a non-empty string without ',', got ${show(s)}`);
 }

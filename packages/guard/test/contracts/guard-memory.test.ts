@@ -10,4 +10,7 @@ guardConformance('memory', {
   dump: async (store, state) => [...(store as RecordingStore).keys].join('\n') + (state as MemoryGuardState).dump(),
 });
 
-guardConformance('memory (plain MemoryStore)', { makeStore: () => new MemoryStore(), makeState: () => new MemoryGuardState() });
+guardConformance('memory (plain MemoryStore)', {
+  makeStore: () => new MemoryStore(),
+  makeState: () => new MemoryGuardState(),
+});

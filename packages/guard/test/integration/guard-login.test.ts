@@ -20,7 +20,11 @@ before(async () => {
     req.on('end', () => {
       const ok = new URLSearchParams(body).get('response') === 'human';
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(ok ? { success: true, hostname: 'localhost' } : { success: false, 'error-codes': ['invalid-input-response'] }));
+      res.end(
+        JSON.stringify(
+          ok ? { success: true, hostname: 'localhost' } : { success: false, 'error-codes': ['invalid-input-response'] },
+        ),
+      );
     });
   });
   await new Promise<void>((r) => siteverify.listen(0, '127.0.0.1', r));
@@ -36,7 +40,10 @@ before(async () => {
 });
 
 interface Harness {
-  post(body: Record<string, unknown>, cookie?: string): Promise<{ status: number; body: Record<string, unknown>; headers: Headers }>;
+  post(
+    body: Record<string, unknown>,
+    cookie?: string,
+  ): Promise<{ status: number; body: Record<string, unknown>; headers: Headers }>;
   advance(ms: number): void;
   sleeps: number[];
   close(): Promise<void>;
@@ -47,7 +54,14 @@ type Framework = 'express' | 'fastify';
 async function start(framework: Framework, options: GuardOptions = {}): Promise<Harness> {
   let now = 1_760_000_000_000;
   const sleeps: number[] = [];
-  const guard = new Guard({ secret: 'integration-secret-0123456789', store: new MemoryStore(), clock: () => now, random: () => 0, challenge: 'captcha', ...options });
+  const guard = new Guard({
+    secret: 'integration-secret-0123456789',
+    store: new MemoryStore(),
+    clock: () => now,
+    random: () => 0,
+    challenge: 'captcha',
+    ...options,
+  });
   const deps: LoginDeps = {
     guard,
     users: { find: (a) => users.get(a) },
@@ -89,7 +103,10 @@ for (const framework of ['express', 'fastify'] as const) {
       try {
         const ok = await h.post({ account: 'alice@example.com', password: 'right-password' });
         assert.equal(ok.status, 200);
-        assert.match(ok.headers.get('set-cookie') ?? '', /^device=[A-Za-z0-9_-]{22}; Path=\/; HttpOnly; Secure; SameSite=Lax/);
+        assert.match(
+          ok.headers.get('set-cookie') ?? '',
+          /^device=[A-Za-z0-9_-]{22}; Path=\/; HttpOnly; Secure; SameSite=Lax/,
+        );
         const wrong = await h.post({ account: 'alice@example.com', password: 'nope' });
         const unknown = await h.post({ account: 'nobody@example.com', password: 'nope' });
         assert.deepEqual([wrong.status, wrong.body], [401, { error: 'invalid_credentials' }]);
@@ -103,7 +120,8 @@ for (const framework of ['express', 'fastify'] as const) {
     test('a stranger climbs the ladder: delay, CAPTCHA, MFA, then the pair lane blocks with Retry-After', async () => {
       const h = await start(framework);
       try {
-        const bob = (password: string, extra: Record<string, unknown> = {}) => h.post({ account: 'bob@example.com', password, ...extra });
+        const bob = (password: string, extra: Record<string, unknown> = {}) =>
+          h.post({ account: 'bob@example.com', password, ...extra });
         for (let i = 0; i < 4; i++) assert.equal((await bob(`guess-${i}`)).status, 401);
         assert.deepEqual(h.sleeps, [], 'three free failures, and the fourth is judged before its backoff starts');
         assert.equal((await bob('guess-4')).status, 401);
@@ -113,7 +131,11 @@ for (const framework of ['express', 'fastify'] as const) {
         assert.deepEqual([asked.status, asked.body], [401, { error: 'captcha_required' }]);
         assert.deepEqual((await bob('guess-5', { captchaToken: 'robot' })).body, { error: 'captcha_required' });
         const solved = await bob('guess-5', { captchaToken: 'human' });
-        assert.deepEqual([solved.status, solved.body], [401, { error: 'invalid_credentials' }], 'a solved CAPTCHA gets the password judged');
+        assert.deepEqual(
+          [solved.status, solved.body],
+          [401, { error: 'invalid_credentials' }],
+          'a solved CAPTCHA gets the password judged',
+        );
         h.advance(60_000);
         assert.deepEqual((await bob('guess-6', { captchaToken: 'human' })).body, { error: 'invalid_credentials' });
         // Over ten failures from this address now (refused attempts count too) and no success: the failure
@@ -141,8 +163,14 @@ for (const framework of ['express', 'fastify'] as const) {
         for (let i = 0; i < 3; i++) await h.post({ account: 'alice@example.com', password: `typo-${i}` }, cookie);
         const step = await h.post({ account: 'alice@example.com', password: 'anything at all' }, cookie);
         assert.deepEqual([step.status, step.body], [401, { error: 'mfa_required' }]);
-        assert.equal((await h.post({ account: 'alice@example.com', password: 'right-password', otp: '000000' }, cookie)).status, 401);
-        assert.equal((await h.post({ account: 'alice@example.com', password: 'right-password', otp: '654321' }, cookie)).status, 200);
+        assert.equal(
+          (await h.post({ account: 'alice@example.com', password: 'right-password', otp: '000000' }, cookie)).status,
+          401,
+        );
+        assert.equal(
+          (await h.post({ account: 'alice@example.com', password: 'right-password', otp: '654321' }, cookie)).status,
+          200,
+        );
       } finally {
         await h.close();
       }
@@ -151,25 +179,80 @@ for (const framework of ['express', 'fastify'] as const) {
 }
 
 test('the login flow with a leaked pair: a new device is asked for MFA before the password is judged, passes with the code, and is familiar from then on', async () => {
-  const guard = new Guard({ secret: 'integration-secret-0123456789', store: new MemoryStore(), clock: () => 1_760_000_000_000, random: () => 0 });
-  const deps: LoginDeps = { guard, users: { find: (a) => users.get(a) }, captcha: turnstile({ secret: 'siteverify-secret', url: siteverifyUrl }) };
-  const req = (password: string, otp?: string): LoginRequest => ({ account: 'alice@example.com', password, ip: '203.0.113.9', device: 'alice-new-laptop-0001', captchaToken: undefined, otp, leakedCredential: true });
-  assert.deepEqual(await handleLogin(deps, req('anything at all')), { status: 401, body: { error: 'mfa_required' }, headers: {} });
+  const guard = new Guard({
+    secret: 'integration-secret-0123456789',
+    store: new MemoryStore(),
+    clock: () => 1_760_000_000_000,
+    random: () => 0,
+  });
+  const deps: LoginDeps = {
+    guard,
+    users: { find: (a) => users.get(a) },
+    captcha: turnstile({ secret: 'siteverify-secret', url: siteverifyUrl }),
+  };
+  const req = (password: string, otp?: string): LoginRequest => ({
+    account: 'alice@example.com',
+    password,
+    ip: '203.0.113.9',
+    device: 'alice-new-laptop-0001',
+    captchaToken: undefined,
+    otp,
+    leakedCredential: true,
+  });
+  assert.deepEqual(await handleLogin(deps, req('anything at all')), {
+    status: 401,
+    body: { error: 'mfa_required' },
+    headers: {},
+  });
   assert.equal((await handleLogin(deps, req('right-password', '000000'))).status, 401);
   assert.equal((await handleLogin(deps, req('right-password', '654321'))).status, 200);
   // The success was recorded with its second factor: the device is familiar, and the leaked pair no longer hinders it.
-  assert.deepEqual((await guard.check({ account: 'alice@example.com', ip: '198.51.100.77', fingerprint: 'alice-new-laptop-0001', leakedCredential: true })).reasons, []);
+  assert.deepEqual(
+    (
+      await guard.check({
+        account: 'alice@example.com',
+        ip: '198.51.100.77',
+        fingerprint: 'alice-new-laptop-0001',
+        leakedCredential: true,
+      })
+    ).reasons,
+    [],
+  );
 });
 
 test('login flow bug: a success stepped up at the correct password returned 200; it now asks for the second factor and completes with it', async () => {
   // successStepUp 'stuffing' steps up every stranger's success while stuffing is seen; a run of failures
   // on accounts that do not exist is that evidence (the unknown-account prior).
   let now = 1_760_000_000_000;
-  const guard = new Guard({ secret: 'integration-secret-0123456789', store: new MemoryStore(), clock: () => now, random: () => 0, successStepUp: 'stuffing' });
-  for (let i = 0; i < 30; i++) await guard.record({ account: `leak${i}@mail.test`, ip: `10.1.${i}.1`, success: false, password: 'x', accountExists: false });
+  const guard = new Guard({
+    secret: 'integration-secret-0123456789',
+    store: new MemoryStore(),
+    clock: () => now,
+    random: () => 0,
+    successStepUp: 'stuffing',
+  });
+  for (let i = 0; i < 30; i++)
+    await guard.record({
+      account: `leak${i}@mail.test`,
+      ip: `10.1.${i}.1`,
+      success: false,
+      password: 'x',
+      accountExists: false,
+    });
   now += 1000;
-  const deps: LoginDeps = { guard, users: { find: (a) => users.get(a) }, captcha: turnstile({ secret: 'siteverify-secret', url: siteverifyUrl }) };
-  const req = (otp?: string): LoginRequest => ({ account: 'alice@example.com', password: 'right-password', ip: '203.0.113.44', device: undefined, captchaToken: undefined, otp });
+  const deps: LoginDeps = {
+    guard,
+    users: { find: (a) => users.get(a) },
+    captcha: turnstile({ secret: 'siteverify-secret', url: siteverifyUrl }),
+  };
+  const req = (otp?: string): LoginRequest => ({
+    account: 'alice@example.com',
+    password: 'right-password',
+    ip: '203.0.113.44',
+    device: undefined,
+    captchaToken: undefined,
+    otp,
+  });
   assert.deepEqual(await handleLogin(deps, req()), { status: 401, body: { error: 'mfa_required' }, headers: {} });
   assert.equal((await handleLogin(deps, req('000000'))).status, 401);
   assert.equal((await handleLogin(deps, req('654321'))).status, 200);

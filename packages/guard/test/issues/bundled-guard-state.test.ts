@@ -7,7 +7,17 @@
 // esbuild and by webpack, run against the test Redis, and must keep the guard's state in Redis.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -59,7 +69,12 @@ function copyAssets(bundle: string): void {
 }
 
 function run(bundle: string, prefix: string): { state: string; accountKeys: number } {
-  const r = spawnSync(process.execPath, [bundle], { cwd: dirname(bundle), encoding: 'utf8', timeout: 60_000, env: { ...process.env, REDIS_URL: redisUrl(), PREFIX: prefix } });
+  const r = spawnSync(process.execPath, [bundle], {
+    cwd: dirname(bundle),
+    encoding: 'utf8',
+    timeout: 60_000,
+    env: { ...process.env, REDIS_URL: redisUrl(), PREFIX: prefix },
+  });
   assert.equal(r.status, 0, `the bundle exited ${r.status ?? r.signal}:\n${r.stdout}${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { state: string; accountKeys: number };
 }
@@ -69,8 +84,16 @@ test('a guard on a RedisStore keeps its state in Redis when the app is bundled b
   writeFileSync(entry, APP);
   const outfile = join(work, 'esbuild/a/b/app.mjs'); // deep enough that the copied Lua stays inside `work`
   await build({
-    entryPoints: [entry], bundle: true, outfile, platform: 'node', format: 'esm', target: 'node20', logLevel: 'error',
-    conditions: ['sluice-source'], external: ['ioredis', 'redis', 'pino', 'yaml', 'prom-client'], nodePaths: [join(ROOT, 'node_modules')],
+    entryPoints: [entry],
+    bundle: true,
+    outfile,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    logLevel: 'error',
+    conditions: ['sluice-source'],
+    external: ['ioredis', 'redis', 'pino', 'yaml', 'prom-client'],
+    nodePaths: [join(ROOT, 'node_modules')],
     banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
   });
   copyAssets(outfile);
@@ -88,16 +111,27 @@ test('a guard on a RedisStore keeps its state in Redis when the app is bundled b
   writeFileSync(entry, APP);
   // TypeScript to JavaScript, as any app's loader does (esbuild here: already a dev dependency).
   const loader = join(work, 'ts-loader.cjs');
-  writeFileSync(loader, `module.exports = function (source) { return require(${JSON.stringify(require.resolve('esbuild'))}).transformSync(source, { loader: 'ts', format: 'esm', target: 'node20' }).code; };`);
+  writeFileSync(
+    loader,
+    `module.exports = function (source) { return require(${JSON.stringify(require.resolve('esbuild'))}).transformSync(source, { loader: 'ts', format: 'esm', target: 'node20' }).code; };`,
+  );
   const out = join(work, 'webpack/a/b');
   const stats = await new Promise<import('webpack').Stats>((done, fail) =>
     webpack(
       {
-        mode: 'production', target: 'node20', entry, context: work,
+        mode: 'production',
+        target: 'node20',
+        entry,
+        context: work,
         output: { path: out, filename: 'app.mjs', module: true, chunkFormat: 'module', library: { type: 'module' } },
         experiments: { outputModule: true, topLevelAwait: true },
-        externalsType: 'module', externals: { ioredis: 'ioredis', redis: 'redis' },
-        resolve: { conditionNames: ['sluice-source', 'node', 'import', 'module', 'default'], extensionAlias: { '.js': ['.ts', '.js'] }, modules: [join(ROOT, 'node_modules'), 'node_modules'] },
+        externalsType: 'module',
+        externals: { ioredis: 'ioredis', redis: 'redis' },
+        resolve: {
+          conditionNames: ['sluice-source', 'node', 'import', 'module', 'default'],
+          extensionAlias: { '.js': ['.ts', '.js'] },
+          modules: [join(ROOT, 'node_modules'), 'node_modules'],
+        },
         module: { rules: [{ test: /\.ts$/, loader }], parser: { javascript: { url: false } } },
         optimization: { minimize: false, sideEffects: true, usedExports: true },
       },

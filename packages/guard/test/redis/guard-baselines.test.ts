@@ -11,16 +11,27 @@ const { io, nr } = await connectBothClients(async (client) => {
   for (const k of await client.keys(`${base}:*`)) await client.unlink(k);
 });
 
-for (const [name, client] of [['ioredis', io], ['node-redis', nr]] as const) {
+for (const [name, client] of [
+  ['ioredis', io],
+  ['node-redis', nr],
+] as const) {
   test(`${name}: baselines written by one guard are read by a fresh one, and kept with a TTL`, async () => {
     const prefix = `${base}:${name}`;
     const state = new RedisGuardState({ client, prefix, onError: 'closed', timeoutMs: 2000 });
     assert.equal(await state.readBaselines(), undefined, 'none held yet');
     let now = 1_700_000_000_000;
-    const options = { secret: 'test-secret-0123456789abcdef', state, store: new MemoryStore(), clock: () => now, random: () => 0, baselineSaveEvery: '1m' } as const;
+    const options = {
+      secret: 'test-secret-0123456789abcdef',
+      state,
+      store: new MemoryStore(),
+      clock: () => now,
+      random: () => 0,
+      baselineSaveEvery: '1m',
+    } as const;
     const veteran = new Guard(options);
     for (let m = 0; m < 40; m++) {
-      for (let i = 0; i < 2; i++) await veteran.record({ account: `typo${m}-${i}`, ip: `10.0.${m}.${i + 1}`, success: false });
+      for (let i = 0; i < 2; i++)
+        await veteran.record({ account: `typo${m}-${i}`, ip: `10.0.${m}.${i + 1}`, success: false });
       now += 60_000;
     }
     await veteran.check({ account: 'x', ip: '10.9.9.9' }); // the last minute's save goes with this call

@@ -9,17 +9,22 @@ import { guardConformance } from '../contracts/guard-conformance.js';
 import { runPrefix, useCluster } from '../../../testing/src/harness.js';
 
 const ctx = useCluster();
-const cluster = ctx.cluster;
 const base = runPrefix('guard-cluster');
 let n = 0;
 const stores: RedisStore[] = [];
 
-
 /** The guard state a Guard takes from a store. */
-const stateOf = (s: RedisStore) => new Guard({ secret: 'cluster-secret-0123456789ab', store: s }).state as RedisGuardState;
+const stateOf = (s: RedisStore) =>
+  new Guard({ secret: 'cluster-secret-0123456789ab', store: s }).state as RedisGuardState;
 
 function store(client: () => unknown): RedisStore {
-  const s = new RedisStore({ client: client(), prefix: `${base}:${n++}`, clock: 'client', timeoutMs: 2000, onError: 'closed' });
+  const s = new RedisStore({
+    client: client(),
+    prefix: `${base}:${n++}`,
+    clock: 'client',
+    timeoutMs: 2000,
+    onError: 'closed',
+  });
   stores.push(s);
   return s;
 }
@@ -36,7 +41,7 @@ test('guard on redis cluster: keys over many slots, each call on one; an account
   for (let i = 0; i < 40; i++) {
     const source = state.sourceKey(`probe-${i}`);
     const slot = (await ctx.io.cluster('KEYSLOT', source)) as number;
-    assert.equal(state.slot('gs', `probe-${i}`), slot, 'the slot the state batches by is the cluster\'s');
+    assert.equal(state.slot('gs', `probe-${i}`), slot, "the slot the state batches by is the cluster's");
     const account = (await ctx.io.cluster('KEYSLOT', state.accountKey(`acct-${i}`))) as number;
     assert.equal(await ctx.io.cluster('KEYSLOT', state.pairKey(`acct-${i}`, `addr-${i}`)), account);
     assert.equal(state.slot('ga', `acct-${i}`), account);
@@ -59,7 +64,12 @@ test("guard on redis cluster: a first login's success, through either client, is
     const login = { account: 'newbie', ip: '198.51.100.8' };
     await guard.check(login);
     const calls = state.stats.calls;
-    assert.deepEqual(await guard.record({ ...login, success: true }), { counted: false, consecutiveFailures: 0, action: 'allow', reasons: [] });
+    assert.deepEqual(await guard.record({ ...login, success: true }), {
+      counted: false,
+      consecutiveFailures: 0,
+      action: 'allow',
+      reasons: [],
+    });
     assert.equal(state.stats.calls, calls + 1);
     // The record is there: four strangers' failures later, the owner from the familiar address is still let in.
     for (let i = 1; i <= 4; i++) {

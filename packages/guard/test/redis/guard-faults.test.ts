@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { test } from 'node:test';
 import { Redis } from 'ioredis';
-import { Guard, RedisGuardState } from '../../src/index.js';
+import { Guard, type RedisGuardState } from '../../src/index.js';
 import { RedisStore, type OnError } from '../../../sluice/src/stores/redis/index.js';
 import { runPrefix, useOwnRedis } from '../../../testing/src/harness.js';
 
@@ -20,7 +20,6 @@ const BOUND = 3 * TIMEOUT + 250;
 const own = useOwnRedis();
 const unhandled = own.unhandled;
 
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function setup(onError: OnError) {
@@ -32,7 +31,10 @@ async function setup(onError: OnError) {
   const state = guard.state as RedisGuardState;
   // Four failures from strangers: one past freeFailures (3), so the account is in backoff.
   for (let i = 1; i <= 4; i++) await guard.record({ account: 'alice', ip: `203.0.113.${i}`, success: false });
-  assert.ok((await guard.check({ account: 'alice', ip: '192.0.2.9' })).reasons.includes('account-backoff'), 'backoff seen while Redis is up');
+  assert.ok(
+    (await guard.check({ account: 'alice', ip: '192.0.2.9' })).reasons.includes('account-backoff'),
+    'backoff seen while Redis is up',
+  );
   return { client, guard, state };
 }
 
@@ -49,14 +51,28 @@ async function timed<T>(f: () => Promise<T>, ms = BOUND): Promise<T> {
 
 test("onError 'open': Redis killed, the guard judges on this process's own records meanwhile, and every verdict and record says store-error", async () => {
   const { client, guard, state } = await setup('open');
-  assert.equal(state.onError, 'local', "a store's 'open' keeps the guard's records in this process while Redis is away");
+  assert.equal(
+    state.onError,
+    'local',
+    "a store's 'open' keeps the guard's records in this process while Redis is away",
+  );
   await own.server.stop();
   await sleep(100);
   const v = await timed(() => guard.check({ account: 'alice', ip: '192.0.2.9' }));
   assert.deepEqual({ action: v.action, reasons: v.reasons }, { action: 'allow', reasons: ['store-error'] });
-  assert.deepEqual(await timed(() => guard.record({ account: 'alice', ip: '192.0.2.9', success: false })), { counted: true, consecutiveFailures: 1, action: 'allow', reasons: ['store-error'] });
+  assert.deepEqual(await timed(() => guard.record({ account: 'alice', ip: '192.0.2.9', success: false })), {
+    counted: true,
+    consecutiveFailures: 1,
+    action: 'allow',
+    reasons: ['store-error'],
+  });
   // A success too: the pair lane cannot be forgotten meanwhile, and the login still records.
-  assert.deepEqual(await timed(() => guard.record({ account: 'alice', ip: '192.0.2.9', success: true })), { counted: false, consecutiveFailures: 0, action: 'allow', reasons: ['store-error'] });
+  assert.deepEqual(await timed(() => guard.record({ account: 'alice', ip: '192.0.2.9', success: true })), {
+    counted: false,
+    consecutiveFailures: 0,
+    action: 'allow',
+    reasons: ['store-error'],
+  });
   assert.ok(state.stats.fallbacks >= 3 && state.stats.refused >= 3, JSON.stringify(state.stats));
 
   // Back: ioredis reconnects and the state is shared again (the new server starts empty).
@@ -87,8 +103,14 @@ test("onError 'closed': check() and record() reject with ERR_SLUICE_STORE_UNAVAI
   const { client, guard } = await setup('closed');
   await own.server.stop();
   await sleep(100);
-  await timed(() => assert.rejects(guard.check({ account: 'alice', ip: '192.0.2.9' }), { code: 'ERR_SLUICE_STORE_UNAVAILABLE' }));
-  await timed(() => assert.rejects(guard.record({ account: 'alice', ip: '192.0.2.9', success: false }), { code: 'ERR_SLUICE_STORE_UNAVAILABLE' }));
+  await timed(() =>
+    assert.rejects(guard.check({ account: 'alice', ip: '192.0.2.9' }), { code: 'ERR_SLUICE_STORE_UNAVAILABLE' }),
+  );
+  await timed(() =>
+    assert.rejects(guard.record({ account: 'alice', ip: '192.0.2.9', success: false }), {
+      code: 'ERR_SLUICE_STORE_UNAVAILABLE',
+    }),
+  );
   await own.server.start();
   await waitReady(client);
   client.disconnect();
@@ -99,7 +121,8 @@ test('onError insurance: the guard state goes local while Redis is away, so this
   assert.equal(state.onError, 'local');
   await own.server.stop();
   await sleep(100);
-  for (let i = 1; i <= 4; i++) await timed(() => guard.record({ account: 'carol', ip: `203.0.113.${i}`, success: false }));
+  for (let i = 1; i <= 4; i++)
+    await timed(() => guard.record({ account: 'carol', ip: `203.0.113.${i}`, success: false }));
   const v = await timed(() => guard.check({ account: 'carol', ip: '192.0.2.9' }));
   assert.ok(v.reasons.includes('account-backoff'), JSON.stringify(v));
   await own.server.start();
@@ -115,8 +138,17 @@ test("a first login's success (one SET NX) when Redis died after its check: 'ope
     await own.server.stop();
     await sleep(100);
     const fallbacks = state.stats.fallbacks;
-    if (onError === 'open') assert.deepEqual(await timed(() => guard.record({ ...login, success: true })), { counted: false, consecutiveFailures: 0, action: 'allow', reasons: ['store-error'] });
-    else await timed(() => assert.rejects(guard.record({ ...login, success: true }), { code: 'ERR_SLUICE_STORE_UNAVAILABLE' }));
+    if (onError === 'open')
+      assert.deepEqual(await timed(() => guard.record({ ...login, success: true })), {
+        counted: false,
+        consecutiveFailures: 0,
+        action: 'allow',
+        reasons: ['store-error'],
+      });
+    else
+      await timed(() =>
+        assert.rejects(guard.record({ ...login, success: true }), { code: 'ERR_SLUICE_STORE_UNAVAILABLE' }),
+      );
     assert.equal(state.stats.fallbacks, fallbacks + 1, onError);
     await own.server.start();
     await waitReady(client);

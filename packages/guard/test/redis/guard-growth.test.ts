@@ -43,14 +43,21 @@ test('blocked checks from random addresses in one IPv6 /64 write one address rec
   const store = new RedisStore({ client: io, prefix, timeoutMs: 2000 });
   const guard = new Guard({ secret: SECRET, store, denyList: ['2001:db8:77:1::/64'] });
   for (let i = 0; i < 2000; i += 100) {
-    await Promise.all(Array.from({ length: 100 }, (_, j) => guard.check({ account: `victim${(i + j) % 7}`, ip: `2001:db8:77:1:${(i + j).toString(16)}:${((i + j) * 31).toString(16)}::9` })));
+    await Promise.all(
+      Array.from({ length: 100 }, (_, j) =>
+        guard.check({
+          account: `victim${(i + j) % 7}`,
+          ip: `2001:db8:77:1:${(i + j).toString(16)}:${((i + j) * 31).toString(16)}::9`,
+        }),
+      ),
+    );
   }
   const keys = await io.keys(`${prefix}:*`);
   assert.equal(keys.filter((k) => k.includes('{gs:')).length, 2, keys.join('\n'));
   assert.ok(keys.length <= 2, `${keys.length} keys for 2,000 blocked checks`);
 });
 
-test("a source that never succeeded is kept its longest window (7 days), not two of them (14 days)", async () => {
+test('a source that never succeeded is kept its longest window (7 days), not two of them (14 days)', async () => {
   const prefix = fresh('growth-ttl');
   const store = new RedisStore({ client: io, prefix, timeoutMs: 2000 });
   const guard = new Guard({ secret: SECRET, store });
@@ -69,11 +76,13 @@ test('under a flood of new sources and accounts, the records of those that never
   await guard.record({ account: 'owner', ip: '203.0.113.50', success: true }); // familiar from here for 30 days
   // 600 failures from new addresses on new accounts in one minute: 100 records last 10 s at that rate.
   for (let i = 0; i < 600; i += 50) {
-    await Promise.all(Array.from({ length: 50 }, (_, j) => {
-      const n = i + j;
-      const login = { account: `spray${n}`, ip: `${20 + (n >> 8)}.${n & 255}.9.9` };
-      return guard.check(login).then(() => guard.record({ ...login, success: false, password: 'x' }));
-    }));
+    await Promise.all(
+      Array.from({ length: 50 }, (_, j) => {
+        const n = i + j;
+        const login = { account: `spray${n}`, ip: `${20 + (n >> 8)}.${n & 255}.9.9` };
+        return guard.check(login).then(() => guard.record({ ...login, success: false, password: 'x' }));
+      }),
+    );
   }
   await guard.record({ account: 'owner', ip: '203.0.113.50', success: false, password: 'typo' }); // during the flood
   const shortWindow = 30 * 60_000;
@@ -83,7 +92,10 @@ test('under a flood of new sources and accounts, the records of those that never
   const accounts = (await io.keys(`${prefix}:{ga:*`)).filter((k) => !k.includes('}:p:'));
   const accountTtls = await Promise.all(accounts.map((k) => io.pttl(k)));
   assert.ok(accountTtls.filter((t) => t > shortWindow + 1000).length <= 11, 'the flood accounts live the short window');
-  assert.ok(accountTtls.some((t) => t > 29 * DAY), "the owner's account, which has a familiar source, keeps its 30 days");
+  assert.ok(
+    accountTtls.some((t) => t > 29 * DAY),
+    "the owner's account, which has a familiar source, keeps its 30 days",
+  );
   // A familiar path is untouched by the flood: the owner's typo does not make them a stranger.
   assert.equal((await guard.check({ account: 'owner', ip: '203.0.113.50' })).action, 'allow');
   now += 1;

@@ -14,7 +14,10 @@ const prefix = runPrefix('guard-mp');
 const workers: ChildProcess[] = [];
 
 before(async () => {
-  for (let i = 0; i < 2; i++) workers.push(fork(new URL('./guard-worker.ts', import.meta.url), [redisUrl(), prefix], { execArgv: ['--import', 'tsx'] }));
+  for (let i = 0; i < 2; i++)
+    workers.push(
+      fork(new URL('./guard-worker.ts', import.meta.url), [redisUrl(), prefix], { execArgv: ['--import', 'tsx'] }),
+    );
   await Promise.all(workers.map((w) => once(w, 'message')));
 });
 
@@ -48,9 +51,18 @@ test('a spray split across two processes is caught as one; an account backs off 
   // workers can answer before this connection is up.
   await once(client, 'ready');
   try {
-    await fail(workers[0]!, [{ account: 'target', ip: '203.0.113.1' }, { account: 'target', ip: '203.0.113.2' }]);
-    await fail(workers[1]!, [{ account: 'target', ip: '203.0.113.3' }, { account: 'target', ip: '203.0.113.4' }]);
-    const here = new Guard({ secret: 'multi-process-secret-0123456789', store: new RedisStore({ client, prefix, timeoutMs: 5000, onError: 'closed' }) });
+    await fail(workers[0]!, [
+      { account: 'target', ip: '203.0.113.1' },
+      { account: 'target', ip: '203.0.113.2' },
+    ]);
+    await fail(workers[1]!, [
+      { account: 'target', ip: '203.0.113.3' },
+      { account: 'target', ip: '203.0.113.4' },
+    ]);
+    const here = new Guard({
+      secret: 'multi-process-secret-0123456789',
+      store: new RedisStore({ client, prefix, timeoutMs: 5000, onError: 'closed' }),
+    });
     assert.ok((await here.check({ account: 'x', ip })).reasons.includes('ip-distinct-accounts'));
     const target = await here.check({ account: 'target', ip: '192.0.2.200' });
     assert.ok(target.reasons.includes('account-backoff'), `target: ${JSON.stringify(target)}`);

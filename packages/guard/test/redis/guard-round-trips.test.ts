@@ -35,10 +35,14 @@ function counted() {
       return io.status;
     },
     on: (event: string, listener: (...a: unknown[]) => void) => io.on(event, listener),
-    evalsha: (...a: unknown[]) => (log('script'), sizes.push(a.length), (io.evalsha as (...x: unknown[]) => Promise<unknown>)(...a)),
+    evalsha: (...a: unknown[]) => (
+      log('script'), sizes.push(a.length), (io.evalsha as (...x: unknown[]) => Promise<unknown>)(...a)
+    ),
     eval: (...a: unknown[]) => (log('script'), (io.eval as (...x: unknown[]) => Promise<unknown>)(...a)),
     mgetBuffer: (...a: unknown[]) => (log('mget'), (io.mgetBuffer as (...x: unknown[]) => Promise<unknown>)(...a)),
-    set: (...a: unknown[]) => (log(a.includes('NX') ? 'set-nx' : 'set'), (io.set as (...x: unknown[]) => Promise<unknown>)(...a)),
+    set: (...a: unknown[]) => (
+      log(a.includes('NX') ? 'set-nx' : 'set'), (io.set as (...x: unknown[]) => Promise<unknown>)(...a)
+    ),
   };
   /** Rounds and calls since the last take(). */
   const take = () => {
@@ -56,16 +60,25 @@ function counted() {
   return { client, take, sent, sizes };
 }
 
-test('a login on a RedisStore: a check is one call, a record one more, with the memory guard\'s verdicts', async () => {
+test("a login on a RedisStore: a check is one call, a record one more, with the memory guard's verdicts", async () => {
   let now = 1_700_000_123_456;
   const wire = counted();
-  const store = new RedisStore({ client: wire.client, prefix: `${base}:${n++}`, clock: 'client', timeoutMs: 2000, onError: 'closed' });
+  const store = new RedisStore({
+    client: wire.client,
+    prefix: `${base}:${n++}`,
+    clock: 'client',
+    timeoutMs: 2000,
+    onError: 'closed',
+  });
   const options = { secret: 'rounds-secret-0123456789ab', clock: () => now, random: () => 0 };
   const redis = new Guard({ ...options, store });
   const memory = new Guard(options);
   await redis.check({ account: 'warm', ip: '192.0.2.1' }); // loads the script (NOSCRIPT, then EVAL)
   wire.take();
-  const check = async (account: string, ip: string): Promise<{ verdict: GuardVerdict; rounds: number; calls: number }> => {
+  const check = async (
+    account: string,
+    ip: string,
+  ): Promise<{ verdict: GuardVerdict; rounds: number; calls: number }> => {
     const verdict = await redis.check({ account, ip });
     assert.deepEqual(verdict, await memory.check({ account, ip }), `${account} from ${ip}`);
     return { verdict, ...wire.take() };
@@ -77,21 +90,38 @@ test('a login on a RedisStore: a check is one call, a record one more, with the 
   const one = { rounds: 1, calls: 1 };
   wire.sent();
   const stranger = await check('alice', '203.0.113.1');
-  assert.deepEqual({ rounds: stranger.rounds, calls: stranger.calls }, one, 'a stranger\'s check: account, pair, address, subnet');
+  assert.deepEqual(
+    { rounds: stranger.rounds, calls: stranger.calls },
+    one,
+    "a stranger's check: account, pair, address, subnet",
+  );
   assert.deepEqual(wire.sent(), { mget: 1 });
   assert.deepEqual(await record({ account: 'alice', ip: '203.0.113.1', success: true }), one, 'a first success');
-  assert.deepEqual(wire.sent(), { 'set-nx': 1 }, 'a first success, where the check found nothing: the record created, no script');
-  assert.deepEqual(await record({ account: 'alice', ip: '198.51.100.7', success: false, password: 'guess1' }), one, 'a counted failure, its lock and buckets');
+  assert.deepEqual(
+    wire.sent(),
+    { 'set-nx': 1 },
+    'a first success, where the check found nothing: the record created, no script',
+  );
+  assert.deepEqual(
+    await record({ account: 'alice', ip: '198.51.100.7', success: false, password: 'guess1' }),
+    one,
+    'a counted failure, its lock and buckets',
+  );
   assert.deepEqual(wire.sent(), { script: 1 });
-  assert.deepEqual(await record({ account: 'alice', ip: '198.51.100.7', success: false, password: 'guess1' }), one, 'a repeated password: counted nowhere');
+  assert.deepEqual(
+    await record({ account: 'alice', ip: '198.51.100.7', success: false, password: 'guess1' }),
+    one,
+    'a repeated password: counted nowhere',
+  );
   const owner = await check('alice', '203.0.113.1');
-  assert.deepEqual({ rounds: owner.rounds, calls: owner.calls }, one, 'the owner\'s check');
-  assert.deepEqual(await record({ account: 'alice', ip: '203.0.113.1', success: true }), one, 'the owner\'s success');
+  assert.deepEqual({ rounds: owner.rounds, calls: owner.calls }, one, "the owner's check");
+  assert.deepEqual(await record({ account: 'alice', ip: '203.0.113.1', success: true }), one, "the owner's success");
   wire.sent();
   // Strangers fail from one address on many accounts; a stranger from it is then refused, which notes its
   // sources as failed: a second call, of writes only.
   now += 1000;
-  for (let i = 0; i < 12; i++) await record({ account: `victim${i}`, ip: '198.51.100.9', success: false, password: 'x' });
+  for (let i = 0; i < 12; i++)
+    await record({ account: `victim${i}`, ip: '198.51.100.9', success: false, password: 'x' });
   const refused = await check('bob', '198.51.100.9');
   assert.notEqual(refused.verdict.action, 'allow');
   assert.deepEqual({ rounds: refused.rounds, calls: refused.calls }, { rounds: 2, calls: 2 });
@@ -109,7 +139,9 @@ test('concurrent logins share calls: 64 checks in reads of MAX_READ_KEYS keys se
   // A stranger's check reads 4 keys: account, pair, address, subnet.
   assert.deepEqual(wire.take(), { rounds: 1, calls: Math.ceil((64 * 4) / MAX_READ_KEYS) });
   wire.sent();
-  await Promise.all(logins.map((l, i) => guard.record({ ...l, success: i % 20 !== 0, password: i % 20 === 0 ? 'wrong' : undefined })));
+  await Promise.all(
+    logins.map((l, i) => guard.record({ ...l, success: i % 20 !== 0, password: i % 20 === 0 ? 'wrong' : undefined })),
+  );
   // A record whose check's tags were overwritten in the guard's table of recent attempts (a random ~3 %
   // at 64 in flight) is a success this process did not check: it joins the failures' script call.
   const { 'set-nx': created = 0, ...rest } = wire.sent();
@@ -141,10 +173,17 @@ test('a full call is written at once, not at the end of the turn: 64 records in 
   const store = new RedisStore({ client, prefix: `${base}:${n++}`, timeoutMs: 2000, onError: 'closed' });
   const guard = new Guard({ secret: 'rounds-secret-0123456789ab', store });
   await guard.record({ account: 'warm', ip: '192.0.2.1', success: true }); // loads the script
-  const logins = Array.from({ length: 64 }, (_, i) => ({ account: `user${i}`, ip: `203.0.113.${i + 1}`, success: true }));
+  const logins = Array.from({ length: 64 }, (_, i) => ({
+    account: `user${i}`,
+    ip: `203.0.113.${i + 1}`,
+    success: true,
+  }));
   events.length = 0;
   await Promise.all(logins.map((l) => guard.record(l)));
-  assert.deepEqual(events.filter((e) => e !== 'cork'), Array.from({ length: 64 / MAX_OPERATIONS }, () => ['call', 'write']).flat());
+  assert.deepEqual(
+    events.filter((e) => e !== 'cork'),
+    Array.from({ length: 64 / MAX_OPERATIONS }, () => ['call', 'write']).flat(),
+  );
 });
 
 test('Guards with the same options on one store share one session: a call carries its constants once', async () => {
@@ -156,14 +195,18 @@ test('Guards with the same options on one store share one session: a call carrie
     for (const g of guards) await g.record({ account: 'warm', ip: '192.0.2.1', success: true }); // and whatever a guard reads once at start
     await new Promise((r) => setImmediate(r));
     wire.sizes.length = 0;
-    await Promise.all(Array.from({ length: 40 }, (_, i) => guards[i % count]!.record({ account: `user${i}`, ip: '192.0.2.1', success: true })));
+    await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        guards[i % count]!.record({ account: `user${i}`, ip: '192.0.2.1', success: true }),
+      ),
+    );
     assert.equal(wire.sizes.length, Math.ceil(40 / MAX_OPERATIONS), JSON.stringify(wire.sizes));
     return wire.sizes.reduce((a, b) => a + b, 0);
   };
   assert.equal(await callSize(40), await callSize(1));
 });
 
-test("a success computed from a stale read is done by the script instead: two checks of one account, then both successes", async () => {
+test('a success computed from a stale read is done by the script instead: two checks of one account, then both successes', async () => {
   // Each record sends the success its check computed (AC) with the record it read; the second read is stale
   // once the first success is written, so the script does that success itself, and nothing is lost.
   let now = 1_700_000_123_456;
@@ -190,8 +233,13 @@ test("a success computed from a stale read is done by the script instead: two ch
   // accounts from either address get the next stranger there refused, and carol let in.
   for (const at of [home, phone]) {
     now += 1000;
-    for (let i = 0; i < 12; i++) await both((g) => g.record({ account: `victim${i}@${at.ip}`, ip: at.ip, success: false, password: 'x' }));
-    assert.notEqual((await both((g) => g.check({ account: 'dave', ip: at.ip }))).action, 'allow', `a stranger from ${at.ip}`);
+    for (let i = 0; i < 12; i++)
+      await both((g) => g.record({ account: `victim${i}@${at.ip}`, ip: at.ip, success: false, password: 'x' }));
+    assert.notEqual(
+      (await both((g) => g.check({ account: 'dave', ip: at.ip }))).action,
+      'allow',
+      `a stranger from ${at.ip}`,
+    );
     assert.equal((await both((g) => g.check(at))).action, 'allow', `carol from ${at.ip}`);
   }
 });

@@ -32,7 +32,6 @@ const { io, nr } = await connectBothClients(async (client) => {
   for (const k of await client.keys(`${base}:*`)) await client.unlink(k);
 });
 
-
 /** Every key under `prefix` with its TTL and its value, as text. */
 async function dumpRedis(prefix: string): Promise<{ text: string; ttls: Map<string, number> }> {
   const keys = await io.keys(`${prefix}:*`);
@@ -41,7 +40,12 @@ async function dumpRedis(prefix: string): Promise<{ text: string; ttls: Map<stri
   for (const k of keys) {
     ttls.set(k, await io.pttl(k));
     const type = await io.type(k);
-    const value = type === 'hash' ? await io.hgetall(k) : type === 'zset' ? await io.zrange(k, '0', '-1', 'WITHSCORES') : String(await io.dump(k));
+    const value =
+      type === 'hash'
+        ? await io.hgetall(k)
+        : type === 'zset'
+          ? await io.zrange(k, '0', '-1', 'WITHSCORES')
+          : String(await io.dump(k));
     parts.push(k, JSON.stringify(value));
   }
   return { text: parts.join('\n'), ttls };
@@ -70,7 +74,11 @@ test('a Guard given a RedisStore and no state keeps its state on the same Redis 
   const guard = new Guard({ secret: 'wiring-secret-0123456789', store });
   assert.ok(guard.state instanceof RedisGuardState);
   assert.equal(guard.state, new Guard({ secret: 'wiring-secret-0123456789', store }).state);
-  assert.notEqual(guard.state, new Guard({ secret: 'wiring-secret-0123456789', store: new RedisStore({ client: io, prefix: store.prefix }) }).state);
+  assert.notEqual(
+    guard.state,
+    new Guard({ secret: 'wiring-secret-0123456789', store: new RedisStore({ client: io, prefix: store.prefix }) })
+      .state,
+  );
   assert.equal((guard.state as RedisGuardState).prefix, store.prefix);
   assert.equal((guard.state as RedisGuardState).onError, 'local');
   const mine = new MemoryGuardState();
@@ -78,7 +86,10 @@ test('a Guard given a RedisStore and no state keeps its state on the same Redis 
 });
 
 test('sluice/redis carries no guard code: the guard state is exported from @sluice/guard only', () => {
-  assert.deepEqual(Object.keys(sluiceRedis).filter((k) => /guard/i.test(k)), []);
+  assert.deepEqual(
+    Object.keys(sluiceRedis).filter((k) => /guard/i.test(k)),
+    [],
+  );
   assert.equal('guardState' in RedisStore.prototype, false);
 });
 
@@ -97,11 +108,19 @@ test('RedisGuardState options: each bad one is an error naming the field and the
 test('Redis keeps the privacy rule: no plain value in any key or value, and every key expires', async () => {
   const prefix = fresh();
   let now = 1_700_000_123_456;
-  const guard = new Guard({ secret: 'privacy-secret-0123456789', store: new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000, onError: 'closed' }), clock: () => now, random: () => 0 });
+  const guard = new Guard({
+    secret: 'privacy-secret-0123456789',
+    store: new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000, onError: 'closed' }),
+    clock: () => now,
+    random: () => 0,
+  });
   await privacyTrace(guard);
   now += 1000;
   const { text, ttls } = await dumpRedis(prefix);
-  assert.ok([...ttls.keys()].some((k) => k.includes('{ga:')) && [...ttls.keys()].some((k) => k.includes('{gs:')), 'account and source records are in Redis');
+  assert.ok(
+    [...ttls.keys()].some((k) => k.includes('{ga:')) && [...ttls.keys()].some((k) => k.includes('{gs:')),
+    'account and source records are in Redis',
+  );
   assertNoPlainValue(text);
   for (const [key, ttl] of ttls) assert.ok(ttl > 0, `${key} has PTTL ${ttl}`);
 });
@@ -118,7 +137,14 @@ test("anomalyScope 'fleet' on Redis: guards on their own clients and one prefix 
   const prefix = fresh();
   const now = 1_700_000_123_456;
   const guardOn = (client: typeof io | typeof nr) =>
-    new Guard({ secret: 'fleet-secret-0123456789', store: new RedisStore({ client, prefix, clock: 'client', timeoutMs: 2000, onError: 'closed' }), clock: () => now, random: () => 0, anomalyScope: 'fleet', anomalySyncEvery: 0 });
+    new Guard({
+      secret: 'fleet-secret-0123456789',
+      store: new RedisStore({ client, prefix, clock: 'client', timeoutMs: 2000, onError: 'closed' }),
+      clock: () => now,
+      random: () => 0,
+      anomalyScope: 'fleet',
+      anomalySyncEvery: 0,
+    });
   const a = guardOn(io);
   const b = guardOn(nr);
   for (let i = 0; i < 5; i++) await a.record({ account: `a${i}`, ip: `10.0.0.${i + 1}`, success: false });
@@ -129,7 +155,10 @@ test("anomalyScope 'fleet' on Redis: guards on their own clients and one prefix 
   await a.syncAnomaly();
   assert.deepEqual([a.failuresThisBucket(), b.failuresThisBucket()], [12, 12]);
   const state = new RedisGuardState({ client: io, prefix });
-  for (const [monitor, bucketMs] of [['global', 60_000], ['stranger', 3_600_000]] as const) {
+  for (const [monitor, bucketMs] of [
+    ['global', 60_000],
+    ['stranger', 3_600_000],
+  ] as const) {
     const key = state.failureCountKey(monitor, Math.floor(now / bucketMs));
     assert.equal(await io.get(key), '12', `${monitor}: every failure was from an unfamiliar source`);
     const ttl = await io.pttl(key);
@@ -153,7 +182,8 @@ test('differential: random logins through the login port read and answer the sam
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)]!;
   let now = 1_700_000_000_000;
   // Small buckets and sets, so that every limit and cap is met within the run.
-  const policy = (name: string, limit: number, window: string) => compilePolicies([{ name, algorithm: 'token-bucket', limit, window }])[0]!;
+  const policy = (name: string, limit: number, window: string) =>
+    compilePolicies([{ name, algorithm: 'token-bucket', limit, window }])[0]!;
   const config: LoginConfig = {
     // The long distinct window is read from the same set as the short one, kept for the longer of the two.
     spec: { distinctWindowMs: 60_000, longDistinctWindowMs: 900_000, ratioWindowMs: 300_000, maxDistinct: 4 },
@@ -168,13 +198,26 @@ test('differential: random logins through the login port read and answer the sam
   };
   const mem = new MemoryGuardState().loginPort(new MemoryStore(), config);
   // The Redis state keeps the buckets in its own keys, whatever the Guard's store.
-  const red = new RedisGuardState({ client: io, prefix: fresh(), timeoutMs: 2000, onError: 'closed' }).loginPort(new MemoryStore(), config);
-  const tagger: AttemptTagger = { hasher: new KeyedHasher(new TextEncoder().encode('differential-secret-0123456789')), reputation: new Reputation([], [], []), ipv4Subnet: 24, ipv6Subnet: 64, ipv6AddressPrefix: 64 };
+  const red = new RedisGuardState({ client: io, prefix: fresh(), timeoutMs: 2000, onError: 'closed' }).loginPort(
+    new MemoryStore(),
+    config,
+  );
+  const tagger: AttemptTagger = {
+    hasher: new KeyedHasher(new TextEncoder().encode('differential-secret-0123456789')),
+    reputation: new Reputation([], [], []),
+    ipv4Subnet: 24,
+    ipv6Subnet: 64,
+    ipv6AddressPrefix: 64,
+  };
   const ips = ['10.0.0.1', '10.0.0.2', '10.0.1.7', '2001:db8::1', '2001:db8::2'];
   for (let i = 0; i < 600; i++) {
     now += pick([0, 1, 500, 10_000, 45_000, 200_000, 700_000]);
     // Every argument is drawn before either port runs, so both see the same call.
-    const t = tagAttempt('check', { account: pick(['a1', 'a2', 'a3']), ip: pick(ips), fingerprint: pick([undefined, 'd1', 'd2']) }, tagger);
+    const t = tagAttempt(
+      'check',
+      { account: pick(['a1', 'a2', 'a3']), ip: pick(ips), fingerprint: pick([undefined, 'd1', 'd2']) },
+      tagger,
+    );
     const op = Math.floor(r() * 5);
     const sources = r() < 0.85;
     const pw = pick(['p1', 'p2', 'p3', 'p4', undefined]);
@@ -211,11 +254,22 @@ test('differential: random logins through the login port read and answer the sam
  */
 function readsOf(reads: LoginReads, t: TaggedAttempt): unknown {
   const familiar = judgePath(reads.account, t.sources) === 'familiar';
-  const decision = (d: Decision | undefined) => (d === undefined ? undefined : { allowed: d.allowed, remaining: d.remaining, resetAfterMs: d.resetAfterMs, retryAfterMs: d.retryAfterMs });
+  const decision = (d: Decision | undefined) =>
+    d === undefined
+      ? undefined
+      : { allowed: d.allowed, remaining: d.remaining, resetAfterMs: d.resetAfterMs, retryAfterMs: d.retryAfterMs };
   return normalize({
     account: reads.account,
     pair: decision(reads.pair),
-    ...(familiar ? {} : { ip: decision(reads.ip), subnet: decision(reads.subnet), ipSource: reads.ipSource, netSource: reads.netSource, fingerprintSource: reads.fingerprintSource }),
+    ...(familiar
+      ? {}
+      : {
+          ip: decision(reads.ip),
+          subnet: decision(reads.subnet),
+          ipSource: reads.ipSource,
+          netSource: reads.netSource,
+          fingerprintSource: reads.fingerprintSource,
+        }),
   });
 }
 
@@ -226,7 +280,8 @@ function normalize(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(normalize);
   if (typeof v !== 'object') return v;
   const out: Record<string, unknown> = {};
-  for (const [k, x] of Object.entries(v)) if (!['failuresUntil', 'expiresAt', 'passwords', 'familiarUntil'].includes(k)) out[k] = normalize(x);
+  for (const [k, x] of Object.entries(v))
+    if (!['failuresUntil', 'expiresAt', 'passwords', 'familiarUntil'].includes(k)) out[k] = normalize(x);
   return out;
 }
 
@@ -243,7 +298,11 @@ test("the script packs an AC success's fields into the record the app computed, 
   await io.set(key, read, 'PX', 60_000);
   const connection = new RedisConnection({ client: io, timeoutMs: 2000, owner: 'test' });
   // No sessions; a T operation for the time; the AC operation, no pair key, no tags.
-  const reply = await connection.run(GUARD_SCRIPT, [key], ['0', 'T', '1', String(now), '0', 'AC', ...successArgs(read, done), '0', '0']);
+  const reply = await connection.run(
+    GUARD_SCRIPT,
+    [key],
+    ['0', 'T', '1', String(now), '0', 'AC', ...successArgs(read, done), '0', '0'],
+  );
   assert.deepEqual(reply, ['f', 0]);
   assert.equal((await io.getBuffer(key))!.toString('hex'), packSuccess(done).toString('hex'));
   const ttl = await io.pttl(key);
@@ -276,7 +335,8 @@ test("a success computed in the app and packed by the script (AC) leaves the sam
   }
   const values = async (prefix: string) => {
     const out = new Map<string, string>();
-    for (const k of await io.keys(`${prefix}:*`)) out.set(k.slice(prefix.length), (await io.getBuffer(k))!.toString('hex'));
+    for (const k of await io.keys(`${prefix}:*`))
+      out.set(k.slice(prefix.length), (await io.getBuffer(k))!.toString('hex'));
     return out;
   };
   const [a, b] = [await values(app), await values(script)];

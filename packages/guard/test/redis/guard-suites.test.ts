@@ -18,7 +18,9 @@ after(async () => {
   io.disconnect();
 });
 
-setGuardBackend(() => ({ store: new RedisStore({ client: io, prefix: `${base}:${n++}`, clock: 'client', timeoutMs: 2000, onError: 'closed' }) }));
+setGuardBackend(() => ({
+  store: new RedisStore({ client: io, prefix: `${base}:${n++}`, clock: 'client', timeoutMs: 2000, onError: 'closed' }),
+}));
 await import('../../src/throttles.test.js');
 await import('../../src/signals.test.js');
 await import('../../src/leaked-credential.test.js');

@@ -8,7 +8,10 @@ import { RedisStore } from '../../../sluice/src/stores/redis/index.js';
 const [url, prefix] = process.argv.slice(2) as [string, string];
 const client = new Redis(url);
 await once(client, 'ready');
-const guard = new Guard({ secret: 'multi-process-secret-0123456789', store: new RedisStore({ client, prefix, timeoutMs: 5000, onError: 'closed' }) });
+const guard = new Guard({
+  secret: 'multi-process-secret-0123456789',
+  store: new RedisStore({ client, prefix, timeoutMs: 5000, onError: 'closed' }),
+});
 
 process.on('message', async (m: { fail: { account: string; ip: string }[] } | 'exit') => {
   if (m === 'exit') {

@@ -25,17 +25,26 @@ async function until(cond: () => boolean, ms: number, what: string): Promise<voi
 }
 
 const OUTAGE = new Set(['connect-timeout', 'disconnected', 'unanswered']);
-const transitions = (events: RedisStoreEvent[]) => events.filter((e) => OUTAGE.has(e.type) || e.type === 'recovered').map((e) => e.type);
+const transitions = (events: RedisStoreEvent[]) =>
+  events.filter((e) => OUTAGE.has(e.type) || e.type === 'recovered').map((e) => e.type);
 
 /** Runs `code` (an ES module importing sluice's sources as `@/…`) in a child process; its exit, stdout and stderr. */
-function runChild(code: string, env: Record<string, string>): { status: number | null; stdout: string; stderr: string } {
+function runChild(
+  code: string,
+  env: Record<string, string>,
+): { status: number | null; stdout: string; stderr: string } {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-loud-'));
   try {
     writeFileSync(join(dir, 'package.json'), '{"type":"module"}\n');
     symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
     const file = join(dir, 'app.ts');
     writeFileSync(file, code.replaceAll("'@/", `'${ROOT}/packages/sluice/src/`));
-    const r = spawnSync(process.execPath, ['--import', 'tsx', file], { cwd: dir, encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...env } });
+    const r = spawnSync(process.execPath, ['--import', 'tsx', file], {
+      cwd: dir,
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { ...process.env, ...env },
+    });
     return { status: r.status, stdout: r.stdout, stderr: r.stderr };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -62,9 +71,18 @@ test('a wrong Redis URL is not silent: one line on stderr names the server and w
   assert.equal(r.stdout.trim(), 'true 0 store-error');
   const ours = r.stderr.split('\n').filter((l) => l.startsWith('[sluice]'));
   assert.equal(ours.length, 1, `one line per outage, got:\n${r.stderr}`);
-  assert.match(ours[0]!, new RegExp(`^\\[sluice\\] Redis at 127\\.0\\.0\\.1:${port} is not answering: no connection within 300 ms \\(connect ECONNREFUSED`));
+  assert.match(
+    ours[0]!,
+    new RegExp(
+      `^\\[sluice\\] Redis at 127\\.0\\.0\\.1:${port} is not answering: no connection within 300 ms \\(connect ECONNREFUSED`,
+    ),
+  );
   assert.match(ours[0]!, /RedisStore allows every request \(onError 'open'; decisions carry reason 'store-error'\)/);
-  assert.match(r.stderr, /\[ioredis\] Unhandled error event: Error: connect ECONNREFUSED/, "the client's own output is not swallowed");
+  assert.match(
+    r.stderr,
+    /\[ioredis\] Unhandled error event: Error: connect ECONNREFUSED/,
+    "the client's own output is not swallowed",
+  );
 });
 
 test("an application's own 'error' listener and logger: false quiet both the client's lines and sluice's", async () => {
@@ -90,7 +108,8 @@ test("an application's own 'error' listener and logger: false quiet both the cli
 test('onEvent sends one event per outage and one at recovery under OOM at maxmemory with noeviction, however the calls flap', async () => {
   const server = new OwnRedis(await freePort(), ['--maxmemory-policy', 'noeviction']);
   await server.start();
-  const cli = (...a: string[]) => execFileSync('redis-cli', ['-p', String(server.port), ...a], { encoding: 'utf8' }).trim();
+  const cli = (...a: string[]) =>
+    execFileSync('redis-cli', ['-p', String(server.port), ...a], { encoding: 'utf8' }).trim();
   const client = new Redis({ port: server.port, host: '127.0.0.1' });
   client.on('error', () => {});
   const events: RedisStoreEvent[] = [];
@@ -110,12 +129,16 @@ test('onEvent sends one event per outage and one at recovery under OOM at maxmem
     }
     assert.ok(errors > 0 && answered > 0, `the calls flapped (${errors} failed, ${answered} answered)`);
     cli('CONFIG', 'SET', 'maxmemory', '0');
-    for (let end = Date.now() + 4000; Date.now() < end && !events.some((e) => e.type === 'recovered'); ) await limiter.limit('after');
+    for (let end = Date.now() + 4000; Date.now() < end && !events.some((e) => e.type === 'recovered'); )
+      await limiter.limit('after');
     assert.deepEqual(transitions(events), ['unanswered', 'recovered']);
     const down = events.find((e) => e.type === 'unanswered')!;
     assert.ok(down.type === 'unanswered' && /OOM/.test(down.cause), JSON.stringify(down));
     const up = events.find((e) => e.type === 'recovered')!;
-    assert.ok(up.type === 'recovered' && up.failedCalls >= 1 && up.server === `127.0.0.1:${server.port}`, JSON.stringify(up));
+    assert.ok(
+      up.type === 'recovered' && up.failedCalls >= 1 && up.server === `127.0.0.1:${server.port}`,
+      JSON.stringify(up),
+    );
   } finally {
     client.disconnect();
     await server.destroy();
@@ -138,9 +161,14 @@ test('onEvent sends one event per outage and one at recovery when writes time ou
     const until = Date.now() + 1400;
     for (let i = 0; Date.now() < until; i++) {
       // A check is a read (MGET), which a write pause lets through; a record and a decision are writes.
-      await Promise.all([guard.check({ account: `a${i}`, ip: '198.51.100.2' }), guard.record({ account: `a${i}`, ip: '198.51.100.2', success: false }), limiter.limit(`k${i}`)]);
+      await Promise.all([
+        guard.check({ account: `a${i}`, ip: '198.51.100.2' }),
+        guard.record({ account: `a${i}`, ip: '198.51.100.2', success: false }),
+        limiter.limit(`k${i}`),
+      ]);
     }
-    for (let end = Date.now() + 5000; Date.now() < end && !events.some((e) => e.type === 'recovered'); ) await limiter.limit('after');
+    for (let end = Date.now() + 5000; Date.now() < end && !events.some((e) => e.type === 'recovered'); )
+      await limiter.limit('after');
     assert.deepEqual(transitions(events), ['unanswered', 'recovered']);
   } finally {
     guard.close();
@@ -162,7 +190,8 @@ test('onEvent sends one event per outage and one at recovery when Redis is kille
     await server.stop();
     for (let end = Date.now() + 1000; Date.now() < end; ) await limiter.limit('down');
     await server.start();
-    for (let end = Date.now() + 8000; Date.now() < end && !events.some((e) => e.type === 'recovered'); ) await limiter.limit('after');
+    for (let end = Date.now() + 8000; Date.now() < end && !events.some((e) => e.type === 'recovered'); )
+      await limiter.limit('after');
     assert.deepEqual(transitions(events), ['disconnected', 'recovered']);
   } finally {
     client.disconnect();
@@ -175,7 +204,14 @@ test('a login guard on an unreachable Redis keeps counting failures in this proc
   const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => 200 });
   client.on('error', () => {});
   const events: RedisStoreEvent[] = [];
-  const store = new RedisStore({ client, prefix: 'login', timeoutMs: 50, onError: 'open', connectTimeoutMs: 100, onEvent: (e) => events.push(e) });
+  const store = new RedisStore({
+    client,
+    prefix: 'login',
+    timeoutMs: 50,
+    onError: 'open',
+    connectTimeoutMs: 100,
+    onEvent: (e) => events.push(e),
+  });
   let now = 1_700_000_000_000;
   const guard = new Guard({ secret: SECRET, store, clock: () => now });
   try {
@@ -190,8 +226,14 @@ test('a login guard on an unreachable Redis keeps counting failures in this proc
       assert.equal(r.consecutiveFailures, i + 1);
       now += 20_000;
     }
-    assert.ok(actions.slice(5).every((a) => a !== 'allow'), `from the 6th attempt on, never a plain allow: ${actions.join(' ')}`);
-    assert.ok(events.some((e) => e.type === 'connect-timeout'), 'the outage was told');
+    assert.ok(
+      actions.slice(5).every((a) => a !== 'allow'),
+      `from the 6th attempt on, never a plain allow: ${actions.join(' ')}`,
+    );
+    assert.ok(
+      events.some((e) => e.type === 'connect-timeout'),
+      'the outage was told',
+    );
   } finally {
     client.disconnect();
   }
@@ -202,13 +244,20 @@ test("express-rate-limit's SluiceStore names the outage's cause in its error, an
   const client = new Redis({ port, host: '127.0.0.1', retryStrategy: () => 200 });
   client.on('error', () => {});
   const lines: string[] = [];
-  const logger = { error: (m: string) => lines.push(m), warn: (m: string) => lines.push(m), info: (m: string) => lines.push(m) };
+  const logger = {
+    error: (m: string) => lines.push(m),
+    warn: (m: string) => lines.push(m),
+    info: (m: string) => lines.push(m),
+  };
   const store = new SluiceStore({ store: new RedisStore({ client, timeoutMs: 50, connectTimeoutMs: 50, logger }) });
   store.init({ windowMs: 60_000, limit: 10 } as never);
   try {
     await new Promise((r) => setTimeout(r, 150));
     await assert.rejects(store.increment('k'), (e: Error) => {
-      assert.match(e.message, /^\[sluice\] \[SluiceStore\] the store could not count this hit: Redis has not answered for \d+ ms \(.*ECONNREFUSED.*\); express-rate-limit's passOnStoreError decides$/);
+      assert.match(
+        e.message,
+        /^\[sluice\] \[SluiceStore\] the store could not count this hit: Redis has not answered for \d+ ms \(.*ECONNREFUSED.*\); express-rate-limit's passOnStoreError decides$/,
+      );
       return true;
     });
     await until(() => lines.length > 0, 2000, 'the outage line');

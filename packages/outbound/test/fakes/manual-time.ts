@@ -44,7 +44,8 @@ export class ManualTime implements Timers {
     await flush();
     for (;;) {
       let next: Entry | undefined;
-      for (const e of this.entries) if (e.at <= end && (next === undefined || e.at < next.at || (e.at === next.at && e.seq < next.seq))) next = e;
+      for (const e of this.entries)
+        if (e.at <= end && (next === undefined || e.at < next.at || (e.at === next.at && e.seq < next.seq))) next = e;
       if (next === undefined) break;
       this.entries.splice(this.entries.indexOf(next), 1);
       if (next.at > this.now) this.now = next.at;

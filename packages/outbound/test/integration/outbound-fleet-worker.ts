@@ -9,7 +9,9 @@ const [redisUrl, prefix, name] = process.argv.slice(2) as [string, string, strin
 const redisModule = '../../../sluice/src/stores/redis/index.js';
 const ioredisModule = 'ioredis';
 const { RedisStore } = (await import(redisModule)) as { RedisStore: new (o: object) => Store };
-const { Redis } = (await import(ioredisModule)) as { Redis: new (url: string) => { disconnect(): void; once(e: string, f: () => void): void } };
+const { Redis } = (await import(ioredisModule)) as {
+  Redis: new (url: string) => { disconnect(): void; once(e: string, f: () => void): void };
+};
 const client = new Redis(redisUrl);
 await new Promise<void>((r) => client.once('ready', r));
 const store = new RedisStore({ client, prefix, timeoutMs: 5000, onError: 'closed' });
@@ -39,7 +41,8 @@ process.on('message', async (m: Job | 'exit') => {
     process.exit(0);
   }
   const policies: PolicyOptions[] = [{ name: 'api', algorithm: 'token-bucket', limit: 50, window: '1s', burst: 10 }];
-  if (m.inFlight !== undefined) policies.push({ name: 'inflight', algorithm: 'concurrency', limit: m.inFlight, window: '1m' });
+  if (m.inFlight !== undefined)
+    policies.push({ name: 'inflight', algorithm: 'concurrency', limit: m.inFlight, window: '1m' });
   const gate = new Gate({ policies, store, releasePollMs: 10 });
   const events: Report['events'] = [];
   const recording: FetchLike = async (input, init) => {
@@ -47,7 +50,12 @@ process.on('message', async (m: Job | 'exit') => {
     events.push({ kind: 'send', at: performance.timeOrigin + performance.now() });
     const res = await fetch(input, init);
     const ra = res.headers.get('retry-after');
-    events.push({ kind: 'recv', at: performance.timeOrigin + performance.now(), status: res.status, retryAfterMs: ra === null ? undefined : Number(ra) * 1000 });
+    events.push({
+      kind: 'recv',
+      at: performance.timeOrigin + performance.now(),
+      status: res.status,
+      retryAfterMs: ra === null ? undefined : Number(ra) * 1000,
+    });
     return res;
   };
   const f = limitedFetch(gate, 'shared-api', { fetch: recording, backoffMs: 100 });

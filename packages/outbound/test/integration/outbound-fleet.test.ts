@@ -37,7 +37,11 @@ before(async () => {
   if (skip) return;
   await api.start();
   for (let i = 0; i < PROCESSES; i++) {
-    workers.push(fork(new URL('./outbound-fleet-worker.ts', import.meta.url), [redisUrl, prefix, `p${i}`], { execArgv: ['--import', 'tsx'] }));
+    workers.push(
+      fork(new URL('./outbound-fleet-worker.ts', import.meta.url), [redisUrl, prefix, `p${i}`], {
+        execArgv: ['--import', 'tsx'],
+      }),
+    );
   }
   await Promise.all(workers.map((w) => once(w, 'message')));
 });
@@ -53,7 +57,9 @@ async function together(job: Omit<Job, 'url'>): Promise<Report[]> {
   return Promise.all(replies);
 }
 
-test(`${PROCESSES} processes sharing a RedisStore stay under the server limit; no call lost, duplicated, or sent while cancelled`, { skip }, async () => {
+test(`${PROCESSES} processes sharing a RedisStore stay under the server limit; no call lost, duplicated, or sent while cancelled`, {
+  skip,
+}, async () => {
   const start = api.hits.length;
   const reports = await together({ calls: 40, doomed: 5, doomedMs: 30, tag: 'fleet' });
   for (const r of reports) {
@@ -76,10 +82,16 @@ test(`${PROCESSES} processes honour Retry-After and complete every call after an
   const reports = await together({ calls: 10, doomed: 0, doomedMs: 0, tag: 'outage' });
   for (const r of reports) {
     assert.deepEqual(r.failures, []);
-    assert.deepEqual(r.bodies.map((b) => b.startsWith('outage-')), Array(10).fill(true), 'every call completed with a 200');
+    assert.deepEqual(
+      r.bodies.map((b) => b.startsWith('outage-')),
+      Array(10).fill(true),
+      'every call completed with a 200',
+    );
     // Each process: after it got a 429 saying "wait s", it sent nothing for s.
     for (const refusal of r.events.filter((e) => e.kind === 'recv' && e.status === 429)) {
-      const early = r.events.filter((e) => e.kind === 'send' && e.at > refusal.at && e.at < refusal.at + refusal.retryAfterMs! - 2);
+      const early = r.events.filter(
+        (e) => e.kind === 'send' && e.at > refusal.at && e.at < refusal.at + refusal.retryAfterMs! - 2,
+      );
       assert.equal(early.length, 0, 'a request left before Retry-After had passed');
     }
   }
@@ -88,7 +100,9 @@ test(`${PROCESSES} processes honour Retry-After and complete every call after an
   assert.equal(new Set(served.map((h) => h.id)).size, PROCESSES * 10, 'retried, never duplicated');
 });
 
-test(`${PROCESSES} processes share a concurrency cap: never more than 3 calls in flight at the server`, { skip }, async () => {
+test(`${PROCESSES} processes share a concurrency cap: never more than 3 calls in flight at the server`, {
+  skip,
+}, async () => {
   const start = api.hits.length;
   api.options.delayMs = 30;
   api.maxInFlight = 0;

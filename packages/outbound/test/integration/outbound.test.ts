@@ -22,7 +22,12 @@ function recorded() {
     events.push({ kind: 'send', at: performance.now() });
     const res = await globalThis.fetch(input, init);
     const ra = res.headers.get('retry-after');
-    events.push({ kind: 'recv', at: performance.now(), status: res.status, retryAfterMs: ra === null ? undefined : Number(ra) * 1000 });
+    events.push({
+      kind: 'recv',
+      at: performance.now(),
+      status: res.status,
+      retryAfterMs: ra === null ? undefined : Number(ra) * 1000,
+    });
     return res;
   };
   return { events, fetch };
@@ -49,28 +54,61 @@ test('Retry-After is honoured: after a 429 nothing is sent on the key until it h
   api.outage(1500); // answered as 429 with Retry-After: 2
   const ids = Array.from({ length: 20 }, (_, i) => `outage-${i}`);
   const res = await Promise.all(ids.map((id) => f(`${api.url}/v1/thing?id=${id}`)));
-  assert.deepEqual(res.map((r) => r.status), ids.map(() => 200), 'every call completed after the outage');
+  assert.deepEqual(
+    res.map((r) => r.status),
+    ids.map(() => 200),
+    'every call completed after the outage',
+  );
   const refusals = rec.events.filter((e) => e.kind === 'recv' && e.status === 429);
   assert.ok(refusals.length >= 1, 'the outage was seen');
   for (const r of refusals) {
     const early = rec.events.filter((e) => e.kind === 'send' && e.at > r.at && e.at < r.at + r.retryAfterMs! - 2);
-    assert.equal(early.length, 0, `a request left ${early[0] && (early[0].at - r.at).toFixed(1)} ms after a 429 that said wait ${r.retryAfterMs} ms`);
+    assert.equal(
+      early.length,
+      0,
+      `a request left ${early[0] && (early[0].at - r.at).toFixed(1)} ms after a 429 that said wait ${r.retryAfterMs} ms`,
+    );
   }
-  const served = api.hits.slice(start).filter((h) => h.status === 200).map((h) => h.id);
-  assert.deepEqual(served.sort(), [...ids].sort(), 'each call served exactly once; the refused attempts were retried, not duplicated');
+  const served = api.hits
+    .slice(start)
+    .filter((h) => h.status === 200)
+    .map((h) => h.id);
+  assert.deepEqual(
+    served.sort(),
+    [...ids].sort(),
+    'each call served exactly once; the refused attempts were retried, not duplicated',
+  );
 });
 
 test('cancelled waiters free their places and never reach the server', async () => {
   const start = api.hits.length;
-  const gate = new Gate({ policies: [{ name: 'slow', algorithm: 'token-bucket', limit: 5, window: '1s', burst: 1 }], maxQueue: 5 });
+  const gate = new Gate({
+    policies: [{ name: 'slow', algorithm: 'token-bucket', limit: 5, window: '1s', burst: 1 }],
+    maxQueue: 5,
+  });
   const f = limitedFetch(gate, 'slow');
   await f(`${api.url}/v1/thing?id=cancel-first`);
-  const doomed = Array.from({ length: 5 }, (_, i) => f(`${api.url}/v1/thing?id=cancel-doomed-${i}`, { signal: AbortSignal.timeout(50) }));
-  await assert.rejects(f(`${api.url}/v1/thing?id=cancel-overflow`), (e: unknown) => e instanceof SluiceError && e.code === 'ERR_SLUICE_QUEUE_FULL');
+  const doomed = Array.from({ length: 5 }, (_, i) =>
+    f(`${api.url}/v1/thing?id=cancel-doomed-${i}`, { signal: AbortSignal.timeout(50) }),
+  );
+  await assert.rejects(
+    f(`${api.url}/v1/thing?id=cancel-overflow`),
+    (e: unknown) => e instanceof SluiceError && e.code === 'ERR_SLUICE_QUEUE_FULL',
+  );
   for (const d of doomed) await assert.rejects(d, (e: unknown) => (e as Error).name === 'TimeoutError');
   assert.equal(gate.pending(), 0);
   const later = await Promise.all(Array.from({ length: 5 }, (_, i) => f(`${api.url}/v1/thing?id=cancel-later-${i}`)));
-  assert.deepEqual(later.map((r) => r.status), [200, 200, 200, 200, 200]);
+  assert.deepEqual(
+    later.map((r) => r.status),
+    [200, 200, 200, 200, 200],
+  );
   const ids = api.hits.slice(start).map((h) => h.id);
-  assert.deepEqual(ids, ['cancel-first', 'cancel-later-0', 'cancel-later-1', 'cancel-later-2', 'cancel-later-3', 'cancel-later-4']);
+  assert.deepEqual(ids, [
+    'cancel-first',
+    'cancel-later-0',
+    'cancel-later-1',
+    'cancel-later-2',
+    'cancel-later-3',
+    'cancel-later-4',
+  ]);
 });

@@ -27,11 +27,17 @@ function upstream(t: ManualTime, behindMs: number) {
     }
     if (used >= LIMIT) {
       stats.limited++;
-      return new Response('slow down', { status: 429, headers: { 'retry-after': '1', 'x-ratelimit-limit': String(LIMIT), 'x-ratelimit-remaining': '0' } });
+      return new Response('slow down', {
+        status: 429,
+        headers: { 'retry-after': '1', 'x-ratelimit-limit': String(LIMIT), 'x-ratelimit-remaining': '0' },
+      });
     }
     used++;
     stats.ok++;
-    return new Response('ok', { status: 200, headers: { 'x-ratelimit-limit': String(LIMIT), 'x-ratelimit-remaining': String(LIMIT - used) } });
+    return new Response('ok', {
+      status: 200,
+      headers: { 'x-ratelimit-limit': String(LIMIT), 'x-ratelimit-remaining': String(LIMIT - used) },
+    });
   };
   return { fetch, stats };
 }
@@ -39,7 +45,13 @@ function upstream(t: ManualTime, behindMs: number) {
 for (const behindMs of [0, 1, 30, 250, 700, 999]) {
   test(`a Gate one window early: with its clock ${behindMs} ms ahead of the upstream's and no reset header, 300 calls get no 429`, async () => {
     const t = new ManualTime(1_000_000_000_000 + 400); // mid-window on both clocks
-    const gate = new Gate({ policy: { algorithm: 'fixed-window', limit: LIMIT, window: '1s' }, clock: t.clock, timers: t, timeoutMs: Infinity, maxQueue: 1000 });
+    const gate = new Gate({
+      policy: { algorithm: 'fixed-window', limit: LIMIT, window: '1s' },
+      clock: t.clock,
+      timers: t,
+      timeoutMs: Infinity,
+      maxQueue: 1000,
+    });
     const up = upstream(t, behindMs);
     const f = limitedFetch(gate, 'api', { fetch: up.fetch, random: () => 0.5, now: () => t.now });
     const done: Promise<Response>[] = [];
@@ -55,7 +67,12 @@ for (const behindMs of [0, 1, 30, 250, 700, 999]) {
 
 test('an upstream that says none are left but not when they reset holds the key for one window of the Gate, and the margin', async () => {
   const t = new ManualTime(400); // the Gate's own window turns at 1000; the upstream's may turn as late as 1400, 1420 with the margin
-  const gate = new Gate({ policy: { algorithm: 'fixed-window', limit: 100, window: '1s' }, clock: t.clock, timers: t, timeoutMs: Infinity });
+  const gate = new Gate({
+    policy: { algorithm: 'fixed-window', limit: 100, window: '1s' },
+    clock: t.clock,
+    timers: t,
+    timeoutMs: Infinity,
+  });
   await gate.observe('k', { remaining: 0, resetAfterMs: undefined });
   let admittedAt = -1;
   void gate.wait('k').then(() => (admittedAt = t.now));

@@ -19,10 +19,22 @@ const CALLS = 600; // twelve windows at full rate
  * Calls at full rate through a Gate with `policy`; returns how many of them an upstream allowing LIMIT per
  * epoch-aligned second of its own clock (`behindMs` behind the Gate's) would refuse, and when the last went.
  */
-async function run(policy: { algorithm: 'fixed-window' | 'sliding-log'; limit: number; window: string }, behindMs: number, maxTripJitterMs: number, marginMs?: number) {
+async function run(
+  policy: { algorithm: 'fixed-window' | 'sliding-log'; limit: number; window: string },
+  behindMs: number,
+  maxTripJitterMs: number,
+  marginMs?: number,
+) {
   const start = 1_000_000_000_000; // a window edge on the Gate's clock: both shapes send their bursts on it
   const t = new ManualTime(start);
-  const gate = new Gate({ policy, clock: t.clock, timers: t, timeoutMs: Infinity, maxQueue: CALLS, ...(marginMs === undefined ? {} : { marginMs }) });
+  const gate = new Gate({
+    policy,
+    clock: t.clock,
+    timers: t,
+    timeoutMs: Infinity,
+    maxQueue: CALLS,
+    ...(marginMs === undefined ? {} : { marginMs }),
+  });
   const random = seededRandom(37); // the same trip times on every run
   const arrivals: number[] = [];
   const done: Promise<void>[] = [];
@@ -49,7 +61,13 @@ async function run(policy: { algorithm: 'fixed-window' | 'sliding-log'; limit: n
 }
 
 for (const algorithm of ['fixed-window', 'sliding-log'] as const) {
-  for (const [behindMs, jitterMs] of [[2, 4], [5, 10], [10, 12], [15, 15], [18, 19]] as const) {
+  for (const [behindMs, jitterMs] of [
+    [2, 4],
+    [5, 10],
+    [10, 12],
+    [15, 15],
+    [18, 19],
+  ] as const) {
     test(`window edges race the upstream's clock: a ${algorithm} Gate ${behindMs} ms ahead, trips of 1 ms plus up to ${jitterMs} ms, sends nothing into a spent upstream window`, async () => {
       const r = await run({ algorithm, limit: LIMIT, window: '1s' }, behindMs, jitterMs);
       assert.equal(r.refused, 0, `the upstream would have refused ${r.refused} of ${CALLS} calls`);
@@ -69,5 +87,9 @@ test('the default margin at full rate: a sliding log 2 % slower on a 1 s window;
   assert.equal(fast.tookMs, 11 * 1000);
   assert.equal(safe.tookMs, 11 * 1020, 'the sliding log is 1020 ms long');
   const fixed = await run({ algorithm: 'fixed-window', limit: LIMIT, window: '1s' }, 0, 0);
-  assert.equal(fixed.tookMs, 11 * 1000 + 20, 'a fixed window stays on the epoch, and its held-back calls go 20 ms past each edge');
+  assert.equal(
+    fixed.tookMs,
+    11 * 1000 + 20,
+    'a fixed window stays on the epoch, and its held-back calls go 20 ms past each edge',
+  );
 });

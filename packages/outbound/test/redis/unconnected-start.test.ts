@@ -19,18 +19,29 @@ for (const strategy of ['lease', 'local-sync'] as const) {
     const limit = 100;
     const prefix = runPrefix(`unconnected-${strategy}`);
     const clients = Array.from({ length: NODES }, () => new Redis(redisUrl()));
-    const limiters = clients.map((client) => new Limiter({
-      policy: { name: 'day', algorithm: 'fixed-window', limit, window: '1d' },
-      store: new RedisStore({ client, prefix, timeoutMs: SLOW_HOST_MS, onError: 'open' }),
-      strategy,
-    }));
+    const limiters = clients.map(
+      (client) =>
+        new Limiter({
+          policy: { name: 'day', algorithm: 'fixed-window', limit, window: '1d' },
+          store: new RedisStore({ client, prefix, timeoutMs: SLOW_HOST_MS, onError: 'open' }),
+          strategy,
+        }),
+    );
     try {
       const seen: Decision[] = [];
       // Every node's tight loops start at once, before any client is connected.
-      await Promise.all(limiters.flatMap((limiter) => Array.from({ length: 2 }, async () => {
-        for (let i = 0; i < 150; i++) seen.push(await limiter.limit('hot'));
-      })));
-      assert.deepEqual(seen.filter((d) => d.reason !== undefined).map((d) => d.reason), [], 'no decision from the failure policy');
+      await Promise.all(
+        limiters.flatMap((limiter) =>
+          Array.from({ length: 2 }, async () => {
+            for (let i = 0; i < 150; i++) seen.push(await limiter.limit('hot'));
+          }),
+        ),
+      );
+      assert.deepEqual(
+        seen.filter((d) => d.reason !== undefined).map((d) => d.reason),
+        [],
+        'no decision from the failure policy',
+      );
       const admitted = seen.filter((d) => d.allowed).length;
       // lease: never above the limit; local-sync: within limit + nodes x threshold (threshold 1 here).
       const bound = strategy === 'lease' ? limit : limit + NODES * 1;
@@ -54,17 +65,23 @@ test(`Gate: ${NODES} gates on fresh, unawaited clients send the upstream no more
     return 'ok';
   };
   const clients = Array.from({ length: NODES }, () => new Redis(redisUrl()));
-  const gates = clients.map((client) => new Gate({
-    policy: { name: 'day', algorithm: 'fixed-window', limit, window: '1d' },
-    store: new RedisStore({ client, prefix, timeoutMs: SLOW_HOST_MS, onError: 'open' }),
-    timeoutMs: 500,
-  }));
+  const gates = clients.map(
+    (client) =>
+      new Gate({
+        policy: { name: 'day', algorithm: 'fixed-window', limit, window: '1d' },
+        store: new RedisStore({ client, prefix, timeoutMs: SLOW_HOST_MS, onError: 'open' }),
+        timeoutMs: 500,
+      }),
+  );
   try {
-    const results = await Promise.allSettled(gates.flatMap((gate) => Array.from({ length: 15 }, () => gate.run('api', call))));
+    const results = await Promise.allSettled(
+      gates.flatMap((gate) => Array.from({ length: 15 }, () => gate.run('api', call))),
+    );
     assert.equal(over, 0, `the upstream answered ${over} calls over its limit`);
     assert.equal(upstream, limit, 'the limit was used, all of it');
     assert.equal(results.filter((r) => r.status === 'fulfilled').length, limit);
-    for (const r of results) if (r.status === 'rejected') assert.equal((r.reason as { code?: string }).code, 'ERR_SLUICE_QUEUE_TIMEOUT');
+    for (const r of results)
+      if (r.status === 'rejected') assert.equal((r.reason as { code?: string }).code, 'ERR_SLUICE_QUEUE_TIMEOUT');
   } finally {
     for (const c of clients) c.disconnect();
   }

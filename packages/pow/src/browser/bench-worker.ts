@@ -2,4 +2,9 @@
 import { hashWasmSearch, jsSearch, webCryptoSearch } from './hashers.js';
 import { runWorker } from './worker-core.js';
 
-runWorker(self as never, (name, seed) => (name === 'webcrypto' ? webCryptoSearch(seed) : name === 'hash-wasm' ? hashWasmSearch(seed) : jsSearch(seed)), 'js');
+runWorker(
+  self as never,
+  (name, seed) =>
+    name === 'webcrypto' ? webCryptoSearch(seed) : name === 'hash-wasm' ? hashWasmSearch(seed) : jsSearch(seed),
+  'js',
+);

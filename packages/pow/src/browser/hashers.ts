@@ -26,7 +26,8 @@ function input(seed: Uint8Array): { bytes: Uint8Array<ArrayBuffer>; view: DataVi
   return { bytes, view: new DataView(bytes.buffer) };
 }
 
-const top48 = (d: Uint8Array) => (((d[0]! << 24) | (d[1]! << 16) | (d[2]! << 8) | d[3]!) >>> 0) * 65536 + ((d[4]! << 8) | d[5]!);
+const top48 = (d: Uint8Array) =>
+  (((d[0]! << 24) | (d[1]! << 16) | (d[2]! << 8) | d[3]!) >>> 0) * 65536 + ((d[4]! << 8) | d[5]!);
 
 /** WebCrypto: digest() is asynchronous, so a batch of digests is kept in flight to hide the round trips. */
 export function webCryptoSearch(seed: Uint8Array, batch = 256): Search {

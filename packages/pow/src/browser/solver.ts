@@ -31,12 +31,16 @@ export interface BrowserSolveResult {
   workers: number;
 }
 
-export function solveInBrowser(token: string, options: BrowserSolveOptions & { createWorker: () => Worker }): Promise<BrowserSolveResult> {
+export function solveInBrowser(
+  token: string,
+  options: BrowserSolveOptions & { createWorker: () => Worker },
+): Promise<BrowserSolveResult> {
   const parsed = parseToken(token);
   if (parsed === undefined) return Promise.reject(new Error('sluice-pow: not a challenge token'));
   const { puzzles, target } = parsed.fields;
   const expected = expectedWork(target, puzzles);
-  const cores = typeof navigator !== 'undefined' && navigator.hardwareConcurrency > 0 ? navigator.hardwareConcurrency : 1;
+  const cores =
+    typeof navigator !== 'undefined' && navigator.hardwareConcurrency > 0 ? navigator.hardwareConcurrency : 1;
   const count = Math.max(1, Math.min(options.workers ?? cores, puzzles));
   const started = performance.now();
 
@@ -61,7 +65,8 @@ export function solveInBrowser(token: string, options: BrowserSolveOptions & { c
     options.signal?.addEventListener('abort', onAbort);
 
     const assign = (w: Worker) => {
-      if (next < puzzles) w.postMessage({ type: 'solve', seed: parsed.mac, target, index: next++, hasher: options.hasher });
+      if (next < puzzles)
+        w.postMessage({ type: 'solve', seed: parsed.mac, target, index: next++, hasher: options.hasher });
     };
     for (let i = 0; i < count; i++) {
       const w = options.createWorker();
@@ -77,7 +82,12 @@ export function solveInBrowser(token: string, options: BrowserSolveOptions & { c
           options.onProgress?.({ solved, total: puzzles, hashes, expected });
           if (solved === puzzles) {
             stop();
-            resolve({ solution: formatSolution(token, nonces), hashes, ms: performance.now() - started, workers: count });
+            resolve({
+              solution: formatSolution(token, nonces),
+              hashes,
+              ms: performance.now() - started,
+              workers: count,
+            });
           } else {
             assign(w);
           }

@@ -110,7 +110,10 @@ export class SluicePowElement extends HTMLElement {
   private async fetchChallenge(signal: AbortSignal): Promise<string> {
     const url = new URL(this.getAttribute('challenge-url') ?? '', location.href);
     const form = this.closest('form');
-    for (const name of (this.getAttribute('params') ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
+    for (const name of (this.getAttribute('params') ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)) {
       const field = form?.elements.namedItem(name);
       if (field && 'value' in field) url.searchParams.set(name, String(field.value));
     }
@@ -138,7 +141,8 @@ export class SluicePowElement extends HTMLElement {
     event.preventDefault();
     const form = event.target as HTMLFormElement;
     const submitter = event.submitter;
-    const waiting = this.pending && !this.controller?.signal.aborted && this.getAttribute('challenge') ? this.pending : this.solve();
+    const waiting =
+      this.pending && !this.controller?.signal.aborted && this.getAttribute('challenge') ? this.pending : this.solve();
     waiting.then(
       () => form.requestSubmit(submitter && form.contains(submitter) ? (submitter as HTMLElement) : undefined),
       () => undefined,

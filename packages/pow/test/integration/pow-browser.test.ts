@@ -9,7 +9,11 @@ import { launchChromium, type Browser } from '../../../testing/src/chromium.js';
 import { ROOT, startSite, type Site } from '../../../testing/src/pow-site.js';
 
 // Code inside page.evaluate() runs in the page; these stand in for the DOM types Node's lib lacks.
-declare const document: { querySelector(selector: string): EventTarget; createElement(tag: string): unknown; body: { append(node: unknown): void } };
+declare const document: {
+  querySelector(selector: string): EventTarget;
+  createElement(tag: string): unknown;
+  body: { append(node: unknown): void };
+};
 declare const navigator: { hardwareConcurrency: number };
 type HTMLElement = EventTarget;
 
@@ -30,12 +34,21 @@ after(async () => {
 test('the widget solves a challenge in Web Workers on submit and the server accepts it', async () => {
   const page = await browser.context.newPage();
   await page.goto(site.url);
-  const events = page.evaluate(() => new Promise<{ progress: number; workers: number; cores: number }>((resolve) => {
-    let progress = 0;
-    const el = document.querySelector('sluice-pow')!;
-    el.addEventListener('sluice-pow-progress', () => progress++);
-    el.addEventListener('sluice-pow-solved', (e) => resolve({ progress, workers: (e as Event & { detail: { workers: number } }).detail.workers, cores: navigator.hardwareConcurrency }));
-  }));
+  const events = page.evaluate(
+    () =>
+      new Promise<{ progress: number; workers: number; cores: number }>((resolve) => {
+        let progress = 0;
+        const el = document.querySelector('sluice-pow')!;
+        el.addEventListener('sluice-pow-progress', () => progress++);
+        el.addEventListener('sluice-pow-solved', (e) =>
+          resolve({
+            progress,
+            workers: (e as Event & { detail: { workers: number } }).detail.workers,
+            cores: navigator.hardwareConcurrency,
+          }),
+        );
+      }),
+  );
   await page.click('#go');
   const seen = await events;
   await page.waitForSelector('#result');
@@ -52,10 +65,14 @@ test('a solution posted twice is replayed; a solution for another account is wro
     const el = document.querySelector('sluice-pow') as HTMLElement & { solve(): Promise<{ solution: string }> };
     return (await el.solve()).solution;
   });
-  const post = (username: string) => page.evaluate(async ([pow, user]) => {
-    const r = await fetch('/login', { method: 'POST', body: new URLSearchParams({ username: user!, pow: pow! }) });
-    return (await r.text()).replace(/<[^>]+>/g, '');
-  }, [solution, username]);
+  const post = (username: string) =>
+    page.evaluate(
+      async ([pow, user]) => {
+        const r = await fetch('/login', { method: 'POST', body: new URLSearchParams({ username: user!, pow: pow! }) });
+        return (await r.text()).replace(/<[^>]+>/g, '');
+      },
+      [solution, username],
+    );
   assert.equal(await post('bob'), 'wrong-scope');
   assert.equal(await post('alice'), 'ok');
   assert.equal(await post('alice'), 'replayed');
@@ -77,7 +94,10 @@ test('cancel() stops a long solve: the promise rejects and progress stops', asyn
       await started;
       await new Promise((r) => setTimeout(r, 200));
       el.cancel();
-      const error = await solving.then(() => 'solved', (e: Error) => e.message);
+      const error = await solving.then(
+        () => 'solved',
+        (e: Error) => e.message,
+      );
       const atCancel = progress;
       await new Promise((r) => setTimeout(r, 300));
       return { error, atCancel, after: progress };
@@ -96,13 +116,23 @@ test('with a challenge attribute the widget starts at once and fills the named h
   await page.goto(`${site.url}/blank`);
   const { token } = (await (await fetch(`${site.url}/pow/challenge?username=carol`)).json()) as { token: string };
   await page.addScriptTag({ url: '/sluice-pow.js' });
-  const value = await page.evaluate((token) => new Promise<string>((resolve) => {
-    const form = document.createElement('form') as unknown as EventTarget & { innerHTML: string; querySelector(s: string): { value: string } & EventTarget };
-    form.innerHTML = `<sluice-pow name="proof" challenge="${token}"></sluice-pow>`;
-    form.addEventListener('sluice-pow-solved', () => resolve(form.querySelector('input[name=proof]').value));
-    document.body.append(form);
-  }), token);
-  const posted = await fetch(`${site.url}/login`, { method: 'POST', body: new URLSearchParams({ username: 'carol', pow: value }) });
+  const value = await page.evaluate(
+    (token) =>
+      new Promise<string>((resolve) => {
+        const form = document.createElement('form') as unknown as EventTarget & {
+          innerHTML: string;
+          querySelector(s: string): { value: string } & EventTarget;
+        };
+        form.innerHTML = `<sluice-pow name="proof" challenge="${token}"></sluice-pow>`;
+        form.addEventListener('sluice-pow-solved', () => resolve(form.querySelector('input[name=proof]').value));
+        document.body.append(form);
+      }),
+    token,
+  );
+  const posted = await fetch(`${site.url}/login`, {
+    method: 'POST',
+    body: new URLSearchParams({ username: 'carol', pow: value }),
+  });
   assert.equal(posted.status, 200);
   await page.close();
 });

@@ -34,7 +34,12 @@ const clients = { ioredis: () => io, 'node-redis': () => nr } as const;
 
 for (const [name, client] of Object.entries(clients)) {
   test(`${name}: a token is spent once, and its key lives until the token's expiry on Redis's clock`, async () => {
-    const store = new RedisSpentStore({ client: client(), prefix: `${prefix}${name}:`, maxTtlMs: 5000, timeoutMs: 1000 });
+    const store = new RedisSpentStore({
+      client: client(),
+      prefix: `${prefix}${name}:`,
+      maxTtlMs: 5000,
+      timeoutMs: 1000,
+    });
     const expiresAt = Date.now() + 5000;
     assert.equal(await store.spend('id1', expiresAt), true);
     assert.equal(await store.spend('id1', expiresAt), false);
@@ -50,7 +55,10 @@ test('verifySolution with the Redis store rejects a replay across verifier insta
   const ch = createChallenge({ secret, difficulty: 100, scope: 'login:alice', ttlMs: 10_000 });
   const solution = await solveChallenge(ch);
   assert.equal((await verifySolution(solution, { secret, scope: 'login:alice', store: a })).ok, true);
-  assert.deepEqual(await verifySolution(solution, { secret, scope: 'login:alice', store: b }), { ok: false, reason: 'replayed' });
+  assert.deepEqual(await verifySolution(solution, { secret, scope: 'login:alice', store: b }), {
+    ok: false,
+    reason: 'replayed',
+  });
 });
 
 test('a spent proof is not accepted again under clock skew between servers (one 500 ms ahead): Redis keeps it until the expiry on its own clock', async () => {
@@ -62,7 +70,11 @@ test('a spent proof is not accepted again under clock skew between servers (one 
     // Server A, its clock 500 ms ahead, redeems it: on main the key then lived expiry − A's now = 100 ms.
     assert.equal((await verifySolution(solution, { secret, scope: 'skew', store, now: Date.now() + 500 })).ok, true);
     await new Promise((r) => setTimeout(r, 200)); // Redis's clock moves on; the token is still valid for server B
-    assert.deepEqual(await verifySolution(solution, { secret, scope: 'skew', store, now: Date.now() }), { ok: false, reason: 'replayed' }, `try ${i}`);
+    assert.deepEqual(
+      await verifySolution(solution, { secret, scope: 'skew', store, now: Date.now() }),
+      { ok: false, reason: 'replayed' },
+      `try ${i}`,
+    );
   }
 });
 
@@ -71,7 +83,10 @@ test("a token already expired on Redis's clock is refused as expired, whatever t
   const ch = createChallenge({ secret, difficulty: 50, scope: 'late', ttlMs: 1000, now: Date.now() - 2000 });
   const solution = await solveChallenge(ch);
   // A verifier whose clock is 2 s behind takes it as valid; Redis does not.
-  assert.deepEqual(await verifySolution(solution, { secret, scope: 'late', store, now: Date.now() - 2000 }), { ok: false, reason: 'expired' });
+  assert.deepEqual(await verifySolution(solution, { secret, scope: 'late', store, now: Date.now() - 2000 }), {
+    ok: false,
+    reason: 'expired',
+  });
 });
 
 test('a spent proof is not accepted again after Redis restarts without persistence: tokens issued before the restart are refused', async () => {
@@ -93,7 +108,10 @@ test('a spent proof is not accepted again after Redis restarts without persisten
       if (Date.now() > end) throw new Error(`client still ${client.status}`);
       await new Promise((r) => setTimeout(r, 20));
     }
-    assert.deepEqual(await verifySolution(solution, { secret, scope: 'restart', store }), { ok: false, reason: 'replayed' });
+    assert.deepEqual(await verifySolution(solution, { secret, scope: 'restart', store }), {
+      ok: false,
+      reason: 'replayed',
+    });
     // A challenge issued after the restart is redeemed as usual.
     await new Promise((r) => setTimeout(r, 1100)); // past the epoch's grace
     const fresh = await solveChallenge(createChallenge({ secret, difficulty: 50, scope: 'restart', ttlMs: 30_000 }));
@@ -105,9 +123,18 @@ test('a spent proof is not accepted again after Redis restarts without persisten
 });
 
 test('options are checked, naming the field', () => {
-  assert.throws(() => new RedisSpentStore({ client: { set: async () => 'OK' } }), /RedisSpentStore: 'client' must be an ioredis, iovalkey, node-redis or valkey-glide client/);
-  assert.throws(() => new RedisSpentStore({ client: io, dialect: 'ioredis' } as never), /unknown option 'dialect'.*the client is told apart by itself/);
-  assert.throws(() => new RedisSpentStore({ client: io, prefix: 'a{b}' }), /'prefix' must be a string without '\{' or '\}'/);
+  assert.throws(
+    () => new RedisSpentStore({ client: { set: async () => 'OK' } }),
+    /RedisSpentStore: 'client' must be an ioredis, iovalkey, node-redis or valkey-glide client/,
+  );
+  assert.throws(
+    () => new RedisSpentStore({ client: io, dialect: 'ioredis' } as never),
+    /unknown option 'dialect'.*the client is told apart by itself/,
+  );
+  assert.throws(
+    () => new RedisSpentStore({ client: io, prefix: 'a{b}' }),
+    /'prefix' must be a string without '\{' or '\}'/,
+  );
   assert.throws(() => new RedisSpentStore({ client: io, maxTtlMs: -1 }), /'maxTtlMs' must be/);
 });
 

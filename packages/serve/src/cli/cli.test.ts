@@ -21,7 +21,11 @@ test('sluice demo prints one table per trace', async () => {
 });
 
 test('`sluice simulate attacks --help` (help after a subcommand) prints the usage and exits 0, as `sluice --help` advertises', async () => {
-  for (const argv of [['simulate', 'attacks', '--help'], ['simulate', 'distributed', '-h'], ['simulate', 'accuracy', '--seed', '2', '--help']]) {
+  for (const argv of [
+    ['simulate', 'attacks', '--help'],
+    ['simulate', 'distributed', '-h'],
+    ['simulate', 'accuracy', '--seed', '2', '--help'],
+  ]) {
     const r = await run(...argv);
     assert.equal(r.code, 0, `${argv.join(' ')}: ${r.err}`);
     assert.equal(r.err, '');
@@ -77,10 +81,26 @@ test('sluice simulate attacks: a small seeded run prints both tables, and the sa
 });
 
 test('sluice simulate attacks: --leak-coverage and --leaked-pair-share reach the run, and its header says so', async () => {
-  const a = await run('simulate', 'attacks', '--seed', '7', '--users', '300', '--scenario', 'brute-force', '--leak-coverage', '0.5', '--leaked-pair-share', '0');
+  const a = await run(
+    'simulate',
+    'attacks',
+    '--seed',
+    '7',
+    '--users',
+    '300',
+    '--scenario',
+    'brute-force',
+    '--leak-coverage',
+    '0.5',
+    '--leaked-pair-share',
+    '0',
+  );
   assert.equal(a.code, 0, a.err);
   assert.match(a.out, /^sluice simulate attacks --seed 7 --users 300 --leak-coverage 0.5 --leaked-pair-share 0\n/);
-  assert.match(a.out, /0% with their own account\+password pair in the leaked corpus,\nwhich holds 50% of a stuffer's pairs/);
+  assert.match(
+    a.out,
+    /0% with their own account\+password pair in the leaked corpus,\nwhich holds 50% of a stuffer's pairs/,
+  );
 });
 
 test('sluice simulate: usage errors', async () => {
@@ -89,9 +109,18 @@ test('sluice simulate: usage errors', async () => {
   assert.match((await run('simulate', 'attacks', '--scenario', 'nope')).err, /unknown scenario "nope"/);
   assert.match((await run('simulate', 'attacks', '--fast')).err, /unexpected argument "--fast"/);
   assert.equal((await run('simulate', 'attacks', '--seed')).code, EXIT_USAGE);
-  assert.match((await run('simulate', 'attacks', '--leak-coverage', '1.5')).err, /--leak-coverage takes a fraction from 0 to 1, got "1.5"/);
-  assert.match((await run('simulate', 'attacks', '--leak-coverage', '-0.1')).err, /--leak-coverage takes a fraction from 0 to 1, got "-0.1"/);
-  assert.match((await run('simulate', 'attacks', '--leaked-pair-share', 'lots')).err, /--leaked-pair-share takes a fraction from 0 to 1, got "lots"/);
+  assert.match(
+    (await run('simulate', 'attacks', '--leak-coverage', '1.5')).err,
+    /--leak-coverage takes a fraction from 0 to 1, got "1.5"/,
+  );
+  assert.match(
+    (await run('simulate', 'attacks', '--leak-coverage', '-0.1')).err,
+    /--leak-coverage takes a fraction from 0 to 1, got "-0.1"/,
+  );
+  assert.match(
+    (await run('simulate', 'attacks', '--leaked-pair-share', 'lots')).err,
+    /--leaked-pair-share takes a fraction from 0 to 1, got "lots"/,
+  );
   assert.equal((await run('simulate', 'attacks', '--leaked-pair-share')).code, EXIT_USAGE);
 });
 
@@ -120,11 +149,26 @@ test('sluice serve without a config, or with an unknown flag, is a usage error',
 });
 
 test('sluice simulate accuracy and distributed: usage errors name the flag and value', async () => {
-  assert.match((await run('simulate', 'accuracy', '--buckets', '0')).err, /--buckets needs a positive integer, got "0"/);
-  assert.match((await run('simulate', 'accuracy', '--mix', 'weird')).err, /unknown mix "weird"; known mixes: typical, near-limit/);
-  assert.match((await run('simulate', 'distributed', '--shape', 'flat')).err, /unknown shape "flat"; known shapes: uniform, hot-key, bursts, node-killed/);
+  assert.match(
+    (await run('simulate', 'accuracy', '--buckets', '0')).err,
+    /--buckets needs a positive integer, got "0"/,
+  );
+  assert.match(
+    (await run('simulate', 'accuracy', '--mix', 'weird')).err,
+    /unknown mix "weird"; known mixes: typical, near-limit/,
+  );
+  assert.match(
+    (await run('simulate', 'distributed', '--shape', 'flat')).err,
+    /unknown shape "flat"; known shapes: uniform, hot-key, bursts, node-killed/,
+  );
   assert.match((await run('simulate', 'distributed', '--strategy', 'central')).err, /unknown strategy "central"/);
-  assert.match((await run('simulate', 'distributed', '--redis', 'localhost')).err, /--redis needs a redis:\/\/ URL, got "localhost"/);
+  assert.match(
+    (await run('simulate', 'distributed', '--redis', 'localhost')).err,
+    /--redis needs a redis:\/\/ URL, got "localhost"/,
+  );
   assert.equal((await run('simulate', 'distributed', '--nodes', 'x')).code, EXIT_USAGE);
-  assert.match((await run('simulate', 'distributed', '--lease-ttl', '2000')).err, /--lease-ttl must be at most the 1 s window, got 2000/);
+  assert.match(
+    (await run('simulate', 'distributed', '--lease-ttl', '2000')).err,
+    /--lease-ttl must be at most the 1 s window, got 2000/,
+  );
 });

@@ -25,7 +25,8 @@ export const EXIT_USAGE = 2;
 
 const demo: Command = {
   summary: 'play the same traffic traces through every algorithm and print the measured comparison',
-  usage: 'usage: sluice demo\n\nPlays steady, bursty, boundary-attack and edge-replay traces through each algorithm on a\nsimulated clock and prints, per trace, what each admitted and how much state it kept.\n',
+  usage:
+    'usage: sluice demo\n\nPlays steady, bursty, boundary-attack and edge-replay traces through each algorithm on a\nsimulated clock and prints, per trace, what each admitted and how much state it kept.\n',
   async run(args, output) {
     if (args.length > 0) {
       output.err(`sluice demo: unexpected argument ${JSON.stringify(args[0])}\n\n${this.usage}`);
@@ -61,21 +62,33 @@ ${DISTRIBUTED_USAGE}`;
 
 /** Parses a fraction from 0 to 1 written in decimal (0, 0.5, .9, 1), or returns an error message. */
 function fractionFlag(flag: string, value: string | undefined): number | string {
-  if (value === undefined || !/^(?:0|1|0?\.\d+|1\.0+)$/.test(value)) return `sluice simulate: ${flag} takes a fraction from 0 to 1, got ${JSON.stringify(value ?? '')}`;
+  if (value === undefined || !/^(?:0|1|0?\.\d+|1\.0+)$/.test(value))
+    return `sluice simulate: ${flag} takes a fraction from 0 to 1, got ${JSON.stringify(value ?? '')}`;
   return Number(value);
 }
 
 /** Parses a positive integer flag value, or returns an error message. */
 function positiveFlag(flag: string, value: string | undefined): number | string {
-  if (value === undefined || !/^\d+$/.test(value) || Number(value) < 1) return `sluice simulate: ${flag} needs a positive integer, got ${JSON.stringify(value ?? '')}`;
+  if (value === undefined || !/^\d+$/.test(value) || Number(value) < 1)
+    return `sluice simulate: ${flag} needs a positive integer, got ${JSON.stringify(value ?? '')}`;
   return Number(value);
 }
 
 /** The options of `sluice simulate attacks` that its number flags set. */
-type NumberOption = 'seed' | 'users' | 'servers' | 'leakCoverage' | 'leakedPairShare' | 'proofShare' | 'attackerProofShare';
+type NumberOption =
+  | 'seed'
+  | 'users'
+  | 'servers'
+  | 'leakCoverage'
+  | 'leakedPairShare'
+  | 'proofShare'
+  | 'attackerProofShare';
 
 /** `sluice simulate attacks`'s number flags: the option each sets, and its parser. */
-const ATTACK_NUMBER_FLAGS = new Map<string, { option: NumberOption; parse: (flag: string, value: string | undefined) => number | string }>([
+const ATTACK_NUMBER_FLAGS = new Map<
+  string,
+  { option: NumberOption; parse: (flag: string, value: string | undefined) => number | string }
+>([
   ['--seed', { option: 'seed', parse: positiveFlag }],
   ['--users', { option: 'users', parse: positiveFlag }],
   ['--servers', { option: 'servers', parse: positiveFlag }],
@@ -93,7 +106,9 @@ const simulate: Command = {
     if (what === 'accuracy') return accuracyCommand(rest, output, this.usage);
     if (what === 'distributed') return distributedCommand(rest, output, this.usage);
     if (what !== 'attacks') {
-      output.err(`sluice simulate: expected 'attacks', 'accuracy' or 'distributed', got ${JSON.stringify(what ?? '')}\n\n${this.usage}`);
+      output.err(
+        `sluice simulate: expected 'attacks', 'accuracy' or 'distributed', got ${JSON.stringify(what ?? '')}\n\n${this.usage}`,
+      );
       return EXIT_USAGE;
     }
     const numbers: { -readonly [K in NumberOption]?: number } = {};
@@ -136,7 +151,12 @@ const simulate: Command = {
       }
     }
     const options: SimulateOptions = {
-      seed: 1, users: 10_000, servers: 1, ...numbers, only, anomalyScope,
+      seed: 1,
+      users: 10_000,
+      servers: 1,
+      ...numbers,
+      only,
+      anomalyScope,
       ...(warmupDays === undefined ? {} : { warmupDays }),
       ...(successStepUp === undefined ? {} : { successStepUp }),
     };
@@ -146,11 +166,74 @@ const simulate: Command = {
   },
 };
 
-
 /** Exit code for a config that does not validate (or a service that could not start). */
 export const EXIT_CONFIG = 1;
 
-const SERVE_KEYS = ['config', 'mergeDomainConfig', 'host', 'port', 'grpcPort', 'adminPort', 'adminHost', 'adminToken', 'adminHosts', 'adminMaxEventStreams', 'adminEventStreamMs', 'grpcMaxConnectionAgeMs', 'grpcMaxConnectionAgeGraceMs', 'grpcMaxConnectionIdleMs', 'grpcMaxConcurrentStreams', 'grpcKeepaliveTimeMs', 'grpcKeepaliveTimeoutMs', 'grpcMaxPendingCalls', 'headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxConnections', 'maxConnectionsPerAddress', 'grpcMaxPendingCallsPerConnection', 'grpcMaxPendingCallsPerAddress', 'drainMs', 'grpcTlsCert', 'grpcTlsKey', 'grpcTlsClientCa', 'redis', 'redisCluster', 'redisSentinel', 'redisPerSecond', 'region', 'regionPeers', 'regionExchangeMs', 'redisPrefix', 'redisUsername', 'redisPassword', 'redisTls', 'redisTlsCa', 'redisTimeoutMs', 'redisConnectTimeoutMs', 'failureMode', 'maxKeys', 'memoryOnFull', 'clock', 'maxBodyBytes', 'maxConfigBytes', 'maxRules', 'logLevel', 'watch', 'maxDetailedSeries', 'shadowMode', 'strictDomains', 'nearLimitRatio', 'stopCacheKeyIncrementWhenOverlimit', 'answers', 'limitResponseHeadersEnabled', 'limitLimitHeader', 'limitRemainingHeader', 'limitResetHeader', 'demoUrl'] as const;
+const SERVE_KEYS = [
+  'config',
+  'mergeDomainConfig',
+  'host',
+  'port',
+  'grpcPort',
+  'adminPort',
+  'adminHost',
+  'adminToken',
+  'adminHosts',
+  'adminMaxEventStreams',
+  'adminEventStreamMs',
+  'grpcMaxConnectionAgeMs',
+  'grpcMaxConnectionAgeGraceMs',
+  'grpcMaxConnectionIdleMs',
+  'grpcMaxConcurrentStreams',
+  'grpcKeepaliveTimeMs',
+  'grpcKeepaliveTimeoutMs',
+  'grpcMaxPendingCalls',
+  'headersTimeoutMs',
+  'requestTimeoutMs',
+  'keepAliveTimeoutMs',
+  'maxConnections',
+  'maxConnectionsPerAddress',
+  'grpcMaxPendingCallsPerConnection',
+  'grpcMaxPendingCallsPerAddress',
+  'drainMs',
+  'grpcTlsCert',
+  'grpcTlsKey',
+  'grpcTlsClientCa',
+  'redis',
+  'redisCluster',
+  'redisSentinel',
+  'redisPerSecond',
+  'region',
+  'regionPeers',
+  'regionExchangeMs',
+  'redisPrefix',
+  'redisUsername',
+  'redisPassword',
+  'redisTls',
+  'redisTlsCa',
+  'redisTimeoutMs',
+  'redisConnectTimeoutMs',
+  'failureMode',
+  'maxKeys',
+  'memoryOnFull',
+  'clock',
+  'maxBodyBytes',
+  'maxConfigBytes',
+  'maxRules',
+  'logLevel',
+  'watch',
+  'maxDetailedSeries',
+  'shadowMode',
+  'strictDomains',
+  'nearLimitRatio',
+  'stopCacheKeyIncrementWhenOverlimit',
+  'answers',
+  'limitResponseHeadersEnabled',
+  'limitLimitHeader',
+  'limitRemainingHeader',
+  'limitResetHeader',
+  'demoUrl',
+] as const;
 
 // The service's modules load only when a service command runs: they need the optional dependencies
 // (yaml, pino, prom-client), and `sluice demo` must work without them.
@@ -165,7 +248,11 @@ async function serviceImport<T>(load: () => Promise<T>): Promise<T> {
     return await load();
   } catch (e) {
     const missing = /Cannot find (?:package|module) '([^']+)'/.exec((e as Error).message)?.[1];
-    if ((e as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && missing !== undefined && SERVICE_DEPENDENCIES.includes(missing)) {
+    if (
+      (e as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' &&
+      missing !== undefined &&
+      SERVICE_DEPENDENCIES.includes(missing)
+    ) {
       throw new MissingDependencyError(
         `the service needs the dependency '${missing}', which is not installed (@sluice/serve depends on it: was it pruned?); install it with: npm install ${SERVICE_DEPENDENCIES.join(' ')}`,
       );
@@ -175,14 +262,24 @@ async function serviceImport<T>(load: () => Promise<T>): Promise<T> {
 }
 
 async function serverModules() {
-  const [settings, config, notes] = await serviceImport(() => Promise.all([import('../server/settings.js'), import('../server/config.js'), import('../server/config-notes.js')]));
+  const [settings, config, notes] = await serviceImport(() =>
+    Promise.all([import('../server/settings.js'), import('../server/config.js'), import('../server/config-notes.js')]),
+  );
   return { settings, config, notes };
 }
 
 /** What went wrong at start-up, in one line: a taken port names the setting that moves it. */
-function startError(e: Error & { code?: string; port?: number; address?: string }, ports: { port: number; grpcPort: number; adminPort: number }): string {
+function startError(
+  e: Error & { code?: string; port?: number; address?: string },
+  ports: { port: number; grpcPort: number; adminPort: number },
+): string {
   if (e.code !== 'EADDRINUSE' && e.code !== 'EACCES') return e.message;
-  const setting = e.port === ports.grpcPort ? '--grpc-port (or SLUICE_GRPC_PORT)' : e.port === ports.adminPort ? '--admin-port (or SLUICE_ADMIN_PORT; -1 disables it)' : '--port (or SLUICE_PORT)';
+  const setting =
+    e.port === ports.grpcPort
+      ? '--grpc-port (or SLUICE_GRPC_PORT)'
+      : e.port === ports.adminPort
+        ? '--admin-port (or SLUICE_ADMIN_PORT; -1 disables it)'
+        : '--port (or SLUICE_PORT)';
   const what = e.code === 'EADDRINUSE' ? 'is already in use' : 'needs privileges this user lacks';
   return `port ${e.port ?? '?'} on ${e.address ?? 'this host'} ${what}; choose another with ${setting}`;
 }
@@ -204,7 +301,8 @@ const serve: Command = {
     try {
       running = await startService(settings);
     } catch (e) {
-      if (e instanceof C.ConfigError) output.err(`sluice serve: the config is invalid:\n${e.problems.map((p) => `  ${p}`).join('\n')}\n`);
+      if (e instanceof C.ConfigError)
+        output.err(`sluice serve: the config is invalid:\n${e.problems.map((p) => `  ${p}`).join('\n')}\n`);
       else output.err(`sluice serve: ${startError(e as Error, settings)}\n`);
       return EXIT_CONFIG;
     }
@@ -229,7 +327,8 @@ const serve: Command = {
 
 const checkConfig: Command = {
   summary: 'validate a service config and list every problem with file:line:column',
-  usage: 'usage: sluice check-config --config <file or folder> [--merge-domain-config true] [--max-config-bytes N] [--max-rules N]\n\nValidates without serving. Prints every problem, one per line, and exits 1 if there is any.\n',
+  usage:
+    'usage: sluice check-config --config <file or folder> [--merge-domain-config true] [--max-config-bytes N] [--max-rules N]\n\nValidates without serving. Prints every problem, one per line, and exits 1 if there is any.\n',
   async run(args, output) {
     const { settings: S, config: C, notes: N } = await serverModules();
     let path: string;
@@ -237,7 +336,12 @@ const checkConfig: Command = {
     let maxBytes: number;
     let maxRules: number;
     try {
-      ({ config: path, mergeDomainConfig: mergeDomains, maxConfigBytes: maxBytes, maxRules } = S.readSettings(args, process.env, ['config', 'mergeDomainConfig', 'maxConfigBytes', 'maxRules']));
+      ({
+        config: path,
+        mergeDomainConfig: mergeDomains,
+        maxConfigBytes: maxBytes,
+        maxRules,
+      } = S.readSettings(args, process.env, ['config', 'mergeDomainConfig', 'maxConfigBytes', 'maxRules']));
     } catch (e) {
       output.err(`sluice check-config: ${(e as Error).message}\n`);
       return EXIT_USAGE;
@@ -307,7 +411,9 @@ export async function runCli(argv: readonly string[], output: Output): Promise<n
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (command === undefined) {
     const known = Object.keys(COMMANDS).join(', ');
-    output.err(`sluice: unknown command ${JSON.stringify(name)}; known commands: ${known}. Run \`sluice --help\` for usage.\n`);
+    output.err(
+      `sluice: unknown command ${JSON.stringify(name)}; known commands: ${known}. Run \`sluice --help\` for usage.\n`,
+    );
     return EXIT_USAGE;
   }
   try {

@@ -23,17 +23,27 @@ export async function accuracyCommand(args: readonly string[], output: Output, u
   for (let i = 0; i < args.length; i++) {
     const flag = args[i]!;
     const value = args[++i];
-    const numeric = { '--seed': 'seed', '--sources': 'sources', '--requests': 'requests', '--buckets': 'buckets' } as const;
+    const numeric = {
+      '--seed': 'seed',
+      '--sources': 'sources',
+      '--requests': 'requests',
+      '--buckets': 'buckets',
+    } as const;
     if (Object.hasOwn(numeric, flag)) {
       if (value === undefined || !/^\d+$/.test(value) || Number(value) < 1) {
-        output.err(`sluice simulate accuracy: ${flag} needs a positive integer, got ${JSON.stringify(value ?? '')}\n\n${usage}`);
+        output.err(
+          `sluice simulate accuracy: ${flag} needs a positive integer, got ${JSON.stringify(value ?? '')}\n\n${usage}`,
+        );
         return 2;
       }
       o[numeric[flag as keyof typeof numeric]] = Number(value);
     } else if (flag === '--mix' && MIXES.includes(value as MixName)) {
       o.mixes.push(value as MixName);
     } else {
-      const why = flag === '--mix' ? `unknown mix ${JSON.stringify(value ?? '')}; known mixes: ${MIXES.join(', ')}` : `unexpected argument ${JSON.stringify(flag)}`;
+      const why =
+        flag === '--mix'
+          ? `unknown mix ${JSON.stringify(value ?? '')}; known mixes: ${MIXES.join(', ')}`
+          : `unexpected argument ${JSON.stringify(flag)}`;
       output.err(`sluice simulate accuracy: ${why}\n\n${usage}`);
       return 2;
     }

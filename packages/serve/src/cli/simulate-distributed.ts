@@ -34,8 +34,15 @@ export async function distributedCommand(args: readonly string[], output: Output
   for (let i = 0; i < args.length; i++) {
     const flag = args[i]!;
     const value = args[++i];
-    if (flag === '--nodes' || flag === '--seconds' || flag === '--local-sync-threshold' || flag === '--local-sync-interval' || flag === '--lease-ttl') {
-      if (value === undefined || !/^\d+$/.test(value) || Number(value) < 1) return fail(`${flag} needs a positive integer, got ${JSON.stringify(value ?? '')}`);
+    if (
+      flag === '--nodes' ||
+      flag === '--seconds' ||
+      flag === '--local-sync-threshold' ||
+      flag === '--local-sync-interval' ||
+      flag === '--lease-ttl'
+    ) {
+      if (value === undefined || !/^\d+$/.test(value) || Number(value) < 1)
+        return fail(`${flag} needs a positive integer, got ${JSON.stringify(value ?? '')}`);
       if (flag === '--nodes') nodes = Number(value);
       else if (flag === '--seconds') seconds = Number(value);
       else if (flag === '--local-sync-threshold') localSync.threshold = Number(value);
@@ -44,10 +51,13 @@ export async function distributedCommand(args: readonly string[], output: Output
       else lease.ttlMs = Number(value);
     } else if (flag === '--redis' && value !== undefined && /^rediss?:\/\//.test(value)) url = value;
     else if (flag === '--shape' && SHAPES.includes(value as ShapeName)) shapes.push(value as ShapeName);
-    else if (flag === '--strategy' && STRATEGY_NAMES.includes(value as StrategyName)) strategies.push(value as StrategyName);
+    else if (flag === '--strategy' && STRATEGY_NAMES.includes(value as StrategyName))
+      strategies.push(value as StrategyName);
     else if (flag === '--redis') return fail(`--redis needs a redis:// URL, got ${JSON.stringify(value ?? '')}`);
-    else if (flag === '--shape') return fail(`unknown shape ${JSON.stringify(value ?? '')}; known shapes: ${SHAPES.join(', ')}`);
-    else if (flag === '--strategy') return fail(`unknown strategy ${JSON.stringify(value ?? '')}; known strategies: ${STRATEGY_NAMES.join(', ')}`);
+    else if (flag === '--shape')
+      return fail(`unknown shape ${JSON.stringify(value ?? '')}; known shapes: ${SHAPES.join(', ')}`);
+    else if (flag === '--strategy')
+      return fail(`unknown strategy ${JSON.stringify(value ?? '')}; known strategies: ${STRATEGY_NAMES.join(', ')}`);
     else return fail(`unexpected argument ${JSON.stringify(flag)}`);
   }
   try {
@@ -56,7 +66,15 @@ export async function distributedCommand(args: readonly string[], output: Output
     output.err('sluice simulate distributed: needs ioredis; install it with `npm install ioredis`\n');
     return 1;
   }
-  const o = { url, nodes, seconds, shapes: shapes.length ? shapes : SHAPES, strategies: strategies.length ? strategies : STRATEGY_NAMES, localSync, lease };
+  const o = {
+    url,
+    nodes,
+    seconds,
+    shapes: shapes.length ? shapes : SHAPES,
+    strategies: strategies.length ? strategies : STRATEGY_NAMES,
+    localSync,
+    lease,
+  };
   const results = await simulateDistributed(o, (r) => output.err(`  ${r.shape} / ${r.strategy}: done\n`));
   output.out(formatDistributed(o, results));
   return 0;

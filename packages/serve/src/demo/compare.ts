@@ -87,7 +87,10 @@ function stateBytesPerKey(contender: Contender, maxHeldEntries: number): number 
 }
 
 /** Every contender on one trace, in lineup order. */
-export async function compareOnTrace(trace: Trace, contenders: readonly Contender[] = CONTENDERS): Promise<Measurement[]> {
+export async function compareOnTrace(
+  trace: Trace,
+  contenders: readonly Contender[] = CONTENDERS,
+): Promise<Measurement[]> {
   const results: Measurement[] = [];
   for (const contender of contenders) results.push(await measure(trace, contender));
   return results;

@@ -17,9 +17,37 @@ const BUCKETS = ['token-bucket', 'gcra', 'leaky-bucket meter', 'leaky-bucket sha
 const COUNTERS = ['sliding-window k=1', 'sliding-window k=10'];
 
 test('maxInWindow counts the half-open window (t − W, t]', () => {
-  assert.equal(maxInWindow([{ at: 0, cost: 1 }, { at: 10, cost: 1 }], 10), 1); // 0 is outside (0, 10]
-  assert.equal(maxInWindow([{ at: 1, cost: 1 }, { at: 10, cost: 1 }], 10), 2);
-  assert.equal(maxInWindow([{ at: 5, cost: 3 }, { at: 0, cost: 2 }, { at: 9, cost: 1 }], 10), 6); // unsorted, costs
+  assert.equal(
+    maxInWindow(
+      [
+        { at: 0, cost: 1 },
+        { at: 10, cost: 1 },
+      ],
+      10,
+    ),
+    1,
+  ); // 0 is outside (0, 10]
+  assert.equal(
+    maxInWindow(
+      [
+        { at: 1, cost: 1 },
+        { at: 10, cost: 1 },
+      ],
+      10,
+    ),
+    2,
+  );
+  assert.equal(
+    maxInWindow(
+      [
+        { at: 5, cost: 3 },
+        { at: 0, cost: 2 },
+        { at: 9, cost: 1 },
+      ],
+      10,
+    ),
+    6,
+  ); // unsorted, costs
   assert.equal(maxInWindow([], 10), 0);
 });
 
@@ -84,7 +112,8 @@ test('on every trace, each algorithm stays within its own worst-case bound', asy
     // Exact: nothing beyond the limit in any true window.
     assert.ok(byLabel(results, 'sliding-log').maxInWindow <= LIMIT, at('sliding-log'));
     // One full window plus the next, or a counter's whole previous window wrongly discounted.
-    for (const label of ['fixed-window', ...COUNTERS]) assert.ok(byLabel(results, label).maxInWindow <= 2 * LIMIT, at(label));
+    for (const label of ['fixed-window', ...COUNTERS])
+      assert.ok(byLabel(results, label).maxInWindow <= 2 * LIMIT, at(label));
     // A full bucket, then one window of refill.
     for (const label of BUCKETS) assert.ok(byLabel(results, label).maxInWindow <= BURST + LIMIT, at(label));
     // The shaper's output starts are spaced by cost × (W / limit): at most limit, plus the last request's

@@ -1,5 +1,14 @@
 // A MemoryStore that lets the demo see how many entries the growable (object) state holds per key.
-import { type Algorithm, LeaseSet, LogState, MemoryStore, type ObjectAlgorithm, type Store, type StoreTable, type TableSpec } from 'sluice/kit';
+import {
+  type Algorithm,
+  LeaseSet,
+  LogState,
+  MemoryStore,
+  type ObjectAlgorithm,
+  type Store,
+  type StoreTable,
+  type TableSpec,
+} from 'sluice/kit';
 
 /** Entries an object state holds in memory: log entries (aged-out ones not yet compacted included), or leases. */
 export function heldEntries(state: unknown): number {

@@ -38,7 +38,9 @@ function steady(results: readonly Measurement[]): string {
 
 function bursty(results: readonly Measurement[]): string {
   const worst = rateLimiters(results).reduce((a, b) => (b.maxInWindow > a.maxInWindow ? b : a));
-  const held = rateLimiters(results).filter((m) => m.maxInWindow <= LIMIT).map((m) => m.label);
+  const held = rateLimiters(results)
+    .filter((m) => m.maxInWindow <= LIMIT)
+    .map((m) => m.label);
   return (
     `after idle gaps, ${worst.label} let ${worst.maxInWindow} through in one true window (${timesLimit(worst.maxInWindow)}); ` +
     `only ${listOf(held)} never exceeded ${LIMIT}.`

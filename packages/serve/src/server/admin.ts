@@ -53,7 +53,10 @@ export function adminHostAllowed(host: string | undefined, listed: readonly stri
   return isIP(name) === 4 || name === 'localhost' || name.endsWith('.localhost') || listed.includes(name);
 }
 
-const CHALLENGE = { 'content-type': 'application/json', 'www-authenticate': 'Basic realm="sluice admin", charset="UTF-8"' };
+const CHALLENGE = {
+  'content-type': 'application/json',
+  'www-authenticate': 'Basic realm="sluice admin", charset="UTF-8"',
+};
 
 /**
  * Whether an Authorization header carries `token`, compared in constant time: both sides are hashed first,
@@ -84,10 +87,19 @@ export function createAdminServer(deps: AdminDeps): Server {
     // Health says nothing worth a rebinding attack, and a balancer's probe may name the service as it likes.
     if (answerHealth(res, path, deps.health, log)) return;
     if (!adminHostAllowed(req.headers.host, deps.hosts)) {
-      return problem(res, 421, `the admin port does not answer Host ${JSON.stringify(req.headers.host)}: only IP addresses, localhost and the names of --admin-hosts (DNS rebinding)`);
+      return problem(
+        res,
+        421,
+        `the admin port does not answer Host ${JSON.stringify(req.headers.host)}: only IP addresses, localhost and the names of --admin-hosts (DNS rebinding)`,
+      );
     }
     if (token !== undefined && !carriesToken(req.headers.authorization, token)) {
-      return problem(res, 401, 'the admin port needs the token of --admin-token: Authorization: Bearer <token>, or Basic with the token as the password', CHALLENGE);
+      return problem(
+        res,
+        401,
+        'the admin port needs the token of --admin-token: Authorization: Bearer <token>, or Basic with the token as the password',
+        CHALLENGE,
+      );
     }
     switch (path) {
       case '/':
@@ -97,10 +109,17 @@ export function createAdminServer(deps: AdminDeps): Server {
       case '/config':
         return send(res, 200, JSON.stringify(dashboard.configView()));
       case '/metrics':
-        metrics.metrics().then((text) => send(res, 200, text, { 'content-type': metrics.contentType }), (e) => answerError(res, log, e));
+        metrics.metrics().then(
+          (text) => send(res, 200, text, { 'content-type': metrics.contentType }),
+          (e) => answerError(res, log, e),
+        );
         return;
     }
-    problem(res, 404, `no route ${req.method ?? 'GET'} ${path} on the admin port; it serves / (the dashboard), /events, /config, /metrics, /healthz and /readyz`);
+    problem(
+      res,
+      404,
+      `no route ${req.method ?? 'GET'} ${path} on the admin port; it serves / (the dashboard), /events, /config, /metrics, /healthz and /readyz`,
+    );
   });
   acceptWithin(server, deps.limits, log);
   return server;

@@ -15,14 +15,22 @@ function problems(text: string): readonly string[] {
 }
 
 test("a descriptor without 'key' still has its rate_limit checked: burst on a fixed window is reported beside the missing key", () => {
-  assert.deepEqual(problems('domain: api\ndescriptors:\n  - rate_limit: { unit: second, requests_per_unit: 5, burst: 10 }\n'), [
-    "p.yaml:3:5: descriptors[0].key: 'key' is required",
-    "p.yaml:3:62: descriptors[0].rate_limit: 'burst' applies to token-bucket, gcra and leaky-bucket, not fixed-window",
-  ]);
+  assert.deepEqual(
+    problems('domain: api\ndescriptors:\n  - rate_limit: { unit: second, requests_per_unit: 5, burst: 10 }\n'),
+    [
+      "p.yaml:3:5: descriptors[0].key: 'key' is required",
+      "p.yaml:3:62: descriptors[0].rate_limit: 'burst' applies to token-bucket, gcra and leaky-bucket, not fixed-window",
+    ],
+  );
   // Its nested descriptors too, and two keyless descriptors are not reported as duplicates of each other.
-  assert.deepEqual(problems('domain: api\ndescriptors:\n  - descriptors:\n      - key: k\n        rate_limit: { unit: sekond, requests_per_unit: 1 }\n  - value: x\n'), [
-    "p.yaml:3:5: descriptors[0].key: 'key' is required",
-    "p.yaml:5:29: descriptors[0].descriptors[0].rate_limit.unit: invalid rate limit unit 'sekond'; use second, minute, hour, day, week, month or year",
-    "p.yaml:6:5: descriptors[1].key: 'key' is required",
-  ]);
+  assert.deepEqual(
+    problems(
+      'domain: api\ndescriptors:\n  - descriptors:\n      - key: k\n        rate_limit: { unit: sekond, requests_per_unit: 1 }\n  - value: x\n',
+    ),
+    [
+      "p.yaml:3:5: descriptors[0].key: 'key' is required",
+      "p.yaml:5:29: descriptors[0].descriptors[0].rate_limit.unit: invalid rate limit unit 'sekond'; use second, minute, hour, day, week, month or year",
+      "p.yaml:6:5: descriptors[1].key: 'key' is required",
+    ],
+  );
 });

@@ -19,7 +19,10 @@ export function configNotes(config: ServiceConfig): ConfigNote[] {
     notes.push({
       domain: d.domain,
       message:
-        `${d.file.split(', ').map((f) => basename(f)).join(', ')}: domain '${d.domain}' has no http_descriptors, so the nginx endpoint ` +
+        `${d.file
+          .split(', ')
+          .map((f) => basename(f))
+          .join(', ')}: domain '${d.domain}' has no http_descriptors, so the nginx endpoint ` +
         `/nginx/${d.domain} passes every request; add http_descriptors (request headers to descriptor keys) if nginx calls it ` +
         `(gRPC, /json and /v1/check are not affected)`,
     });

@@ -24,7 +24,16 @@ export interface NodeRecord {
 /** What the worker sends: the problems, or the domains and then slices of their nodes, one per request. */
 export type ConfigMessage =
   | { readonly type: 'problems'; readonly problems: readonly string[] }
-  | { readonly type: 'domains'; readonly files: readonly string[]; readonly domains: readonly { domain: string; file: string; httpDescriptors: readonly (readonly HeaderEntry[])[]; source: string }[] }
+  | {
+      readonly type: 'domains';
+      readonly files: readonly string[];
+      readonly domains: readonly {
+        domain: string;
+        file: string;
+        httpDescriptors: readonly (readonly HeaderEntry[])[];
+        source: string;
+      }[];
+    }
   | { readonly type: 'nodes'; readonly nodes: readonly NodeRecord[]; readonly last: boolean };
 
 /** The children of a node that has none: one shared level, never written (a first child replaces it). */
@@ -37,17 +46,27 @@ const SLICE_NODES = 256;
 
 /** The worker's entry, and how to start it: from the TypeScript source (tests, tsx), tsx is registered in it first. */
 function startWorker(data: object): Worker {
-  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./config-worker.js', import.meta.url), { workerData: data });
+  if (!import.meta.url.endsWith('.ts'))
+    return new Worker(new URL('./config-worker.js', import.meta.url), { workerData: data });
   const entry = new URL('./config-worker.ts', import.meta.url).href;
   const tsx = import.meta.resolve('tsx/esm/api');
-  return new Worker(`import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); })`, { eval: true, workerData: data });
+  return new Worker(
+    `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); })`,
+    { eval: true, workerData: data },
+  );
 }
 
 /**
  * Reads, validates and builds the config at `path` as a new RuleSet, handing over the state of `previous`'s
  * unchanged rules; rejects with ConfigError for any problem. Decisions go on meanwhile on `previous`.
  */
-export function loadRulesOffThread(path: string, options: ConfigOptions, ruleOptions: RuleSetOptions, previous: RuleSet | undefined, sliceMs = SLICE_MS): Promise<RuleSet> {
+export function loadRulesOffThread(
+  path: string,
+  options: ConfigOptions,
+  ruleOptions: RuleSetOptions,
+  previous: RuleSet | undefined,
+  sliceMs = SLICE_MS,
+): Promise<RuleSet> {
   return new Promise<RuleSet>((resolve, reject) => {
     const worker = startWorker({ path, options, sliceNodes: SLICE_NODES });
     const builder = new RuleBuilder(ruleOptions, previous);
@@ -68,7 +87,11 @@ export function loadRulesOffThread(path: string, options: ConfigOptions, ruleOpt
       if (settled) return;
       settled = true;
       void worker.terminate();
-      reject(e instanceof ConfigError ? e : new ConfigError([`${path}: the config could not be loaded: ${(e as Error)?.message ?? String(e)}`]));
+      reject(
+        e instanceof ConfigError
+          ? e
+          : new ConfigError([`${path}: the config could not be loaded: ${(e as Error)?.message ?? String(e)}`]),
+      );
     };
 
     const place = (r: NodeRecord) => {
@@ -131,7 +154,14 @@ export function loadRulesOffThread(path: string, options: ConfigOptions, ruleOpt
         files = m.files;
         for (const d of m.domains) {
           const domain = internalized(d.domain);
-          const config = { domain, file: d.file, root: emptyLevel(), rules: [] as RuleSpec[], httpDescriptors: d.httpDescriptors, source: d.source };
+          const config = {
+            domain,
+            file: d.file,
+            root: emptyLevel(),
+            rules: [] as RuleSpec[],
+            httpDescriptors: d.httpDescriptors,
+            source: d.source,
+          };
           domains.set(domain, config);
           stacks.push([config.root]);
           owners.push([undefined]);

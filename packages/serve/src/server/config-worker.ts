@@ -33,7 +33,16 @@ try {
   post({ type: 'problems', problems: e instanceof ConfigError ? e.problems : [`${path}: ${(e as Error).message}`] });
 }
 if (config !== undefined) {
-  post({ type: 'domains', files: config.files, domains: [...config.domains.values()].map((d) => ({ domain: d.domain, file: d.file, httpDescriptors: d.httpDescriptors, source: d.source })) });
+  post({
+    type: 'domains',
+    files: config.files,
+    domains: [...config.domains.values()].map((d) => ({
+      domain: d.domain,
+      file: d.file,
+      httpDescriptors: d.httpDescriptors,
+      source: d.source,
+    })),
+  });
   const nodes = allNodes(config);
   port.on('message', () => {
     const slice: NodeRecord[] = [];

@@ -22,12 +22,20 @@ function problems(name: string): readonly string[] {
 }
 
 const EXPECTED: Record<string, string[]> = {
-  bad_limit_unit: [`bad_limit_unit.yaml:5:13: descriptors[0].rate_limit.unit: invalid rate limit unit 'fortnight'; use second, minute, hour, day, week, month or year`],
+  bad_limit_unit: [
+    `bad_limit_unit.yaml:5:13: descriptors[0].rate_limit.unit: invalid rate limit unit 'fortnight'; use second, minute, hour, day, week, month or year`,
+  ],
   misspelled_key: [`misspelled_key.yaml:4:5: descriptors[0]: unknown key 'ratelimit'; did you mean 'rate_limit'?`],
-  duplicate_key: [`duplicate_key.yaml:8:10: descriptors[1]: duplicate descriptor composite key 'test-domain.key1_value1'`],
-  bad_yaml: [`bad_yaml.yaml:5:3: invalid YAML: Flow map in block collection must be sufficiently indented and end with a }`],
+  duplicate_key: [
+    `duplicate_key.yaml:8:10: descriptors[1]: duplicate descriptor composite key 'test-domain.key1_value1'`,
+  ],
+  bad_yaml: [
+    `bad_yaml.yaml:5:3: invalid YAML: Flow map in block collection must be sufficiently indented and end with a }`,
+  ],
   empty_domain: [`empty_domain.yaml:1:9: domain: must be a non-empty string, got ''`],
-  unknown_replaces: [`unknown_replaces.yaml:6:11: descriptors[0].rate_limit.replaces[0]: replaces 'nowhere', but no rate_limit in domain 'test-domain' has that name`],
+  unknown_replaces: [
+    `unknown_replaces.yaml:6:11: descriptors[0].rate_limit.replaces[0]: replaces 'nowhere', but no rate_limit in domain 'test-domain' has that name`,
+  ],
   many_errors: [
     `many_errors.yaml:6:26: descriptors[0].rate_limit.requests_per_unit: must be a whole number from 0 to 4294967295, got '-3'`,
     `many_errors.yaml:7:5: descriptors[1].key: 'key' is required`,
@@ -84,13 +92,29 @@ descriptors:
 `,
     },
   ]);
-  const ids = cfg.domains.get('mongo_cps')!.rules.map((r) => `${r.id}:${r.policy?.algorithm ?? (r.unlimited ? 'unlimited' : 'blocked')}`);
-  assert.deepEqual(ids, ['mongo_cps.database_500:fixed-window', 'mongo_cps.remote_address_50.0.0.5:blocked', 'mongo_cps.ldap:unlimited', 'mongo_cps.message_type_marketing.to_number:fixed-window']);
+  const ids = cfg.domains
+    .get('mongo_cps')!
+    .rules.map((r) => `${r.id}:${r.policy?.algorithm ?? (r.unlimited ? 'unlimited' : 'blocked')}`);
+  assert.deepEqual(ids, [
+    'mongo_cps.database_500:fixed-window',
+    'mongo_cps.remote_address_50.0.0.5:blocked',
+    'mongo_cps.ldap:unlimited',
+    'mongo_cps.message_type_marketing.to_number:fixed-window',
+  ]);
 });
 
 test('two files with one domain are a problem naming both files', () => {
   const text = 'domain: same\ndescriptors: []\n';
-  assert.throws(() => parseConfig([{ file: 'a.yaml', text }, { file: 'b.yaml', text }]), (e: unknown) => e instanceof ConfigError && e.problems[0] === `b.yaml: duplicate domain 'same', also in a.yaml (--merge-domain-config merges them)`);
+  assert.throws(
+    () =>
+      parseConfig([
+        { file: 'a.yaml', text },
+        { file: 'b.yaml', text },
+      ]),
+    (e: unknown) =>
+      e instanceof ConfigError &&
+      e.problems[0] === `b.yaml: duplicate domain 'same', also in a.yaml (--merge-domain-config merges them)`,
+  );
 });
 
 test('mergeDomains (Envoy MERGE_DOMAIN_CONFIG): files naming one domain add up, and a top-level descriptor defined twice is still a problem naming both files', () => {
@@ -114,10 +138,22 @@ descriptors:
 http_descriptors:
   - [{ key: tenant, header: x-tenant }]
 `;
-  const cfg = parseConfig([{ file: 'a.yaml', text: a }, { file: 'b.yaml', text: b }], { mergeDomains: true });
+  const cfg = parseConfig(
+    [
+      { file: 'a.yaml', text: a },
+      { file: 'b.yaml', text: b },
+    ],
+    { mergeDomains: true },
+  );
   const d = cfg.domains.get('api')!;
-  assert.deepEqual(d.rules.map((r) => r.id), ['api.user', 'api.path_/v1/*', 'api.tenant_acme.user']);
-  assert.deepEqual([d.root.byKey.has('user'), d.root.exact.has('tenant\u0000acme'), d.root.wildcards.length], [true, true, 1]);
+  assert.deepEqual(
+    d.rules.map((r) => r.id),
+    ['api.user', 'api.path_/v1/*', 'api.tenant_acme.user'],
+  );
+  assert.deepEqual(
+    [d.root.byKey.has('user'), d.root.exact.has('tenant\u0000acme'), d.root.wildcards.length],
+    [true, true, 1],
+  );
   assert.equal(d.httpDescriptors.length, 2);
   assert.equal(d.file, 'a.yaml, b.yaml');
   const again = `domain: api
@@ -129,11 +165,21 @@ descriptors:
     rate_limit: { unit: hour, requests_per_unit: 1 }
 `;
   assert.throws(
-    () => parseConfig([{ file: 'a.yaml', text: a }, { file: 'b.yaml', text: b }, { file: 'c.yaml', text: again }], { mergeDomains: true }),
+    () =>
+      parseConfig(
+        [
+          { file: 'a.yaml', text: a },
+          { file: 'b.yaml', text: b },
+          { file: 'c.yaml', text: again },
+        ],
+        { mergeDomains: true },
+      ),
     (e: unknown) =>
       e instanceof ConfigError &&
       e.problems.includes(`c.yaml: domain 'api': descriptor key 'user' (no value) is also defined in a.yaml, b.yaml`) &&
-      e.problems.includes(`c.yaml: domain 'api': descriptor key 'path' value '/v1/*' is also defined in a.yaml, b.yaml`),
+      e.problems.includes(
+        `c.yaml: domain 'api': descriptor key 'path' value '/v1/*' is also defined in a.yaml, b.yaml`,
+      ),
   );
 });
 
@@ -151,28 +197,62 @@ descriptors:
       requests_per_unit: 10
       replaces: [{ name: per_ip }]
 `;
-  const cfg = parseConfig([{ file: 'a.yaml', text: a }, { file: 'b.yaml', text: b }], { mergeDomains: true });
+  const cfg = parseConfig(
+    [
+      { file: 'a.yaml', text: a },
+      { file: 'b.yaml', text: b },
+    ],
+    { mergeDomains: true },
+  );
   assert.deepEqual(cfg.domains.get('api')!.rules.find((r) => r.id === 'api.user')!.replaces, ['per_ip']);
   // Either file order: b's replaces is resolved once every file of the domain is read.
-  parseConfig([{ file: 'b.yaml', text: b }, { file: 'a.yaml', text: a }], { mergeDomains: true });
+  parseConfig(
+    [
+      { file: 'b.yaml', text: b },
+      { file: 'a.yaml', text: a },
+    ],
+    { mergeDomains: true },
+  );
   const typo = b.replace('name: per_ip', 'name: per_ipp');
   assert.throws(
-    () => parseConfig([{ file: 'a.yaml', text: a }, { file: 'b.yaml', text: typo }], { mergeDomains: true }),
-    (e: unknown) => e instanceof ConfigError && e.problems.length === 1 && e.problems[0] === `b.yaml:7:18: descriptors[0].rate_limit.replaces[0]: replaces 'per_ipp', but no rate_limit in domain 'api' has that name`,
+    () =>
+      parseConfig(
+        [
+          { file: 'a.yaml', text: a },
+          { file: 'b.yaml', text: typo },
+        ],
+        { mergeDomains: true },
+      ),
+    (e: unknown) =>
+      e instanceof ConfigError &&
+      e.problems.length === 1 &&
+      e.problems[0] ===
+        `b.yaml:7:18: descriptors[0].rate_limit.replaces[0]: replaces 'per_ipp', but no rate_limit in domain 'api' has that name`,
   );
   // Without merging, each file stands alone (and the second one's domain clashes).
   assert.throws(
     () => parseConfig([{ file: 'b.yaml', text: b }]),
-    (e: unknown) => e instanceof ConfigError && e.problems[0] === `b.yaml:7:18: descriptors[0].rate_limit.replaces[0]: replaces 'per_ip', but no rate_limit in domain 'api' has that name`,
+    (e: unknown) =>
+      e instanceof ConfigError &&
+      e.problems[0] ===
+        `b.yaml:7:18: descriptors[0].rate_limit.replaces[0]: replaces 'per_ip', but no rate_limit in domain 'api' has that name`,
   );
 });
 
 test('sluice check-config exits 1 and lists the problems; 0 on a valid file', () => {
   const main = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
-  const bad = spawnSync(process.execPath, ['--import', 'tsx', main, 'check-config', '--config', fixture('bad_limit_unit')], { encoding: 'utf8' });
+  const bad = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', main, 'check-config', '--config', fixture('bad_limit_unit')],
+    { encoding: 'utf8' },
+  );
   assert.equal(bad.status, 1);
   assert.equal(bad.stderr, `${EXPECTED.bad_limit_unit![0]}\n1 problem(s) found\n`);
-  const good = spawnSync(process.execPath, ['--import', 'tsx', main, 'check-config', '--config', fixture('sluice_extensions')], { encoding: 'utf8' });
+  const good = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', main, 'check-config', '--config', fixture('sluice_extensions')],
+    { encoding: 'utf8' },
+  );
   assert.equal(good.status, 0, good.stderr);
   assert.equal(good.stdout, 'ok: 1 file(s), 1 domain(s), 2 rule(s)\n');
 });
@@ -180,13 +260,25 @@ test('sluice check-config exits 1 and lists the problems; 0 on a valid file', ()
 test('sluice check-config --merge-domain-config validates a folder whose files share a domain', () => {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-merge-'));
   try {
-    writeFileSync(join(dir, 'a.yaml'), 'domain: web\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 1 }\n');
-    writeFileSync(join(dir, 'b.yaml'), 'domain: web\ndescriptors:\n  - key: team\n    rate_limit: { unit: hour, requests_per_unit: 2 }\n');
+    writeFileSync(
+      join(dir, 'a.yaml'),
+      'domain: web\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 1 }\n',
+    );
+    writeFileSync(
+      join(dir, 'b.yaml'),
+      'domain: web\ndescriptors:\n  - key: team\n    rate_limit: { unit: hour, requests_per_unit: 2 }\n',
+    );
     const main = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
-    const apart = spawnSync(process.execPath, ['--import', 'tsx', main, 'check-config', '--config', dir], { encoding: 'utf8' });
+    const apart = spawnSync(process.execPath, ['--import', 'tsx', main, 'check-config', '--config', dir], {
+      encoding: 'utf8',
+    });
     assert.equal(apart.status, 1);
     assert.match(apart.stderr, /b\.yaml: duplicate domain 'web', also in a\.yaml/);
-    const merged = spawnSync(process.execPath, ['--import', 'tsx', main, 'check-config', '--config', dir, '--merge-domain-config', 'true'], { encoding: 'utf8' });
+    const merged = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', main, 'check-config', '--config', dir, '--merge-domain-config', 'true'],
+      { encoding: 'utf8' },
+    );
     assert.equal(merged.status, 0, merged.stderr);
     assert.equal(merged.stdout, 'ok: 2 file(s), 1 domain(s), 2 rule(s)\n');
   } finally {

@@ -12,7 +12,15 @@ import { type AlgorithmName, ALGORITHMS, compilePolicy, parseDuration, type Poli
 import { internalized } from './intern.js';
 
 /** Envoy's RateLimitResponse.RateLimit.Unit, by name, with its length (ratelimit's UnitToDivider). */
-export const UNITS = { SECOND: 1_000, MINUTE: 60_000, HOUR: 3_600_000, DAY: 86_400_000, WEEK: 7 * 86_400_000, MONTH: 30 * 86_400_000, YEAR: 365 * 86_400_000 } as const;
+export const UNITS = {
+  SECOND: 1_000,
+  MINUTE: 60_000,
+  HOUR: 3_600_000,
+  DAY: 86_400_000,
+  WEEK: 7 * 86_400_000,
+  MONTH: 30 * 86_400_000,
+  YEAR: 365 * 86_400_000,
+} as const;
 export type UnitName = keyof typeof UNITS;
 
 /** A `rate_limit` block, validated. */
@@ -147,7 +155,18 @@ export class ConfigError extends Error {
 }
 
 const ROOT_KEYS = ['domain', 'descriptors', 'http_descriptors'];
-const DESCRIPTOR_KEYS = ['key', 'value', 'rate_limit', 'shadow_mode', 'detailed_metric', 'value_to_metric', 'share_threshold', 'quota_mode', 'metadata', 'descriptors'];
+const DESCRIPTOR_KEYS = [
+  'key',
+  'value',
+  'rate_limit',
+  'shadow_mode',
+  'detailed_metric',
+  'value_to_metric',
+  'share_threshold',
+  'quota_mode',
+  'metadata',
+  'descriptors',
+];
 const RATE_LIMIT_KEYS = ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces', 'algorithm', 'burst', 'window'];
 /** The service decides and answers; it cannot hold a request (shaper) or learn when one ends (concurrency). */
 const SERVICE_ALGORITHMS = ALGORITHMS.filter((a) => a !== 'concurrency');
@@ -209,7 +228,10 @@ export function loadConfig(path: string, options: ConfigOptions = {}): ServiceCo
 }
 
 /** Validates config texts (one domain per file, unless merged). Throws ConfigError listing every problem. */
-export function parseConfig(sources: readonly { file: string; text: string }[], options: ConfigOptions = {}): ServiceConfig {
+export function parseConfig(
+  sources: readonly { file: string; text: string }[],
+  options: ConfigOptions = {},
+): ServiceConfig {
   const problems: string[] = [];
   const domains = new Map<string, DomainConfig>();
   /** With mergeDomains: the files each domain has come from so far, for the problems of the next one. */
@@ -229,7 +251,10 @@ export function parseConfig(sources: readonly { file: string; text: string }[], 
       const earlier = filesOf.get(d.domain)!;
       domains.set(other.domain, mergeDomain(other, d, earlier, problems));
       earlier.push(basename(file));
-    } else problems.push(`${basename(file)}: duplicate domain '${d.domain}', also in ${basename(other.file)} (--merge-domain-config merges them)`);
+    } else
+      problems.push(
+        `${basename(file)}: duplicate domain '${d.domain}', also in ${basename(other.file)} (--merge-domain-config merges them)`,
+      );
   }
   for (const r of unresolved) {
     if (!domains.get(r.domain)?.rules.some((rule) => rule.name === r.name)) problems.push(r.problem);
@@ -292,7 +317,12 @@ function parseDomain(file: string, text: string, all: string[], deferReplaces: b
   }
 }
 
-function parseDomainInto(file: string, text: string, problems: string[], deferReplaces: boolean): ParsedDomain | undefined {
+function parseDomainInto(
+  file: string,
+  text: string,
+  problems: string[],
+  deferReplaces: boolean,
+): ParsedDomain | undefined {
   const w = new Walker(basename(file), problems);
   const doc = parseDocument(text, { lineCounter: w.lines, prettyErrors: false, uniqueKeys: true });
   if (doc.errors.length > 0) {
@@ -311,17 +341,28 @@ function parseDomainInto(file: string, text: string, problems: string[], deferRe
   const domainNode = root.get('domain', true) as YamlNode | undefined;
   const domain = scalarString(domainNode);
   if (domain === undefined || domain === '') {
-    w.at(domainNode, root.range?.[0] ?? 0, 'domain', domainNode === undefined ? `'domain' is required` : `must be a non-empty string, got ${quote(domainNode)}`);
+    w.at(
+      domainNode,
+      root.range?.[0] ?? 0,
+      'domain',
+      domainNode === undefined ? `'domain' is required` : `must be a non-empty string, got ${quote(domainNode)}`,
+    );
   }
   const rules: RuleSpec[] = [];
   const top = emptyLevel();
   const descriptors = root.get('descriptors', true) as YamlNode | undefined;
-  if (descriptors !== undefined) loadLevel(w, descriptors, 'descriptors', `${domain ?? ''}.`, domain ?? '', top, rules, []);
+  if (descriptors !== undefined)
+    loadLevel(w, descriptors, 'descriptors', `${domain ?? ''}.`, domain ?? '', top, rules, []);
   const names = new Set(rules.map((r) => r.name).filter((n) => n !== undefined));
   const unresolvedReplaces: { name: string; problem: string }[] = [];
   for (const r of w.replacesSeen) {
     if (names.has(r.name)) continue;
-    const problem = w.problem(r.node, 0, r.path, `replaces '${r.name}', but no rate_limit in domain '${domain}' has that name`);
+    const problem = w.problem(
+      r.node,
+      0,
+      r.path,
+      `replaces '${r.name}', but no rate_limit in domain '${domain}' has that name`,
+    );
     if (deferReplaces) unresolvedReplaces.push({ name: r.name, problem });
     else problems.push(problem);
   }
@@ -331,8 +372,14 @@ function parseDomainInto(file: string, text: string, problems: string[], deferRe
 }
 
 /** One domain from two files' parts: their top-level descriptors side by side, a key defined twice a problem. */
-function mergeDomain(a: DomainConfig, b: DomainConfig, earlierFiles: readonly string[], problems: string[]): DomainConfig {
-  const twice = (what: string) => problems.push(`${basename(b.file)}: domain '${b.domain}': ${what} is also defined in ${earlierFiles.join(', ')}`);
+function mergeDomain(
+  a: DomainConfig,
+  b: DomainConfig,
+  earlierFiles: readonly string[],
+  problems: string[],
+): DomainConfig {
+  const twice = (what: string) =>
+    problems.push(`${basename(b.file)}: domain '${b.domain}': ${what} is also defined in ${earlierFiles.join(', ')}`);
   const exact = new Map(a.root.exact);
   for (const [k, node] of b.root.exact) {
     if (exact.has(k)) twice(`descriptor key '${node.key}' value '${node.value}'`);
@@ -345,7 +392,8 @@ function mergeDomain(a: DomainConfig, b: DomainConfig, earlierFiles: readonly st
   }
   const wildcards = [...a.root.wildcards];
   for (const w of b.root.wildcards) {
-    if (wildcards.some((x) => x.key === w.key && x.node.value === w.node.value)) twice(`descriptor key '${w.key}' value '${w.node.value!}'`);
+    if (wildcards.some((x) => x.key === w.key && x.node.value === w.node.value))
+      twice(`descriptor key '${w.key}' value '${w.node.value!}'`);
     else wildcards.push(w);
   }
   return {
@@ -370,7 +418,16 @@ interface Step {
   readonly shared: string | undefined;
 }
 
-function loadLevel(w: Walker, node: YamlNode, path: string, parentId: string, domain: string, level: Level, rules: RuleSpec[], trail: readonly Step[]): void {
+function loadLevel(
+  w: Walker,
+  node: YamlNode,
+  path: string,
+  parentId: string,
+  domain: string,
+  level: Level,
+  rules: RuleSpec[],
+  trail: readonly Step[],
+): void {
   if (!isSeq(node)) {
     w.at(node, 0, path, `must be a list of descriptors, got ${quote(node)}`);
     return;
@@ -378,7 +435,12 @@ function loadLevel(w: Walker, node: YamlNode, path: string, parentId: string, do
   node.items.forEach((item, i) => {
     const here = `${path}[${i}]`;
     if (!isMap(item)) {
-      w.at(item as YamlNode, node.range?.[0] ?? 0, here, `a descriptor must be a map with 'key', got ${quote(item as YamlNode)}`);
+      w.at(
+        item as YamlNode,
+        node.range?.[0] ?? 0,
+        here,
+        `a descriptor must be a map with 'key', got ${quote(item as YamlNode)}`,
+      );
       return;
     }
     checkKeys(w, item, here, DESCRIPTOR_KEYS);
@@ -386,7 +448,12 @@ function loadLevel(w: Walker, node: YamlNode, path: string, parentId: string, do
     const rawKey = scalarString(keyNode);
     const keyless = rawKey === undefined || rawKey === '';
     if (keyless) {
-      w.at(keyNode, item.range?.[0] ?? 0, `${here}.key`, keyNode === undefined ? `'key' is required` : `must be a non-empty string, got ${quote(keyNode)}`);
+      w.at(
+        keyNode,
+        item.range?.[0] ?? 0,
+        `${here}.key`,
+        keyNode === undefined ? `'key' is required` : `must be a non-empty string, got ${quote(keyNode)}`,
+      );
       // The rest of the descriptor is still checked (its rate_limit, its children), so one run lists every problem.
     }
     // Interned: a request's decoded key (see decodeRlsJsonFast) then finds it in byKey by pointer.
@@ -406,10 +473,18 @@ function loadLevel(w: Walker, node: YamlNode, path: string, parentId: string, do
     const quotaMode = bool(w, item, 'quota_mode', here);
     const shareThreshold = bool(w, item, 'share_threshold', here);
     if (shareThreshold && value?.includes('*') !== true) {
-      w.at(item.get('share_threshold', true) as YamlNode, 0, `${here}.share_threshold`, `shares one limit among the values a wildcard matches, so 'value' must hold a '*' (got ${value === undefined ? 'no value' : `'${value}'`})`);
+      w.at(
+        item.get('share_threshold', true) as YamlNode,
+        0,
+        `${here}.share_threshold`,
+        `shares one limit among the values a wildcard matches, so 'value' must hold a '*' (got ${value === undefined ? 'no value' : `'${value}'`})`,
+      );
     }
     const metadata = loadMetadata(w, item.get('metadata', true) as YamlNode | undefined, `${here}.metadata`);
-    const steps = [...trail, { metric: valueToMetric ? undefined : composite, shared: shareThreshold ? value : undefined }];
+    const steps = [
+      ...trail,
+      { metric: valueToMetric ? undefined : composite, shared: shareThreshold ? value : undefined },
+    ];
     const rlNode = item.get('rate_limit', true) as YamlNode | undefined;
     const extras = {
       shadowMode,
@@ -441,7 +516,10 @@ function loadLevel(w: Walker, node: YamlNode, path: string, parentId: string, do
 }
 
 /** The per-descriptor settings a rule takes from its descriptor and the path to it. */
-type RuleExtras = Pick<RuleSpec, 'shadowMode' | 'detailedMetric' | 'quotaMode' | 'metadata' | 'metricPath' | 'sharedValues'>;
+type RuleExtras = Pick<
+  RuleSpec,
+  'shadowMode' | 'detailedMetric' | 'quotaMode' | 'metadata' | 'metricPath' | 'sharedValues'
+>;
 
 function loadMetadata(w: Walker, node: YamlNode | undefined, path: string): Record<string, unknown> | undefined {
   if (node === undefined) return undefined;
@@ -452,7 +530,14 @@ function loadMetadata(w: Walker, node: YamlNode | undefined, path: string): Reco
   return node.toJSON() as Record<string, unknown>;
 }
 
-function loadRateLimit(w: Walker, node: YamlNode, path: string, id: string, domain: string, extras: RuleExtras): RuleSpec | undefined {
+function loadRateLimit(
+  w: Walker,
+  node: YamlNode,
+  path: string,
+  id: string,
+  domain: string,
+  extras: RuleExtras,
+): RuleSpec | undefined {
   if (!isMap(node)) {
     w.at(node, 0, path, `must be a map with 'unit' and 'requests_per_unit', got ${quote(node)}`);
     return undefined;
@@ -463,15 +548,28 @@ function loadRateLimit(w: Walker, node: YamlNode, path: string, id: string, doma
   const unlimited = bool(w, node, 'unlimited', path);
   const nameNode = get('name');
   const name = nameNode === undefined ? undefined : scalarString(nameNode);
-  if (nameNode !== undefined && (name === undefined || name === '')) w.at(nameNode, 0, `${path}.name`, `must be a non-empty string, got ${quote(nameNode)}`);
+  if (nameNode !== undefined && (name === undefined || name === ''))
+    w.at(nameNode, 0, `${path}.name`, `must be a non-empty string, got ${quote(nameNode)}`);
   const replaces: string[] = [];
   const replacesNode = get('replaces');
   if (replacesNode !== undefined) {
-    if (!isSeq(replacesNode)) w.at(replacesNode, 0, `${path}.replaces`, `must be a list of { name: <rate_limit name> }, got ${quote(replacesNode)}`);
+    if (!isSeq(replacesNode))
+      w.at(
+        replacesNode,
+        0,
+        `${path}.replaces`,
+        `must be a list of { name: <rate_limit name> }, got ${quote(replacesNode)}`,
+      );
     else {
       replacesNode.items.forEach((r, i) => {
         const n = isMap(r) ? scalarString(r.get('name', true) as YamlNode | undefined) : undefined;
-        if (n === undefined || n === '') w.at(r as YamlNode, 0, `${path}.replaces[${i}]`, `must be { name: <rate_limit name> }, got ${quote(r as YamlNode)}`);
+        if (n === undefined || n === '')
+          w.at(
+            r as YamlNode,
+            0,
+            `${path}.replaces[${i}]`,
+            `must be { name: <rate_limit name> }, got ${quote(r as YamlNode)}`,
+          );
         else {
           replaces.push(n);
           w.replacesSeen.push({ name: n, node: r as YamlNode, path: `${path}.replaces[${i}]` });
@@ -484,7 +582,17 @@ function loadRateLimit(w: Walker, node: YamlNode, path: string, id: string, doma
       if (node.has(k)) w.at(get(k), 0, `${path}.${k}`, `'${k}' cannot be set on an unlimited rate limit`);
     }
     if (w.problems.length > before) return undefined;
-    return { id, domain, name, replaces, ...extras, unlimited: true, requestsPerUnit: 0, unit: 'UNKNOWN', policy: undefined };
+    return {
+      id,
+      domain,
+      name,
+      replaces,
+      ...extras,
+      unlimited: true,
+      requestsPerUnit: 0,
+      unit: 'UNKNOWN',
+      policy: undefined,
+    };
   }
 
   const unitNode = get('unit');
@@ -492,7 +600,12 @@ function loadRateLimit(w: Walker, node: YamlNode, path: string, id: string, doma
   if (unitNode !== undefined) {
     const u = scalarString(unitNode)?.toUpperCase();
     if (u === undefined || !Object.hasOwn(UNITS, u)) {
-      w.at(unitNode, 0, `${path}.unit`, `invalid rate limit unit ${quote(unitNode)}; use second, minute, hour, day, week, month or year`);
+      w.at(
+        unitNode,
+        0,
+        `${path}.unit`,
+        `invalid rate limit unit ${quote(unitNode)}; use second, minute, hour, day, week, month or year`,
+      );
     } else unit = u as UnitName;
   }
   const windowNode = get('window');
@@ -504,14 +617,20 @@ function loadRateLimit(w: Walker, node: YamlNode, path: string, id: string, doma
       w.at(windowNode, 0, `${path}.window`, stripPrefix(e));
     }
   }
-  if (unitNode === undefined && windowNode === undefined) w.at(node, 0, path, `'unit' is required (or sluice's 'window')`);
+  if (unitNode === undefined && windowNode === undefined)
+    w.at(node, 0, path, `'unit' is required (or sluice's 'window')`);
   const rpuNode = get('requests_per_unit');
   let rpu: number | undefined;
   if (rpuNode === undefined) w.at(node, 0, path, `'requests_per_unit' is required`);
   else {
     const v = isScalar(rpuNode) ? rpuNode.value : undefined;
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > MAX_UINT32) {
-      w.at(rpuNode, 0, `${path}.requests_per_unit`, `must be a whole number from 0 to ${MAX_UINT32}, got ${quote(rpuNode)}`);
+      w.at(
+        rpuNode,
+        0,
+        `${path}.requests_per_unit`,
+        `must be a whole number from 0 to ${MAX_UINT32}, got ${quote(rpuNode)}`,
+      );
     } else rpu = v;
   }
   const algorithmNode = get('algorithm');
@@ -519,7 +638,12 @@ function loadRateLimit(w: Walker, node: YamlNode, path: string, id: string, doma
   if (algorithmNode !== undefined) {
     const a = scalarString(algorithmNode);
     if (a === undefined || !(SERVICE_ALGORITHMS as string[]).includes(a)) {
-      w.at(algorithmNode, 0, `${path}.algorithm`, `unknown algorithm ${quote(algorithmNode)}; use ${SERVICE_ALGORITHMS.join(', ')}`);
+      w.at(
+        algorithmNode,
+        0,
+        `${path}.algorithm`,
+        `unknown algorithm ${quote(algorithmNode)}; use ${SERVICE_ALGORITHMS.join(', ')}`,
+      );
     } else algorithm = a as AlgorithmName;
   }
   const burstNode = get('burst');
@@ -528,17 +652,29 @@ function loadRateLimit(w: Walker, node: YamlNode, path: string, id: string, doma
   if (w.problems.length > before || rpu === undefined) return undefined;
 
   const resolvedWindow = windowMs ?? UNITS[unit!];
-  const reportedUnit: UnitName | 'UNKNOWN' = unit ?? ((Object.keys(UNITS) as UnitName[]).find((u) => UNITS[u] === resolvedWindow) ?? 'UNKNOWN');
+  const reportedUnit: UnitName | 'UNKNOWN' =
+    unit ?? (Object.keys(UNITS) as UnitName[]).find((u) => UNITS[u] === resolvedWindow) ?? 'UNKNOWN';
   let policy: Policy | undefined;
   if (rpu > 0) {
     try {
-      policy = compilePolicy({ name: id, algorithm, limit: rpu, window: resolvedWindow, ...(burst === undefined ? {} : { burst: burst as number }) });
+      policy = compilePolicy({
+        name: id,
+        algorithm,
+        limit: rpu,
+        window: resolvedWindow,
+        ...(burst === undefined ? {} : { burst: burst as number }),
+      });
     } catch (e) {
       w.at(burstNode ?? algorithmNode ?? node, 0, path, stripPrefix(e));
       return undefined;
     }
   } else if (burstNode !== undefined || algorithmNode !== undefined) {
-    w.at(burstNode ?? algorithmNode, 0, path, `a rate limit of 0 requests rejects everything; 'algorithm' and 'burst' do not apply`);
+    w.at(
+      burstNode ?? algorithmNode,
+      0,
+      path,
+      `a rate limit of 0 requests rejects everything; 'algorithm' and 'burst' do not apply`,
+    );
     return undefined;
   }
   return { id, domain, name, replaces, ...extras, unlimited: false, requestsPerUnit: rpu, unit: reportedUnit, policy };
@@ -554,20 +690,31 @@ function loadHttpDescriptors(w: Walker, node: YamlNode | undefined): HeaderEntry
   }
   return node.items.map((d, i) => {
     if (!isSeq(d) || d.items.length === 0) {
-      w.at(d as YamlNode, node.range?.[0] ?? 0, `${path}[${i}]`, `must be a non-empty list of { key, header }, got ${quote(d as YamlNode)}`);
+      w.at(
+        d as YamlNode,
+        node.range?.[0] ?? 0,
+        `${path}[${i}]`,
+        `must be a non-empty list of { key, header }, got ${quote(d as YamlNode)}`,
+      );
       return [];
     }
     return d.items.flatMap((e, j) => {
       const here = `${path}[${i}][${j}]`;
       if (!isMap(e)) {
-        w.at(e as YamlNode, 0, here, `must be { key: <descriptor key>, header: <request header> }, got ${quote(e as YamlNode)}`);
+        w.at(
+          e as YamlNode,
+          0,
+          here,
+          `must be { key: <descriptor key>, header: <request header> }, got ${quote(e as YamlNode)}`,
+        );
         return [];
       }
       checkKeys(w, e, here, ['key', 'header']);
       const key = scalarString(e.get('key', true) as YamlNode | undefined);
       const header = scalarString(e.get('header', true) as YamlNode | undefined);
       if (!key) w.at(e, 0, here, `'key' must be a non-empty string`);
-      if (!header || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(header)) w.at(e, 0, here, `'header' must be a request header name such as X-Real-IP`);
+      if (!header || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(header))
+        w.at(e, 0, here, `'header' must be a request header name such as X-Real-IP`);
       return key && header ? [{ key, header: header.toLowerCase() }] : [];
     });
   });
@@ -580,7 +727,12 @@ function checkKeys(w: Walker, map: YAMLMap, path: string, known: readonly string
       const norm = (x: string) => x.toLowerCase().replace(/[_-]/g, '');
       const like = k === undefined ? undefined : known.find((x) => norm(x) === norm(k));
       const hint = like === undefined ? `known keys are ${known.join(', ')}` : `did you mean '${like}'?`;
-      w.at(pair.key as YamlNode, map.range?.[0] ?? 0, path, `unknown key ${k === undefined ? quote(pair.key as YamlNode) : `'${k}'`}; ${hint}`);
+      w.at(
+        pair.key as YamlNode,
+        map.range?.[0] ?? 0,
+        path,
+        `unknown key ${k === undefined ? quote(pair.key as YamlNode) : `'${k}'`}; ${hint}`,
+      );
     }
   }
 }
@@ -597,7 +749,8 @@ function bool(w: Walker, map: YAMLMap, key: string, path: string): boolean {
 function scalarString(n: YamlNode | undefined | null): string | undefined {
   if (n === undefined || n === null || !isScalar(n)) return undefined;
   if (typeof n.value === 'string') return n.value;
-  if (typeof n.value === 'number' || typeof n.value === 'boolean') return (n as { source?: string }).source ?? String(n.value);
+  if (typeof n.value === 'number' || typeof n.value === 'boolean')
+    return (n as { source?: string }).source ?? String(n.value);
   return undefined;
 }
 

@@ -75,34 +75,44 @@ test('property: never more than the caps open, never a busy connection closed, a
     fc.record({ kind: fc.constantFrom('busy' as const, 'done' as const, 'remove' as const), pick: fc.nat() }),
   );
   fc.assert(
-    fc.property(fc.integer({ min: 1, max: 6 }), fc.integer({ min: 1, max: 6 }), fc.array(op, { maxLength: 80 }), (max, perAddress, ops) => {
-      const busy = new Map<number, number>();
-      const open = new Map<number, number>(); // connection -> address
-      const t = new ConnectionTable<number>({ maxConnections: max, maxConnectionsPerAddress: perAddress }, (c) => {
-        assert.equal(busy.get(c) ?? 0, 0, `closed ${c} with a request in flight`);
-        open.delete(c);
-      });
-      let next = 0;
-      for (const o of ops) {
-        if (o.kind === 'admit') {
-          const c = next++;
-          const mine = [...open.values()].filter((a) => a === o.from).length;
-          const couldReplace = mine >= perAddress ? [...open].filter(([k, a]) => a === o.from && (busy.get(k) ?? 0) === 0) : open.size >= max ? [...open].filter(([k]) => (busy.get(k) ?? 0) === 0) : [undefined];
-          const ok = t.admit(c, `10.0.0.${o.from}`);
-          assert.equal(ok, couldReplace.length > 0);
-          if (ok) open.set(c, o.from);
-        } else {
-          const keys = [...open.keys()];
-          if (keys.length === 0) continue;
-          const c = keys[o.pick % keys.length]!;
-          if (o.kind === 'busy') (t.busy(c), busy.set(c, (busy.get(c) ?? 0) + 1));
-          else if (o.kind === 'done' && (busy.get(c) ?? 0) > 0) (t.done(c), busy.set(c, busy.get(c)! - 1));
-          else if (o.kind === 'remove') (t.remove(c), open.delete(c), busy.delete(c));
+    fc.property(
+      fc.integer({ min: 1, max: 6 }),
+      fc.integer({ min: 1, max: 6 }),
+      fc.array(op, { maxLength: 80 }),
+      (max, perAddress, ops) => {
+        const busy = new Map<number, number>();
+        const open = new Map<number, number>(); // connection -> address
+        const t = new ConnectionTable<number>({ maxConnections: max, maxConnectionsPerAddress: perAddress }, (c) => {
+          assert.equal(busy.get(c) ?? 0, 0, `closed ${c} with a request in flight`);
+          open.delete(c);
+        });
+        let next = 0;
+        for (const o of ops) {
+          if (o.kind === 'admit') {
+            const c = next++;
+            const mine = [...open.values()].filter((a) => a === o.from).length;
+            const couldReplace =
+              mine >= perAddress
+                ? [...open].filter(([k, a]) => a === o.from && (busy.get(k) ?? 0) === 0)
+                : open.size >= max
+                  ? [...open].filter(([k]) => (busy.get(k) ?? 0) === 0)
+                  : [undefined];
+            const ok = t.admit(c, `10.0.0.${o.from}`);
+            assert.equal(ok, couldReplace.length > 0);
+            if (ok) open.set(c, o.from);
+          } else {
+            const keys = [...open.keys()];
+            if (keys.length === 0) continue;
+            const c = keys[o.pick % keys.length]!;
+            if (o.kind === 'busy') t.busy(c), busy.set(c, (busy.get(c) ?? 0) + 1);
+            else if (o.kind === 'done' && (busy.get(c) ?? 0) > 0) t.done(c), busy.set(c, busy.get(c)! - 1);
+            else if (o.kind === 'remove') t.remove(c), open.delete(c), busy.delete(c);
+          }
+          assert.equal(t.size, open.size);
+          assert.ok(open.size <= max);
+          for (let a = 0; a < 4; a++) assert.ok(t.countFrom(`10.0.0.${a}`) <= perAddress);
         }
-        assert.equal(t.size, open.size);
-        assert.ok(open.size <= max);
-        for (let a = 0; a < 4; a++) assert.ok(t.countFrom(`10.0.0.${a}`) <= perAddress);
-      }
-    }),
+      },
+    ),
   );
 });

@@ -74,7 +74,8 @@ export class ConnectionTable<C> {
     }
     // Closing the address's last other connection may have forgotten the address: look it up again.
     from = this.addresses.get(address);
-    if (from === undefined) this.addresses.set(address, (from = { address, count: 0, idle: new Map(), fresh: new Map() }));
+    if (from === undefined)
+      this.addresses.set(address, (from = { address, count: 0, idle: new Map(), fresh: new Map() }));
     const entry: Entry<C> = { conn, from, busy: 0, fresh: true };
     from.count++;
     this.entries.set(conn, entry);

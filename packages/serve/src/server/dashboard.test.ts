@@ -15,8 +15,14 @@ test('the dashboard links to the login demo when --demo-url is set', () => {
 });
 
 test('--demo-url must be an http(s) URL', () => {
-  assert.equal(readSettings(['--config', 'x.yaml', '--demo-url', 'http://127.0.0.1:3000/'], {}).demoUrl, 'http://127.0.0.1:3000/');
-  assert.throws(() => readSettings(['--config', 'x.yaml', '--demo-url', 'javascript:alert(1)'], {}), /--demo-url must be an http\(s\) URL, got "javascript:alert\(1\)"/);
+  assert.equal(
+    readSettings(['--config', 'x.yaml', '--demo-url', 'http://127.0.0.1:3000/'], {}).demoUrl,
+    'http://127.0.0.1:3000/',
+  );
+  assert.throws(
+    () => readSettings(['--config', 'x.yaml', '--demo-url', 'javascript:alert(1)'], {}),
+    /--demo-url must be an http\(s\) URL, got "javascript:alert\(1\)"/,
+  );
 });
 
 test('the dashboard keeps 120 samples of every rule (issue 37, finding 4): a sample names only rules with hits, at most MAX_RULES_PER_SAMPLE, the rest as one', async () => {
@@ -38,7 +44,7 @@ test('the dashboard keeps 120 samples of every rule (issue 37, finding 4): a sam
     assert.deepEqual(s.rules['d.r999'], [999, 0], 'the busiest rule is named');
     assert.equal(s.rules['d.r5000'], undefined, 'an idle rule takes no room');
     // 1..999 minus the named top 50 (950..999), summed as one.
-    const rest = ((949 * 950) / 2);
+    const rest = (949 * 950) / 2;
     assert.deepEqual(s.rules[OTHER_RULES], [rest, 0]);
   }
   assert.equal(samples[0]!.t, 11_000, 'the oldest kept sample');

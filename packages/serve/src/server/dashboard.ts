@@ -80,7 +80,10 @@ export class Dashboard {
     options: DashboardOptions | string = {},
   ) {
     const o: DashboardOptions = typeof options === 'string' ? { demoUrl: options } : options;
-    const link = o.demoUrl === undefined ? '' : `<a id="demo" href="${escapeHtml(o.demoUrl)}">login demo: the guard and proof of work →</a>`;
+    const link =
+      o.demoUrl === undefined
+        ? ''
+        : `<a id="demo" href="${escapeHtml(o.demoUrl)}">login demo: the guard and proof of work →</a>`;
     this.html = PAGE.replace('<span id="status">connecting…</span>', `<span id="status">connecting…</span>${link}`);
     this.maxStreams = o.maxStreams ?? 64;
     this.streamMs = o.streamMs ?? 300_000;
@@ -123,7 +126,8 @@ export class Dashboard {
       // whose tally goes stale this way had zero counts, so a new tally later counts it right.)
       if (s.withinLimit === 0 && s.overLimit === 0) continue;
       let t = this.tallies.get(s.rule);
-      if (t === undefined) this.tallies.set(s.rule, (t = { rule: s.rule, round: 0, a: 0, l: 0, beforeA: 0, beforeL: 0, dA: 0, dL: 0 }));
+      if (t === undefined)
+        this.tallies.set(s.rule, (t = { rule: s.rule, round: 0, a: 0, l: 0, beforeA: 0, beforeL: 0, dA: 0, dL: 0 }));
       if (t.round !== round) {
         t.round = round;
         t.beforeA = t.a;
@@ -178,8 +182,14 @@ export class Dashboard {
 
   subscribe(_req: IncomingMessage, res: ServerResponse): void {
     if (this.clients.size >= this.maxStreams) {
-      const body = JSON.stringify({ error: `the dashboard already has ${this.maxStreams} open /events streams (--admin-max-event-streams); close one, or retry later` });
-      res.writeHead(503, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'retry-after': '10' });
+      const body = JSON.stringify({
+        error: `the dashboard already has ${this.maxStreams} open /events streams (--admin-max-event-streams); close one, or retry later`,
+      });
+      res.writeHead(503, {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+        'retry-after': '10',
+      });
       return void res.end(body);
     }
     // connection: close, so that the end of the stream frees its socket too (a stream is never followed by
@@ -197,7 +207,18 @@ export class Dashboard {
   }
 
   /** The loaded rules and each file's text; files are named relative to --config, and no setting is shown. */
-  configView(): { files: readonly string[]; globalShadowMode: boolean; exampleCheck: string | undefined; decisionPort: number | undefined; domains: { domain: string; file: string; source: string; rules: { id: string; limit: string; shadow: boolean }[] }[] } {
+  configView(): {
+    files: readonly string[];
+    globalShadowMode: boolean;
+    exampleCheck: string | undefined;
+    decisionPort: number | undefined;
+    domains: {
+      domain: string;
+      file: string;
+      source: string;
+      rules: { id: string; limit: string; shadow: boolean }[];
+    }[];
+  } {
     const svc = this.service();
     return {
       files: svc.rules.config.files.map(this.showFile),

@@ -31,7 +31,10 @@ descriptors:
 
 function service(maxDetailedSeries?: number) {
   const store = new MemoryStore();
-  const rules = new RuleSet(parseConfig([{ file: 'd.yaml', text: CONFIG }]), { store, ...(maxDetailedSeries === undefined ? {} : { maxDetailedSeries }) });
+  const rules = new RuleSet(parseConfig([{ file: 'd.yaml', text: CONFIG }]), {
+    store,
+    ...(maxDetailedSeries === undefined ? {} : { maxDetailedSeries }),
+  });
   const svc = new RateLimitService(rules, { store, localCache: false });
   const metrics = createMetrics(() => svc.allStats(), { reloads: () => ({ ok: 0, failed: 0 }) });
   const hit = (...kv: string[]) => {
@@ -42,7 +45,7 @@ function service(maxDetailedSeries?: number) {
   return { svc, metrics, hit };
 }
 
-test('detailed_metric on a key without value: one series per value, labelled with Envoy\'s detailed stats key', async () => {
+test("detailed_metric on a key without value: one series per value, labelled with Envoy's detailed stats key", async () => {
   const { metrics, hit } = service();
   hit('user', 'alice');
   hit('user', 'alice');
@@ -53,7 +56,11 @@ test('detailed_metric on a key without value: one series per value, labelled wit
   assert.match(text, /sluice_rule_over_limit_total\{domain="d",rule="d.user",descriptor="d.user_alice"\} 1/);
   assert.match(text, /sluice_rule_hits_total\{domain="d",rule="d.user",descriptor="d.user_bob"\} 1/);
   assert.match(text, /sluice_rule_decision_seconds_count\{domain="d",rule="d.user",descriptor="d.user_bob"\} 1/);
-  assert.doesNotMatch(text, /rule="d.user"\}/, 'the detailed series replace the rule\'s own, as in Envoy, so sums stay right');
+  assert.doesNotMatch(
+    text,
+    /rule="d.user"\}/,
+    "the detailed series replace the rule's own, as in Envoy, so sums stay right",
+  );
 });
 
 test('detailed_metric on a wildcard and on a nested descriptor: every entry of the request is in the key', async () => {
@@ -63,11 +70,17 @@ test('detailed_metric on a wildcard and on a nested descriptor: every entry of t
   hit('tenant', 'acme', 'ip', '10.0.0.1');
   const text = await metrics.metrics();
   assert.match(text, /sluice_rule_hits_total\{domain="d",rule="d.path_\/api\/\*",descriptor="d.path_\/api\/users"\} 1/);
-  assert.match(text, /sluice_rule_hits_total\{domain="d",rule="d.path_\/api\/\*",descriptor="d.path_\/api\/orders"\} 1/);
-  assert.match(text, /sluice_rule_hits_total\{domain="d",rule="d.tenant_acme.ip",descriptor="d.tenant_acme.ip_10.0.0.1"\} 1/);
+  assert.match(
+    text,
+    /sluice_rule_hits_total\{domain="d",rule="d.path_\/api\/\*",descriptor="d.path_\/api\/orders"\} 1/,
+  );
+  assert.match(
+    text,
+    /sluice_rule_hits_total\{domain="d",rule="d.tenant_acme.ip",descriptor="d.tenant_acme.ip_10.0.0.1"\} 1/,
+  );
 });
 
-test('without detailed_metric, different values share the rule\'s one series', async () => {
+test("without detailed_metric, different values share the rule's one series", async () => {
   const { metrics, hit } = service();
   hit('plain', 'x');
   hit('plain', 'y');
@@ -81,7 +94,10 @@ test('the cap: past maxDetailedSeries values per rule, further values fold into 
   for (let i = 0; i < 50; i++) hit('user', `attacker-${i}`);
   hit('user', 'attacker-0'); // a value that got a series keeps it
   const users = svc.allStats().filter((s) => s.rule === 'd.user');
-  assert.deepEqual(users.map((s) => s.descriptor), ['d.user_attacker-0', 'd.user_attacker-1', OVERFLOW]);
+  assert.deepEqual(
+    users.map((s) => s.descriptor),
+    ['d.user_attacker-0', 'd.user_attacker-1', OVERFLOW],
+  );
   const text = await metrics.metrics();
   assert.match(text, /sluice_rule_hits_total\{domain="d",rule="d.user",descriptor="d.user_attacker-0"\} 2/);
   assert.match(text, /sluice_rule_hits_total\{domain="d",rule="d.user",descriptor="\(other\)"\} 48/);
@@ -92,5 +108,11 @@ test('the cap: past maxDetailedSeries values per rule, further values fold into 
 test('maxDetailedSeries 0 keeps only the overflow series', () => {
   const { svc, hit } = service(0);
   hit('user', 'a');
-  assert.deepEqual(svc.allStats().filter((s) => s.rule === 'd.user').map((s) => [s.descriptor, s.totalHits]), [[OVERFLOW, 1]]);
+  assert.deepEqual(
+    svc
+      .allStats()
+      .filter((s) => s.rule === 'd.user')
+      .map((s) => [s.descriptor, s.totalHits]),
+    [[OVERFLOW, 1]],
+  );
 });

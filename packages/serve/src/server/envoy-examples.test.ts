@@ -17,7 +17,12 @@ function serve(file: string, options: Partial<ServiceOptions> = {}) {
   const store = new MemoryStore();
   const c = { now: 1_800_000_000_000 }; // a whole second, minute and hour
   const clock = () => c.now;
-  const svc = new RateLimitService(new RuleSet(loadConfig(join(DIR, file)), { store, clock }), { store, localCache: false, clock, ...options });
+  const svc = new RateLimitService(new RuleSet(loadConfig(join(DIR, file)), { store, clock }), {
+    store,
+    localCache: false,
+    clock,
+    ...options,
+  });
   const call = (domain: string, ...descriptors: string[][]) =>
     svc.shouldRateLimit({
       domain,
@@ -38,9 +43,27 @@ function serve(file: string, options: Partial<ServiceOptions> = {}) {
 }
 
 test('every example config of the envoyproxy/ratelimit README loads', () => {
-  const files = ['example1.yaml', 'example2.yaml', 'example3.yaml', 'example4.yaml', 'example5.yaml', 'example6.yaml', 'example7.yaml', 'current-keys.yaml'];
+  const files = [
+    'example1.yaml',
+    'example2.yaml',
+    'example3.yaml',
+    'example4.yaml',
+    'example5.yaml',
+    'example6.yaml',
+    'example7.yaml',
+    'current-keys.yaml',
+  ];
   const loaded = files.map((f) => [...loadConfig(join(DIR, f)).domains.keys()]);
-  assert.deepEqual(loaded, [['mongo_cps'], ['messaging'], ['edge_proxy_per_ip'], ['example4'], ['internal'], ['example6'], ['example7'], ['current']]);
+  assert.deepEqual(loaded, [
+    ['mongo_cps'],
+    ['messaging'],
+    ['edge_proxy_per_ip'],
+    ['example4'],
+    ['internal'],
+    ['example6'],
+    ['example7'],
+    ['current'],
+  ]);
 });
 
 test('Example 1: database users and default get 500 per second each', () => {
@@ -56,11 +79,18 @@ test('Example 2: 5 marketing messages a day per number, and 100 messages a day p
   const { passes, call } = serve('example2.yaml');
   const marketing = ['message_type', 'marketing', 'to_number', '2061111111'];
   assert.equal(passes(6, 'messaging', marketing, ['to_number', '2061111111']), 5);
-  assert.equal(passes(1, 'messaging', ['message_type', 'marketing', 'to_number', '2062222222']), 1, 'each number has its own 5');
+  assert.equal(
+    passes(1, 'messaging', ['message_type', 'marketing', 'to_number', '2062222222']),
+    1,
+    'each number has its own 5',
+  );
   // Each descriptor is decided on its own, as in Envoy: the per-number limit counted all 6 calls.
   assert.equal(passes(95, 'messaging', ['to_number', '2061111111']), 94);
   const r = call('messaging', marketing, ['to_number', '2061111111']);
-  assert.deepEqual(r.statuses.map((s) => s.code), ['OVER_LIMIT', 'OVER_LIMIT']);
+  assert.deepEqual(
+    r.statuses.map((s) => s.code),
+    ['OVER_LIMIT', 'OVER_LIMIT'],
+  );
 });
 
 test('Example 3: 10 per second per IP; the blocked IP gets nothing, key+value before key', () => {
@@ -73,7 +103,11 @@ test('Example 4: a two-entry descriptor matches the nested rule at its depth, ne
   const { call, passes } = serve('example4.yaml');
   assert.equal(passes(301, 'example4', ['key', 'value', 'subkey', 'subvalue']), 300);
   const shallow = call('example4', ['key', 'value']);
-  assert.deepEqual([shallow.overallCode, shallow.statuses[0]!.currentLimit], ['OK', undefined], 'one entry: no rule at that depth');
+  assert.deepEqual(
+    [shallow.overallCode, shallow.statuses[0]!.currentLimit],
+    ['OK', undefined],
+    'one entry: no rule at that depth',
+  );
 });
 
 test('Example 5: an unlimited descriptor answers OK with LimitRemaining at MaxUint32; azure gets 100 a minute', () => {
@@ -107,7 +141,12 @@ test('unit: week is 7 days, aligned to the epoch as Envoy aligns its windows, an
   c.now = Math.floor(c.now / UNITS.WEEK) * UNITS.WEEK; // a week boundary
   assert.equal(passes(5, 'current', ['weekly', 'w']), 4);
   const over = call('current', ['weekly', 'w']);
-  assert.deepEqual(over.statuses[0]!.currentLimit, { name: '', requestsPerUnit: 4, unit: 'WEEK', header: over.statuses[0]!.currentLimit!.header });
+  assert.deepEqual(over.statuses[0]!.currentLimit, {
+    name: '',
+    requestsPerUnit: 4,
+    unit: 'WEEK',
+    header: over.statuses[0]!.currentLimit!.header,
+  });
   assert.equal(over.statuses[0]!.durationUntilResetMs, UNITS.WEEK);
   c.now += 6 * 86_400_000;
   assert.equal(passes(1, 'current', ['weekly', 'w']), 0, 'six days on, the same week');
@@ -131,7 +170,16 @@ test('quota_mode: over one soft quota the request passes; over every quota of th
   assert.equal(call('current', primary).overallCode, 'OK');
   // Over the primary quota, within the fallback's: the request passes, both statuses OK.
   const one = call('current', primary, fallback);
-  assert.deepEqual([one.overallCode, one.statuses.map((s) => [s.code, s.quota])], ['OK', [['OK', 'over'], ['OK', 'within']]]);
+  assert.deepEqual(
+    [one.overallCode, one.statuses.map((s) => [s.code, s.quota])],
+    [
+      'OK',
+      [
+        ['OK', 'over'],
+        ['OK', 'within'],
+      ],
+    ],
+  );
   // Over both: denied, and both statuses say so.
   const both = call('current', primary, fallback);
   assert.deepEqual([both.overallCode, both.statuses.map((s) => s.code)], ['OVER_LIMIT', ['OVER_LIMIT', 'OVER_LIMIT']]);
@@ -146,8 +194,14 @@ test('value_to_metric names the metrics by the values of the levels that set it;
   assert.equal(passes(1, 'current', ['route', '/b', 'user_id', 'ann']), 1);
   const metrics = createMetrics(() => svc.allStats(), { reloads: () => ({ ok: 0, failed: 0 }) });
   const text = await metrics.metrics();
-  assert.match(text, /sluice_rule_hits_total\{domain="current",rule="current.route.user_id",descriptor="current.route_\/a.user_id"\} 6/);
-  assert.match(text, /sluice_rule_hits_total\{domain="current",rule="current.route.user_id",descriptor="current.route_\/b.user_id"\} 1/);
+  assert.match(
+    text,
+    /sluice_rule_hits_total\{domain="current",rule="current.route.user_id",descriptor="current.route_\/a.user_id"\} 6/,
+  );
+  assert.match(
+    text,
+    /sluice_rule_hits_total\{domain="current",rule="current.route.user_id",descriptor="current.route_\/b.user_id"\} 1/,
+  );
   assert.doesNotMatch(text, /user_id_ann/, 'user values stay out of the metrics');
 });
 
@@ -156,11 +210,23 @@ test('descriptor metadata is accepted and kept on the rule; a non-map is an erro
   const rule = config.domains.get('current')!.rules.find((r) => r.id === 'current.backend_primary')!;
   assert.deepEqual(rule.metadata, { service: 'primary.internal' });
   assert.throws(
-    () => parseConfig([{ file: 'm.yaml', text: 'domain: m\ndescriptors:\n  - key: a\n    metadata: [1]\n    rate_limit: { unit: second, requests_per_unit: 1 }\n' }]),
+    () =>
+      parseConfig([
+        {
+          file: 'm.yaml',
+          text: 'domain: m\ndescriptors:\n  - key: a\n    metadata: [1]\n    rate_limit: { unit: second, requests_per_unit: 1 }\n',
+        },
+      ]),
     /m\.yaml:4:15: descriptors\[0\]\.metadata: must be a map, got a list/,
   );
   assert.throws(
-    () => parseConfig([{ file: 's.yaml', text: 'domain: s\ndescriptors:\n  - key: a\n    value: exact\n    share_threshold: true\n    rate_limit: { unit: second, requests_per_unit: 1 }\n' }]),
+    () =>
+      parseConfig([
+        {
+          file: 's.yaml',
+          text: 'domain: s\ndescriptors:\n  - key: a\n    value: exact\n    share_threshold: true\n    rate_limit: { unit: second, requests_per_unit: 1 }\n',
+        },
+      ]),
     /s\.yaml:5:22: descriptors\[0\]\.share_threshold: shares one limit among the values a wildcard matches, so 'value' must hold a '\*' \(got 'exact'\)/,
   );
 });
@@ -168,11 +234,27 @@ test('descriptor metadata is accepted and kept on the rule; a non-map is an erro
 test('an unknown domain is answered OK, every descriptor unlimited, as Envoy does; strictDomains refuses it', () => {
   const lenient = serve('example1.yaml');
   const r = lenient.call('nope', ['database', 'users'], ['a', 'b']);
-  assert.deepEqual([r.overallCode, r.statuses.map((s) => [s.code, s.currentLimit])], ['OK', [['OK', undefined], ['OK', undefined]]]);
+  assert.deepEqual(
+    [r.overallCode, r.statuses.map((s) => [s.code, s.currentLimit])],
+    [
+      'OK',
+      [
+        ['OK', undefined],
+        ['OK', undefined],
+      ],
+    ],
+  );
   assert.equal(lenient.svc.unknownDomainRequests, 1);
-  assert.throws(() => lenient.svc.shouldRateLimit({ domain: 'nope', descriptors: [], hitsAddend: 1 }), BadRequest, 'still a request with no descriptors');
+  assert.throws(
+    () => lenient.svc.shouldRateLimit({ domain: 'nope', descriptors: [], hitsAddend: 1 }),
+    BadRequest,
+    'still a request with no descriptors',
+  );
   const strict = serve('example1.yaml', { strictDomains: true });
-  assert.throws(() => strict.call('nope', ['a', 'b']), { name: 'BadRequest', message: "unknown domain 'nope'; configured domains: mongo_cps" });
+  assert.throws(() => strict.call('nope', ['a', 'b']), {
+    name: 'BadRequest',
+    message: "unknown domain 'nope'; configured domains: mongo_cps",
+  });
 });
 
 /** The id of the rule a descriptor of `pairs` matches in `file`'s domain test-domain, or undefined. */
@@ -189,20 +271,41 @@ test('wildcards inside a value load silently and never match (finding 2): TestWi
   assert.deepEqual([rule('noVal', 'foo1'), rule('noVal', 'foo2')], ['test-domain.noVal', 'test-domain.noVal']);
   assert.deepEqual([rule('wild', 'foo1'), rule('wild', 'foo2')], ['test-domain.wild_foo*', 'test-domain.wild_foo*']);
   assert.equal(rule('nestedWild', 'val1', 'wild', 'goo2'), 'test-domain.nestedWild_val1.wild_goo*');
-  assert.deepEqual([rule('wild', 'bar'), rule('noWild', 'foo1')], [undefined, undefined], 'no match; a plain value is not a prefix');
+  assert.deepEqual(
+    [rule('wild', 'bar'), rule('noWild', 'foo1')],
+    [undefined, undefined],
+    'no match; a plain value is not a prefix',
+  );
   // A middle wildcard: the prefix and the suffix, anything (or nothing) between.
-  assert.deepEqual([rule('midWild', 'barab'), rule('midWild', 'bar123b'), rule('midWild', 'barb')], ['test-domain.midWild_bar*b', 'test-domain.midWild_bar*b', 'test-domain.midWild_bar*b']);
+  assert.deepEqual(
+    [rule('midWild', 'barab'), rule('midWild', 'bar123b'), rule('midWild', 'barb')],
+    ['test-domain.midWild_bar*b', 'test-domain.midWild_bar*b', 'test-domain.midWild_bar*b'],
+  );
   assert.deepEqual([rule('midWild', 'bara'), rule('midWild', 'xbarb')], [undefined, undefined]);
   // Several wildcards: each part in order.
-  assert.deepEqual([rule('multiWild', 'foo123bar456baz'), rule('multiWild', 'foobarbaz')], ['test-domain.multiWild_foo*bar*baz', 'test-domain.multiWild_foo*bar*baz']);
-  assert.deepEqual([rule('multiWild', 'foo123baz'), rule('multiWild', 'bar456baz'), rule('multiWild', 'foobazbar')], [undefined, undefined, undefined]);
+  assert.deepEqual(
+    [rule('multiWild', 'foo123bar456baz'), rule('multiWild', 'foobarbaz')],
+    ['test-domain.multiWild_foo*bar*baz', 'test-domain.multiWild_foo*bar*baz'],
+  );
+  assert.deepEqual(
+    [rule('multiWild', 'foo123baz'), rule('multiWild', 'bar456baz'), rule('multiWild', 'foobazbar')],
+    [undefined, undefined, undefined],
+  );
 });
 
 test('wildcard matching: parts never overlap, and the first wildcard in file order wins', () => {
-  const config = parseConfig([{ file: 'w.yaml', text: 'domain: w\ndescriptors:\n  - key: k\n    value: ab*ba\n    rate_limit: { unit: second, requests_per_unit: 1 }\n  - key: k\n    value: a*\n    rate_limit: { unit: second, requests_per_unit: 2 }\n  - key: k\n    value: "*x*"\n    rate_limit: { unit: second, requests_per_unit: 3 }\n' }]);
+  const config = parseConfig([
+    {
+      file: 'w.yaml',
+      text: 'domain: w\ndescriptors:\n  - key: k\n    value: ab*ba\n    rate_limit: { unit: second, requests_per_unit: 1 }\n  - key: k\n    value: a*\n    rate_limit: { unit: second, requests_per_unit: 2 }\n  - key: k\n    value: "*x*"\n    rate_limit: { unit: second, requests_per_unit: 3 }\n',
+    },
+  ]);
   const root = config.domains.get('w')!.root;
   const rule = (value: string) => match(root, [{ key: 'k', value }])?.rule?.id;
-  assert.deepEqual([rule('abba'), rule('aba'), rule('abXba'), rule('zxz'), rule('x'), rule('zz')], ['w.k_ab*ba', 'w.k_a*', 'w.k_ab*ba', 'w.k_*x*', 'w.k_*x*', undefined]);
+  assert.deepEqual(
+    [rule('abba'), rule('aba'), rule('abXba'), rule('zxz'), rule('x'), rule('zz')],
+    ['w.k_ab*ba', 'w.k_a*', 'w.k_ab*ba', 'w.k_*x*', 'w.k_*x*', undefined],
+  );
 });
 
 test('share_threshold on any wildcard (share_threshold.yaml): every value a middle, multi or nested wildcard matches shares one limit', () => {

@@ -35,7 +35,15 @@ export function envoyAnswer(r: RlsResponse, wire: EnvoyWire, nowMs: number): Rls
     const s = r.statuses[i]!;
     // over its limit: denied, a quota over (quota_mode), or a shadow-mode rule over (answered OK below)
     const over = s.code === 'OVER_LIMIT' || s.quota === 'over' || s.shadow;
-    const e: DescriptorStatus = s.currentLimit === undefined ? s : { ...s, code: over ? 'OVER_LIMIT' : 'OK', limitRemaining: over ? 0 : s.limitRemaining, durationUntilResetMs: envoyResetMs(s, nowMs) };
+    const e: DescriptorStatus =
+      s.currentLimit === undefined
+        ? s
+        : {
+            ...s,
+            code: over ? 'OVER_LIMIT' : 'OK',
+            limitRemaining: over ? 0 : s.limitRemaining,
+            durationUntilResetMs: envoyResetMs(s, nowMs),
+          };
     // shadow mode answers OK per status, as Envoy does; so does an unmatched or unlimited descriptor
     statuses[i] = s.shadow ? { ...e, code: 'OK' } : e;
     if (wire.headers === undefined || s.currentLimit === undefined || forced) continue;

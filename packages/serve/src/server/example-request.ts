@@ -39,7 +39,9 @@ export function exampleCheckBody(config: ServiceConfig): string | undefined {
     const nodes: [DescriptorNode, string][] = [
       ...[...level.byKey.values()].map((n) => [n, 'demo'] as [DescriptorNode, string]),
       // A wildcard's node is in `exact` too (as its literal value); it is taken below with a value it matches.
-      ...[...level.exact.values()].filter((n) => !n.value!.includes('*')).map((n) => [n, n.value!] as [DescriptorNode, string]),
+      ...[...level.exact.values()]
+        .filter((n) => !n.value!.includes('*'))
+        .map((n) => [n, n.value!] as [DescriptorNode, string]),
       ...level.wildcards.map((w) => [w.node, w.parts.join('demo')] as [DescriptorNode, string]),
     ];
     for (const [node, value] of nodes) {
@@ -53,6 +55,7 @@ export function exampleCheckBody(config: ServiceConfig): string | undefined {
   if (limiting === undefined) return undefined;
   const descriptor = Object.fromEntries(limiting.entries);
   // The short form {"key": ...} when the config has one domain and the rule is on the descriptor key `key`.
-  if (config.domains.size === 1 && limiting.entries.length === 1 && limiting.entries[0]![0] === 'key') return JSON.stringify({ key: limiting.entries[0]![1] });
+  if (config.domains.size === 1 && limiting.entries.length === 1 && limiting.entries[0]![0] === 'key')
+    return JSON.stringify({ key: limiting.entries[0]![1] });
   return JSON.stringify({ domain: domain.domain, descriptors: [descriptor] });
 }

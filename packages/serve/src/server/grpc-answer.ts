@@ -50,7 +50,15 @@ function sendOkTrailers(this: http2.ServerHttp2Stream): void {
 /** A trailers-only answer: the status and its message, no body. */
 export function fail(stream: http2.ServerHttp2Stream, code: number, message: string): void {
   if (stream.destroyed || stream.closed || stream.headersSent) return;
-  stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(code), 'grpc-message': grpcMessage(message) }, { endStream: true });
+  stream.respond(
+    {
+      ':status': 200,
+      'content-type': 'application/grpc',
+      'grpc-status': String(code),
+      'grpc-message': grpcMessage(message),
+    },
+    { endStream: true },
+  );
 }
 
 /** A failed decision: INVALID_ARGUMENT for a request the service cannot decide, UNAVAILABLE for the store, else INTERNAL. */
@@ -66,7 +74,10 @@ export function grpcMessage(text: string): string {
   if (/^[\x20-\x24\x26-\x7e]*$/.test(text)) return text;
   let out = '';
   for (const b of Buffer.from(text, 'utf8')) {
-    out += b >= 0x20 && b <= 0x7e && b !== 0x25 ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
+    out +=
+      b >= 0x20 && b <= 0x7e && b !== 0x25
+        ? String.fromCharCode(b)
+        : `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
   }
   return out;
 }

@@ -32,19 +32,32 @@ export interface ConnectionLimits {
 const EVICTED_CLOSE_MS = 1000;
 
 /** Holds every session of `server` to `limits`: the sessions open now, and the table that caps them (if any). */
-export function acceptSessions(server: http2.Http2Server | http2.Http2SecureServer, limits: ConnectionLimits): { sessions: Set<http2.ServerHttp2Session>; table: ConnectionTable<http2.ServerHttp2Session> | undefined } {
-  const { maxConnectionAgeMs, maxConnectionAgeGraceMs, maxConnectionIdleMs, keepaliveTimeMs, keepaliveTimeoutMs, firstCallTimeoutMs } = limits;
+export function acceptSessions(
+  server: http2.Http2Server | http2.Http2SecureServer,
+  limits: ConnectionLimits,
+): { sessions: Set<http2.ServerHttp2Session>; table: ConnectionTable<http2.ServerHttp2Session> | undefined } {
+  const {
+    maxConnectionAgeMs,
+    maxConnectionAgeGraceMs,
+    maxConnectionIdleMs,
+    keepaliveTimeMs,
+    keepaliveTimeoutMs,
+    firstCallTimeoutMs,
+  } = limits;
   const sessions = new Set<http2.ServerHttp2Session>();
   const max = limits.maxConnections;
   const spoken = new WeakSet<http2.ServerHttp2Session>();
   const table =
     max === undefined
       ? undefined
-      : new ConnectionTable<http2.ServerHttp2Session>({ maxConnections: max, maxConnectionsPerAddress: limits.maxConnectionsPerAddress ?? max }, (session) => {
-          if (!spoken.has(session)) return session.destroy();
-          session.close();
-          setTimeout(() => session.destroy(), EVICTED_CLOSE_MS).unref();
-        });
+      : new ConnectionTable<http2.ServerHttp2Session>(
+          { maxConnections: max, maxConnectionsPerAddress: limits.maxConnectionsPerAddress ?? max },
+          (session) => {
+            if (!spoken.has(session)) return session.destroy();
+            session.close();
+            setTimeout(() => session.destroy(), EVICTED_CLOSE_MS).unref();
+          },
+        );
   server.on('session', (session: http2.ServerHttp2Session) => {
     // Issue 45, finding 3: the listener's own maxConnections refused every newcomer while idle connections
     // held the cap; the table closes the longest-idle one instead.
@@ -54,10 +67,13 @@ export function acceptSessions(server: http2.Http2Server | http2.Http2SecureServ
     let aged: NodeJS.Timeout | undefined;
     let cut: NodeJS.Timeout | undefined;
     if (maxConnectionAgeMs > 0) {
-      aged = setTimeout(() => {
-        session.close(); // GOAWAY: no new calls; the session ends when the calls in flight do
-        cut = setTimeout(() => session.destroy(), maxConnectionAgeGraceMs).unref();
-      }, maxConnectionAgeMs * (0.9 + 0.2 * Math.random())).unref();
+      aged = setTimeout(
+        () => {
+          session.close(); // GOAWAY: no new calls; the session ends when the calls in flight do
+          cut = setTimeout(() => session.destroy(), maxConnectionAgeGraceMs).unref();
+        },
+        maxConnectionAgeMs * (0.9 + 0.2 * Math.random()),
+      ).unref();
     }
     // A client that connects and opens no call holds a socket for nothing: it gets firstCallTimeoutMs.
     let first = firstCallTimeoutMs > 0 ? setTimeout(() => session.destroy(), firstCallTimeoutMs).unref() : undefined;

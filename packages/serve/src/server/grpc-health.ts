@@ -63,7 +63,8 @@ export class HealthService {
     const name = this.serviceName(stream, message);
     if (name === undefined) return;
     // The health protocol: '' is the server as a whole; a service it does not serve is NOT_FOUND.
-    if (name !== '' && name !== RLS_SERVICE) return fail(stream, GrpcStatus.NOT_FOUND, `unknown service ${name}; this server serves ${RLS_SERVICE}`);
+    if (name !== '' && name !== RLS_SERVICE)
+      return fail(stream, GrpcStatus.NOT_FOUND, `unknown service ${name}; this server serves ${RLS_SERVICE}`);
     this.options.serving().then(
       (ok) => answer(stream, ok ? SERVING : NOT_SERVING),
       () => answer(stream, NOT_SERVING),
@@ -74,7 +75,12 @@ export class HealthService {
     const name = this.serviceName(stream, message);
     if (name === undefined || stream.destroyed || stream.closed) return;
     const { maxWatches } = this.options;
-    if (this.watches.size >= maxWatches) return fail(stream, GrpcStatus.RESOURCE_EXHAUSTED, `this server already holds ${maxWatches} open Watch calls; use Check, or close one`);
+    if (this.watches.size >= maxWatches)
+      return fail(
+        stream,
+        GrpcStatus.RESOURCE_EXHAUSTED,
+        `this server already holds ${maxWatches} open Watch calls; use Check, or close one`,
+      );
     // The protocol: an unknown service is told SERVICE_UNKNOWN and the call stays open, not failed.
     const w: Watch = { stream, unknown: name !== '' && name !== RLS_SERVICE, last: undefined };
     stream.respond(ANSWER_HEADERS, { waitForTrailers: true });

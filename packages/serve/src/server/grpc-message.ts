@@ -76,10 +76,14 @@ export class PendingCalls {
     let holder = this.byConnection.get(connection);
     if (holder === undefined) {
       const remote = connection.socket?.remoteAddress; // read once per connection: session.socket is a Proxy
-      this.byConnection.set(connection, (holder = { address: remote === undefined ? '' : ipKey(remote), calls: new Set() }));
+      this.byConnection.set(
+        connection,
+        (holder = { address: remote === undefined ? '' : ipKey(remote), calls: new Set() }),
+      );
     }
     const mine = holder.calls.size;
-    if (mine >= this.perConnection) return `this connection already holds ${this.perConnection} calls whose message has not arrived (--grpc-max-pending-calls-per-connection); retry`;
+    if (mine >= this.perConnection)
+      return `this connection already holds ${this.perConnection} calls whose message has not arrived (--grpc-max-pending-calls-per-connection); retry`;
     const address = this.addresses.get(holder.address);
     if (address !== undefined && address.calls >= this.perAddress && !this.shedFullest(address.holders, mine)) {
       return `this client address already holds ${this.perAddress} calls whose message has not arrived (--grpc-max-pending-calls-per-address); retry`;
@@ -173,7 +177,11 @@ class Arriving implements HeldCall {
   shed(): void {
     if (this.settled) return;
     this.settle();
-    fail(this.stream, GrpcStatus.RESOURCE_EXHAUSTED, `the server gave this call's place to another connection's: this connection holds the most calls whose message has not arrived; retry`);
+    fail(
+      this.stream,
+      GrpcStatus.RESOURCE_EXHAUSTED,
+      `the server gave this call's place to another connection's: this connection holds the most calls whose message has not arrived; retry`,
+    );
     cut(this.stream);
   }
 }
@@ -184,7 +192,11 @@ type ArrivingStream = http2.ServerHttp2Stream & { [ARRIVING]?: Arriving };
 function onMessageTimeout(call: Arriving): void {
   if (call.settled) return;
   call.settle();
-  fail(call.stream, GrpcStatus.DEADLINE_EXCEEDED, `the call's message did not arrive whole within ${call.limits.messageTimeoutMs} ms (--request-timeout-ms)`);
+  fail(
+    call.stream,
+    GrpcStatus.DEADLINE_EXCEEDED,
+    `the call's message did not arrive whole within ${call.limits.messageTimeoutMs} ms (--request-timeout-ms)`,
+  );
   cut(call.stream);
 }
 
@@ -201,12 +213,20 @@ function onData(this: ArrivingStream, chunk: Buffer): void {
   pending.bytes += chunk.length;
   if (call.size > maxMessageBytes + 5) {
     call.settle();
-    fail(this, GrpcStatus.RESOURCE_EXHAUSTED, `the message is larger than the limit of ${maxMessageBytes} bytes (--max-body-bytes)`);
+    fail(
+      this,
+      GrpcStatus.RESOURCE_EXHAUSTED,
+      `the message is larger than the limit of ${maxMessageBytes} bytes (--max-body-bytes)`,
+    );
     return cut(this);
   }
   if (pending.bytes > pending.maxBytes) {
     call.settle();
-    fail(this, GrpcStatus.RESOURCE_EXHAUSTED, `the calls still arriving hold more than ${pending.maxBytes} bytes; retry`);
+    fail(
+      this,
+      GrpcStatus.RESOURCE_EXHAUSTED,
+      `the calls still arriving hold more than ${pending.maxBytes} bytes; retry`,
+    );
     return cut(this);
   }
   if (call.first === undefined) call.first = chunk;
@@ -232,7 +252,13 @@ function onEnd(this: ArrivingStream): void {
  * Gathers a call's message and hands it to `done` (with the stream and `deadlineMs`), or fails the call.
  * Most calls arrive in one DATA frame: the first chunk is kept as it is, and concatenated only if more come.
  */
-export function readMessage(stream: http2.ServerHttp2Stream, encoding: string, limits: MessageLimits, done: MessageDone, deadlineMs?: number): void {
+export function readMessage(
+  stream: http2.ServerHttp2Stream,
+  encoding: string,
+  limits: MessageLimits,
+  done: MessageDone,
+  deadlineMs?: number,
+): void {
   // A fake stream in the unit tests has no session: it is then a connection of its own.
   const connection: Connection = stream.session ?? stream;
   const call = new Arriving(connection, stream, encoding, limits, done, deadlineMs);
@@ -255,23 +281,50 @@ export function readMessage(stream: http2.ServerHttp2Stream, encoding: string, l
 /** The one message of a unary call: its 5-byte prefix (compressed flag, length) checked, and inflated. */
 export function unframe(bytes: Buffer, encoding: string, max: number): Buffer {
   if (bytes.length === 0) throw new GrpcError(GrpcStatus.INVALID_ARGUMENT, 'the call carried no RateLimitRequest');
-  if (bytes.length < 5) throw new GrpcError(GrpcStatus.INVALID_ARGUMENT, `the message prefix is cut short: ${bytes.length} of 5 bytes`);
+  if (bytes.length < 5)
+    throw new GrpcError(GrpcStatus.INVALID_ARGUMENT, `the message prefix is cut short: ${bytes.length} of 5 bytes`);
   const flag = bytes[0]!;
   const length = bytes.readUInt32BE(1);
-  if (length > max) throw new GrpcError(GrpcStatus.RESOURCE_EXHAUSTED, `the message is larger than the limit of ${max} bytes (--max-body-bytes)`);
-  if (5 + length > bytes.length) throw new GrpcError(GrpcStatus.INVALID_ARGUMENT, `the message is cut short: ${bytes.length - 5} of ${length} bytes`);
-  if (5 + length < bytes.length) throw new GrpcError(GrpcStatus.INVALID_ARGUMENT, 'a ShouldRateLimit call carries exactly one message; this one carried more');
+  if (length > max)
+    throw new GrpcError(
+      GrpcStatus.RESOURCE_EXHAUSTED,
+      `the message is larger than the limit of ${max} bytes (--max-body-bytes)`,
+    );
+  if (5 + length > bytes.length)
+    throw new GrpcError(
+      GrpcStatus.INVALID_ARGUMENT,
+      `the message is cut short: ${bytes.length - 5} of ${length} bytes`,
+    );
+  if (5 + length < bytes.length)
+    throw new GrpcError(
+      GrpcStatus.INVALID_ARGUMENT,
+      'a ShouldRateLimit call carries exactly one message; this one carried more',
+    );
   const message = bytes.subarray(5);
   if (flag === 0) return message;
-  if (flag !== 1) throw new GrpcError(GrpcStatus.INVALID_ARGUMENT, `the message's compressed flag is ${flag}, not 0 or 1`);
+  if (flag !== 1)
+    throw new GrpcError(GrpcStatus.INVALID_ARGUMENT, `the message's compressed flag is ${flag}, not 0 or 1`);
   // The client's mistake, not the server's: INVALID_ARGUMENT, not INTERNAL.
-  if (encoding === 'identity') throw new GrpcError(GrpcStatus.INVALID_ARGUMENT, 'the message is marked compressed but the call has no grpc-encoding');
+  if (encoding === 'identity')
+    throw new GrpcError(
+      GrpcStatus.INVALID_ARGUMENT,
+      'the message is marked compressed but the call has no grpc-encoding',
+    );
   try {
     // maxOutputLength: a small compressed message must not inflate past the limit (a zip bomb).
-    return encoding === 'gzip' ? gunzipSync(message, { maxOutputLength: max }) : inflateSync(message, { maxOutputLength: max });
+    return encoding === 'gzip'
+      ? gunzipSync(message, { maxOutputLength: max })
+      : inflateSync(message, { maxOutputLength: max });
   } catch (e) {
-    if (e instanceof RangeError) throw new GrpcError(GrpcStatus.RESOURCE_EXHAUSTED, `the message inflates past the limit of ${max} bytes (--max-body-bytes)`);
-    throw new GrpcError(GrpcStatus.INVALID_ARGUMENT, `the ${encoding} message does not inflate: ${(e as Error).message}`);
+    if (e instanceof RangeError)
+      throw new GrpcError(
+        GrpcStatus.RESOURCE_EXHAUSTED,
+        `the message inflates past the limit of ${max} bytes (--max-body-bytes)`,
+      );
+    throw new GrpcError(
+      GrpcStatus.INVALID_ARGUMENT,
+      `the ${encoding} message does not inflate: ${(e as Error).message}`,
+    );
   }
 }
 

@@ -9,13 +9,28 @@ import { after, before, describe, test } from 'node:test';
 import { deflateSync, gzipSync } from 'node:zlib';
 import pino from 'pino';
 import { GOLDEN_REQUEST } from '../../test/support/rls-reference.js';
-import { createGrpcServer, grpcMessage, GrpcStatus, HEALTH_CHECK_PATH, HEALTH_WATCH_PATH, SHOULD_RATE_LIMIT_PATH, timeoutMs } from './grpc.js';
+import {
+  createGrpcServer,
+  grpcMessage,
+  GrpcStatus,
+  HEALTH_CHECK_PATH,
+  HEALTH_WATCH_PATH,
+  SHOULD_RATE_LIMIT_PATH,
+  timeoutMs,
+} from './grpc.js';
 import type { GrpcServer } from './grpc.js';
 import { BadRequest, StoreUnavailable } from './service.js';
 import type { RateLimitService, RlsRequest, RlsResponse } from './service.js';
 
 const REQUEST = GOLDEN_REQUEST;
-const OK: RlsResponse = { overallCode: 'OK', statuses: [{ code: 'OK', currentLimit: undefined, limitRemaining: 0, durationUntilResetMs: 0, rule: undefined, shadow: false }], headers: [], retryAfterMs: 0 };
+const OK: RlsResponse = {
+  overallCode: 'OK',
+  statuses: [
+    { code: 'OK', currentLimit: undefined, limitRemaining: 0, durationUntilResetMs: 0, rule: undefined, shadow: false },
+  ],
+  headers: [],
+  retryAfterMs: 0,
+};
 const MAX = 1024;
 
 /** A gRPC message: the compressed flag, the length (4 bytes, big-endian), the bytes. */
@@ -47,7 +62,13 @@ let session: http2.ClientHttp2Session;
 
 function call(body: Buffer | Buffer[], headers: http2.OutgoingHttpHeaders = {}): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = session.request({ ':method': 'POST', ':path': SHOULD_RATE_LIMIT_PATH, 'content-type': 'application/grpc', te: 'trailers', ...headers });
+    const req = session.request({
+      ':method': 'POST',
+      ':path': SHOULD_RATE_LIMIT_PATH,
+      'content-type': 'application/grpc',
+      te: 'trailers',
+      ...headers,
+    });
     const chunks: Buffer[] = [];
     let head: http2.IncomingHttpHeaders = {};
     let tail: http2.IncomingHttpHeaders = {};
@@ -72,7 +93,12 @@ function call(body: Buffer | Buffer[], headers: http2.OutgoingHttpHeaders = {}):
 
 describe('gRPC transport on node:http2', () => {
   before(async () => {
-    server = createGrpcServer({ service: () => stub, log: pino({ level: 'silent' }), maxMessageBytes: MAX, serving: () => serving() });
+    server = createGrpcServer({
+      service: () => stub,
+      log: pino({ level: 'silent' }),
+      maxMessageBytes: MAX,
+      serving: () => serving(),
+    });
     const port = await server.listen('127.0.0.1', 0);
     session = http2.connect(`http://127.0.0.1:${port}`);
   });
@@ -88,7 +114,11 @@ describe('gRPC transport on node:http2', () => {
     assert.deepEqual([a.status, a.grpcStatus, a.trailersOnly], [200, 0, false]);
     assert.equal(a.data[0], 0);
     assert.equal(a.data.readUInt32BE(1), a.data.length - 5);
-    assert.deepEqual(a.data.subarray(5), Buffer.from([0x08, 0x01, 0x12, 0x02, 0x08, 0x01]), 'overall_code OK, one status with code OK');
+    assert.deepEqual(
+      a.data.subarray(5),
+      Buffer.from([0x08, 0x01, 0x12, 0x02, 0x08, 0x01]),
+      'overall_code OK, one status with code OK',
+    );
     assert.equal(calls[0]!.domain, 'bench');
     assert.deepEqual(calls[0]!.descriptors[0]!.entries, [{ key: 'remote_address', value: '10.0.0.1' }]);
   });
@@ -108,7 +138,11 @@ describe('gRPC transport on node:http2', () => {
     assert.deepEqual([snappy.grpcStatus, snappy.trailersOnly], [GrpcStatus.UNIMPLEMENTED, true]);
     assert.match(snappy.grpcMessage!, /snappy is not supported; use one of identity,deflate,gzip/);
     const unmarked = await call(withLength(REQUEST, true));
-    assert.equal(unmarked.grpcStatus, GrpcStatus.INVALID_ARGUMENT, 'compressed flag without grpc-encoding: the client is at fault');
+    assert.equal(
+      unmarked.grpcStatus,
+      GrpcStatus.INVALID_ARGUMENT,
+      'compressed flag without grpc-encoding: the client is at fault',
+    );
     const broken = await call(withLength(Buffer.from('not gzip'), true), { 'grpc-encoding': 'gzip' });
     assert.equal(broken.grpcStatus, GrpcStatus.INVALID_ARGUMENT);
     assert.match(broken.grpcMessage!, /does not inflate/);
@@ -127,11 +161,27 @@ describe('gRPC transport on node:http2', () => {
       [Buffer.alloc(0), GrpcStatus.INVALID_ARGUMENT, /carried no RateLimitRequest/],
       [Buffer.from([0, 0, 0]), GrpcStatus.INVALID_ARGUMENT, /prefix is cut short: 3 of 5 bytes/],
       [withLength(REQUEST, false).subarray(0, 20), GrpcStatus.INVALID_ARGUMENT, /message is cut short: 15 of 37 bytes/],
-      [Buffer.concat([withLength(REQUEST, false), withLength(REQUEST, false)]), GrpcStatus.INVALID_ARGUMENT, /exactly one message/],
-      [Buffer.concat([Buffer.from([2]), withLength(REQUEST, false).subarray(1)]), GrpcStatus.INVALID_ARGUMENT, /compressed flag is 2/],
+      [
+        Buffer.concat([withLength(REQUEST, false), withLength(REQUEST, false)]),
+        GrpcStatus.INVALID_ARGUMENT,
+        /exactly one message/,
+      ],
+      [
+        Buffer.concat([Buffer.from([2]), withLength(REQUEST, false).subarray(1)]),
+        GrpcStatus.INVALID_ARGUMENT,
+        /compressed flag is 2/,
+      ],
       [Buffer.from([0, 0, 1, 0, 0]), GrpcStatus.RESOURCE_EXHAUSTED, /larger than the limit of 1024 bytes/],
-      [withLength(Buffer.alloc(MAX + 100), false), GrpcStatus.RESOURCE_EXHAUSTED, /larger than the limit of 1024 bytes/],
-      [withLength(Buffer.from([0x0a, 0xff, 0xff, 0xff]), false), GrpcStatus.INVALID_ARGUMENT, /^malformed RateLimitRequest: /],
+      [
+        withLength(Buffer.alloc(MAX + 100), false),
+        GrpcStatus.RESOURCE_EXHAUSTED,
+        /larger than the limit of 1024 bytes/,
+      ],
+      [
+        withLength(Buffer.from([0x0a, 0xff, 0xff, 0xff]), false),
+        GrpcStatus.INVALID_ARGUMENT,
+        /^malformed RateLimitRequest: /,
+      ],
     ];
     for (const [body, code, message] of cases) {
       const a = await call(body);
@@ -141,7 +191,9 @@ describe('gRPC transport on node:http2', () => {
   });
 
   test('another path is UNIMPLEMENTED, another method HTTP 405, another content-type HTTP 415', async () => {
-    const other = await call(withLength(REQUEST, false), { ':path': '/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo' });
+    const other = await call(withLength(REQUEST, false), {
+      ':path': '/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo',
+    });
     assert.equal(other.grpcStatus, GrpcStatus.UNIMPLEMENTED);
     assert.match(other.grpcMessage!, /unknown method \/grpc.reflection.v1alpha.ServerReflection\/ServerReflectionInfo/);
     assert.equal((await call(Buffer.alloc(0), { ':method': 'PUT' })).status, 405);
@@ -181,17 +233,36 @@ describe('gRPC transport on node:http2', () => {
   test('grpc.health.v1 Check: SERVING for the server and for the rate limit service, NOT_SERVING when not ready, NOT_FOUND for another service', async () => {
     const check = (service: string) => {
       const name = Buffer.from(service);
-      return call(withLength(Buffer.concat([name.length === 0 ? Buffer.alloc(0) : Buffer.from([0x0a, name.length]), name]), false), { ':path': HEALTH_CHECK_PATH });
+      return call(
+        withLength(
+          Buffer.concat([name.length === 0 ? Buffer.alloc(0) : Buffer.from([0x0a, name.length]), name]),
+          false,
+        ),
+        { ':path': HEALTH_CHECK_PATH },
+      );
     };
     const whole = await check('');
     assert.deepEqual([whole.grpcStatus, whole.data.subarray(5)], [0, Buffer.from([0x08, 0x01])]);
-    assert.deepEqual((await check('envoy.service.ratelimit.v3.RateLimitService')).data.subarray(5), Buffer.from([0x08, 0x01]));
+    assert.deepEqual(
+      (await check('envoy.service.ratelimit.v3.RateLimitService')).data.subarray(5),
+      Buffer.from([0x08, 0x01]),
+    );
     const other = await check('some.Other');
-    assert.deepEqual([other.grpcStatus, other.grpcMessage], [GrpcStatus.NOT_FOUND, 'unknown service some.Other; this server serves envoy.service.ratelimit.v3.RateLimitService']);
+    assert.deepEqual(
+      [other.grpcStatus, other.grpcMessage],
+      [
+        GrpcStatus.NOT_FOUND,
+        'unknown service some.Other; this server serves envoy.service.ratelimit.v3.RateLimitService',
+      ],
+    );
     serving = async () => false;
     assert.deepEqual((await check('')).data.subarray(5), Buffer.from([0x08, 0x02]), 'NOT_SERVING');
     serving = () => Promise.reject(new Error('the store is gone'));
-    assert.deepEqual((await check('')).data.subarray(5), Buffer.from([0x08, 0x02]), 'a failing readiness test is NOT_SERVING');
+    assert.deepEqual(
+      (await check('')).data.subarray(5),
+      Buffer.from([0x08, 0x02]),
+      'a failing readiness test is NOT_SERVING',
+    );
     serving = async () => true;
     const bad = await call(withLength(Buffer.from([0x0a, 0x05, 0x61]), false), { ':path': HEALTH_CHECK_PATH });
     assert.equal(bad.grpcStatus, GrpcStatus.INVALID_ARGUMENT);
@@ -199,7 +270,11 @@ describe('gRPC transport on node:http2', () => {
   });
 
   test('a client that resets its call mid-message leaves the server answering the next one', async () => {
-    const req = session.request({ ':method': 'POST', ':path': SHOULD_RATE_LIMIT_PATH, 'content-type': 'application/grpc' });
+    const req = session.request({
+      ':method': 'POST',
+      ':path': SHOULD_RATE_LIMIT_PATH,
+      'content-type': 'application/grpc',
+    });
     req.on('error', () => {});
     req.write(withLength(REQUEST, false).subarray(0, 10));
     await new Promise((r) => setTimeout(r, 20));
@@ -231,7 +306,12 @@ class WatchCall {
 
   constructor(session: http2.ClientHttp2Session, service: string) {
     const name = Buffer.from(service);
-    const req = session.request({ ':method': 'POST', ':path': HEALTH_WATCH_PATH, 'content-type': 'application/grpc', te: 'trailers' });
+    const req = session.request({
+      ':method': 'POST',
+      ':path': HEALTH_WATCH_PATH,
+      'content-type': 'application/grpc',
+      te: 'trailers',
+    });
     this.req = req;
     req.on('error', () => {});
     // A refusal is a trailers-only answer: its grpc-status comes with the headers.
@@ -249,7 +329,9 @@ class WatchCall {
       }
     });
     this.ended = new Promise((resolve) => req.on('close', resolve));
-    req.end(withLength(name.length === 0 ? Buffer.alloc(0) : Buffer.concat([Buffer.from([0x0a, name.length]), name]), false));
+    req.end(
+      withLength(name.length === 0 ? Buffer.alloc(0) : Buffer.concat([Buffer.from([0x0a, name.length]), name]), false),
+    );
   }
 
   private readonly req: http2.ClientHttp2Stream;
@@ -309,13 +391,21 @@ describe('grpc.health.v1 Watch', () => {
       const other = new WatchCall(client, 'some.Other');
       await other.count(1);
       await polls(2);
-      assert.deepEqual([other.statuses, other.grpcStatus], [[3], undefined], 'SERVICE_UNKNOWN, and the call stays open');
+      assert.deepEqual(
+        [other.statuses, other.grpcStatus],
+        [[3], undefined],
+        'SERVICE_UNKNOWN, and the call stays open',
+      );
 
       ready = true;
       await Promise.all([whole.count(5), rls.count(2)]);
       await watched.close();
       await Promise.all([whole.ended, rls.ended, other.ended]);
-      assert.deepEqual([whole.statuses, whole.grpcStatus], [[1, 2, 1, 2, 1, 2], GrpcStatus.UNAVAILABLE], 'NOT_SERVING, then the call ends');
+      assert.deepEqual(
+        [whole.statuses, whole.grpcStatus],
+        [[1, 2, 1, 2, 1, 2], GrpcStatus.UNAVAILABLE],
+        'NOT_SERVING, then the call ends',
+      );
       assert.deepEqual([rls.statuses, rls.grpcStatus], [[2, 1, 2], GrpcStatus.UNAVAILABLE]);
       assert.deepEqual([other.statuses, other.grpcStatus], [[3], GrpcStatus.UNAVAILABLE]);
     } finally {
@@ -325,7 +415,14 @@ describe('grpc.health.v1 Watch', () => {
   });
 
   test('past maxWatches open Watch calls, one more is RESOURCE_EXHAUSTED, and a freed place can be taken again', async () => {
-    const capped = createGrpcServer({ service: () => stub, log: pino({ level: 'silent' }), maxMessageBytes: MAX, serving: async () => true, watchEveryMs: 1000, maxWatches: 2 });
+    const capped = createGrpcServer({
+      service: () => stub,
+      log: pino({ level: 'silent' }),
+      maxMessageBytes: MAX,
+      serving: async () => true,
+      watchEveryMs: 1000,
+      maxWatches: 2,
+    });
     const port = await capped.listen('127.0.0.1', 0);
     const client = http2.connect(`http://127.0.0.1:${port}`);
     try {
@@ -346,7 +443,13 @@ describe('grpc.health.v1 Watch', () => {
   });
 
   test('a Watch the client cancels is forgotten: the server closes at once and answers other calls meanwhile', async () => {
-    const watched = createGrpcServer({ service: () => stub, log: pino({ level: 'silent' }), maxMessageBytes: MAX, serving: async () => true, watchEveryMs: 2 });
+    const watched = createGrpcServer({
+      service: () => stub,
+      log: pino({ level: 'silent' }),
+      maxMessageBytes: MAX,
+      serving: async () => true,
+      watchEveryMs: 2,
+    });
     const port = await watched.listen('127.0.0.1', 0);
     const client = http2.connect(`http://127.0.0.1:${port}`);
     try {
@@ -355,7 +458,12 @@ describe('grpc.health.v1 Watch', () => {
       // A second Watch, cancelled at its first message (RST_STREAM, as a gRPC client sends when its
       // channel stops health checking); the first stays open to the end.
       const cancelled = new Promise<void>((resolve) => {
-        const req = client.request({ ':method': 'POST', ':path': HEALTH_WATCH_PATH, 'content-type': 'application/grpc', te: 'trailers' });
+        const req = client.request({
+          ':method': 'POST',
+          ':path': HEALTH_WATCH_PATH,
+          'content-type': 'application/grpc',
+          te: 'trailers',
+        });
         req.on('error', () => {});
         req.on('data', () => req.close(http2.constants.NGHTTP2_CANCEL));
         req.on('close', () => resolve());
@@ -363,7 +471,12 @@ describe('grpc.health.v1 Watch', () => {
       });
       await cancelled;
       const a = await new Promise<number>((resolve) => {
-        const req = client.request({ ':method': 'POST', ':path': SHOULD_RATE_LIMIT_PATH, 'content-type': 'application/grpc', te: 'trailers' });
+        const req = client.request({
+          ':method': 'POST',
+          ':path': SHOULD_RATE_LIMIT_PATH,
+          'content-type': 'application/grpc',
+          te: 'trailers',
+        });
         req.on('trailers', (t) => resolve(Number(t['grpc-status'])));
         req.resume();
         req.end(withLength(REQUEST, false));
@@ -380,7 +493,13 @@ describe('grpc.health.v1 Watch', () => {
 });
 
 test('a connection with no call in flight for --grpc-max-connection-idle-ms gets GOAWAY; a call in flight holds the idle clock', async () => {
-  const idle = createGrpcServer({ service: () => stub, log: pino({ level: 'silent' }), maxMessageBytes: MAX, serving: async () => true, maxConnectionIdleMs: 400 });
+  const idle = createGrpcServer({
+    service: () => stub,
+    log: pino({ level: 'silent' }),
+    maxMessageBytes: MAX,
+    serving: async () => true,
+    maxConnectionIdleMs: 400,
+  });
   const port = await idle.listen('127.0.0.1', 0);
   const client = http2.connect(`http://127.0.0.1:${port}`);
   try {
@@ -401,7 +520,13 @@ test('a connection with no call in flight for --grpc-max-connection-idle-ms gets
 });
 
 test('a connection that opens no call within firstCallTimeoutMs (--headers-timeout-ms) is closed', async () => {
-  const strict = createGrpcServer({ service: () => stub, log: pino({ level: 'silent' }), maxMessageBytes: MAX, serving: async () => true, firstCallTimeoutMs: 300 });
+  const strict = createGrpcServer({
+    service: () => stub,
+    log: pino({ level: 'silent' }),
+    maxMessageBytes: MAX,
+    serving: async () => true,
+    firstCallTimeoutMs: 300,
+  });
   const port = await strict.listen('127.0.0.1', 0);
   const client = http2.connect(`http://127.0.0.1:${port}`);
   client.on('error', () => {});
@@ -416,7 +541,15 @@ test('a connection that opens no call within firstCallTimeoutMs (--headers-timeo
 });
 
 test('a connection past its maximum age gets GOAWAY, keeps its call in flight until the grace runs out, then is cut; a new connection is served', async () => {
-  const aging = createGrpcServer({ service: () => stub, log: pino({ level: 'silent' }), maxMessageBytes: MAX, serving: async () => true, watchEveryMs: 1000, maxConnectionAgeMs: 500, maxConnectionAgeGraceMs: 300 });
+  const aging = createGrpcServer({
+    service: () => stub,
+    log: pino({ level: 'silent' }),
+    maxMessageBytes: MAX,
+    serving: async () => true,
+    watchEveryMs: 1000,
+    maxConnectionAgeMs: 500,
+    maxConnectionAgeGraceMs: 300,
+  });
   const port = await aging.listen('127.0.0.1', 0);
   const client = http2.connect(`http://127.0.0.1:${port}`);
   try {
@@ -433,7 +566,12 @@ test('a connection past its maximum age gets GOAWAY, keeps its call in flight un
     // A new connection is served as usual.
     const again = http2.connect(`http://127.0.0.1:${port}`);
     const status = await new Promise<number>((resolve) => {
-      const req = again.request({ ':method': 'POST', ':path': SHOULD_RATE_LIMIT_PATH, 'content-type': 'application/grpc', te: 'trailers' });
+      const req = again.request({
+        ':method': 'POST',
+        ':path': SHOULD_RATE_LIMIT_PATH,
+        'content-type': 'application/grpc',
+        te: 'trailers',
+      });
       req.on('trailers', (t) => resolve(Number(t['grpc-status'])));
       req.resume();
       req.end(withLength(REQUEST, false));
@@ -447,7 +585,8 @@ test('a connection past its maximum age gets GOAWAY, keeps its call in flight un
 });
 
 describe('gRPC over TLS', () => {
-  const fixture = (name: string) => readFileSync(fileURLToPath(new URL(`../../test/fixtures/tls/${name}`, import.meta.url)));
+  const fixture = (name: string) =>
+    readFileSync(fileURLToPath(new URL(`../../test/fixtures/tls/${name}`, import.meta.url)));
   const CA = fixture('ca.pem');
   const SERVER = { cert: fixture('server.pem'), key: fixture('server.key') };
   const CLIENT = { cert: fixture('client.pem'), key: fixture('client.key') };
@@ -458,7 +597,12 @@ describe('gRPC over TLS', () => {
     return new Promise((resolve) => {
       const s = http2.connect(`https://127.0.0.1:${port}`, { ca: CA, ...options });
       s.on('error', (e) => resolve(e));
-      const req = s.request({ ':method': 'POST', ':path': SHOULD_RATE_LIMIT_PATH, 'content-type': 'application/grpc', te: 'trailers' });
+      const req = s.request({
+        ':method': 'POST',
+        ':path': SHOULD_RATE_LIMIT_PATH,
+        'content-type': 'application/grpc',
+        te: 'trailers',
+      });
       req.on('error', (e) => resolve(e));
       req.on('trailers', (t) => resolve(Number(t['grpc-status'])));
       // Under TLS 1.3 a refused client certificate may only show as the call closing with no answer.
@@ -473,7 +617,13 @@ describe('gRPC over TLS', () => {
   }
 
   test('with a certificate and key, calls are served over TLS and a plain-text client gets nowhere', async () => {
-    const secure = createGrpcServer({ service: () => stub, log: pino({ level: 'silent' }), maxMessageBytes: MAX, serving: async () => true, tls: SERVER });
+    const secure = createGrpcServer({
+      service: () => stub,
+      log: pino({ level: 'silent' }),
+      maxMessageBytes: MAX,
+      serving: async () => true,
+      tls: SERVER,
+    });
     const port = await secure.listen('127.0.0.1', 0);
     try {
       behave = () => OK;
@@ -482,13 +632,20 @@ describe('gRPC over TLS', () => {
         const s = http2.connect(`http://127.0.0.1:${port}`);
         s.on('error', resolve);
         s.on('close', () => resolve('closed'));
-        const req = s.request({ ':method': 'POST', ':path': SHOULD_RATE_LIMIT_PATH, 'content-type': 'application/grpc' });
+        const req = s.request({
+          ':method': 'POST',
+          ':path': SHOULD_RATE_LIMIT_PATH,
+          'content-type': 'application/grpc',
+        });
         req.on('error', () => {});
         req.on('response', () => resolve('answered'));
         req.end(withLength(REQUEST, false));
       });
       assert.notEqual(plain, 'answered');
-      assert.throws(() => secure.setTls({ cert: Buffer.from('not a certificate'), key: SERVER.key }), /PEM|certificate|no start line/i);
+      assert.throws(
+        () => secure.setTls({ cert: Buffer.from('not a certificate'), key: SERVER.key }),
+        /PEM|certificate|no start line/i,
+      );
       assert.equal(await tlsCall(port, {}), 0, 'a rejected rotation keeps the certificate in use');
       secure.setTls(SERVER);
       assert.equal(await tlsCall(port, {}), 0, 'a rotation applies to new connections');
@@ -498,7 +655,13 @@ describe('gRPC over TLS', () => {
   });
 
   test('with a client CA, only clients holding a certificate it signed get through (mutual TLS)', async () => {
-    const mutual = createGrpcServer({ service: () => stub, log: pino({ level: 'silent' }), maxMessageBytes: MAX, serving: async () => true, tls: { ...SERVER, clientCa: CA } });
+    const mutual = createGrpcServer({
+      service: () => stub,
+      log: pino({ level: 'silent' }),
+      maxMessageBytes: MAX,
+      serving: async () => true,
+      tls: { ...SERVER, clientCa: CA },
+    });
     const port = await mutual.listen('127.0.0.1', 0);
     try {
       behave = () => OK;
@@ -511,14 +674,28 @@ describe('gRPC over TLS', () => {
   });
 
   test('setTls on a server started without TLS says how to get TLS', () => {
-    const plain = createGrpcServer({ service: () => stub, log: pino({ level: 'silent' }), maxMessageBytes: MAX, serving: async () => true });
-    assert.throws(() => plain.setTls(SERVER), /started without TLS; restart it with --grpc-tls-cert and --grpc-tls-key/);
+    const plain = createGrpcServer({
+      service: () => stub,
+      log: pino({ level: 'silent' }),
+      maxMessageBytes: MAX,
+      serving: async () => true,
+    });
+    assert.throws(
+      () => plain.setTls(SERVER),
+      /started without TLS; restart it with --grpc-tls-cert and --grpc-tls-key/,
+    );
   });
 });
 
 test('grpc-timeout is read in every unit, at least 1 ms; malformed values mean no deadline', () => {
-  assert.deepEqual(['2H', '3M', '4S', '250m', '1500u', '2000000n', '1n'].map(timeoutMs), [7_200_000, 180_000, 4000, 250, 2, 2, 1]);
-  assert.deepEqual([undefined, '', '10', '123456789S', '1.5S', '10x', ['1S']].map((v) => timeoutMs(v as never)), [undefined, undefined, undefined, undefined, undefined, undefined, undefined]);
+  assert.deepEqual(
+    ['2H', '3M', '4S', '250m', '1500u', '2000000n', '1n'].map(timeoutMs),
+    [7_200_000, 180_000, 4000, 250, 2, 2, 1],
+  );
+  assert.deepEqual(
+    [undefined, '', '10', '123456789S', '1.5S', '10x', ['1S']].map((v) => timeoutMs(v as never)),
+    [undefined, undefined, undefined, undefined, undefined, undefined, undefined],
+  );
 });
 
 test('grpcMessage leaves printable ASCII alone and percent-encodes the rest, % included', () => {

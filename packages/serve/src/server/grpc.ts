@@ -121,7 +121,12 @@ export interface GrpcServerOptions {
 
 function pendingCalls(options: GrpcServerOptions): PendingCalls {
   const max = options.maxPendingCalls ?? 4096;
-  return new PendingCalls(max, options.maxPendingBytes ?? 64 * 1024 * 1024, options.maxPendingCallsPerConnection ?? max, options.maxPendingCallsPerAddress ?? max);
+  return new PendingCalls(
+    max,
+    options.maxPendingBytes ?? 64 * 1024 * 1024,
+    options.maxPendingCallsPerConnection ?? max,
+    options.maxPendingCallsPerAddress ?? max,
+  );
 }
 
 /** PEM bytes of a certificate chain, its key, and optionally the CA that client certificates must chain to. */
@@ -133,7 +138,12 @@ export interface GrpcTls {
 
 function secureOptions(tls: GrpcTls): http2.SecureServerOptions {
   const mutual = tls.clientCa !== undefined;
-  return { cert: tls.cert, key: tls.key, ...(mutual ? { ca: tls.clientCa, requestCert: true, rejectUnauthorized: true } : {}), minVersion: 'TLSv1.2' };
+  return {
+    cert: tls.cert,
+    key: tls.key,
+    ...(mutual ? { ca: tls.clientCa, requestCert: true, rejectUnauthorized: true } : {}),
+    minVersion: 'TLSv1.2',
+  };
 }
 
 export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
@@ -144,7 +154,11 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
   const server =
     tls === undefined
       ? http2.createServer({ settings })
-      : http2.createSecureServer({ ...secureOptions(tls), settings, ...(firstCallTimeoutMs > 0 ? { handshakeTimeout: firstCallTimeoutMs } : {}) });
+      : http2.createSecureServer({
+          ...secureOptions(tls),
+          settings,
+          ...(firstCallTimeoutMs > 0 ? { handshakeTimeout: firstCallTimeoutMs } : {}),
+        });
   // The cap itself is on sessions (grpc-connections.ts), which can make room; the sockets' ceiling is
   // twice it, for connections still in their TLS handshake (cut by firstCallTimeoutMs) and sessions sent
   // GOAWAY to make room and not yet closed.
@@ -164,8 +178,17 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
   // A client that breaks HTTP/2 (a bad preface, a protocol error) loses its connection, not the process.
   server.on('sessionError', (e) => log.debug({ err: e.message }, 'gRPC connection error'));
 
-  const health = new HealthService({ serving: options.serving, log, watchEveryMs: options.watchEveryMs ?? 1000, maxWatches: options.maxWatches ?? 1000 });
-  const limits = { maxMessageBytes, messageTimeoutMs: options.messageTimeoutMs ?? 10_000, pending: pendingCalls(options) };
+  const health = new HealthService({
+    serving: options.serving,
+    log,
+    watchEveryMs: options.watchEveryMs ?? 1000,
+    maxWatches: options.maxWatches ?? 1000,
+  });
+  const limits = {
+    maxMessageBytes,
+    messageTimeoutMs: options.messageTimeoutMs ?? 10_000,
+    pending: pendingCalls(options),
+  };
   // Each as readMessage calls it (message first), made once here rather than a closure per call.
   const methods = new Map<unknown, MessageDone>([
     [SHOULD_RATE_LIMIT_PATH, (message, stream, deadlineMs) => shouldRateLimit(stream, message, deadlineMs)],
@@ -185,10 +208,19 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
       return stream.respond({ ':status': 415, 'content-type': 'text/plain' }, { endStream: true });
     }
     const method = methods.get(path);
-    if (method === undefined) return fail(stream, GrpcStatus.UNIMPLEMENTED, `unknown method ${String(path)}; this server serves ${SHOULD_RATE_LIMIT_PATH}, ${HEALTH_CHECK_PATH} and ${HEALTH_WATCH_PATH}`);
+    if (method === undefined)
+      return fail(
+        stream,
+        GrpcStatus.UNIMPLEMENTED,
+        `unknown method ${String(path)}; this server serves ${SHOULD_RATE_LIMIT_PATH}, ${HEALTH_CHECK_PATH} and ${HEALTH_WATCH_PATH}`,
+      );
     const encoding = headers['grpc-encoding'] ?? 'identity';
     if (encoding !== 'identity' && encoding !== 'gzip' && encoding !== 'deflate') {
-      return fail(stream, GrpcStatus.UNIMPLEMENTED, `grpc-encoding ${String(encoding)} is not supported; use one of ${ENCODINGS}`);
+      return fail(
+        stream,
+        GrpcStatus.UNIMPLEMENTED,
+        `grpc-encoding ${String(encoding)} is not supported; use one of ${ENCODINGS}`,
+      );
     }
     const deadlineMs = timeoutMs(headers['grpc-timeout']);
     readMessage(stream, encoding, limits, method, deadlineMs);
@@ -196,7 +228,8 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
 
   const wire = options.envoyWire;
   /** The answer's message, with room for the gRPC prefix: as Envoy's service would send it, or sluice's own. */
-  const encode = (r: RlsResponse): Buffer => encodeRateLimitResponse(wire === undefined ? r : envoyAnswer(r, wire, Date.now()), 5);
+  const encode = (r: RlsResponse): Buffer =>
+    encodeRateLimitResponse(wire === undefined ? r : envoyAnswer(r, wire, Date.now()), 5);
 
   /** Deciding: the service's answer, framed; an asynchronous one bounded by the caller's grpc-timeout. */
   function shouldRateLimit(stream: http2.ServerHttp2Stream, message: Buffer, deadlineMs: number | undefined): void {
@@ -208,7 +241,18 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
     }
     if (!(answered instanceof Promise)) return answer(stream, framed(encode(answered)));
     // Only an asynchronous (Redis) decision can outlive the caller's deadline; a late answer is dropped.
-    const timer = deadlineMs === undefined ? undefined : setTimeout(() => fail(stream, GrpcStatus.DEADLINE_EXCEEDED, `no decision within the call's grpc-timeout of ${deadlineMs} ms`), deadlineMs);
+    const timer =
+      deadlineMs === undefined
+        ? undefined
+        : setTimeout(
+            () =>
+              fail(
+                stream,
+                GrpcStatus.DEADLINE_EXCEEDED,
+                `no decision within the call's grpc-timeout of ${deadlineMs} ms`,
+              ),
+            deadlineMs,
+          );
     answered.then(
       (r) => {
         clearTimeout(timer);
@@ -238,7 +282,8 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
       return closed;
     },
     setTls(next) {
-      if (tls === undefined) throw new Error('this gRPC server was started without TLS; restart it with --grpc-tls-cert and --grpc-tls-key');
+      if (tls === undefined)
+        throw new Error('this gRPC server was started without TLS; restart it with --grpc-tls-cert and --grpc-tls-key');
       (server as http2.Http2SecureServer).setSecureContext(secureOptions(next));
     },
     shedding() {

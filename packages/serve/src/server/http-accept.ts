@@ -50,7 +50,11 @@ export function acceptWithin(server: Server, limits: HttpLimits | undefined, log
     // request line, oversized headers) is 400, instead of dropping silently.
     const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
     if (socket.writable) {
-      socket.end(timedOut ? 'HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n' : 'HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+      socket.end(
+        timedOut
+          ? 'HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n'
+          : 'HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n',
+      );
       setTimeout(() => socket.destroy(), LINGER_AFTER_ERROR_MS).unref();
     } else socket.destroy();
     log.debug({ err: err.message }, timedOut ? 'HTTP request too slow' : 'malformed HTTP request');
@@ -87,7 +91,10 @@ function holdConnections(server: Server, limits: HttpLimits): void {
 }
 
 /** Per server: whether it is closing, the requests it is answering now, and its connections. */
-const shutdowns = new WeakMap<Server, { closing: boolean; readonly answering: Set<ServerResponse>; readonly table: ConnectionTable<Socket> }>();
+const shutdowns = new WeakMap<
+  Server,
+  { closing: boolean; readonly answering: Set<ServerResponse>; readonly table: ConnectionTable<Socket> }
+>();
 
 /** Connections closed to make room, and newcomers refused with every connection busy, for /metrics. */
 export function connectionCounts(server: Server): { evicted: number; refused: number } {

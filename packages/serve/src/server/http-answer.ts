@@ -14,13 +14,23 @@ export const JSON_HEADERS = { 'content-type': 'application/json' };
 export const TEXT_HEADERS = { 'content-type': 'text/plain' };
 
 /** Sends with Content-Length: without it Node frames the body as chunked, one more write per answer. */
-export function send(res: ServerResponse, status: number, body: string, headers: Record<string, string> = JSON_HEADERS): void {
+export function send(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  headers: Record<string, string> = JSON_HEADERS,
+): void {
   res.setHeader('content-length', Buffer.byteLength(body));
   res.writeHead(status, headers);
   res.end(body);
 }
 
-export function problem(res: ServerResponse, status: number, message: string, headers: Record<string, string> = JSON_HEADERS): void {
+export function problem(
+  res: ServerResponse,
+  status: number,
+  message: string,
+  headers: Record<string, string> = JSON_HEADERS,
+): void {
   send(res, status, JSON.stringify({ error: message }), headers);
 }
 
@@ -46,7 +56,10 @@ export function answerDecision(res: ServerResponse, kind: BodyKind, r: RlsRespon
     else res.end(text);
   } else if (kind === 'json') {
     // No Retry-After for a request that can never pass (its reason says why): it would be a promise not kept.
-    const headers: Record<string, string> = r.reason !== undefined ? { 'content-type': 'application/json' } : { 'content-type': 'application/json', 'retry-after': String(Math.max(1, Math.ceil(r.retryAfterMs / 1000))) };
+    const headers: Record<string, string> =
+      r.reason !== undefined
+        ? { 'content-type': 'application/json' }
+        : { 'content-type': 'application/json', 'retry-after': String(Math.max(1, Math.ceil(r.retryAfterMs / 1000))) };
     send(res, 429, renderRlsJson(r), headers);
   } else send(res, ok ? 200 : 429, renderCheck(r), withRateHeaders(r));
 }

@@ -99,6 +99,10 @@ class BodyReader implements BodySink {
     if (this.tooLarge) return;
     const { first, chunks } = this;
     // toString() without an argument is UTF-8 too, and skips the encoding lookup.
-    this.done(this.res, this.kind, chunks !== undefined ? Buffer.concat(chunks).toString() : first === undefined ? '' : first.toString());
+    this.done(
+      this.res,
+      this.kind,
+      chunks !== undefined ? Buffer.concat(chunks).toString() : first === undefined ? '' : first.toString(),
+    );
   }
 }

@@ -28,7 +28,10 @@ test('POST /json answers ASCII and non-ASCII bodies with their exact UTF-8 bytes
   const config = join(dir, 'policies.yaml');
   writeFileSync(config, CONFIG);
   const quiet = new Writable({ write: (_c, _e, done) => done() });
-  const svc = await startService({ ...DEFAULTS, config, port: 0, grpcPort: -1, adminPort: -1, watch: false, clock: 'monotonic' }, { logStream: quiet });
+  const svc = await startService(
+    { ...DEFAULTS, config, port: 0, grpcPort: -1, adminPort: -1, watch: false, clock: 'monotonic' },
+    { logStream: quiet },
+  );
   try {
     for (const [key, name] of [
       ['ip', undefined],

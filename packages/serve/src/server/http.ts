@@ -32,7 +32,8 @@ export interface HttpDeps {
   readonly limits?: HttpLimits;
 }
 
-const ROUTES = 'POST /json, POST /v1/check, GET /nginx/<domain>, /healthz, /readyz (or /healthcheck); the dashboard and /metrics are on the admin port (--admin-port)';
+const ROUTES =
+  'POST /json, POST /v1/check, GET /nginx/<domain>, /healthz, /readyz (or /healthcheck); the dashboard and /metrics are on the admin port (--admin-port)';
 
 /** The route a decision came in on, which says how it is answered. */
 type Route = BodyKind | 'nginx';
@@ -41,10 +42,20 @@ type Route = BodyKind | 'nginx';
  * Decides and answers. Synchronous with the memory store (no Promise, no tick), so /json is answered in the
  * parser's own pass over the socket's bytes.
  */
-export function decide(service: RateLimitService, log: Logger, res: ServerResponse, route: Route, rq: RlsRequest): void {
+export function decide(
+  service: RateLimitService,
+  log: Logger,
+  res: ServerResponse,
+  route: Route,
+  rq: RlsRequest,
+): void {
   try {
     const answered = service.shouldRateLimit(rq);
-    if (answered instanceof Promise) answered.then((r) => answerRoute(res, route, r), (e) => answerError(res, log, e));
+    if (answered instanceof Promise)
+      answered.then(
+        (r) => answerRoute(res, route, r),
+        (e) => answerError(res, log, e),
+      );
     else answerRoute(res, route, answered);
   } catch (e) {
     answerError(res, log, e);
@@ -81,7 +92,8 @@ export function createHttpServer(deps: HttpDeps): Server {
   }
 
   function post(req: ServeRequest, res: ServerResponse, method: string, path: string, kind: BodyKind): void {
-    if (method !== 'POST') return send(res, 405, JSON.stringify({ error: `${path} takes POST` }), { ...JSON_HEADERS, allow: 'POST' });
+    if (method !== 'POST')
+      return send(res, 405, JSON.stringify({ error: `${path} takes POST` }), { ...JSON_HEADERS, allow: 'POST' });
     readBody(req, res, kind, deps.maxBodyBytes, decideBody);
   }
 

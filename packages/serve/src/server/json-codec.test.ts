@@ -72,15 +72,36 @@ test('property: on any body, the fast path either gives up or agrees with JSON.p
   const str = fc.oneof(fc.constantFrom('', 'k', 'v', 'a"b', 'a\\b', 'é', '\n'), fc.string({ maxLength: 4 }));
   const num = fc.oneof(fc.integer({ min: -2, max: 2 ** 33 }), fc.double(), fc.constantFrom('5', null));
   const entry = fc.dictionary(fc.constantFrom('key', 'value', 'x'), fc.oneof(str, num), { maxKeys: 3 });
-  const descriptor = fc.dictionary(fc.constantFrom('entries', 'hits_addend', 'hitsAddend', 'limit'), fc.oneof(fc.array(entry, { maxLength: 3 }), num, str), { maxKeys: 4 });
-  const body = fc.dictionary(fc.constantFrom('domain', 'descriptors', 'hits_addend', 'hitsAddend', 'y'), fc.oneof(str, num, fc.array(descriptor, { maxLength: 3 })), { maxKeys: 5 });
+  const descriptor = fc.dictionary(
+    fc.constantFrom('entries', 'hits_addend', 'hitsAddend', 'limit'),
+    fc.oneof(fc.array(entry, { maxLength: 3 }), num, str),
+    { maxKeys: 4 },
+  );
+  const body = fc.dictionary(
+    fc.constantFrom('domain', 'descriptors', 'hits_addend', 'hitsAddend', 'y'),
+    fc.oneof(str, num, fc.array(descriptor, { maxLength: 3 })),
+    { maxKeys: 5 },
+  );
   // Mostly well-formed requests, so that the fast path is taken often, with the odd field out of line.
-  const ne = fc.oneof({ arbitrary: fc.stringMatching(/^[a-z0-9._é]{1,8}$/), weight: 40 }, { arbitrary: fc.constantFrom('a"b', 'a\\b', '', '\t'), weight: 1 }, { arbitrary: fc.string({ minLength: 1, maxLength: 6 }), weight: 1 });
-  const hits = fc.oneof({ arbitrary: fc.nat({ max: 2 ** 32 + 1000 }), weight: 15 }, { arbitrary: fc.constantFrom(0, 1, -1, 1.5, '2', null), weight: 1 });
+  const ne = fc.oneof(
+    { arbitrary: fc.stringMatching(/^[a-z0-9._é]{1,8}$/), weight: 40 },
+    { arbitrary: fc.constantFrom('a"b', 'a\\b', '', '\t'), weight: 1 },
+    { arbitrary: fc.string({ minLength: 1, maxLength: 6 }), weight: 1 },
+  );
+  const hits = fc.oneof(
+    { arbitrary: fc.nat({ max: 2 ** 32 + 1000 }), weight: 15 },
+    { arbitrary: fc.constantFrom(0, 1, -1, 1.5, '2', null), weight: 1 },
+  );
   const wellFormed = fc.record(
     {
       domain: ne,
-      descriptors: fc.array(fc.record({ entries: fc.array(fc.record({ key: ne, value: ne }), { minLength: 1, maxLength: 3 }), hits_addend: hits }, { requiredKeys: ['entries'] }), { minLength: 1, maxLength: 3 }),
+      descriptors: fc.array(
+        fc.record(
+          { entries: fc.array(fc.record({ key: ne, value: ne }), { minLength: 1, maxLength: 3 }), hits_addend: hits },
+          { requiredKeys: ['entries'] },
+        ),
+        { minLength: 1, maxLength: 3 },
+      ),
       hitsAddend: hits,
     },
     { requiredKeys: ['domain', 'descriptors'] },
@@ -95,7 +116,9 @@ test('property: on any body, the fast path either gives up or agrees with JSON.p
       const t = JSON.stringify(b);
       return t.slice(0, n % (t.length + 1));
     }),
-    fc.tuple(any, any).map(([a, b]) => `${JSON.stringify(a).slice(0, -1)},${JSON.stringify(b).slice(1)}`.replace('{,', '{')),
+    fc
+      .tuple(any, any)
+      .map(([a, b]) => `${JSON.stringify(a).slice(0, -1)},${JSON.stringify(b).slice(1)}`.replace('{,', '{')),
   );
   let fast = 0;
   fc.assert(
@@ -112,9 +135,33 @@ test('a kept head (the text up to the first value) decodes later bodies exactly 
   // decodeCompact keeps the last few heads with their domain and key; a body that starts with one is read
   // from its first value on. Same answers as the general path, whatever came before, and the same give-ups.
   const head = (d: string, k: string) => `{"domain":"${d}","descriptors":[{"entries":[{"key":"${k}","value":"`;
-  const tails = ['1"}]}]}', '10.0.1.1"}]}]}', '1"},{"key":"k2","value":"2"}]}]}', '1"}]},{"entries":[{"key":"c","value":"3"}]}]}'];
-  const refused = ['"}]}]}', 'a\\"b"}]}]}', '1"}]}]', '1"}]}]} ', '1"}]}],"hits_addend":2}', '1"}]}]}]}', '1"},]}]}', '1"}],"limit":{}}]}', '1\t"}]}]}', '1'];
-  const pairs = [['bench', 'remote_address'], ['d', 'k'], ['d', 'k2'], ['ünï', 'path'], ['e', 'k'], ['bench', 'remote'], ['d', 'k']];
+  const tails = [
+    '1"}]}]}',
+    '10.0.1.1"}]}]}',
+    '1"},{"key":"k2","value":"2"}]}]}',
+    '1"}]},{"entries":[{"key":"c","value":"3"}]}]}',
+  ];
+  const refused = [
+    '"}]}]}',
+    'a\\"b"}]}]}',
+    '1"}]}]',
+    '1"}]}]} ',
+    '1"}]}],"hits_addend":2}',
+    '1"}]}]}]}',
+    '1"},]}]}',
+    '1"}],"limit":{}}]}',
+    '1\t"}]}]}',
+    '1',
+  ];
+  const pairs = [
+    ['bench', 'remote_address'],
+    ['d', 'k'],
+    ['d', 'k2'],
+    ['ünï', 'path'],
+    ['e', 'k'],
+    ['bench', 'remote'],
+    ['d', 'k'],
+  ];
   for (let round = 0; round < 3; round++) {
     for (const [d, k] of pairs) {
       for (const t of tails) {
@@ -130,4 +177,3 @@ test('a kept head (the text up to the first value) decodes later bodies exactly 
   const longer = '{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"","x":1}]}]}';
   assert.equal(decodeRlsJsonFast(longer), undefined);
 });
-

@@ -45,7 +45,10 @@ export function checkJsonDepth(text: string, max: number): void {
         else if (d === 0x22) break;
       }
     } else if (c === 0x7b || c === 0x5b) {
-      if (++depth > max) throw new BadRequest(`the body nests objects and lists deeper than ${max} levels (at character ${i}); a request nests at most ${max}`);
+      if (++depth > max)
+        throw new BadRequest(
+          `the body nests objects and lists deeper than ${max} levels (at character ${i}); a request nests at most ${max}`,
+        );
     } else if (c === 0x7d || c === 0x5d) depth--;
   }
 }
@@ -66,7 +69,9 @@ const E = ENTRY.f;
 const O = OVERRIDE.f;
 
 function checkFields(o: Record<string, unknown>, where: string, known: readonly string[]): void {
-  for (const k in o) if (!known.includes(k)) throw new BadRequest(`${where}unknown field '${cut(k)}'; known fields: ${known.join(', ')}`);
+  for (const k in o)
+    if (!known.includes(k))
+      throw new BadRequest(`${where}unknown field '${cut(k)}'; known fields: ${known.join(', ')}`);
 }
 
 /** proto3 JSON integers may come as numbers or decimal strings. */
@@ -80,7 +85,8 @@ function uint(v: unknown, where: string, max: number): number {
 
 function unit(v: unknown, where: string): UnitName {
   const u = typeof v === 'number' ? UNIT_BY_NUMBER[v] : typeof v === 'string' ? v.toUpperCase() : undefined;
-  if (u === undefined || !Object.hasOwn(UNITS, u)) throw new BadRequest(`'${where}' must be SECOND, MINUTE, HOUR, DAY, MONTH or YEAR, got ${shown(v)}`);
+  if (u === undefined || !Object.hasOwn(UNITS, u))
+    throw new BadRequest(`'${where}' must be SECOND, MINUTE, HOUR, DAY, MONTH or YEAR, got ${shown(v)}`);
   return u as UnitName;
 }
 
@@ -91,14 +97,22 @@ function str(v: unknown, where: string): string {
 
 /** Decodes Envoy's RateLimitRequest in proto3 JSON. */
 export function decodeRlsJson(body: unknown): RlsRequest {
-  if (!isObject(body)) throw new BadRequest(`the body must be a JSON object such as {"domain": "...", "descriptors": [{"entries": [{"key": "...", "value": "..."}]}]}`);
+  if (!isObject(body))
+    throw new BadRequest(
+      `the body must be a JSON object such as {"domain": "...", "descriptors": [{"entries": [{"key": "...", "value": "..."}]}]}`,
+    );
   checkFields(body, '', REQUEST_FIELDS);
   const domain = jsonField(body, R.domain);
-  if (typeof domain !== 'string' || domain === '') throw new BadRequest(`'domain' must be a non-empty string, got ${shown(domain)}`);
+  if (typeof domain !== 'string' || domain === '')
+    throw new BadRequest(`'domain' must be a non-empty string, got ${shown(domain)}`);
   const list = jsonField(body, R.descriptors);
-  if (list === undefined || (Array.isArray(list) && list.length === 0)) throw new BadRequest(`'descriptors' must not be empty`);
+  if (list === undefined || (Array.isArray(list) && list.length === 0))
+    throw new BadRequest(`'descriptors' must not be empty`);
   if (!Array.isArray(list)) throw new BadRequest(`'descriptors' must be a list, got ${shown(list)}`);
-  if (list.length > REQUEST_BOUNDS.maxDescriptors) throw new BadRequest(`'descriptors' holds ${list.length} descriptors; a request holds at most ${REQUEST_BOUNDS.maxDescriptors}`);
+  if (list.length > REQUEST_BOUNDS.maxDescriptors)
+    throw new BadRequest(
+      `'descriptors' holds ${list.length} descriptors; a request holds at most ${REQUEST_BOUNDS.maxDescriptors}`,
+    );
   const ha = jsonField(body, R.hitsAddend);
   const hitsAddend = ha === undefined ? 0 : uint(ha, 'hits_addend', MAX_UINT32);
   const descriptors: RequestDescriptor[] = list.map((d: unknown, i: number) => {
@@ -106,8 +120,12 @@ export function decodeRlsJson(body: unknown): RlsRequest {
     if (!isObject(d)) throw new BadRequest(`'${where}' must be an object with 'entries', got ${shown(d)}`);
     checkFields(d, `${where}: `, DESCRIPTOR_FIELDS);
     const list = jsonField(d, D.entries);
-    if (!Array.isArray(list) || list.length === 0) throw new BadRequest(`'${where}.entries' must be a non-empty list of {"key": "...", "value": "..."}`);
-    if (list.length > REQUEST_BOUNDS.maxEntries) throw new BadRequest(`'${where}.entries' holds ${list.length} entries; a descriptor holds at most ${REQUEST_BOUNDS.maxEntries}`);
+    if (!Array.isArray(list) || list.length === 0)
+      throw new BadRequest(`'${where}.entries' must be a non-empty list of {"key": "...", "value": "..."}`);
+    if (list.length > REQUEST_BOUNDS.maxEntries)
+      throw new BadRequest(
+        `'${where}.entries' holds ${list.length} entries; a descriptor holds at most ${REQUEST_BOUNDS.maxEntries}`,
+      );
     const entries: Entry[] = list.map((e: unknown, j: number) => {
       const w = `${where}.entries[${j}]`;
       if (!isObject(e)) throw new BadRequest(`'${w}' must be {"key": "...", "value": "..."}, got ${shown(e)}`);
@@ -119,10 +137,17 @@ export function decodeRlsJson(body: unknown): RlsRequest {
     if (l !== undefined && l !== null) {
       if (!isObject(l)) throw new BadRequest(`'${where}.limit' must be {"requests_per_unit": n, "unit": "MINUTE"}`);
       checkFields(l, `${where}.limit: `, OVERRIDE_FIELDS);
-      limit = { requestsPerUnit: uint(jsonField(l, O.requestsPerUnit) ?? 0, `${where}.limit.requests_per_unit`, MAX_UINT32), unit: unit(jsonField(l, O.unit), `${where}.limit.unit`) };
+      limit = {
+        requestsPerUnit: uint(jsonField(l, O.requestsPerUnit) ?? 0, `${where}.limit.requests_per_unit`, MAX_UINT32),
+        unit: unit(jsonField(l, O.unit), `${where}.limit.unit`),
+      };
     }
     const dh = jsonField(d, D.hitsAddend);
-    return { entries, limit, hitsAddend: dh === undefined || dh === null ? undefined : uint(dh, `${where}.hits_addend`, MAX_UINT32) };
+    return {
+      entries,
+      limit,
+      hitsAddend: dh === undefined || dh === null ? undefined : uint(dh, `${where}.hits_addend`, MAX_UINT32),
+    };
   });
   return { domain, descriptors, hitsAddend };
 }
@@ -132,26 +157,41 @@ export function decodeRlsJson(body: unknown): RlsRequest {
  * descriptor key `key`, `{"key": "user:42"}` (domain optional when only one is configured).
  */
 export function decodeCheck(body: unknown, onlyDomain: string | undefined): RlsRequest {
-  if (!isObject(body)) throw new BadRequest(`the body must be a JSON object such as {"key": "user:42", "cost": 1} or {"domain": "api", "descriptors": [{"user": "42"}]}`);
+  if (!isObject(body))
+    throw new BadRequest(
+      `the body must be a JSON object such as {"key": "user:42", "cost": 1} or {"domain": "api", "descriptors": [{"user": "42"}]}`,
+    );
   checkFields(body, '', ['domain', 'key', 'descriptors', 'cost']);
   const cost = body.cost === undefined ? 1 : uint(body.cost, 'cost', MAX_UINT32);
   let domain: string;
   if (body.domain !== undefined) domain = str(body.domain, 'domain');
   else if (onlyDomain !== undefined) domain = onlyDomain;
   else throw new BadRequest(`'domain' is required when several domains are configured`);
-  if ((body.key === undefined) === (body.descriptors === undefined)) throw new BadRequest(`give exactly one of 'key' or 'descriptors'`);
+  if ((body.key === undefined) === (body.descriptors === undefined))
+    throw new BadRequest(`give exactly one of 'key' or 'descriptors'`);
   let descriptors: RequestDescriptor[];
-  if (body.key !== undefined) descriptors = [{ entries: [{ key: 'key', value: str(body.key, 'key') }], hitsAddend: cost }];
+  if (body.key !== undefined)
+    descriptors = [{ entries: [{ key: 'key', value: str(body.key, 'key') }], hitsAddend: cost }];
   else {
-    if (!Array.isArray(body.descriptors) || body.descriptors.length === 0) throw new BadRequest(`'descriptors' must be a non-empty list of objects such as {"user": "42"}`);
-    if (body.descriptors.length > REQUEST_BOUNDS.maxDescriptors) throw new BadRequest(`'descriptors' holds ${body.descriptors.length} descriptors; a request holds at most ${REQUEST_BOUNDS.maxDescriptors}`);
+    if (!Array.isArray(body.descriptors) || body.descriptors.length === 0)
+      throw new BadRequest(`'descriptors' must be a non-empty list of objects such as {"user": "42"}`);
+    if (body.descriptors.length > REQUEST_BOUNDS.maxDescriptors)
+      throw new BadRequest(
+        `'descriptors' holds ${body.descriptors.length} descriptors; a request holds at most ${REQUEST_BOUNDS.maxDescriptors}`,
+      );
     descriptors = body.descriptors.map((d: unknown, i: number) => {
-      if (!isObject(d) || Object.keys(d).length === 0) throw new BadRequest(`'descriptors[${i}]' must be a non-empty object such as {"user": "42"}`);
+      if (!isObject(d) || Object.keys(d).length === 0)
+        throw new BadRequest(`'descriptors[${i}]' must be a non-empty object such as {"user": "42"}`);
       const pairs = Object.entries(d);
-      if (pairs.length > REQUEST_BOUNDS.maxEntries) throw new BadRequest(`'descriptors[${i}]' holds ${pairs.length} entries; a descriptor holds at most ${REQUEST_BOUNDS.maxEntries}`);
-      return { entries: pairs.map(([k, v]) => ({ key: k, value: str(v, `descriptors[${i}].${cut(k)}`) })), hitsAddend: cost };
+      if (pairs.length > REQUEST_BOUNDS.maxEntries)
+        throw new BadRequest(
+          `'descriptors[${i}]' holds ${pairs.length} entries; a descriptor holds at most ${REQUEST_BOUNDS.maxEntries}`,
+        );
+      return {
+        entries: pairs.map(([k, v]) => ({ key: k, value: str(v, `descriptors[${i}].${cut(k)}`) })),
+        hitsAddend: cost,
+      };
     });
   }
   return { domain, descriptors, hitsAddend: cost };
 }
-

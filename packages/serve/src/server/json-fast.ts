@@ -290,4 +290,3 @@ class Scan {
     return this.take(RBRACKET) ? list : undefined;
   }
 }
-

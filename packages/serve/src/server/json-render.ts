@@ -40,7 +40,10 @@ function statusOpening(l: CurrentLimit): StatusOpening {
       over: `{"code":"OVER_LIMIT"${limit}`,
       extraBytes,
       answerHead: `{"overallCode":"OK","statuses":[{"code":"OK"${limit},"limitRemaining":`,
-      answerMiddle: headerExtra < 0 ? undefined : `s"}],"responseHeadersToAdd":[{"key":"RateLimit-Limit","value":"${l.header}"},{"key":"RateLimit-Remaining","value":"`,
+      answerMiddle:
+        headerExtra < 0
+          ? undefined
+          : `s"}],"responseHeadersToAdd":[{"key":"RateLimit-Limit","value":"${l.header}"},{"key":"RateLimit-Remaining","value":"`,
       answerExtraBytes: extraBytes + headerExtra,
     };
     openingsByLimit.set(l, o);
@@ -160,7 +163,14 @@ function renderCommon(r: RlsResponse): RenderedJson | undefined {
   if (r.overallCode !== 'OK' || statuses.length !== 1) return undefined;
   const s = statuses[0]!;
   const l = s.currentLimit;
-  if (s.code !== 'OK' || l === undefined || s.limitRemaining === 0 || s.durationUntilResetMs === 0 || s.reason !== undefined) return undefined;
+  if (
+    s.code !== 'OK' ||
+    l === undefined ||
+    s.limitRemaining === 0 ||
+    s.durationUntilResetMs === 0 ||
+    s.reason !== undefined
+  )
+    return undefined;
   const o = statusOpening(l);
   if (o.answerMiddle === undefined) return undefined;
   const limitRemaining = integerText(s.limitRemaining);
@@ -176,7 +186,13 @@ function renderCommon(r: RlsResponse): RenderedJson | undefined {
     const limitHeader = headers[0]!;
     const remainingHeader = headers[1]!;
     const resetHeader = headers[2]!;
-    if (limitHeader[0] !== 'RateLimit-Limit' || remainingHeader[0] !== 'RateLimit-Remaining' || resetHeader[0] !== 'RateLimit-Reset' || limitHeader[1] !== l.header) return undefined;
+    if (
+      limitHeader[0] !== 'RateLimit-Limit' ||
+      remainingHeader[0] !== 'RateLimit-Remaining' ||
+      resetHeader[0] !== 'RateLimit-Reset' ||
+      limitHeader[1] !== l.header
+    )
+      return undefined;
     remaining = remainingHeader[1];
     reset = resetHeader[1];
     const remainingExtra = plainExtraBytes(remaining);

@@ -7,7 +7,11 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { HeaderEntry } from './config.js';
 import type { RequestDescriptor, RlsRequest } from './service.js';
 
-export function nginxRequest(domain: string, specs: readonly (readonly HeaderEntry[])[], headers: IncomingHttpHeaders): RlsRequest | undefined {
+export function nginxRequest(
+  domain: string,
+  specs: readonly (readonly HeaderEntry[])[],
+  headers: IncomingHttpHeaders,
+): RlsRequest | undefined {
   const descriptors: RequestDescriptor[] = [];
   for (const spec of specs) {
     const entries = [];

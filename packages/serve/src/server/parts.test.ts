@@ -15,20 +15,45 @@ test('carriesToken: Bearer or Basic (the token as the password), and nothing els
   assert.equal(carriesToken(`Bearer ${token}`, token), true);
   assert.equal(carriesToken(`bearer ${token}`, token), true);
   assert.equal(carriesToken(`Basic ${Buffer.from(`any:${token}`).toString('base64')}`, token), true);
-  assert.equal(carriesToken(`Basic ${Buffer.from(`${token}:x`).toString('base64')}`, token), false, 'the user name is not the password');
-  for (const h of [undefined, '', token, `Bearer ${token}x`, `Bearer ${token.slice(1)}`, `Token ${token}`]) assert.equal(carriesToken(h, token), false, String(h));
+  assert.equal(
+    carriesToken(`Basic ${Buffer.from(`${token}:x`).toString('base64')}`, token),
+    false,
+    'the user name is not the password',
+  );
+  for (const h of [undefined, '', token, `Bearer ${token}x`, `Bearer ${token.slice(1)}`, `Token ${token}`])
+    assert.equal(carriesToken(h, token), false, String(h));
 });
 
 test('decodeBody: the compact form, any JSON, and a BadRequest naming the problem', () => {
-  assert.deepEqual(decodeBody('json', '{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"}]}]}', undefined).descriptors[0]!.entries, [{ key: 'k', value: 'v' }]);
+  assert.deepEqual(
+    decodeBody('json', '{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"}]}]}', undefined)
+      .descriptors[0]!.entries,
+    [{ key: 'k', value: 'v' }],
+  );
   assert.equal(decodeBody('check', '{"key": "u", "cost": 3}', 'api').descriptors[0]!.hitsAddend, 3);
-  assert.throws(() => decodeBody('json', '{', undefined), (e: unknown) => e instanceof BadRequest && /^the body is not valid JSON/.test(e.message));
-  assert.throws(() => decodeBody('check', '{"key": "u", "cost": 4294967296}', 'api'), /'cost' must be a whole number from 0 to 4294967295, got 4294967296/);
+  assert.throws(
+    () => decodeBody('json', '{', undefined),
+    (e: unknown) => e instanceof BadRequest && /^the body is not valid JSON/.test(e.message),
+  );
+  assert.throws(
+    () => decodeBody('check', '{"key": "u", "cost": 4294967296}', 'api'),
+    /'cost' must be a whole number from 0 to 4294967295, got 4294967296/,
+  );
 });
 
 test('nginxRequest: a descriptor missing a header is skipped; none left is nothing to decide', () => {
-  const specs = [[{ key: 'ip', header: 'x-real-ip' }], [{ key: 'ip', header: 'x-real-ip' }, { key: 'path', header: 'x-path' }]];
-  assert.deepEqual(nginxRequest('web', specs, { 'x-real-ip': '1.2.3.4' }), { domain: 'web', descriptors: [{ entries: [{ key: 'ip', value: '1.2.3.4' }] }], hitsAddend: 0 });
+  const specs = [
+    [{ key: 'ip', header: 'x-real-ip' }],
+    [
+      { key: 'ip', header: 'x-real-ip' },
+      { key: 'path', header: 'x-path' },
+    ],
+  ];
+  assert.deepEqual(nginxRequest('web', specs, { 'x-real-ip': '1.2.3.4' }), {
+    domain: 'web',
+    descriptors: [{ entries: [{ key: 'ip', value: '1.2.3.4' }] }],
+    hitsAddend: 0,
+  });
   assert.equal(nginxRequest('web', specs, {}), undefined);
 });
 
@@ -74,8 +99,11 @@ test('readMessage: a whole message goes on; one that never ends is DEADLINE_EXCE
   assert.deepEqual([pending.calls, pending.bytes], [0, 0]);
 });
 
-test('unframe: a compressed flag without grpc-encoding is the client\'s error, INVALID_ARGUMENT', () => {
-  assert.throws(() => unframe(Buffer.from([1, 0, 0, 0, 1, 7]), 'identity', 100), (e: { code: number }) => e.code === 3);
+test("unframe: a compressed flag without grpc-encoding is the client's error, INVALID_ARGUMENT", () => {
+  assert.throws(
+    () => unframe(Buffer.from([1, 0, 0, 0, 1, 7]), 'identity', 100),
+    (e: { code: number }) => e.code === 3,
+  );
 });
 
 test("PendingCalls: one connection holds its share at most; at the total cap the fullest connection's oldest call gives way to another connection's, not to its own", () => {
@@ -101,11 +129,15 @@ test("PendingCalls: one connection holds its share at most; at the total cap the
   assert.equal(fromA[0]!.closed, true);
   assert.equal(fromA[1]!.sent, undefined);
   const secondOfB = on(b);
-  assert.equal(secondOfB.sent?.['grpc-status'], '8', 'A holds 2, B 1: no one is shed for B, whose own share is close to the fullest');
+  assert.equal(
+    secondOfB.sent?.['grpc-status'],
+    '8',
+    'A holds 2, B 1: no one is shed for B, whose own share is close to the fullest',
+  );
   assert.deepEqual([pending.calls, pending.shed, fromB.sent], [4, 1, undefined]);
 });
 
-test('PendingCalls: at an address\'s share, its own fullest connection gives way, and other addresses keep theirs', () => {
+test("PendingCalls: at an address's share, its own fullest connection gives way, and other addresses keep theirs", () => {
   const pending = new PendingCalls(100, 1024, 100, 3);
   const limits = { maxMessageBytes: 100, messageTimeoutMs: 0, pending };
   const on = (session: object) => {

@@ -20,7 +20,16 @@ import { decodeRateLimitRequest, encodeRateLimitResponse } from './rls-proto.js'
  * written on the wire from one left out, which no proto3 reader does (Envoy's included): toWire sets zeros,
  * protobufjs writes them, and the codec leaves them out.
  */
-const readAnswer = (loadSync(RLS_PROTO, { includeDirs: [PROTO_ROOT], keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true })['envoy.service.ratelimit.v3.RateLimitService'] as ServiceDefinition).ShouldRateLimit!.responseDeserialize;
+const readAnswer = (
+  loadSync(RLS_PROTO, {
+    includeDirs: [PROTO_ROOT],
+    keepCase: true,
+    longs: Number,
+    enums: String,
+    defaults: true,
+    oneofs: true,
+  })['envoy.service.ratelimit.v3.RateLimitService'] as ServiceDefinition
+).ShouldRateLimit!.responseDeserialize;
 
 // --- helpers ------------------------------------------------------------------------------------------------
 
@@ -75,13 +84,21 @@ const text = fc.oneof(
 const uint32 = fc.oneof(fc.constantFrom(0, 1, 127, 128, 2 ** 31, 4294967295), fc.integer({ min: 0, max: 4294967295 }));
 const unitNames = ['UNKNOWN', 'SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR'] as const;
 /** By name, or by number (int32): 7 and up and below 0 have no name. Mostly valid, so most requests decode. */
-const wireUnit = fc.oneof({ arbitrary: fc.constantFrom(...unitNames.slice(1)), weight: 6 }, fc.constantFrom(...unitNames), fc.integer({ min: -1, max: 8 }), fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }));
+const wireUnit = fc.oneof(
+  { arbitrary: fc.constantFrom(...unitNames.slice(1)), weight: 6 },
+  fc.constantFrom(...unitNames),
+  fc.integer({ min: -1, max: 8 }),
+  fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }),
+);
 /** uint64 values as protobufjs takes them (numbers): small, at 2^53's edge, and above it up to 2^64. */
 const wireUint64 = fc.oneof(
   { arbitrary: fc.nat(1000), weight: 5 },
   fc.integer({ min: 2 ** 53 - 1000, max: 2 ** 53 - 1 }),
   fc.constantFrom(0, 2 ** 53, 2 ** 53 + 2, 2 ** 63, 1.5e19, 18446744073709549568),
-  fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }).map(Number).filter((n) => n < 2 ** 64),
+  fc
+    .bigInt({ min: 0n, max: 2n ** 64n - 1n })
+    .map(Number)
+    .filter((n) => n < 2 ** 64),
 );
 const wireRequest = fc.record(
   {
@@ -119,7 +136,8 @@ function encode(fields: readonly Field[], withUnknown: boolean): Buffer {
 
 const known = (bytes: Buffer): Field => ({ unknown: false, bytes });
 const stringField = (field: number) => text.map((s) => known(lengthDelimited(field, Buffer.from(s))));
-const varintField = (field: number, values: fc.Arbitrary<number | bigint>) => values.map((v) => known(Buffer.concat([tag(field, 0), varint(v)])));
+const varintField = (field: number, values: fc.Arbitrary<number | bigint>) =>
+  values.map((v) => known(Buffer.concat([tag(field, 0), varint(v)])));
 /** Any field numbered above the message's own, of every wire type proto3 uses. */
 const unknownField = (above: number): fc.Arbitrary<Field> =>
   fc
@@ -133,20 +151,49 @@ const unknownField = (above: number): fc.Arbitrary<Field> =>
       ),
     )
     .map(([field, [wire, payload]]) => ({ unknown: true, bytes: Buffer.concat([tag(field, wire), payload]) }));
-const message = (field: number, members: fc.Arbitrary<Field>[], maxLength: number) => fc.array(fc.oneof(...members), { maxLength }).map((children): Field => ({ field, children }));
+const message = (field: number, members: fc.Arbitrary<Field>[], maxLength: number) =>
+  fc.array(fc.oneof(...members), { maxLength }).map((children): Field => ({ field, children }));
 
 const entryFields = message(1, [stringField(1), stringField(2), unknownField(2)], 4);
-const overrideFields = message(2, [varintField(1, uint32), varintField(2, fc.integer({ min: -2, max: 8 })), unknownField(2)], 3);
-const hitsFields = message(3, [varintField(1, fc.oneof(fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), fc.integer({ min: 2 ** 53 - 3, max: 2 ** 53 - 1 }), fc.nat(10))), unknownField(1)], 2);
+const overrideFields = message(
+  2,
+  [varintField(1, uint32), varintField(2, fc.integer({ min: -2, max: 8 })), unknownField(2)],
+  3,
+);
+const hitsFields = message(
+  3,
+  [
+    varintField(
+      1,
+      fc.oneof(
+        fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
+        fc.integer({ min: 2 ** 53 - 3, max: 2 ** 53 - 1 }),
+        fc.nat(10),
+      ),
+    ),
+    unknownField(1),
+  ],
+  2,
+);
 const descriptorFields = message(2, [entryFields, overrideFields, hitsFields, unknownField(3)], 6);
-const requestFields = fc.array(fc.oneof(stringField(1), { arbitrary: descriptorFields, weight: 2 }, varintField(3, uint32), unknownField(3)), { maxLength: 6 });
+const requestFields = fc.array(
+  fc.oneof(stringField(1), { arbitrary: descriptorFields, weight: 2 }, varintField(3, uint32), unknownField(3)),
+  { maxLength: 6 },
+);
 
 const responseUnit = fc.constantFrom<UnitName | 'UNKNOWN'>(...unitNames);
 const status: fc.Arbitrary<DescriptorStatus> = fc.record({
   code: fc.constantFrom('OK' as const, 'OVER_LIMIT' as const),
-  currentLimit: fc.option(fc.record({ name: text, requestsPerUnit: uint32, unit: responseUnit, header: fc.constant('') }), { nil: undefined }),
+  currentLimit: fc.option(
+    fc.record({ name: text, requestsPerUnit: uint32, unit: responseUnit, header: fc.constant('') }),
+    { nil: undefined },
+  ),
   limitRemaining: uint32,
-  durationUntilResetMs: fc.oneof(fc.constantFrom(0, 1, 999, 1000, 1001, 60_000, 4294967295000), fc.nat(10_000_000), fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER })),
+  durationUntilResetMs: fc.oneof(
+    fc.constantFrom(0, 1, 999, 1000, 1001, 60_000, 4294967295000),
+    fc.nat(10_000_000),
+    fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+  ),
   rule: fc.constant(undefined),
   shadow: fc.boolean(),
 });
@@ -162,7 +209,8 @@ function canonical(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(canonical);
   if (typeof v !== 'object' || v === null) return v;
   const out: Record<string, unknown> = {};
-  for (const [k, x] of Object.entries(v)) if (x !== 0 && x !== '' && x !== 'UNKNOWN' && x !== null && x !== undefined) out[k] = canonical(x);
+  for (const [k, x] of Object.entries(v))
+    if (x !== 0 && x !== '' && x !== 'UNKNOWN' && x !== null && x !== undefined) out[k] = canonical(x);
   return out;
 }
 
@@ -206,11 +254,13 @@ test('any answer reads back as protobufjs encoding toWire(answer) does, in canon
 
 test('any bytes decode or throw BadRequest, never anything else, and never hang', () => {
   const valid = wireRequest.map((w) => method.requestSerialize(w));
-  const mangled = fc.tuple(valid, fc.array(fc.tuple(fc.nat(), fc.nat(255)), { minLength: 1, maxLength: 4 }), fc.nat()).map(([b, edits, cut]) => {
-    const out = Buffer.from(b);
-    for (const [at, value] of edits) if (out.length > 0) out[at % out.length] = value;
-    return out.subarray(0, out.length === 0 ? 0 : cut % (out.length + 1));
-  });
+  const mangled = fc
+    .tuple(valid, fc.array(fc.tuple(fc.nat(), fc.nat(255)), { minLength: 1, maxLength: 4 }), fc.nat())
+    .map(([b, edits, cut]) => {
+      const out = Buffer.from(b);
+      for (const [at, value] of edits) if (out.length > 0) out[at % out.length] = value;
+      return out.subarray(0, out.length === 0 ? 0 : cut % (out.length + 1));
+    });
   const started = Date.now();
   fc.assert(
     fc.property(fc.oneof(fc.uint8Array({ maxLength: 64 }), mangled), (b) => {
@@ -224,8 +274,14 @@ test('any bytes decode or throw BadRequest, never anything else, and never hang'
 // --- pinned cases -------------------------------------------------------------------------------------------
 
 test('golden: the bench request', () => {
-  const b = bytes('0a 05 62 65 6e 63 68 12 1c 0a 1a 0a 0e 72 65 6d 6f 74 65 5f 61 64 64 72 65 73 73 12 08 31 30 2e 30 2e 30 2e 31');
-  const expected = { domain: 'bench', descriptors: [{ entries: [{ key: 'remote_address', value: '10.0.0.1' }], limit: undefined, hitsAddend: undefined }], hitsAddend: 0 };
+  const b = bytes(
+    '0a 05 62 65 6e 63 68 12 1c 0a 1a 0a 0e 72 65 6d 6f 74 65 5f 61 64 64 72 65 73 73 12 08 31 30 2e 30 2e 30 2e 31',
+  );
+  const expected = {
+    domain: 'bench',
+    descriptors: [{ entries: [{ key: 'remote_address', value: '10.0.0.1' }], limit: undefined, hitsAddend: undefined }],
+    hitsAddend: 0,
+  };
   assert.deepEqual(decodeRateLimitRequest(b), expected);
   assert.deepEqual(reference(b), { ok: expected });
   // A plain Uint8Array (not a Buffer) decodes the same.
@@ -236,7 +292,8 @@ test('golden: a typical OK answer', () => {
   const r = TYPICAL_ANSWER;
   // statuses { code OK, current_limit { 1000, MINUTE }, remaining 999, duration { 59 s, 500 000 000 ns } }
   const status = '12 16 0801 1205 08e807 1002 18e707 2208 083b 1080cab5ee01';
-  const headers = '1a22 0a0f 526174654c696d69742d4c696d6974 120f 313030302c20313030303b773d3630 1a1a 0a13 526174654c696d69742d52656d61696e696e67 1203 393939 1a15 0a0f 526174654c696d69742d5265736574 1202 3630';
+  const headers =
+    '1a22 0a0f 526174654c696d69742d4c696d6974 120f 313030302c20313030303b773d3630 1a1a 0a13 526174654c696d69742d52656d61696e696e67 1203 393939 1a15 0a0f 526174654c696d69742d5265736574 1202 3630';
   assert.equal(encodeRateLimitResponse(r).toString('hex'), bytes(`0801 ${status} ${headers}`).toString('hex'));
   // With headroom for the gRPC prefix: the same bytes after the gap, which is left to the caller.
   const withRoom = encodeRateLimitResponse(r, 5);
@@ -281,7 +338,8 @@ test('malformed bytes: each case names what is wrong and where', () => {
 test('invalid values: the BadRequest fromWire throws, after the whole message decoded', () => {
   /** A request of one descriptor with a limit override of these bytes. */
   const limit = (override: string) => lengthDelimited(2, lengthDelimited(2, bytes(override)));
-  const unitMessage = (got: string) => `descriptors[0].limit.unit must be SECOND, MINUTE, HOUR, DAY, MONTH or YEAR, got ${got}`;
+  const unitMessage = (got: string) =>
+    `descriptors[0].limit.unit must be SECOND, MINUTE, HOUR, DAY, MONTH or YEAR, got ${got}`;
   const cases: [Buffer, string][] = [
     [limit(''), unitMessage('UNKNOWN')], // limit present, unit absent
     [limit('10 00'), unitMessage('UNKNOWN')],
@@ -289,9 +347,18 @@ test('invalid values: the BadRequest fromWire throws, after the whole message de
     [limit('10 07'), unitMessage('7')], // a number protobufjs has no name for stays a number
     [limit('10 ff ff ff ff ff ff ff ff ff 01'), unitMessage('-1')],
     [limit('10 ff ff ff ff 0f'), unitMessage('-1')], // int32: the low 32 bits
-    [lengthDelimited(2, lengthDelimited(3, Buffer.concat([tag(1, 0), varint(2n ** 64n - 1n)]))), 'descriptors[0].hits_addend is too large: 18446744073709552000'],
-    [lengthDelimited(2, lengthDelimited(3, Buffer.concat([tag(1, 0), varint(2 ** 53)]))), 'descriptors[0].hits_addend is too large: 9007199254740992'],
-    [lengthDelimited(2, lengthDelimited(3, Buffer.concat([tag(1, 0), varint(2n ** 53n + 1n)]))), 'descriptors[0].hits_addend is too large: 9007199254740992'],
+    [
+      lengthDelimited(2, lengthDelimited(3, Buffer.concat([tag(1, 0), varint(2n ** 64n - 1n)]))),
+      'descriptors[0].hits_addend is too large: 18446744073709552000',
+    ],
+    [
+      lengthDelimited(2, lengthDelimited(3, Buffer.concat([tag(1, 0), varint(2 ** 53)]))),
+      'descriptors[0].hits_addend is too large: 9007199254740992',
+    ],
+    [
+      lengthDelimited(2, lengthDelimited(3, Buffer.concat([tag(1, 0), varint(2n ** 53n + 1n)]))),
+      'descriptors[0].hits_addend is too large: 9007199254740992',
+    ],
   ];
   for (const [b, message] of cases) {
     assert.deepEqual(mine(b), { bad: message }, b.toString('hex'));
@@ -299,10 +366,14 @@ test('invalid values: the BadRequest fromWire throws, after the whole message de
   }
   // 2^53 - 1 is still exact.
   const edge = lengthDelimited(2, lengthDelimited(3, Buffer.concat([tag(1, 0), varint(2 ** 53 - 1)])));
-  assert.deepEqual(mine(edge), { ok: { domain: '', descriptors: [{ entries: [], limit: undefined, hitsAddend: 2 ** 53 - 1 }], hitsAddend: 0 } });
+  assert.deepEqual(mine(edge), {
+    ok: { domain: '', descriptors: [{ entries: [], limit: undefined, hitsAddend: 2 ** 53 - 1 }], hitsAddend: 0 },
+  });
   assert.deepEqual(mine(edge), reference(edge));
   // Present with no value is 0; absent is undefined.
-  assert.deepEqual(mine(bytes('12 02 1a 00')), { ok: { domain: '', descriptors: [{ entries: [], limit: undefined, hitsAddend: 0 }], hitsAddend: 0 } });
+  assert.deepEqual(mine(bytes('12 02 1a 00')), {
+    ok: { domain: '', descriptors: [{ entries: [], limit: undefined, hitsAddend: 0 }], hitsAddend: 0 },
+  });
 
   // The first invalid descriptor is the one named; in one descriptor, the unit before the hits (fromWire's
   // order), wherever each sits on the wire.
@@ -315,18 +386,36 @@ test('invalid values: the BadRequest fromWire throws, after the whole message de
   assert.deepEqual(mine(second), { bad: 'descriptors[1].hits_addend is too large: 1152921504606847000' });
   assert.deepEqual(mine(second), reference(second));
   // Malformed bytes after an invalid value: protobufjs threw before fromWire ever ran.
-  assert.equal(malformedMessage(Buffer.concat([lengthDelimited(2, badUnit), bytes('18')])), 'malformed RateLimitRequest: truncated varint at byte 7');
+  assert.equal(
+    malformedMessage(Buffer.concat([lengthDelimited(2, badUnit), bytes('18')])),
+    'malformed RateLimitRequest: truncated varint at byte 7',
+  );
 });
 
 test('a singular field that repeats: the last scalar wins, and the last embedded message wins whole (as protobufjs, not merged)', () => {
   const b = Buffer.concat([
     lengthDelimited(1, Buffer.from('first')),
-    lengthDelimited(2, Buffer.concat([lengthDelimited(2, bytes('08 05 10 01')), lengthDelimited(1, bytes('0a 01 6b 0a 01 4b 12 01 76')), lengthDelimited(2, bytes('10 02')), lengthDelimited(3, bytes('08 09')), lengthDelimited(3, bytes(''))])),
+    lengthDelimited(
+      2,
+      Buffer.concat([
+        lengthDelimited(2, bytes('08 05 10 01')),
+        lengthDelimited(1, bytes('0a 01 6b 0a 01 4b 12 01 76')),
+        lengthDelimited(2, bytes('10 02')),
+        lengthDelimited(3, bytes('08 09')),
+        lengthDelimited(3, bytes('')),
+      ]),
+    ),
     bytes('18 03'),
     lengthDelimited(1, Buffer.from('last')),
     bytes('18 04'),
   ]);
-  const expected = { domain: 'last', descriptors: [{ entries: [{ key: 'K', value: 'v' }], limit: { requestsPerUnit: 0, unit: 'MINUTE' }, hitsAddend: 0 }], hitsAddend: 4 };
+  const expected = {
+    domain: 'last',
+    descriptors: [
+      { entries: [{ key: 'K', value: 'v' }], limit: { requestsPerUnit: 0, unit: 'MINUTE' }, hitsAddend: 0 },
+    ],
+    hitsAddend: 4,
+  };
   assert.deepEqual(mine(b), { ok: expected });
   assert.deepEqual(reference(b), { ok: expected });
 });
@@ -349,8 +438,16 @@ test('strings: invalid UTF-8 decodes as Buffer decodes it; a lone surrogate enco
     const b = lengthDelimited(1, bytes(raw));
     assert.deepEqual(mine(b), reference(b), raw);
   }
-  const r: RlsResponse = { overallCode: 'OK', statuses: [], headers: [['k', 'a\ud800b\udc00\ud83d\ude00']], retryAfterMs: 0 };
+  const r: RlsResponse = {
+    overallCode: 'OK',
+    statuses: [],
+    headers: [['k', 'a\ud800b\udc00\ud83d\ude00']],
+    retryAfterMs: 0,
+  };
   const got = encodeRateLimitResponse(r);
   assert.ok(got.includes(bytes('61 ef bf bd 62 ef bf bd f0 9f 98 80')));
-  assert.equal((readAnswer(got) as { response_headers_to_add: { value: string }[] }).response_headers_to_add[0]!.value, 'a\ufffdb\ufffd😀');
+  assert.equal(
+    (readAnswer(got) as { response_headers_to_add: { value: string }[] }).response_headers_to_add[0]!.value,
+    'a\ufffdb\ufffd😀',
+  );
 });

@@ -29,10 +29,19 @@ import type { Entry } from './rules.js';
 // nothing but the request's own objects.
 
 /** Enum RateLimitUnit by number; 0 is UNKNOWN, which fromWire rejects. */
-const UNIT_BY_NUMBER: readonly (UnitName | undefined)[] = [undefined, 'SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR'];
+const UNIT_BY_NUMBER: readonly (UnitName | undefined)[] = [
+  undefined,
+  'SECOND',
+  'MINUTE',
+  'HOUR',
+  'DAY',
+  'MONTH',
+  'YEAR',
+];
 
 /** Buffer's UTF-8 decoder, the one protobufjs reads strings with (invalid sequences become U+FFFD). */
-const utf8Slice = (Buffer.prototype as unknown as { utf8Slice(this: Uint8Array, start: number, end: number): string }).utf8Slice;
+const utf8Slice = (Buffer.prototype as unknown as { utf8Slice(this: Uint8Array, start: number, end: number): string })
+  .utf8Slice;
 
 // Tags and field numbers from the request's one description (rls-request.ts).
 const DOMAIN_TAG = REQUEST.f.domain.tag;
@@ -93,7 +102,8 @@ function varint(b: Uint8Array, end: number): number {
 function length(b: Uint8Array, end: number, field: number): number {
   const at = pos;
   const n = varint(b, end);
-  if (hi !== 0 || n > end - pos) malformed(`field ${field}'s length ${hi === 0 ? n : 'of 2^32 or more'} runs past the end of its message`, at);
+  if (hi !== 0 || n > end - pos)
+    malformed(`field ${field}'s length ${hi === 0 ? n : 'of 2^32 or more'} runs past the end of its message`, at);
   return n;
 }
 
@@ -141,9 +151,12 @@ export function decodeRateLimitRequest(bytes: Uint8Array): RlsRequest {
   while (pos < end) {
     const at = pos;
     const tag = varint(bytes, end);
-    if (tag === DOMAIN_TAG) domain = string(bytes, end, 1); // a later occurrence of a scalar replaces an earlier one
-    else if (tag === DESCRIPTORS.tag) descriptors.push(descriptor(bytes, messageEnd(bytes, end, DESCRIPTORS.number), descriptors.length));
-    else if (tag === HITS_TAG) hitsAddend = varint(bytes, end); // uint32: the low 32 bits, as protobufjs reads it
+    if (tag === DOMAIN_TAG)
+      domain = string(bytes, end, 1); // a later occurrence of a scalar replaces an earlier one
+    else if (tag === DESCRIPTORS.tag)
+      descriptors.push(descriptor(bytes, messageEnd(bytes, end, DESCRIPTORS.number), descriptors.length));
+    else if (tag === HITS_TAG)
+      hitsAddend = varint(bytes, end); // uint32: the low 32 bits, as protobufjs reads it
     else skip(bytes, end, tag, at, REQUEST.known);
   }
   // fromWire ran after protobufjs had decoded everything: malformed bytes anywhere win over an invalid value.
@@ -203,7 +216,8 @@ function descriptor(b: Uint8Array, end: number, i: number): RequestDescriptor {
         const at = pos;
         const t = varint(b, stop);
         if (t === REQUESTS_PER_UNIT_TAG) requestsPerUnit = varint(b, stop);
-        else if (t === UNIT_TAG) unit = varint(b, stop) | 0; // enums are int32
+        else if (t === UNIT_TAG)
+          unit = varint(b, stop) | 0; // enums are int32
         else skip(b, stop, t, at, OVERRIDE.known);
       }
     } else if (tag === DESCRIPTOR_HITS.tag) {
@@ -226,11 +240,13 @@ function descriptor(b: Uint8Array, end: number, i: number): RequestDescriptor {
   if (hasLimit) {
     const name = unit >= 1 && unit <= 6 ? UNIT_BY_NUMBER[unit] : undefined;
     // protobufjs names 0 UNKNOWN and leaves a number it has no name for as the number.
-    if (name === undefined) invalid ??= `descriptors[${i}].limit.unit must be SECOND, MINUTE, HOUR, DAY, MONTH or YEAR, got ${unit === 0 ? 'UNKNOWN' : unit}`;
+    if (name === undefined)
+      invalid ??= `descriptors[${i}].limit.unit must be SECOND, MINUTE, HOUR, DAY, MONTH or YEAR, got ${unit === 0 ? 'UNKNOWN' : unit}`;
     else limit = { requestsPerUnit, unit: name };
   }
   // Up to 2^53-1 is exact; past it, protobufjs's lo + hi * 2^32 rounds, and fromWire prints the rounded value.
-  if (hasHits && hitsHi > 0x1fffff) invalid ??= `descriptors[${i}].hits_addend is too large: ${hitsLo + hitsHi * 4294967296}`;
+  if (hasHits && hitsHi > 0x1fffff)
+    invalid ??= `descriptors[${i}].hits_addend is too large: ${hitsLo + hitsHi * 4294967296}`;
   return { entries, limit, hitsAddend: hasHits ? hitsLo + hitsHi * 4294967296 : undefined };
 }
 
@@ -306,7 +322,16 @@ function writeUtf8(buf: Buffer, p: number, s: string): number {
 }
 
 /** Enum RateLimitResponse.RateLimit.Unit by name. */
-const UNIT_NUMBER: Readonly<Record<UnitName | 'UNKNOWN', number>> = { UNKNOWN: 0, SECOND: 1, MINUTE: 2, HOUR: 3, DAY: 4, MONTH: 5, YEAR: 6, WEEK: 7 };
+const UNIT_NUMBER: Readonly<Record<UnitName | 'UNKNOWN', number>> = {
+  UNKNOWN: 0,
+  SECOND: 1,
+  MINUTE: 2,
+  HOUR: 3,
+  DAY: 4,
+  MONTH: 5,
+  YEAR: 6,
+  WEEK: 7,
+};
 
 /** A length-delimited field's whole size: its tag byte, its length prefix and its contents. */
 function fieldSize(contents: number): number {
@@ -337,7 +362,10 @@ export function encodeRateLimitResponse(r: RlsResponse, headroom = 0): Buffer {
     if (l !== undefined) {
       const rpu = l.requestsPerUnit >>> 0;
       const name = utf8Length(l.name);
-      const limit = (rpu === 0 ? 0 : 1 + varintSize(rpu)) + (UNIT_NUMBER[l.unit] === 0 ? 0 : 2) + (name === 0 ? 0 : fieldSize(name));
+      const limit =
+        (rpu === 0 ? 0 : 1 + varintSize(rpu)) +
+        (UNIT_NUMBER[l.unit] === 0 ? 0 : 2) +
+        (name === 0 ? 0 : fieldSize(name));
       sizes[k++] = limit;
       sizes[k++] = name;
       size += fieldSize(limit);

@@ -36,8 +36,21 @@ function camel(name: string): string {
   return name.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 }
 
-function field(name: string, number: number, wire: WireType, options: { message?: MessageSpec; repeated?: boolean } = {}): FieldSpec {
-  return { name, json: camel(name), number, wire, tag: (number << 3) | wire, repeated: options.repeated ?? false, ...(options.message ? { message: options.message } : {}) };
+function field(
+  name: string,
+  number: number,
+  wire: WireType,
+  options: { message?: MessageSpec; repeated?: boolean } = {},
+): FieldSpec {
+  return {
+    name,
+    json: camel(name),
+    number,
+    wire,
+    tag: (number << 3) | wire,
+    repeated: options.repeated ?? false,
+    ...(options.message ? { message: options.message } : {}),
+  };
 }
 
 function message<F extends Record<string, FieldSpec>>(name: string, fields: F): MessageSpec & { readonly f: F } {
@@ -52,7 +65,10 @@ const LEN = 2;
 export const ENTRY = message('Entry', { key: field('key', 1, LEN), value: field('value', 2, LEN) });
 
 /** RateLimitDescriptor.RateLimitOverride {uint32 requests_per_unit = 1; RateLimitUnit unit = 2}. */
-export const OVERRIDE = message('RateLimitOverride', { requestsPerUnit: field('requests_per_unit', 1, VARINT), unit: field('unit', 2, VARINT) });
+export const OVERRIDE = message('RateLimitOverride', {
+  requestsPerUnit: field('requests_per_unit', 1, VARINT),
+  unit: field('unit', 2, VARINT),
+});
 
 /** google.protobuf.UInt64Value {uint64 value = 1}: a descriptor's hits_addend. In JSON, the bare number. */
 export const UINT64_VALUE = message('UInt64Value', { value: field('value', 1, VARINT) });

@@ -6,7 +6,9 @@
  */
 
 /** Seconds; a memory-store decision lands in the first buckets, a Redis round trip in the middle ones. */
-export const LATENCY_BUCKETS = [0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25];
+export const LATENCY_BUCKETS = [
+  0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+];
 
 /** Envoy's default NEAR_LIMIT_RATIO: a hit within the limit counts as near once 80% of the limit is used. */
 export const NEAR_LIMIT_RATIO = 0.8;
@@ -52,7 +54,15 @@ export class RuleStats {
 
   /** Every counter back to 0 (see count()). */
   restart(): void {
-    this.totalHits = this.overLimit = this.nearLimit = this.withinLimit = this.shadowMode = this.overLimitWithLocalCache = this.storeErrors = this.storeFull = 0;
+    this.totalHits =
+      this.overLimit =
+      this.nearLimit =
+      this.withinLimit =
+      this.shadowMode =
+      this.overLimitWithLocalCache =
+      this.storeErrors =
+      this.storeFull =
+        0;
     this.latencyBuckets.fill(0);
     this.latencySum = this.latencyCount = 0;
   }
@@ -110,7 +120,10 @@ export class DetailedStats {
 }
 
 /** Envoy's detailed stats key: the domain, then `key_value` for every entry of the request's descriptor. */
-export function detailedKey(domain: string, entries: readonly { readonly key: string; readonly value: string }[]): string {
+export function detailedKey(
+  domain: string,
+  entries: readonly { readonly key: string; readonly value: string }[],
+): string {
   let k = domain;
   for (const e of entries) k += `.${e.key}_${e.value}`;
   return k;

@@ -56,7 +56,13 @@ test('a rule applies only at the descriptor depth where it sits (README example 
 
 test('state keys: one value as it is; several length-prefixed, so values with separators cannot collide', () => {
   assert.equal(stateKey([{ key: 'a', value: 'x' }]), 'x');
-  const ab = stateKey([{ key: 'a', value: '1:x' }, { key: 'b', value: 'y' }]);
-  const ba = stateKey([{ key: 'a', value: '1' }, { key: 'b', value: 'x1:y' }]);
+  const ab = stateKey([
+    { key: 'a', value: '1:x' },
+    { key: 'b', value: 'y' },
+  ]);
+  const ba = stateKey([
+    { key: 'a', value: '1' },
+    { key: 'b', value: 'x1:y' },
+  ]);
   assert.notEqual(ab, ba);
 });

@@ -3,7 +3,15 @@
  * ratelimit does it. A reload builds a new RuleSet but hands over the Limiter (and so the counter state) and
  * stats of every rule whose id and policy are unchanged.
  */
-import { checkRegionsPolicies, type Clock, Limiter, type Policy, type PolicyOptions, type Store, type Telemetry } from 'sluice/kit';
+import {
+  checkRegionsPolicies,
+  type Clock,
+  Limiter,
+  type Policy,
+  type PolicyOptions,
+  type Store,
+  type Telemetry,
+} from 'sluice/kit';
 import type { DescriptorNode, DomainConfig, Level, RuleSpec, ServiceConfig } from './config.js';
 import { wildcardMatches } from './config.js';
 import { DEFAULT_MAX_DETAILED_SERIES, DetailedStats, RuleStats } from './rule-stats.js';
@@ -113,7 +121,11 @@ export class RuleBuilder {
     const { cap, options } = this;
     const old = this.previous?.rules.get(spec.id);
     if (old !== undefined && signature(old.spec) === signature(spec)) {
-      const detailed = perValue(spec) ? (old.detailed?.cap === cap ? old.detailed : new DetailedStats(spec.domain, spec.id, cap)) : undefined;
+      const detailed = perValue(spec)
+        ? old.detailed?.cap === cap
+          ? old.detailed
+          : new DetailedStats(spec.domain, spec.id, cap)
+        : undefined;
       this.rules.set(spec.id, new Rule(spec, old.cell, old.stats, detailed));
       this.kept++;
       return;
@@ -121,7 +133,16 @@ export class RuleBuilder {
     const policy = spec.policy;
     // The limiter is built at the rule's first decision: what binding would refuse is refused here, at the reload.
     if (policy !== undefined && options.store.regions !== undefined) checkRegionsPolicies([policy]);
-    const cell = new LimiterCell(() => (policy === undefined ? undefined : new Limiter({ policy: toOptions(policy, options.countRejected === true), store: options.store, ...(options.clock ? { clock: options.clock } : {}), ...(options.telemetry ? { telemetry: options.telemetry } : {}) })));
+    const cell = new LimiterCell(() =>
+      policy === undefined
+        ? undefined
+        : new Limiter({
+            policy: toOptions(policy, options.countRejected === true),
+            store: options.store,
+            ...(options.clock ? { clock: options.clock } : {}),
+            ...(options.telemetry ? { telemetry: options.telemetry } : {}),
+          }),
+    );
     const detailed = perValue(spec) ? new DetailedStats(spec.domain, spec.id, cap) : undefined;
     this.rules.set(spec.id, new Rule(spec, cell, new RuleStats(spec.domain, spec.id), detailed));
   }
@@ -229,7 +250,11 @@ export function stateKey(entries: readonly Entry[], shared?: readonly (string | 
  * `value_to_metric`'s stats key: the domain, then each level's configured composite key, with the
  * request's value (`key_value`) at the levels that set it.
  */
-export function valueMetricKey(domain: string, path: readonly (string | undefined)[], entries: readonly Entry[]): string {
+export function valueMetricKey(
+  domain: string,
+  path: readonly (string | undefined)[],
+  entries: readonly Entry[],
+): string {
   let k = domain;
   for (let i = 0; i < entries.length; i++) {
     const e = entries[i]!;

@@ -22,7 +22,14 @@ import { createMetrics } from './metrics.js';
 import type { Shedding } from './metrics.js';
 import { RuleSet } from './rules.js';
 import { loadRulesOffThread } from './config-reload.js';
-import { loadOpenTelemetry, MemoryStore, monotonicClock, openTelemetry, type OpenTelemetryApi, type Telemetry } from 'sluice/kit';
+import {
+  loadOpenTelemetry,
+  MemoryStore,
+  monotonicClock,
+  openTelemetry,
+  type OpenTelemetryApi,
+  type Telemetry,
+} from 'sluice/kit';
 import { RateLimitService } from './service.js';
 import { isLoopback, readSettingFile, SettingsError } from './settings.js';
 import type { Settings } from './settings.js';
@@ -55,8 +62,15 @@ export interface StartOptions {
 }
 
 export async function startService(settings: Settings, options: StartOptions = {}): Promise<RunningService> {
-  const log = pino({ level: settings.logLevel, base: { service: 'sluice' } }, (options.logStream ?? process.stdout) as never);
-  const configOptions = { mergeDomains: settings.mergeDomainConfig, maxBytes: settings.maxConfigBytes, maxRules: settings.maxRules };
+  const log = pino(
+    { level: settings.logLevel, base: { service: 'sluice' } },
+    (options.logStream ?? process.stdout) as never,
+  );
+  const configOptions = {
+    mergeDomains: settings.mergeDomainConfig,
+    maxBytes: settings.maxConfigBytes,
+    maxRules: settings.maxRules,
+  };
   const config = loadConfig(settings.config, configOptions); // throws ConfigError: the CLI prints every problem and exits 1
   for (const note of configNotes(config)) log.warn({ domain: note.domain }, note.message);
   const tls = readGrpcTls(settings); // throws SettingsError naming the file, before anything listens
@@ -66,7 +80,13 @@ export async function startService(settings: Settings, options: StartOptions = {
   const telemetry = await serviceTelemetry(log);
   // Envoy's counting (over-limit hits count) unless STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT.
   const countRejected = !settings.stopCacheKeyIncrementWhenOverlimit;
-  const ruleOptions = { store: backing.store, maxDetailedSeries: settings.maxDetailedSeries, telemetry, countRejected, ...clock };
+  const ruleOptions = {
+    store: backing.store,
+    maxDetailedSeries: settings.maxDetailedSeries,
+    telemetry,
+    countRejected,
+    ...clock,
+  };
   // A rule the store refuses (e.g. an algorithm regions cannot keep) must not leave its clients open.
   let rules: RuleSet;
   try {
@@ -75,7 +95,16 @@ export async function startService(settings: Settings, options: StartOptions = {
     await backing.close();
     throw e;
   }
-  const service = new RateLimitService(rules, { store: backing.store, localCache: backing.kind !== 'memory', globalShadowMode: settings.shadowMode, strictDomains: settings.strictDomains, nearLimitRatio: settings.nearLimitRatio, telemetry, countRejected, ...clock });
+  const service = new RateLimitService(rules, {
+    store: backing.store,
+    localCache: backing.kind !== 'memory',
+    globalShadowMode: settings.shadowMode,
+    strictDomains: settings.strictDomains,
+    nearLimitRatio: settings.nearLimitRatio,
+    telemetry,
+    countRejected,
+    ...clock,
+  });
   const reloads = { ok: 0, failed: 0 };
   // The listeners are made below; /metrics reads their shedding when scraped.
   const shedding = (): Shedding[] => [
@@ -83,9 +112,19 @@ export async function startService(settings: Settings, options: StartOptions = {
     ...(admin === undefined ? [] : [{ listener: 'admin' as const, ...connectionCounts(admin) }]),
     ...(grpcServer === undefined ? [] : [{ listener: 'grpc' as const, ...grpcServer.shedding() }]),
   ];
-  const metrics = createMetrics(() => service.allStats(), { reloads: () => reloads, globalShadowOverrides: () => service.globalShadowOverrides, shedding });
+  const metrics = createMetrics(() => service.allStats(), {
+    reloads: () => reloads,
+    globalShadowOverrides: () => service.globalShadowOverrides,
+    shedding,
+  });
   let decisionPort: number | undefined;
-  const dashboard = new Dashboard(() => service, options.sampleMs, { demoUrl: settings.demoUrl, configRoot: settings.config, maxStreams: settings.adminMaxEventStreams, streamMs: settings.adminEventStreamMs, decisionPort: () => decisionPort });
+  const dashboard = new Dashboard(() => service, options.sampleMs, {
+    demoUrl: settings.demoUrl,
+    configRoot: settings.config,
+    maxStreams: settings.adminMaxEventStreams,
+    streamMs: settings.adminEventStreamMs,
+    decisionPort: () => decisionPort,
+  });
   let stopping = false;
 
   // Every listener opened so far, closed again should a later one fail to bind: the process then exits with
@@ -108,14 +147,36 @@ export async function startService(settings: Settings, options: StartOptions = {
 
   // The limits are given at creation and never set again: a server's headersTimeout set afterwards would
   // replace --headers-timeout-ms (it once did, with 66 s).
-  const http = createHttpServer({ service, log, maxBodyBytes: settings.maxBodyBytes, ready: backing.ready, stopping: () => stopping, limits: settings });
+  const http = createHttpServer({
+    service,
+    log,
+    maxBodyBytes: settings.maxBodyBytes,
+    ready: backing.ready,
+    stopping: () => stopping,
+    limits: settings,
+  });
   const httpPort = await listen(http, settings.port, settings.host).catch(failStart);
   decisionPort = httpPort;
   const health = { ready: backing.ready, stopping: () => stopping };
-  const admin = settings.adminPort < 0 ? undefined : createAdminServer({ dashboard, metrics, log, health, token: settings.adminToken, hosts: settings.adminHosts, limits: settings });
-  const adminPort = admin === undefined ? undefined : await listen(admin, settings.adminPort, settings.adminHost).catch(failStart);
+  const admin =
+    settings.adminPort < 0
+      ? undefined
+      : createAdminServer({
+          dashboard,
+          metrics,
+          log,
+          health,
+          token: settings.adminToken,
+          hosts: settings.adminHosts,
+          limits: settings,
+        });
+  const adminPort =
+    admin === undefined ? undefined : await listen(admin, settings.adminPort, settings.adminHost).catch(failStart);
   if (admin !== undefined && settings.adminToken === undefined && !isLoopback(settings.adminHost)) {
-    log.warn({ adminHost: settings.adminHost, adminPort }, 'the admin port (dashboard, /config, /metrics) is open beyond this host with no --admin-token; set one (NODE_ENV=production refuses to start without it)');
+    log.warn(
+      { adminHost: settings.adminHost, adminPort },
+      'the admin port (dashboard, /config, /metrics) is open beyond this host with no --admin-token; set one (NODE_ENV=production refuses to start without it)',
+    );
   }
   let grpcServer: ReturnType<typeof createGrpcServer> | undefined;
   let grpcPort: number | undefined;
@@ -125,7 +186,18 @@ export async function startService(settings: Settings, options: StartOptions = {
       log,
       maxMessageBytes: settings.maxBodyBytes,
       serving: async () => !stopping && (await backing.ready()),
-      envoyWire: settings.answers === 'sluice' ? undefined : { headers: settings.limitResponseHeadersEnabled ? { limit: settings.limitLimitHeader, remaining: settings.limitRemainingHeader, reset: settings.limitResetHeader } : undefined },
+      envoyWire:
+        settings.answers === 'sluice'
+          ? undefined
+          : {
+              headers: settings.limitResponseHeadersEnabled
+                ? {
+                    limit: settings.limitLimitHeader,
+                    remaining: settings.limitRemainingHeader,
+                    reset: settings.limitResetHeader,
+                  }
+                : undefined,
+            },
       maxConnectionAgeMs: settings.grpcMaxConnectionAgeMs,
       maxConnectionAgeGraceMs: settings.grpcMaxConnectionAgeGraceMs,
       maxConnectionIdleMs: settings.grpcMaxConnectionIdleMs,
@@ -146,7 +218,10 @@ export async function startService(settings: Settings, options: StartOptions = {
   dashboard.start();
   // The memory store reclaims idle keys as new ones arrive; a rule that gets no new keys has its idle ones
   // swept here. (A rule a reload drops or changes has its table freed at the swap: RuleSet.releaseDropped.)
-  const sweeper = backing.store instanceof MemoryStore ? setInterval(() => (backing.store as MemoryStore).sweep(), 30_000) : undefined;
+  const sweeper =
+    backing.store instanceof MemoryStore
+      ? setInterval(() => (backing.store as MemoryStore).sweep(), 30_000)
+      : undefined;
   sweeper?.unref();
 
   // One reload at a time, each on the rules the one before it left.
@@ -163,7 +238,10 @@ export async function startService(settings: Settings, options: StartOptions = {
         grpcServer.setTls(readGrpcTls(settings)!);
         log.info({ reason, cert: settings.grpcTlsCert }, 'gRPC TLS files re-read');
       } catch (e) {
-        log.error({ reason, err: (e as Error).message }, 'gRPC TLS files rejected; the previous certificate stays in use');
+        log.error(
+          { reason, err: (e as Error).message },
+          'gRPC TLS files rejected; the previous certificate stays in use',
+        );
       }
     }
     try {
@@ -201,7 +279,19 @@ export async function startService(settings: Settings, options: StartOptions = {
     }
   }
 
-  log.info({ http: httpPort, grpc: grpcPort ?? 'off', admin: adminPort ?? 'off', store: backing.kind, ...(settings.redisPerSecond !== undefined ? { perSecondStore: 'redis' } : {}), domains: [...config.domains.keys()], rules: rules.rules.size, ...(settings.shadowMode ? { shadowMode: 'global: every answer is OK' } : {}) }, 'sluice serve listening');
+  log.info(
+    {
+      http: httpPort,
+      grpc: grpcPort ?? 'off',
+      admin: adminPort ?? 'off',
+      store: backing.kind,
+      ...(settings.redisPerSecond !== undefined ? { perSecondStore: 'redis' } : {}),
+      domains: [...config.domains.keys()],
+      rules: rules.rules.size,
+      ...(settings.shadowMode ? { shadowMode: 'global: every answer is OK' } : {}),
+    },
+    'sluice serve listening',
+  );
 
   return {
     httpPort,
@@ -216,7 +306,10 @@ export async function startService(settings: Settings, options: StartOptions = {
       if (drainMs > 0) {
         // Issue 45, finding 7: the listeners once closed 67 ms after SIGTERM, before any balancer could see
         // /readyz fail; keep-alive clients got errors. Decisions go on meanwhile.
-        log.info({ drainMs }, 'shutting down: /readyz and gRPC health say not serving; decisions go on while balancers notice');
+        log.info(
+          { drainMs },
+          'shutting down: /readyz and gRPC health say not serving; decisions go on while balancers notice',
+        );
         await new Promise((res) => setTimeout(res, drainMs));
       }
       log.info('shutting down: draining in-flight requests');
@@ -251,12 +344,16 @@ function readGrpcTls(settings: Settings): GrpcTls | undefined {
   const tls: GrpcTls = {
     cert: readSettingFile('--grpc-tls-cert', settings.grpcTlsCert),
     key: readSettingFile('--grpc-tls-key', settings.grpcTlsKey),
-    ...(settings.grpcTlsClientCa === undefined ? {} : { clientCa: readSettingFile('--grpc-tls-client-ca', settings.grpcTlsClientCa) }),
+    ...(settings.grpcTlsClientCa === undefined
+      ? {}
+      : { clientCa: readSettingFile('--grpc-tls-client-ca', settings.grpcTlsClientCa) }),
   };
   try {
     createSecureContext({ cert: tls.cert, key: tls.key, ...(tls.clientCa === undefined ? {} : { ca: tls.clientCa }) });
   } catch (e) {
-    throw new SettingsError(`--grpc-tls-cert ${settings.grpcTlsCert} with --grpc-tls-key ${settings.grpcTlsKey}${settings.grpcTlsClientCa === undefined ? '' : ` and --grpc-tls-client-ca ${settings.grpcTlsClientCa}`}: not a usable certificate, key and CA: ${(e as Error).message}`);
+    throw new SettingsError(
+      `--grpc-tls-cert ${settings.grpcTlsCert} with --grpc-tls-key ${settings.grpcTlsKey}${settings.grpcTlsClientCa === undefined ? '' : ` and --grpc-tls-client-ca ${settings.grpcTlsClientCa}`}: not a usable certificate, key and CA: ${(e as Error).message}`,
+    );
   }
   return tls;
 }
@@ -274,6 +371,9 @@ async function serviceTelemetry(log: Logger): Promise<Telemetry | undefined> {
   }
   const provider = api.metrics.getMeterProvider?.();
   if (provider === undefined || (provider as object).constructor?.name === 'NoopMeterProvider') return undefined;
-  log.info({ meter: 'sluice' }, 'OpenTelemetry metrics on: decisions (sluice.decisions) and store calls (sluice.store.duration)');
+  log.info(
+    { meter: 'sluice' },
+    'OpenTelemetry metrics on: decisions (sluice.decisions) and store calls (sluice.store.duration)',
+  );
   return openTelemetry(api);
 }

@@ -20,9 +20,17 @@ descriptors:
 
 function service(options: Partial<ServiceOptions> = {}) {
   const store = new MemoryStore();
-  const svc = new RateLimitService(new RuleSet(parseConfig([{ file: 'd.yaml', text: CONFIG }]), { store }), { store, localCache: false, ...options });
-  const metrics = createMetrics(() => svc.allStats(), { reloads: () => ({ ok: 0, failed: 0 }), globalShadowOverrides: () => svc.globalShadowOverrides });
-  const hit = (key: string, value: string, hits = 1) => svc.shouldRateLimit({ domain: 'd', descriptors: [{ entries: [{ key, value }] }], hitsAddend: hits }) as RlsResponse;
+  const svc = new RateLimitService(new RuleSet(parseConfig([{ file: 'd.yaml', text: CONFIG }]), { store }), {
+    store,
+    localCache: false,
+    ...options,
+  });
+  const metrics = createMetrics(() => svc.allStats(), {
+    reloads: () => ({ ok: 0, failed: 0 }),
+    globalShadowOverrides: () => svc.globalShadowOverrides,
+  });
+  const hit = (key: string, value: string, hits = 1) =>
+    svc.shouldRateLimit({ domain: 'd', descriptors: [{ entries: [{ key, value }] }], hitsAddend: hits }) as RlsResponse;
   return { svc, metrics, hit };
 }
 
@@ -33,9 +41,16 @@ test('global shadow mode: an over-limit request is answered OK without Retry-Aft
   assert.equal(over.overallCode, 'OK');
   assert.equal(over.statuses[0]!.code, 'OVER_LIMIT');
   assert.equal(over.retryAfterMs, 0);
-  assert.deepEqual(over.headers.map(([name]) => name), ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']);
+  assert.deepEqual(
+    over.headers.map(([name]) => name),
+    ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'],
+  );
   // Two over-limit descriptors in one request are one overridden request.
-  const both = svc.shouldRateLimit({ domain: 'd', descriptors: [{ entries: [{ key: 'user', value: 'ann' }] }, { entries: [{ key: 'user', value: 'ann' }] }], hitsAddend: 1 }) as RlsResponse;
+  const both = svc.shouldRateLimit({
+    domain: 'd',
+    descriptors: [{ entries: [{ key: 'user', value: 'ann' }] }, { entries: [{ key: 'user', value: 'ann' }] }],
+    hitsAddend: 1,
+  }) as RlsResponse;
   assert.deepEqual([both.overallCode, both.statuses.map((s) => s.code)], ['OK', ['OVER_LIMIT', 'OVER_LIMIT']]);
   assert.equal(hit('user', 'bob').overallCode, 'OK', 'within the limit: nothing to override');
   assert.equal(svc.globalShadowOverrides, 2);
@@ -56,7 +71,11 @@ test('without global shadow mode the same request is OVER_LIMIT with Retry-After
 });
 
 test('nearLimitRatio: hits within the limit count as near once that share of it is used (Envoy NEAR_LIMIT_RATIO, default 0.8)', async () => {
-  for (const [ratio, near] of [[undefined, 2], [0.5, 5], [1, 0]] as const) {
+  for (const [ratio, near] of [
+    [undefined, 2],
+    [0.5, 5],
+    [1, 0],
+  ] as const) {
     const { svc, hit } = service(ratio === undefined ? {} : { nearLimitRatio: ratio });
     for (let i = 0; i < 10; i++) hit('user', 'ann');
     const stats = svc.allStats().find((s) => s.rule === 'd.user')!;

@@ -4,7 +4,18 @@
  * decided on its own rule, the overall code is OVER_LIMIT if any descriptor is, `replaces` drops the rules
  * it names, shadow mode answers OK but counts, `unlimited` answers OK with remaining 2^32-1.
  */
-import { type AlgorithmName, type Clock, type Decision, DeniedKeys, Limiter, MemoryStore, monotonicClock, SluiceError, type Store, type Telemetry } from 'sluice/kit';
+import {
+  type AlgorithmName,
+  type Clock,
+  type Decision,
+  DeniedKeys,
+  Limiter,
+  MemoryStore,
+  monotonicClock,
+  SluiceError,
+  type Store,
+  type Telemetry,
+} from 'sluice/kit';
 import { UNITS } from './config.js';
 import type { UnitName } from './config.js';
 import { detailedKey, NEAR_LIMIT_RATIO, RuleStats } from './rule-stats.js';
@@ -42,7 +53,8 @@ function currentLimit(name: string, requestsPerUnit: number, unit: UnitName | 'U
   // A burst above the rate is what a client can send now from idle, so RateLimit-Limit is the burst (never
   // below RateLimit-Remaining), and the policy states the rate with the burst as a parameter.
   const bursty = burst !== undefined && burst > requestsPerUnit;
-  const window = unit === 'UNKNOWN' ? '' : `, ${requestsPerUnit};w=${UNITS[unit] / 1000}${bursty ? `;burst=${burst}` : ''}`;
+  const window =
+    unit === 'UNKNOWN' ? '' : `, ${requestsPerUnit};w=${UNITS[unit] / 1000}${bursty ? `;burst=${burst}` : ''}`;
   return { name, requestsPerUnit, unit, header: `${bursty ? burst : requestsPerUnit}${window}` };
 }
 
@@ -212,27 +224,36 @@ export class RateLimitService {
     if (req.domain === '') throw new BadRequest(`'domain' must not be empty`);
     if (domain === undefined) {
       this.unknownDomainRequests++;
-      if (this.strictDomains) throw new BadRequest(`unknown domain '${req.domain}'; configured domains: ${[...this.rules.config.domains.keys()].join(', ')}`);
+      if (this.strictDomains)
+        throw new BadRequest(
+          `unknown domain '${req.domain}'; configured domains: ${[...this.rules.config.domains.keys()].join(', ')}`,
+        );
       if (req.descriptors.length === 0) throw new BadRequest(`'descriptors' must not be empty`);
       // Envoy: no limit applies to any descriptor of a domain it does not know.
       return this.overall(finish(req.descriptors.map(() => UNMATCHED)));
     }
     if (req.descriptors.length === 0) throw new BadRequest(`'descriptors' must not be empty`);
     const n = req.descriptors.length;
-    if (n > REQUEST_BOUNDS.maxDescriptors) throw new BadRequest(`the request holds ${n} descriptors; at most ${REQUEST_BOUNDS.maxDescriptors}`);
+    if (n > REQUEST_BOUNDS.maxDescriptors)
+      throw new BadRequest(`the request holds ${n} descriptors; at most ${REQUEST_BOUNDS.maxDescriptors}`);
     const targets: Target[] = new Array(n);
     let replaced: Set<string> | undefined;
     for (let i = 0; i < n; i++) {
       const d = req.descriptors[i]!;
       if (d.entries.length === 0) throw new BadRequest(`descriptors[${i}]: 'entries' must not be empty`);
-      if (d.entries.length > REQUEST_BOUNDS.maxEntries) throw new BadRequest(`descriptors[${i}] holds ${d.entries.length} entries; at most ${REQUEST_BOUNDS.maxEntries}`);
+      if (d.entries.length > REQUEST_BOUNDS.maxEntries)
+        throw new BadRequest(
+          `descriptors[${i}] holds ${d.entries.length} entries; at most ${REQUEST_BOUNDS.maxEntries}`,
+        );
       for (let j = 0; j < d.entries.length; j++) {
         const e = d.entries[j]!;
         if (e.key === '') throw new BadRequest(`descriptors[${i}].entries[${j}]: 'key' must not be empty`);
         if (e.value === '') throw new BadRequest(`descriptors[${i}].entries[${j}]: 'value' must not be empty`);
         if (e.key.length > REQUEST_BOUNDS.maxTextLength || e.value.length > REQUEST_BOUNDS.maxTextLength) {
           const which = e.key.length > REQUEST_BOUNDS.maxTextLength ? 'key' : 'value';
-          throw new BadRequest(`descriptors[${i}].entries[${j}]: '${which}' is ${e[which].length} characters long; at most ${REQUEST_BOUNDS.maxTextLength}`);
+          throw new BadRequest(
+            `descriptors[${i}].entries[${j}]: '${which}' is ${e[which].length} characters long; at most ${REQUEST_BOUNDS.maxTextLength}`,
+          );
         }
       }
       const node = match(domain.root, d.entries);
@@ -241,7 +262,8 @@ export class RateLimitService {
         targets[i] = this.overrideTarget(req.domain, rule, d.limit);
         continue;
       }
-      if (rule !== undefined && rule.spec.replaces.length > 0) for (const r of rule.spec.replaces) (replaced ??= new Set()).add(r);
+      if (rule !== undefined && rule.spec.replaces.length > 0)
+        for (const r of rule.spec.replaces) (replaced ??= new Set()).add(r);
       targets[i] = rule === undefined ? NO_RULE : this.targetOf(rule);
     }
     if (replaced !== undefined) {
@@ -258,13 +280,19 @@ export class RateLimitService {
       const d = req.descriptors[i]!;
       const hits = d.hitsAddend ?? (req.hitsAddend === 0 ? 1 : req.hitsAddend);
       // Envoy's hits_addend is a uint32; a cost past it only breaks counters (a double stops counting ones).
-      if (hits > MAX_UINT32) throw new BadRequest(`descriptors[${i}].hits_addend is ${hits}; at most ${MAX_UINT32} (Envoy's hits_addend is a uint32)`);
+      if (hits > MAX_UINT32)
+        throw new BadRequest(
+          `descriptors[${i}].hits_addend is ${hits}; at most ${MAX_UINT32} (Envoy's hits_addend is a uint32)`,
+        );
       const s = this.decideOne(targets[i]!, d.entries, hits);
       if (s instanceof Promise) pending = true;
       statuses[i] = s;
     }
     // One descriptor (most Envoy calls): its own Promise, without Promise.all's around it.
-    if (pending) return n === 1 ? (statuses[0] as Promise<DescriptorStatus>).then(this.finishOne) : Promise.all(statuses).then(this.finishAll);
+    if (pending)
+      return n === 1
+        ? (statuses[0] as Promise<DescriptorStatus>).then(this.finishOne)
+        : Promise.all(statuses).then(this.finishAll);
     return this.overall(finish(statuses as DescriptorStatus[]));
   }
 
@@ -286,25 +314,42 @@ export class RateLimitService {
     let t = this.targets.get(rule);
     if (t === undefined) {
       const spec = rule.spec;
-      t = { rule, limiter: rule.limiter, stats: rule.stats, current: spec.unlimited ? undefined : currentLimit(spec.name ?? '', spec.requestsPerUnit, spec.unit, spec.policy?.burst), id: spec.id };
+      t = {
+        rule,
+        limiter: rule.limiter,
+        stats: rule.stats,
+        current: spec.unlimited
+          ? undefined
+          : currentLimit(spec.name ?? '', spec.requestsPerUnit, spec.unit, spec.policy?.burst),
+        id: spec.id,
+      };
       this.targets.set(rule, t);
     }
     return t;
   }
 
-  private overrideTarget(domain: string, rule: Rule | undefined, limit: { requestsPerUnit: number; unit: UnitName }): Target {
+  private overrideTarget(
+    domain: string,
+    rule: Rule | undefined,
+    limit: { requestsPerUnit: number; unit: UnitName },
+  ): Target {
     // Envoy applies the override to whatever the descriptor is, matched or not; sluice keeps the matched
     // rule's algorithm, or Envoy's fixed window when nothing matched.
     const algorithm: AlgorithmName = rule?.spec.policy?.algorithm ?? 'fixed-window';
     const base = rule?.spec.id ?? `${domain}.(unmatched)`;
     const id = `${base}|override:${limit.requestsPerUnit}/${limit.unit}`;
     const current = currentLimit(rule?.spec.name ?? '', limit.requestsPerUnit, limit.unit);
-    if (limit.requestsPerUnit === 0) return { rule, limiter: undefined, stats: this.overrideStats(domain, id, undefined).stats, current, id };
+    if (limit.requestsPerUnit === 0)
+      return { rule, limiter: undefined, stats: this.overrideStats(domain, id, undefined).stats, current, id };
     const o = this.overrideStats(domain, id, { algorithm, limit: limit.requestsPerUnit, window: UNITS[limit.unit] });
     return { rule, limiter: o.limiter, stats: o.stats, current, id };
   }
 
-  private overrideStats(domain: string, id: string, policy: { algorithm: AlgorithmName; limit: number; window: number } | undefined): { limiter: Limiter | undefined; stats: RuleStats } {
+  private overrideStats(
+    domain: string,
+    id: string,
+    policy: { algorithm: AlgorithmName; limit: number; window: number } | undefined,
+  ): { limiter: Limiter | undefined; stats: RuleStats } {
     let o = this.overrides.get(id);
     if (o === undefined) {
       if (this.overrides.size >= MAX_OVERRIDES) {
@@ -312,8 +357,17 @@ export class RateLimitService {
         this.overrides.delete(oldest);
         void dropped.limiter?.close().catch(() => {});
       }
-      const counts = this.options.countRejected === true && policy?.algorithm === 'fixed-window' ? { countRejected: true } : {};
-      const limiter = policy === undefined ? undefined : new Limiter({ policy: { name: id, ...policy, ...counts }, store: this.options.store, ...(this.options.clock ? { clock: this.options.clock } : {}), ...(this.options.telemetry ? { telemetry: this.options.telemetry } : {}) });
+      const counts =
+        this.options.countRejected === true && policy?.algorithm === 'fixed-window' ? { countRejected: true } : {};
+      const limiter =
+        policy === undefined
+          ? undefined
+          : new Limiter({
+              policy: { name: id, ...policy, ...counts },
+              store: this.options.store,
+              ...(this.options.clock ? { clock: this.options.clock } : {}),
+              ...(this.options.telemetry ? { telemetry: this.options.telemetry } : {}),
+            });
       o = { limiter: limiter!, stats: new RuleStats(domain, id) };
       this.overrides.set(id, o);
     }
@@ -324,13 +378,21 @@ export class RateLimitService {
     // Envoy's detailed_metric: the rule's stats key carries the request's values. A limit override counts
     // on its own stats, as before.
     const detailed = t.rule?.detailed;
-    const stats = detailed === undefined || t.stats !== t.rule!.stats ? t.stats : detailed.of(metricKey(t.rule!.spec, entries));
+    const stats =
+      detailed === undefined || t.stats !== t.rule!.stats ? t.stats : detailed.of(metricKey(t.rule!.spec, entries));
     if (stats === undefined) return UNMATCHED;
     stats.count(hits);
     const shadow = t.rule?.spec.shadowMode === true;
     if (t.rule?.spec.unlimited === true) {
       stats.withinLimit += hits;
-      return { code: 'OK', currentLimit: undefined, limitRemaining: MAX_UINT32, durationUntilResetMs: 0, rule: t.id, shadow: false };
+      return {
+        code: 'OK',
+        currentLimit: undefined,
+        limitRemaining: MAX_UINT32,
+        durationUntilResetMs: 0,
+        rule: t.id,
+        shadow: false,
+      };
     }
     const limiter = t.limiter;
     if (limiter === undefined) {
@@ -386,52 +448,125 @@ export class RateLimitService {
     return this.status(stats, t, key, hits, shadow, decided, t0);
   }
 
-
   private storeFailure(stats: RuleStats, e: unknown): Error {
     if (e instanceof SluiceError) return e;
     stats.storeErrors++;
     return new StoreUnavailable(`the store could not decide: ${e instanceof Error ? e.message : String(e)}`);
   }
 
-  private status(stats: RuleStats, t: Target, key: string, hits: number, shadow: boolean, d: Decision, t0: number): DescriptorStatus {
+  private status(
+    stats: RuleStats,
+    t: Target,
+    key: string,
+    hits: number,
+    shadow: boolean,
+    d: Decision,
+    t0: number,
+  ): DescriptorStatus {
     stats.observe((monotonicClock() - t0) / 1000);
     // Decided by the store, not by the rule: a full memory store (onFull), or its failure policy.
     if (d.reason === 'store-full') stats.storeFull++;
     else if (d.reason !== undefined) stats.storeErrors++;
     if (!d.allowed) {
-      if (this.deny !== undefined && d.reason === undefined && d.retryAfterMs > 0) this.deny.remember(`${t.id!}\u0000${key}`, { until: t0 + d.retryAfterMs, cost: hits });
+      if (this.deny !== undefined && d.reason === undefined && d.retryAfterMs > 0)
+        this.deny.remember(`${t.id!}\u0000${key}`, { until: t0 + d.retryAfterMs, cost: hits });
       const status = this.over(stats, t, hits, shadow, d.remaining, d.retryAfterMs);
       return d.reason === undefined ? status : { ...status, reason: d.reason };
     }
     stats.withinLimit += hits;
     if (d.limit - d.remaining > this.nearLimitRatio * d.limit) stats.nearLimit += hits;
     if (d.reason !== undefined) {
-      return { code: 'OK', currentLimit: t.current, limitRemaining: d.remaining, durationUntilResetMs: d.resetAfterMs, rule: t.id, shadow: false, reason: d.reason, ...(t.rule?.spec.quotaMode === true ? { quota: 'within' as const } : {}) };
+      return {
+        code: 'OK',
+        currentLimit: t.current,
+        limitRemaining: d.remaining,
+        durationUntilResetMs: d.resetAfterMs,
+        rule: t.id,
+        shadow: false,
+        reason: d.reason,
+        ...(t.rule?.spec.quotaMode === true ? { quota: 'within' as const } : {}),
+      };
     }
     if (t.rule?.spec.quotaMode === true) {
-      return { code: 'OK', currentLimit: t.current, limitRemaining: d.remaining, durationUntilResetMs: d.resetAfterMs, rule: t.id, shadow: false, quota: 'within' };
+      return {
+        code: 'OK',
+        currentLimit: t.current,
+        limitRemaining: d.remaining,
+        durationUntilResetMs: d.resetAfterMs,
+        rule: t.id,
+        shadow: false,
+        quota: 'within',
+      };
     }
-    return { code: 'OK', currentLimit: t.current, limitRemaining: d.remaining, durationUntilResetMs: d.resetAfterMs, rule: t.id, shadow: false };
+    return {
+      code: 'OK',
+      currentLimit: t.current,
+      limitRemaining: d.remaining,
+      durationUntilResetMs: d.resetAfterMs,
+      rule: t.id,
+      shadow: false,
+    };
   }
 
-  private over(stats: RuleStats, t: Target, hits: number, shadow: boolean, remaining: number, waitMs: number, reason?: StatusReason): DescriptorStatus {
+  private over(
+    stats: RuleStats,
+    t: Target,
+    hits: number,
+    shadow: boolean,
+    remaining: number,
+    waitMs: number,
+    reason?: StatusReason,
+  ): DescriptorStatus {
     stats.overLimit += hits;
     if (shadow) stats.shadowMode += hits;
     // quota_mode: over answers OK here; finish() denies when every quota of the request is over.
     if (!shadow && t.rule?.spec.quotaMode === true) {
-      return { code: 'OK', currentLimit: t.current, limitRemaining: remaining, durationUntilResetMs: Math.ceil(waitMs), rule: t.id, shadow: false, quota: 'over' };
+      return {
+        code: 'OK',
+        currentLimit: t.current,
+        limitRemaining: remaining,
+        durationUntilResetMs: Math.ceil(waitMs),
+        rule: t.id,
+        shadow: false,
+        quota: 'over',
+      };
     }
-    if (reason !== undefined) return { code: shadow ? 'OK' : 'OVER_LIMIT', currentLimit: t.current, limitRemaining: remaining, durationUntilResetMs: 0, rule: t.id, shadow, reason };
-    return { code: shadow ? 'OK' : 'OVER_LIMIT', currentLimit: t.current, limitRemaining: remaining, durationUntilResetMs: Math.ceil(waitMs), rule: t.id, shadow };
+    if (reason !== undefined)
+      return {
+        code: shadow ? 'OK' : 'OVER_LIMIT',
+        currentLimit: t.current,
+        limitRemaining: remaining,
+        durationUntilResetMs: 0,
+        rule: t.id,
+        shadow,
+        reason,
+      };
+    return {
+      code: shadow ? 'OK' : 'OVER_LIMIT',
+      currentLimit: t.current,
+      limitRemaining: remaining,
+      durationUntilResetMs: Math.ceil(waitMs),
+      rule: t.id,
+      shadow,
+    };
   }
 }
 
 /** A descriptor no rule limits (or of a domain no config names): OK, with no limit to report. */
-const UNMATCHED: DescriptorStatus = Object.freeze({ code: 'OK', currentLimit: undefined, limitRemaining: 0, durationUntilResetMs: 0, rule: undefined, shadow: false });
+const UNMATCHED: DescriptorStatus = Object.freeze({
+  code: 'OK',
+  currentLimit: undefined,
+  limitRemaining: 0,
+  durationUntilResetMs: 0,
+  rule: undefined,
+  shadow: false,
+});
 
 /** The stats key of a per-value rule: Envoy's detailed key, or value_to_metric's. */
 function metricKey(spec: Rule['spec'], entries: readonly Entry[]): string {
-  return spec.detailedMetric || spec.metricPath === undefined ? detailedKey(spec.domain, entries) : valueMetricKey(spec.domain, spec.metricPath, entries);
+  return spec.detailedMetric || spec.metricPath === undefined
+    ? detailedKey(spec.domain, entries)
+    : valueMetricKey(spec.domain, spec.metricPath, entries);
 }
 
 /**
@@ -471,7 +606,8 @@ function finish(all: DescriptorStatus[]): Answer {
       if (s.reason === 'cost-exceeds-capacity') reason = s.reason;
     }
     if (s.reason !== undefined && s.reason !== 'cost-exceeds-capacity') storeReason = s.reason;
-    if (s.currentLimit !== undefined && (tightest === undefined || s.limitRemaining < tightest.limitRemaining)) tightest = s;
+    if (s.currentLimit !== undefined && (tightest === undefined || s.limitRemaining < tightest.limitRemaining))
+      tightest = s;
   }
   // A request that can never pass has no retry time to give, whatever its other descriptors say.
   if (reason !== undefined) return new Answer('OVER_LIMIT', statuses, tightest, 0, false, reason, storeReason);
@@ -507,7 +643,11 @@ export class Answer implements RlsResponse {
 function rateLimitHeaders(s: DescriptorStatus | undefined, over: boolean, retryAfterMs: number): [string, string][] {
   const h: [string, string][] = [];
   if (s !== undefined && s.currentLimit !== undefined) {
-    h.push(['RateLimit-Limit', s.currentLimit.header], ['RateLimit-Remaining', integerText(s.limitRemaining)], ['RateLimit-Reset', resetSeconds(s)]);
+    h.push(
+      ['RateLimit-Limit', s.currentLimit.header],
+      ['RateLimit-Remaining', integerText(s.limitRemaining)],
+      ['RateLimit-Reset', resetSeconds(s)],
+    );
   }
   if (over) h.push(['Retry-After', String(Math.max(1, Math.ceil(retryAfterMs / 1000)))]);
   return h;

@@ -148,13 +148,15 @@ interface Spec {
 
 const int = (min: number) => (raw: string, where: string) => {
   const n = Number(raw);
-  if (!/^-?\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min) throw new SettingsError(`${where} must be a whole number of at least ${min}, got ${JSON.stringify(raw)}`);
+  if (!/^-?\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min)
+    throw new SettingsError(`${where} must be a whole number of at least ${min}, got ${JSON.stringify(raw)}`);
   return n;
 };
 /** A timer's delay: Node's timers take at most 2^31 - 1 ms (24.8 days) and fire at once beyond it. */
 const delayMs = (raw: string, where: string) => {
   const n = int(0)(raw, where);
-  if (n > 2_147_483_647) throw new SettingsError(`${where} must be at most 2147483647 (24.8 days), got ${JSON.stringify(raw)}`);
+  if (n > 2_147_483_647)
+    throw new SettingsError(`${where} must be at most 2147483647 (24.8 days), got ${JSON.stringify(raw)}`);
   return n;
 };
 const str = (raw: string, where: string) => {
@@ -164,16 +166,21 @@ const str = (raw: string, where: string) => {
 /** A fraction above 0 and at most 1, such as 0.8. */
 const ratio = (raw: string, where: string) => {
   const n = Number(raw);
-  if (!/^(0|1)?(\.\d+)?$/.test(raw) || raw === '' || raw === '.' || !(n > 0 && n <= 1)) throw new SettingsError(`${where} must be a number above 0 and at most 1, such as 0.8, got ${JSON.stringify(raw)}`);
+  if (!/^(0|1)?(\.\d+)?$/.test(raw) || raw === '' || raw === '.' || !(n > 0 && n <= 1))
+    throw new SettingsError(`${where} must be a number above 0 and at most 1, such as 0.8, got ${JSON.stringify(raw)}`);
   return n;
 };
 /** One of a few words, e.g. 'open' or 'closed'. */
-const oneOf = (...words: string[]) => (raw: string, where: string) => {
-  if (!words.includes(raw)) throw new SettingsError(`${where} must be ${words.join(' or ')}, got ${JSON.stringify(raw)}`);
-  return raw;
-};
+const oneOf =
+  (...words: string[]) =>
+  (raw: string, where: string) => {
+    if (!words.includes(raw))
+      throw new SettingsError(`${where} must be ${words.join(' or ')}, got ${JSON.stringify(raw)}`);
+    return raw;
+  };
 /** An HTTP header name (RFC 9110's token), such as X-RateLimit-Limit. */
-const HEADER_NAME = (raw: string, where: string) => matching(/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/, 'an HTTP header name such as X-RateLimit-Limit')(raw, where);
+const HEADER_NAME = (raw: string, where: string) =>
+  matching(/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/, 'an HTTP header name such as X-RateLimit-Limit')(raw, where);
 /** A text value that must match `pattern`; the error says what it must be (`shape`). */
 const matching = (pattern: RegExp, shape: string) => (raw: string, where: string) => {
   if (!pattern.test(raw)) throw new SettingsError(`${where} must be ${shape}, got ${JSON.stringify(raw)}`);
@@ -184,7 +191,9 @@ const hostNames = (raw: string, where: string): readonly string[] => {
   const names = raw.split(',').map((n) => n.trim().toLowerCase());
   for (const n of names) {
     if (!/^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$/.test(n)) {
-      throw new SettingsError(`${where} must be host names separated by commas, such as sluice.internal,metrics.example.com (no port, no scheme), got ${JSON.stringify(raw)}: ${JSON.stringify(n)} is not a host name`);
+      throw new SettingsError(
+        `${where} must be host names separated by commas, such as sluice.internal,metrics.example.com (no port, no scheme), got ${JSON.stringify(raw)}: ${JSON.stringify(n)} is not a host name`,
+      );
     }
   }
   return names.map((n) => n.replace(/\.$/, ''));
@@ -196,23 +205,43 @@ const bool = (raw: string, where: string) => {
 };
 
 export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
-  config: { flag: '--config', env: 'SLUICE_CONFIG', help: 'YAML config file or folder (Envoy ratelimit format)', parse: str },
+  config: {
+    flag: '--config',
+    env: 'SLUICE_CONFIG',
+    help: 'YAML config file or folder (Envoy ratelimit format)',
+    parse: str,
+  },
   mergeDomainConfig: {
     flag: '--merge-domain-config',
     env: 'SLUICE_MERGE_DOMAIN_CONFIG',
     help: "files naming the same domain add up to one (a descriptor defined twice is still an error), as Envoy ratelimit's MERGE_DOMAIN_CONFIG (default false)",
     parse: bool,
   },
-  host: { flag: '--host', env: 'SLUICE_HOST', help: 'address to listen on (default 127.0.0.1; 0.0.0.0 for all)', parse: str },
+  host: {
+    flag: '--host',
+    env: 'SLUICE_HOST',
+    help: 'address to listen on (default 127.0.0.1; 0.0.0.0 for all)',
+    parse: str,
+  },
   port: { flag: '--port', env: 'SLUICE_PORT', help: 'HTTP port (default 8080)', parse: int(0) },
-  grpcPort: { flag: '--grpc-port', env: 'SLUICE_GRPC_PORT', help: 'gRPC port (default 8081; -1 disables gRPC)', parse: int(-1) },
+  grpcPort: {
+    flag: '--grpc-port',
+    env: 'SLUICE_GRPC_PORT',
+    help: 'gRPC port (default 8081; -1 disables gRPC)',
+    parse: int(-1),
+  },
   adminPort: {
     flag: '--admin-port',
     env: 'SLUICE_ADMIN_PORT',
     help: "admin port: dashboard, /events, /config and /metrics, apart from the decisions as Envoy ratelimit's DEBUG_PORT (default 6070; -1 disables it)",
     parse: int(-1),
   },
-  adminHost: { flag: '--admin-host', env: 'SLUICE_ADMIN_HOST', help: 'address of the admin port (default 127.0.0.1; another needs --admin-token when NODE_ENV=production)', parse: str },
+  adminHost: {
+    flag: '--admin-host',
+    env: 'SLUICE_ADMIN_HOST',
+    help: 'address of the admin port (default 127.0.0.1; another needs --admin-token when NODE_ENV=production)',
+    parse: str,
+  },
   adminToken: {
     flag: '--admin-token',
     env: 'SLUICE_ADMIN_TOKEN',
@@ -222,7 +251,7 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
   adminHosts: {
     flag: '--admin-hosts',
     env: 'SLUICE_ADMIN_HOSTS',
-    help: "host names the admin port answers, comma-separated, besides IP addresses and localhost: a request with any other Host is 421 (DNS rebinding), token or not (default none)",
+    help: 'host names the admin port answers, comma-separated, besides IP addresses and localhost: a request with any other Host is 421 (DNS rebinding), token or not (default none)',
     parse: hostNames,
   },
   adminMaxEventStreams: {
@@ -234,7 +263,7 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
   adminEventStreamMs: {
     flag: '--admin-event-stream-ms',
     env: 'SLUICE_ADMIN_EVENT_STREAM_MS',
-    help: "an /events stream is ended after this, and at once when its client stops reading; the dashboard reconnects by itself (default 300000, 5 min)",
+    help: 'an /events stream is ended after this, and at once when its client stops reading; the dashboard reconnects by itself (default 300000, 5 min)',
     parse: (raw: string, where: string) => Math.max(1, delayMs(raw, where)),
   },
   grpcMaxPendingCalls: {
@@ -318,7 +347,7 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
   grpcMaxPendingCallsPerAddress: {
     flag: '--grpc-max-pending-calls-per-address',
     env: 'SLUICE_GRPC_MAX_PENDING_CALLS_PER_ADDRESS',
-    help: "gRPC calls one client address (IPv6: one /64) holds while their message has not arrived whole; at it (and at --grpc-max-pending-calls) the connection holding the most gives up its oldest (default 1024)",
+    help: 'gRPC calls one client address (IPv6: one /64) holds while their message has not arrived whole; at it (and at --grpc-max-pending-calls) the connection holding the most gives up its oldest (default 1024)',
     parse: int(1),
   },
   drainMs: {
@@ -327,35 +356,93 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
     help: 'on SIGTERM, how long /readyz and gRPC health answer not-serving while decisions go on, so balancers stop sending, before the listeners close (default 5000)',
     parse: delayMs,
   },
-  grpcTlsCert: { flag: '--grpc-tls-cert', env: 'SLUICE_GRPC_TLS_CERT', help: 'PEM certificate chain: serve gRPC over TLS (with --grpc-tls-key; SIGHUP re-reads both)', parse: str },
-  grpcTlsKey: { flag: '--grpc-tls-key', env: 'SLUICE_GRPC_TLS_KEY', help: 'PEM private key of --grpc-tls-cert', parse: str },
-  grpcTlsClientCa: { flag: '--grpc-tls-client-ca', env: 'SLUICE_GRPC_TLS_CLIENT_CA', help: 'PEM CA: require client certificates it signed (mutual TLS)', parse: str },
-  redis: { flag: '--redis', env: 'SLUICE_REDIS', help: 'Redis URL, e.g. redis://127.0.0.1:6379 (default: in-memory store)', parse: str },
+  grpcTlsCert: {
+    flag: '--grpc-tls-cert',
+    env: 'SLUICE_GRPC_TLS_CERT',
+    help: 'PEM certificate chain: serve gRPC over TLS (with --grpc-tls-key; SIGHUP re-reads both)',
+    parse: str,
+  },
+  grpcTlsKey: {
+    flag: '--grpc-tls-key',
+    env: 'SLUICE_GRPC_TLS_KEY',
+    help: 'PEM private key of --grpc-tls-cert',
+    parse: str,
+  },
+  grpcTlsClientCa: {
+    flag: '--grpc-tls-client-ca',
+    env: 'SLUICE_GRPC_TLS_CLIENT_CA',
+    help: 'PEM CA: require client certificates it signed (mutual TLS)',
+    parse: str,
+  },
+  redis: {
+    flag: '--redis',
+    env: 'SLUICE_REDIS',
+    help: 'Redis URL, e.g. redis://127.0.0.1:6379 (default: in-memory store)',
+    parse: str,
+  },
   redisPerSecond: {
     flag: '--redis-per-second',
     env: 'SLUICE_REDIS_PER_SECOND',
     help: "a second Redis URL for rules whose windows are at most 1 s, as Envoy ratelimit's REDIS_PERSECOND (needs a main Redis; credentials and rediss:// from its own URL)",
     parse: matching(/^rediss?:\/\/[^\s]+$/, 'a redis:// or rediss:// URL'),
   },
-  redisCluster: { flag: '--redis-cluster', env: 'SLUICE_REDIS_CLUSTER', help: 'Redis Cluster seed nodes host:port,host:port', parse: str },
+  redisCluster: {
+    flag: '--redis-cluster',
+    env: 'SLUICE_REDIS_CLUSTER',
+    help: 'Redis Cluster seed nodes host:port,host:port',
+    parse: str,
+  },
   redisSentinel: {
     flag: '--redis-sentinel',
     env: 'SLUICE_REDIS_SENTINEL',
     help: 'Redis Sentinels, <master name>@host:port,host:port: decide on the primary they name, across failovers',
-    parse: matching(/^[^@\s]+@[^\s,:]+:\d+(,[^\s,:]+:\d+)*$/, '<master name>@host:port[,host:port...], e.g. mymaster@10.0.0.1:26379,10.0.0.2:26379'),
+    parse: matching(
+      /^[^@\s]+@[^\s,:]+:\d+(,[^\s,:]+:\d+)*$/,
+      '<master name>@host:port[,host:port...], e.g. mymaster@10.0.0.1:26379,10.0.0.2:26379',
+    ),
   },
-  redisPrefix: { flag: '--redis-prefix', env: 'SLUICE_REDIS_PREFIX', help: 'key prefix in Redis (default sluice)', parse: str },
-  redisUsername: { flag: '--redis-username', env: 'SLUICE_REDIS_USERNAME', help: 'Redis ACL user (default: the default user)', parse: str },
+  redisPrefix: {
+    flag: '--redis-prefix',
+    env: 'SLUICE_REDIS_PREFIX',
+    help: 'key prefix in Redis (default sluice)',
+    parse: str,
+  },
+  redisUsername: {
+    flag: '--redis-username',
+    env: 'SLUICE_REDIS_USERNAME',
+    help: 'Redis ACL user (default: the default user)',
+    parse: str,
+  },
   redisPassword: {
     flag: '--redis-password',
     env: 'SLUICE_REDIS_PASSWORD',
     help: 'Redis password (AUTH); prefer the environment variable, which ps does not show',
     parse: str,
   },
-  redisTls: { flag: '--redis-tls', env: 'SLUICE_REDIS_TLS', help: "TLS to Redis, checked against the system's CAs (default false; a rediss:// URL turns it on)", parse: bool },
-  redisTlsCa: { flag: '--redis-tls-ca', env: 'SLUICE_REDIS_TLS_CA', help: "PEM CA that signed Redis's certificate; implies --redis-tls", parse: str },
-  redisTimeoutMs: { flag: '--redis-timeout-ms', env: 'SLUICE_REDIS_TIMEOUT_MS', help: 'longest wait for Redis per call (default 50)', parse: int(1) },
-  redisConnectTimeoutMs: { flag: '--redis-connect-timeout-ms', env: 'SLUICE_REDIS_CONNECT_TIMEOUT_MS', help: 'start-up wait for Redis before serving anyway (default 3000)', parse: int(0) },
+  redisTls: {
+    flag: '--redis-tls',
+    env: 'SLUICE_REDIS_TLS',
+    help: "TLS to Redis, checked against the system's CAs (default false; a rediss:// URL turns it on)",
+    parse: bool,
+  },
+  redisTlsCa: {
+    flag: '--redis-tls-ca',
+    env: 'SLUICE_REDIS_TLS_CA',
+    help: "PEM CA that signed Redis's certificate; implies --redis-tls",
+    parse: str,
+  },
+  redisTimeoutMs: {
+    flag: '--redis-timeout-ms',
+    env: 'SLUICE_REDIS_TIMEOUT_MS',
+    help: 'longest wait for Redis per call (default 50)',
+    parse: int(1),
+  },
+  redisConnectTimeoutMs: {
+    flag: '--redis-connect-timeout-ms',
+    env: 'SLUICE_REDIS_CONNECT_TIMEOUT_MS',
+    help: 'start-up wait for Redis before serving anyway (default 3000)',
+    parse: int(0),
+  },
   region: {
     flag: '--region',
     env: 'SLUICE_REGION',
@@ -366,9 +453,17 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
     flag: '--region-peers',
     env: 'SLUICE_REGION_PEERS',
     help: "the other regions' Redis, name=redis://host:port,name=redis://host:port (with --region)",
-    parse: matching(/^[A-Za-z0-9_.-]{1,64}=rediss?:\/\/[^\s,]+(,[A-Za-z0-9_.-]{1,64}=rediss?:\/\/[^\s,]+)*$/, 'name=redis://host:port[,name=redis://host:port...]'),
+    parse: matching(
+      /^[A-Za-z0-9_.-]{1,64}=rediss?:\/\/[^\s,]+(,[A-Za-z0-9_.-]{1,64}=rediss?:\/\/[^\s,]+)*$/,
+      'name=redis://host:port[,name=redis://host:port...]',
+    ),
   },
-  regionExchangeMs: { flag: '--region-exchange-ms', env: 'SLUICE_REGION_EXCHANGE_MS', help: "how often this service pushes its region's counts to the others (default 100)", parse: int(1) },
+  regionExchangeMs: {
+    flag: '--region-exchange-ms',
+    env: 'SLUICE_REGION_EXCHANGE_MS',
+    help: "how often this service pushes its region's counts to the others (default 100)",
+    parse: int(1),
+  },
   failureMode: {
     flag: '--failure-mode',
     env: 'SLUICE_FAILURE_MODE',
@@ -381,17 +476,42 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
     help: 'in-memory store: coarse (read once per 1 ms tick or 64 decisions) or monotonic (every decision) (default coarse)',
     parse: oneOf('coarse', 'monotonic'),
   },
-  maxKeys: { flag: '--max-keys', env: 'SLUICE_MAX_KEYS', help: 'in-memory store: most keys kept (default 1000000)', parse: int(1) },
+  maxKeys: {
+    flag: '--max-keys',
+    env: 'SLUICE_MAX_KEYS',
+    help: 'in-memory store: most keys kept (default 1000000)',
+    parse: int(1),
+  },
   memoryOnFull: {
     flag: '--memory-on-full',
     env: 'SLUICE_MEMORY_ON_FULL',
-    help: "in-memory store at --max-keys with every key it could evict denying: deny or allow a new key, untracked (default deny)",
+    help: 'in-memory store at --max-keys with every key it could evict denying: deny or allow a new key, untracked (default deny)',
     parse: oneOf('allow', 'deny'),
   },
-  maxBodyBytes: { flag: '--max-body-bytes', env: 'SLUICE_MAX_BODY_BYTES', help: 'largest request body (default 65536)', parse: int(1) },
-  maxConfigBytes: { flag: '--max-config-bytes', env: 'SLUICE_MAX_CONFIG_BYTES', help: 'largest config, all its YAML files together, in bytes: a bigger one is refused at start and on reload (default 16777216)', parse: int(1) },
-  maxRules: { flag: '--max-rules', env: 'SLUICE_MAX_RULES', help: 'most rate_limit blocks in the config: more are refused at start and on reload (default 100000)', parse: int(1) },
-  logLevel: { flag: '--log-level', env: 'SLUICE_LOG_LEVEL', help: 'trace, debug, info, warn, error or fatal (default info)', parse: str },
+  maxBodyBytes: {
+    flag: '--max-body-bytes',
+    env: 'SLUICE_MAX_BODY_BYTES',
+    help: 'largest request body (default 65536)',
+    parse: int(1),
+  },
+  maxConfigBytes: {
+    flag: '--max-config-bytes',
+    env: 'SLUICE_MAX_CONFIG_BYTES',
+    help: 'largest config, all its YAML files together, in bytes: a bigger one is refused at start and on reload (default 16777216)',
+    parse: int(1),
+  },
+  maxRules: {
+    flag: '--max-rules',
+    env: 'SLUICE_MAX_RULES',
+    help: 'most rate_limit blocks in the config: more are refused at start and on reload (default 100000)',
+    parse: int(1),
+  },
+  logLevel: {
+    flag: '--log-level',
+    env: 'SLUICE_LOG_LEVEL',
+    help: 'trace, debug, info, warn, error or fatal (default info)',
+    parse: str,
+  },
   watch: { flag: '--watch', env: 'SLUICE_WATCH', help: 'reload when the config changes (default true)', parse: bool },
   maxDetailedSeries: {
     flag: '--max-detailed-series',
@@ -408,7 +528,7 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
   strictDomains: {
     flag: '--strict-domains',
     env: 'SLUICE_STRICT_DOMAINS',
-    help: "answer a domain no config names with 400 / INVALID_ARGUMENT; by default it is OK, as Envoy ratelimit answers (default false)",
+    help: 'answer a domain no config names with 400 / INVALID_ARGUMENT; by default it is OK, as Envoy ratelimit answers (default false)',
     parse: bool,
   },
   nearLimitRatio: {
@@ -427,7 +547,7 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
   answers: {
     flag: '--answers',
     env: 'SLUICE_ANSWERS',
-    help: "envoy: whole-second durations and no headers unless --limit-response-headers-enabled, as Envoy ratelimit; sluice: millisecond durations and RateLimit + Retry-After headers on every answer (default envoy)",
+    help: 'envoy: whole-second durations and no headers unless --limit-response-headers-enabled, as Envoy ratelimit; sluice: millisecond durations and RateLimit + Retry-After headers on every answer (default envoy)',
     parse: oneOf('envoy', 'sluice'),
   },
   limitResponseHeadersEnabled: {
@@ -437,15 +557,34 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
     help: "add RateLimit-Limit, -Remaining and -Reset to gRPC answers, as Envoy ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED, read too (default false)",
     parse: bool,
   },
-  limitLimitHeader: { flag: '--limit-limit-header', env: 'SLUICE_LIMIT_LIMIT_HEADER', envoyEnv: 'LIMIT_LIMIT_HEADER', help: 'name of the limit header; LIMIT_LIMIT_HEADER is read too (default RateLimit-Limit)', parse: HEADER_NAME },
-  limitRemainingHeader: { flag: '--limit-remaining-header', env: 'SLUICE_LIMIT_REMAINING_HEADER', envoyEnv: 'LIMIT_REMAINING_HEADER', help: 'name of the remaining header; LIMIT_REMAINING_HEADER is read too (default RateLimit-Remaining)', parse: HEADER_NAME },
-  limitResetHeader: { flag: '--limit-reset-header', env: 'SLUICE_LIMIT_RESET_HEADER', envoyEnv: 'LIMIT_RESET_HEADER', help: 'name of the reset header; LIMIT_RESET_HEADER is read too (default RateLimit-Reset)', parse: HEADER_NAME },
+  limitLimitHeader: {
+    flag: '--limit-limit-header',
+    env: 'SLUICE_LIMIT_LIMIT_HEADER',
+    envoyEnv: 'LIMIT_LIMIT_HEADER',
+    help: 'name of the limit header; LIMIT_LIMIT_HEADER is read too (default RateLimit-Limit)',
+    parse: HEADER_NAME,
+  },
+  limitRemainingHeader: {
+    flag: '--limit-remaining-header',
+    env: 'SLUICE_LIMIT_REMAINING_HEADER',
+    envoyEnv: 'LIMIT_REMAINING_HEADER',
+    help: 'name of the remaining header; LIMIT_REMAINING_HEADER is read too (default RateLimit-Remaining)',
+    parse: HEADER_NAME,
+  },
+  limitResetHeader: {
+    flag: '--limit-reset-header',
+    env: 'SLUICE_LIMIT_RESET_HEADER',
+    envoyEnv: 'LIMIT_RESET_HEADER',
+    help: 'name of the reset header; LIMIT_RESET_HEADER is read too (default RateLimit-Reset)',
+    parse: HEADER_NAME,
+  },
   demoUrl: {
     flag: '--demo-url',
     env: 'SLUICE_DEMO_URL',
     help: 'URL of the login demo (npm run demo) for the dashboard to link to (default: no link)',
     parse: (raw, where) => {
-      if (!/^https?:\/\/[^\s"'<>]+$/.test(raw)) throw new SettingsError(`${where} must be an http(s) URL, got ${JSON.stringify(raw)}`);
+      if (!/^https?:\/\/[^\s"'<>]+$/.test(raw))
+        throw new SettingsError(`${where} must be an http(s) URL, got ${JSON.stringify(raw)}`);
       return raw;
     },
   },
@@ -530,13 +669,18 @@ export function readSettingFile(flag: string, file: string): Buffer {
 }
 
 /** Reads flags (`--port 9000` or `--port=9000`) over environment variables over defaults. */
-export function readSettings(args: readonly string[], env: NodeJS.ProcessEnv, allowed: readonly (keyof Settings)[] = Object.keys(SETTINGS) as (keyof Settings)[]): Settings {
+export function readSettings(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  allowed: readonly (keyof Settings)[] = Object.keys(SETTINGS) as (keyof Settings)[],
+): Settings {
   const out: Record<string, unknown> = { ...DEFAULTS };
   const byFlag = new Map(allowed.map((k) => [SETTINGS[k].flag, k]));
   for (const k of allowed) {
     const spec = SETTINGS[k];
     // sluice's own name first; then Envoy ratelimit's, so its deployment's environment works unchanged.
-    const name = (env[spec.env] === undefined || env[spec.env] === '') && spec.envoyEnv !== undefined ? spec.envoyEnv : spec.env;
+    const name =
+      (env[spec.env] === undefined || env[spec.env] === '') && spec.envoyEnv !== undefined ? spec.envoyEnv : spec.env;
     const raw = env[name];
     if (raw !== undefined && raw !== '') out[k] = spec.parse(raw, name);
   }
@@ -545,32 +689,59 @@ export function readSettings(args: readonly string[], env: NodeJS.ProcessEnv, al
     const eq = arg.indexOf('=');
     const flag = eq > 0 ? arg.slice(0, eq) : arg;
     const k = byFlag.get(flag);
-    if (k === undefined) throw new SettingsError(`unknown option ${JSON.stringify(arg)}; known options: ${[...byFlag.keys()].join(', ')}`);
+    if (k === undefined)
+      throw new SettingsError(`unknown option ${JSON.stringify(arg)}; known options: ${[...byFlag.keys()].join(', ')}`);
     const raw = eq > 0 ? arg.slice(eq + 1) : args[++i];
     if (raw === undefined) throw new SettingsError(`${flag} needs a value`);
     out[k] = SETTINGS[k].parse(raw, flag);
   }
-  if (out.config === undefined) throw new SettingsError(`--config (or SLUICE_CONFIG) is required: the YAML file or folder of rate limits`);
+  if (out.config === undefined)
+    throw new SettingsError(`--config (or SLUICE_CONFIG) is required: the YAML file or folder of rate limits`);
   const backends = (['redis', 'redisCluster', 'redisSentinel'] as const).filter((k) => out[k] !== undefined);
-  if (backends.length > 1) throw new SettingsError(`give one of --redis, --redis-cluster or --redis-sentinel, not ${backends.map((k) => SETTINGS[k].flag).join(' and ')}`);
-  if (out.redisPerSecond !== undefined && backends.length === 0) throw new SettingsError(`--redis-per-second needs a main Redis (--redis, --redis-cluster or --redis-sentinel) for the rules of longer windows`);
-  if ((out.region === undefined) !== (out.regionPeers === undefined)) throw new SettingsError(`--region and --region-peers go together; only ${out.region === undefined ? '--region-peers' : '--region'} was given`);
+  if (backends.length > 1)
+    throw new SettingsError(
+      `give one of --redis, --redis-cluster or --redis-sentinel, not ${backends.map((k) => SETTINGS[k].flag).join(' and ')}`,
+    );
+  if (out.redisPerSecond !== undefined && backends.length === 0)
+    throw new SettingsError(
+      `--redis-per-second needs a main Redis (--redis, --redis-cluster or --redis-sentinel) for the rules of longer windows`,
+    );
+  if ((out.region === undefined) !== (out.regionPeers === undefined))
+    throw new SettingsError(
+      `--region and --region-peers go together; only ${out.region === undefined ? '--region-peers' : '--region'} was given`,
+    );
   if (out.region !== undefined && (out.redis === undefined || out.redisPerSecond !== undefined)) {
-    throw new SettingsError(`--region needs --redis (this region's own Redis), and neither --redis-cluster, --redis-sentinel nor --redis-per-second: regions are not built on those yet`);
+    throw new SettingsError(
+      `--region needs --redis (this region's own Redis), and neither --redis-cluster, --redis-sentinel nor --redis-per-second: regions are not built on those yet`,
+    );
   }
   if ((out.grpcTlsCert === undefined) !== (out.grpcTlsKey === undefined)) {
-    throw new SettingsError(`--grpc-tls-cert and --grpc-tls-key go together; only ${out.grpcTlsCert === undefined ? '--grpc-tls-key' : '--grpc-tls-cert'} was given`);
+    throw new SettingsError(
+      `--grpc-tls-cert and --grpc-tls-key go together; only ${out.grpcTlsCert === undefined ? '--grpc-tls-key' : '--grpc-tls-cert'} was given`,
+    );
   }
   if ((out.requestTimeoutMs as number) < (out.headersTimeoutMs as number)) {
-    throw new SettingsError(`--request-timeout-ms (${out.requestTimeoutMs}) must be at least --headers-timeout-ms (${out.headersTimeoutMs}): a request's headers are part of it`);
+    throw new SettingsError(
+      `--request-timeout-ms (${out.requestTimeoutMs}) must be at least --headers-timeout-ms (${out.headersTimeoutMs}): a request's headers are part of it`,
+    );
   }
   if (out.adminPort !== -1 && out.adminPort !== 0 && (out.adminPort === out.port || out.adminPort === out.grpcPort)) {
-    throw new SettingsError(`--admin-port (${out.adminPort}) must differ from --port and --grpc-port: the dashboard's streams stay off the decision ports; -1 disables it`);
+    throw new SettingsError(
+      `--admin-port (${out.adminPort}) must differ from --port and --grpc-port: the dashboard's streams stay off the decision ports; -1 disables it`,
+    );
   }
-  if (out.adminPort !== -1 && out.adminToken === undefined && !isLoopback(out.adminHost as string) && env.NODE_ENV === 'production') {
-    throw new SettingsError(`--admin-host ${out.adminHost} opens the dashboard, /config and /metrics beyond this host with no --admin-token (or SLUICE_ADMIN_TOKEN); NODE_ENV=production has no default secret: set a token, bind it to 127.0.0.1, or disable it with --admin-port -1`);
+  if (
+    out.adminPort !== -1 &&
+    out.adminToken === undefined &&
+    !isLoopback(out.adminHost as string) &&
+    env.NODE_ENV === 'production'
+  ) {
+    throw new SettingsError(
+      `--admin-host ${out.adminHost} opens the dashboard, /config and /metrics beyond this host with no --admin-token (or SLUICE_ADMIN_TOKEN); NODE_ENV=production has no default secret: set a token, bind it to 127.0.0.1, or disable it with --admin-port -1`,
+    );
   }
-  if (out.grpcTlsClientCa !== undefined && out.grpcTlsCert === undefined) throw new SettingsError(`--grpc-tls-client-ca needs --grpc-tls-cert and --grpc-tls-key: mutual TLS is TLS first`);
+  if (out.grpcTlsClientCa !== undefined && out.grpcTlsCert === undefined)
+    throw new SettingsError(`--grpc-tls-client-ca needs --grpc-tls-cert and --grpc-tls-key: mutual TLS is TLS first`);
   return out as unknown as Settings;
 }
 

@@ -28,7 +28,8 @@ async function load(specifier: string, hint: string): Promise<Record<string, unk
     return (await import(specifier)) as Record<string, unknown>;
   } catch (e) {
     const code = (e as { code?: string }).code;
-    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') throw new Error(`${hint} (${(e as Error).message.split('\n')[0]})`);
+    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND')
+      throw new Error(`${hint} (${(e as Error).message.split('\n')[0]})`);
     throw e;
   }
 }
@@ -53,21 +54,41 @@ interface RedisClientLike {
 /** `log`: where store trouble goes (storeEventLog); none without it. */
 export async function storeFromSettings(settings: Settings, log?: Logger): Promise<ServiceStore> {
   if (settings.redis === undefined && settings.redisCluster === undefined && settings.redisSentinel === undefined) {
-    return { store: new MemoryStore({ maxKeys: settings.maxKeys, onFull: settings.memoryOnFull }), kind: 'memory', ready: async () => true, close: async () => {} };
+    return {
+      store: new MemoryStore({ maxKeys: settings.maxKeys, onFull: settings.memoryOnFull }),
+      kind: 'memory',
+      ready: async () => true,
+      close: async () => {},
+    };
   }
   const redisModule = await load(REDIS_STORE_MODULE, 'this build of sluice has no Redis store (sluice/redis)');
-  const ioredis = await load(IOREDIS, '--redis, --redis-cluster and --redis-sentinel need the ioredis package: npm install ioredis');
-  const Redis = (ioredis.default ?? ioredis.Redis) as { new (url: string, o: object): RedisClientLike; new (o: object): RedisClientLike; Cluster: new (nodes: object[], o: object) => RedisClientLike };
+  const ioredis = await load(
+    IOREDIS,
+    '--redis, --redis-cluster and --redis-sentinel need the ioredis package: npm install ioredis',
+  );
+  const Redis = (ioredis.default ?? ioredis.Redis) as {
+    new (url: string, o: object): RedisClientLike;
+    new (o: object): RedisClientLike;
+    Cluster: new (nodes: object[], o: object) => RedisClientLike;
+  };
   // Commands fail fast while Redis is down (no offline queue, one retry), so the failure policy answers
   // within timeoutMs instead of requests piling up behind a reconnect.
-  const clientOptions = { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false, ...connectionOptions(settings) };
+  const clientOptions = {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    lazyConnect: false,
+    ...connectionOptions(settings),
+  };
   let client: RedisClientLike;
   let kind: ServiceStore['kind'];
   if (settings.redisCluster !== undefined) {
     const nodes = hostPorts(settings.redisCluster);
     // Over TLS the nodes are reached by the names they announce, so that their certificates match (ElastiCache and
     // other managed clusters): ioredis must not swap the names for addresses first.
-    const dnsLookup = 'tls' in clientOptions ? { dnsLookup: (address: string, done: (e: null, a: string) => void) => done(null, address) } : {};
+    const dnsLookup =
+      'tls' in clientOptions
+        ? { dnsLookup: (address: string, done: (e: null, a: string) => void) => done(null, address) }
+        : {};
     client = new Redis.Cluster(nodes, { enableOfflineQueue: false, redisOptions: clientOptions, ...dnsLookup });
     kind = 'redis-cluster';
   } else if (settings.redisSentinel !== undefined) {
@@ -79,7 +100,13 @@ export async function storeFromSettings(settings: Settings, log?: Logger): Promi
     // Sentinels too (tls-replication), and ioredis otherwise reaches a TLS primary in plain text.
     const at = settings.redisSentinel.indexOf('@');
     const tls = 'tls' in clientOptions ? { enableTLSForSentinelMode: true, sentinelTLS: clientOptions.tls } : {};
-    client = new Redis({ ...clientOptions, ...tls, failoverDetector: true, name: settings.redisSentinel.slice(0, at), sentinels: hostPorts(settings.redisSentinel.slice(at + 1)) });
+    client = new Redis({
+      ...clientOptions,
+      ...tls,
+      failoverDetector: true,
+      name: settings.redisSentinel.slice(0, at),
+      sentinels: hostPorts(settings.redisSentinel.slice(at + 1)),
+    });
     kind = 'redis-sentinel';
   } else {
     client = new Redis(settings.redis!, clientOptions);
@@ -88,10 +115,19 @@ export async function storeFromSettings(settings: Settings, log?: Logger): Promi
   const clients = [client];
   const RedisStore = redisModule.RedisStore as new (o: object) => Store;
   // With --region: the other regions' Redis, reached only by the exchange (off the decisions' path).
-  const peers = (settings.regionPeers ?? '').split(',').filter(Boolean).map((p) => p.split(/=(.*)/s) as [string, string]);
-  const peerClients = Object.fromEntries(peers.map(([name, url]) => [name, new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: false })]));
-  for (const c of Object.values(peerClients)) (c as unknown as { on(e: string, f: () => void): void }).on('error', () => {});
-  const regions = settings.region === undefined ? {} : { regions: { name: settings.region, peers: peerClients, exchangeMs: settings.regionExchangeMs } };
+  const peers = (settings.regionPeers ?? '')
+    .split(',')
+    .filter(Boolean)
+    .map((p) => p.split(/=(.*)/s) as [string, string]);
+  const peerClients = Object.fromEntries(
+    peers.map(([name, url]) => [name, new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: false })]),
+  );
+  for (const c of Object.values(peerClients))
+    (c as unknown as { on(e: string, f: () => void): void }).on('error', () => {});
+  const regions =
+    settings.region === undefined
+      ? {}
+      : { regions: { name: settings.region, peers: peerClients, exchangeMs: settings.regionExchangeMs } };
   const storeOf = (c: RedisClientLike, which: string) =>
     new RedisStore({
       ...regions,
@@ -100,14 +136,24 @@ export async function storeFromSettings(settings: Settings, log?: Logger): Promi
       timeoutMs: settings.redisTimeoutMs,
       onError: settings.failureMode,
       connectTimeoutMs: settings.redisConnectTimeoutMs,
-      ...(log === undefined ? {} : { onEvent: storeEventLog(log, { store: which, failureMode: settings.failureMode }) }),
+      ...(log === undefined
+        ? {}
+        : { onEvent: storeEventLog(log, { store: which, failureMode: settings.failureMode }) }),
     });
   let store = storeOf(client, kind);
   if (settings.redisPerSecond !== undefined) {
     // Its own URL's credentials and scheme only: the main Redis's AUTH settings are not its. The CA of
     // --redis-tls-ca is, when its URL is rediss://.
-    const tls = settings.redisPerSecond.startsWith('rediss:') && settings.redisTlsCa !== undefined ? { tls: { ca: readSettingFile('--redis-tls-ca', settings.redisTlsCa) } } : {};
-    const perSecond = new Redis(settings.redisPerSecond, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false, ...tls });
+    const tls =
+      settings.redisPerSecond.startsWith('rediss:') && settings.redisTlsCa !== undefined
+        ? { tls: { ca: readSettingFile('--redis-tls-ca', settings.redisTlsCa) } }
+        : {};
+    const perSecond = new Redis(settings.redisPerSecond, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      lazyConnect: false,
+      ...tls,
+    });
     clients.push(perSecond);
     store = new PerSecondSplit(store, storeOf(perSecond, 'redis-per-second'));
   }
@@ -121,11 +167,17 @@ export async function storeFromSettings(settings: Settings, log?: Logger): Promi
     // allowance nobody counts, which a load balancer or an operator must be able to see.
     async ready() {
       const timeout = new Promise<false>((resolve) => setTimeout(resolve, 500, false).unref());
-      const pings = Promise.all(clients.map((c) => c.ping())).then(() => true, () => false);
+      const pings = Promise.all(clients.map((c) => c.ping())).then(
+        () => true,
+        () => false,
+      );
       return Promise.race([pings, timeout]);
     },
     async close() {
-      await Promise.race([Promise.all(closing.map((c) => c.quit().catch(() => {}))), new Promise((r) => setTimeout(r, 1000).unref())]);
+      await Promise.race([
+        Promise.all(closing.map((c) => c.quit().catch(() => {}))),
+        new Promise((r) => setTimeout(r, 1000).unref()),
+      ]);
       for (const c of closing) c.disconnect();
     },
   };

@@ -16,10 +16,15 @@ function harness() {
   });
   let now = 0;
   const timers: { at: number; f: () => void }[] = [];
-  const onEvent = storeEventLog(pino({ level: 'info' }, stream), { store: 'redis' }, { now: () => now, setTimer: (f, ms) => timers.push({ at: now + ms, f }) });
+  const onEvent = storeEventLog(
+    pino({ level: 'info' }, stream),
+    { store: 'redis' },
+    { now: () => now, setTimer: (f, ms) => timers.push({ at: now + ms, f }) },
+  );
   const advance = (ms: number) => {
     now += ms;
-    for (const t of timers.splice(0)) if (t.at <= now) t.f();
+    for (const t of timers.splice(0))
+      if (t.at <= now) t.f();
       else timers.push(t);
   };
   return { lines, onEvent, advance, flush: () => new Promise((r) => setImmediate(r)) };
@@ -35,17 +40,31 @@ test('store-trouble log budget per outage, not per 30 s window: an outage 21 s a
   h.advance(21_000);
   h.onEvent({ type: 'disconnected', cause: 'connect ECONNREFUSED 127.0.0.1:7001', server: SERVER });
   await h.flush();
-  assert.deepEqual(h.lines.map((l) => l.level), [50, 30, 50], 'the blip, its end, and the new outage at once');
+  assert.deepEqual(
+    h.lines.map((l) => l.level),
+    [50, 30, 50],
+    'the blip, its end, and the new outage at once',
+  );
   assert.equal(h.lines[2]!.server, SERVER);
   h.advance(4_000);
-  h.onEvent({ type: 'recovered', downMs: 4_000, failedCalls: 280, lastCause: 'connect ECONNREFUSED 127.0.0.1:7001', server: SERVER });
+  h.onEvent({
+    type: 'recovered',
+    downMs: 4_000,
+    failedCalls: 280,
+    lastCause: 'connect ECONNREFUSED 127.0.0.1:7001',
+    server: SERVER,
+  });
   h.advance(5_000);
   h.onEvent({ type: 'unanswered', cause: "no answer within 'timeoutMs' 50", server: SERVER });
   await h.flush();
-  assert.deepEqual(h.lines.map((l) => l.level), [50, 30, 50, 30, 50], 'a CLIENT PAUSE 5 s later: its own line at once too');
+  assert.deepEqual(
+    h.lines.map((l) => l.level),
+    [50, 30, 50, 30, 50],
+    'a CLIENT PAUSE 5 s later: its own line at once too',
+  );
 });
 
-test('store-trouble recovery line names the server and the whole outage\'s length', async () => {
+test("store-trouble recovery line names the server and the whole outage's length", async () => {
   const h = harness();
   h.onEvent({ type: 'connect-timeout', connectTimeoutMs: 2000, server: SERVER });
   h.advance(1000);
@@ -53,7 +72,11 @@ test('store-trouble recovery line names the server and the whole outage\'s lengt
   h.advance(40_000);
   h.onEvent({ type: 'recovered', downMs: 41_000, failedCalls: 3, lastCause: 'refused', server: SERVER });
   await h.flush();
-  assert.deepEqual(h.lines.map((l) => l.level), [40, 30], 'one outage (its connect-timeout and disconnect), one recovery');
+  assert.deepEqual(
+    h.lines.map((l) => l.level),
+    [40, 30],
+    'one outage (its connect-timeout and disconnect), one recovery',
+  );
   assert.equal(h.lines[1]!.server, SERVER);
   assert.equal(h.lines[1]!.downMs, 41_000);
   assert.equal(h.lines[1]!.msg, 'Redis answers the store again');

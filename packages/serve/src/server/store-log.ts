@@ -29,7 +29,11 @@ type Down = Extract<RedisStoreEvent, { type: 'connect-timeout' | 'disconnected' 
 type Up = Extract<RedisStoreEvent, { type: 'recovered' }>;
 
 /** A listener for RedisStore's `onEvent` that logs to `log` with `fields` (which store, the failure mode). */
-export function storeEventLog(log: Logger, fields: Record<string, unknown>, options: StoreLogOptions = {}): (e: RedisStoreEvent) => void {
+export function storeEventLog(
+  log: Logger,
+  fields: Record<string, unknown>,
+  options: StoreLogOptions = {},
+): (e: RedisStoreEvent) => void {
   const everyMs = options.everyMs ?? STORE_LOG_EVERY_MS;
   const maxOutages = options.maxOutages ?? MAX_OUTAGES_PER_WINDOW;
   const now = options.now ?? Date.now;
@@ -49,17 +53,33 @@ export function storeEventLog(log: Logger, fields: Record<string, unknown>, opti
     const at = { ...fields, ...(e.server === undefined ? {} : { server: e.server }), ...more };
     switch (e.type) {
       case 'connect-timeout':
-        return log.warn({ ...at, connectTimeoutMs: e.connectTimeoutMs, ...(e.cause === undefined ? {} : { cause: e.cause }) }, `the store could not connect to Redis within ${e.connectTimeoutMs} ms; decisions follow the failure mode until it does`);
+        return log.warn(
+          { ...at, connectTimeoutMs: e.connectTimeoutMs, ...(e.cause === undefined ? {} : { cause: e.cause }) },
+          `the store could not connect to Redis within ${e.connectTimeoutMs} ms; decisions follow the failure mode until it does`,
+        );
       case 'disconnected':
-        return log.error({ ...at, cause: e.cause }, 'the store lost its connection to Redis; decisions follow the failure mode until it is back');
+        return log.error(
+          { ...at, cause: e.cause },
+          'the store lost its connection to Redis; decisions follow the failure mode until it is back',
+        );
       case 'unanswered':
-        return log.error({ ...at, cause: e.cause }, 'Redis is not answering the store; decisions follow the failure mode until it does');
+        return log.error(
+          { ...at, cause: e.cause },
+          'Redis is not answering the store; decisions follow the failure mode until it does',
+        );
     }
   };
 
   const up = (e: Up, more: object = {}) =>
     log.info(
-      { ...fields, ...(e.server === undefined ? {} : { server: e.server }), downMs: e.downMs, failedCalls: e.failedCalls, ...(e.lastCause === undefined ? {} : { lastCause: e.lastCause }), ...more },
+      {
+        ...fields,
+        ...(e.server === undefined ? {} : { server: e.server }),
+        downMs: e.downMs,
+        failedCalls: e.failedCalls,
+        ...(e.lastCause === undefined ? {} : { lastCause: e.lastCause }),
+        ...more,
+      },
       'Redis answers the store again',
     );
 
@@ -72,7 +92,11 @@ export function storeEventLog(log: Logger, fields: Record<string, unknown>, opti
     if (outage !== undefined) {
       down(outage, more);
       logged = true; // its recovery gets a line
-    } else log.info({ ...fields, ...more }, 'Redis answers the store again; it went down and came back more often than logged');
+    } else
+      log.info(
+        { ...fields, ...more },
+        'Redis answers the store again; it went down and came back more often than logged',
+      );
   };
 
   const begin = (e: Down) => {
@@ -117,9 +141,15 @@ export function storeEventLog(log: Logger, fields: Record<string, unknown>, opti
           `Redis maxmemory-policy is ${e.policy}: it can evict the limiters' keys (every one has a TTL) and so reset their limits; set ${SAFE} (docs/redis.md, "Eviction and persistence")`,
         );
       case 'restarted':
-        return log.warn({ ...fields, server: e.server, runId: e.runId, previousRunId: e.previousRunId }, 'a different Redis process answers (its run_id changed: a restart or a failover); counts it had not persisted or replicated start again');
+        return log.warn(
+          { ...fields, server: e.server, runId: e.runId, previousRunId: e.previousRunId },
+          'a different Redis process answers (its run_id changed: a restart or a failover); counts it had not persisted or replicated start again',
+        );
       case 'checked':
-        return log.debug({ ...fields, server: e.server, maxmemoryPolicy: e.policy, runId: e.runId }, 'Redis settings read');
+        return log.debug(
+          { ...fields, server: e.server, maxmemoryPolicy: e.policy, runId: e.runId },
+          'Redis settings read',
+        );
       case 'check-refused':
         return log.warn(
           { ...fields, server: e.server, command: e.command, cause: e.cause },

@@ -26,7 +26,11 @@ export function planSources(mix: MixName, sources: number, seed: number): Source
     const u = random();
     const s = Math.floor(random() * 2 ** 31);
     let plan: SourcePlan;
-    if (mix === 'typical') plan = u < 0.005 ? { kind: 'bot', load: 2 + 18 * random(), seed: s } : { kind: 'poisson', load: 0.01 + 0.29 * random(), seed: s };
+    if (mix === 'typical')
+      plan =
+        u < 0.005
+          ? { kind: 'bot', load: 2 + 18 * random(), seed: s }
+          : { kind: 'poisson', load: 0.01 + 0.29 * random(), seed: s };
     else if (u < 0.05) plan = { kind: 'steady', load: 1.01 + 0.09 * random(), seed: s };
     else if (u < 0.1) plan = { kind: 'bursting', load: 2, seed: s };
     else plan = { kind: 'poisson', load: 0.01 + 0.29 * random(), seed: s };
@@ -44,7 +48,14 @@ export function meanLoad(p: SourcePlan): number {
  * Writes one source's request times (whole ms, ascending) over [start, start + durationMs) into `out`,
  * growing it as needed; returns the array and the count.
  */
-export function arrivals(p: SourcePlan, limit: number, windowMs: number, start: number, durationMs: number, out: Float64Array): [Float64Array, number] {
+export function arrivals(
+  p: SourcePlan,
+  limit: number,
+  windowMs: number,
+  start: number,
+  durationMs: number,
+  out: Float64Array,
+): [Float64Array, number] {
   const random = seededRandom(p.seed);
   const end = start + durationMs;
   const gap = windowMs / (limit * p.load); // mean ms between requests

@@ -2,7 +2,14 @@
 // counter (buckets 1, Cloudflare's two-counter estimate), its sub-window variant (buckets k) and the exact
 // sliding log, each limiter on its own, and measures how each departs from the exact sliding window.
 // Sources are independent (one key each), so each is replayed alone, through the pure core algorithms.
-import { compilePolicy, createAlgorithm, LogState, type ObjectAlgorithm, type SlabAlgorithm, Verdict } from 'sluice/kit';
+import {
+  compilePolicy,
+  createAlgorithm,
+  type LogState,
+  type ObjectAlgorithm,
+  type SlabAlgorithm,
+  Verdict,
+} from 'sluice/kit';
 import { formatTable } from '../support/table.js';
 import { arrivals, meanLoad, MIXES, planSources, type MixName } from './accuracy-traffic.js';
 
@@ -16,7 +23,13 @@ export interface AccuracyOptions {
   readonly mixes: readonly MixName[];
 }
 
-export const ACCURACY_DEFAULTS: AccuracyOptions = { seed: 1, sources: 10_000, requests: 10_000_000, buckets: 40, mixes: MIXES };
+export const ACCURACY_DEFAULTS: AccuracyOptions = {
+  seed: 1,
+  sources: 10_000,
+  requests: 10_000_000,
+  buckets: 40,
+  mixes: MIXES,
+};
 
 export const LIMIT = 100;
 export const WINDOW_MS = 60_000;
@@ -74,7 +87,10 @@ class Window {
 type Decide = (now: number) => boolean;
 
 /** A fresh per-source decider for one limiter, straight on the core algorithm (no store, no Promise). */
-function decider(name: string, buckets: number): { make: () => Decide; stateBytes: (() => number) | undefined; slots: number } {
+function decider(
+  name: string,
+  buckets: number,
+): { make: () => Decide; stateBytes: (() => number) | undefined; slots: number } {
   const policy = compilePolicy(
     name === 'fixed window'
       ? { algorithm: 'fixed-window', limit: LIMIT, window: WINDOW_MS }
@@ -117,9 +133,22 @@ function decider(name: string, buckets: number): { make: () => Decide; stateByte
 }
 
 export function simulateAccuracyMix(mix: MixName, o: AccuracyOptions): MixResult {
-  const names = ['fixed window', 'sliding window, buckets 1', `sliding window, buckets ${o.buckets}`, 'sliding log (exact)'];
+  const names = [
+    'fixed window',
+    'sliding window, buckets 1',
+    `sliding window, buckets ${o.buckets}`,
+    'sliding log (exact)',
+  ];
   const deciders = names.map((n) => decider(n, n.endsWith('buckets 1') ? 1 : o.buckets));
-  const results: AlgorithmResult[] = names.map((name) => ({ name, falsePositives: 0, overAdmitted: 0, worst: 0, disagreements: 0, admitted: 0, stateBytes: 0 }));
+  const results: AlgorithmResult[] = names.map((name) => ({
+    name,
+    falsePositives: 0,
+    overAdmitted: 0,
+    worst: 0,
+    disagreements: 0,
+    admitted: 0,
+    stateBytes: 0,
+  }));
   const plans = planSources(mix, o.sources, o.seed);
   const perWindow = plans.reduce((a, p) => a + meanLoad(p) * LIMIT, 0);
   // One window more than the mean needs: each source starts up to a window late (its random phase).
@@ -182,7 +211,7 @@ const CLOUDFLARE = [
   'decision with the exact rate recomputed from the same log; sluice replays synthetic mixes chosen to',
   'stress the limit (bots far above it, sources hovering just over it, on/off bursts), so its worst cases',
   'are deliberately worse. "Wrongly decided" here is counted per request against the exact sliding',
-  'window on the limiter\'s own admitted history, which is our reading of their measure. Cloudflare did',
+  "window on the limiter's own admitted history, which is our reading of their measure. Cloudflare did",
   'not publish its limit, window or traffic mix, so the figures are beside each other, not comparable.',
 ];
 
@@ -190,10 +219,18 @@ const pct = (n: number, of: number) => (of === 0 ? '-' : `${((100 * n) / of).toF
 
 export function formatAccuracy(o: AccuracyOptions, mixes: readonly MixResult[], elapsedMs: number): string {
   const mixFlags = o.mixes.length === MIXES.length ? '' : o.mixes.map((m) => ` --mix ${m}`).join('');
-  const lines = [`sluice simulate accuracy --seed ${o.seed} --sources ${o.sources} --requests ${o.requests} --buckets ${o.buckets}${mixFlags}`, ''];
-  lines.push(`Limit ${LIMIT} requests per ${WINDOW_MS / 1000} s window per source; every limiter replays every source on its own.`);
+  const lines = [
+    `sluice simulate accuracy --seed ${o.seed} --sources ${o.sources} --requests ${o.requests} --buckets ${o.buckets}${mixFlags}`,
+    '',
+  ];
+  lines.push(
+    `Limit ${LIMIT} requests per ${WINDOW_MS / 1000} s window per source; every limiter replays every source on its own.`,
+  );
   for (const m of mixes) {
-    lines.push('', `${m.mix}: ${m.requests.toLocaleString('en-US')} requests from ${m.sources.toLocaleString('en-US')} sources, ${m.offending} of which offered more than the limit in some true window`);
+    lines.push(
+      '',
+      `${m.mix}: ${m.requests.toLocaleString('en-US')} requests from ${m.sources.toLocaleString('en-US')} sources, ${m.offending} of which offered more than the limit in some true window`,
+    );
     const columns = [
       { header: 'limiter', align: 'left' as const },
       { header: 'false-positive sources', align: 'right' as const },
@@ -202,10 +239,27 @@ export function formatAccuracy(o: AccuracyOptions, mixes: readonly MixResult[], 
       { header: 'requests decided otherwise', align: 'right' as const },
       { header: 'state bytes/key', align: 'right' as const },
     ];
-    lines.push(...formatTable(columns, m.algorithms.map((r) => [r.name, String(r.falsePositives), String(r.overAdmitted), `${Math.max(1, r.worst).toFixed(2)}×`, pct(r.disagreements, m.requests), r.name.startsWith('sliding log') ? `${r.stateBytes.toFixed(0)} (16/entry)` : String(r.stateBytes)])));
+    lines.push(
+      ...formatTable(
+        columns,
+        m.algorithms.map((r) => [
+          r.name,
+          String(r.falsePositives),
+          String(r.overAdmitted),
+          `${Math.max(1, r.worst).toFixed(2)}×`,
+          pct(r.disagreements, m.requests),
+          r.name.startsWith('sliding log') ? `${r.stateBytes.toFixed(0)} (16/entry)` : String(r.stateBytes),
+        ]),
+      ),
+    );
   }
-  lines.push('', 'worst overshoot: most requests admitted in any true window, over the limit (1.00× = never above it).');
-  lines.push('requests decided otherwise: share decided unlike the exact sliding log would decide on the same admitted history.');
+  lines.push(
+    '',
+    'worst overshoot: most requests admitted in any true window, over the limit (1.00× = never above it).',
+  );
+  lines.push(
+    'requests decided otherwise: share decided unlike the exact sliding log would decide on the same admitted history.',
+  );
   lines.push('', ...CLOUDFLARE, '', `(${(elapsedMs / 1000).toFixed(1)} s)`, '');
   return lines.join('\n');
 }

@@ -33,7 +33,8 @@ const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 
 /** `n` attempts spread evenly over `durationMs`, with a little jitter so none line up on a bucket edge. */
-const spread = (i: number, n: number, durationMs: number, random: () => number) => Math.floor(((i + random()) * durationMs) / n);
+const spread = (i: number, n: number, durationMs: number, random: () => number) =>
+  Math.floor(((i + random()) * durationMs) / n);
 
 /** A user whose password is not a common one, as a brute-force target. */
 function target(users: readonly User[], random: () => number): User {
@@ -44,7 +45,13 @@ function target(users: readonly User[], random: () => number): User {
 }
 
 /** One address guessing one account's password from a wordlist; the right one is at `hitAt`. */
-function bruteForce(users: readonly User[], random: () => number, guesses: number, durationMs: number, hitAt: number): AttackAttempt[] {
+function bruteForce(
+  users: readonly User[],
+  random: () => number,
+  guesses: number,
+  durationMs: number,
+  hitAt: number,
+): AttackAttempt[] {
   const u = target(users, random);
   const ip = randomIpv4(random);
   return Array.from({ length: guesses }, (_, i) => ({
@@ -61,7 +68,14 @@ function bruteForce(users: readonly User[], random: () => number, guesses: numbe
  * Leaked pairs tried once or twice per account from a pool of proxies; `validShare` of the attempts carry a
  * real user's real password. A third of the other leaked accounts exist here (with another password).
  */
-function stuffing(users: readonly User[], random: () => number, pairs: number, ips: number, durationMs: number, validShare: number): AttackAttempt[] {
+function stuffing(
+  users: readonly User[],
+  random: () => number,
+  pairs: number,
+  ips: number,
+  durationMs: number,
+  validShare: number,
+): AttackAttempt[] {
   const pool = Array.from({ length: ips }, () => randomIpv4(random));
   const out: AttackAttempt[] = [];
   let leaked = 0;
@@ -70,7 +84,14 @@ function stuffing(users: readonly User[], random: () => number, pairs: number, i
     const account = real ? users[randomInt(random, 0, users.length - 1)]!.account : `leak${leaked++}@mail.test`;
     const tries = random() < 0.5 ? 1 : 2;
     for (let k = 0; k < tries && out.length < pairs; k++) {
-      out.push({ at: 0, account, ip: pool[randomInt(random, 0, ips - 1)]!, password: `leaked-${out.length}`, valid: false, leaked: false });
+      out.push({
+        at: 0,
+        account,
+        ip: pool[randomInt(random, 0, ips - 1)]!,
+        password: `leaked-${out.length}`,
+        valid: false,
+        leaked: false,
+      });
     }
   }
   // Plant the valid pairs at random positions, each a distinct real user with the real password.
@@ -86,18 +107,36 @@ function stuffing(users: readonly User[], random: () => number, pairs: number, i
 }
 
 /** `passwords` tried against `accounts` (half real, half guessed names), one password at a time. */
-function spraying(users: readonly User[], random: () => number, passwords: readonly string[], accounts: number, ipFor: (i: number) => string, durationMs: number): AttackAttempt[] {
+function spraying(
+  users: readonly User[],
+  random: () => number,
+  passwords: readonly string[],
+  accounts: number,
+  ipFor: (i: number) => string,
+  durationMs: number,
+): AttackAttempt[] {
   const names: { account: string; password: string | undefined }[] = [];
   for (let i = 0; i < accounts; i++) {
     const u = i % 2 === 0 && i / 2 < users.length ? users[i / 2]! : undefined;
-    names.push(u === undefined ? { account: `guess${i}@example.com`, password: undefined } : { account: u.account, password: u.password });
+    names.push(
+      u === undefined
+        ? { account: `guess${i}@example.com`, password: undefined }
+        : { account: u.account, password: u.password },
+    );
   }
   const out: AttackAttempt[] = [];
   const n = passwords.length * accounts;
   for (const password of passwords) {
     for (const a of names) {
       const i = out.length;
-      out.push({ at: spread(i, n, durationMs, random), account: a.account, ip: ipFor(i), password, valid: a.password === password, leaked: false });
+      out.push({
+        at: spread(i, n, durationMs, random),
+        account: a.account,
+        ip: ipFor(i),
+        password,
+        valid: a.password === password,
+        leaked: false,
+      });
     }
   }
   return out;
@@ -129,7 +168,11 @@ function inCorpus(attempts: readonly AttackAttempt[], corpus: Corpus): AttackAtt
 }
 
 /** Every scenario, built for `users` from `random`; stuffing pairs are in `corpus` (none when it is left out). */
-export function makeAttacks(users: readonly User[], random: () => number, corpus: Corpus = { leakCoverage: 0, random: () => 1 }): Attack[] {
+export function makeAttacks(
+  users: readonly User[],
+  random: () => number,
+  corpus: Corpus = { leakCoverage: 0, random: () => 1 },
+): Attack[] {
   const sprayIps = Array.from({ length: 200 }, () => randomIpv4(random));
   const slash64 = '2001:db8:bad:1::';
   return [
@@ -153,7 +196,8 @@ export function makeAttacks(users: readonly User[], random: () => number, corpus
     },
     {
       name: 'spraying-one-/64',
-      description: '3 common passwords against 20,000 accounts, every attempt from a new address in one IPv6 /64, in 3 h',
+      description:
+        '3 common passwords against 20,000 accounts, every attempt from a new address in one IPv6 /64, in 3 h',
       days: 1,
       attempts: spraying(users, random, COMMON_PASSWORDS, 20_000, () => privacyAddress(slash64, random), 3 * HOUR),
     },

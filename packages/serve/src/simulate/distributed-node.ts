@@ -30,7 +30,13 @@ await client.connect();
 // a loaded machine. On one host Redis TIME and Date.now() read the same clock, which windowOf relies on.
 // Lease and local-sync keep the nodes' clock: windowOf places their decisions by the deadlines each node
 // computes on it, and a run on Redis time misplaced them by several percent.
-const store = new RedisStore({ client, prefix: config.prefix, timeoutMs: 1000, onError: 'closed', clock: config.strategy === 'atomic' ? 'server' : 'client' });
+const store = new RedisStore({
+  client,
+  prefix: config.prefix,
+  timeoutMs: 1000,
+  onError: 'closed',
+  clock: config.strategy === 'atomic' ? 'server' : 'client',
+});
 const limiter = new Limiter({
   policy: { name: 'p', algorithm: 'fixed-window', limit: s.limit, window: WINDOW_MS },
   store,
@@ -100,9 +106,12 @@ process.once('message', async (m: { startAt: number }) => {
   await (limiter.table as { close?: () => Promise<void> }).close?.();
   const step = Math.max(1, Math.floor(latencies.length / 20_000)); // an even sample keeps the message small
   const sample = latencies.filter((_, i) => i % step === 0);
-  process.send!({ decisions, storeErrors, calls: store.stats.calls, operations: store.stats.operations, sample }, () => {
-    client.disconnect();
-    process.exit(0);
-  });
+  process.send!(
+    { decisions, storeErrors, calls: store.stats.calls, operations: store.stats.operations, sample },
+    () => {
+      client.disconnect();
+      process.exit(0);
+    },
+  );
 });
 process.send!('ready');

@@ -70,9 +70,33 @@ export async function runOnce(o: DistributedOptions, shapeName: ShapeName, strat
   const ms = o.seconds * 1000;
   try {
     const files = Array.from({ length: o.nodes }, (_, i) => join(dir, `node-${i}.txt`));
-    const children = files.map((out, node) => fork(worker, [JSON.stringify({ url: o.url, prefix, strategy, shape: shapeName, node, nodes: o.nodes, ms, out, localSync: o.localSync, lease: o.lease })], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] }));
+    const children = files.map((out, node) =>
+      fork(
+        worker,
+        [
+          JSON.stringify({
+            url: o.url,
+            prefix,
+            strategy,
+            shape: shapeName,
+            node,
+            nodes: o.nodes,
+            ms,
+            out,
+            localSync: o.localSync,
+            lease: o.lease,
+          }),
+        ],
+        { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] },
+      ),
+    );
     await Promise.all(children.map((c) => once(c, 'message')));
-    const reports = children.map((c) => once(c, 'message').then(([m]) => m as NodeReport, () => undefined));
+    const reports = children.map((c) =>
+      once(c, 'message').then(
+        ([m]) => m as NodeReport,
+        () => undefined,
+      ),
+    );
     // Start on a window boundary plus a little, so every run sees the same windows.
     const startAt = (Math.floor(Date.now() / WINDOW_MS) + 1) * WINDOW_MS + 100;
     for (const c of children) c.send({ startAt });
@@ -85,8 +109,12 @@ export async function runOnce(o: DistributedOptions, shapeName: ShapeName, strat
       killedAt = Date.now();
       if (strategy === 'lease') settled = leaseSettled(o.url, `${prefix}:{k0}:p:lease`, children[0]!.pid!, killedAt);
     }
-    const done = (await Promise.all(reports.map((r, i) => (killedAt !== undefined && i === 0 ? undefined : r)))).filter((r): r is NodeReport => r !== undefined);
-    await Promise.all(children.map((c) => (c.exitCode === null && c.signalCode === null ? once(c, 'exit') : undefined)));
+    const done = (await Promise.all(reports.map((r, i) => (killedAt !== undefined && i === 0 ? undefined : r)))).filter(
+      (r): r is NodeReport => r !== undefined,
+    );
+    await Promise.all(
+      children.map((c) => (c.exitCode === null && c.signalCode === null ? once(c, 'exit') : undefined)),
+    );
     return { ...tally(s.limit, files, done, killedAt, shapeName, strategy), settledMs: await settled };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -114,7 +142,14 @@ async function leaseSettled(url: string, key: string, pid: number, killedAt: num
   }
 }
 
-function tally(limit: number, files: string[], reports: NodeReport[], killedAt: number | undefined, shapeName: ShapeName, strategy: StrategyName): Omit<RunResult, 'settledMs'> {
+function tally(
+  limit: number,
+  files: string[],
+  reports: NodeReport[],
+  killedAt: number | undefined,
+  shapeName: ShapeName,
+  strategy: StrategyName,
+): Omit<RunResult, 'settledMs'> {
   const offered = new Map<string, number>();
   const admitted = new Map<string, number>();
   const perWindow = new Map<number, number>(); // window -> admissions by every node (the dead one's included)
@@ -145,7 +180,10 @@ function tally(limit: number, files: string[], reports: NodeReport[], killedAt: 
   let reclaimMs: number | undefined;
   if (killedAt !== undefined) {
     const killWindow = Math.floor(killedAt / WINDOW_MS);
-    const first = [...perWindow].filter(([w, n]) => w >= killWindow && n >= limit * 0.99).map(([w]) => w).sort((a, b) => a - b)[0];
+    const first = [...perWindow]
+      .filter(([w, n]) => w >= killWindow && n >= limit * 0.99)
+      .map(([w]) => w)
+      .sort((a, b) => a - b)[0];
     reclaimMs = first === undefined ? undefined : Math.max(0, first * WINDOW_MS - killedAt);
   }
   const sample = reports.flatMap((r) => r.sample).sort((a, b) => a - b);
@@ -185,8 +223,22 @@ export function formatDistributed(o: DistributedOptions, results: readonly RunRe
   const sync = o.localSync ?? {};
   const flags = `${sync.threshold !== undefined ? ` --local-sync-threshold ${sync.threshold}` : ''}${sync.intervalMs !== undefined ? ` --local-sync-interval ${sync.intervalMs}` : ''}${o.lease?.ttlMs !== undefined ? ` --lease-ttl ${o.lease.ttlMs}` : ''}`;
   const lines = [`sluice simulate distributed --nodes ${o.nodes} --seconds ${o.seconds}${flags}`, ''];
-  lines.push(`${o.nodes} node processes on one Redis (${o.url.replace(/\/\/[^@]*@/, '//')}); fixed window of 1 s per key; strategies at their defaults${flags ? ' but for the flags above' : ''}.`);
-  const columns = ['shape', 'strategy', 'decisions', 'over-admission', 'under-admission', 'Redis calls/decision', 'store errors', 'p50 ms', 'p99 ms', 'full window after', 'lease settled after'].map((header, i) => ({ header, align: i < 2 ? ('left' as const) : ('right' as const) }));
+  lines.push(
+    `${o.nodes} node processes on one Redis (${o.url.replace(/\/\/[^@]*@/, '//')}); fixed window of 1 s per key; strategies at their defaults${flags ? ' but for the flags above' : ''}.`,
+  );
+  const columns = [
+    'shape',
+    'strategy',
+    'decisions',
+    'over-admission',
+    'under-admission',
+    'Redis calls/decision',
+    'store errors',
+    'p50 ms',
+    'p99 ms',
+    'full window after',
+    'lease settled after',
+  ].map((header, i) => ({ header, align: i < 2 ? ('left' as const) : ('right' as const) }));
   const rows = results.map((r) => [
     r.shape,
     r.strategy,
@@ -198,13 +250,26 @@ export function formatDistributed(o: DistributedOptions, results: readonly RunRe
     r.p50.toFixed(3),
     r.p99.toFixed(3),
     r.shape !== 'node-killed' ? '-' : r.reclaimMs === undefined ? 'not seen' : `${r.reclaimMs.toFixed(0)} ms`,
-    r.shape !== 'node-killed' || r.strategy !== 'lease' ? '-' : r.settledMs === undefined ? 'not seen' : `${r.settledMs.toFixed(0)} ms`,
+    r.shape !== 'node-killed' || r.strategy !== 'lease'
+      ? '-'
+      : r.settledMs === undefined
+        ? 'not seen'
+        : `${r.settledMs.toFixed(0)} ms`,
   ]);
   lines.push('', ...formatTable(columns, rows), '');
-  lines.push('over/under-admission: admissions above/below min(offered, limit) per key and window, as a share of that ideal.');
+  lines.push(
+    'over/under-admission: admissions above/below min(offered, limit) per key and window, as a share of that ideal.',
+  );
   lines.push('Redis calls/decision: script calls over decisions, on the nodes that lived to report.');
-  lines.push('store errors: decisions answered by the failure policy (\'closed\': denied) because a call was refused, timed out or failed.');
-  lines.push('full window after: from the kill to the first window (0: its own) admitting 99% of the limit, the dead node\'s admissions included.');
-  lines.push('lease settled after: from the kill until Redis had settled the dead node\'s lease (its TTL passed, or the window ended).', '');
+  lines.push(
+    "store errors: decisions answered by the failure policy ('closed': denied) because a call was refused, timed out or failed.",
+  );
+  lines.push(
+    "full window after: from the kill to the first window (0: its own) admitting 99% of the limit, the dead node's admissions included.",
+  );
+  lines.push(
+    "lease settled after: from the kill until Redis had settled the dead node's lease (its TTL passed, or the window ended).",
+    '',
+  );
   return lines.join('\n');
 }

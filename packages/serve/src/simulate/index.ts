@@ -29,7 +29,15 @@ export interface SimulateOptions {
   readonly attackerProofShare?: number;
 }
 
-export const SCENARIO_NAMES = ['brute-force', 'credential-stuffing', 'spraying-200-ips', 'spraying-one-/64', 'brute-force-slow', 'stuffing-slow', 'spraying-slow'];
+export const SCENARIO_NAMES = [
+  'brute-force',
+  'credential-stuffing',
+  'spraying-200-ips',
+  'spraying-one-/64',
+  'brute-force-slow',
+  'stuffing-slow',
+  'spraying-slow',
+];
 
 /** A share as a percentage, without trailing zeros: 0.015 → '1.5%'. */
 const share = (x: number) => `${Number((100 * x).toFixed(2))}%`;
@@ -46,10 +54,16 @@ function duration(ms: number | undefined): string {
 /** Reasons by how often they were named, most first. */
 function reasonList(reasons: ReadonlyMap<string, number>): string {
   if (reasons.size === 0) return 'none';
-  return [...reasons].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ');
+  return [...reasons]
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, n]) => `${k} ${n}`)
+    .join(', ');
 }
 
-export async function simulateAttacks(options: SimulateOptions, onResult?: (r: ScenarioResult) => void): Promise<ScenarioResult[]> {
+export async function simulateAttacks(
+  options: SimulateOptions,
+  onResult?: (r: ScenarioResult) => void,
+): Promise<ScenarioResult[]> {
   const population: PopulationSettings = {
     ...DEFAULT_POPULATION,
     users: options.users,
@@ -58,15 +72,35 @@ export async function simulateAttacks(options: SimulateOptions, onResult?: (r: S
   };
   const users = makeUsers(population, seededRandom(options.seed));
   // The corpus draws from a stream of its own, so that its coverage changes nothing else in the attacks.
-  const corpus = { leakCoverage: options.leakCoverage ?? DEFAULT_LEAK_COVERAGE, random: seededRandom(options.seed ^ 0x1eac0de) };
-  const attacks = makeAttacks(users, seededRandom(options.seed + 1), corpus).filter((a) => options.only.length === 0 || options.only.includes(a.name));
+  const corpus = {
+    leakCoverage: options.leakCoverage ?? DEFAULT_LEAK_COVERAGE,
+    random: seededRandom(options.seed ^ 0x1eac0de),
+  };
+  const attacks = makeAttacks(users, seededRandom(options.seed + 1), corpus).filter(
+    (a) => options.only.length === 0 || options.only.includes(a.name),
+  );
   const results: ScenarioResult[] = [];
   for (const attack of attacks) {
     // Seeded by the scenario's place in the full list, so running a subset replays the same scenario.
-    const guard = { anomalyScope: options.anomalyScope ?? 'process', ...(options.successStepUp === undefined ? {} : { successStepUp: options.successStepUp }) };
+    const guard = {
+      anomalyScope: options.anomalyScope ?? 'process',
+      ...(options.successStepUp === undefined ? {} : { successStepUp: options.successStepUp }),
+    };
     // A fresh guard meets the attack in its first minutes; a warmed-up one 6 h into the measured period.
-    const settings = { servers: options.servers ?? 1, warmupDays: options.warmupDays ?? 3, attackerProofShare: options.attackerProofShare ?? 0, ...(options.warmupDays === 0 ? { attackOffsetMs: 60_000 } : {}) };
-    const r = await runScenario(attack, users, population, options.seed + 100 + SCENARIO_NAMES.indexOf(attack.name), guard, settings);
+    const settings = {
+      servers: options.servers ?? 1,
+      warmupDays: options.warmupDays ?? 3,
+      attackerProofShare: options.attackerProofShare ?? 0,
+      ...(options.warmupDays === 0 ? { attackOffsetMs: 60_000 } : {}),
+    };
+    const r = await runScenario(
+      attack,
+      users,
+      population,
+      options.seed + 100 + SCENARIO_NAMES.indexOf(attack.name),
+      guard,
+      settings,
+    );
     onResult?.(r);
     results.push(r);
   }

@@ -96,17 +96,30 @@ export function privacyAddress(prefix: string, random: () => number): string {
 }
 
 export function makeUsers(p: PopulationSettings, random: () => number): User[] {
-  const nats = Array.from({ length: Math.max(1, Math.round((p.users * p.natShare) / p.natSize)) }, () => randomIpv4(random));
+  const nats = Array.from({ length: Math.max(1, Math.round((p.users * p.natShare) / p.natSize)) }, () =>
+    randomIpv4(random),
+  );
   const users: User[] = [];
   for (let i = 0; i < p.users; i++) {
-    const password = random() < p.commonPasswordShare ? COMMON_PASSWORDS[randomInt(random, 0, 2)]! : `pw-${i}-${Math.floor(random() * 1e9).toString(36)}`;
+    const password =
+      random() < p.commonPasswordShare
+        ? COMMON_PASSWORDS[randomInt(random, 0, 2)]!
+        : `pw-${i}-${Math.floor(random() * 1e9).toString(36)}`;
     const r = random();
-    const home = r < p.ownIpv4Share
-      ? randomIpv4(random)
-      : r < p.ownIpv4Share + p.natShare
-        ? nats[randomInt(random, 0, nats.length - 1)]!
-        : `2001:db8:${hex(i >> 16)}:${hex(i & 0xffff)}::`;
-    users.push({ account: `user${i}@example.com`, password, home, fingerprint: random() < p.fingerprintShare ? `dev-${i}` : undefined, leakedPair: false, proofs: true });
+    const home =
+      r < p.ownIpv4Share
+        ? randomIpv4(random)
+        : r < p.ownIpv4Share + p.natShare
+          ? nats[randomInt(random, 0, nats.length - 1)]!
+          : `2001:db8:${hex(i >> 16)}:${hex(i & 0xffff)}::`;
+    users.push({
+      account: `user${i}@example.com`,
+      password,
+      home,
+      fingerprint: random() < p.fingerprintShare ? `dev-${i}` : undefined,
+      leakedPair: false,
+      proofs: true,
+    });
   }
   // Drawn after every other draw, so that a seed gives the same users, homes and devices whatever the shares.
   const leaked = users.map((u) => ({ ...u, leakedPair: random() < p.leakedPairShare }));
@@ -114,12 +127,18 @@ export function makeUsers(p: PopulationSettings, random: () => number): User[] {
 }
 
 /** One login session of `user`: where from, which device, and which typos come first. */
-export function makeSession(p: PopulationSettings, users: readonly User[], user: number, random: () => number): Session {
+export function makeSession(
+  p: PopulationSettings,
+  users: readonly User[],
+  user: number,
+  random: () => number,
+): Session {
   const u = users[user]!;
   let ip = u.home.endsWith('::') ? privacyAddress(u.home, random) : u.home;
   if (random() < p.roamingShare) ip = randomIpv4(random);
   let fingerprint = u.fingerprint;
-  if (fingerprint !== undefined && random() < p.newDeviceShare) fingerprint = `${fingerprint}-new${Math.floor(random() * 1e6)}`;
+  if (fingerprint !== undefined && random() < p.newDeviceShare)
+    fingerprint = `${fingerprint}-new${Math.floor(random() * 1e6)}`;
   const typos: string[] = [];
   if (random() < p.typoShare) {
     const r = random();
@@ -129,6 +148,7 @@ export function makeSession(p: PopulationSettings, users: readonly User[], user:
       typos.push(k > 0 && random() < 0.3 ? typos[k - 1]! : `${u.password}-typo${Math.floor(random() * 1e6)}`);
     }
   }
-  const wrongAccount = p.wrongAccountShare > 0 && random() < p.wrongAccountShare ? u.account.replace('@', '_@') : undefined;
+  const wrongAccount =
+    p.wrongAccountShare > 0 && random() < p.wrongAccountShare ? u.account.replace('@', '_@') : undefined;
   return { user, ip, fingerprint, typos, wrongAccount };
 }

@@ -83,7 +83,16 @@ export interface RunSettings {
 
 type Event =
   | { t: number; seq: number; kind: 'legit'; s: Session; step: number; retries: number; measured: boolean }
-  | { t: number; seq: number; kind: 'legit-verify'; s: Session; step: number; measured: boolean; server: number; passedMfa: boolean }
+  | {
+      t: number;
+      seq: number;
+      kind: 'legit-verify';
+      s: Session;
+      step: number;
+      measured: boolean;
+      server: number;
+      passedMfa: boolean;
+    }
   | { t: number; seq: number; kind: 'attack'; a: AttackAttempt; proof: boolean }
   | { t: number; seq: number; kind: 'attack-verify'; a: AttackAttempt; server: number; proof: boolean };
 
@@ -105,16 +114,18 @@ export async function runScenario(
   // anomalyScope is 'fleet', whose counts are then shared every simulated second (SYNC_MS).
   const store = new MemoryStore({ maxKeys: 4_000_000 });
   const state = new MemoryGuardState();
-  const fleet = Array.from({ length: servers }, (_, i) =>
-    new Guard({
-      secret: 'simulator-secret-not-for-production',
-      store,
-      state,
-      clock: () => now,
-      random: seededRandom(seed ^ (0x5eed + i)),
-      anomalySyncEvery: 0,
-      ...guardOptions,
-    }),
+  const fleet = Array.from(
+    { length: servers },
+    (_, i) =>
+      new Guard({
+        secret: 'simulator-secret-not-for-production',
+        store,
+        state,
+        clock: () => now,
+        random: seededRandom(seed ^ (0x5eed + i)),
+        anomalySyncEvery: 0,
+        ...guardOptions,
+      }),
   );
   // Logins go to the servers in turn; a login's check and its record go to the same one.
   let turn = 0;
@@ -137,7 +148,8 @@ export async function runScenario(
   // Which attempts carry a proof: a stream of its own, so that the share changes nothing else.
   const proofRandom = seededRandom(seed ^ 0x9f00f);
   const attackerProofShare = settings.attackerProofShare ?? 0;
-  for (const a of attack.attempts) heap.push({ t: attackStart + a.at, seq: 0, kind: 'attack', a, proof: proofRandom() < attackerProofShare });
+  for (const a of attack.attempts)
+    heap.push({ t: attackStart + a.at, seq: 0, kind: 'attack', a, proof: proofRandom() < attackerProofShare });
 
   const delayed = new Set<number>();
   const challenged = new Set<number>();
@@ -186,7 +198,13 @@ export async function runScenario(
         const account = e.step < 0 ? s.wrongAccount! : u.account;
         // Only the real password on the real account is a leaked pair; a typo or a mistyped name is not.
         const leakedCredential = e.step >= 0 && s.typos[e.step] === undefined && leakedAccounts.has(u.account);
-        const v = await fleet[server]!.check({ account, ip: s.ip, fingerprint: s.fingerprint, leakedCredential, ...proofOf(u) });
+        const v = await fleet[server]!.check({
+          account,
+          ip: s.ip,
+          fingerprint: s.fingerprint,
+          leakedCredential,
+          ...proofOf(u),
+        });
         decisions++;
         if (e.measured) {
           active.add(s.user);
@@ -198,7 +216,16 @@ export async function runScenario(
           break;
         }
         // A person solves the challenge or the MFA prompt, waits out the delay, and the password is checked.
-        heap.push({ t: e.t + v.delayMs, seq: 0, kind: 'legit-verify', s, step: e.step, measured: e.measured, server, passedMfa: v.action === 'mfa' });
+        heap.push({
+          t: e.t + v.delayMs,
+          seq: 0,
+          kind: 'legit-verify',
+          s,
+          step: e.step,
+          measured: e.measured,
+          server,
+          passedMfa: v.action === 'mfa',
+        });
         break;
       }
       case 'legit-verify': {
@@ -207,13 +234,37 @@ export async function runScenario(
         const typo = s.typos[e.step];
         if (e.step < 0) {
           // The name typed does not exist: a failure the application reports as such, then the real name.
-          await fleet[e.server]!.record({ account: s.wrongAccount!, ip: s.ip, fingerprint: s.fingerprint, success: false, password: u.password, accountExists: false, ...proofOf(u) });
-          heap.push({ t: e.t + randomInt(random, 3_000, 15_000), seq: 0, kind: 'legit', s, step: 0, retries: 0, measured: e.measured });
+          await fleet[e.server]!.record({
+            account: s.wrongAccount!,
+            ip: s.ip,
+            fingerprint: s.fingerprint,
+            success: false,
+            password: u.password,
+            accountExists: false,
+            ...proofOf(u),
+          });
+          heap.push({
+            t: e.t + randomInt(random, 3_000, 15_000),
+            seq: 0,
+            kind: 'legit',
+            s,
+            step: 0,
+            retries: 0,
+            measured: e.measured,
+          });
         } else if (typo === undefined) {
           const leakedCredential = leakedAccounts.has(u.account);
           // A person who passed the MFA check() asked for has passed the second factor of this login, and
           // the application says so (as the demo does), rather than asking for it again at success.
-          const r = await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: true, leakedCredential, ...proofOf(u), ...(e.passedMfa ? { secondFactor: true } : {}) });
+          const r = await fleet[e.server]!.record({
+            account: u.account,
+            ip: s.ip,
+            fingerprint: s.fingerprint,
+            success: true,
+            leakedCredential,
+            ...proofOf(u),
+            ...(e.passedMfa ? { secondFactor: true } : {}),
+          });
           if (r.action === 'mfa') {
             // Stepped up at success: the person passes the second factor, and the login completes.
             if (e.measured) {
@@ -221,11 +272,34 @@ export async function runScenario(
               steppedUpAtSuccess.add(s.user);
               for (const reason of r.reasons) legitReasons.set(reason, (legitReasons.get(reason) ?? 0) + 1);
             }
-            await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: true, secondFactor: true, leakedCredential, ...proofOf(u) });
+            await fleet[e.server]!.record({
+              account: u.account,
+              ip: s.ip,
+              fingerprint: s.fingerprint,
+              success: true,
+              secondFactor: true,
+              leakedCredential,
+              ...proofOf(u),
+            });
           }
         } else {
-          await fleet[e.server]!.record({ account: u.account, ip: s.ip, fingerprint: s.fingerprint, success: false, password: typo, ...proofOf(u) });
-          heap.push({ t: e.t + randomInt(random, 3_000, 15_000), seq: 0, kind: 'legit', s, step: e.step + 1, retries: 0, measured: e.measured });
+          await fleet[e.server]!.record({
+            account: u.account,
+            ip: s.ip,
+            fingerprint: s.fingerprint,
+            success: false,
+            password: typo,
+            ...proofOf(u),
+          });
+          heap.push({
+            t: e.t + randomInt(random, 3_000, 15_000),
+            seq: 0,
+            kind: 'legit',
+            s,
+            step: e.step + 1,
+            retries: 0,
+            measured: e.measured,
+          });
         }
         break;
       }
@@ -234,7 +308,12 @@ export async function runScenario(
         if (compromised.has(e.a.account)) break;
         made++;
         const server = next();
-        const v = await fleet[server]!.check({ account: e.a.account, ip: e.a.ip, leakedCredential: e.a.leaked, ...(e.proof ? POW : {}) });
+        const v = await fleet[server]!.check({
+          account: e.a.account,
+          ip: e.a.ip,
+          leakedCredential: e.a.leaked,
+          ...(e.proof ? POW : {}),
+        });
         decisions++;
         const refused = v.action === 'challenge' || v.action === 'mfa' || v.action === 'block';
         const sinceStart = e.t - attackStart;
@@ -251,7 +330,15 @@ export async function runScenario(
       case 'attack-verify': {
         through++;
         const { a } = e;
-        const r = await fleet[e.server]!.record({ account: a.account, ip: a.ip, success: a.valid, password: a.valid ? undefined : a.password, accountExists: a.valid || known.has(a.account), leakedCredential: a.leaked, ...(e.proof ? POW : {}) });
+        const r = await fleet[e.server]!.record({
+          account: a.account,
+          ip: a.ip,
+          success: a.valid,
+          password: a.valid ? undefined : a.password,
+          accountExists: a.valid || known.has(a.account),
+          leakedCredential: a.leaked,
+          ...(e.proof ? POW : {}),
+        });
         if (r.action === 'mfa') {
           // Stepped up at success: the attacker passes no second factor.
           stoppedAtSuccess++;

@@ -34,7 +34,16 @@ describe('dashboard', () => {
       executablePath: '/usr/bin/chromium',
       headless: true,
       viewport: { width: 1280, height: 800 },
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
   });
 
@@ -61,24 +70,37 @@ describe('dashboard', () => {
       n++;
       fire('/v1/check', { key: 'calm' });
       for (let i = 0; i < 8; i++) fire('/v1/check', { key: 'busy' });
-      fire('/json', { domain: 'api', descriptors: [{ entries: [{ key: 'remote_address', value: `198.51.100.${n % 3}` }] }] });
+      fire('/json', {
+        domain: 'api',
+        descriptors: [{ entries: [{ key: 'remote_address', value: `198.51.100.${n % 3}` }] }],
+      });
     }, 50);
 
     const read = () => page.evaluate(() => ({ ...document.getElementById('charts')!.dataset }));
     const first = await read();
-    await page.waitForFunction((s) => Number(document.getElementById('charts')!.dataset.samples) >= Number(s) + 4, first.samples, { timeout: 10_000 });
-    await page.waitForFunction(() => Number(document.getElementById('charts')!.dataset.limited) > 0, undefined, { timeout: 10_000 });
+    await page.waitForFunction(
+      (s) => Number(document.getElementById('charts')!.dataset.samples) >= Number(s) + 4,
+      first.samples,
+      { timeout: 10_000 },
+    );
+    await page.waitForFunction(() => Number(document.getElementById('charts')!.dataset.limited) > 0, undefined, {
+      timeout: 10_000,
+    });
     const later = await read();
     assert.ok(Number(later.samples) > Number(first.samples), 'new samples arrived over SSE');
     assert.ok(Number(later.allowed) > Number(first.allowed), 'allowed hits were charted');
     assert.ok(Number(later.limited) > 0, 'limited hits were charted');
     const canvases = await page.$$eval('canvas', (cs) => cs.map((c) => (c as HTMLCanvasElement).dataset.rule));
-    assert.ok(canvases.includes('api.key') && canvases.includes('api.remote_address'), `charts for ${canvases.join(', ')}`);
+    assert.ok(
+      canvases.includes('api.key') && canvases.includes('api.remote_address'),
+      `charts for ${canvases.join(', ')}`,
+    );
     // The api.key chart has drawn both lines: some pixels are the allowed green and some the limited red.
     const colours = await page.$eval('canvas[data-rule="api.key"]', (c) => {
       const g = (c as HTMLCanvasElement).getContext('2d')!;
       const d = g.getImageData(0, 0, (c as HTMLCanvasElement).width, (c as HTMLCanvasElement).height).data;
-      let green = 0, red = 0;
+      let green = 0,
+        red = 0;
       for (let i = 0; i < d.length; i += 4) {
         if (d[i] === 0x2e && d[i + 1] === 0x9d && d[i + 2] === 0x5b) green++;
         if (d[i] === 0xd9 && d[i + 1] === 0x43 && d[i + 2] === 0x3a) red++;
@@ -87,7 +109,9 @@ describe('dashboard', () => {
     });
     assert.ok(colours.green > 0 && colours.red > 0, `line pixels: ${JSON.stringify(colours)}`);
     await page.waitForTimeout(3000); // a few more seconds of history for the screenshot
-    const shot = await page.screenshot({ path: process.env.UPDATE_SCREENSHOT ? README_SCREENSHOT : join(profile, 'dashboard.png') });
+    const shot = await page.screenshot({
+      path: process.env.UPDATE_SCREENSHOT ? README_SCREENSHOT : join(profile, 'dashboard.png'),
+    });
     assert.ok(shot.length > 10_000, 'a screenshot with content');
   });
 });

@@ -87,7 +87,10 @@ for (const variant of run) {
       const c = await client.call(req);
       assert.deepEqual([a.overall_code, b.overall_code, c.overall_code], ['OK', 'OK', 'OVER_LIMIT']);
       assert.deepEqual(a.statuses[0].current_limit, { requests_per_unit: 2, unit: 'HOUR' });
-      assert.deepEqual([a.statuses[0].limit_remaining, b.statuses[0].limit_remaining ?? 0, c.statuses[0].limit_remaining ?? 0], [1, 0, 0]);
+      assert.deepEqual(
+        [a.statuses[0].limit_remaining, b.statuses[0].limit_remaining ?? 0, c.statuses[0].limit_remaining ?? 0],
+        [1, 0, 0],
+      );
       const reset = Number(c.statuses[0].duration_until_reset.seconds);
       assert.ok(reset > 0 && reset <= 3600, `duration_until_reset ${reset}s`);
       // The same number alone matches the top-level to_number rule, a different counter.
@@ -96,9 +99,18 @@ for (const variant of run) {
     });
 
     test('key+value is matched before key alone; a wildcard value matches by prefix', async () => {
-      const r = await client.call({ domain: 'e2e', descriptors: [d('remote_address', '50.0.0.5'), d('remote_address', u('50.0.0.1'))] });
+      const r = await client.call({
+        domain: 'e2e',
+        descriptors: [d('remote_address', '50.0.0.5'), d('remote_address', u('50.0.0.1'))],
+      });
       assert.equal(r.overall_code, 'OVER_LIMIT');
-      assert.deepEqual(r.statuses.map((s: any) => [s.code, s.current_limit.requests_per_unit ?? 0]), [['OVER_LIMIT', 0], ['OK', 10]]);
+      assert.deepEqual(
+        r.statuses.map((s: any) => [s.code, s.current_limit.requests_per_unit ?? 0]),
+        [
+          ['OVER_LIMIT', 0],
+          ['OK', 10],
+        ],
+      );
       const p1 = await client.call({ domain: 'e2e', descriptors: [d('path', `/api/${u('x')}`)] });
       assert.deepEqual([p1.statuses[0].current_limit.requests_per_unit, p1.statuses[0].limit_remaining], [3, 2]);
       const none = await client.call({ domain: 'e2e', descriptors: [d('path', '/other')] });
@@ -114,11 +126,18 @@ for (const variant of run) {
 
     test('replaces: the replacing limit applies and the replaced one is neither applied nor charged', async () => {
       const user = 'bkthomps';
-      const both = await client.call({ domain: 'e2e', descriptors: [d('key_1', 'value_1', 'user', user), d('key_2', 'value_2', 'user', user)] });
+      const both = await client.call({
+        domain: 'e2e',
+        descriptors: [d('key_1', 'value_1', 'user', user), d('key_2', 'value_2', 'user', user)],
+      });
       assert.equal(both.statuses[0].current_limit, undefined);
       assert.deepEqual(both.statuses[1].current_limit, { requests_per_unit: 10, unit: 'HOUR' });
       const replaced = await client.call({ domain: 'e2e', descriptors: [d('key_1', 'value_1', 'user', user)] });
-      assert.deepEqual(replaced.statuses[0].current_limit, { name: 'specific_limit', requests_per_unit: 5, unit: 'HOUR' });
+      assert.deepEqual(replaced.statuses[0].current_limit, {
+        name: 'specific_limit',
+        requests_per_unit: 5,
+        unit: 'HOUR',
+      });
       assert.equal(replaced.statuses[0].limit_remaining, 4, 'the replaced rule was not charged by the first call');
     });
 
@@ -142,12 +161,19 @@ for (const variant of run) {
       assert.deepEqual([a.overall_code, a.statuses[0].limit_remaining], ['OK', 2]);
       const b = await client.call({ domain: 'e2e', descriptors: [d('bucket', key)], hits_addend: 3 });
       assert.equal(b.overall_code, 'OVER_LIMIT');
-      const c = await client.call({ domain: 'e2e', descriptors: [{ ...d('bucket', key), hits_addend: { value: 2 } }], hits_addend: 3 });
+      const c = await client.call({
+        domain: 'e2e',
+        descriptors: [{ ...d('bucket', key), hits_addend: { value: 2 } }],
+        hits_addend: 3,
+      });
       assert.deepEqual([c.overall_code, c.statuses[0].limit_remaining ?? 0], ['OK', 0]);
     });
 
     test('a descriptor limit override replaces the configured limit', async () => {
-      const req = { domain: 'e2e', descriptors: [{ ...d('remote_address', u('9.9.9.9')), limit: { requests_per_unit: 1, unit: 'HOUR' } }] };
+      const req = {
+        domain: 'e2e',
+        descriptors: [{ ...d('remote_address', u('9.9.9.9')), limit: { requests_per_unit: 1, unit: 'HOUR' } }],
+      };
       const a = await client.call(req);
       const b = await client.call(req);
       assert.deepEqual(a.statuses[0].current_limit, { requests_per_unit: 1, unit: 'HOUR' });
@@ -161,11 +187,21 @@ for (const variant of run) {
     });
 
     test('bad requests get INVALID_ARGUMENT naming the problem', async () => {
-      const code = async (p: Promise<unknown>) => p.then(() => assert.fail('expected an error'), (e: grpc.ServiceError) => [e.code, e.details]);
+      const code = async (p: Promise<unknown>) =>
+        p.then(
+          () => assert.fail('expected an error'),
+          (e: grpc.ServiceError) => [e.code, e.details],
+        );
       // An unknown domain is OK, as envoyproxy/ratelimit answers it (--strict-domains refuses it).
       assert.equal((await client.call({ domain: 'nope', descriptors: [d('a', 'b')] })).overall_code, 'OK');
-      assert.deepEqual(await code(client.call({ domain: 'e2e', descriptors: [] })), [grpc.status.INVALID_ARGUMENT, `'descriptors' must not be empty`]);
-      assert.deepEqual(await code(client.call({ domain: 'e2e', descriptors: [d('k', '')] })), [grpc.status.INVALID_ARGUMENT, `descriptors[0].entries[0]: 'value' must not be empty`]);
+      assert.deepEqual(await code(client.call({ domain: 'e2e', descriptors: [] })), [
+        grpc.status.INVALID_ARGUMENT,
+        `'descriptors' must not be empty`,
+      ]);
+      assert.deepEqual(await code(client.call({ domain: 'e2e', descriptors: [d('k', '')] })), [
+        grpc.status.INVALID_ARGUMENT,
+        `descriptors[0].entries[0]: 'value' must not be empty`,
+      ]);
       const [c, details] = (await code(client.raw(Buffer.from([0x0a, 0xff, 0xff, 0xff])))) as [number, string];
       assert.equal(c, grpc.status.INVALID_ARGUMENT);
       assert.match(details, /^malformed RateLimitRequest: /);
@@ -186,12 +222,23 @@ test("grpc.health.v1 Check and Watch answer SERVING; shutdown with a client's co
     assert.equal((await client.call({ domain: 'e2e', descriptors: [d('ldap', 'x')] })).overall_code, 'OK');
     // HealthCheckRequest {service: ''} is empty on the wire; HealthCheckResponse {status: SERVING} is 08 01.
     const status = await new Promise<Buffer>((resolve, reject) =>
-      health.makeUnaryRequest('/grpc.health.v1.Health/Check', (b: Buffer) => b, (b: Buffer) => b, Buffer.alloc(0), (e, r) => (e ? reject(e) : resolve(r!))),
+      health.makeUnaryRequest(
+        '/grpc.health.v1.Health/Check',
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        Buffer.alloc(0),
+        (e, r) => (e ? reject(e) : resolve(r!)),
+      ),
     );
     assert.deepEqual(status, Buffer.from([0x08, 0x01]));
     // A Watch, as a gRPC client's own health checking holds one open: SERVING at once, NOT_SERVING at shutdown.
     const watched: Buffer[] = [];
-    const watch = health.makeServerStreamRequest('/grpc.health.v1.Health/Watch', (b: Buffer) => b, (b: Buffer) => b, Buffer.alloc(0));
+    const watch = health.makeServerStreamRequest(
+      '/grpc.health.v1.Health/Watch',
+      (b: Buffer) => b,
+      (b: Buffer) => b,
+      Buffer.alloc(0),
+    );
     const watchEnded = new Promise<number>((resolve) => {
       watch.on('data', (b: Buffer) => watched.push(b));
       watch.on('error', (e: grpc.ServiceError) => resolve(e.code));
@@ -200,10 +247,16 @@ test("grpc.health.v1 Check and Watch answer SERVING; shutdown with a client's co
     await new Promise((resolve) => watch.once('data', resolve));
     const t0 = performance.now();
     await svc.close(30_000);
-    assert.ok(performance.now() - t0 < 5_000, `close() took ${Math.round(performance.now() - t0)} ms with an idle gRPC connection and a Watch open`);
+    assert.ok(
+      performance.now() - t0 < 5_000,
+      `close() took ${Math.round(performance.now() - t0)} ms with an idle gRPC connection and a Watch open`,
+    );
     assert.equal(await watchEnded, grpc.status.UNAVAILABLE);
     assert.deepEqual(watched, [Buffer.from([0x08, 0x01]), Buffer.from([0x08, 0x02])]);
-    await assert.rejects(client.call({ domain: 'e2e', descriptors: [d('ldap', 'x')] }), (e: grpc.ServiceError) => e.code === grpc.status.UNAVAILABLE);
+    await assert.rejects(
+      client.call({ domain: 'e2e', descriptors: [d('ldap', 'x')] }),
+      (e: grpc.ServiceError) => e.code === grpc.status.UNAVAILABLE,
+    );
   } finally {
     client.close();
     health.close();
@@ -214,14 +267,24 @@ test("grpc.health.v1 Check and Watch answer SERVING; shutdown with a client's co
 test('--grpc-tls-cert, --grpc-tls-key and --grpc-tls-client-ca: a @grpc/grpc-js client with a certificate from the CA is served over mutual TLS, one without is refused; a missing file is named at start', async () => {
   const tlsFile = (name: string) => fileURLToPath(new URL(`../fixtures/tls/${name}`, import.meta.url));
   const cfg = new TempConfig(CONFIG);
-  const tls = { grpcTlsCert: tlsFile('server.pem'), grpcTlsKey: tlsFile('server.key'), grpcTlsClientCa: tlsFile('ca.pem') };
+  const tls = {
+    grpcTlsCert: tlsFile('server.pem'),
+    grpcTlsKey: tlsFile('server.key'),
+    grpcTlsClientCa: tlsFile('ca.pem'),
+  };
   const { svc, logs } = await start(cfg.path, { name: 'memory', settings: {} }, tls);
   const ca = readFileSync(tlsFile('ca.pem'));
-  const trusted = rlsClient(svc.grpcPort!, grpc.credentials.createSsl(ca, readFileSync(tlsFile('client.key')), readFileSync(tlsFile('client.pem'))));
+  const trusted = rlsClient(
+    svc.grpcPort!,
+    grpc.credentials.createSsl(ca, readFileSync(tlsFile('client.key')), readFileSync(tlsFile('client.pem'))),
+  );
   const anonymous = rlsClient(svc.grpcPort!, grpc.credentials.createSsl(ca));
   try {
     assert.equal((await trusted.call({ domain: 'e2e', descriptors: [d('ldap', 'x')] })).overall_code, 'OK');
-    await assert.rejects(anonymous.call({ domain: 'e2e', descriptors: [d('ldap', 'x')] }), (e: grpc.ServiceError) => e.code === grpc.status.UNAVAILABLE);
+    await assert.rejects(
+      anonymous.call({ domain: 'e2e', descriptors: [d('ldap', 'x')] }),
+      (e: grpc.ServiceError) => e.code === grpc.status.UNAVAILABLE,
+    );
     assert.equal(await svc.reload('SIGHUP'), true, 'a reload re-reads the TLS files and the config');
     assert.ok(logs.lines.some((l) => l.msg === 'gRPC TLS files re-read'));
     assert.equal((await trusted.call({ domain: 'e2e', descriptors: [d('ldap', 'x')] })).overall_code, 'OK');
@@ -230,7 +293,13 @@ test('--grpc-tls-cert, --grpc-tls-key and --grpc-tls-client-ca: a @grpc/grpc-js 
     anonymous.close();
     await svc.close();
   }
-  await assert.rejects(start(cfg.path, { name: 'memory', settings: {} }, { ...tls, grpcTlsKey: '/nonexistent/server.key' }), /--grpc-tls-key \/nonexistent\/server\.key: cannot read it: ENOENT/);
-  await assert.rejects(start(cfg.path, { name: 'memory', settings: {} }, { ...tls, grpcTlsKey: tlsFile('client.key') }), /--grpc-tls-cert .* with --grpc-tls-key .*client\.key.*: not a usable certificate, key and CA: /);
+  await assert.rejects(
+    start(cfg.path, { name: 'memory', settings: {} }, { ...tls, grpcTlsKey: '/nonexistent/server.key' }),
+    /--grpc-tls-key \/nonexistent\/server\.key: cannot read it: ENOENT/,
+  );
+  await assert.rejects(
+    start(cfg.path, { name: 'memory', settings: {} }, { ...tls, grpcTlsKey: tlsFile('client.key') }),
+    /--grpc-tls-cert .* with --grpc-tls-key .*client\.key.*: not a usable certificate, key and CA: /,
+  );
   cfg.remove();
 });

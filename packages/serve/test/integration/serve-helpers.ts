@@ -24,7 +24,13 @@ export interface Variant {
 export async function variants(): Promise<{ run: Variant[]; skipped: string | undefined }> {
   const run: Variant[] = [{ name: 'memory store', settings: {} }];
   if (await redisAvailable()) {
-    run.push({ name: 'redis store', settings: { redis: 'redis://127.0.0.1:6379', redisPrefix: `sluice-test-${process.pid}-${Date.now().toString(36)}` } });
+    run.push({
+      name: 'redis store',
+      settings: {
+        redis: 'redis://127.0.0.1:6379',
+        redisPrefix: `sluice-test-${process.pid}-${Date.now().toString(36)}`,
+      },
+    });
     return { run, skipped: undefined };
   }
   return { run, skipped: 'redis store: this build has no sluice/redis + ioredis yet (branch redis)' };
@@ -49,32 +55,58 @@ export class TempConfig {
 export class LogSink extends Writable {
   readonly lines: Record<string, unknown>[] = [];
   override _write(chunk: Buffer, _enc: string, done: () => void): void {
-    for (const line of chunk.toString().split('\n')) if (line) this.lines.push(JSON.parse(line) as Record<string, unknown>);
+    for (const line of chunk.toString().split('\n'))
+      if (line) this.lines.push(JSON.parse(line) as Record<string, unknown>);
     done();
   }
 }
 
-export async function start(configPath: string, variant: Variant, extra: Partial<Settings> = {}, sampleMs?: number): Promise<{ svc: RunningService; logs: LogSink }> {
+export async function start(
+  configPath: string,
+  variant: Variant,
+  extra: Partial<Settings> = {},
+  sampleMs?: number,
+): Promise<{ svc: RunningService; logs: LogSink }> {
   const logs = new LogSink();
-  const settings: Settings = { ...DEFAULTS, config: configPath, port: 0, grpcPort: 0, adminPort: 0, ...variant.settings, ...extra };
+  const settings: Settings = {
+    ...DEFAULTS,
+    config: configPath,
+    port: 0,
+    grpcPort: 0,
+    adminPort: 0,
+    ...variant.settings,
+    ...extra,
+  };
   const svc = await startService(settings, { logStream: logs, ...(sampleMs ? { sampleMs } : {}) });
   return { svc, logs };
 }
 
 type Unary = (req: object, cb: (err: grpc.ServiceError | null, res: Record<string, unknown>) => void) => void;
 
-export function rlsClient(port: number, credentials: grpc.ChannelCredentials = grpc.credentials.createInsecure()): { call(req: object): Promise<any>; raw(bytes: Buffer): Promise<any>; close(): void } {
+export function rlsClient(
+  port: number,
+  credentials: grpc.ChannelCredentials = grpc.credentials.createInsecure(),
+): { call(req: object): Promise<any>; raw(bytes: Buffer): Promise<any>; close(): void } {
   const pkg = loadRlsDefinition() as any;
   const Client = pkg.envoy.service.ratelimit.v3.RateLimitService as grpc.ServiceClientConstructor;
   // Over TLS, check the certificate for 'localhost' (the test server's name) rather than send an IP as the server name.
   const options = credentials._isSecure() ? { 'grpc.ssl_target_name_override': 'localhost' } : {};
-  const client = new Client(`127.0.0.1:${port}`, credentials, options) as unknown as { ShouldRateLimit: Unary } & grpc.Client;
+  const client = new Client(`127.0.0.1:${port}`, credentials, options) as unknown as {
+    ShouldRateLimit: Unary;
+  } & grpc.Client;
   return {
-    call: (req) => new Promise((resolve, reject) => client.ShouldRateLimit(req, (err, res) => (err ? reject(err) : resolve(res)))),
+    call: (req) =>
+      new Promise((resolve, reject) => client.ShouldRateLimit(req, (err, res) => (err ? reject(err) : resolve(res)))),
     /** Sends bytes that are not a RateLimitRequest. */
     raw: (bytes) =>
       new Promise((resolve, reject) =>
-        client.makeUnaryRequest('/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit', (b: Buffer) => b, (b: Buffer) => b, bytes, (err, res) => (err ? reject(err) : resolve(res))),
+        client.makeUnaryRequest(
+          '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit',
+          (b: Buffer) => b,
+          (b: Buffer) => b,
+          bytes,
+          (err, res) => (err ? reject(err) : resolve(res)),
+        ),
       ),
     close: () => client.close(),
   };
@@ -88,15 +120,28 @@ export function rlsClient(port: number, credentials: grpc.ChannelCredentials = g
 export async function untilReady(port: number, ms = 20_000): Promise<void> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const status = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status, () => 0);
+    const status = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+      (r) => r.status,
+      () => 0,
+    );
     if (status === 200) return;
-    if (Date.now() > deadline) throw new Error(`the service on port ${port} was not ready after ${ms} ms (/readyz ${status})`);
+    if (Date.now() > deadline)
+      throw new Error(`the service on port ${port} was not ready after ${ms} ms (/readyz ${status})`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
 
-export async function post(port: number, path: string, body: string | object, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; json: any }> {
-  const res = await fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json', ...headers } });
+export async function post(
+  port: number,
+  path: string,
+  body: string | object,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; json: any }> {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method: 'POST',
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    headers: { 'content-type': 'application/json', ...headers },
+  });
   const text = await res.text();
   return { status: res.status, headers: res.headers, json: text ? JSON.parse(text) : undefined };
 }

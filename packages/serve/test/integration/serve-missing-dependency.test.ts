@@ -19,19 +19,36 @@ export async function resolve(specifier, context, next) {
 }\`));`)}`;
 
 function sluice(hidden: string, args: string[]) {
-  return spawnSync(process.execPath, ['--import', HIDE, '--import', 'tsx', join(ROOT, 'packages/serve/src/cli/main.ts'), ...args], {
-    cwd: ROOT,
-    encoding: 'utf8',
-    timeout: 60_000,
-    env: { ...process.env, HIDE_PACKAGES: hidden },
-  });
+  return spawnSync(
+    process.execPath,
+    ['--import', HIDE, '--import', 'tsx', join(ROOT, 'packages/serve/src/cli/main.ts'), ...args],
+    {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { ...process.env, HIDE_PACKAGES: hidden },
+    },
+  );
 }
 
 for (const pkg of ['yaml', 'pino', 'prom-client']) {
   test(`sluice serve without its dependency ${pkg}: one line saying what to install, exit 1`, () => {
-    const r = sluice(pkg, ['serve', '--config', 'packages/serve/examples/policies.yaml', '--port', '0', '--grpc-port', '-1', '--admin-port', '-1']);
+    const r = sluice(pkg, [
+      'serve',
+      '--config',
+      'packages/serve/examples/policies.yaml',
+      '--port',
+      '0',
+      '--grpc-port',
+      '-1',
+      '--admin-port',
+      '-1',
+    ]);
     assert.equal(r.status, 1, r.stderr);
-    assert.equal(r.stderr, `sluice serve: the service needs the dependency '${pkg}', which is not installed (@sluice/serve depends on it: was it pruned?); install it with: npm install yaml pino prom-client\n`);
+    assert.equal(
+      r.stderr,
+      `sluice serve: the service needs the dependency '${pkg}', which is not installed (@sluice/serve depends on it: was it pruned?); install it with: npm install yaml pino prom-client\n`,
+    );
     assert.equal(r.stdout, '');
   });
 }

@@ -30,7 +30,26 @@ ensureBinary('/usr/sbin/nginx', 'nginx-light');
 
 /** `sluice serve` as its own process (so it can be stopped and killed); resolves with its HTTP port. */
 async function sluiceProcess(config: string): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve', '--config', config, '--port', '0', '--grpc-port', '-1', '--admin-port', '-1', '--watch', 'false'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      MAIN,
+      'serve',
+      '--config',
+      config,
+      '--port',
+      '0',
+      '--grpc-port',
+      '-1',
+      '--admin-port',
+      '-1',
+      '--watch',
+      'false',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
   const port = await new Promise<number>((resolve, reject) => {
     const t = setTimeout(() => reject(new Error(`sluice did not start: ${out}`)), 30_000);
@@ -50,10 +69,19 @@ async function sluiceProcess(config: string): Promise<{ child: ChildProcess; por
 async function get(port: number, path: string) {
   const t0 = performance.now();
   const r = await fetch(`http://127.0.0.1:${port}${path}`);
-  return { status: r.status, ms: performance.now() - t0, sluice: r.headers.get('x-sluice'), retryAfter: r.headers.get('retry-after'), body: await r.text() };
+  return {
+    status: r.status,
+    ms: performance.now() - t0,
+    sluice: r.headers.get('x-sluice'),
+    retryAfter: r.headers.get('retry-after'),
+    body: await r.text(),
+  };
 }
 
-for (const [example, failure] of [['sluice.conf', 'open'], ['sluice-fail-closed.conf', 'closed']] as const) {
+for (const [example, failure] of [
+  ['sluice.conf', 'open'],
+  ['sluice-fail-closed.conf', 'closed'],
+] as const) {
   describe(`nginx recipe survives sluice going away: ${example} fails ${failure} (#45 finding 6)`, () => {
     const cfg = new TempConfig(CONFIG);
     let sluice: { child: ChildProcess; port: number };
@@ -93,8 +121,12 @@ for (const [example, failure] of [['sluice.conf', 'open'], ['sluice-fail-closed.
       }
       // nginx writes the access line in its log phase, after the client has the answer: wait for it.
       const line = `"GET ${path} HTTP/1.1" ${r.status} sluice=unavailable`;
-      for (let i = 0; i < 100 && !nginx.accessLog().some((l) => l.includes(line)); i++) await new Promise((done) => setTimeout(done, 20));
-      assert.ok(nginx.accessLog().some((l) => l.includes(line)), `the access log says so: ${nginx.accessLog().slice(-3).join(' | ')}`);
+      for (let i = 0; i < 100 && !nginx.accessLog().some((l) => l.includes(line)); i++)
+        await new Promise((done) => setTimeout(done, 20));
+      assert.ok(
+        nginx.accessLog().some((l) => l.includes(line)),
+        `the access log says so: ${nginx.accessLog().slice(-3).join(' | ')}`,
+      );
     };
 
     test(`nginx recipe with sluice SIGSTOPped: every request answered within a second, failing ${failure}, and marked`, async () => {
@@ -113,7 +145,9 @@ for (const [example, failure] of [['sluice.conf', 'open'], ['sluice-fail-closed.
 
     test(`nginx recipe with sluice killed: every request answered at once, failing ${failure}, and marked`, async () => {
       sluice.child.kill('SIGKILL');
-      await new Promise((r) => (sluice.child.exitCode !== null || sluice.child.signalCode !== null ? r(null) : sluice.child.once('exit', r)));
+      await new Promise((r) =>
+        sluice.child.exitCode !== null || sluice.child.signalCode !== null ? r(null) : sluice.child.once('exit', r),
+      );
       for (let i = 0; i < 3; i++) await assertOutageAnswer(await get(nginx.port, `/killed/${i}`), `/killed/${i}`);
     });
   });

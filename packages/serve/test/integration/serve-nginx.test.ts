@@ -45,7 +45,12 @@ for (const variant of run) {
     before(async () => {
       svc = (await start(cfg.path, variant, { grpcPort: -1 })).svc;
       await new Promise<void>((r) => backend.listen(0, '127.0.0.1', r));
-      nginx = await startNginx('sluice.conf', join(cfg.dir, 'nginx'), svc.httpPort, (backend.address() as AddressInfo).port);
+      nginx = await startNginx(
+        'sluice.conf',
+        join(cfg.dir, 'nginx'),
+        svc.httpPort,
+        (backend.address() as AddressInfo).port,
+      );
       port = nginx.port;
       backendHits.length = 0;
     });
@@ -62,10 +67,24 @@ for (const variant of run) {
       const results = [];
       for (let i = 0; i < 4; i++) {
         const r = await fetch(`http://127.0.0.1:${port}/page/${i}`);
-        results.push({ status: r.status, retryAfter: r.headers.get('retry-after'), remaining: r.headers.get('ratelimit-remaining'), body: await r.text() });
+        results.push({
+          status: r.status,
+          retryAfter: r.headers.get('retry-after'),
+          remaining: r.headers.get('ratelimit-remaining'),
+          body: await r.text(),
+        });
       }
-      assert.deepEqual(results.map((r) => r.status), [200, 200, 429, 429]);
-      assert.deepEqual(results.slice(0, 2).map((r) => [r.body, r.remaining]), [['backend saw /page/0\n', '1'], ['backend saw /page/1\n', '0']]);
+      assert.deepEqual(
+        results.map((r) => r.status),
+        [200, 200, 429, 429],
+      );
+      assert.deepEqual(
+        results.slice(0, 2).map((r) => [r.body, r.remaining]),
+        [
+          ['backend saw /page/0\n', '1'],
+          ['backend saw /page/1\n', '0'],
+        ],
+      );
       const wait = Number(results[2]!.retryAfter);
       assert.ok(Number.isInteger(wait) && wait >= 1 && wait <= 1200, `Retry-After ${results[2]!.retryAfter}`);
       assert.equal(results[2]!.body, 'rate limited\n');

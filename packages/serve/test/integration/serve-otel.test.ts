@@ -3,7 +3,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as api from '@opentelemetry/api';
-import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
+import {
+  AggregationTemporality,
+  InMemoryMetricExporter,
+  MeterProvider,
+  PeriodicExportingMetricReader,
+} from '@opentelemetry/sdk-metrics';
 import { post, start, TempConfig } from './serve-helpers.js';
 
 const CONFIG = 'domain: web\ndescriptors:\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n';
@@ -24,14 +29,22 @@ test('with a registered MeterProvider the service counts decisions by rule and o
   try {
     assert.ok(logs.lines.some((l) => String(l.msg).startsWith('OpenTelemetry metrics on')));
     const body = { domain: 'web', descriptors: [{ entries: [{ key: 'user', value: 'ann' }] }] };
-    assert.deepEqual([(await post(svc.httpPort, '/json', body)).status, (await post(svc.httpPort, '/json', body)).status], [200, 429]);
+    assert.deepEqual(
+      [(await post(svc.httpPort, '/json', body)).status, (await post(svc.httpPort, '/json', body)).status],
+      [200, 429],
+    );
     await reader.forceFlush();
     const points = exporter
       .getMetrics()
       .flatMap((r) => r.scopeMetrics.flatMap((s) => s.metrics))
       .filter((m) => m.descriptor.name === 'sluice.decisions')
-      .flatMap((m) => m.dataPoints.map((p) => [p.attributes['sluice.policy'], p.attributes['sluice.outcome'], p.value]));
-    assert.deepEqual(points.sort(), [['web.user', 'allowed', 1], ['web.user', 'limited', 1]]);
+      .flatMap((m) =>
+        m.dataPoints.map((p) => [p.attributes['sluice.policy'], p.attributes['sluice.outcome'], p.value]),
+      );
+    assert.deepEqual(points.sort(), [
+      ['web.user', 'allowed', 1],
+      ['web.user', 'limited', 1],
+    ]);
   } finally {
     await svc.close();
     api.metrics.disable();

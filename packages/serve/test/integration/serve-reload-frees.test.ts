@@ -11,11 +11,13 @@ import { post, start, TempConfig } from './serve-helpers.js';
 
 function rules(n: number, limit: number): string {
   let y = 'domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 1000 }\n';
-  for (let i = 0; i < n; i++) y += `  - key: tenant\n    value: t${i}\n    rate_limit: { unit: minute, requests_per_unit: ${limit} }\n`;
+  for (let i = 0; i < n; i++)
+    y += `  - key: tenant\n    value: t${i}\n    rate_limit: { unit: minute, requests_per_unit: ${limit} }\n`;
   return y;
 }
 
-const check = (port: number, descriptor: Record<string, string>) => post(port, '/v1/check', { domain: 'api', descriptors: [descriptor] });
+const check = (port: number, descriptor: Record<string, string>) =>
+  post(port, '/v1/check', { domain: 'api', descriptors: [descriptor] });
 
 /** The service's memory store (every rule's limiter shares it). */
 function storeOf(svc: RunningService): MemoryStore {
@@ -25,7 +27,9 @@ function storeOf(svc: RunningService): MemoryStore {
 }
 
 /** Live tables in the store: the store's list of tables bound and not closed. */
-const liveTables = (store: MemoryStore) => (store as unknown as { tables: { size?: number; length?: number } }).tables.size ?? (store as unknown as { tables: unknown[] }).tables.length;
+const liveTables = (store: MemoryStore) =>
+  (store as unknown as { tables: { size?: number; length?: number } }).tables.size ??
+  (store as unknown as { tables: unknown[] }).tables.length;
 
 describe('reload frees what it drops (#45 findings 4 and 5)', () => {
   const cfg = new TempConfig(rules(100, 5));
@@ -61,19 +65,24 @@ describe('reload frees what it drops (#45 findings 4 and 5)', () => {
     }
   });
 
-  test('reload frees the keys of dropped rules: a store at --max-keys full of their denying keys admits a live rule\'s new key', async () => {
+  test("reload frees the keys of dropped rules: a store at --max-keys full of their denying keys admits a live rule's new key", async () => {
     // 50 rules of 1 a minute, each used up by one request: 50 denying keys, which eviction never drops.
     cfg.write(rules(50, 1));
-    const { svc } = await start(cfg.path, { name: 'memory', settings: {} }, { grpcPort: -1, watch: false, maxKeys: 50 });
+    const { svc } = await start(
+      cfg.path,
+      { name: 'memory', settings: {} },
+      { grpcPort: -1, watch: false, maxKeys: 50 },
+    );
     try {
-      for (let i = 0; i < 50; i++) assert.equal((await check(svc.httpPort, { tenant: `t${i}` })).json.statuses[0].remaining, 0);
+      for (let i = 0; i < 50; i++)
+        assert.equal((await check(svc.httpPort, { tenant: `t${i}` })).json.statuses[0].remaining, 0);
       const full = await check(svc.httpPort, { user: 'before-reload' });
       assert.equal(full.json.statuses[0].reason, 'store-full', 'the store is full of denying keys');
       cfg.write(rules(0, 1));
       assert.equal(await svc.reload('test'), true);
       const r = await check(svc.httpPort, { user: 'after-reload' });
       assert.equal(r.status, 200);
-      assert.equal(r.json.statuses[0].reason, undefined, 'the dropped rules\' keys no longer fill the store');
+      assert.equal(r.json.statuses[0].reason, undefined, "the dropped rules' keys no longer fill the store");
       assert.equal(r.json.statuses[0].remaining, 999, 'admitted and counted');
     } finally {
       await svc.close();
@@ -105,15 +114,44 @@ describe('reload frees what it drops (#45 findings 4 and 5)', () => {
       );
       assert.equal(await svc.reload('test'), true);
       const limit = async (entries: [string, string][]) => {
-        const r = await post(svc.httpPort, '/json', { domain: 'api', descriptors: [{ entries: entries.map(([key, value]) => ({ key, value })) }] });
+        const r = await post(svc.httpPort, '/json', {
+          domain: 'api',
+          descriptors: [{ entries: entries.map(([key, value]) => ({ key, value })) }],
+        });
         return r.json.statuses[0].currentLimit?.requestsPerUnit;
       };
       assert.equal(await limit([['tenant', 'a']]), 3);
-      assert.equal(await limit([['tenant', 'a'], ['path', '/xyz']]), 4);
-      assert.equal(await limit([['tenant', 'a'], ['user', 'u']]), 5);
-      assert.equal(await limit([['tenant', 'a'], ['user', 'u'], ['verb', 'GET']]), 6);
+      assert.equal(
+        await limit([
+          ['tenant', 'a'],
+          ['path', '/xyz'],
+        ]),
+        4,
+      );
+      assert.equal(
+        await limit([
+          ['tenant', 'a'],
+          ['user', 'u'],
+        ]),
+        5,
+      );
+      assert.equal(
+        await limit([
+          ['tenant', 'a'],
+          ['user', 'u'],
+          ['verb', 'GET'],
+        ]),
+        6,
+      );
       assert.equal(await limit([['tenant', 'b']]), 7);
-      assert.equal(await limit([['tenant', 'b'], ['user', 'u']]), undefined, 'a leaf has no children');
+      assert.equal(
+        await limit([
+          ['tenant', 'b'],
+          ['user', 'u'],
+        ]),
+        undefined,
+        'a leaf has no children',
+      );
     } finally {
       await svc.close();
     }

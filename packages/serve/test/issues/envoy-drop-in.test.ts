@@ -28,13 +28,21 @@ descriptors:
 `;
 
 type Client = ReturnType<typeof rlsClient>;
-const entry = (key: string, value: string, hits?: number) => ({ entries: [{ key, value }], ...(hits === undefined ? {} : { hits_addend: { value: hits } }) });
+const entry = (key: string, value: string, hits?: number) => ({
+  entries: [{ key, value }],
+  ...(hits === undefined ? {} : { hits_addend: { value: hits } }),
+});
 
 let services = 0;
 /** Starts the service on `config` for one variant, with `extra` settings, on counters of its own; closes it after the suite. */
-function serving(config: string, variant: { name: string; settings: Partial<Settings> }, extra: Partial<Settings> = {}) {
+function serving(
+  config: string,
+  variant: { name: string; settings: Partial<Settings> },
+  extra: Partial<Settings> = {},
+) {
   const cfg = new TempConfig(config);
-  const own = variant.settings.redisPrefix === undefined ? {} : { redisPrefix: `${variant.settings.redisPrefix}-${++services}` };
+  const own =
+    variant.settings.redisPrefix === undefined ? {} : { redisPrefix: `${variant.settings.redisPrefix}-${++services}` };
   extra = { ...own, ...extra };
   const ctx = {} as { svc: RunningService; client: Client };
   before(async () => {
@@ -65,7 +73,12 @@ async function tokenQuotaRequest(client: Client, domain: string, service: string
  * the first service whose quota passed (the metadata of passed descriptors, first one kept) and debits it on
  * the response path. Which service served it, or undefined when refused.
  */
-async function multiServiceRequest(client: Client, domain: string, s1: string, s2: string): Promise<string | undefined> {
+async function multiServiceRequest(
+  client: Client,
+  domain: string,
+  s1: string,
+  s2: string,
+): Promise<string | undefined> {
   const check = await client.call({ domain, descriptors: [entry('service', s1, 0), entry('service', s2, 0)] });
   if (check.overall_code !== 'OK') return undefined;
   const served = check.statuses[0].code === 'OK' ? s1 : s2;
@@ -105,7 +118,12 @@ for (const variant of run) {
 
   describe(`Envoy's wire format over gRPC (${variant.name})`, () => {
     const plain = serving(QUOTAS, variant);
-    const headers = serving(QUOTAS, variant, { limitResponseHeadersEnabled: true, limitLimitHeader: 'X-Limit', limitRemainingHeader: 'X-Left', limitResetHeader: 'X-Reset' });
+    const headers = serving(QUOTAS, variant, {
+      limitResponseHeadersEnabled: true,
+      limitLimitHeader: 'X-Limit',
+      limitRemainingHeader: 'X-Left',
+      limitResetHeader: 'X-Reset',
+    });
     const rich = serving(QUOTAS, variant, { answers: 'sluice' });
     /** Envoy's duration_until_reset at `ms`: unit − now % unit, in whole seconds. */
     const envoyReset = (ms: number, unitSeconds: number) => unitSeconds - (Math.floor(ms / 1000) % unitSeconds);
@@ -118,30 +136,47 @@ for (const variant of run) {
       assert.deepEqual(r.response_headers_to_add ?? [], []);
       const d = r.statuses[0].duration_until_reset;
       assert.equal(d.nanos ?? 0, 0, `whole seconds: ${JSON.stringify(r)}`);
-      assert.ok([envoyReset(t0, 3600), envoyReset(t1, 3600)].includes(Number(d.seconds)), `${d.seconds} s is unit − now % unit`);
+      assert.ok(
+        [envoyReset(t0, 3600), envoyReset(t1, 3600)].includes(Number(d.seconds)),
+        `${d.seconds} s is unit − now % unit`,
+      );
       assert.deepEqual([r.statuses[0].code, r.statuses[0].limit_remaining], ['OK', 99], JSON.stringify(r));
     });
 
     test('LIMIT_RESPONSE_HEADERS_ENABLED adds its three headers under the names asked, for the status closest to its limit', async () => {
       const key = `h-${process.pid}-${Date.now()}`;
       const t0 = Date.now();
-      const r = await headers.client.call({ domain: 'rl', descriptors: [entry('tokens', key, 40), entry('service', 'service_1')] });
-      const got = Object.fromEntries(r.response_headers_to_add.map((h: { key: string; value: string }) => [h.key, h.value]));
+      const r = await headers.client.call({
+        domain: 'rl',
+        descriptors: [entry('tokens', key, 40), entry('service', 'service_1')],
+      });
+      const got = Object.fromEntries(
+        r.response_headers_to_add.map((h: { key: string; value: string }) => [h.key, h.value]),
+      );
       assert.deepEqual(Object.keys(got), ['X-Limit', 'X-Left', 'X-Reset']);
       assert.deepEqual([got['X-Limit'], got['X-Left']], ['1', '0'], 'service_1 has 0 of 1 left, tokens 60 of 100');
       assert.ok(Math.abs(Number(got['X-Reset']) - envoyReset(t0, 3600)) <= 1);
     });
 
-    test("a quota over its limit is OVER_LIMIT in its status while the request passes on another quota, as Envoy answers (multiservice routing reads it)", async () => {
-      const spent = await headers.client.call({ domain: 'rl', descriptors: [entry('service', 'service_1'), entry('service', 'service_2')] });
-      assert.deepEqual([spent.overall_code, spent.statuses.map((s: { code: string }) => s.code)], ['OK', ['OVER_LIMIT', 'OK']]);
+    test('a quota over its limit is OVER_LIMIT in its status while the request passes on another quota, as Envoy answers (multiservice routing reads it)', async () => {
+      const spent = await headers.client.call({
+        domain: 'rl',
+        descriptors: [entry('service', 'service_1'), entry('service', 'service_2')],
+      });
+      assert.deepEqual(
+        [spent.overall_code, spent.statuses.map((s: { code: string }) => s.code)],
+        ['OK', ['OVER_LIMIT', 'OK']],
+      );
       assert.equal(spent.statuses[0].limit_remaining ?? 0, 0);
     });
 
     test("--answers sluice keeps sluice's richer answers: millisecond durations and RateLimit headers with the policy", async () => {
       const key = `r-${process.pid}-${Date.now()}`;
       const r = await rich.client.call({ domain: 'rl', descriptors: [entry('tokens', key)] });
-      assert.deepEqual(r.response_headers_to_add.map((h: { key: string }) => h.key), ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']);
+      assert.deepEqual(
+        r.response_headers_to_add.map((h: { key: string }) => h.key),
+        ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'],
+      );
       assert.equal(r.response_headers_to_add[0].value, '100, 100;w=3600');
     });
   });
@@ -157,26 +192,78 @@ for (const variant of run) {
   });
 }
 
-test('STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT and the header settings are read under their Envoy names, beneath sluice\'s own', async () => {
+test("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT and the header settings are read under their Envoy names, beneath sluice's own", async () => {
   const { readSettings } = await import('../../src/server/settings.js');
-  const envoy = readSettings(['--config', 'x.yaml'], { STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: 'true', LIMIT_RESPONSE_HEADERS_ENABLED: 'true', LIMIT_LIMIT_HEADER: 'X-Limit', LIMIT_REMAINING_HEADER: 'X-Left', LIMIT_RESET_HEADER: 'X-Reset' });
-  assert.deepEqual([envoy.stopCacheKeyIncrementWhenOverlimit, envoy.limitResponseHeadersEnabled, envoy.limitLimitHeader, envoy.limitRemainingHeader, envoy.limitResetHeader], [true, true, 'X-Limit', 'X-Left', 'X-Reset']);
+  const envoy = readSettings(['--config', 'x.yaml'], {
+    STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: 'true',
+    LIMIT_RESPONSE_HEADERS_ENABLED: 'true',
+    LIMIT_LIMIT_HEADER: 'X-Limit',
+    LIMIT_REMAINING_HEADER: 'X-Left',
+    LIMIT_RESET_HEADER: 'X-Reset',
+  });
+  assert.deepEqual(
+    [
+      envoy.stopCacheKeyIncrementWhenOverlimit,
+      envoy.limitResponseHeadersEnabled,
+      envoy.limitLimitHeader,
+      envoy.limitRemainingHeader,
+      envoy.limitResetHeader,
+    ],
+    [true, true, 'X-Limit', 'X-Left', 'X-Reset'],
+  );
   const defaults = readSettings(['--config', 'x.yaml'], {});
-  assert.deepEqual([defaults.stopCacheKeyIncrementWhenOverlimit, defaults.limitResponseHeadersEnabled, defaults.answers], [false, false, 'envoy']);
-  assert.equal(readSettings(['--config', 'x.yaml'], { STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: 'true', SLUICE_STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: 'false' }).stopCacheKeyIncrementWhenOverlimit, false, "sluice's name wins");
-  assert.throws(() => readSettings(['--config', 'x.yaml'], { LIMIT_LIMIT_HEADER: 'X Limit' }), /LIMIT_LIMIT_HEADER must be an HTTP header name such as X-RateLimit-Limit, got "X Limit"/);
+  assert.deepEqual(
+    [defaults.stopCacheKeyIncrementWhenOverlimit, defaults.limitResponseHeadersEnabled, defaults.answers],
+    [false, false, 'envoy'],
+  );
+  assert.equal(
+    readSettings(['--config', 'x.yaml'], {
+      STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: 'true',
+      SLUICE_STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: 'false',
+    }).stopCacheKeyIncrementWhenOverlimit,
+    false,
+    "sluice's name wins",
+  );
+  assert.throws(
+    () => readSettings(['--config', 'x.yaml'], { LIMIT_LIMIT_HEADER: 'X Limit' }),
+    /LIMIT_LIMIT_HEADER must be an HTTP header name such as X-RateLimit-Limit, got "X Limit"/,
+  );
 });
 
 test("countRejected is the library's policy option, off by default: a rejected request changes no state unless asked", () => {
   let now = 1_800_000_000_000;
   const clock = () => now;
-  const plain = new Limiter({ policy: { algorithm: 'fixed-window', limit: 2, window: '1m' }, store: new MemoryStore(), clock });
-  const counting = new Limiter({ policy: { algorithm: 'fixed-window', limit: 2, window: '1m', countRejected: true }, store: new MemoryStore(), clock });
+  const plain = new Limiter({
+    policy: { algorithm: 'fixed-window', limit: 2, window: '1m' },
+    store: new MemoryStore(),
+    clock,
+  });
+  const counting = new Limiter({
+    policy: { algorithm: 'fixed-window', limit: 2, window: '1m', countRejected: true },
+    store: new MemoryStore(),
+    clock,
+  });
   for (const l of [plain, counting]) for (let i = 0; i < 3; i++) l.limitSync('k');
-  assert.deepEqual([plain.limitSync('k', { cost: 0 }).allowed, counting.limitSync('k', { cost: 0 }).allowed], [true, false]);
+  assert.deepEqual(
+    [plain.limitSync('k', { cost: 0 }).allowed, counting.limitSync('k', { cost: 0 }).allowed],
+    [true, false],
+  );
   assert.throws(() => plain.limitSync('k', { cost: 3 }), { code: 'ERR_SLUICE_COST_EXCEEDS_CAPACITY' });
   now += 60_000;
-  assert.deepEqual([counting.limitSync('k', { cost: 0 }).allowed, counting.limitSync('k', { cost: 5 }).allowed, counting.limitSync('k', { cost: 0 }).allowed], [true, false, false]);
-  assert.throws(() => new Limiter({ policy: { algorithm: 'gcra', limit: 2, window: '1m', countRejected: true } }), /'countRejected' applies to a fixed-window of a duration \(Envoy's counting\), not gcra/);
-  assert.throws(() => new Gate({ policy: { name: 'q', algorithm: 'fixed-window', limit: 2, window: '1m', countRejected: true } }), /Gate policy "q": 'countRejected' counts every refused try/);
+  assert.deepEqual(
+    [
+      counting.limitSync('k', { cost: 0 }).allowed,
+      counting.limitSync('k', { cost: 5 }).allowed,
+      counting.limitSync('k', { cost: 0 }).allowed,
+    ],
+    [true, false, false],
+  );
+  assert.throws(
+    () => new Limiter({ policy: { algorithm: 'gcra', limit: 2, window: '1m', countRejected: true } }),
+    /'countRejected' applies to a fixed-window of a duration \(Envoy's counting\), not gcra/,
+  );
+  assert.throws(
+    () => new Gate({ policy: { name: 'q', algorithm: 'fixed-window', limit: 2, window: '1m', countRejected: true } }),
+    /Gate policy "q": 'countRejected' counts every refused try/,
+  );
 });

@@ -8,7 +8,6 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import http2 from 'node:http2';
 import { connect } from 'node:net';
-import type { Socket } from 'node:net';
 import { rlsClient, start, TempConfig } from '../integration/serve-helpers.js';
 import type { RunningService } from '../../src/server/serve.js';
 import type { Settings } from '../../src/server/settings.js';
@@ -79,7 +78,12 @@ function idleGrpc(port: number) {
     session.on('error', () => {});
     session.once('close', ended);
     session.once('goaway', () => session.destroy());
-    const call = session.request({ ':method': 'POST', ':path': HEALTH_CHECK, 'content-type': 'application/grpc', te: 'trailers' });
+    const call = session.request({
+      ':method': 'POST',
+      ':path': HEALTH_CHECK,
+      'content-type': 'application/grpc',
+      te: 'trailers',
+    });
     call.on('error', () => {});
     call.resume();
     call.end(Buffer.from([0, 0, 0, 0, 0]));
@@ -88,7 +92,10 @@ function idleGrpc(port: number) {
 }
 
 /** `perConnection` never-finishing calls on each of `connections` connections, each re-opened when reset. */
-function pendingCalls(port: number, connections: number): { sessions: http2.ClientHttp2Session[]; call: (ended: () => void) => { end(): void } } {
+function pendingCalls(
+  port: number,
+  connections: number,
+): { sessions: http2.ClientHttp2Session[]; call: (ended: () => void) => { end(): void } } {
   const sessions = Array.from({ length: connections }, () => {
     const s = http2.connect(`http://127.0.0.1:${port}`);
     s.on('error', () => {});
@@ -103,7 +110,12 @@ function pendingCalls(port: number, connections: number): { sessions: http2.Clie
         setTimeout(ended, 50);
         return { end: () => {} };
       }
-      const call = session.request({ ':method': 'POST', ':path': SHOULD_RATE_LIMIT, 'content-type': 'application/grpc', te: 'trailers' });
+      const call = session.request({
+        ':method': 'POST',
+        ':path': SHOULD_RATE_LIMIT,
+        'content-type': 'application/grpc',
+        te: 'trailers',
+      });
       call.on('error', () => {});
       call.resume();
       call.once('close', ended);
@@ -128,7 +140,12 @@ async function legitimate(n: number, once: () => Promise<boolean>): Promise<{ ok
 
 /** A /json check on a connection of its own. */
 async function jsonCheck(port: number): Promise<boolean> {
-  const r = await fetch(`http://127.0.0.1:${port}/json`, { method: 'POST', body: JSON.stringify(CHECK), headers: { connection: 'close' }, signal: AbortSignal.timeout(1000) });
+  const r = await fetch(`http://127.0.0.1:${port}/json`, {
+    method: 'POST',
+    body: JSON.stringify(CHECK),
+    headers: { connection: 'close' },
+    signal: AbortSignal.timeout(1000),
+  });
   await r.body?.cancel();
   return r.status === 200;
 }
@@ -228,7 +245,12 @@ describe('issue 45 on sluice serve: fairness, not first-come pools (small caps)'
     const sessions = Array.from({ length: 40 }, () => {
       const s = http2.connect(`http://127.0.0.1:${svc.grpcPort}`);
       s.on('error', () => {});
-      const c = s.request({ ':method': 'POST', ':path': SHOULD_RATE_LIMIT, 'content-type': 'application/grpc', te: 'trailers' });
+      const c = s.request({
+        ':method': 'POST',
+        ':path': SHOULD_RATE_LIMIT,
+        'content-type': 'application/grpc',
+        te: 'trailers',
+      });
       c.on('error', () => {});
       c.write(Buffer.from([0, 0, 0, 0, 100, 0x0a]));
       return s;
@@ -240,7 +262,12 @@ describe('issue 45 on sluice serve: fairness, not first-come pools (small caps)'
       const newcomer = http2.connect(`http://127.0.0.1:${svc.grpcPort}`);
       newcomer.on('error', () => {});
       const refused = await new Promise<string>((resolve) => {
-        const c = newcomer.request({ ':method': 'POST', ':path': HEALTH_CHECK, 'content-type': 'application/grpc', te: 'trailers' });
+        const c = newcomer.request({
+          ':method': 'POST',
+          ':path': HEALTH_CHECK,
+          'content-type': 'application/grpc',
+          te: 'trailers',
+        });
         c.on('error', (e) => resolve(`error ${e.message}`));
         c.on('response', (h) => resolve(`answered ${String(h['grpc-status'])}`));
         c.end(Buffer.from([0, 0, 0, 0, 0]));
@@ -256,10 +283,24 @@ describe('issue 45 on sluice serve: fairness, not first-come pools (small caps)'
   });
 });
 
-test('one client gets at most its share (--max-connections-per-address): idle sockets from 127.0.0.2 make room among their own, and never close another address\'s', async () => {
-  const { svc } = await start(cfg.path, { name: 'memory', settings: {} }, { maxConnections: 40, maxConnectionsPerAddress: 10, keepAliveTimeoutMs: 60_000, headersTimeoutMs: 60_000, requestTimeoutMs: 60_000, grpcPort: -1, adminPort: -1 });
+test("one client gets at most its share (--max-connections-per-address): idle sockets from 127.0.0.2 make room among their own, and never close another address's", async () => {
+  const { svc } = await start(
+    cfg.path,
+    { name: 'memory', settings: {} },
+    {
+      maxConnections: 40,
+      maxConnectionsPerAddress: 10,
+      keepAliveTimeoutMs: 60_000,
+      headersTimeoutMs: 60_000,
+      requestTimeoutMs: 60_000,
+      grpcPort: -1,
+      adminPort: -1,
+    },
+  );
   const open = (localAddress: string) => {
-    const s = connect({ port: svc.httpPort, host: '127.0.0.1', localAddress }, () => s.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'));
+    const s = connect({ port: svc.httpPort, host: '127.0.0.1', localAddress }, () =>
+      s.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'),
+    );
     s.resume();
     s.on('error', () => {});
     return s;
@@ -269,7 +310,11 @@ test('one client gets at most its share (--max-connections-per-address): idle so
   const theirs = Array.from({ length: 40 }, () => open('127.0.0.2'));
   await nap(500);
   try {
-    assert.equal(mine.filter((s) => !s.destroyed && s.readyState === 'open').length, 5, "the other address's idle connections stay");
+    assert.equal(
+      mine.filter((s) => !s.destroyed && s.readyState === 'open').length,
+      5,
+      "the other address's idle connections stay",
+    );
     const held = theirs.filter((s) => !s.destroyed && s.readyState === 'open').length;
     assert.equal(held, 10, `one address holds its share of 10, not the listener's 40: ${held}`);
     assert.equal(await jsonCheck(svc.httpPort), true);
@@ -279,12 +324,16 @@ test('one client gets at most its share (--max-connections-per-address): idle so
   }
 });
 
-describe('issue 45 on sluice serve: the issue\'s numbers at the default caps', () => {
+describe("issue 45 on sluice serve: the issue's numbers at the default caps", () => {
   test('4,100 never-finishing gRPC calls over 5 connections, then 4,096 idle keep-alive sockets: a client keeps getting answers', async () => {
     // Held, not cut, for as long as the test runs; every cap at its default. The attacker re-opens what
     // is closed or refused within 5-15 s ("one batch of 4,096 per 10 s would do"), so that its own churn
     // does not stall this process, which it shares with the service.
-    const { svc } = await start(cfg.path, { name: 'memory', settings: {} }, { headersTimeoutMs: 60_000, requestTimeoutMs: 60_000, grpcMaxConnectionIdleMs: 0, adminPort: -1 });
+    const { svc } = await start(
+      cfg.path,
+      { name: 'memory', settings: {} },
+      { headersTimeoutMs: 60_000, requestTimeoutMs: 60_000, grpcMaxConnectionIdleMs: 0, adminPort: -1 },
+    );
     try {
       const { sessions, call } = pendingCalls(svc.grpcPort!, 5);
       const calls = new Attacker(call, 10_000);

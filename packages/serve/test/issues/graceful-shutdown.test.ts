@@ -19,8 +19,35 @@ const CHECK = { domain: 'api', descriptors: [{ entries: [{ key: 'key', value: 'd
 const BODY = JSON.stringify(CHECK);
 
 /** The CLI as an operator runs it, its JSON log lines collected. */
-function serve(cfg: TempConfig, drainMs: number): { child: ChildProcessWithoutNullStreams; lines: Record<string, unknown>[]; seen(msg: string): Promise<Record<string, unknown>>; exited: Promise<{ code: number | null; at: number }> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', main, 'serve', '--config', cfg.path, '--port', '0', '--grpc-port', '0', '--admin-port', '-1', '--watch', 'false'], { env: { ...process.env, SLUICE_DRAIN_MS: String(drainMs) }, stdio: ['pipe', 'pipe', 'pipe'] });
+function serve(
+  cfg: TempConfig,
+  drainMs: number,
+): {
+  child: ChildProcessWithoutNullStreams;
+  lines: Record<string, unknown>[];
+  seen(msg: string): Promise<Record<string, unknown>>;
+  exited: Promise<{ code: number | null; at: number }>;
+} {
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      main,
+      'serve',
+      '--config',
+      cfg.path,
+      '--port',
+      '0',
+      '--grpc-port',
+      '0',
+      '--admin-port',
+      '-1',
+      '--watch',
+      'false',
+    ],
+    { env: { ...process.env, SLUICE_DRAIN_MS: String(drainMs) }, stdio: ['pipe', 'pipe', 'pipe'] },
+  );
   const lines: Record<string, unknown>[] = [];
   let buf = '';
   child.stdout.on('data', (c: Buffer) => {
@@ -30,13 +57,16 @@ function serve(cfg: TempConfig, drainMs: number): { child: ChildProcessWithoutNu
     for (const p of parts) if (p) lines.push(JSON.parse(p) as Record<string, unknown>);
   });
   child.stderr.resume();
-  const exited = new Promise<{ code: number | null; at: number }>((resolve) => child.once('exit', (code) => resolve({ code, at: Date.now() })));
+  const exited = new Promise<{ code: number | null; at: number }>((resolve) =>
+    child.once('exit', (code) => resolve({ code, at: Date.now() })),
+  );
   const seen = async (msg: string) => {
     const deadline = Date.now() + 60_000; // tsx compiles the CLI at start: slow on a loaded host
     for (;;) {
       const l = lines.find((x) => x.msg === msg);
       if (l !== undefined) return l;
-      if (Date.now() > deadline) throw new Error(`no '${msg}' from the child; got ${JSON.stringify(lines.map((x) => x.msg))}`);
+      if (Date.now() > deadline)
+        throw new Error(`no '${msg}' from the child; got ${JSON.stringify(lines.map((x) => x.msg))}`);
       await nap(20);
     }
   };
@@ -69,7 +99,9 @@ class KeepAlive {
   /** Sends the head of a /json request now and its body `bodyAfterMs` later; resolves with the answer. */
   json(bodyAfterMs = 0): Promise<{ status: number; head: string }> {
     const answer = new Promise<{ status: number; head: string }>((resolve) => (this.waiting = resolve));
-    this.socket.write(`POST /json HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(BODY)}\r\n\r\n`);
+    this.socket.write(
+      `POST /json HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(BODY)}\r\n\r\n`,
+    );
     if (bodyAfterMs === 0) this.socket.write(BODY);
     else setTimeout(() => this.socket.write(BODY), bodyAfterMs);
     return Promise.race([answer, nap(5000).then(() => ({ status: 0, head: this.closed ? 'closed' : 'no answer' }))]);
@@ -79,7 +111,12 @@ class KeepAlive {
 /** grpc.health.v1 Check on `session`: 1 SERVING, 2 NOT_SERVING. */
 function healthCheck(session: http2.ClientHttp2Session): Promise<number> {
   return new Promise((resolve, reject) => {
-    const call = session.request({ ':method': 'POST', ':path': '/grpc.health.v1.Health/Check', 'content-type': 'application/grpc', te: 'trailers' });
+    const call = session.request({
+      ':method': 'POST',
+      ':path': '/grpc.health.v1.Health/Check',
+      'content-type': 'application/grpc',
+      te: 'trailers',
+    });
     const chunks: Buffer[] = [];
     call.on('data', (c: Buffer) => chunks.push(c));
     call.on('error', reject);
@@ -92,7 +129,9 @@ function healthCheck(session: http2.ClientHttp2Session): Promise<number> {
 }
 
 test('SIGTERM closes the listeners at once (finding 7): /readyz and gRPC health say not-serving at once, decisions go on for --drain-ms, a request in flight finishes with Connection: close, gRPC gets GOAWAY, and the process exits 0', async () => {
-  const cfg = new TempConfig('domain: api\ndescriptors:\n  - key: key\n    rate_limit: { unit: hour, requests_per_unit: 1000000 }\n');
+  const cfg = new TempConfig(
+    'domain: api\ndescriptors:\n  - key: key\n    rate_limit: { unit: hour, requests_per_unit: 1000000 }\n',
+  );
   const drainMs = 2000;
   const { child, lines, seen, exited } = serve(cfg, drainMs);
   try {
@@ -121,7 +160,11 @@ test('SIGTERM closes the listeners at once (finding 7): /readyz and gRPC health 
     while (Date.now() - t0 < drainMs - 600) {
       asked += 3;
       if ((await kept.json()).status === 200) answered++;
-      const fresh = await fetch(`http://127.0.0.1:${port}/json`, { method: 'POST', body: BODY, headers: { connection: 'close' } }).catch(() => undefined);
+      const fresh = await fetch(`http://127.0.0.1:${port}/json`, {
+        method: 'POST',
+        body: BODY,
+        headers: { connection: 'close' },
+      }).catch(() => undefined);
       await fresh?.body?.cancel();
       if (fresh?.status === 200) answered++;
       if ((await client.call(CHECK).catch(() => undefined))?.overall_code === 'OK') answered++;
@@ -140,7 +183,10 @@ test('SIGTERM closes the listeners at once (finding 7): /readyz and gRPC health 
     const { code, at } = await exited;
     assert.equal(code, 0);
     assert.ok(at - t0 >= drainMs, `exited ${at - t0} ms after SIGTERM, not before --drain-ms ${drainMs}`);
-    assert.ok(goawayAt !== undefined && goawayAt - t0 >= drainMs - 100, `gRPC connections got GOAWAY after the drain: ${goawayAt === undefined ? 'none' : goawayAt - t0} ms`);
+    assert.ok(
+      goawayAt !== undefined && goawayAt - t0 >= drainMs - 100,
+      `gRPC connections got GOAWAY after the drain: ${goawayAt === undefined ? 'none' : goawayAt - t0} ms`,
+    );
     assert.ok(lines.some((l) => l.msg === 'stopped'));
     client.close();
     session.destroy();
@@ -151,7 +197,9 @@ test('SIGTERM closes the listeners at once (finding 7): /readyz and gRPC health 
 });
 
 test('SIGTERM closes the listeners at once (finding 7): a second signal during the drain exits at once', async () => {
-  const cfg = new TempConfig('domain: api\ndescriptors:\n  - key: key\n    rate_limit: { unit: hour, requests_per_unit: 1000000 }\n');
+  const cfg = new TempConfig(
+    'domain: api\ndescriptors:\n  - key: key\n    rate_limit: { unit: hour, requests_per_unit: 1000000 }\n',
+  );
   const { child, seen, exited } = serve(cfg, 30_000);
   try {
     await seen('sluice serve listening');

@@ -37,7 +37,17 @@ describe('issue 28 on sluice serve', () => {
   let svc: RunningService;
   let logs: LogSink;
   before(async () => {
-    ({ svc, logs } = await start(cfg.path, { name: 'memory', settings: {} }, { headersTimeoutMs: 600, requestTimeoutMs: 1200, keepAliveTimeoutMs: 1000, maxConnections: 20, grpcMaxConnectionIdleMs: 0 }));
+    ({ svc, logs } = await start(
+      cfg.path,
+      { name: 'memory', settings: {} },
+      {
+        headersTimeoutMs: 600,
+        requestTimeoutMs: 1200,
+        keepAliveTimeoutMs: 1000,
+        maxConnections: 20,
+        grpcMaxConnectionIdleMs: 0,
+      },
+    ));
   });
   after(async () => {
     await svc.close();
@@ -52,22 +62,35 @@ describe('issue 28 on sluice serve', () => {
     const b = await post(svc.httpPort, '/v1/check', `{"key": ${deep}}`);
     assert.equal(b.status, 400);
     assert.match(b.json.error, /deeper than 5 levels/);
-    const c = await post(svc.httpPort, '/json', `{"domain":"api","descriptors":[{"entries":[{"key":"key","value":${'{"a":'.repeat(3000)}1${'}'.repeat(3000)}}]}]}`);
+    const c = await post(
+      svc.httpPort,
+      '/json',
+      `{"domain":"api","descriptors":[{"entries":[{"key":"key","value":${'{"a":'.repeat(3000)}1${'}'.repeat(3000)}}]}]}`,
+    );
     assert.equal(c.status, 400);
     assert.ok(!logs.lines.some((l) => (l.level as number) > 40), 'nothing logged above warn');
   });
 
   test('deep JSON answers 500: long and odd values are 400s naming the bound', async () => {
-    const many = { domain: 'api', descriptors: Array.from({ length: 65 }, (_, i) => ({ entries: [{ key: 'key', value: `v${i}` }] })) };
+    const many = {
+      domain: 'api',
+      descriptors: Array.from({ length: 65 }, (_, i) => ({ entries: [{ key: 'key', value: `v${i}` }] })),
+    };
     const a = await post(svc.httpPort, '/json', many);
     assert.equal(a.status, 400);
     assert.match(a.json.error, /holds 65 descriptors; (a request holds )?at most 64/);
     const long = await post(svc.httpPort, '/v1/check', { key: 'x'.repeat(5000) });
     assert.equal(long.status, 400);
     assert.match(long.json.error, /'value' is 5000 characters long; at most 4096/);
-    const wide = await post(svc.httpPort, '/json', { domain: 'api', descriptors: [{ entries: [{ key: 'key', value: { big: 'y'.repeat(10_000) } }] }] });
+    const wide = await post(svc.httpPort, '/json', {
+      domain: 'api',
+      descriptors: [{ entries: [{ key: 'key', value: { big: 'y'.repeat(10_000) } }] }],
+    });
     assert.equal(wide.status, 400);
-    assert.ok(wide.json.error.length < 300, `the message quotes the value cut short (${wide.json.error.length} characters)`);
+    assert.ok(
+      wide.json.error.length < 300,
+      `the message quotes the value cut short (${wide.json.error.length} characters)`,
+    );
     const nginx = await fetch(`http://127.0.0.1:${svc.httpPort}/nginx/%E0%A4%A`);
     assert.equal(nginx.status, 400);
   });
@@ -124,7 +147,11 @@ describe('issue 28 on sluice serve', () => {
     assert.equal(check.json.reason, 'cost-exceeds-capacity');
     assert.equal(check.json.statuses[0].reason, 'cost-exceeds-capacity');
     assert.equal(check.json.retryAfterMs, 0);
-    const json = await post(svc.httpPort, '/json', { domain: 'api', descriptors: [{ entries: [{ key: 'user', value: 'u' }] }], hits_addend: 11 });
+    const json = await post(svc.httpPort, '/json', {
+      domain: 'api',
+      descriptors: [{ entries: [{ key: 'user', value: 'u' }] }],
+      hits_addend: 11,
+    });
     assert.equal(json.status, 429);
     assert.equal(json.headers.get('retry-after'), null);
     assert.equal(json.json.overallCode, 'OVER_LIMIT');
@@ -138,10 +165,14 @@ describe('issue 28 on sluice serve', () => {
     assert.notEqual(denied.headers.get('retry-after'), null);
   });
 
-  test('an impossible cost in the service: gRPC keeps Envoy\'s answer, OVER_LIMIT, with no Retry-After header', async () => {
+  test("an impossible cost in the service: gRPC keeps Envoy's answer, OVER_LIMIT, with no Retry-After header", async () => {
     const client = rlsClient(svc.grpcPort!);
     try {
-      const r = await client.call({ domain: 'api', descriptors: [{ entries: [{ key: 'user', value: 'g' }] }], hits_addend: 11 });
+      const r = await client.call({
+        domain: 'api',
+        descriptors: [{ entries: [{ key: 'user', value: 'g' }] }],
+        hits_addend: 11,
+      });
       assert.equal(r.overall_code, 'OVER_LIMIT');
       assert.ok(!(r.response_headers_to_add ?? []).some((h: { key: string }) => h.key === 'Retry-After'));
     } finally {

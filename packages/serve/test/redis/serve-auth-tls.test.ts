@@ -25,7 +25,18 @@ describe('sluice serve with Redis AUTH and TLS', () => {
   before(async () => {
     port = await freePort();
     tlsPort = await freePort();
-    const tls = ['--tls-port', String(tlsPort), '--tls-cert-file', tlsFile('server.pem'), '--tls-key-file', tlsFile('server.key'), '--tls-ca-cert-file', tlsFile('ca.pem'), '--tls-auth-clients', 'no'];
+    const tls = [
+      '--tls-port',
+      String(tlsPort),
+      '--tls-cert-file',
+      tlsFile('server.pem'),
+      '--tls-key-file',
+      tlsFile('server.key'),
+      '--tls-ca-cert-file',
+      tlsFile('ca.pem'),
+      '--tls-auth-clients',
+      'no',
+    ];
     server = new OwnRedis(port, ['--requirepass', PASSWORD, ...tls], ['-a', PASSWORD, '--no-auth-warning']);
     await server.start();
   });
@@ -36,13 +47,25 @@ describe('sluice serve with Redis AUTH and TLS', () => {
 
   /** Two services with these settings: the third request for one user is refused by whichever answers it. */
   async function sharedLimit(name: string, settings: Partial<Settings>): Promise<void> {
-    const all = { redisPrefix: `sluice-auth-tls-${process.pid}-${name}`, failureMode: 'closed' as const, redisTimeoutMs: 5000, grpcPort: -1, ...settings };
+    const all = {
+      redisPrefix: `sluice-auth-tls-${process.pid}-${name}`,
+      failureMode: 'closed' as const,
+      redisTimeoutMs: 5000,
+      grpcPort: -1,
+      ...settings,
+    };
     const a = await start(cfg.path, { name: `${name} a`, settings: all });
     const b = await start(cfg.path, { name: `${name} b`, settings: all });
     try {
-      for (const svc of [a.svc, b.svc]) assert.equal((await fetch(`http://127.0.0.1:${svc.httpPort}/readyz`)).status, 200, `${name}: ready`);
-      const check = (svc: typeof a.svc) => post(svc.httpPort, '/v1/check', { domain: 'api', descriptors: [{ user: 'ann' }] });
-      assert.deepEqual([(await check(a.svc)).status, (await check(b.svc)).status, (await check(a.svc)).status], [200, 200, 429], `${name}: one count across both services`);
+      for (const svc of [a.svc, b.svc])
+        assert.equal((await fetch(`http://127.0.0.1:${svc.httpPort}/readyz`)).status, 200, `${name}: ready`);
+      const check = (svc: typeof a.svc) =>
+        post(svc.httpPort, '/v1/check', { domain: 'api', descriptors: [{ user: 'ann' }] });
+      assert.deepEqual(
+        [(await check(a.svc)).status, (await check(b.svc)).status, (await check(a.svc)).status],
+        [200, 200, 429],
+        `${name}: one count across both services`,
+      );
     } finally {
       await a.svc.close();
       await b.svc.close();
@@ -58,7 +81,11 @@ describe('sluice serve with Redis AUTH and TLS', () => {
   });
 
   test('--redis-tls-ca with --redis-password on the TLS port: the certificate is checked against that CA', async () => {
-    await sharedLimit('tls', { redis: `redis://127.0.0.1:${tlsPort}`, redisPassword: PASSWORD, redisTlsCa: tlsFile('ca.pem') });
+    await sharedLimit('tls', {
+      redis: `redis://127.0.0.1:${tlsPort}`,
+      redisPassword: PASSWORD,
+      redisTlsCa: tlsFile('ca.pem'),
+    });
   });
 
   test('a wrong password, or a certificate the system CAs do not know, leaves the service not ready (failure mode closed), never deciding alone', async () => {
@@ -66,10 +93,17 @@ describe('sluice serve with Redis AUTH and TLS', () => {
       ['wrong password', { redis: `redis://127.0.0.1:${port}`, redisPassword: 'not-it' }],
       ['untrusted certificate', { redis: `redis://127.0.0.1:${tlsPort}`, redisPassword: PASSWORD, redisTls: true }],
     ] as const) {
-      const { svc } = await start(cfg.path, { name, settings: { failureMode: 'closed', redisConnectTimeoutMs: 300, grpcPort: -1, ...settings } });
+      const { svc } = await start(cfg.path, {
+        name,
+        settings: { failureMode: 'closed', redisConnectTimeoutMs: 300, grpcPort: -1, ...settings },
+      });
       try {
         assert.equal((await fetch(`http://127.0.0.1:${svc.httpPort}/readyz`)).status, 503, name);
-        assert.equal((await post(svc.httpPort, '/v1/check', { domain: 'api', descriptors: [{ user: 'bob' }] })).status, 429, `${name}: refused, as failing closed says`);
+        assert.equal(
+          (await post(svc.httpPort, '/v1/check', { domain: 'api', descriptors: [{ user: 'bob' }] })).status,
+          429,
+          `${name}: refused, as failing closed says`,
+        );
       } finally {
         await svc.close();
       }
@@ -77,6 +111,12 @@ describe('sluice serve with Redis AUTH and TLS', () => {
   });
 
   test('a --redis-tls-ca that cannot be read stops the start, naming the setting and the file', async () => {
-    await assert.rejects(start(cfg.path, { name: 'no ca', settings: { redis: `redis://127.0.0.1:${tlsPort}`, redisTlsCa: '/nonexistent/ca.pem', grpcPort: -1 } }), /--redis-tls-ca \/nonexistent\/ca\.pem: cannot read it: ENOENT/);
+    await assert.rejects(
+      start(cfg.path, {
+        name: 'no ca',
+        settings: { redis: `redis://127.0.0.1:${tlsPort}`, redisTlsCa: '/nonexistent/ca.pem', grpcPort: -1 },
+      }),
+      /--redis-tls-ca \/nonexistent\/ca\.pem: cannot read it: ENOENT/,
+    );
   });
 });

@@ -23,9 +23,17 @@ describe('sluice serve --redis-cluster: a fleet of two services sharing one Redi
 
   test('each user gets exactly its limit across both instances, for keys in many hash slots', async () => {
     const cfg = new TempConfig(CONFIG);
-    const seeds = ctx.cluster.ports.slice(0, 2).map((p) => `127.0.0.1:${p}`).join(',');
+    const seeds = ctx.cluster.ports
+      .slice(0, 2)
+      .map((p) => `127.0.0.1:${p}`)
+      .join(',');
     // Closed, with a wait no loaded CI machine reaches: a decision that failed open would hide a lost count.
-    const settings = { redisCluster: seeds, redisPrefix: `sluice-serve-cluster-${run}`, failureMode: 'closed' as const, redisTimeoutMs: 5000 };
+    const settings = {
+      redisCluster: seeds,
+      redisPrefix: `sluice-serve-cluster-${run}`,
+      failureMode: 'closed' as const,
+      redisTimeoutMs: 5000,
+    };
     const a = await start(cfg.path, { name: 'cluster a', settings }, { grpcPort: -1 });
     const b = await start(cfg.path, { name: 'cluster b', settings }, { grpcPort: -1 });
     try {
@@ -57,13 +65,25 @@ describe('sluice serve --redis-cluster: a fleet of two services sharing one Redi
 
   test('gRPC ShouldRateLimit on one instance and /json on the other count against the same nested rule', async () => {
     const cfg = new TempConfig(CONFIG);
-    const settings = { redisCluster: `127.0.0.1:${ctx.cluster.ports[2]}`, redisPrefix: `sluice-serve-cluster-${run}`, failureMode: 'closed' as const, redisTimeoutMs: 5000 };
+    const settings = {
+      redisCluster: `127.0.0.1:${ctx.cluster.ports[2]}`,
+      redisPrefix: `sluice-serve-cluster-${run}`,
+      failureMode: 'closed' as const,
+      redisTimeoutMs: 5000,
+    };
     const a = await start(cfg.path, { name: 'cluster grpc', settings }, { grpcPort: 0 });
     const b = await start(cfg.path, { name: 'cluster json', settings }, { grpcPort: -1 });
     const rls = rlsClient(a.svc.grpcPort!);
     try {
       for (const s of [a, b]) await untilReady(s.svc.httpPort);
-      const descriptors = [{ entries: [{ key: 'tenant', value: `t-${run}` }, { key: 'route', value: '/orders' }] }];
+      const descriptors = [
+        {
+          entries: [
+            { key: 'tenant', value: `t-${run}` },
+            { key: 'route', value: '/orders' },
+          ],
+        },
+      ];
       const first = await rls.call({ domain: 'api', descriptors, hits_addend: 2 });
       assert.equal(first.overall_code, 'OK');
       assert.equal(first.statuses[0].limit_remaining, 1);
@@ -82,8 +102,15 @@ describe('sluice serve --redis-cluster: a fleet of two services sharing one Redi
 
   test("Envoy's token-quota pattern on a cluster (issue 49, finding 1): cost-0 checks and debits alternate between two instances, the debit past the limit is counted and the next check refused", async () => {
     // Per hour, so that no window edge falls inside the test.
-    const cfg = new TempConfig('domain: api\ndescriptors:\n  - key: tenant\n    descriptors:\n      - key: route\n        rate_limit: { unit: hour, requests_per_unit: 3 }\n');
-    const settings = { redisCluster: `127.0.0.1:${ctx.cluster.ports[0]}`, redisPrefix: `sluice-serve-cluster-quota-${run}`, failureMode: 'closed' as const, redisTimeoutMs: 5000 };
+    const cfg = new TempConfig(
+      'domain: api\ndescriptors:\n  - key: tenant\n    descriptors:\n      - key: route\n        rate_limit: { unit: hour, requests_per_unit: 3 }\n',
+    );
+    const settings = {
+      redisCluster: `127.0.0.1:${ctx.cluster.ports[0]}`,
+      redisPrefix: `sluice-serve-cluster-quota-${run}`,
+      failureMode: 'closed' as const,
+      redisTimeoutMs: 5000,
+    };
     const a = await start(cfg.path, { name: 'cluster quota a', settings });
     const b = await start(cfg.path, { name: 'cluster quota b', settings });
     const clients = [rlsClient(a.svc.grpcPort!), rlsClient(b.svc.grpcPort!)];
@@ -94,12 +121,21 @@ describe('sluice serve --redis-cluster: a fleet of two services sharing one Redi
       const tenants = Array.from({ length: 12 }, (_, i) => `q${i}-${run}`);
       await Promise.all(
         tenants.map(async (tenant, t) => {
-          const descriptors = (hits: number) => [{ entries: [{ key: 'tenant', value: tenant }, { key: 'route', value: '/tokens' }], hits_addend: { value: hits } }];
+          const descriptors = (hits: number) => [
+            {
+              entries: [
+                { key: 'tenant', value: tenant },
+                { key: 'route', value: '/tokens' },
+              ],
+              hits_addend: { value: hits },
+            },
+          ];
           const served = [];
           for (let i = 0; i < 6; i++) {
             const check = await clients[(i + t) % 2]!.call({ domain: 'api', descriptors: descriptors(0) });
             served.push(check.overall_code === 'OK');
-            if (check.overall_code === 'OK') await clients[(i + t + 1) % 2]!.call({ domain: 'api', descriptors: descriptors(1) });
+            if (check.overall_code === 'OK')
+              await clients[(i + t + 1) % 2]!.call({ domain: 'api', descriptors: descriptors(1) });
           }
           assert.deepEqual(served, [true, true, true, true, false, false], tenant);
         }),

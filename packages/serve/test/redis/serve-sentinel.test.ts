@@ -42,7 +42,11 @@ async function kill(p: ChildProcess | undefined): Promise<void> {
 /** The primary's port as the Sentinel names it (`cli`: what redis-cli needs to reach it, e.g. TLS). */
 function primaryPort(sentinelPort: number, cli: string[] = []): number {
   try {
-    const out = execFileSync('redis-cli', [...cli, '-p', String(sentinelPort), 'SENTINEL', 'get-master-addr-by-name', 'sluice-primary'], { encoding: 'utf8', timeout: 2000 });
+    const out = execFileSync(
+      'redis-cli',
+      [...cli, '-p', String(sentinelPort), 'SENTINEL', 'get-master-addr-by-name', 'sluice-primary'],
+      { encoding: 'utf8', timeout: 2000 },
+    );
     return Number(out.trim().split('\n')[1]);
   } catch {
     return NaN;
@@ -64,20 +68,30 @@ function useSentinelTrio(name: string): { primary: OwnRedis; replica: OwnRedis; 
     await ctx.replica.start();
     ctx.sentinelPort = await freePort();
     const conf = join(dir, 'sentinel.conf'); // a Sentinel rewrites its config file, so it gets one of its own
-    writeFileSync(conf, [
-      `port ${ctx.sentinelPort}`,
-      'bind 127.0.0.1',
-      `dir ${dir}`,
-      `sentinel monitor sluice-primary 127.0.0.1 ${ctx.primary.port} 1`,
-      'sentinel down-after-milliseconds sluice-primary 500',
-      'sentinel failover-timeout sluice-primary 5000',
-      '',
-    ].join('\n'));
+    writeFileSync(
+      conf,
+      [
+        `port ${ctx.sentinelPort}`,
+        'bind 127.0.0.1',
+        `dir ${dir}`,
+        `sentinel monitor sluice-primary 127.0.0.1 ${ctx.primary.port} 1`,
+        'sentinel down-after-milliseconds sluice-primary 500',
+        'sentinel failover-timeout sluice-primary 5000',
+        '',
+      ].join('\n'),
+    );
     sentinel = spawn('redis-sentinel', [conf], { stdio: 'ignore' });
     await until(() => ping(ctx.sentinelPort), 10_000, 'the Sentinel');
     await until(() => primaryPort(ctx.sentinelPort) === ctx.primary.port, 10_000, 'the Sentinel to know the primary');
     // A replica that has not finished its first sync copies nothing, and cannot be promoted.
-    await until(() => /master_link_status:up/.test(execFileSync('redis-cli', ['-p', String(ctx.replica.port), 'INFO', 'replication'], { encoding: 'utf8' })), 20_000, 'the replica in sync');
+    await until(
+      () =>
+        /master_link_status:up/.test(
+          execFileSync('redis-cli', ['-p', String(ctx.replica.port), 'INFO', 'replication'], { encoding: 'utf8' }),
+        ),
+      20_000,
+      'the replica in sync',
+    );
   });
   after(async () => {
     ctx.primary?.proc?.kill('SIGCONT');
@@ -99,23 +113,55 @@ describe('sluice serve --redis-sentinel', () => {
   after(() => cfg.remove());
 
   test('decides on the primary the Sentinel names, and on the promoted replica after the primary dies', async () => {
-    const settings = { redisSentinel: `sluice-primary@127.0.0.1:${trio.sentinelPort}`, redisPrefix: `sluice-sentinel-${process.pid}`, failureMode: 'closed' as const, redisTimeoutMs: 2000, grpcPort: -1 };
+    const settings = {
+      redisSentinel: `sluice-primary@127.0.0.1:${trio.sentinelPort}`,
+      redisPrefix: `sluice-sentinel-${process.pid}`,
+      failureMode: 'closed' as const,
+      redisTimeoutMs: 2000,
+      grpcPort: -1,
+    };
     const { svc } = await start(cfg.path, { name: 'sentinel', settings });
-    const check = (user: string) => post(svc.httpPort, '/v1/check', { domain: 'api', descriptors: [{ user }] }).then((r) => r.status);
+    const check = (user: string) =>
+      post(svc.httpPort, '/v1/check', { domain: 'api', descriptors: [{ user }] }).then((r) => r.status);
     try {
       assert.equal((await fetch(`http://127.0.0.1:${svc.httpPort}/readyz`)).status, 200);
       assert.deepEqual([await check('ann'), await check('ann')], [200, 200]);
-      const keys = execFileSync('redis-cli', ['-p', String(trio.primary.port), '--scan', '--pattern', `sluice-sentinel-${process.pid}*`], { encoding: 'utf8' });
+      const keys = execFileSync(
+        'redis-cli',
+        ['-p', String(trio.primary.port), '--scan', '--pattern', `sluice-sentinel-${process.pid}*`],
+        { encoding: 'utf8' },
+      );
       assert.notEqual(keys.trim(), '', 'the counts live on the primary');
       // Let the replica copy them, then kill the primary as a crash would.
-      await until(() => execFileSync('redis-cli', ['-p', String(trio.replica.port), '--scan', '--pattern', `sluice-sentinel-${process.pid}*`], { encoding: 'utf8' }).trim() !== '', 10_000, 'replication');
+      await until(
+        () =>
+          execFileSync(
+            'redis-cli',
+            ['-p', String(trio.replica.port), '--scan', '--pattern', `sluice-sentinel-${process.pid}*`],
+            { encoding: 'utf8' },
+          ).trim() !== '',
+        10_000,
+        'replication',
+      );
       await trio.primary.stop();
-      await until(() => primaryPort(trio.sentinelPort) === trio.replica.port, PROMOTION_MS, 'the Sentinel to promote the replica');
+      await until(
+        () => primaryPort(trio.sentinelPort) === trio.replica.port,
+        PROMOTION_MS,
+        'the Sentinel to promote the replica',
+      );
       // A new user each time: a check sent while the primary was going away may still reach the new one
       // (ioredis resends what it had not had answered), so one user's two requests can be spent unseen.
       let fresh = 0;
-      await until(async () => (await check(`bob-${fresh++}`)) === 200, 20_000, 'the service to decide on the new primary');
-      assert.equal(await check('ann'), 429, "ann's two requests were copied to the replica before it was promoted: her third is refused");
+      await until(
+        async () => (await check(`bob-${fresh++}`)) === 200,
+        20_000,
+        'the service to decide on the new primary',
+      );
+      assert.equal(
+        await check('ann'),
+        429,
+        "ann's two requests were copied to the replica before it was promoted: her third is refused",
+      );
     } finally {
       await svc.close();
     }
@@ -132,19 +178,45 @@ describe('sluice serve --redis-sentinel, the master frozen', () => {
 
   test('frozen sentinel master: decisions come back on the promoted replica within seconds, while the old master still hangs', async () => {
     const prefix = `sluice-sentinel-frozen-${process.pid}`;
-    const settings = { redisSentinel: `sluice-primary@127.0.0.1:${trio.sentinelPort}`, redisPrefix: prefix, failureMode: 'closed' as const, redisTimeoutMs: 500, grpcPort: -1 };
+    const settings = {
+      redisSentinel: `sluice-primary@127.0.0.1:${trio.sentinelPort}`,
+      redisPrefix: prefix,
+      failureMode: 'closed' as const,
+      redisTimeoutMs: 500,
+      grpcPort: -1,
+    };
     const { svc } = await start(cfg.path, { name: 'sentinel frozen', settings });
-    const check = (user: string) => post(svc.httpPort, '/v1/check', { domain: 'api', descriptors: [{ user }] }).then((r) => r.status);
+    const check = (user: string) =>
+      post(svc.httpPort, '/v1/check', { domain: 'api', descriptors: [{ user }] }).then((r) => r.status);
     try {
       assert.deepEqual([await check('ann'), await check('ann')], [200, 200]);
-      await until(() => execFileSync('redis-cli', ['-p', String(trio.replica.port), '--scan', '--pattern', `${prefix}*`], { encoding: 'utf8' }).trim() !== '', 10_000, 'replication');
+      await until(
+        () =>
+          execFileSync('redis-cli', ['-p', String(trio.replica.port), '--scan', '--pattern', `${prefix}*`], {
+            encoding: 'utf8',
+          }).trim() !== '',
+        10_000,
+        'replication',
+      );
       trio.primary.proc!.kill('SIGSTOP'); // stays frozen to the end of the test: only a client that follows the Sentinel answers
       assert.equal(await check('carl'), 429, 'failure mode closed: no answer from the frozen master is a denial');
-      await until(() => primaryPort(trio.sentinelPort) === trio.replica.port, PROMOTION_MS, 'the Sentinel to promote the replica');
+      await until(
+        () => primaryPort(trio.sentinelPort) === trio.replica.port,
+        PROMOTION_MS,
+        'the Sentinel to promote the replica',
+      );
       // A new user each time, as above: a check that timed out on the frozen master may be resent to the new one.
       let fresh = 0;
-      await until(async () => (await check(`bob-${fresh++}`)) === 200, 5000, 'a decision on the promoted replica within 5 s of its promotion');
-      assert.equal(await check('ann'), 429, "ann's two requests were copied to the replica: her third is refused there");
+      await until(
+        async () => (await check(`bob-${fresh++}`)) === 200,
+        5000,
+        'a decision on the promoted replica within 5 s of its promotion',
+      );
+      assert.equal(
+        await check('ann'),
+        429,
+        "ann's two requests were copied to the replica: her third is refused there",
+      );
       assert.equal((await fetch(`http://127.0.0.1:${svc.httpPort}/readyz`)).status, 200);
     } finally {
       await svc.close();
@@ -164,25 +236,40 @@ describe('sluice serve --redis-sentinel over TLS', () => {
   let sentinelPort: number;
   const dir = mkdtempSync(join(tmpdir(), 'sluice-sentinel-tls-'));
   const cfg = new TempConfig(CONFIG);
-  const certs = [`tls-cert-file ${tlsFile('server.pem')}`, `tls-key-file ${tlsFile('server.key')}`, `tls-ca-cert-file ${tlsFile('ca.pem')}`, 'tls-auth-clients no'];
+  const certs = [
+    `tls-cert-file ${tlsFile('server.pem')}`,
+    `tls-key-file ${tlsFile('server.key')}`,
+    `tls-ca-cert-file ${tlsFile('ca.pem')}`,
+    'tls-auth-clients no',
+  ];
 
   before(async () => {
     primaryTlsPort = await freePort();
-    primary = new OwnRedis(await freePort(), ['--tls-port', String(primaryTlsPort), ...certs.flatMap((l) => { const [k, v] = l.split(' '); return [`--${k}`, v!]; })]);
+    primary = new OwnRedis(await freePort(), [
+      '--tls-port',
+      String(primaryTlsPort),
+      ...certs.flatMap((l) => {
+        const [k, v] = l.split(' ');
+        return [`--${k}`, v!];
+      }),
+    ]);
     await primary.start();
     sentinelPort = await freePort();
     const conf = join(dir, 'sentinel.conf');
-    writeFileSync(conf, [
-      'port 0',
-      `tls-port ${sentinelPort}`,
-      ...certs,
-      'tls-replication yes',
-      'bind 127.0.0.1',
-      `dir ${dir}`,
-      `sentinel monitor sluice-primary 127.0.0.1 ${primaryTlsPort} 1`,
-      'sentinel down-after-milliseconds sluice-primary 500',
-      '',
-    ].join('\n'));
+    writeFileSync(
+      conf,
+      [
+        'port 0',
+        `tls-port ${sentinelPort}`,
+        ...certs,
+        'tls-replication yes',
+        'bind 127.0.0.1',
+        `dir ${dir}`,
+        `sentinel monitor sluice-primary 127.0.0.1 ${primaryTlsPort} 1`,
+        'sentinel down-after-milliseconds sluice-primary 500',
+        '',
+      ].join('\n'),
+    );
     sentinel = spawn('redis-sentinel', [conf], { stdio: 'ignore' });
     await until(() => ping(sentinelPort, tlsCli), 10_000, 'the Sentinel on its TLS port');
     await until(() => primaryPort(sentinelPort, tlsCli) === primaryTlsPort, 10_000, 'the Sentinel to know the primary');
@@ -196,13 +283,23 @@ describe('sluice serve --redis-sentinel over TLS', () => {
 
   test('--redis-tls-ca: the Sentinel and the primary it names are both reached over TLS, checked against that CA', async () => {
     const prefix = `sluice-sentinel-tls-${process.pid}`;
-    const settings = { redisSentinel: `sluice-primary@127.0.0.1:${sentinelPort}`, redisTlsCa: tlsFile('ca.pem'), redisPrefix: prefix, failureMode: 'closed' as const, redisTimeoutMs: 2000, grpcPort: -1 };
+    const settings = {
+      redisSentinel: `sluice-primary@127.0.0.1:${sentinelPort}`,
+      redisTlsCa: tlsFile('ca.pem'),
+      redisPrefix: prefix,
+      failureMode: 'closed' as const,
+      redisTimeoutMs: 2000,
+      grpcPort: -1,
+    };
     const { svc } = await start(cfg.path, { name: 'sentinel tls', settings });
-    const check = (user: string) => post(svc.httpPort, '/v1/check', { domain: 'api', descriptors: [{ user }] }).then((r) => r.status);
+    const check = (user: string) =>
+      post(svc.httpPort, '/v1/check', { domain: 'api', descriptors: [{ user }] }).then((r) => r.status);
     try {
       assert.equal((await fetch(`http://127.0.0.1:${svc.httpPort}/readyz`)).status, 200);
       assert.deepEqual([await check('ann'), await check('ann'), await check('ann')], [200, 200, 429]);
-      const keys = execFileSync('redis-cli', ['-p', String(primary.port), '--scan', '--pattern', `${prefix}*`], { encoding: 'utf8' });
+      const keys = execFileSync('redis-cli', ['-p', String(primary.port), '--scan', '--pattern', `${prefix}*`], {
+        encoding: 'utf8',
+      });
       assert.notEqual(keys.trim(), '', 'the counts live on the primary');
     } finally {
       await svc.close();
@@ -210,7 +307,15 @@ describe('sluice serve --redis-sentinel over TLS', () => {
   });
 
   test('without the CA (the system CAs only) the Sentinel is not trusted: not ready, and decisions are denied (failure mode closed)', async () => {
-    const settings = { redisSentinel: `sluice-primary@127.0.0.1:${sentinelPort}`, redisTls: true, redisPrefix: `sluice-sentinel-tls-untrusted-${process.pid}`, failureMode: 'closed' as const, redisTimeoutMs: 1000, redisConnectTimeoutMs: 1000, grpcPort: -1 };
+    const settings = {
+      redisSentinel: `sluice-primary@127.0.0.1:${sentinelPort}`,
+      redisTls: true,
+      redisPrefix: `sluice-sentinel-tls-untrusted-${process.pid}`,
+      failureMode: 'closed' as const,
+      redisTimeoutMs: 1000,
+      redisConnectTimeoutMs: 1000,
+      grpcPort: -1,
+    };
     const { svc } = await start(cfg.path, { name: 'sentinel tls untrusted', settings });
     try {
       assert.equal((await fetch(`http://127.0.0.1:${svc.httpPort}/readyz`)).status, 503);

@@ -33,12 +33,23 @@ const lines = (logs: LogSink, msg: RegExp) => logs.lines.filter((l) => msg.test(
 const LEVEL = { debug: 20, info: 30, warn: 40, error: 50 };
 
 async function serve(extra: Partial<Settings>) {
-  const settings: Partial<Settings> = { redisPrefix: `sluice-trouble-${process.pid}`, failureMode: 'open', redisTimeoutMs: 200, grpcPort: -1, logLevel: 'debug', ...extra };
+  const settings: Partial<Settings> = {
+    redisPrefix: `sluice-trouble-${process.pid}`,
+    failureMode: 'open',
+    redisTimeoutMs: 200,
+    grpcPort: -1,
+    logLevel: 'debug',
+    ...extra,
+  };
   return start(cfg.path, { name: 'store trouble', settings });
 }
 
 /** Runs `body` against a service on a redis-server of its own started with `redisArgs`; stops both after. */
-async function withOwnRedis(redisArgs: string[], extra: Partial<Settings>, body: (server: OwnRedis, svc: RunningService, logs: LogSink) => Promise<void>): Promise<void> {
+async function withOwnRedis(
+  redisArgs: string[],
+  extra: Partial<Settings>,
+  body: (server: OwnRedis, svc: RunningService, logs: LogSink) => Promise<void>,
+): Promise<void> {
   const server = new OwnRedis(await freePort(), redisArgs);
   await server.start();
   try {
@@ -55,16 +66,25 @@ async function withOwnRedis(redisArgs: string[], extra: Partial<Settings>, body:
 }
 
 const check = (port: number, user: string) => post(port, '/v1/check', { domain: 'api', descriptors: [{ user }] });
-const json = (port: number, user: string) => post(port, '/json', { domain: 'api', descriptors: [{ entries: [{ key: 'user', value: user }] }] });
+const json = (port: number, user: string) =>
+  post(port, '/json', { domain: 'api', descriptors: [{ entries: [{ key: 'user', value: user }] }] });
 const readyz = (port: number) => fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status);
 
 describe('store trouble is logged (#37 finding 5)', () => {
   test('store trouble at start: a Redis that never answers is a warn line by the connect deadline, /readyz 503 on the open policy, and answers say reason store-error', async () => {
     const { svc, logs } = await serve({ redis: `redis://127.0.0.1:${await freePort()}`, redisConnectTimeoutMs: 300 });
     try {
-      await until(() => lines(logs, /could not connect to Redis within 300 ms/).length === 1, 5000, 'the connect-timeout line');
+      await until(
+        () => lines(logs, /could not connect to Redis within 300 ms/).length === 1,
+        5000,
+        'the connect-timeout line',
+      );
       assert.equal(lines(logs, /could not connect/)[0]!.level, LEVEL.warn);
-      assert.equal(await readyz(svc.httpPort), 503, 'not ready while the store does not answer, though the open policy allows');
+      assert.equal(
+        await readyz(svc.httpPort),
+        503,
+        'not ready while the store does not answer, though the open policy allows',
+      );
       const r = await check(svc.httpPort, 'ann');
       assert.equal(r.status, 200);
       assert.equal(r.json.reason, 'store-error');
@@ -89,11 +109,19 @@ describe('store trouble is logged (#37 finding 5)', () => {
       for (let i = 0; i < 200; i++) assert.equal((await check(svc.httpPort, `outage${i}`)).json.reason, 'store-error');
       assert.equal(await readyz(svc.httpPort), 503);
       const troubleLines = logs.lines.filter((l) => (l.level as number) >= LEVEL.warn && /Redis/.test(String(l.msg)));
-      assert.equal(troubleLines.length, 1, `200 decisions in an outage are one line, got ${JSON.stringify(troubleLines)}`);
+      assert.equal(
+        troubleLines.length,
+        1,
+        `200 decisions in an outage are one line, got ${JSON.stringify(troubleLines)}`,
+      );
       await server.start(); // the same port, a new process
       await until(() => lines(logs, /answers the store again/).length === 1, 10_000, 'the recovery line');
       assert.equal(lines(logs, /answers the store again/)[0]!.level, LEVEL.info);
-      await until(async () => (await check(svc.httpPort, 'bob')).json.reason === undefined, 5000, 'decisions on Redis again');
+      await until(
+        async () => (await check(svc.httpPort, 'bob')).json.reason === undefined,
+        5000,
+        'decisions on Redis again',
+      );
       assert.equal(await readyz(svc.httpPort), 200);
     });
   });
@@ -104,7 +132,10 @@ describe('store trouble is logged (#37 finding 5)', () => {
       await svc.close();
       await new Promise((r) => setTimeout(r, 300)); // the client's close events come after quit() resolves
       // The config's own note (no http_descriptors, for nginx) is not the store's trouble.
-      assert.deepEqual(logs.lines.filter((l) => (l.level as number) >= LEVEL.warn && l.domain === undefined), []);
+      assert.deepEqual(
+        logs.lines.filter((l) => (l.level as number) >= LEVEL.warn && l.domain === undefined),
+        [],
+      );
     });
   });
 
@@ -118,7 +149,11 @@ describe('store trouble is logged (#37 finding 5)', () => {
       assert.equal(frozen.length, 1);
       assert.match(String(frozen[0]!.cause), /no answer within 'timeoutMs' 200/, JSON.stringify(frozen));
       server.proc!.kill('SIGCONT');
-      await until(async () => (await check(svc.httpPort, 'cy')).json.reason === undefined, 5000, 'answers after the thaw');
+      await until(
+        async () => (await check(svc.httpPort, 'cy')).json.reason === undefined,
+        5000,
+        'answers after the thaw',
+      );
       // The recovery is told once Redis has answered steadily (RECOVERY_SETTLE_MS), not at its first answer.
       await until(async () => lines(logs, /answers the store again/).length > 0, 5000, 'the recovery line');
       assert.equal(lines(logs, /answers the store again/).length, 1);
@@ -129,29 +164,44 @@ describe('store trouble is logged (#37 finding 5)', () => {
 describe('store trouble is logged per outage (#45 finding 9)', () => {
   test('store-trouble log budget per outage: after a blip, a CLIENT PAUSE gets its error line at once and an OOM under noeviction its own; each recovery names the server and the whole outage', async () => {
     await withOwnRedis(['--maxmemory-policy', 'noeviction'], {}, async (server, svc, logs) => {
-      const cli = (...a: string[]) => execFileSync('redis-cli', ['-p', String(server.port), ...a], { encoding: 'utf8' }).trim();
+      const cli = (...a: string[]) =>
+        execFileSync('redis-cli', ['-p', String(server.port), ...a], { encoding: 'utf8' }).trim();
       const name = `127.0.0.1:${server.port}`;
-      const downLines = () => lines(logs, /lost its connection to Redis|not answering the store|could not connect to Redis/).filter((l) => l.server === name);
+      const downLines = () =>
+        lines(logs, /lost its connection to Redis|not answering the store|could not connect to Redis/).filter(
+          (l) => l.server === name,
+        );
       const upLines = () => lines(logs, /answers the store again/);
       assert.equal((await check(svc.httpPort, 'dee')).json.reason, undefined);
       // The blip: Redis killed and back at once.
       await server.stop();
-      await until(() => downLines().length === 1, 5000, 'the blip\'s line');
+      await until(() => downLines().length === 1, 5000, "the blip's line");
       await server.start();
-      await until(async () => (await check(svc.httpPort, 'blip'), upLines().length === 1), 10_000, 'the blip\'s recovery line');
+      await until(
+        async () => (await check(svc.httpPort, 'blip'), upLines().length === 1),
+        10_000,
+        "the blip's recovery line",
+      );
       assert.equal(upLines()[0]!.server, name);
       // Right after it, a 3 s CLIENT PAUSE: its line comes with its first failed call, not 30 s later.
       cli('CLIENT', 'PAUSE', '3000', 'ALL');
       const pausedAt = Date.now();
       assert.equal((await check(svc.httpPort, 'paused')).json.reason, 'store-error');
-      await until(() => downLines().length === 2, 1000, 'the pause\'s line, at once');
+      await until(() => downLines().length === 2, 1000, "the pause's line, at once");
       assert.ok(Date.now() - pausedAt < 1500, `logged ${Date.now() - pausedAt} ms into the pause`);
       assert.match(String(downLines()[1]!.cause), /no answer within 'timeoutMs' 200/);
       // Decisions go on (an outage ends on answers): the recovery comes 2 s after the pause ends.
-      await until(async () => (await check(svc.httpPort, 'during'), upLines().length === 2), 10_000, 'the pause\'s recovery line');
+      await until(
+        async () => (await check(svc.httpPort, 'during'), upLines().length === 2),
+        10_000,
+        "the pause's recovery line",
+      );
       const paused = upLines()[1]!;
       assert.equal(paused.server, name);
-      assert.ok((paused.downMs as number) >= 2500 && (paused.downMs as number) < 4000, `the whole pause, ${paused.downMs} ms`);
+      assert.ok(
+        (paused.downMs as number) >= 2500 && (paused.downMs as number) < 4000,
+        `the whole pause, ${paused.downMs} ms`,
+      );
       // Then Redis at maxmemory under noeviction: writes fail with OOM, many calls, one line, one recovery.
       const used = Number(/used_memory:(\d+)/.exec(cli('INFO', 'memory'))![1]);
       cli('CONFIG', 'SET', 'maxmemory', String(used));
@@ -159,7 +209,11 @@ describe('store trouble is logged per outage (#45 finding 9)', () => {
       await until(() => downLines().length === 3, 1000, 'the OOM line');
       assert.match(String(downLines()[2]!.cause), /OOM/);
       cli('CONFIG', 'SET', 'maxmemory', '0');
-      await until(async () => (await check(svc.httpPort, 'after')).json.reason === undefined && upLines().length === 3, 10_000, 'the OOM recovery line');
+      await until(
+        async () => (await check(svc.httpPort, 'after')).json.reason === undefined && upLines().length === 3,
+        10_000,
+        'the OOM recovery line',
+      );
       assert.equal(downLines().length, 3, `three outages, three lines: ${JSON.stringify(downLines())}`);
       assert.equal(upLines()[2]!.server, name);
     });
@@ -203,12 +257,16 @@ describe('Redis that forgets (#37 finding 6)', () => {
   });
 
   test('redis that forgets: a user whose ACL refuses CONFIG is told the policy could not be read', async () => {
-    await withOwnRedis(['--user', 'limiter', 'on', '>limiter-pw', '~*', '+@all', '-config'], { redisUsername: 'limiter', redisPassword: 'limiter-pw' }, async (server, svc, logs) => {
-      await until(() => lines(logs, /Redis settings read/).length > 0, 5000, 'the settings check');
-      const refused = lines(logs, /cannot read Redis's maxmemory-policy/);
-      assert.equal(refused.length, 1);
-      assert.match(String(refused[0]!.cause), /NOPERM/);
-      assert.equal((await check(svc.httpPort, 'dee')).json.reason, undefined, 'decisions need no CONFIG');
-    });
+    await withOwnRedis(
+      ['--user', 'limiter', 'on', '>limiter-pw', '~*', '+@all', '-config'],
+      { redisUsername: 'limiter', redisPassword: 'limiter-pw' },
+      async (server, svc, logs) => {
+        await until(() => lines(logs, /Redis settings read/).length > 0, 5000, 'the settings check');
+        const refused = lines(logs, /cannot read Redis's maxmemory-policy/);
+        assert.equal(refused.length, 1);
+        assert.match(String(refused[0]!.cause), /NOPERM/);
+        assert.equal((await check(svc.httpPort, 'dee')).json.reason, undefined, 'decisions need no CONFIG');
+      },
+    );
   });
 });

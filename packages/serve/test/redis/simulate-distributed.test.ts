@@ -5,7 +5,9 @@ import { test } from 'node:test';
 import { runOnce } from '../../src/simulate/distributed.js';
 import { redisUrl } from '../../../testing/src/harness.js';
 
-test('simulate distributed: atomic is exact, lease is exact with 20× fewer calls, on the hot key', { timeout: 60_000 }, async () => {
+test('simulate distributed: atomic is exact, lease is exact with 20× fewer calls, on the hot key', {
+  timeout: 60_000,
+}, async () => {
   const o = { url: redisUrl(), nodes: 2, seconds: 1, shapes: [], strategies: [] };
   const atomic = await runOnce(o, 'hot-key', 'atomic');
   const lease = await runOnce(o, 'hot-key', 'lease');
@@ -19,6 +21,12 @@ test('simulate distributed: atomic is exact, lease is exact with 20× fewer call
   // unanswered: 5.5 % of them on a loaded CI host, where 0.9455 operations per decision failed an
   // equality). Every decision is one operation or a store error, and never more than one operation.
   const { operationsPerDecision: ops, storeErrorPct } = atomic;
-  assert.ok(ops <= 1 && ops + storeErrorPct / 100 >= 1 - 1e-9, `atomic: ${ops} Redis operations per decision, ${storeErrorPct}% store errors`);
-  assert.ok(lease.callsPerDecision * 20 < atomic.callsPerDecision, `lease: ${lease.callsPerDecision} calls per decision`);
+  assert.ok(
+    ops <= 1 && ops + storeErrorPct / 100 >= 1 - 1e-9,
+    `atomic: ${ops} Redis operations per decision, ${storeErrorPct}% store errors`,
+  );
+  assert.ok(
+    lease.callsPerDecision * 20 < atomic.callsPerDecision,
+    `lease: ${lease.callsPerDecision} calls per decision`,
+  );
 });

@@ -24,7 +24,12 @@ export interface RunningNginx {
 }
 
 /** Starts nginx on `example` (a file of examples/nginx/), pointed at sluice on `sluicePort` and the app on `backendPort`. */
-export async function startNginx(example: string, dir: string, sluicePort: number, backendPort: number): Promise<RunningNginx> {
+export async function startNginx(
+  example: string,
+  dir: string,
+  sluicePort: number,
+  backendPort: number,
+): Promise<RunningNginx> {
   const port = await freePort();
   mkdirSync(dir, { recursive: true });
   const site = readFileSync(new URL(`../../examples/nginx/${example}`, import.meta.url), 'utf8')
@@ -38,7 +43,9 @@ export async function startNginx(example: string, dir: string, sluicePort: numbe
     join(dir, 'nginx.conf'),
     `daemon off;\nmaster_process off;\npid ${dir}/nginx.pid;\nerror_log ${dir}/error.log warn;\nevents { worker_connections 128; }\nhttp { access_log off; ${temp} include ${dir}/sluice.conf; }\n`,
   );
-  const nginx: ChildProcess = spawn('/usr/sbin/nginx', ['-p', dir, '-c', join(dir, 'nginx.conf')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const nginx: ChildProcess = spawn('/usr/sbin/nginx', ['-p', dir, '-c', join(dir, 'nginx.conf')], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   nginx.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
   for (let i = 0; ; i++) {

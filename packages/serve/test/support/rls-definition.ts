@@ -11,6 +11,13 @@ export const PROTO_ROOT = fileURLToPath(new URL('../../proto/', import.meta.url)
 export const RLS_PROTO = 'envoy/service/ratelimit/v3/rls.proto';
 
 export function loadRlsDefinition(): grpc.GrpcObject {
-  const def = loadSync(RLS_PROTO, { includeDirs: [PROTO_ROOT], keepCase: true, longs: Number, enums: String, defaults: false, oneofs: true });
+  const def = loadSync(RLS_PROTO, {
+    includeDirs: [PROTO_ROOT],
+    keepCase: true,
+    longs: Number,
+    enums: String,
+    defaults: false,
+    oneofs: true,
+  });
   return grpc.loadPackageDefinition(def);
 }

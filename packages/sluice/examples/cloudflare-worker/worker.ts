@@ -36,9 +36,13 @@ app.get('/api/hello', (c) => c.json({ hello: 'world' }));
 app.post('/login', async (c) => {
   const { account } = await c.req.json<{ account?: string }>();
   if (typeof account !== 'string' || account === '') return c.json({ error: 'account required' }, 400);
-  const limiter = new Limiter({ policy: { algorithm: 'sliding-log', limit: 5, window: '15m' }, store: new DurableObjectStore({ namespace: c.env.SLUICE, shards: 64 }) });
+  const limiter = new Limiter({
+    policy: { algorithm: 'sliding-log', limit: 5, window: '15m' },
+    store: new DurableObjectStore({ namespace: c.env.SLUICE, shards: 64 }),
+  });
   const d = await limiter.limit(`login:${account}`);
-  if (!d.allowed) return c.json({ error: 'too many attempts' }, 429, { 'Retry-After': String(Math.ceil(d.retryAfterMs / 1000)) });
+  if (!d.allowed)
+    return c.json({ error: 'too many attempts' }, 429, { 'Retry-After': String(Math.ceil(d.retryAfterMs / 1000)) });
   return c.json({ ok: true, remaining: d.remaining });
 });
 

@@ -121,7 +121,10 @@ export class ObjectEngine {
     const now = r.now ?? this.wallClock();
     const delta = r.cost;
     if (!Number.isSafeInteger(delta)) {
-      throw new SluiceError('ERR_SLUICE_INVALID_COST', `SluiceDurableObject: an adjustment for ${show(r.key)} must be an integer, got ${show(delta)}`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_COST',
+        `SluiceDurableObject: an adjustment for ${show(r.key)} must be an integer, got ${show(delta)}`,
+      );
     }
     if (delta !== 0) {
       let row = this.rows.get(sk) ?? undefined;
@@ -167,7 +170,9 @@ export class ObjectEngine {
     let next = Infinity;
     let start: string | undefined;
     for (;;) {
-      const page = await this.storage.list<StoredRow>(start === undefined ? { prefix: ROW, limit: LIST_PAGE } : { prefix: ROW, start, limit: LIST_PAGE });
+      const page = await this.storage.list<StoredRow>(
+        start === undefined ? { prefix: ROW, limit: LIST_PAGE } : { prefix: ROW, start, limit: LIST_PAGE },
+      );
       for (const [sk, stored] of page) {
         if (sk === start) continue;
         // The copy in memory is the newest (writes are not awaited); a key reset meanwhile is gone.
@@ -183,7 +188,8 @@ export class ObjectEngine {
       start = [...page.keys()].pop();
     }
     // Rows written while the listing ran are in memory.
-    for (const row of this.rows.values()) if (row !== null && row.expiresAt > wall && row.expiresAt < next) next = row.expiresAt;
+    for (const row of this.rows.values())
+      if (row !== null && row.expiresAt > wall && row.expiresAt < next) next = row.expiresAt;
     this.alarmAt = null;
     if (next !== Infinity) await this.setAlarm(Math.max(next, wall + SWEEP_GAP_MS));
   }
@@ -197,13 +203,29 @@ export class ObjectEngine {
 
   // ---- the decision, as MemoryTable.decideAll makes it ----
 
-  private decideLoaded(t: Compiled, sk: string, key: string, cost: number, leaseId: string | undefined, now: number): Decision {
+  private decideLoaded(
+    t: Compiled,
+    sk: string,
+    key: string,
+    cost: number,
+    leaseId: string | undefined,
+    now: number,
+  ): Decision {
     checkRequest(key, cost, now);
     const row = this.rows.get(sk) ?? undefined;
     // Every policy charged only if every one admits; a denial writes only the bans it starts (core/every-policy.ts).
     const objects = this.rowObjects;
     objects.states = row?.objects;
-    const allowed = evaluateEvery(t.algorithms, t.offsets, t.verdicts, row === undefined ? t.idle : row.slab, 0, objects, now, cost);
+    const allowed = evaluateEvery(
+      t.algorithms,
+      t.offsets,
+      t.verdicts,
+      row === undefined ? t.idle : row.slab,
+      0,
+      objects,
+      now,
+      cost,
+    );
     const write = writeOf(allowed, cost, !allowed && t.verdicts.some((v) => v.bans));
     if (write !== undefined) {
       const r = row ?? this.create(t, sk);
@@ -251,7 +273,13 @@ export class ObjectEngine {
       p = this.storage.get<StoredRow>(sk).then(
         (stored) => {
           this.loading.delete(sk);
-          if (!this.rows.has(sk)) this.rows.set(sk, stored === undefined ? null : { slab: Float64Array.from(stored.s), objects: stored.o, expiresAt: stored.e });
+          if (!this.rows.has(sk))
+            this.rows.set(
+              sk,
+              stored === undefined
+                ? null
+                : { slab: Float64Array.from(stored.s), objects: stored.o, expiresAt: stored.e },
+            );
         },
         (e: unknown) => {
           this.loading.delete(sk);
@@ -265,16 +293,26 @@ export class ObjectEngine {
 
   private table(r: ObjectRequest): Compiled {
     if (typeof r !== 'object' || r === null || typeof r.table !== 'string') {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `SluiceDurableObject: a request must come from DurableObjectStore, got ${show(r)}`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `SluiceDurableObject: a request must come from DurableObjectStore, got ${show(r)}`,
+      );
     }
     const hit = this.compiled.get(r.table);
     if (hit !== undefined) return hit;
     if (!Array.isArray(r.policies) || r.policies.length === 0) {
-      throw new SluiceError('ERR_SLUICE_INVALID_POLICY', `SluiceDurableObject: 'policies' must be a non-empty array, got ${show(r.policies)}`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_POLICY',
+        `SluiceDurableObject: 'policies' must be a non-empty array, got ${show(r.policies)}`,
+      );
     }
     const algorithms = r.policies.map((p) => {
       const a = createAlgorithm(p);
-      if (a === undefined) throw new SluiceError('ERR_SLUICE_INVALID_POLICY', `SluiceDurableObject: unknown 'algorithm' ${show(p?.algorithm)}`);
+      if (a === undefined)
+        throw new SluiceError(
+          'ERR_SLUICE_INVALID_POLICY',
+          `SluiceDurableObject: unknown 'algorithm' ${show(p?.algorithm)}`,
+        );
       return a;
     });
     let slots = 0;
@@ -294,17 +332,28 @@ export class ObjectEngine {
 
 function rowKey(r: ObjectRequest): string {
   if (typeof r.key !== 'string' || r.key.length === 0) {
-    throw new SluiceError('ERR_SLUICE_INVALID_KEY', `SluiceDurableObject: 'key' must be a non-empty string, got ${show(r.key)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_KEY',
+      `SluiceDurableObject: 'key' must be a non-empty string, got ${show(r.key)}`,
+    );
   }
   // Storage keys are at most 2,048 bytes: a long key is stored under its digest.
-  return r.key.length <= MAX_PLAIN_KEY ? `${ROW}${r.table}:${r.key}` : `${ROW}${r.table}:#${encodeBase64url(sha256(utf8(r.key)))}`;
+  return r.key.length <= MAX_PLAIN_KEY
+    ? `${ROW}${r.table}:${r.key}`
+    : `${ROW}${r.table}:#${encodeBase64url(sha256(utf8(r.key)))}`;
 }
 
 function checkRequest(key: string, cost: number, now: number): void {
   if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
-    throw new SluiceError('ERR_SLUICE_INVALID_COST', `SluiceDurableObject: 'cost' for ${show(key)} must be a non-negative integer, got ${show(cost)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_COST',
+      `SluiceDurableObject: 'cost' for ${show(key)} must be a non-negative integer, got ${show(cost)}`,
+    );
   }
   if (typeof now !== 'number' || !Number.isFinite(now)) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `SluiceDurableObject: 'now' must be a finite number of milliseconds, got ${show(now)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `SluiceDurableObject: 'now' must be a finite number of milliseconds, got ${show(now)}`,
+    );
   }
 }

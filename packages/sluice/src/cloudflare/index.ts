@@ -15,6 +15,11 @@
  *   },
  * };
  */
-export { DurableObjectStore, type DurableObjectStoreOptions, type SluiceNamespace, type SluiceObjectStub } from './store.js';
+export {
+  DurableObjectStore,
+  type DurableObjectStoreOptions,
+  type SluiceNamespace,
+  type SluiceObjectStub,
+} from './store.js';
 export { SluiceDurableObject } from './object.js';
 export { ObjectEngine, SWEEP_GAP_MS, type ObjectRequest, type ObjectStorage } from './engine.js';

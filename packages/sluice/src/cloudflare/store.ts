@@ -64,13 +64,16 @@ export class DurableObjectStore implements Store {
   private readonly ids = new Map<string, unknown>();
 
   constructor(options: DurableObjectStoreOptions) {
-    if (typeof options !== 'object' || options === null) invalid(`options must be an object such as { namespace: env.SLUICE }, got ${show(options)}`);
+    if (typeof options !== 'object' || options === null)
+      invalid(`options must be an object such as { namespace: env.SLUICE }, got ${show(options)}`);
     for (const field of Object.keys(options)) {
       if (!KNOWN.has(field)) invalid(`unknown option '${field}'; known options are ${[...KNOWN].join(', ')}`);
     }
     const ns = options.namespace;
     if (typeof ns !== 'object' || ns === null || typeof ns.idFromName !== 'function' || typeof ns.get !== 'function') {
-      invalid(`'namespace' must be a Durable Object namespace binding (env.<NAME>) of SluiceDurableObject, got ${show(ns)}`);
+      invalid(
+        `'namespace' must be a Durable Object namespace binding (env.<NAME>) of SluiceDurableObject, got ${show(ns)}`,
+      );
     }
     if (options.shards !== undefined && (!Number.isSafeInteger(options.shards) || options.shards <= 0)) {
       invalid(`'shards' must be a positive integer, got ${show(options.shards)}`);
@@ -78,7 +81,8 @@ export class DurableObjectStore implements Store {
     if (options.objectName !== undefined && typeof options.objectName !== 'function') {
       invalid(`'objectName' must be a function from key to object name, got ${show(options.objectName)}`);
     }
-    if (options.shards !== undefined && options.objectName !== undefined) invalid(`give 'shards' or 'objectName', not both`);
+    if (options.shards !== undefined && options.objectName !== undefined)
+      invalid(`give 'shards' or 'objectName', not both`);
     const clock = options.clock ?? 'object';
     if (clock !== 'object' && clock !== 'client') invalid(`'clock' must be 'object' or 'client', got ${show(clock)}`);
     this.namespace = ns;
@@ -95,7 +99,8 @@ export class DurableObjectStore implements Store {
   nameOf(key: string): string {
     if (this.objectName !== undefined) {
       const name = this.objectName(key);
-      if (typeof name !== 'string' || name.length === 0) invalid(`'objectName' must return a non-empty string, got ${show(name)} for key ${show(key)}`);
+      if (typeof name !== 'string' || name.length === 0)
+        invalid(`'objectName' must return a non-empty string, got ${show(name)} for key ${show(key)}`);
       return name;
     }
     if (this.shards === undefined) return `key:${key}`;
@@ -133,7 +138,14 @@ class DurableObjectTable implements StoreTable {
   }
 
   private request(key: string, cost: number, leaseId: string | undefined): ObjectRequest {
-    return { table: this.id, policies: this.policies, key, cost, leaseId, now: this.store.clock === 'client' ? this.spec.clock() : undefined };
+    return {
+      table: this.id,
+      policies: this.policies,
+      key,
+      cost,
+      leaseId,
+      now: this.store.clock === 'client' ? this.spec.clock() : undefined,
+    };
   }
 
   decide(key: string, cost: number, leaseId: string | undefined): Promise<Decision> {
@@ -158,7 +170,10 @@ class DurableObjectTable implements StoreTable {
       return await f(stub);
     } catch (e) {
       if (e instanceof SluiceError) throw e;
-      const error = new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `DurableObjectStore: the object ${show(this.store.nameOf(key))} did not answer for key ${show(key)}: ${e instanceof Error ? e.message : show(e)}`);
+      const error = new SluiceError(
+        'ERR_SLUICE_STORE_UNAVAILABLE',
+        `DurableObjectStore: the object ${show(this.store.nameOf(key))} did not answer for key ${show(key)}: ${e instanceof Error ? e.message : show(e)}`,
+      );
       (error as { cause?: unknown }).cause = e;
       throw error;
     }

@@ -9,26 +9,41 @@ import { SluiceStore } from './express-rate-limit.js';
 expressRateLimitStoreContract('memory', () => new MemoryStore());
 
 test('express-rate-limit store: bad options name the field and the value', () => {
-  assert.throws(() => new SluiceStore({ algorithm: 'gcra' as never }), /\[SluiceStore\] 'algorithm' must be 'fixed-window' or 'sliding-window' .*got "gcra"/);
-  assert.throws(() => new SluiceStore({ buckets: 4 }), /'buckets' is a positive integer for algorithm 'sliding-window' only, got 4/);
+  assert.throws(
+    () => new SluiceStore({ algorithm: 'gcra' as never }),
+    /\[SluiceStore\] 'algorithm' must be 'fixed-window' or 'sliding-window' .*got "gcra"/,
+  );
+  assert.throws(
+    () => new SluiceStore({ buckets: 4 }),
+    /'buckets' is a positive integer for algorithm 'sliding-window' only, got 4/,
+  );
   assert.throws(() => new SluiceStore({ windowMs: 1 } as never), /unknown option 'windowMs'/);
   const store = new SluiceStore();
-  assert.throws(() => store.init({ windowMs: 0 } as Options), /'windowMs' must be a positive integer of milliseconds, got 0/);
+  assert.throws(
+    () => store.init({ windowMs: 0 } as Options),
+    /'windowMs' must be a positive integer of milliseconds, got 0/,
+  );
   // express-rate-limit only logs an init error, so every call after it says what went wrong.
   return assert.rejects(store.increment('k'), /'windowMs' must be a positive integer/);
 });
 
 test('express-rate-limit store: a limit at or above what it counts per window is refused at init', () => {
   const store = new SluiceStore({ algorithm: 'sliding-window' });
-  assert.throws(() => store.init({ windowMs: 86_400_000, limit: 1e9 } as Options), /'limit' 1000000000 is at or above the most this store counts per window \(104249991\)/);
+  assert.throws(
+    () => store.init({ windowMs: 86_400_000, limit: 1e9 } as Options),
+    /'limit' 1000000000 is at or above the most this store counts per window \(104249991\)/,
+  );
   new SluiceStore().init({ windowMs: 86_400_000, limit: 1e9 } as Options);
 });
 
 test('express-rate-limit store: used before init, it says to pass it to rateLimit()', async () => {
-  await assert.rejects(new SluiceStore().increment('k'), /init\(\) was not called: pass the store to express-rate-limit's rateLimit\(\{ store \}\)/);
+  await assert.rejects(
+    new SluiceStore().increment('k'),
+    /init\(\) was not called: pass the store to express-rate-limit's rateLimit\(\{ store \}\)/,
+  );
 });
 
-test('express-rate-limit store: localKeys is true on a MemoryStore (counts are this process\'s only)', () => {
+test("express-rate-limit store: localKeys is true on a MemoryStore (counts are this process's only)", () => {
   assert.equal(new SluiceStore().localKeys, true);
 });
 

@@ -8,7 +8,12 @@
  * import { SluiceStore } from 'sluice/express-rate-limit';
  * app.use(rateLimit({ windowMs: 60_000, limit: 100, store: new SluiceStore() }));
  */
-import type { ClientRateLimitInfo, IncrementResponse, Options, Store as ExpressRateLimitStore } from 'express-rate-limit';
+import type {
+  ClientRateLimitInfo,
+  IncrementResponse,
+  Options,
+  Store as ExpressRateLimitStore,
+} from 'express-rate-limit';
 import { SluiceError, show } from '../core/errors.js';
 import type { Clock } from '../core/types.js';
 import { Limiter } from '../limiter.js';
@@ -50,7 +55,9 @@ const KNOWN = new Set(['store', 'algorithm', 'buckets', 'prefix', 'clock']);
  */
 function countCap(algorithm: 'fixed-window' | 'sliding-window', windowMs: number, buckets: number): number {
   const cap = 2 ** 31 - 1;
-  return algorithm === 'fixed-window' ? cap : Math.min(cap, Math.floor(Number.MAX_SAFE_INTEGER / Math.ceil(windowMs / buckets)));
+  return algorithm === 'fixed-window'
+    ? cap
+    : Math.min(cap, Math.floor(Number.MAX_SAFE_INTEGER / Math.ceil(windowMs / buckets)));
 }
 
 const invalid = (message: string) => new SluiceError('ERR_SLUICE_INVALID_OPTION', `[SluiceStore] ${message}`);
@@ -70,7 +77,8 @@ export class SluiceStore implements ExpressRateLimitStore {
   private failed: Error | undefined;
 
   constructor(options: SluiceStoreOptions = {}) {
-    if (typeof options !== 'object' || options === null) throw invalid(`options must be an object, got ${show(options)}`);
+    if (typeof options !== 'object' || options === null)
+      throw invalid(`options must be an object, got ${show(options)}`);
     for (const field of Object.keys(options)) {
       if (field === 'resetExpiryOnChange') continue;
       if (!KNOWN.has(field)) throw invalid(`unknown option '${field}'; known options are ${[...KNOWN].join(', ')}`);
@@ -87,11 +95,15 @@ export class SluiceStore implements ExpressRateLimitStore {
     }
     const algorithm = options.algorithm ?? 'fixed-window';
     if (algorithm !== 'fixed-window' && algorithm !== 'sliding-window') {
-      throw invalid(`'algorithm' must be 'fixed-window' or 'sliding-window' (the algorithms whose state is a count of hits), got ${show(algorithm)}`);
+      throw invalid(
+        `'algorithm' must be 'fixed-window' or 'sliding-window' (the algorithms whose state is a count of hits), got ${show(algorithm)}`,
+      );
     }
     const buckets = options.buckets ?? 1;
     if (!Number.isInteger(buckets) || buckets < 1 || (algorithm === 'fixed-window' && options.buckets !== undefined)) {
-      throw invalid(`'buckets' is a positive integer for algorithm 'sliding-window' only, got ${show(options.buckets)}`);
+      throw invalid(
+        `'buckets' is a positive integer for algorithm 'sliding-window' only, got ${show(options.buckets)}`,
+      );
     }
     if (options.prefix !== undefined && (typeof options.prefix !== 'string' || options.prefix === '')) {
       throw invalid(`'prefix' must be a non-empty string, got ${show(options.prefix)}`);
@@ -107,14 +119,29 @@ export class SluiceStore implements ExpressRateLimitStore {
   init(options: Options): void {
     try {
       const windowMs = options.windowMs;
-      if (!Number.isSafeInteger(windowMs) || windowMs <= 0) throw invalid(`express-rate-limit's 'windowMs' must be a positive integer of milliseconds, got ${show(windowMs)}`);
+      if (!Number.isSafeInteger(windowMs) || windowMs <= 0)
+        throw invalid(
+          `express-rate-limit's 'windowMs' must be a positive integer of milliseconds, got ${show(windowMs)}`,
+        );
       this.cap = countCap(this.algorithm, windowMs, this.buckets);
       if (typeof options.limit === 'number' && options.limit >= this.cap) {
-        throw invalid(`express-rate-limit's 'limit' ${options.limit} is at or above the most this store counts per window (${this.cap})`);
+        throw invalid(
+          `express-rate-limit's 'limit' ${options.limit} is at or above the most this store counts per window (${this.cap})`,
+        );
       }
       this.prefix ??= `erl-${windowMs}ms`;
-      const policy = { name: this.prefix, algorithm: this.algorithm, limit: this.cap, window: windowMs, ...(this.algorithm === 'sliding-window' ? { buckets: this.buckets } : {}) };
-      this.limiter = new Limiter({ policy, store: this.store, ...(this.clock === undefined ? {} : { clock: this.clock }) });
+      const policy = {
+        name: this.prefix,
+        algorithm: this.algorithm,
+        limit: this.cap,
+        window: windowMs,
+        ...(this.algorithm === 'sliding-window' ? { buckets: this.buckets } : {}),
+      };
+      this.limiter = new Limiter({
+        policy,
+        store: this.store,
+        ...(this.clock === undefined ? {} : { clock: this.clock }),
+      });
       this.failed = undefined;
     } catch (e) {
       this.failed = e as Error;
@@ -124,7 +151,8 @@ export class SluiceStore implements ExpressRateLimitStore {
 
   private get ready(): Limiter {
     if (this.failed !== undefined) throw this.failed;
-    if (this.limiter === undefined) throw invalid(`init() was not called: pass the store to express-rate-limit's rateLimit({ store })`);
+    if (this.limiter === undefined)
+      throw invalid(`init() was not called: pass the store to express-rate-limit's rateLimit({ store })`);
     return this.limiter;
   }
 
@@ -169,7 +197,13 @@ export class SluiceStore implements ExpressRateLimitStore {
     if (reason !== STORE_ERROR) return;
     // A RedisStore says what its outage is (and logs it once, unless told otherwise): the error names it.
     const outage = (this.store as { outage?: () => { cause: string; downMs: number } | undefined }).outage?.();
-    const why = outage === undefined ? 'its store answered by its failure policy' : `Redis has not answered for ${outage.downMs} ms (${outage.cause})`;
-    throw new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `[SluiceStore] the store could not count this hit: ${why}; express-rate-limit's passOnStoreError decides`);
+    const why =
+      outage === undefined
+        ? 'its store answered by its failure policy'
+        : `Redis has not answered for ${outage.downMs} ms (${outage.cause})`;
+    throw new SluiceError(
+      'ERR_SLUICE_STORE_UNAVAILABLE',
+      `[SluiceStore] the store could not count this hit: ${why}; express-rate-limit's passOnStoreError decides`,
+    );
   }
 }

@@ -12,9 +12,15 @@ for (const algorithm of ['sliding-window', 'fixed-window', 'token-bucket', 'gcra
 }
 
 test('throttler storage: bad options and arguments name the field and the value', async () => {
-  assert.throws(() => new SluiceThrottlerStorage({ algorithm: 'leaky' as never }), /\[SluiceThrottlerStorage\] 'algorithm' must be one of 'sliding-log', .*got "leaky"/);
+  assert.throws(
+    () => new SluiceThrottlerStorage({ algorithm: 'leaky' as never }),
+    /\[SluiceThrottlerStorage\] 'algorithm' must be one of 'sliding-log', .*got "leaky"/,
+  );
   const s = new SluiceThrottlerStorage();
-  await assert.rejects(s.increment('k', 0, 1, 0, 'default'), /throttler "default": 'ttl' must be a positive integer of milliseconds, got 0/);
+  await assert.rejects(
+    s.increment('k', 0, 1, 0, 'default'),
+    /throttler "default": 'ttl' must be a positive integer of milliseconds, got 0/,
+  );
   await assert.rejects(s.increment('k', 1000, 1.5, 0, 'default'), /'limit' must be a non-negative integer, got 1.5/);
 });
 

@@ -17,7 +17,13 @@ export type ThrottlerAlgorithm = 'sliding-log' | 'sliding-window' | 'fixed-windo
 /** What `increment` answers (@nestjs/throttler does not export its name from the package root). */
 export type ThrottlerStorageRecord = Awaited<ReturnType<ThrottlerStorage['increment']>>;
 
-const ALGORITHMS: readonly ThrottlerAlgorithm[] = ['sliding-log', 'sliding-window', 'fixed-window', 'token-bucket', 'gcra'];
+const ALGORITHMS: readonly ThrottlerAlgorithm[] = [
+  'sliding-log',
+  'sliding-window',
+  'fixed-window',
+  'token-bucket',
+  'gcra',
+];
 
 export interface SluiceThrottlerStorageOptions {
   /** Where the state lives: a MemoryStore (default, one per storage) or a RedisStore (standalone or Cluster). */
@@ -35,7 +41,8 @@ export interface SluiceThrottlerStorageOptions {
 }
 
 const KNOWN = new Set(['store', 'algorithm', 'prefix', 'clock']);
-const invalid = (message: string) => new SluiceError('ERR_SLUICE_INVALID_OPTION', `[SluiceThrottlerStorage] ${message}`);
+const invalid = (message: string) =>
+  new SluiceError('ERR_SLUICE_INVALID_OPTION', `[SluiceThrottlerStorage] ${message}`);
 const seconds = (ms: number) => Math.ceil(ms / 1000);
 
 /**
@@ -50,13 +57,16 @@ export class SluiceThrottlerStorage implements ThrottlerStorage {
   private readonly limiters = new Map<string, { limiter: Limiter; policy: string; limit: number }>();
 
   constructor(options: SluiceThrottlerStorageOptions = {}) {
-    if (typeof options !== 'object' || options === null) throw invalid(`options must be an object, got ${show(options)}`);
+    if (typeof options !== 'object' || options === null)
+      throw invalid(`options must be an object, got ${show(options)}`);
     for (const field of Object.keys(options)) {
       if (!KNOWN.has(field)) throw invalid(`unknown option '${field}'; known options are ${[...KNOWN].join(', ')}`);
     }
     const algorithm = options.algorithm ?? 'sliding-log';
-    if (!ALGORITHMS.includes(algorithm)) throw invalid(`'algorithm' must be one of ${ALGORITHMS.map((a) => `'${a}'`).join(', ')}, got ${show(algorithm)}`);
-    if (options.prefix !== undefined && (typeof options.prefix !== 'string' || options.prefix === '')) throw invalid(`'prefix' must be a non-empty string, got ${show(options.prefix)}`);
+    if (!ALGORITHMS.includes(algorithm))
+      throw invalid(`'algorithm' must be one of ${ALGORITHMS.map((a) => `'${a}'`).join(', ')}, got ${show(algorithm)}`);
+    if (options.prefix !== undefined && (typeof options.prefix !== 'string' || options.prefix === ''))
+      throw invalid(`'prefix' must be a non-empty string, got ${show(options.prefix)}`);
     this.store = options.store ?? new MemoryStore();
     this.algorithm = algorithm;
     this.prefix = options.prefix ?? 'throttler';
@@ -67,17 +77,38 @@ export class SluiceThrottlerStorage implements ThrottlerStorage {
    * Counts a hit of `key` unless it is over `limit` per `ttl` ms; over it, the key is blocked for
    * `blockDuration` ms when that is positive. Times in the record are whole seconds, rounded up.
    */
-  async increment(key: string, ttl: number, limit: number, blockDuration: number, throttlerName: string): Promise<ThrottlerStorageRecord> {
-    if (!Number.isSafeInteger(ttl) || ttl <= 0) throw invalid(`throttler ${show(throttlerName)}: 'ttl' must be a positive integer of milliseconds, got ${show(ttl)}`);
-    if (!Number.isSafeInteger(limit) || limit < 0) throw invalid(`throttler ${show(throttlerName)}: 'limit' must be a non-negative integer, got ${show(limit)}`);
+  async increment(
+    key: string,
+    ttl: number,
+    limit: number,
+    blockDuration: number,
+    throttlerName: string,
+  ): Promise<ThrottlerStorageRecord> {
+    if (!Number.isSafeInteger(ttl) || ttl <= 0)
+      throw invalid(
+        `throttler ${show(throttlerName)}: 'ttl' must be a positive integer of milliseconds, got ${show(ttl)}`,
+      );
+    if (!Number.isSafeInteger(limit) || limit < 0)
+      throw invalid(`throttler ${show(throttlerName)}: 'limit' must be a non-negative integer, got ${show(limit)}`);
     if (typeof blockDuration !== 'number' || !Number.isSafeInteger(Math.max(0, blockDuration))) {
-      throw invalid(`throttler ${show(throttlerName)}: 'blockDuration' must be an integer of milliseconds, got ${show(blockDuration)}`);
+      throw invalid(
+        `throttler ${show(throttlerName)}: 'blockDuration' must be an integer of milliseconds, got ${show(blockDuration)}`,
+      );
     }
     const block = Math.max(0, blockDuration);
     // A limit of 0 admits nothing and needs no state: every hit is refused, for the block or the ttl.
-    if (limit === 0) return { totalHits: 1, timeToExpire: seconds(ttl), isBlocked: true, timeToBlockExpire: seconds(block > 0 ? block : ttl) };
+    if (limit === 0)
+      return {
+        totalHits: 1,
+        timeToExpire: seconds(ttl),
+        isBlocked: true,
+        timeToBlockExpire: seconds(block > 0 ? block : ttl),
+      };
     const entry = this.limiterFor(throttlerName, ttl, block, limit);
-    const d = limit === entry.limit ? await entry.limiter.limit(key) : await entry.limiter.limit(key, { limits: { [entry.policy]: limit } });
+    const d =
+      limit === entry.limit
+        ? await entry.limiter.limit(key)
+        : await entry.limiter.limit(key, { limits: { [entry.policy]: limit } });
     if (d.allowed || !d.blocked || d.reason !== undefined) return record(d, limit);
     // A block, as the throttler's own storage keeps it: the window's hits are forgotten, so that when the
     // block ends the key counts afresh (it resets the count at the block's end; emptying it at the start
@@ -88,13 +119,28 @@ export class SluiceThrottlerStorage implements ThrottlerStorage {
     return record(d, limit, block);
   }
 
-  private limiterFor(name: string, ttl: number, block: number, limit: number): { limiter: Limiter; policy: string; limit: number } {
+  private limiterFor(
+    name: string,
+    ttl: number,
+    block: number,
+    limit: number,
+  ): { limiter: Limiter; policy: string; limit: number } {
     const id = `${name}\u0000${ttl}\u0000${block}`;
     let entry = this.limiters.get(id);
     if (entry === undefined) {
       const policy = `${this.prefix}-${name}-${ttl}ms${block > 0 ? `-block${block}ms` : ''}`;
-      const options: PolicyOptions = { name: policy, algorithm: this.algorithm, limit, window: ttl, ...(block > 0 ? { blockFor: block } : {}) };
-      const limiter = new Limiter({ policy: options, store: this.store, ...(this.clock === undefined ? {} : { clock: this.clock }) });
+      const options: PolicyOptions = {
+        name: policy,
+        algorithm: this.algorithm,
+        limit,
+        window: ttl,
+        ...(block > 0 ? { blockFor: block } : {}),
+      };
+      const limiter = new Limiter({
+        policy: options,
+        store: this.store,
+        ...(this.clock === undefined ? {} : { clock: this.clock }),
+      });
       entry = { limiter, policy, limit };
       this.limiters.set(id, entry);
     }
@@ -110,7 +156,18 @@ const EVERY_HIT = 2 ** 31 - 1;
  * blocked key waits for its block (at most `block` ms), not for hits its emptied window no longer holds.
  */
 function record(d: Decision, limit: number, block = Infinity): ThrottlerStorageRecord {
-  if (d.allowed) return { totalHits: Math.max(1, limit - d.remaining), timeToExpire: seconds(d.resetAfterMs), isBlocked: false, timeToBlockExpire: 0 };
+  if (d.allowed)
+    return {
+      totalHits: Math.max(1, limit - d.remaining),
+      timeToExpire: seconds(d.resetAfterMs),
+      isBlocked: false,
+      timeToBlockExpire: 0,
+    };
   const waitMs = Math.min(d.retryAfterMs, block);
-  return { totalHits: limit + 1, timeToExpire: seconds(Math.max(d.resetAfterMs, waitMs)), isBlocked: true, timeToBlockExpire: Math.max(1, seconds(waitMs)) };
+  return {
+    totalHits: limit + 1,
+    timeToExpire: seconds(Math.max(d.resetAfterMs, waitMs)),
+    isBlocked: true,
+    timeToBlockExpire: Math.max(1, seconds(waitMs)),
+  };
 }

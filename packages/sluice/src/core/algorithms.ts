@@ -47,5 +47,7 @@ function bare(policy: Policy): Algorithm {
 export function createOverride(base: Policy, variant: Policy): Algorithm {
   if (variant === base) return createAlgorithm(base);
   const meter = base.algorithm === 'token-bucket' || (base.algorithm === 'leaky-bucket' && base.mode === 'meter');
-  return meter && variant.limit !== base.limit ? withBan(new RescaledTokenBucket(variant, base.limit)) : createAlgorithm(variant);
+  return meter && variant.limit !== base.limit
+    ? withBan(new RescaledTokenBucket(variant, base.limit))
+    : createAlgorithm(variant);
 }

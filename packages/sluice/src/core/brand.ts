@@ -14,7 +14,11 @@ export function brandOf(name: string): symbol {
 
 /** Whether `x` carries `brand` of this release. */
 export function branded(x: unknown, brand: symbol): boolean {
-  return (typeof x === 'object' || typeof x === 'function') && x !== null && (x as Record<symbol, unknown>)[brand] === SLUICE_VERSION;
+  return (
+    (typeof x === 'object' || typeof x === 'function') &&
+    x !== null &&
+    (x as Record<symbol, unknown>)[brand] === SLUICE_VERSION
+  );
 }
 
 /** The release of another copy whose brand `x` carries, if it is not this one. */

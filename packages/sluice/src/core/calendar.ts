@@ -25,16 +25,26 @@ function fail(where: string, message: string): never {
 }
 
 /** Validates `timeZone` and `weekStart` for a calendar window of `unit`. */
-export function compileCalendar(where: string, unit: Calendar['unit'], timeZone: unknown, weekStart: unknown): Calendar {
+export function compileCalendar(
+  where: string,
+  unit: Calendar['unit'],
+  timeZone: unknown,
+  weekStart: unknown,
+): Calendar {
   const zone = timeZone ?? 'UTC';
-  if (typeof zone !== 'string' || zone.length === 0) fail(where, `'timeZone' must be an IANA time zone name such as 'America/New_York', got ${show(zone)}`);
+  if (typeof zone !== 'string' || zone.length === 0)
+    fail(where, `'timeZone' must be an IANA time zone name such as 'America/New_York', got ${show(zone)}`);
   let canonical: string;
   try {
     canonical = new Intl.DateTimeFormat('en-US', { timeZone: zone }).resolvedOptions().timeZone;
   } catch {
-    fail(where, `'timeZone' is not a time zone this runtime knows, got ${show(zone)}; use an IANA name such as 'Europe/Berlin'`);
+    fail(
+      where,
+      `'timeZone' is not a time zone this runtime knows, got ${show(zone)}; use an IANA name such as 'Europe/Berlin'`,
+    );
   }
-  if (weekStart !== undefined && unit !== 'week') fail(where, `'weekStart' applies to window 'week', not ${show(unit)}`);
+  if (weekStart !== undefined && unit !== 'week')
+    fail(where, `'weekStart' applies to window 'week', not ${show(unit)}`);
   return Object.freeze({ unit, timeZone: canonical, weekStart: unit === 'week' ? firstDay(where, weekStart ?? 1) : 1 });
 }
 
@@ -42,19 +52,34 @@ export function compileCalendar(where: string, unit: Calendar['unit'], timeZone:
 function firstDay(where: string, value: unknown): number {
   if (typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= 7) return value;
   if (typeof value === 'string' && DAYS.includes(value.toLowerCase())) return DAYS.indexOf(value.toLowerCase()) + 1;
-  if (typeof value === 'object' && value !== null && Object.keys(value).length === 1 && typeof (value as { locale?: unknown }).locale === 'string') {
+  if (
+    typeof value === 'object' &&
+    value !== null &&
+    Object.keys(value).length === 1 &&
+    typeof (value as { locale?: unknown }).locale === 'string'
+  ) {
     const tag = (value as { locale: string }).locale;
     let info: { firstDay?: number } | undefined;
     try {
-      const l = new Intl.Locale(tag) as Intl.Locale & { getWeekInfo?: () => { firstDay: number }; weekInfo?: { firstDay: number } };
+      const l = new Intl.Locale(tag) as Intl.Locale & {
+        getWeekInfo?: () => { firstDay: number };
+        weekInfo?: { firstDay: number };
+      };
       info = typeof l.getWeekInfo === 'function' ? l.getWeekInfo() : l.weekInfo;
     } catch {
       fail(where, `'weekStart.locale' is not a locale this runtime knows, got ${show(tag)}`);
     }
-    if (info?.firstDay === undefined) fail(where, `'weekStart.locale' needs Intl.Locale week data, which this runtime lacks; give the day instead, such as 'monday'`);
+    if (info?.firstDay === undefined)
+      fail(
+        where,
+        `'weekStart.locale' needs Intl.Locale week data, which this runtime lacks; give the day instead, such as 'monday'`,
+      );
     return info.firstDay;
   }
-  return fail(where, `'weekStart' must be 1 (Monday) to 7 (Sunday), a day name such as 'sunday', or { locale: 'en-US' }, got ${show(value)}`);
+  return fail(
+    where,
+    `'weekStart' must be 1 (Monday) to 7 (Sunday), a day name such as 'sunday', or { locale: 'en-US' }, got ${show(value)}`,
+  );
 }
 
 /** A date as a number YYYYMMDD, for comparing. */
@@ -67,7 +92,12 @@ export class CalendarPeriods {
   private readonly recent: number[] = [];
 
   constructor(readonly calendar: Calendar) {
-    this.format = new Intl.DateTimeFormat('en-US', { timeZone: calendar.timeZone, year: 'numeric', month: 'numeric', day: 'numeric' });
+    this.format = new Intl.DateTimeFormat('en-US', {
+      timeZone: calendar.timeZone,
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+    });
   }
 
   /** The local date at instant t: [year, month 1-12, day]. */

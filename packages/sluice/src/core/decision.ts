@@ -9,7 +9,8 @@
 import type { Decision, Policy, Verdict } from './types.js';
 
 /** A Decision's fields by name; a lease, a reason and `blocked` are absent unless given. */
-export type DecisionFields = Omit<Decision, 'leaseId' | 'reason' | 'blocked'> & Partial<Pick<Decision, 'leaseId' | 'reason' | 'blocked'>>;
+export type DecisionFields = Omit<Decision, 'leaseId' | 'reason' | 'blocked'> &
+  Partial<Pick<Decision, 'leaseId' | 'reason' | 'blocked'>>;
 
 /**
  * A Decision as a plain object literal, always built here so that every decision shares one shape: the
@@ -21,11 +22,32 @@ export type DecisionFields = Omit<Decision, 'leaseId' | 'reason' | 'blocked'> & 
  * decision path (`node bench/serve.mjs --in-process` of both builds, 6 interleaved runs: median ratio 1.01).
  */
 export function makeDecision(f: DecisionFields): Decision {
-  return { allowed: f.allowed, limit: f.limit, remaining: f.remaining, resetAfterMs: f.resetAfterMs, retryAfterMs: f.retryAfterMs, delayMs: f.delayMs, policy: f.policy, leaseId: f.leaseId, reason: f.reason, blocked: f.blocked ?? false };
+  return {
+    allowed: f.allowed,
+    limit: f.limit,
+    remaining: f.remaining,
+    resetAfterMs: f.resetAfterMs,
+    retryAfterMs: f.retryAfterMs,
+    delayMs: f.delayMs,
+    policy: f.policy,
+    leaseId: f.leaseId,
+    reason: f.reason,
+    blocked: f.blocked ?? false,
+  };
 }
 
 export function fromVerdict(policy: Policy, v: Verdict, leaseId: string | undefined): Decision {
-  return makeDecision({ allowed: v.allowed, limit: policy.limit, remaining: v.remaining, resetAfterMs: v.resetAfterMs, retryAfterMs: v.retryAfterMs, delayMs: v.delayMs, policy: policy.name, leaseId: v.allowed ? leaseId : undefined, blocked: v.blocked });
+  return makeDecision({
+    allowed: v.allowed,
+    limit: policy.limit,
+    remaining: v.remaining,
+    resetAfterMs: v.resetAfterMs,
+    retryAfterMs: v.retryAfterMs,
+    delayMs: v.delayMs,
+    policy: policy.name,
+    leaseId: v.allowed ? leaseId : undefined,
+    blocked: v.blocked,
+  });
 }
 
 /** Index of the most restrictive verdict. */
@@ -43,7 +65,11 @@ export function decidingIndex(verdicts: readonly Verdict[], allowed: boolean): n
   return best;
 }
 
-export function combine(policies: readonly Policy[], verdicts: readonly Verdict[], leaseId: string | undefined): Decision {
+export function combine(
+  policies: readonly Policy[],
+  verdicts: readonly Verdict[],
+  leaseId: string | undefined,
+): Decision {
   if (verdicts.length === 1) return fromVerdict(policies[0]!, verdicts[0]!, leaseId);
   let allowed = true;
   let delayMs = 0;
@@ -54,5 +80,15 @@ export function combine(policies: readonly Policy[], verdicts: readonly Verdict[
   const i = decidingIndex(verdicts, allowed);
   const v = verdicts[i]!;
   const p = policies[i]!;
-  return makeDecision({ allowed, limit: p.limit, remaining: v.remaining, resetAfterMs: v.resetAfterMs, retryAfterMs: allowed ? 0 : v.retryAfterMs, delayMs: allowed ? delayMs : 0, policy: p.name, leaseId: allowed ? leaseId : undefined, blocked: !allowed && v.blocked });
+  return makeDecision({
+    allowed,
+    limit: p.limit,
+    remaining: v.remaining,
+    resetAfterMs: v.resetAfterMs,
+    retryAfterMs: allowed ? 0 : v.retryAfterMs,
+    delayMs: allowed ? delayMs : 0,
+    policy: p.name,
+    leaseId: allowed ? leaseId : undefined,
+    blocked: !allowed && v.blocked,
+  });
 }

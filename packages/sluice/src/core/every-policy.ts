@@ -14,7 +14,16 @@ export interface RowObjects {
 }
 
 /** Evaluates every policy on the key's state into `verdicts`; true when every one admits. */
-export function evaluateEvery(algorithms: readonly Algorithm[], offsets: readonly number[], verdicts: readonly Verdict[], slab: Float64Array, base: number, objects: RowObjects | undefined, now: number, cost: number): boolean {
+export function evaluateEvery(
+  algorithms: readonly Algorithm[],
+  offsets: readonly number[],
+  verdicts: readonly Verdict[],
+  slab: Float64Array,
+  base: number,
+  objects: RowObjects | undefined,
+  now: number,
+  cost: number,
+): boolean {
   let allowed = true;
   for (let i = 0; i < algorithms.length; i++) {
     const a = algorithms[i]!;
@@ -37,7 +46,18 @@ export function writeOf(allowed: boolean, cost: number, mayBan: boolean): 'charg
 }
 
 /** Writes a decision's `write` into the key's row: every policy's charge, or only the bans its verdicts start. */
-export function writeEvery(write: 'charge' | 'ban', algorithms: readonly Algorithm[], offsets: readonly number[], verdicts: readonly Verdict[], slab: Float64Array, base: number, objects: RowObjects, now: number, cost: number, leaseId: string | undefined): void {
+export function writeEvery(
+  write: 'charge' | 'ban',
+  algorithms: readonly Algorithm[],
+  offsets: readonly number[],
+  verdicts: readonly Verdict[],
+  slab: Float64Array,
+  base: number,
+  objects: RowObjects,
+  now: number,
+  cost: number,
+  leaseId: string | undefined,
+): void {
   for (let i = 0; i < algorithms.length; i++) {
     const a = algorithms[i]!;
     const v = verdicts[i]!;
@@ -47,6 +67,10 @@ export function writeEvery(write: 'charge' | 'ban', algorithms: readonly Algorit
       const next = v.next;
       const o = base + offsets[i]!;
       for (let j = 0; j < next.length; j++) slab[o + j] = next[j]!;
-    } else objects.set(i, write === 'charge' ? a.commit(objects.get(i), now, cost, leaseId) : a.ban!(objects.get(i), now, v));
+    } else
+      objects.set(
+        i,
+        write === 'charge' ? a.commit(objects.get(i), now, cost, leaseId) : a.ban!(objects.get(i), now, v),
+      );
   }
 }

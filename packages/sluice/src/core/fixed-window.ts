@@ -18,7 +18,15 @@ import type { Policy, SlabAlgorithm, Verdict } from './types.js';
  * state to keep (the window's id and its new count) when admitted. Shared by the epoch-aligned and the
  * calendar window, which differ only in where a window starts and ends.
  */
-export function countInWindow(v: Verdict, limit: number, window: number, count: number, cost: number, endsIn: number, countRejected = false): void {
+export function countInWindow(
+  v: Verdict,
+  limit: number,
+  window: number,
+  count: number,
+  cost: number,
+  endsIn: number,
+  countRejected = false,
+): void {
   const after = count + cost;
   v.allowed = after <= limit;
   v.delayMs = 0;

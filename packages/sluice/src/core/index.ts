@@ -14,5 +14,17 @@ export { LogState, SlidingLog } from './sliding-log.js';
 export { SlidingWindow } from './sliding-window.js';
 export { RescaledTokenBucket, TokenBucket } from './token-bucket.js';
 export { Verdict } from './types.js';
-export type { Algorithm, AlgorithmName, Block, BlockForOptions, Calendar, Clock, Decision, ObjectAlgorithm, Policy, PolicyOptions, SlabAlgorithm } from './types.js';
+export type {
+  Algorithm,
+  AlgorithmName,
+  Block,
+  BlockForOptions,
+  Calendar,
+  Clock,
+  Decision,
+  ObjectAlgorithm,
+  Policy,
+  PolicyOptions,
+  SlabAlgorithm,
+} from './types.js';
 export { isPromise, then, type MaybePromise } from './maybe-promise.js';

@@ -4,7 +4,18 @@ import assert from 'node:assert/strict';
 import { isIP } from 'node:net';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { formatIPv4, formatIPv6, formatIPv6Groups, IpRanges, maskIPv4, maskIPv6, parseCidr, parseIp, type IpRange, type ParsedIp } from './ip.js';
+import {
+  formatIPv4,
+  formatIPv6,
+  formatIPv6Groups,
+  IpRanges,
+  maskIPv4,
+  maskIPv6,
+  parseCidr,
+  parseIp,
+  type IpRange,
+  type ParsedIp,
+} from './ip.js';
 
 const v4 = (text: string): number => {
   const ip = parseIp(text);
@@ -44,7 +55,20 @@ test('IPv6 forms: compressed, full, zoned', () => {
 });
 
 test('malformed addresses are rejected', () => {
-  for (const bad of ['', '1.2.3', '1.2.3.256', '01.2.3.4', '1.2.3.4.5', '1::2::3', '12345::', 'g::1', '1:2:3:4:5:6:7:8:9', 'localhost', ' 1.2.3.4', '[::1]']) {
+  for (const bad of [
+    '',
+    '1.2.3',
+    '1.2.3.256',
+    '01.2.3.4',
+    '1.2.3.4.5',
+    '1::2::3',
+    '12345::',
+    'g::1',
+    '1:2:3:4:5:6:7:8:9',
+    'localhost',
+    ' 1.2.3.4',
+    '[::1]',
+  ]) {
     assert.equal(parseIp(bad), undefined, bad);
   }
 });
@@ -88,7 +112,9 @@ test('property: parseIp accepts exactly what node:net calls an address (zones as
     fc.ipV6(),
     fc.ipV4().map((a) => `::ffff:${a}`),
     fc.array(hex, { minLength: 1, maxLength: 9 }).map((g) => g.join(':')),
-    fc.tuple(fc.array(hex, { maxLength: 5 }), fc.array(hex, { maxLength: 5 })).map(([a, b]) => `${a.join(':')}::${b.join(':')}`),
+    fc
+      .tuple(fc.array(hex, { maxLength: 5 }), fc.array(hex, { maxLength: 5 }))
+      .map(([a, b]) => `${a.join(':')}::${b.join(':')}`),
     fc.tuple(fc.array(hex, { maxLength: 4 }), fc.ipV4()).map(([a, q]) => `${a.join(':')}::${q}`),
   );
   const text = fc
@@ -107,7 +133,13 @@ test('property: mapped IPv4 is unwrapped in every notation, and two IPv4 clients
     const [w, x, y, z] = a.split('.').map(Number) as [number, number, number, number];
     const hi = ((w << 8) | x).toString(16);
     const lo = ((y << 8) | z).toString(16);
-    return [`::ffff:${a}`, `::FFFF:${a}`, `0:0:0:0:0:ffff:${a}`, `::ffff:${hi}:${lo}`, `0000:0000:0000:0000:0000:FFFF:${hi.padStart(4, '0')}:${lo}`];
+    return [
+      `::ffff:${a}`,
+      `::FFFF:${a}`,
+      `0:0:0:0:0:ffff:${a}`,
+      `::ffff:${hi}:${lo}`,
+      `0000:0000:0000:0000:0000:FFFF:${hi.padStart(4, '0')}:${lo}`,
+    ];
   };
   fc.assert(
     fc.property(fc.ipV4(), fc.ipV4(), (a, b) => {
@@ -167,7 +199,10 @@ test('property: a set of ranges holds an address exactly when one of its ranges 
   });
   fc.assert(
     fc.property(fc.array(range, { maxLength: 12 }), fc.oneof(fc.ipV4(), fc.ipV6()), (list, address) => {
-      assert.equal(ranges(...list).has(parseIp(address)!), list.some((r) => within(r, address)));
+      assert.equal(
+        ranges(...list).has(parseIp(address)!),
+        list.some((r) => within(r, address)),
+      );
     }),
     { numRuns: 2000 },
   );

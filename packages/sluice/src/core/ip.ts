@@ -163,7 +163,9 @@ export function ipKey(address: string, subnet: number | false = 64): string {
 }
 
 /** A CIDR range of one family; a mapped IPv6 range (::ffff:10.0.0.0/104) is the IPv4 range of 96 fewer bits. */
-export type IpRange = { readonly v: 4; readonly net: number; readonly bits: number } | { readonly v: 6; readonly net: Uint16Array; readonly bits: number };
+export type IpRange =
+  | { readonly v: 4; readonly net: number; readonly bits: number }
+  | { readonly v: 6; readonly net: Uint16Array; readonly bits: number };
 
 /**
  * Parses 'a.b.c.d/n', 'x::/n' or a bare address (a /32 or /128). What is wrong goes to `fail` as a phrase
@@ -216,7 +218,8 @@ export class IpRanges {
 
   has(ip: ParsedIp): boolean {
     if (ip.v === 4) {
-      for (let i = 0; i < this.v4Bits.length; i++) if (this.v4Nets[i]!.has(maskIPv4(ip.n, this.v4Bits[i]!))) return true;
+      for (let i = 0; i < this.v4Bits.length; i++)
+        if (this.v4Nets[i]!.has(maskIPv4(ip.n, this.v4Bits[i]!))) return true;
       return false;
     }
     const h = ip.h;

@@ -45,7 +45,10 @@ test('forwarded times keep the rate as the queue drains', () => {
     clock.now += 40; // arrivals every 40 ms against a 100 ms emission interval
   }
   const gaps = forwarded.slice(1).map((t, i) => t - forwarded[i]!);
-  assert.ok(gaps.every((g) => g >= 100), `gaps ${gaps}`);
+  assert.ok(
+    gaps.every((g) => g >= 100),
+    `gaps ${gaps}`,
+  );
   assert.equal(forwarded.length, 7);
 });
 

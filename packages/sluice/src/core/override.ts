@@ -22,7 +22,8 @@ function fail(field: string, message: string): never {
 }
 
 function positive(field: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) fail(field, `must be a positive integer, got ${show(value)}`);
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0)
+    fail(field, `must be a positive integer, got ${show(value)}`);
   return value;
 }
 
@@ -40,11 +41,13 @@ export function overridePolicy(p: Policy, value: unknown): Policy {
   let limit: number;
   let burst: number | undefined;
   if (typeof value === 'object' && value !== null) {
-    for (const k of Object.keys(value)) if (k !== 'limit' && k !== 'burst') fail(field, `has unknown field '${k}'; give a limit, or { limit, burst }`);
+    for (const k of Object.keys(value))
+      if (k !== 'limit' && k !== 'burst') fail(field, `has unknown field '${k}'; give a limit, or { limit, burst }`);
     limit = positive(`${field}.limit`, (value as { limit?: unknown }).limit);
     const b = (value as { burst?: unknown }).burst;
     if (b !== undefined) {
-      if (!BUCKETS.has(p.algorithm)) fail(`${field}.burst`, `applies to token-bucket, gcra and leaky-bucket, not ${p.algorithm}`);
+      if (!BUCKETS.has(p.algorithm))
+        fail(`${field}.burst`, `applies to token-bucket, gcra and leaky-bucket, not ${p.algorithm}`);
       burst = positive(`${field}.burst`, b);
     }
   } else {
@@ -55,8 +58,14 @@ export function overridePolicy(p: Policy, value: unknown): Policy {
   }
   burst ??= scaledBurst(p, limit);
   if (limit === p.limit && burst === p.burst) return p;
-  if ((p.algorithm === 'gcra' || (p.algorithm === 'leaky-bucket' && p.mode === 'shaper')) && p.windowMs / limit < MIN_GCRA_STEP_MS) {
-    fail(field, `${limit} per ${p.windowMs} ms is beyond what ${p.algorithm} resolves (${1 / MIN_GCRA_STEP_MS} per ms)`);
+  if (
+    (p.algorithm === 'gcra' || (p.algorithm === 'leaky-bucket' && p.mode === 'shaper')) &&
+    p.windowMs / limit < MIN_GCRA_STEP_MS
+  ) {
+    fail(
+      field,
+      `${limit} per ${p.windowMs} ms is beyond what ${p.algorithm} resolves (${1 / MIN_GCRA_STEP_MS} per ms)`,
+    );
   }
   // A shaper's undelayed share cannot exceed its queue: a smaller burst caps it.
   const delay = p.nodelay ? burst : Math.min(p.delay, burst);

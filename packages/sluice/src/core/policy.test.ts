@@ -13,7 +13,8 @@ function rejects(options: unknown, message: RegExp): void {
 
 const base = { name: 'p', algorithm: 'token-bucket', limit: 10, window: '1m' } as const;
 
-test('unknown algorithm', () => rejects({ ...base, algorithm: 'leaky' }, /policy "p": unknown 'algorithm' "leaky"; choose one of fixed-window/));
+test('unknown algorithm', () =>
+  rejects({ ...base, algorithm: 'leaky' }, /policy "p": unknown 'algorithm' "leaky"; choose one of fixed-window/));
 
 for (const [value, shown] of [
   [undefined, 'undefined'],
@@ -24,7 +25,13 @@ for (const [value, shown] of [
   [1.5, '1.5'],
   ['10', '"10"'],
 ] as const) {
-  test(`limit ${shown} is rejected`, () => rejects({ ...base, limit: value }, new RegExp(`'limit' must be a positive integer, got ${shown.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}( \\(.*\\))?$`)));
+  test(`limit ${shown} is rejected`, () =>
+    rejects(
+      { ...base, limit: value },
+      new RegExp(
+        `'limit' must be a positive integer, got ${shown.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}( \\(.*\\))?$`,
+      ),
+    ));
   if (value !== undefined) {
     test(`burst ${shown} is rejected`, () => rejects({ ...base, burst: value }, /'burst' must be a positive integer/));
   }
@@ -43,15 +50,32 @@ for (const [value, shown] of [
   ['0s', '"0s"'],
   ['0.1ms', '"0.1ms"'],
 ] as const) {
-  test(`window ${shown} is rejected`, () => rejects({ ...base, window: value }, new RegExp(`'window' must .*got ${shown.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`)));
+  test(`window ${shown} is rejected`, () =>
+    rejects(
+      { ...base, window: value },
+      new RegExp(`'window' must .*got ${shown.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`),
+    ));
 }
 
 test('window is required', () => rejects({ name: 'p', algorithm: 'gcra', limit: 1 }, /'window' is required/));
-test('burst on a window algorithm is refused, not ignored', () => rejects({ name: 'p', algorithm: 'fixed-window', limit: 1, window: 1000, burst: 3 }, /'burst' applies to/));
+test('burst on a window algorithm is refused, not ignored', () =>
+  rejects({ name: 'p', algorithm: 'fixed-window', limit: 1, window: 1000, burst: 3 }, /'burst' applies to/));
 test('misspelt fields are refused', () => rejects({ ...base, bursts: 3 }, /unknown field 'bursts'/));
-test('delay above burst', () => rejects({ name: 'p', algorithm: 'leaky-bucket', mode: 'shaper', limit: 5, window: '1s', burst: 3, delay: 4 }, /'delay' \(4\) cannot exceed 'burst' \(3\)/));
-test('delay without the shaper', () => rejects({ name: 'p', algorithm: 'leaky-bucket', limit: 5, window: '1s', delay: 2 }, /'delay' and 'nodelay' apply to a leaky-bucket with mode 'shaper'/));
-test('buckets must divide the window', () => rejects({ name: 'p', algorithm: 'sliding-window', limit: 5, window: 1000, buckets: 3 }, /must divide evenly into 'buckets' \(3\)/));
+test('delay above burst', () =>
+  rejects(
+    { name: 'p', algorithm: 'leaky-bucket', mode: 'shaper', limit: 5, window: '1s', burst: 3, delay: 4 },
+    /'delay' \(4\) cannot exceed 'burst' \(3\)/,
+  ));
+test('delay without the shaper', () =>
+  rejects(
+    { name: 'p', algorithm: 'leaky-bucket', limit: 5, window: '1s', delay: 2 },
+    /'delay' and 'nodelay' apply to a leaky-bucket with mode 'shaper'/,
+  ));
+test('buckets must divide the window', () =>
+  rejects(
+    { name: 'p', algorithm: 'sliding-window', limit: 5, window: 1000, buckets: 3 },
+    /must divide evenly into 'buckets' \(3\)/,
+  ));
 test('a policy that is not an object', () => rejects(null, /policy #0: must be an object/));
 
 test('durations parse to whole milliseconds', () => {

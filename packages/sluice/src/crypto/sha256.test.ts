@@ -13,29 +13,49 @@ test('sha256 equals node:crypto for every length across block and padding edges'
     const m = Uint8Array.from({ length: n }, (_, i) => (i * 31 + n) & 255);
     assert.equal(hex(sha256(m)), createHash('sha256').update(m).digest('hex'), `length ${n}`);
   }
-  fc.assert(fc.property(fc.uint8Array({ maxLength: 300 }), (m) => hex(sha256(m)) === createHash('sha256').update(m).digest('hex')));
+  fc.assert(
+    fc.property(
+      fc.uint8Array({ maxLength: 300 }),
+      (m) => hex(sha256(m)) === createHash('sha256').update(m).digest('hex'),
+    ),
+  );
 });
 
 test('hmacSha256 equals node:crypto, including keys longer than a block', () => {
   fc.assert(
-    fc.property(fc.uint8Array({ maxLength: 150 }), fc.uint8Array({ maxLength: 300 }), (key, m) =>
-      hex(hmacSha256(hmacKey(key), m)) === createHmac('sha256', key).update(m).digest('hex')),
+    fc.property(
+      fc.uint8Array({ maxLength: 150 }),
+      fc.uint8Array({ maxLength: 300 }),
+      (key, m) => hex(hmacSha256(hmacKey(key), m)) === createHmac('sha256', key).update(m).digest('hex'),
+    ),
   );
 });
 
 test('puzzleHash48 is the first 48 bits of SHA-256(seed ‖ u32 index ‖ u32 nonce)', () => {
   fc.assert(
-    fc.property(fc.uint8Array({ minLength: 32, maxLength: 32 }), fc.nat({ max: 63 }), fc.nat({ max: 0xffffffff }), (seed, index, nonce) => {
-      const input = Buffer.alloc(40);
-      input.set(seed);
-      input.writeUInt32BE(index, 32);
-      input.writeUInt32BE(nonce, 36);
-      return puzzleHash48(puzzleSeed(seed), index, nonce | 0) === createHash('sha256').update(input).digest().readUIntBE(0, 6);
-    }),
+    fc.property(
+      fc.uint8Array({ minLength: 32, maxLength: 32 }),
+      fc.nat({ max: 63 }),
+      fc.nat({ max: 0xffffffff }),
+      (seed, index, nonce) => {
+        const input = Buffer.alloc(40);
+        input.set(seed);
+        input.writeUInt32BE(index, 32);
+        input.writeUInt32BE(nonce, 36);
+        return (
+          puzzleHash48(puzzleSeed(seed), index, nonce | 0) ===
+          createHash('sha256').update(input).digest().readUIntBE(0, 6)
+        );
+      },
+    ),
   );
 });
 
 test('the written-out compression function is what its generator writes (no hand edits drift from it)', () => {
-  const run = spawnSync(process.execPath, [new URL('../../../../scripts/gen-sha256-compress.mjs', import.meta.url).pathname, '--check'], { encoding: 'utf8' });
+  const run = spawnSync(
+    process.execPath,
+    [new URL('../../../../scripts/gen-sha256-compress.mjs', import.meta.url).pathname, '--check'],
+    { encoding: 'utf8' },
+  );
   assert.equal(run.status, 0, run.stderr);
 });

@@ -9,17 +9,19 @@ import { compress } from './sha256-compress.js';
 
 /** The round constants (FIPS 180-4 §4.2.2); the compression function has them as literals (sha256-compress.ts). */
 const K = new Int32Array([
-  0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-  0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-  0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-  0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-  0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-  0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-  0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-  0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+  0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98,
+  0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
+  0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8,
+  0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+  0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819,
+  0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
+  0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+  0xc67178f2,
 ]);
 
-const IV = new Int32Array([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]);
+const IV = new Int32Array([
+  0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+]);
 
 /**
  * Scratch for a block's words (and puzzleHash48's message schedule); single-threaded callers only (each
@@ -128,7 +130,8 @@ export function hmacSha256Words(key: HmacKey, message: Uint8Array, length: numbe
     const whole = length & ~3;
     let j = 0;
     let i = 0;
-    for (; i < whole; i += 4) W[j++] = (message[i]! << 24) | (message[i + 1]! << 16) | (message[i + 2]! << 8) | message[i + 3]!;
+    for (; i < whole; i += 4)
+      W[j++] = (message[i]! << 24) | (message[i + 1]! << 16) | (message[i + 2]! << 8) | message[i + 3]!;
     let last = 0x80 << (24 - 8 * (length - whole));
     for (let shift = 24; i < length; i++, shift -= 8) last |= message[i]! << shift;
     W[j++] = last;
@@ -139,7 +142,12 @@ export function hmacSha256Words(key: HmacKey, message: Uint8Array, length: numbe
   // The outer hash's message is the 32-byte inner digest: with its padding one block, loaded from the words.
   for (let i = 0; i < 8; i++) W[i] = out[i]!;
   W[8] = 0x80000000 | 0;
-  W[9] = 0; W[10] = 0; W[11] = 0; W[12] = 0; W[13] = 0; W[14] = 0;
+  W[9] = 0;
+  W[10] = 0;
+  W[11] = 0;
+  W[12] = 0;
+  W[13] = 0;
+  W[14] = 0;
   W[15] = (64 + 32) * 8; // the keyed block and the digest, in bits
   out.set(key.outer);
   compress(out, W);
@@ -158,14 +166,27 @@ export interface PuzzleSeed {
 
 export function puzzleSeed(seed: Uint8Array): PuzzleSeed {
   const words = toWords(seed);
-  let a = IV[0]!, b = IV[1]!, c = IV[2]!, d = IV[3]!, e = IV[4]!, f = IV[5]!, g = IV[6]!, h = IV[7]!;
+  let a = IV[0]!,
+    b = IV[1]!,
+    c = IV[2]!,
+    d = IV[3]!,
+    e = IV[4]!,
+    f = IV[5]!,
+    g = IV[6]!,
+    h = IV[7]!;
   for (let t = 0; t < 8; t++) {
     const S1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
     const t1 = (h + S1 + ((e & f) ^ (~e & g)) + K[t]! + words[t]!) | 0;
     const S0 = ((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10));
     const t2 = (S0 + ((a & b) ^ (a & c) ^ (b & c))) | 0;
-    h = g; g = f; f = e; e = (d + t1) | 0;
-    d = c; c = b; b = a; a = (t1 + t2) | 0;
+    h = g;
+    g = f;
+    f = e;
+    e = (d + t1) | 0;
+    d = c;
+    c = b;
+    b = a;
+    a = (t1 + t2) | 0;
   }
   return { words, mid: new Int32Array([a, b, c, d, e, f, g, h]) };
 }
@@ -181,7 +202,10 @@ export function puzzleHash48(seed: PuzzleSeed, index: number, nonce: number): nu
   W[8] = index;
   W[9] = nonce;
   W[10] = 0x80000000 | 0;
-  W[11] = 0; W[12] = 0; W[13] = 0; W[14] = 0;
+  W[11] = 0;
+  W[12] = 0;
+  W[13] = 0;
+  W[14] = 0;
   W[15] = 320; // 40 bytes in bits
   for (let t = 16; t < 64; t++) {
     const x = W[t - 15]!;
@@ -191,14 +215,27 @@ export function puzzleHash48(seed: PuzzleSeed, index: number, nonce: number): nu
     W[t] = (W[t - 16]! + s0 + W[t - 7]! + s1) | 0;
   }
   const m = seed.mid;
-  let a = m[0]!, b = m[1]!, c = m[2]!, d = m[3]!, e = m[4]!, f = m[5]!, g = m[6]!, h = m[7]!;
+  let a = m[0]!,
+    b = m[1]!,
+    c = m[2]!,
+    d = m[3]!,
+    e = m[4]!,
+    f = m[5]!,
+    g = m[6]!,
+    h = m[7]!;
   for (let t = 8; t < 64; t++) {
     const S1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
     const t1 = (h + S1 + ((e & f) ^ (~e & g)) + K[t]! + W[t]!) | 0;
     const S0 = ((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10));
     const t2 = (S0 + ((a & b) ^ (a & c) ^ (b & c))) | 0;
-    h = g; g = f; f = e; e = (d + t1) | 0;
-    d = c; c = b; b = a; a = (t1 + t2) | 0;
+    h = g;
+    g = f;
+    f = e;
+    e = (d + t1) | 0;
+    d = c;
+    c = b;
+    b = a;
+    a = (t1 + t2) | 0;
   }
   return (((IV[0]! + a) | 0) >>> 0) * 65536 + (((IV[1]! + b) | 0) >>> 16);
 }

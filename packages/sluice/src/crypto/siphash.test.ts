@@ -13,7 +13,9 @@ function pack(bytes: Uint8Array): Int32Array {
 }
 
 function hex(words: Int32Array): string {
-  return Array.from(words, (w) => Array.from({ length: 4 }, (_, i) => ((w >>> (8 * i)) & 0xff).toString(16).padStart(2, '0')).join('')).join('');
+  return Array.from(words, (w) =>
+    Array.from({ length: 4 }, (_, i) => ((w >>> (8 * i)) & 0xff).toString(16).padStart(2, '0')).join(''),
+  ).join('');
 }
 
 const KEY = pack(Uint8Array.from({ length: 16 }, (_, i) => i));
@@ -54,15 +56,20 @@ test('sipHash128 depends on every byte and on the key', () => {
   const a = new Int32Array(4);
   const b = new Int32Array(4);
   fc.assert(
-    fc.property(fc.uint8Array({ minLength: 1, maxLength: 80 }), fc.nat(), fc.integer({ min: 1, max: 255 }), (m, at, flip) => {
-      const i = at % m.length;
-      sipHash128(KEY, m, m.length, a);
-      const changed = m.slice();
-      changed[i]! ^= flip;
-      sipHash128(KEY, changed, m.length, b);
-      assert.notEqual(hex(a), hex(b));
-      sipHash128(pack(Uint8Array.from({ length: 16 }, (_, j) => j + 1)), m, m.length, b);
-      assert.notEqual(hex(a), hex(b));
-    }),
+    fc.property(
+      fc.uint8Array({ minLength: 1, maxLength: 80 }),
+      fc.nat(),
+      fc.integer({ min: 1, max: 255 }),
+      (m, at, flip) => {
+        const i = at % m.length;
+        sipHash128(KEY, m, m.length, a);
+        const changed = m.slice();
+        changed[i]! ^= flip;
+        sipHash128(KEY, changed, m.length, b);
+        assert.notEqual(hex(a), hex(b));
+        sipHash128(pack(Uint8Array.from({ length: 16 }, (_, j) => j + 1)), m, m.length, b);
+        assert.notEqual(hex(a), hex(b));
+      },
+    ),
   );
 });

@@ -18,11 +18,18 @@
  * (a & b) | ((a | b) & ~sum), which stays in int32.
  */
 export function sipHash128(key: Int32Array, message: Uint8Array, byteLength: number, out: Int32Array): void {
-  const k0l = key[0]!, k0h = key[1]!, k1l = key[2]!, k1h = key[3]!;
-  let v0h = k0h ^ 0x736f6d65, v0l = k0l ^ 0x70736575;
-  let v1h = k1h ^ 0x646f7261, v1l = k1l ^ 0x6e646f6d ^ 0xee; // 0xee: the 128-bit variant
-  let v2h = k0h ^ 0x6c796765, v2l = k0l ^ 0x6e657261;
-  let v3h = k1h ^ 0x74656462, v3l = k1l ^ 0x79746573;
+  const k0l = key[0]!,
+    k0h = key[1]!,
+    k1l = key[2]!,
+    k1h = key[3]!;
+  let v0h = k0h ^ 0x736f6d65,
+    v0l = k0l ^ 0x70736575;
+  let v1h = k1h ^ 0x646f7261,
+    v1l = k1l ^ 0x6e646f6d ^ 0xee; // 0xee: the 128-bit variant
+  let v2h = k0h ^ 0x6c796765,
+    v2l = k0l ^ 0x6e657261;
+  let v3h = k1h ^ 0x74656462,
+    v3l = k1l ^ 0x79746573;
   const blocks = byteLength >>> 3;
   // The last block: the 0-7 bytes left, and the length (mod 256) in the top byte.
   let lastLo = 0;
@@ -32,7 +39,10 @@ export function sipHash128(key: Int32Array, message: Uint8Array, byteLength: num
     if (at < 4) lastLo |= message[i]! << (8 * at);
     else lastHi |= message[i]! << (8 * (at - 4));
   }
-  let mh = 0, ml = 0, l = 0, t = 0;
+  let mh = 0,
+    ml = 0,
+    l = 0,
+    t = 0;
   // Steps 0..blocks absorb the message (the last one its final block), step blocks + 1 makes the first
   // half of the output, step blocks + 2 the second.
   for (let step = 0; step <= blocks + 2; step++) {
@@ -61,7 +71,9 @@ export function sipHash128(key: Int32Array, message: Uint8Array, byteLength: num
       t = (v1h << 13) | (v1l >>> 19);
       v1l = ((v1l << 13) | (v1h >>> 19)) ^ v0l;
       v1h = t ^ v0h;
-      t = v0h; v0h = v0l; v0l = t;
+      t = v0h;
+      v0h = v0l;
+      v0l = t;
       // v2 += v3; v3 = rotl(v3, 16); v3 ^= v2
       l = (v2l + v3l) | 0;
       v2h = (v2h + v3h + (((v2l & v3l) | ((v2l | v3l) & ~l)) >>> 31)) | 0;
@@ -83,7 +95,9 @@ export function sipHash128(key: Int32Array, message: Uint8Array, byteLength: num
       t = (v1h << 17) | (v1l >>> 15);
       v1l = ((v1l << 17) | (v1h >>> 15)) ^ v2l;
       v1h = t ^ v2h;
-      t = v2h; v2h = v2l; v2l = t;
+      t = v2h;
+      v2h = v2l;
+      v2l = t;
     }
     v0h ^= mh;
     v0l ^= ml;

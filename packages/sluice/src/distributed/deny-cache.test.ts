@@ -13,8 +13,16 @@ class CountingStore implements Store {
   private readonly inner = new MemoryStore();
   bind(spec: TableSpec): StoreTable {
     const t = this.inner.bind(spec);
-    const count = <A extends unknown[], R>(f: (...a: A) => R) => (...a: A): R => (this.calls++, f(...a));
-    return { sync: t.sync, decide: count(t.decide.bind(t)), adjust: count(t.adjust.bind(t)), release: count(t.release.bind(t)), reset: count(t.reset.bind(t)) };
+    const count =
+      <A extends unknown[], R>(f: (...a: A) => R) =>
+      (...a: A): R => (this.calls++, f(...a));
+    return {
+      sync: t.sync,
+      decide: count(t.decide.bind(t)),
+      adjust: count(t.adjust.bind(t)),
+      release: count(t.release.bind(t)),
+      reset: count(t.reset.bind(t)),
+    };
   }
 }
 
@@ -30,8 +38,24 @@ const policies: PolicyOptions[] = [
 ];
 
 const op = fc.oneof(
-  { weight: 8, arbitrary: fc.record({ kind: fc.constant('limit' as const), key: fc.constantFrom('a', 'b'), cost: fc.integer({ min: 0, max: 2 }), dt: fc.integer({ min: 0, max: 40 }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constantFrom('reward' as const, 'penalty' as const, 'reset' as const), key: fc.constantFrom('a', 'b'), cost: fc.integer({ min: 1, max: 3 }), dt: fc.integer({ min: 0, max: 40 }) }) },
+  {
+    weight: 8,
+    arbitrary: fc.record({
+      kind: fc.constant('limit' as const),
+      key: fc.constantFrom('a', 'b'),
+      cost: fc.integer({ min: 0, max: 2 }),
+      dt: fc.integer({ min: 0, max: 40 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constantFrom('reward' as const, 'penalty' as const, 'reset' as const),
+      key: fc.constantFrom('a', 'b'),
+      cost: fc.integer({ min: 1, max: 3 }),
+      dt: fc.integer({ min: 0, max: 40 }),
+    }),
+  },
 );
 
 test('the deny cache decides every request as the atomic strategy does', async () => {
@@ -47,7 +71,8 @@ test('the deny cache decides every request as the atomic strategy does', async (
           if (o.kind === 'limit') {
             const [x, y] = [await atomic.limit(o.key, { cost: o.cost }), await cached.limit(o.key, { cost: o.cost })];
             assert.equal(y.allowed, x.allowed, `${policy.algorithm} at ${now}: ${o.key} cost ${o.cost}`);
-            if (!y.allowed) assert.ok(y.retryAfterMs <= x.retryAfterMs, 'a cached retryAfterMs is never later than the store says');
+            if (!y.allowed)
+              assert.ok(y.retryAfterMs <= x.retryAfterMs, 'a cached retryAfterMs is never later than the store says');
           } else if (o.kind === 'reset') {
             await atomic.reset(o.key);
             await cached.reset(o.key);
@@ -65,7 +90,12 @@ test('the deny cache decides every request as the atomic strategy does', async (
 test('a denied key is answered with zero store calls until retryAfterMs passes', async () => {
   let now = 0;
   const store = new CountingStore();
-  const l = new Limiter({ policy: { algorithm: 'fixed-window', limit: 2, window: 1000 }, store, clock: () => now, denyCache: true });
+  const l = new Limiter({
+    policy: { algorithm: 'fixed-window', limit: 2, window: 1000 },
+    store,
+    clock: () => now,
+    denyCache: true,
+  });
   await l.limit('k');
   await l.limit('k');
   const first = await l.limit('k');
@@ -82,7 +112,11 @@ test('a denied key is answered with zero store calls until retryAfterMs passes',
 });
 
 test('the deny cache holds at most maxKeys keys and refuses concurrency policies', async () => {
-  const l = new Limiter({ policy: { algorithm: 'fixed-window', limit: 1, window: 1000 }, clock: () => 0, denyCache: { maxKeys: 3 } });
+  const l = new Limiter({
+    policy: { algorithm: 'fixed-window', limit: 1, window: 1000 },
+    clock: () => 0,
+    denyCache: { maxKeys: 3 },
+  });
   for (let i = 0; i < 10; i++) {
     await l.limit(`k${i}`);
     await l.limit(`k${i}`);
@@ -90,11 +124,21 @@ test('the deny cache holds at most maxKeys keys and refuses concurrency policies
   assert.equal((l.table as DenyCacheTable).size, 3);
   assert.throws(
     () => new Limiter({ policy: { algorithm: 'concurrency', limit: 1, window: 1000 }, denyCache: true }),
-    (e: unknown) => e instanceof SluiceError && /'denyCache' cannot be used with the concurrency policy/.test(e.message),
+    (e: unknown) =>
+      e instanceof SluiceError && /'denyCache' cannot be used with the concurrency policy/.test(e.message),
   );
-  assert.throws(() => new Limiter({ policy: { algorithm: 'gcra', limit: 1, window: 1000 }, denyCache: { maxKeys: 0 } }), /'denyCache.maxKeys' must be a positive integer, got 0/);
-  assert.throws(() => new Limiter({ policy: { algorithm: 'gcra', limit: 1, window: 1000 }, strategy: 'central' as never }), /'strategy' must be one of 'atomic', 'local-sync', 'lease', 'regions', got "central"/);
-  assert.throws(() => new Limiter({ policy: { algorithm: 'gcra', limit: 1, window: 1000 }, strategy: 'lease' }), /strategy "lease" needs a RedisStore/);
+  assert.throws(
+    () => new Limiter({ policy: { algorithm: 'gcra', limit: 1, window: 1000 }, denyCache: { maxKeys: 0 } }),
+    /'denyCache.maxKeys' must be a positive integer, got 0/,
+  );
+  assert.throws(
+    () => new Limiter({ policy: { algorithm: 'gcra', limit: 1, window: 1000 }, strategy: 'central' as never }),
+    /'strategy' must be one of 'atomic', 'local-sync', 'lease', 'regions', got "central"/,
+  );
+  assert.throws(
+    () => new Limiter({ policy: { algorithm: 'gcra', limit: 1, window: 1000 }, strategy: 'lease' }),
+    /strategy "lease" needs a RedisStore/,
+  );
 });
 
 // DeniedKeys is also the service's local cache (server/service.ts), keyed by rule and key, cleared when full.

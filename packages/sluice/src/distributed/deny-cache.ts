@@ -83,17 +83,26 @@ export function checkDenyCache(value: unknown, policies: readonly Policy[]): Den
   if (value === undefined || value === false) return undefined;
   const options = value === true ? {} : value;
   if (typeof options !== 'object' || options === null || Object.keys(options).some((k) => k !== 'maxKeys')) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'denyCache' must be true, false or { maxKeys }, got ${show(value)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `'denyCache' must be true, false or { maxKeys }, got ${show(value)}`,
+    );
   }
   const maxKeys = (options as DenyCacheOptions).maxKeys;
   if (maxKeys !== undefined && (typeof maxKeys !== 'number' || !Number.isSafeInteger(maxKeys) || maxKeys <= 0)) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'denyCache.maxKeys' must be a positive integer, got ${show(maxKeys)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `'denyCache.maxKeys' must be a positive integer, got ${show(maxKeys)}`,
+    );
   }
   // A concurrency denial's retryAfterMs is the oldest lease's timeout, but any release frees a slot
   // sooner: caching it would deny requests the store admits.
   const c = policies.find((p) => p.algorithm === 'concurrency');
   if (c !== undefined) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'denyCache' cannot be used with the concurrency policy ${show(c.name)}: a release frees a slot before retryAfterMs`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `'denyCache' cannot be used with the concurrency policy ${show(c.name)}: a release frees a slot before retryAfterMs`,
+    );
   }
   return options as DenyCacheOptions;
 }
@@ -133,7 +142,17 @@ export class DenyCacheTable implements StoreTable {
       this.hits++;
       const d = e.decision;
       const wait = Math.max(1, Math.ceil(e.until - now));
-      return makeDecision({ allowed: false, limit: d.limit, remaining: d.remaining, resetAfterMs: Math.max(0, Math.ceil(d.resetAfterMs - (now - e.sentAt))), retryAfterMs: wait, delayMs: 0, policy: d.policy, reason: d.reason, blocked: d.blocked });
+      return makeDecision({
+        allowed: false,
+        limit: d.limit,
+        remaining: d.remaining,
+        resetAfterMs: Math.max(0, Math.ceil(d.resetAfterMs - (now - e.sentAt))),
+        retryAfterMs: wait,
+        delayMs: 0,
+        policy: d.policy,
+        reason: d.reason,
+        blocked: d.blocked,
+      });
     }
     this.misses++;
     const answer = this.inner.decide(key, cost, leaseId);

@@ -12,7 +12,17 @@ function scripted(replies: Array<(args: string[]) => number[]>, clock: { now: nu
   const runner: ScriptRunner = {
     clientClock: false,
     keyFor: (k, s) => `t:{${k}}:${s}`,
-    fallback: () => makeDecision({ allowed: false, limit: 0, remaining: 0, resetAfterMs: 0, retryAfterMs: 1, delayMs: 0, policy: 'p', reason: 'store-error' }),
+    fallback: () =>
+      makeDecision({
+        allowed: false,
+        limit: 0,
+        remaining: 0,
+        resetAfterMs: 0,
+        retryAfterMs: 1,
+        delayMs: 0,
+        policy: 'p',
+        reason: 'store-error',
+      }),
     async run(_name, _keys, args) {
       asked.push(args);
       clock.now += lagMs; // the reply arrives later than the request left
@@ -76,6 +86,7 @@ test('lease TTL: the chunk stops at the TTL less a tenth, by the clock at sendin
   // No request comes: when the TTL passes, the timer gives the remainder back by itself (run by hand here,
   // the test does not wait on real time), asking for nothing.
   clock.now = 1490 + 450;
+  // biome-ignore lint/complexity/useLiteralKeys: a bracket is how TypeScript lets a test call a private method
   t['giveBackExpired']();
   await new Promise((r) => setImmediate(r));
   assert.equal(asked.length, 3);
@@ -101,20 +112,69 @@ test('an empty grant denies locally for one lease TTL, then asks again (a give-b
 
 test('lease and local-sync: one fixed-window policy on a store with a runner; reset() refuses', async () => {
   const { runner } = scripted([() => [5, 0, 1000]], { now: 0 });
-  const store = { bind: () => { throw new Error('not used'); }, runner: () => runner };
+  const store = {
+    bind: () => {
+      throw new Error('not used');
+    },
+    runner: () => runner,
+  };
   const { Limiter } = await import('../limiter.js');
   assert.throws(
     () => new Limiter({ policy: { algorithm: 'gcra', limit: 5, window: 1000 }, store, strategy: 'lease' }),
     /strategy "lease" works on one fixed-window policy \(a budget per window that can be split\), got "gcra"/,
   );
-  assert.throws(() => new Limiter({ policy: { algorithm: 'fixed-window', limit: 5, window: 1000 }, store, strategy: 'lease', lease: { horizonMs: -1 } }), /'lease.horizonMs' must be a positive number of milliseconds, got -1/);
-  assert.throws(() => new Limiter({ policy: { algorithm: 'fixed-window', limit: 5, window: 1000 }, store, strategy: 'lease', lease: { ttlMs: 1001 } }), /'lease.ttlMs' must be a positive number of milliseconds no longer than the window \(1000\), got 1001/);
-  assert.throws(() => new Limiter({ policy: { algorithm: 'fixed-window', limit: 5, window: 1000 }, store, strategy: 'lease', lease: { ttl: 10 } as never }), /'lease' must be an object such as \{ horizonMs, ttlMs \}/);
+  assert.throws(
+    () =>
+      new Limiter({
+        policy: { algorithm: 'fixed-window', limit: 5, window: 1000 },
+        store,
+        strategy: 'lease',
+        lease: { horizonMs: -1 },
+      }),
+    /'lease.horizonMs' must be a positive number of milliseconds, got -1/,
+  );
+  assert.throws(
+    () =>
+      new Limiter({
+        policy: { algorithm: 'fixed-window', limit: 5, window: 1000 },
+        store,
+        strategy: 'lease',
+        lease: { ttlMs: 1001 },
+      }),
+    /'lease.ttlMs' must be a positive number of milliseconds no longer than the window \(1000\), got 1001/,
+  );
+  assert.throws(
+    () =>
+      new Limiter({
+        policy: { algorithm: 'fixed-window', limit: 5, window: 1000 },
+        store,
+        strategy: 'lease',
+        lease: { ttl: 10 } as never,
+      }),
+    /'lease' must be an object such as \{ horizonMs, ttlMs \}/,
+  );
   assert.deepEqual(checkLeaseOptions(undefined, 1000), { horizonMs: 100, ttlMs: 200 });
-  assert.throws(() => new Limiter({ policy: { algorithm: 'fixed-window', limit: 5, window: 1000 }, store, strategy: 'local-sync', localSync: { threshold: 1.5 } }), /'localSync.threshold' must be a positive integer, got 1.5/);
-  assert.throws(() => new Limiter({ policy: { algorithm: 'fixed-window', limit: 5, window: 1000 }, store, localSync: {} }), /'localSync' options need strategy: 'local-sync', got strategy "atomic"/);
+  assert.throws(
+    () =>
+      new Limiter({
+        policy: { algorithm: 'fixed-window', limit: 5, window: 1000 },
+        store,
+        strategy: 'local-sync',
+        localSync: { threshold: 1.5 },
+      }),
+    /'localSync.threshold' must be a positive integer, got 1.5/,
+  );
+  assert.throws(
+    () => new Limiter({ policy: { algorithm: 'fixed-window', limit: 5, window: 1000 }, store, localSync: {} }),
+    /'localSync' options need strategy: 'local-sync', got strategy "atomic"/,
+  );
   for (const strategy of ['lease', 'local-sync'] as const) {
-    const l = new Limiter({ policy: { algorithm: 'fixed-window', limit: 5, window: 1000 }, store, strategy, clock: () => 0 });
+    const l = new Limiter({
+      policy: { algorithm: 'fixed-window', limit: 5, window: 1000 },
+      store,
+      strategy,
+      clock: () => 0,
+    });
     await assert.rejects(l.reset('k'), new RegExp(`reset\\(\\) is not available with strategy '${strategy}'`));
   }
 });

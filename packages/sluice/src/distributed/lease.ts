@@ -68,15 +68,24 @@ export interface StrategyStats {
 export function checkLeaseOptions(value: unknown, windowMs: number): Required<LeaseOptions> {
   const o = value ?? {};
   if (typeof o !== 'object' || o === null || Object.keys(o).some((k) => k !== 'horizonMs' && k !== 'ttlMs')) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'lease' must be an object such as { horizonMs, ttlMs }, got ${show(value)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `'lease' must be an object such as { horizonMs, ttlMs }, got ${show(value)}`,
+    );
   }
   const h = (o as LeaseOptions).horizonMs ?? Math.max(1, windowMs / 10);
   if (typeof h !== 'number' || !Number.isFinite(h) || h <= 0) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'lease.horizonMs' must be a positive number of milliseconds, got ${show(h)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `'lease.horizonMs' must be a positive number of milliseconds, got ${show(h)}`,
+    );
   }
   const ttl = (o as LeaseOptions).ttlMs ?? Math.min(windowMs, 2 * h);
   if (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl <= 0 || ttl > windowMs) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'lease.ttlMs' must be a positive number of milliseconds no longer than the window (${windowMs}), got ${show(ttl)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `'lease.ttlMs' must be a positive number of milliseconds no longer than the window (${windowMs}), got ${show(ttl)}`,
+    );
   }
   return { horizonMs: h, ttlMs: ttl };
 }
@@ -103,7 +112,18 @@ export class LeaseTable implements StoreTable {
     let st = this.keys.get(key);
     if (st === undefined) {
       if (this.keys.size >= 4096) this.sweep();
-      st = { tokens: 0, held: 0, window: -1, deadline: -Infinity, leaseDeadline: -Infinity, exhaustedUntil: -Infinity, seen: 0, since: this.spec.clock(), lastGrant: 0, pending: undefined };
+      st = {
+        tokens: 0,
+        held: 0,
+        window: -1,
+        deadline: -Infinity,
+        leaseDeadline: -Infinity,
+        exhaustedUntil: -Infinity,
+        seen: 0,
+        since: this.spec.clock(),
+        lastGrant: 0,
+        pending: undefined,
+      };
       this.keys.set(key, st);
     }
     st.seen += cost;
@@ -119,7 +139,10 @@ export class LeaseTable implements StoreTable {
       }
       if (now < st.exhaustedUntil) return this.answer(false, st, now);
       if (st.pending === undefined) st.pending = this.acquire(key, st, cost).finally(() => (st.pending = undefined));
-      const failed = await st.pending.then(() => false, () => true);
+      const failed = await st.pending.then(
+        () => false,
+        () => true,
+      );
       if (failed) {
         this.stats.fallbacks++;
         return this.spec.runner.fallback(key, cost);
@@ -161,9 +184,21 @@ export class LeaseTable implements StoreTable {
   /** One lease.lua call: gives back `unspent`, asks for `want`, and takes the chunk granted. */
   private async ask(key: string, st: KeyLease, sentAt: number, want: number, unspent: number): Promise<number> {
     this.stats.calls++;
-    const args = [this.node, String(this.limit), String(this.windowMs), String(want), String(unspent), String(st.window), String(this.options.ttlMs)];
+    const args = [
+      this.node,
+      String(this.limit),
+      String(this.windowMs),
+      String(want),
+      String(unspent),
+      String(st.window),
+      String(this.options.ttlMs),
+    ];
     args.push(this.spec.runner.clientClock ? String(sentAt) : '');
-    const reply = (await this.spec.runner.run('lease', [this.spec.runner.keyFor(key, `${this.spec.policy.name}:lease`)], args)) as number[];
+    const reply = (await this.spec.runner.run(
+      'lease',
+      [this.spec.runner.keyFor(key, `${this.spec.policy.name}:lease`)],
+      args,
+    )) as number[];
     const grant = Number(reply[0]);
     const window = Number(reply[1]);
     const deadline = sentAt + Number(reply[2]);
@@ -219,14 +254,38 @@ export class LeaseTable implements StoreTable {
     const p = this.spec.policy;
     const resetAfterMs = Math.max(0, Math.ceil(st.deadline - now));
     const spendable = now < st.leaseDeadline ? Math.max(0, st.tokens) : 0;
-    return makeDecision({ allowed, limit: p.limit, remaining: spendable, resetAfterMs, retryAfterMs: allowed ? 0 : Math.max(1, Math.ceil(st.exhaustedUntil - now)), delayMs: 0, policy: p.name });
+    return makeDecision({
+      allowed,
+      limit: p.limit,
+      remaining: spendable,
+      resetAfterMs,
+      retryAfterMs: allowed ? 0 : Math.max(1, Math.ceil(st.exhaustedUntil - now)),
+      delayMs: 0,
+      policy: p.name,
+    });
   }
 
   /** Penalty spends this node's tokens (a debt paid from its next chunk); reward gives back at most what it holds. */
   async adjust(key: string, delta: number): Promise<Decision> {
     const st = this.keys.get(key);
     const now = this.spec.clock();
-    if (st === undefined || now >= st.deadline) return this.answer(true, { tokens: 0, held: 0, window: -1, deadline: now, leaseDeadline: now, exhaustedUntil: now, seen: 0, since: now, lastGrant: 0, pending: undefined }, now);
+    if (st === undefined || now >= st.deadline)
+      return this.answer(
+        true,
+        {
+          tokens: 0,
+          held: 0,
+          window: -1,
+          deadline: now,
+          leaseDeadline: now,
+          exhaustedUntil: now,
+          seen: 0,
+          since: now,
+          lastGrant: 0,
+          pending: undefined,
+        },
+        now,
+      );
     st.tokens = Math.min(st.held, st.tokens - delta);
     if (delta < 0 && st.tokens > 0) st.exhaustedUntil = -Infinity;
     return this.answer(st.tokens > 0, st, now);
@@ -237,7 +296,10 @@ export class LeaseTable implements StoreTable {
   }
 
   async reset(): Promise<void> {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `reset() is not available with strategy 'lease': chunks other nodes hold would outlive it and the limit could be exceeded; let the window end instead`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `reset() is not available with strategy 'lease': chunks other nodes hold would outlive it and the limit could be exceeded; let the window end instead`,
+    );
   }
 
   /** Drops keys whose window has ended and which have no request in flight. */

@@ -10,12 +10,16 @@ import { seededRandom } from '../support/random.js';
 import { checkLocalSyncOptions, localAllowance, LocalSyncTable } from './local-sync.js';
 import type { ScriptRunner } from './runner.js';
 
-const turns = (n: number) => new Promise<void>((resolve) => {
-  const step = (left: number) => (left <= 0 ? resolve() : setImmediate(() => step(left - 1)));
-  step(n);
-});
+const turns = (n: number) =>
+  new Promise<void>((resolve) => {
+    const step = (left: number) => (left <= 0 ? resolve() : setImmediate(() => step(left - 1)));
+    step(n);
+  });
 
-interface View { count: number; nodes: number }
+interface View {
+  count: number;
+  nodes: number;
+}
 
 async function trial(seed: number, nodes: number, limit: number, options: { threshold: number; safetyFactor: number }) {
   const o = { intervalMs: 1e9, ...options };
@@ -30,7 +34,17 @@ async function trial(seed: number, nodes: number, limit: number, options: { thre
   const runner: ScriptRunner = {
     clientClock: true,
     keyFor: (k) => k,
-    fallback: () => makeDecision({ allowed: false, limit, remaining: 0, resetAfterMs: 0, retryAfterMs: 1, delayMs: 0, policy: 'p', reason: 'store-error' }),
+    fallback: () =>
+      makeDecision({
+        allowed: false,
+        limit,
+        remaining: 0,
+        resetAfterMs: 0,
+        retryAfterMs: 1,
+        delayMs: 0,
+        policy: 'p',
+        reason: 'store-error',
+      }),
     async run(_name, _keys, args) {
       await turns(Math.floor(random() * 6)); // on the way to Redis
       const [node, add, , from, cost] = args as [string, string, string, string, string];
@@ -71,7 +85,9 @@ async function trial(seed: number, nodes: number, limit: number, options: { thre
   let bound = limit;
   for (const [node, v] of views) {
     const a = beforeLimit?.get(node) ?? v.length;
-    const terms = [v[a - 1], v[a - 2]].filter((x): x is View => x !== undefined).map((x) => localAllowance(limit, x.count, x.nodes, o));
+    const terms = [v[a - 1], v[a - 2]]
+      .filter((x): x is View => x !== undefined)
+      .map((x) => localAllowance(limit, x.count, x.nodes, o));
     bound += Math.max(0, ...terms);
   }
   return { admitted, bound };
@@ -85,8 +101,14 @@ test('local-sync overshoot stays within its documented bound under any interleav
     const safetyFactor = 1 + (seed % 3);
     const limit = 40;
     const { admitted, bound } = await trial(seed, nodes, limit, { threshold, safetyFactor });
-    assert.ok(admitted <= bound, `seed ${seed}: ${admitted} admitted > the bound ${bound} (limit ${limit}, ${nodes} nodes, threshold ${threshold}, safety ${safetyFactor})`);
-    assert.ok(admitted <= limit + nodes * threshold, `seed ${seed}: ${admitted} admitted > ${limit} + ${nodes} × ${threshold}`);
+    assert.ok(
+      admitted <= bound,
+      `seed ${seed}: ${admitted} admitted > the bound ${bound} (limit ${limit}, ${nodes} nodes, threshold ${threshold}, safety ${safetyFactor})`,
+    );
+    assert.ok(
+      admitted <= limit + nodes * threshold,
+      `seed ${seed}: ${admitted} admitted > ${limit} + ${nodes} × ${threshold}`,
+    );
     assert.ok(admitted >= limit, `seed ${seed}: only ${admitted} admitted with demand far above ${limit}`);
     if (admitted > limit) overshoots++;
   }
@@ -100,6 +122,12 @@ test('local-sync allowance: the remainder over nodes × safety, capped at the th
   assert.equal(localAllowance(10_000, 9_900, 4, o), 12); // 100 left over 4 × 2
   assert.equal(localAllowance(10_000, 9_993, 4, o), 0); // 7 left < 8: decided in Redis
   assert.equal(localAllowance(10_000, 10_000, 4, o), 0);
-  assert.throws(() => checkLocalSyncOptions({ safetyFactor: 0.5 }, 10), /'localSync.safetyFactor' must be a number of at least 1, got 0.5/);
-  assert.throws(() => checkLocalSyncOptions({ safety: 2 }, 10), /'localSync' must be an object such as \{ intervalMs, threshold, safetyFactor \}/);
+  assert.throws(
+    () => checkLocalSyncOptions({ safetyFactor: 0.5 }, 10),
+    /'localSync.safetyFactor' must be a number of at least 1, got 0.5/,
+  );
+  assert.throws(
+    () => checkLocalSyncOptions({ safety: 2 }, 10),
+    /'localSync' must be an object such as \{ intervalMs, threshold, safetyFactor \}/,
+  );
 });

@@ -75,17 +75,33 @@ interface KeyCount {
 export function checkLocalSyncOptions(value: unknown, limit: number): Required<LocalSyncOptions> {
   const o = value ?? {};
   if (typeof o !== 'object' || o === null || Object.keys(o).some((k) => !OPTION_NAMES.includes(k))) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'localSync' must be an object such as { intervalMs, threshold, safetyFactor }, got ${show(value)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `'localSync' must be an object such as { intervalMs, threshold, safetyFactor }, got ${show(value)}`,
+    );
   }
-  const { intervalMs = 100, threshold = Math.max(1, Math.floor(limit * 0.0025)), safetyFactor = 2 } = o as LocalSyncOptions;
+  const {
+    intervalMs = 100,
+    threshold = Math.max(1, Math.floor(limit * 0.0025)),
+    safetyFactor = 2,
+  } = o as LocalSyncOptions;
   if (typeof intervalMs !== 'number' || !Number.isFinite(intervalMs) || intervalMs <= 0) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'localSync.intervalMs' must be a positive number of milliseconds, got ${show(intervalMs)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `'localSync.intervalMs' must be a positive number of milliseconds, got ${show(intervalMs)}`,
+    );
   }
   if (typeof threshold !== 'number' || !Number.isSafeInteger(threshold) || threshold <= 0) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'localSync.threshold' must be a positive integer, got ${show(threshold)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `'localSync.threshold' must be a positive integer, got ${show(threshold)}`,
+    );
   }
   if (typeof safetyFactor !== 'number' || !Number.isFinite(safetyFactor) || safetyFactor < 1) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'localSync.safetyFactor' must be a number of at least 1, got ${show(safetyFactor)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `'localSync.safetyFactor' must be a number of at least 1, got ${show(safetyFactor)}`,
+    );
   }
   return { intervalMs, threshold, safetyFactor };
 }
@@ -120,7 +136,16 @@ export class LocalSyncTable implements StoreTable {
     this.stats.decisions++;
     let st = this.keys.get(key);
     if (st === undefined) {
-      st = { known: 0, nodes: 1, heardAt: -Infinity, pending: 0, inflight: 0, window: -1, deadline: -Infinity, calling: undefined };
+      st = {
+        known: 0,
+        nodes: 1,
+        heardAt: -Infinity,
+        pending: 0,
+        inflight: 0,
+        window: -1,
+        deadline: -Infinity,
+        calling: undefined,
+      };
       this.keys.set(key, st);
       this.startTimer();
     }
@@ -162,7 +187,11 @@ export class LocalSyncTable implements StoreTable {
       return this.spec.runner.fallback(key, cost);
     }
     // A peek (cost 0) is answered from the view the call brought back.
-    return this.answer(cost === 0 ? st.known + st.pending + st.inflight <= this.limit : admitted, st, this.spec.clock());
+    return this.answer(
+      cost === 0 ? st.known + st.pending + st.inflight <= this.limit : admitted,
+      st,
+      this.spec.clock(),
+    );
   }
 
   /**
@@ -177,9 +206,21 @@ export class LocalSyncTable implements StoreTable {
       st.inflight = add;
       this.stats.calls++;
       const p = this.spec.policy;
-      const args = [this.node, String(add), String(p.windowMs), String(st.window), String(cost), String(this.limit), this.spec.runner.clientClock ? String(sentAt) : ''];
+      const args = [
+        this.node,
+        String(add),
+        String(p.windowMs),
+        String(st.window),
+        String(cost),
+        String(this.limit),
+        this.spec.runner.clientClock ? String(sentAt) : '',
+      ];
       try {
-        const r = (await this.spec.runner.run('local-sync', [this.spec.runner.keyFor(key, `${p.name}:sync`)], args)) as number[];
+        const r = (await this.spec.runner.run(
+          'local-sync',
+          [this.spec.runner.keyFor(key, `${p.name}:sync`)],
+          args,
+        )) as number[];
         const window = Number(r[1]);
         if (window !== st.window) st.pending = 0; // admitted in a window that has ended
         st.known = Number(r[0]);
@@ -204,7 +245,15 @@ export class LocalSyncTable implements StoreTable {
     const p = this.spec.policy;
     const left = Math.max(0, this.limit - st.known - st.pending - st.inflight);
     const reset = Math.max(0, Math.ceil(st.deadline - now));
-    return makeDecision({ allowed, limit: p.limit, remaining: left, resetAfterMs: reset, retryAfterMs: allowed ? 0 : Math.max(1, reset), delayMs: 0, policy: p.name });
+    return makeDecision({
+      allowed,
+      limit: p.limit,
+      remaining: left,
+      resetAfterMs: reset,
+      retryAfterMs: allowed ? 0 : Math.max(1, reset),
+      delayMs: 0,
+      policy: p.name,
+    });
   }
 
   private startTimer(): void {
@@ -253,6 +302,9 @@ export class LocalSyncTable implements StoreTable {
   }
 
   async reset(): Promise<void> {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `reset() is not available with strategy 'local-sync': other nodes' unflushed counts would land after it; let the window end instead`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `reset() is not available with strategy 'local-sync': other nodes' unflushed counts would land after it; let the window end instead`,
+    );
   }
 }

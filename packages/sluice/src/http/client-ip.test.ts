@@ -3,11 +3,20 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { parseIPv4 } from '../core/ip.js';
-import { CidrSet, forwardedHops, hopAddress, ipKey, normalizeIp, resolveClient, xForwardedForHops } from './client-ip.js';
+import {
+  CidrSet,
+  forwardedHops,
+  hopAddress,
+  ipKey,
+  normalizeIp,
+  resolveClient,
+  xForwardedForHops,
+} from './client-ip.js';
 
 test('IPv4 parses strictly: four decimal octets, no leading zeros', () => {
   assert.equal(parseIPv4('203.0.113.9'), 0xcb007109);
-  for (const bad of ['1.2.3', '1.2.3.4.5', '256.1.1.1', '01.2.3.4', '1.2.3.', '', 'a.b.c.d', '1..2.3']) assert.equal(parseIPv4(bad), undefined, bad);
+  for (const bad of ['1.2.3', '1.2.3.4.5', '256.1.1.1', '01.2.3.4', '1.2.3.', '', 'a.b.c.d', '1..2.3'])
+    assert.equal(parseIPv4(bad), undefined, bad);
 });
 
 test('IPv6 normalizes to RFC 5952 text', () => {
@@ -16,7 +25,8 @@ test('IPv6 normalizes to RFC 5952 text', () => {
   assert.equal(normalizeIp('::'), '::');
   assert.equal(normalizeIp('fe80::1%eth0'), 'fe80::1');
   assert.equal(normalizeIp('1:2:3:4:5:6:7:8'), '1:2:3:4:5:6:7:8');
-  for (const bad of ['1::2::3', ':::', '12345::', '1:2:3:4:5:6:7:8:9', 'g::1', '1:2:3:4:5:6:7']) assert.equal(normalizeIp(bad), undefined, bad);
+  for (const bad of ['1::2::3', ':::', '12345::', '1:2:3:4:5:6:7:8:9', 'g::1', '1:2:3:4:5:6:7'])
+    assert.equal(normalizeIp(bad), undefined, bad);
 });
 
 test('IPv4-mapped IPv6 is unwrapped by its bits, whatever the notation (CVE-2026-30827)', () => {
@@ -33,9 +43,20 @@ test('IPv4-mapped IPv6 is unwrapped by its bits, whatever the notation (CVE-2026
 test('ipKey keeps IPv4 as given and never mistakes an IPv6 text for IPv4', () => {
   // An IPv6 text taken for IPv4 (a dotted tail, a leading digit group) would come back as given; the IPv6
   // path returns its canonical text, which differs for every non-canonical form the generators make.
-  fc.assert(fc.property(fc.ipV4(), (a) => assert.equal(ipKey(a), a)), { numRuns: 2000 });
-  const v6 = fc.oneof(fc.ipV6(), fc.ipV6().map((a) => a.toUpperCase()), fc.ipV4().map((a) => `::ffff:${a}`), fc.ipV4().map((a) => `1:2::${a}`));
-  fc.assert(fc.property(v6, (a) => assert.equal(ipKey(a, false), normalizeIp(a))), { numRuns: 5000 });
+  fc.assert(
+    fc.property(fc.ipV4(), (a) => assert.equal(ipKey(a), a)),
+    { numRuns: 2000 },
+  );
+  const v6 = fc.oneof(
+    fc.ipV6(),
+    fc.ipV6().map((a) => a.toUpperCase()),
+    fc.ipV4().map((a) => `::ffff:${a}`),
+    fc.ipV4().map((a) => `1:2::${a}`),
+  );
+  fc.assert(
+    fc.property(v6, (a) => assert.equal(ipKey(a, false), normalizeIp(a))),
+    { numRuns: 5000 },
+  );
 });
 
 test('IPv6 clients are grouped by the subnet (default /64)', () => {
@@ -65,9 +86,16 @@ test('CIDR sets match both families, mapped addresses as IPv4, and named ranges'
 });
 
 test('bad CIDRs are errors that name the field and quote the value', () => {
-  assert.throws(() => new CidrSet(['10.0.0.0/33'], 'trustProxy'), { code: 'ERR_SLUICE_INVALID_OPTION', message: /'trustProxy\[0\]' has a prefix length outside 0-32, got "10.0.0.0\/33"/ });
-  assert.throws(() => new CidrSet(['10.0.0/8'], 'trustProxy'), { message: /'trustProxy\[0\]' is not an IP address, got "10.0.0\/8"/ });
-  assert.throws(() => new CidrSet([7 as unknown as string], 'allow'), { message: /'allow\[0\]' must be an IP address or CIDR range/ });
+  assert.throws(() => new CidrSet(['10.0.0.0/33'], 'trustProxy'), {
+    code: 'ERR_SLUICE_INVALID_OPTION',
+    message: /'trustProxy\[0\]' has a prefix length outside 0-32, got "10.0.0.0\/33"/,
+  });
+  assert.throws(() => new CidrSet(['10.0.0/8'], 'trustProxy'), {
+    message: /'trustProxy\[0\]' is not an IP address, got "10.0.0\/8"/,
+  });
+  assert.throws(() => new CidrSet([7 as unknown as string], 'allow'), {
+    message: /'allow\[0\]' must be an IP address or CIDR range/,
+  });
 });
 
 test('hops: ports and brackets are stripped; non-addresses are undefined', () => {
@@ -81,7 +109,10 @@ test('hops: ports and brackets are stripped; non-addresses are undefined', () =>
 
 test('Forwarded (RFC 7239): for= of each element, quoted or not, any parameter order', () => {
   assert.deepEqual(forwardedHops('for=192.0.2.60;proto=http;by=203.0.113.43'), ['192.0.2.60']);
-  assert.deepEqual(forwardedHops('for="[2001:db8:cafe::17]:4711", For=198.51.100.17;proto=https'), ['[2001:db8:cafe::17]:4711', '198.51.100.17']);
+  assert.deepEqual(forwardedHops('for="[2001:db8:cafe::17]:4711", For=198.51.100.17;proto=https'), [
+    '[2001:db8:cafe::17]:4711',
+    '198.51.100.17',
+  ]);
   assert.deepEqual(forwardedHops('proto=https;for=1.2.3.4, by=5.6.7.8'), ['1.2.3.4', '']);
   assert.deepEqual(forwardedHops('for=unknown'), ['unknown']);
 });

@@ -24,12 +24,18 @@ export class CidrSet {
   /** `field` names the option in error messages. */
   constructor(entries: readonly string[], field: string) {
     if (!Array.isArray(entries)) {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'${field}' must be an array of IP addresses or CIDR ranges, got ${show(entries)}`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `'${field}' must be an array of IP addresses or CIDR ranges, got ${show(entries)}`,
+      );
     }
     for (let i = 0; i < entries.length; i++) {
       const entry = entries[i];
       if (typeof entry !== 'string') {
-        throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'${field}[${i}]' must be an IP address or CIDR range such as '10.0.0.0/8', got ${show(entry)}`);
+        throw new SluiceError(
+          'ERR_SLUICE_INVALID_OPTION',
+          `'${field}[${i}]' must be an IP address or CIDR range such as '10.0.0.0/8', got ${show(entry)}`,
+        );
       }
       const named = NAMED_RANGES[entry];
       if (named !== undefined) for (const r of named) this.add(r, `${field}[${i}]`);
@@ -40,7 +46,10 @@ export class CidrSet {
 
   private add(entry: string, where: string): void {
     const bad = (why: string): never => {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `'${where}' ${why}, got ${show(entry)}; write an address ('10.0.0.1'), a range ('10.0.0.0/8', 'fd00::/8') or 'loopback', 'linklocal', 'uniquelocal'`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `'${where}' ${why}, got ${show(entry)}; write an address ('10.0.0.1'), a range ('10.0.0.0/8', 'fd00::/8') or 'loopback', 'linklocal', 'uniquelocal'`,
+      );
     };
     this.ranges.add(parseCidr(entry, bad));
   }

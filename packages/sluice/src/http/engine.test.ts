@@ -6,16 +6,25 @@ import { AsyncStore } from '../../test/contracts/http-adapter.js';
 import { HttpRateLimiter, type Outcome } from './engine.js';
 import type { RateLimitOptions, RequestInfo } from './options.js';
 
-function info(remote: string | undefined, headers: Record<string, string> = {}, method = 'GET', path = '/'): RequestInfo {
+function info(
+  remote: string | undefined,
+  headers: Record<string, string> = {},
+  method = 'GET',
+  path = '/',
+): RequestInfo {
   return { method, path, remoteAddress: remote, ip: '', header: (n) => headers[n] };
 }
 
 const policy = { algorithm: 'gcra', limit: 2, window: '1m' } as const;
-const make = (o: Partial<RateLimitOptions<unknown>>) => new HttpRateLimiter<unknown>({ policy, ...o } as RateLimitOptions<unknown>, 'rateLimit');
+const make = (o: Partial<RateLimitOptions<unknown>>) =>
+  new HttpRateLimiter<unknown>({ policy, ...o } as RateLimitOptions<unknown>, 'rateLimit');
 
 test('bad options are SluiceErrors that name the option and quote the value', () => {
   const cases: [Partial<RateLimitOptions<unknown>>, RegExp][] = [
-    [{ headers: 'draft-9' as never }, /'headers' must be one of 'legacy', 'draft-6', 'draft-7', 'draft-8', 'none', got "draft-9"/],
+    [
+      { headers: 'draft-9' as never },
+      /'headers' must be one of 'legacy', 'draft-6', 'draft-7', 'draft-8', 'none', got "draft-9"/,
+    ],
     [{ status: 200 }, /'status' must be an HTTP error status \(400-599\), got 200/],
     [{ ipv6Subnet: 0 }, /'ipv6Subnet' must be an integer prefix length from 1 to 128, or false, got 0/],
     [{ trustProxy: ['10.0.0.0/40'] }, /'trustProxy\[0\]' has a prefix length outside 0-32, got "10.0.0.0\/40"/],
@@ -25,8 +34,19 @@ test('bad options are SluiceErrors that name the option and quote the value', ()
     [{ key: { cookie: 'sid' } as never }, /'key' must be 'ip', \{ header: 'x-api-key' \} or a function/],
     [{ cost: -1 }, /'cost' must be a non-negative integer or a function returning one, got -1/],
     [{ limiter: new Limiter({ policy }) }, /give exactly one of 'policy', 'policies' or 'limiter'/],
-    [{ routes: [{ path: 'login', policy }] }, /route "route-0": 'path' must start with '\/' or be a RegExp, got "login"/],
-    [{ routes: [{ name: 'a', policy }, { name: 'a', policy }] }, /'routes'\[1\].name must be a unique non-empty string, got "a"/],
+    [
+      { routes: [{ path: 'login', policy }] },
+      /route "route-0": 'path' must start with '\/' or be a RegExp, got "login"/,
+    ],
+    [
+      {
+        routes: [
+          { name: 'a', policy },
+          { name: 'a', policy },
+        ],
+      },
+      /'routes'\[1\].name must be a unique non-empty string, got "a"/,
+    ],
     [{ routes: [{ policy, burst: 3 } as never] }, /'routes'\[0\]: unknown field 'burst'/],
     [{ windowMs: 1000 } as never, /unknown rateLimit option 'windowMs'; known options are/],
     [{ deny: 'evil' as never }, /'deny' must be an array of addresses and CIDRs, or \{ addresses, keys \}, got "evil"/],
@@ -35,17 +55,35 @@ test('bad options are SluiceErrors that name the option and quote the value', ()
     [{ deny: { addresses: ['10.0.0.0/99'] } }, /'deny.addresses\[0\]' has a prefix length outside 0-32/],
     [{ banStatus: 200 }, /'banStatus' must be an HTTP error status \(400-599\), got 200/],
     [{ denyStatus: 302 }, /'denyStatus' must be an HTTP error status \(400-599\), got 302/],
-    [{ limit: 'many' as never }, /'limit' must be a number, limits by policy name, or a function returning either, got "many"/],
+    [
+      { limit: 'many' as never },
+      /'limit' must be a number, limits by policy name, or a function returning either, got "many"/,
+    ],
     [{ limit: 0 }, /'limits\.[^']*' must be a positive integer, got 0/],
-    [{ policy: undefined, policies: [policy, { ...policy, name: 'b' }], limit: 5 }, /'limit' is a number but the rule has 2 policies; give limits by policy name, such as \{ "gcra-2-60000ms": 5 \}/],
+    [
+      { policy: undefined, policies: [policy, { ...policy, name: 'b' }], limit: 5 },
+      /'limit' is a number but the rule has 2 policies; give limits by policy name, such as \{ "gcra-2-60000ms": 5 \}/,
+    ],
     [{ skipFailedRequests: 1 as never }, /'skipFailedRequests' must be true or false, got 1/],
-    [{ requestWasSuccessful: () => true }, /'requestWasSuccessful' has no effect without 'skipFailedRequests' or 'skipSuccessfulRequests'/],
-    [{ skipSuccessfulRequests: true, requestWasSuccessful: 'yes' as never }, /'requestWasSuccessful' must be a function \(req, res\) => boolean, got "yes"/],
+    [
+      { requestWasSuccessful: () => true },
+      /'requestWasSuccessful' has no effect without 'skipFailedRequests' or 'skipSuccessfulRequests'/,
+    ],
+    [
+      { skipSuccessfulRequests: true, requestWasSuccessful: 'yes' as never },
+      /'requestWasSuccessful' must be a function \(req, res\) => boolean, got "yes"/,
+    ],
   ];
   for (const [options, message] of cases) {
-    assert.throws(() => make(options), { name: 'SluiceError', code: 'ERR_SLUICE_INVALID_OPTION', message }, String(message));
+    assert.throws(
+      () => make(options),
+      { name: 'SluiceError', code: 'ERR_SLUICE_INVALID_OPTION', message },
+      String(message),
+    );
   }
-  assert.throws(() => make({ policy: { algorithm: 'gcra', limit: 0, window: '1m' } }), { code: 'ERR_SLUICE_INVALID_POLICY' });
+  assert.throws(() => make({ policy: { algorithm: 'gcra', limit: 0, window: '1m' } }), {
+    code: 'ERR_SLUICE_INVALID_POLICY',
+  });
 });
 
 test('a forwarding header with no trusted proxy warns once, with a code; warnings: false keeps quiet', async () => {
@@ -77,13 +115,17 @@ test('a synchronous store decides without a Promise; an asynchronous one through
   assert.ok(b instanceof Promise);
   const answers = [];
   for (const engine of [sync, async_]) {
-    for (let i = 0; i < 3; i++) answers.push(((await engine.check(null, info('203.0.113.2'))) as Outcome<unknown>).limited);
+    for (let i = 0; i < 3; i++)
+      answers.push(((await engine.check(null, info('203.0.113.2'))) as Outcome<unknown>).limited);
   }
   assert.deepEqual(answers, [false, false, true, false, false, true]);
 });
 
 test('request-time errors: no remote address, a key function returning a non-string', async () => {
-  assert.throws(() => make({}).check(null, info(undefined)), { code: 'ERR_SLUICE_NO_CLIENT_ADDRESS', message: /cannot be keyed by IP; give a 'key' function/ });
+  assert.throws(() => make({}).check(null, info(undefined)), {
+    code: 'ERR_SLUICE_NO_CLIENT_ADDRESS',
+    message: /cannot be keyed by IP; give a 'key' function/,
+  });
   // With a key of its own, a request without a peer address (a Unix socket) is decided as usual.
   assert.equal(((await make({ key: () => 'user:1' }).check(null, info(undefined))) as Outcome<unknown>).key, 'user:1');
   assert.throws(() => make({ key: () => 42 as never }).check(null, info('1.2.3.4')), {
@@ -103,7 +145,8 @@ test('routes: the first match decides, keys are prefixed with the route, unmatch
       { name: 'rx', path: /^\/v\d+\//, policy },
     ],
   });
-  const key = async (method: string, path: string) => ((await engine.check(null, info('1.2.3.4', {}, method, path))) as Outcome<unknown>).key;
+  const key = async (method: string, path: string) =>
+    ((await engine.check(null, info('1.2.3.4', {}, method, path))) as Outcome<unknown>).key;
   assert.equal(await key('PUT', '/api/x'), 'writes:1.2.3.4');
   assert.equal(await key('GET', '/api/x'), 'api:1.2.3.4');
   assert.equal(await key('GET', '/v2/x'), 'rx:1.2.3.4');

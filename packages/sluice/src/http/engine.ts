@@ -12,7 +12,16 @@ import { MemoryStore } from '../stores/memory.js';
 import type { Store } from '../stores/store.js';
 import { CidrSet, forwardedHops, resolveClient, xForwardedForHops } from './client-ip.js';
 import { HEADER_STYLES, retryAfterSeconds, type HeaderStyle, type HeaderTarget } from './headers.js';
-import type { AccessList, LimitedEvent, RateLimitInfo, RateLimitOptions, Refusal, RequestInfo, RouteRule, SuccessTest } from './options.js';
+import type {
+  AccessList,
+  LimitedEvent,
+  RateLimitInfo,
+  RateLimitOptions,
+  Refusal,
+  RequestInfo,
+  RouteRule,
+  SuccessTest,
+} from './options.js';
 import { fail, Rule } from './rule.js';
 import { forbiddenProblem, problemDetails, type ProblemDetails } from './problem.js';
 import { warned, warnOnce } from './warnings.js';
@@ -20,12 +29,44 @@ import { warned, warnOnce } from './warnings.js';
 export { isPromise } from '../core/maybe-promise.js';
 
 const COMMON_OPTIONS = [
-  'policy', 'policies', 'limiter', 'key', 'cost', 'limit', 'routes', 'store', 'clock', 'trustProxy', 'proxyHeader',
-  'ipv6Subnet', 'headers', 'status', 'banStatus', 'dryRun', 'skip', 'allow', 'onLimited', 'warnings', 'deny', 'denyStatus',
-  'skipFailedRequests', 'skipSuccessfulRequests', 'requestWasSuccessful',
+  'policy',
+  'policies',
+  'limiter',
+  'key',
+  'cost',
+  'limit',
+  'routes',
+  'store',
+  'clock',
+  'trustProxy',
+  'proxyHeader',
+  'ipv6Subnet',
+  'headers',
+  'status',
+  'banStatus',
+  'dryRun',
+  'skip',
+  'allow',
+  'onLimited',
+  'warnings',
+  'deny',
+  'denyStatus',
+  'skipFailedRequests',
+  'skipSuccessfulRequests',
+  'requestWasSuccessful',
 ];
-const ROUTE_OPTIONS = new Set(['name', 'method', 'path', 'match', 'policy', 'policies', 'limiter', 'key', 'cost', 'limit']);
-
+const ROUTE_OPTIONS = new Set([
+  'name',
+  'method',
+  'path',
+  'match',
+  'policy',
+  'policies',
+  'limiter',
+  'key',
+  'cost',
+  'limit',
+]);
 
 /** What a custom `handler` receives: the headers are already set; it only sends the response. */
 export interface LimitedResponse {
@@ -97,22 +138,32 @@ export class HttpRateLimiter<Req, Res = unknown> {
   private readonly warnings: boolean;
 
   /** `statusOf` reads the status of the adapter's response, for the default `requestWasSuccessful`. */
-  constructor(options: RateLimitOptions<Req, Res>, adapter: string, extra: readonly string[] = [], statusOf?: (res: Res) => number) {
-    if (typeof options !== 'object' || options === null) fail(`${adapter} options must be an object, got ${show(options)}`);
+  constructor(
+    options: RateLimitOptions<Req, Res>,
+    adapter: string,
+    extra: readonly string[] = [],
+    statusOf?: (res: Res) => number,
+  ) {
+    if (typeof options !== 'object' || options === null)
+      fail(`${adapter} options must be an object, got ${show(options)}`);
     const known = new Set([...COMMON_OPTIONS, ...extra]);
     for (const field of Object.keys(options)) {
       if (!known.has(field)) fail(`unknown ${adapter} option '${field}'; known options are ${[...known].join(', ')}`);
     }
     const style = options.headers ?? 'draft-8';
-    if (!HEADER_STYLES.includes(style)) fail(`'headers' must be one of ${HEADER_STYLES.map((s) => `'${s}'`).join(', ')}, got ${show(style)}`);
+    if (!HEADER_STYLES.includes(style))
+      fail(`'headers' must be one of ${HEADER_STYLES.map((s) => `'${s}'`).join(', ')}, got ${show(style)}`);
     this.style = style;
     const status = options.status ?? 429;
-    if (!Number.isInteger(status) || status < 400 || status > 599) fail(`'status' must be an HTTP error status (400-599), got ${show(status)}`);
+    if (!Number.isInteger(status) || status < 400 || status > 599)
+      fail(`'status' must be an HTTP error status (400-599), got ${show(status)}`);
     this.status = status;
     const banStatus = options.banStatus ?? status;
-    if (!Number.isInteger(banStatus) || banStatus < 400 || banStatus > 599) fail(`'banStatus' must be an HTTP error status (400-599), got ${show(banStatus)}`);
+    if (!Number.isInteger(banStatus) || banStatus < 400 || banStatus > 599)
+      fail(`'banStatus' must be an HTTP error status (400-599), got ${show(banStatus)}`);
     this.banStatus = banStatus;
-    if (options.dryRun !== undefined && typeof options.dryRun !== 'boolean') fail(`'dryRun' must be true or false, got ${show(options.dryRun)}`);
+    if (options.dryRun !== undefined && typeof options.dryRun !== 'boolean')
+      fail(`'dryRun' must be true or false, got ${show(options.dryRun)}`);
     this.dryRun = options.dryRun ?? false;
     const subnet = options.ipv6Subnet ?? 64;
     if (subnet !== false && (!Number.isInteger(subnet) || subnet < 1 || subnet > 128)) {
@@ -131,24 +182,30 @@ export class HttpRateLimiter<Req, Res = unknown> {
     this.deny = deny.addresses;
     this.denyKeys = deny.keys;
     const denyStatus = options.denyStatus ?? 403;
-    if (!Number.isInteger(denyStatus) || denyStatus < 400 || denyStatus > 599) fail(`'denyStatus' must be an HTTP error status (400-599), got ${show(denyStatus)}`);
+    if (!Number.isInteger(denyStatus) || denyStatus < 400 || denyStatus > 599)
+      fail(`'denyStatus' must be an HTTP error status (400-599), got ${show(denyStatus)}`);
     this.denyStatus = denyStatus;
     for (const name of ['skipFailedRequests', 'skipSuccessfulRequests'] as const) {
-      if (options[name] !== undefined && typeof options[name] !== 'boolean') fail(`'${name}' must be true or false, got ${show(options[name])}`);
+      if (options[name] !== undefined && typeof options[name] !== 'boolean')
+        fail(`'${name}' must be true or false, got ${show(options[name])}`);
     }
     this.skipFailed = options.skipFailedRequests === true;
     this.skipSuccessful = options.skipSuccessfulRequests === true;
     this.watchesResponses = this.skipFailed || this.skipSuccessful;
     const judge = options.requestWasSuccessful;
-    if (judge !== undefined && typeof judge !== 'function') fail(`'requestWasSuccessful' must be a function (req, res) => boolean, got ${show(judge)}`);
-    if (judge !== undefined && !this.watchesResponses) fail(`'requestWasSuccessful' has no effect without 'skipFailedRequests' or 'skipSuccessfulRequests'`);
+    if (judge !== undefined && typeof judge !== 'function')
+      fail(`'requestWasSuccessful' must be a function (req, res) => boolean, got ${show(judge)}`);
+    if (judge !== undefined && !this.watchesResponses)
+      fail(`'requestWasSuccessful' has no effect without 'skipFailedRequests' or 'skipSuccessfulRequests'`);
     this.success = judge ?? ((_req, res) => (statusOf === undefined ? 200 : statusOf(res)) < 400);
     for (const name of ['skip', 'onLimited'] as const) {
-      if (options[name] !== undefined && typeof options[name] !== 'function') fail(`'${name}' must be a function, got ${show(options[name])}`);
+      if (options[name] !== undefined && typeof options[name] !== 'function')
+        fail(`'${name}' must be a function, got ${show(options[name])}`);
     }
     this.skip = options.skip;
     this.onLimited = options.onLimited;
-    if (options.warnings !== undefined && typeof options.warnings !== 'boolean') fail(`'warnings' must be true or false, got ${show(options.warnings)}`);
+    if (options.warnings !== undefined && typeof options.warnings !== 'boolean')
+      fail(`'warnings' must be true or false, got ${show(options.warnings)}`);
     this.warnings = options.warnings ?? true;
 
     let shared: Store | undefined = options.store;
@@ -159,7 +216,8 @@ export class HttpRateLimiter<Req, Res = unknown> {
     routes.forEach((r, i) => {
       if (typeof r !== 'object' || r === null) fail(`'routes'[${i}] must be an object, got ${show(r)}`);
       for (const field of Object.keys(r)) {
-        if (!ROUTE_OPTIONS.has(field)) fail(`'routes'[${i}]: unknown field '${field}'; known fields are ${[...ROUTE_OPTIONS].join(', ')}`);
+        if (!ROUTE_OPTIONS.has(field))
+          fail(`'routes'[${i}]: unknown field '${field}'; known fields are ${[...ROUTE_OPTIONS].join(', ')}`);
       }
       const name = r.name ?? `route-${i}`;
       if (typeof name !== 'string' || name.length === 0 || names.has(name)) {
@@ -173,7 +231,10 @@ export class HttpRateLimiter<Req, Res = unknown> {
       this.fallback = new Rule(undefined, pick(options), '', style, store, options.clock, subnet);
     } else {
       for (const f of ['key', 'cost', 'limit'] as const) {
-        if (options[f] !== undefined) fail(`'${f}' at the top level needs a top-level 'policy', 'policies' or 'limiter'; put it in each route instead`);
+        if (options[f] !== undefined)
+          fail(
+            `'${f}' at the top level needs a top-level 'policy', 'policies' or 'limiter'; put it in each route instead`,
+          );
       }
     }
   }
@@ -196,7 +257,11 @@ export class HttpRateLimiter<Req, Res = unknown> {
     }
     const value = info.header(this.proxyHeader);
     if (value === undefined) return resolveClient(remote, [], this.trusted);
-    return resolveClient(remote, this.proxyHeader === 'forwarded' ? forwardedHops(value) : xForwardedForHops(value), this.trusted);
+    return resolveClient(
+      remote,
+      this.proxyHeader === 'forwarded' ? forwardedHops(value) : xForwardedForHops(value),
+      this.trusted,
+    );
   }
 
   /**
@@ -206,8 +271,8 @@ export class HttpRateLimiter<Req, Res = unknown> {
   check(req: Req, info: RequestInfo): MaybePromise<Outcome<Req> | undefined> {
     info.ip = this.clientIp(info);
     if (info.ip !== '') {
-      if (this.deny !== undefined && this.deny.has(info.ip)) return this.denied(this.fallback ?? this.rules[0]!, undefined);
-      if (this.allow !== undefined && this.allow.has(info.ip)) return undefined;
+      if (this.deny?.has(info.ip)) return this.denied(this.fallback ?? this.rules[0]!, undefined);
+      if (this.allow?.has(info.ip)) return undefined;
     }
     if (this.skip !== undefined) {
       return then(this.skip(req, info), (skipped) => (skipped ? undefined : this.decide(req, info)));
@@ -246,37 +311,94 @@ export class HttpRateLimiter<Req, Res = unknown> {
     return this.withCost(req, info, rule, key, cost);
   }
 
-  private withCost(req: Req, info: RequestInfo, rule: Rule<Req>, key: string, cost: number): MaybePromise<Outcome<Req>> {
+  private withCost(
+    req: Req,
+    info: RequestInfo,
+    rule: Rule<Req>,
+    key: string,
+    cost: number,
+  ): MaybePromise<Outcome<Req>> {
     if (rule.hasLimit) {
       const limits = rule.limitsFor(req, info);
       if (isPromise(limits)) return limits.then((l) => this.withLimits(req, rule, key, cost, l));
       return this.withLimits(req, rule, key, cost, limits);
     }
-    if (rule.sync) return this.outcome(req, rule, key, cost, cost === 1 ? rule.limiter.limitSync(key) : rule.limiter.limitSync(key, { cost }), undefined);
+    if (rule.sync)
+      return this.outcome(
+        req,
+        rule,
+        key,
+        cost,
+        cost === 1 ? rule.limiter.limitSync(key) : rule.limiter.limitSync(key, { cost }),
+        undefined,
+      );
     return rule.limiter.limit(key, { cost }).then((d) => this.outcome(req, rule, key, cost, d, undefined));
   }
 
-  private withLimits(req: Req, rule: Rule<Req>, key: string, cost: number, limits: Readonly<Record<string, LimitOverride>> | undefined): MaybePromise<Outcome<Req>> {
+  private withLimits(
+    req: Req,
+    rule: Rule<Req>,
+    key: string,
+    cost: number,
+    limits: Readonly<Record<string, LimitOverride>> | undefined,
+  ): MaybePromise<Outcome<Req>> {
     const options = limits === undefined ? { cost } : { cost, limits };
     if (rule.sync) return this.outcome(req, rule, key, cost, rule.limiter.limitSync(key, options), limits);
     return rule.limiter.limit(key, options).then((d) => this.outcome(req, rule, key, cost, d, limits));
   }
 
-  private outcome(req: Req, rule: Rule<Req>, key: string, cost: number, d: Decision, limits: Readonly<Record<string, LimitOverride>> | undefined): Outcome<Req> {
+  private outcome(
+    req: Req,
+    rule: Rule<Req>,
+    key: string,
+    cost: number,
+    d: Decision,
+    limits: Readonly<Record<string, LimitOverride>> | undefined,
+  ): Outcome<Req> {
     if (!d.allowed && this.onLimited !== undefined) {
-      const event: LimitedEvent = { key, decision: d, route: rule.route, dryRun: this.dryRun, retryAfterSeconds: retryAfterSeconds(d) };
+      const event: LimitedEvent = {
+        key,
+        decision: d,
+        route: rule.route,
+        dryRun: this.dryRun,
+        retryAfterSeconds: retryAfterSeconds(d),
+      };
       this.onLimited(req, event);
     }
     const limited = !this.dryRun && !d.allowed;
     const delayMs = this.dryRun || !d.allowed ? 0 : d.delayMs;
     const banned = limited && d.blocked;
-    return { rule, key, route: rule.route, cost, decision: d, limited, refusal: limited ? (banned ? 'banned' : 'limited') : undefined, delayMs, status: banned ? this.banStatus : this.status, refunded: false, limits };
+    return {
+      rule,
+      key,
+      route: rule.route,
+      cost,
+      decision: d,
+      limited,
+      refusal: limited ? (banned ? 'banned' : 'limited') : undefined,
+      delayMs,
+      status: banned ? this.banStatus : this.status,
+      refunded: false,
+      limits,
+    };
   }
 
   /** A deny-listed request: refused before anything is counted (passed, uncounted, in dry run). */
   private denied(rule: Rule<Req>, route: string | undefined): Outcome<Req> | undefined {
     if (this.dryRun) return undefined;
-    return { rule, key: '', route, cost: 0, decision: DENIED, limited: true, refusal: 'denied', delayMs: 0, status: this.denyStatus, refunded: true, limits: undefined };
+    return {
+      rule,
+      key: '',
+      route,
+      cost: 0,
+      decision: DENIED,
+      limited: true,
+      refusal: 'denied',
+      delayMs: 0,
+      status: this.denyStatus,
+      refunded: true,
+      limits: undefined,
+    };
   }
 
   /** Writes the rate-limit headers (none in dry run), plus Retry-After when the request is refused. */
@@ -322,7 +444,11 @@ export class HttpRateLimiter<Req, Res = unknown> {
     } catch {
       return;
     }
-    if (isPromise(ok)) ok.then((s) => this.settle(o, s), () => {});
+    if (isPromise(ok))
+      ok.then(
+        (s) => this.settle(o, s),
+        () => {},
+      );
     else this.settle(o, ok);
   }
 
@@ -356,10 +482,14 @@ function hasForwarding(info: RequestInfo): boolean {
 }
 
 /** An `allow` or `deny` option, compiled: the address set and the key set, each undefined when empty. */
-function accessList(v: readonly string[] | AccessList | undefined, field: string): { addresses: CidrSet | undefined; keys: ReadonlySet<string> | undefined } {
+function accessList(
+  v: readonly string[] | AccessList | undefined,
+  field: string,
+): { addresses: CidrSet | undefined; keys: ReadonlySet<string> | undefined } {
   if (v === undefined) return { addresses: undefined, keys: undefined };
   if (Array.isArray(v)) return { addresses: v.length === 0 ? undefined : new CidrSet(v, field), keys: undefined };
-  if (typeof v !== 'object' || v === null) fail(`'${field}' must be an array of addresses and CIDRs, or { addresses, keys }, got ${show(v)}`);
+  if (typeof v !== 'object' || v === null)
+    fail(`'${field}' must be an array of addresses and CIDRs, or { addresses, keys }, got ${show(v)}`);
   const list = v as AccessList;
   for (const f of Object.keys(list)) {
     if (f !== 'addresses' && f !== 'keys') fail(`'${field}': unknown field '${f}'; known fields are addresses, keys`);
@@ -368,7 +498,10 @@ function accessList(v: readonly string[] | AccessList | undefined, field: string
   if (keys !== undefined && (!Array.isArray(keys) || keys.some((k) => typeof k !== 'string' || k === ''))) {
     fail(`'${field}.keys' must be an array of non-empty strings, got ${show(keys)}`);
   }
-  const addresses = list.addresses === undefined || list.addresses.length === 0 ? undefined : new CidrSet(list.addresses, `${field}.addresses`);
+  const addresses =
+    list.addresses === undefined || list.addresses.length === 0
+      ? undefined
+      : new CidrSet(list.addresses, `${field}.addresses`);
   return { addresses, keys: keys === undefined || keys.length === 0 ? undefined : new Set(keys) };
 }
 

@@ -50,8 +50,19 @@ test('operationName picks one operation; invalid GraphQL is an error with a code
   const two = 'query A { a(first: 100) { b(first: 100) { c(first: 100) { id } } } } query B { x }';
   assert.equal(graphqlCost(two, {}, 'A'), 101);
   assert.equal(graphqlCost(two, {}, 'B'), 1);
-  assert.throws(() => graphqlCost(two), { code: 'ERR_SLUICE_INVALID_GRAPHQL', message: /2 operations; give operationName/ });
-  for (const bad of ['', '{', 'query { a(first: ) }', '{ a } }', '{ ...Missing }', 'fragment F on X { ...F } { ...F }', '"unterminated']) {
+  assert.throws(() => graphqlCost(two), {
+    code: 'ERR_SLUICE_INVALID_GRAPHQL',
+    message: /2 operations; give operationName/,
+  });
+  for (const bad of [
+    '',
+    '{',
+    'query { a(first: ) }',
+    '{ a } }',
+    '{ ...Missing }',
+    'fragment F on X { ...F } { ...F }',
+    '"unterminated',
+  ]) {
     assert.throws(() => graphqlCost(bad), { code: 'ERR_SLUICE_INVALID_GRAPHQL' }, bad);
   }
 });

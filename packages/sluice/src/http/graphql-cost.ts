@@ -78,7 +78,10 @@ interface Field {
   page: number | undefined;
   children: Selection[];
 }
-type Selection = { kind: 'field'; field: Field } | { kind: 'spread'; name: string } | { kind: 'inline'; children: Selection[] };
+type Selection =
+  | { kind: 'field'; field: Field }
+  | { kind: 'spread'; name: string }
+  | { kind: 'inline'; children: Selection[] };
 
 /** The page size assumed when `first`/`last` is a variable with no value and no default: the maximum. */
 const MAX_PAGE = 100;
@@ -98,10 +101,13 @@ class Parser {
   }
   private peek(text?: string): boolean {
     const tok = this.t[this.p];
-    return tok !== undefined && (text === undefined || (tok.text === text && (tok.kind === 'punct' || tok.kind === 'name')));
+    return (
+      tok !== undefined && (text === undefined || (tok.text === text && (tok.kind === 'punct' || tok.kind === 'name')))
+    );
   }
   private eat(text: string): void {
-    if (!this.peek(text) || (this.t[this.p]!.kind !== 'punct' && this.t[this.p]!.kind !== 'name')) this.bad(`expected '${text}'`);
+    if (!this.peek(text) || (this.t[this.p]!.kind !== 'punct' && this.t[this.p]!.kind !== 'name'))
+      this.bad(`expected '${text}'`);
     this.p++;
   }
   private name(): string {
@@ -114,7 +120,8 @@ class Parser {
   document(): void {
     if (this.t.length === 0) this.bad('empty document');
     while (this.p < this.t.length) {
-      if (this.peek('{')) this.operations.push({ name: undefined, selections: this.selectionSet(new Map()), defaults: new Map() });
+      if (this.peek('{'))
+        this.operations.push({ name: undefined, selections: this.selectionSet(new Map()), defaults: new Map() });
       else if (this.peek('fragment')) {
         this.p++;
         const name = this.name();
@@ -253,14 +260,27 @@ class Parser {
 }
 
 /** Requests needed for the connections under `selections`, each multiplied by `parents` (the pages above). */
-function requests(selections: Selection[], parents: number, fragments: Map<string, Selection[]>, seen: Set<string>): number {
+function requests(
+  selections: Selection[],
+  parents: number,
+  fragments: Map<string, Selection[]>,
+  seen: Set<string>,
+): number {
   let sum = 0;
   for (const s of selections) {
     if (s.kind === 'inline') sum += requests(s.children, parents, fragments, seen);
     else if (s.kind === 'spread') {
       const f = fragments.get(s.name);
-      if (f === undefined) throw new SluiceError('ERR_SLUICE_INVALID_GRAPHQL', `GraphQL query: unknown fragment ${JSON.stringify(s.name)}`);
-      if (seen.has(s.name)) throw new SluiceError('ERR_SLUICE_INVALID_GRAPHQL', `GraphQL query: fragment ${JSON.stringify(s.name)} spreads itself`);
+      if (f === undefined)
+        throw new SluiceError(
+          'ERR_SLUICE_INVALID_GRAPHQL',
+          `GraphQL query: unknown fragment ${JSON.stringify(s.name)}`,
+        );
+      if (seen.has(s.name))
+        throw new SluiceError(
+          'ERR_SLUICE_INVALID_GRAPHQL',
+          `GraphQL query: fragment ${JSON.stringify(s.name)} spreads itself`,
+        );
       seen.add(s.name);
       sum += requests(f, parents, fragments, seen);
       seen.delete(s.name);
@@ -278,14 +298,18 @@ function requests(selections: Selection[], parents: number, fragments: Map<strin
  * @example graphqlCost('query { viewer { repositories(first: 100) { nodes { issues(first: 50) { totalCount } } } } }') // 1 + 100 = 101 requests: 1 point
  */
 export function graphqlCost(query: string, variables: Record<string, unknown> = {}, operationName?: string): number {
-  if (typeof query !== 'string') throw new SluiceError('ERR_SLUICE_INVALID_GRAPHQL', `GraphQL query must be a string, got ${typeof query}`);
+  if (typeof query !== 'string')
+    throw new SluiceError('ERR_SLUICE_INVALID_GRAPHQL', `GraphQL query must be a string, got ${typeof query}`);
   const parser = new Parser(lex(query), variables ?? {});
   parser.document();
-  const ops = operationName === undefined ? parser.operations : parser.operations.filter((o) => o.name === operationName);
+  const ops =
+    operationName === undefined ? parser.operations : parser.operations.filter((o) => o.name === operationName);
   if (ops.length !== 1) {
     throw new SluiceError(
       'ERR_SLUICE_INVALID_GRAPHQL',
-      operationName === undefined ? `GraphQL query has ${ops.length} operations; give operationName` : `GraphQL query has no operation named ${JSON.stringify(operationName)}`,
+      operationName === undefined
+        ? `GraphQL query has ${ops.length} operations; give operationName`
+        : `GraphQL query has no operation named ${JSON.stringify(operationName)}`,
     );
   }
   const total = requests(ops[0]!.selections, 1, parser.fragments, new Set());

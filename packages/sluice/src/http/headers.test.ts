@@ -11,8 +11,24 @@ const policies = compilePolicies([
   { name: 'daily', algorithm: 'fixed-window', limit: 1000, window: '1d' },
   { name: 'in-flight', algorithm: 'concurrency', limit: 4, window: '30s' },
 ]);
-const allowed = makeDecision({ allowed: true, limit: 10, remaining: 9, resetAfterMs: 6000, retryAfterMs: 0, delayMs: 0, policy: 'burst' });
-const denied = makeDecision({ allowed: false, limit: 10, remaining: 0, resetAfterMs: 60000, retryAfterMs: 5001, delayMs: 0, policy: 'burst' });
+const allowed = makeDecision({
+  allowed: true,
+  limit: 10,
+  remaining: 9,
+  resetAfterMs: 6000,
+  retryAfterMs: 0,
+  delayMs: 0,
+  policy: 'burst',
+});
+const denied = makeDecision({
+  allowed: false,
+  limit: 10,
+  remaining: 0,
+  resetAfterMs: 60000,
+  retryAfterMs: 5001,
+  delayMs: 0,
+  policy: 'burst',
+});
 
 function render(style: HeaderStyle, d = allowed, now = 1_700_000_000_000): Record<string, string> {
   const out: Record<string, string> = {};
@@ -32,7 +48,12 @@ test('legacy: X-RateLimit-* as GitHub sends them, reset in epoch seconds', () =>
 });
 
 test('draft-6: RateLimit-Policy of the deciding policy plus three fields', () => {
-  assert.deepEqual(render('draft-6'), { 'ratelimit-policy': '10;w=60', 'ratelimit-limit': '10', 'ratelimit-remaining': '9', 'ratelimit-reset': '6' });
+  assert.deepEqual(render('draft-6'), {
+    'ratelimit-policy': '10;w=60',
+    'ratelimit-limit': '10',
+    'ratelimit-remaining': '9',
+    'ratelimit-reset': '6',
+  });
 });
 
 test('draft-7: one RateLimit field', () => {
@@ -55,19 +76,60 @@ test('on a denial every reset value equals Retry-After, rounded up to whole seco
   assert.equal(render('draft-6', denied)['ratelimit-reset'], '6');
   assert.equal(render('draft-7', denied).ratelimit, 'limit=10, remaining=0, reset=6');
   assert.equal(render('draft-8', denied).ratelimit, '"burst";r=0;t=6');
-  assert.equal(retryAfterSeconds(makeDecision({ allowed: false, limit: 1, remaining: 0, resetAfterMs: 1, retryAfterMs: 1, delayMs: 0, policy: 'burst' })), 1);
-  assert.equal(retryAfterSeconds(makeDecision({ allowed: false, limit: 1, remaining: 0, resetAfterMs: 1, retryAfterMs: 3000, delayMs: 0, policy: 'burst' })), 3);
+  assert.equal(
+    retryAfterSeconds(
+      makeDecision({
+        allowed: false,
+        limit: 1,
+        remaining: 0,
+        resetAfterMs: 1,
+        retryAfterMs: 1,
+        delayMs: 0,
+        policy: 'burst',
+      }),
+    ),
+    1,
+  );
+  assert.equal(
+    retryAfterSeconds(
+      makeDecision({
+        allowed: false,
+        limit: 1,
+        remaining: 0,
+        resetAfterMs: 1,
+        retryAfterMs: 3000,
+        delayMs: 0,
+        policy: 'burst',
+      }),
+    ),
+    3,
+  );
 });
 
 test('sub-second windows are stated as 1 s; names are escaped as sf-strings; non-ASCII names are refused', () => {
   const odd = compilePolicies([{ name: 'a "q" \\ b', algorithm: 'gcra', limit: 5, window: '500ms' }]);
   const out: Record<string, string> = {};
-  new HeaderRenderer('draft-8', odd).write(makeDecision({ allowed: true, limit: 5, remaining: 4, resetAfterMs: 100, retryAfterMs: 0, delayMs: 0, policy: 'a "q" \\ b' }), { setHeader: (n: string, v: string) => (out[n] = v) });
+  new HeaderRenderer('draft-8', odd).write(
+    makeDecision({
+      allowed: true,
+      limit: 5,
+      remaining: 4,
+      resetAfterMs: 100,
+      retryAfterMs: 0,
+      delayMs: 0,
+      policy: 'a "q" \\ b',
+    }),
+    { setHeader: (n: string, v: string) => (out[n] = v) },
+  );
   assert.equal(out['ratelimit-policy'], '"a \\"q\\" \\\\ b";q=5;w=1');
-  assert.throws(() => new HeaderRenderer('draft-8', compilePolicies([{ name: 'débit', algorithm: 'gcra', limit: 5, window: '1s' }])), {
-    code: 'ERR_SLUICE_INVALID_OPTION',
-    message: /policy name "débit" cannot be sent in 'draft-8' headers/,
-  });
+  assert.throws(
+    () =>
+      new HeaderRenderer('draft-8', compilePolicies([{ name: 'débit', algorithm: 'gcra', limit: 5, window: '1s' }])),
+    {
+      code: 'ERR_SLUICE_INVALID_OPTION',
+      message: /policy name "débit" cannot be sent in 'draft-8' headers/,
+    },
+  );
 });
 
 test('a target with setTrustedHeader gets the same fields through it, except a name Node would refuse', () => {
@@ -75,7 +137,10 @@ test('a target with setTrustedHeader gets the same fields through it, except a n
     for (const d of [allowed, denied]) {
       const trusted: Record<string, string> = {};
       const checked: string[] = [];
-      const target = { setHeader: (n: string, v: string) => ((trusted[n] = v), checked.push(n)), setTrustedHeader: (n: string, v: string) => (trusted[n] = v) };
+      const target = {
+        setHeader: (n: string, v: string) => ((trusted[n] = v), checked.push(n)),
+        setTrustedHeader: (n: string, v: string) => (trusted[n] = v),
+      };
       new HeaderRenderer(style, policies).write(d, target, 1_700_000_000_000);
       assert.deepEqual(trusted, render(style, d), style);
       assert.deepEqual(checked, [], style);
@@ -85,12 +150,37 @@ test('a target with setTrustedHeader gets the same fields through it, except a n
   const odd = compilePolicies([{ name: 'a\nb', algorithm: 'gcra', limit: 5, window: '1s' }]);
   const checked: string[] = [];
   const target = { setHeader: (n: string) => checked.push(n), setTrustedHeader: () => undefined };
-  new HeaderRenderer('legacy', odd).write(makeDecision({ allowed: true, limit: 5, remaining: 4, resetAfterMs: 100, retryAfterMs: 0, delayMs: 0, policy: 'a\nb' }), target);
+  new HeaderRenderer('legacy', odd).write(
+    makeDecision({
+      allowed: true,
+      limit: 5,
+      remaining: 4,
+      resetAfterMs: 100,
+      retryAfterMs: 0,
+      delayMs: 0,
+      policy: 'a\nb',
+    }),
+    target,
+  );
   assert.deepEqual(checked, ['x-ratelimit-resource']);
 });
 
-test('draft-7 with a decision whose limit is not its policy\'s still states the decision\'s limit', () => {
-  assert.equal(render('draft-7', makeDecision({ allowed: true, limit: 7, remaining: 3, resetAfterMs: 2000, retryAfterMs: 0, delayMs: 0, policy: 'burst' })).ratelimit, 'limit=7, remaining=3, reset=2');
+test("draft-7 with a decision whose limit is not its policy's still states the decision's limit", () => {
+  assert.equal(
+    render(
+      'draft-7',
+      makeDecision({
+        allowed: true,
+        limit: 7,
+        remaining: 3,
+        resetAfterMs: 2000,
+        retryAfterMs: 0,
+        delayMs: 0,
+        policy: 'burst',
+      }),
+    ).ratelimit,
+    'limit=7, remaining=3, reset=2',
+  );
 });
 
 test('problem+json: RFC 9457 members with the draft-10 quota-exceeded type', () => {

@@ -54,7 +54,10 @@ function resetSeconds(d: Decision): number {
 /** A structured-field sf-string: printable ASCII, `"` and `\` escaped. */
 function sfString(name: string, style: HeaderStyle): string {
   if (!/^[\x20-\x7e]*$/.test(name)) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `policy name ${show(name)} cannot be sent in '${style}' headers: names there must be printable ASCII`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `policy name ${show(name)} cannot be sent in '${style}' headers: names there must be printable ASCII`,
+    );
   }
   return `"${name.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 }
@@ -99,8 +102,19 @@ export class HeaderRenderer {
       const concurrent = p.algorithm === 'concurrency';
       const short = concurrent ? `${p.limit}` : `${p.limit};w=${windowSeconds(p)}`;
       const id = style === 'draft-8' ? sfString(p.name, style) : JSON.stringify(p.name);
-      const named = concurrent ? `${id};q=${p.limit};qu="concurrent-requests"` : `${id};q=${p.limit};w=${windowSeconds(p)}`;
-      this.byName.set(p.name, { limit: p.limit, short, draft7: `limit=${p.limit}, remaining=`, nameIsFieldValue: FIELD_VALUE.test(p.name), named, prefix: `${id};r=`, id, w: concurrent ? undefined : windowSeconds(p) });
+      const named = concurrent
+        ? `${id};q=${p.limit};qu="concurrent-requests"`
+        : `${id};q=${p.limit};w=${windowSeconds(p)}`;
+      this.byName.set(p.name, {
+        limit: p.limit,
+        short,
+        draft7: `limit=${p.limit}, remaining=`,
+        nameIsFieldValue: FIELD_VALUE.test(p.name),
+        named,
+        prefix: `${id};r=`,
+        id,
+        w: concurrent ? undefined : windowSeconds(p),
+      });
       all.push(named);
     }
     this.allPolicies = all.join(', ');
@@ -121,7 +135,11 @@ export class HeaderRenderer {
         put(to, 'x-ratelimit-limit', `${d.limit}`);
         put(to, 'x-ratelimit-remaining', `${d.remaining}`);
         put(to, 'x-ratelimit-used', `${Math.max(0, d.limit - d.remaining)}`);
-        put(to, 'x-ratelimit-reset', `${Math.ceil(((nowMs ?? Date.now()) + (d.allowed ? d.resetAfterMs : d.retryAfterMs)) / 1000)}`);
+        put(
+          to,
+          'x-ratelimit-reset',
+          `${Math.ceil(((nowMs ?? Date.now()) + (d.allowed ? d.resetAfterMs : d.retryAfterMs)) / 1000)}`,
+        );
         if (this.byName.get(d.policy)?.nameIsFieldValue === true) put(to, 'x-ratelimit-resource', d.policy);
         else to.setHeader('x-ratelimit-resource', d.policy);
         return;
@@ -151,7 +169,12 @@ export class HeaderRenderer {
   }
 
   /** `write` for a request decided with per-call limits: the policy fields state the limits it had. */
-  private writeWith(d: Decision, to: HeaderTarget, nowMs: number | undefined, limits: Readonly<Record<string, LimitOverride>>): void {
+  private writeWith(
+    d: Decision,
+    to: HeaderTarget,
+    nowMs: number | undefined,
+    limits: Readonly<Record<string, LimitOverride>>,
+  ): void {
     const quota = (name: string, text: PolicyText) => {
       const l = limits[name];
       return l === undefined ? text.limit : typeof l === 'number' ? l : l.limit;
@@ -176,7 +199,9 @@ export class HeaderRenderer {
         const all: string[] = [];
         for (const [name, text] of this.byName) {
           const q = quota(name, text);
-          all.push(text.w === undefined ? `${text.id};q=${q};qu="concurrent-requests"` : `${text.id};q=${q};w=${text.w}`);
+          all.push(
+            text.w === undefined ? `${text.id};q=${q};qu="concurrent-requests"` : `${text.id};q=${q};w=${text.w}`,
+          );
         }
         put(to, 'ratelimit-policy', all.join(', '));
         const text = this.byName.get(d.policy);

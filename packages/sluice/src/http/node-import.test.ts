@@ -15,7 +15,10 @@ import { after, test } from 'node:test';
 // make every later field look as if an instrumentation had wrapped setHeader.
 const setHeader = OutgoingMessage.prototype.setHeader;
 let calls = 0;
-OutgoingMessage.prototype.setHeader = function (this: OutgoingMessage, ...args: Parameters<OutgoingMessage['setHeader']>) {
+OutgoingMessage.prototype.setHeader = function (
+  this: OutgoingMessage,
+  ...args: Parameters<OutgoingMessage['setHeader']>
+) {
   calls++;
   return setHeader.apply(this, args);
 };
@@ -23,7 +26,7 @@ after(() => {
   OutgoingMessage.prototype.setHeader = setHeader;
 });
 
-test('importing sluice/http sets no header on a probe response (probe at import widened node:http\'s feedback)', async () => {
+test("importing sluice/http sets no header on a probe response (probe at import widened node:http's feedback)", async () => {
   await import('./node.js');
   await import('./index.js');
   await import('../middleware/node-http/index.js');
@@ -42,14 +45,20 @@ test('the first trusted field goes through setHeader, and the next ones take the
   const seen: string[] = [];
   const original = first.setHeader.bind(first);
   // A wrapped setHeader is never bypassed, so this one only counts; the learning call is the unwrapped one below.
-  first.setHeader = (name: string, value: number | string | readonly string[]) => (seen.push(name), original(name, value));
+  first.setHeader = (name: string, value: number | string | readonly string[]) => (
+    seen.push(name), original(name, value)
+  );
   new NodeHeaders(first).setTrustedHeader('ratelimit', 'a');
   assert.deepEqual(seen, ['ratelimit']);
 
   const learning = response();
   new NodeHeaders(learning).setTrustedHeader('ratelimit', 'b');
   const sym = Object.getOwnPropertySymbols(learning).find((s) => s.description === 'kOutHeaders')!;
-  assert.equal(Object.getPrototypeOf((learning as unknown as Record<symbol, object>)[sym]), null, 'learnt through setHeader: its own store');
+  assert.equal(
+    Object.getPrototypeOf((learning as unknown as Record<symbol, object>)[sym]),
+    null,
+    'learnt through setHeader: its own store',
+  );
   const fast = response();
   new NodeHeaders(fast).setTrustedHeader('ratelimit', 'c');
   assert.notEqual(Object.getPrototypeOf((fast as unknown as Record<symbol, object>)[sym]), null, 'then the fast store');

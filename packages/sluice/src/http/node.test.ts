@@ -27,7 +27,10 @@ function same(steps: (res: ServerResponse, set: (name: string, value: string) =>
   assert.deepEqual(b.getHeaderNames(), a.getHeaderNames());
   const raw = (res: ServerResponse) => (res as unknown as { getRawHeaderNames(): string[] }).getRawHeaderNames(); // untyped in @types/node 20
   assert.deepEqual(raw(b), raw(a));
-  assert.equal((b as unknown as { _header: string })._header.replace(/Date: .*\r\n/, ''), (a as unknown as { _header: string })._header.replace(/Date: .*\r\n/, ''));
+  assert.equal(
+    (b as unknown as { _header: string })._header.replace(/Date: .*\r\n/, ''),
+    (a as unknown as { _header: string })._header.replace(/Date: .*\r\n/, ''),
+  );
 }
 
 test('trusted fields read, override, remove and serialize as setHeader fields do', () => {
@@ -78,7 +81,10 @@ test('trusted fields read, override, remove and serialize as setHeader fields do
 test('every field of every style, allowed and refused, lands as setHeader puts it (node.ts gives each name its own store)', () => {
   const names = new Set<string>();
   for (const style of HEADER_STYLES) {
-    const engine = new HttpRateLimiter<IncomingMessage>({ policy: { algorithm: 'gcra', limit: 1, window: '1m' }, headers: style, key: () => 'k' }, 'test');
+    const engine = new HttpRateLimiter<IncomingMessage>(
+      { policy: { algorithm: 'gcra', limit: 1, window: '1m' }, headers: style, key: () => 'k' },
+      'test',
+    );
     const req = new IncomingMessage(new Socket());
     for (const refused of [false, true]) {
       const o = engine.check(req, new NodeRequestInfo(req)) as Outcome<IncomingMessage>;
@@ -94,8 +100,17 @@ test('every field of every style, allowed and refused, lands as setHeader puts i
     }
   }
   assert.deepEqual([...names].sort(), [
-    'ratelimit', 'ratelimit-limit', 'ratelimit-policy', 'ratelimit-remaining', 'ratelimit-reset', 'retry-after',
-    'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'x-ratelimit-resource', 'x-ratelimit-used',
+    'ratelimit',
+    'ratelimit-limit',
+    'ratelimit-policy',
+    'ratelimit-remaining',
+    'ratelimit-reset',
+    'retry-after',
+    'x-ratelimit-limit',
+    'x-ratelimit-remaining',
+    'x-ratelimit-reset',
+    'x-ratelimit-resource',
+    'x-ratelimit-used',
   ]);
 });
 
@@ -133,14 +148,17 @@ test('the same response bytes on a real server', async () => {
   const { port } = server.address() as { port: number };
   try {
     const [a, b] = await Promise.all(['/plain', '/trusted'].map((p) => fetch(`http://127.0.0.1:${port}${p}`)));
-    assert.deepEqual([...b!.headers].filter(([k]) => k !== 'date'), [...a!.headers].filter(([k]) => k !== 'date'));
+    assert.deepEqual(
+      [...b!.headers].filter(([k]) => k !== 'date'),
+      [...a!.headers].filter(([k]) => k !== 'date'),
+    );
     assert.equal(await b!.text(), await a!.text());
   } finally {
     server.close();
   }
 });
 
-test('on this Node the trusted path is taken: the header store is the fast one, not setHeader\'s', () => {
+test("on this Node the trusted path is taken: the header store is the fast one, not setHeader's", () => {
   new NodeHeaders(response()).setTrustedHeader('ratelimit', 'x'); // the first field ever goes through setHeader, which shows where Node keeps it
   const res = response();
   new NodeHeaders(res).setTrustedHeader('ratelimit', 'x');
@@ -151,11 +169,12 @@ test('on this Node the trusted path is taken: the header store is the fast one, 
   assert.equal(res.getHeader('ratelimit'), 'x');
 });
 
-test('NodeRequestInfo reads a socket\'s peer address once per socket, and none from a socket without one', () => {
+test("NodeRequestInfo reads a socket's peer address once per socket, and none from a socket without one", () => {
   const socket = new Socket();
   let reads = 0;
   Object.defineProperty(socket, 'remoteAddress', { get: () => (reads++, '203.0.113.9') });
-  for (let i = 0; i < 3; i++) assert.equal(new NodeRequestInfo(new IncomingMessage(socket)).remoteAddress, '203.0.113.9');
+  for (let i = 0; i < 3; i++)
+    assert.equal(new NodeRequestInfo(new IncomingMessage(socket)).remoteAddress, '203.0.113.9');
   assert.equal(reads, 1); // node.ts: reaching Node's own cache of it costs more than a WeakMap lookup
   const unconnected = new Socket();
   assert.equal(new NodeRequestInfo(new IncomingMessage(unconnected)).remoteAddress, undefined);

@@ -83,7 +83,14 @@ function learnOutHeaders(res: ServerResponse, name: string, value: string): symb
   if (sym === undefined) return undefined;
   const store = own[sym] as Record<string, unknown> | null;
   const entry = store?.[name.toLowerCase()];
-  const same = store !== null && typeof store === 'object' && Object.getPrototypeOf(store) === null && Array.isArray(entry) && entry.length === 2 && entry[0] === name && entry[1] === value;
+  const same =
+    store !== null &&
+    typeof store === 'object' &&
+    Object.getPrototypeOf(store) === null &&
+    Array.isArray(entry) &&
+    entry.length === 2 &&
+    entry[0] === name &&
+    entry[1] === value;
   return same ? sym : undefined;
 }
 const NODE_SET_HEADER = OutgoingMessage.prototype.setHeader;
@@ -145,7 +152,7 @@ function storeField(fields: Fields, name: string, entry: [string, string]): void
       fields['ratelimit-policy'] = entry;
       return;
     case 'ratelimit':
-      fields['ratelimit'] = entry;
+      fields.ratelimit = entry;
       return;
     case 'retry-after':
       fields['retry-after'] = entry;
@@ -188,7 +195,14 @@ export const callNext = (next: () => void, _unused?: undefined): void => next();
  * while held is never passed on, and its charge is refunded so it frees its place. `go` takes its arguments
  * rather than closing over them, so a request passed at once allocates no closure.
  */
-export function passNode<Req, Res, A, B>(engine: HttpRateLimiter<Req, Res>, o: Outcome<Req>, res: ServerResponse, go: (a: A, b: B) => void, a: A, b: B): void {
+export function passNode<Req, Res, A, B>(
+  engine: HttpRateLimiter<Req, Res>,
+  o: Outcome<Req>,
+  res: ServerResponse,
+  go: (a: A, b: B) => void,
+  a: A,
+  b: B,
+): void {
   if (res.closed || res.socket?.destroyed === true) {
     // The client left while an asynchronous decision was on its way: nothing to serve, nothing to hold.
     engine.refund(o);
@@ -222,7 +236,11 @@ export function passNode<Req, Res, A, B>(engine: HttpRateLimiter<Req, Res>, o: O
  * true when the request goes on now, a Promise of true after its hold, false (or a Promise of false) when
  * its client left first, whose charge `passNode` gave back. Synchronous unless the request is held.
  */
-export function passedNode<Req, Res>(engine: HttpRateLimiter<Req, Res>, o: Outcome<Req>, res: ServerResponse): boolean | Promise<boolean> {
+export function passedNode<Req, Res>(
+  engine: HttpRateLimiter<Req, Res>,
+  o: Outcome<Req>,
+  res: ServerResponse,
+): boolean | Promise<boolean> {
   if (o.delayMs <= 0) {
     let go = false;
     passNode(engine, o, res, () => (go = true), undefined, undefined);
@@ -238,7 +256,13 @@ export function passedNode<Req, Res>(engine: HttpRateLimiter<Req, Res>, o: Outco
  * For `skipFailedRequests`/`skipSuccessfulRequests`: judges the response once it is over (finished, or
  * closed before it finished: a failure). `req` and `res` are what `requestWasSuccessful` receives.
  */
-export function watchNode<Req, Res>(engine: HttpRateLimiter<Req, Res>, o: Outcome<Req>, req: Req, res: Res, raw: ServerResponse): void {
+export function watchNode<Req, Res>(
+  engine: HttpRateLimiter<Req, Res>,
+  o: Outcome<Req>,
+  req: Req,
+  res: Res,
+  raw: ServerResponse,
+): void {
   let seen = false;
   const end = (completed: boolean) => {
     if (seen) return;
@@ -250,7 +274,12 @@ export function watchNode<Req, Res>(engine: HttpRateLimiter<Req, Res>, o: Outcom
 }
 
 /** Sends the default refusal: the outcome's status with an application/problem+json body (none for HEAD). */
-export function refuseNode<Req, Res>(engine: HttpRateLimiter<Req, Res>, o: Outcome<Req>, req: IncomingMessage, res: ServerResponse): void {
+export function refuseNode<Req, Res>(
+  engine: HttpRateLimiter<Req, Res>,
+  o: Outcome<Req>,
+  req: IncomingMessage,
+  res: ServerResponse,
+): void {
   const body = JSON.stringify(engine.problem(o));
   res.statusCode = o.status;
   res.setHeader('Content-Type', PROBLEM_CONTENT_TYPE);

@@ -39,7 +39,14 @@ export type CostOption<Req> = number | ((req: Req, info: RequestInfo) => number 
 export type LimitOption<Req> =
   | number
   | Readonly<Record<string, LimitOverride>>
-  | ((req: Req, info: RequestInfo) => number | Readonly<Record<string, LimitOverride>> | undefined | Promise<number | Readonly<Record<string, LimitOverride>> | undefined>);
+  | ((
+      req: Req,
+      info: RequestInfo,
+    ) =>
+      | number
+      | Readonly<Record<string, LimitOverride>>
+      | undefined
+      | Promise<number | Readonly<Record<string, LimitOverride>> | undefined>);
 
 /** What is limited and how: the part of the options a route can override. */
 export interface LimitRule<Req> {

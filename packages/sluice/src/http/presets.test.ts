@@ -52,45 +52,65 @@ test('github: 60 requests an hour per IP unauthenticated, 5,000 per user, each u
 });
 
 test('github: GraphQL is charged its points, 5,000 an hour per user, apart from the REST budget', async () => {
-  const body = { query: 'query { viewer { repositories(first: 100) { nodes { issues(first: 100) { nodes { labels(first: 10) { nodes { name } } } } } } } }' };
+  const body = {
+    query:
+      'query { viewer { repositories(first: 100) { nodes { issues(first: 100) { nodes { labels(first: 10) { nodes { name } } } } } } } }',
+  };
   const { decide, admitted } = engine(github({ user, graphql: { body: () => body } }));
   const gql = () => info('POST', '/graphql', { authorization: 'token octocat' });
   const first = await decide(gql());
   // GitHub's sum: 1 repositories + 100 issues + 100 × 100 labels requests = 10,101, / 100 rounded: 101 points.
-  assert.deepEqual([first.cost, first.decision.limit, first.decision.remaining, first.decision.policy], [101, 5000, 4899, 'graphql']);
+  assert.deepEqual(
+    [first.cost, first.decision.limit, first.decision.remaining, first.decision.policy],
+    [101, 5000, 4899, 'graphql'],
+  );
   assert.equal(await admitted(49, gql), 48, '49 queries use 4,949 points; the 50th needs 101 of the 51 left');
-  assert.equal(await admitted(1, () => info('GET', '/user', { authorization: 'token octocat' })), 1, 'REST counts apart');
+  assert.equal(
+    await admitted(1, () => info('GET', '/user', { authorization: 'token octocat' })),
+    1,
+    'REST counts apart',
+  );
   // Not valid GraphQL costs 1 point, as the server rejects it without work.
   const broken = engine(github({ user, graphql: { body: () => ({ query: '{ viewer {' }) } }));
   assert.equal((await broken.decide(gql())).cost, 1);
 });
 
-test('github: every response carries GitHub\'s headers; over the limit a 429 with remaining 0 and retry-after', async () => {
+test("github: every response carries GitHub's headers; over the limit a 429 with remaining 0 and retry-after", async () => {
   const c = manualClock();
   const server = createServer(withRateLimit((_req, res) => res.end('ok'), { ...github({ user }), clock: c.clock }));
   const r = await listen(server);
   try {
-    const headers = (res: Response) => ['limit', 'remaining', 'used', 'reset', 'resource'].map((n) => res.headers.get(`x-ratelimit-${n}`));
+    const headers = (res: Response) =>
+      ['limit', 'remaining', 'used', 'reset', 'resource'].map((n) => res.headers.get(`x-ratelimit-${n}`));
     const resetAt = () => Math.ceil((Date.now() + HOUR) / 1000); // the manual clock sits on an hour boundary
     const first = await fetch(r.url);
     await first.text();
     const h = headers(first);
     assert.deepEqual([h[0], h[1], h[2], h[4]], ['60', '59', '1', 'core']);
-    assert.ok(Math.abs(Number(h[3]) - resetAt()) <= 1, `x-ratelimit-reset ${h[3]} is the window's end in epoch seconds (${resetAt()})`);
+    assert.ok(
+      Math.abs(Number(h[3]) - resetAt()) <= 1,
+      `x-ratelimit-reset ${h[3]} is the window's end in epoch seconds (${resetAt()})`,
+    );
     assert.equal(first.headers.get('ratelimit'), null, 'legacy headers only');
     for (let i = 0; i < 59; i++) await (await fetch(r.url)).text();
     const over = await fetch(r.url);
     assert.equal(over.status, 429);
-    assert.deepEqual(headers(over).filter((_, i) => i !== 3), ['60', '0', '60', 'core']);
+    assert.deepEqual(
+      headers(over).filter((_, i) => i !== 3),
+      ['60', '0', '60', 'core'],
+    );
     assert.equal(over.headers.get('retry-after'), '3600');
-    assert.equal((await over.json() as { status: number }).status, 429);
+    assert.equal(((await over.json()) as { status: number }).status, 429);
     c.now += 1_800_000;
     const later = await fetch(r.url);
     await later.text();
     assert.deepEqual([later.status, later.headers.get('retry-after')], [429, '1800']);
     const authed = await fetch(r.url, { headers: { authorization: 'token octocat' } });
     await authed.text();
-    assert.deepEqual(headers(authed).filter((_, i) => i !== 3), ['5000', '4999', '1', 'core']);
+    assert.deepEqual(
+      headers(authed).filter((_, i) => i !== 3),
+      ['5000', '4999', '1', 'core'],
+    );
   } finally {
     await r.close();
   }
@@ -98,7 +118,10 @@ test('github: every response carries GitHub\'s headers; over the limit a 429 wit
 
 test('stripe live mode: per account, 100 reads and 100 writes a second, token buckets refilling one each 10 ms', async () => {
   const { c, admitted } = engine(stripe());
-  const key = (method: string, k = 'sk_live_1') => () => info(method, '/v1/charges', { authorization: `Bearer ${k}` });
+  const key =
+    (method: string, k = 'sk_live_1') =>
+    () =>
+      info(method, '/v1/charges', { authorization: `Bearer ${k}` });
   assert.equal(await admitted(101, key('GET')), 100);
   assert.equal(await admitted(101, key('POST')), 100, 'writes have a bucket of their own');
   assert.equal(await admitted(1, key('HEAD')), 0, 'HEAD reads');
@@ -117,15 +140,24 @@ test('stripe test mode: 25 and 25 a second; without an API key a request is char
   assert.equal(await admitted(26, () => info('GET', '/v1/customers', { authorization: 'Bearer sk_test_1' })), 25);
   assert.equal(await admitted(26, () => info('POST', '/v1/customers', { authorization: 'Bearer sk_test_1' })), 25);
   c.now += 40;
-  assert.equal(await admitted(2, () => info('POST', '/v1/customers', { authorization: 'Bearer sk_test_1' })), 1, 'one token each 40 ms');
+  assert.equal(
+    await admitted(2, () => info('POST', '/v1/customers', { authorization: 'Bearer sk_test_1' })),
+    1,
+    'one token each 40 ms',
+  );
   assert.equal(await admitted(26, () => info('GET', '/v1/customers', {}, '203.0.113.9')), 25);
   assert.equal(await admitted(1, () => info('GET', '/v1/customers', {}, '203.0.113.10')), 1);
-  assert.throws(() => stripe({ mode: 'sandbox' as never }), { code: 'ERR_SLUICE_INVALID_OPTION', message: /'mode' must be 'live' or 'test', got "sandbox"/ });
+  assert.throws(() => stripe({ mode: 'sandbox' as never }), {
+    code: 'ERR_SLUICE_INVALID_OPTION',
+    message: /'mode' must be 'live' or 'test', got "sandbox"/,
+  });
 });
 
 test('stripe: over the limit a 429 with Retry-After rounded up to 1 s, and the bucket named in the headers', async () => {
   const c = manualClock();
-  const server = createServer(withRateLimit((_req, res) => res.end('ok'), { ...stripe({ mode: 'test' }), clock: c.clock }));
+  const server = createServer(
+    withRateLimit((_req, res) => res.end('ok'), { ...stripe({ mode: 'test' }), clock: c.clock }),
+  );
   const r = await listen(server);
   try {
     const headers = { authorization: 'Bearer sk_test_1' };

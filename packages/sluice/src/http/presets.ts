@@ -24,13 +24,21 @@ export interface StripePresetOptions<Req> {
 export function stripe<Req>(options: StripePresetOptions<Req> = {}): RateLimitOptions<Req> {
   const mode = options.mode ?? 'live';
   if (mode !== 'live' && mode !== 'test') {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `stripe preset: 'mode' must be 'live' or 'test', got ${JSON.stringify(mode)}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `stripe preset: 'mode' must be 'live' or 'test', got ${JSON.stringify(mode)}`,
+    );
   }
   const limit = mode === 'live' ? 100 : 25;
   const key = options.account ?? { header: 'authorization' };
   return {
     routes: [
-      { name: 'stripe-read', method: READ_METHODS, key, policy: { name: 'read', algorithm: 'token-bucket', limit, window: '1s' } },
+      {
+        name: 'stripe-read',
+        method: READ_METHODS,
+        key,
+        policy: { name: 'read', algorithm: 'token-bucket', limit, window: '1s' },
+      },
       { name: 'stripe-write', key, policy: { name: 'write', algorithm: 'token-bucket', limit, window: '1s' } },
     ],
   };
@@ -50,7 +58,10 @@ export interface GithubPresetOptions<Req> {
    * Charge GraphQL requests by query cost: `body` returns the parsed request body (so the middleware must run
    * after the body parser; on Fastify use `hook: 'preHandler'`). `path` defaults to '/graphql'.
    */
-  graphql?: { path?: string; body: (req: Req, info: RequestInfo) => GraphqlRequestBody | undefined | Promise<GraphqlRequestBody | undefined> };
+  graphql?: {
+    path?: string;
+    body: (req: Req, info: RequestInfo) => GraphqlRequestBody | undefined | Promise<GraphqlRequestBody | undefined>;
+  };
 }
 
 /**
@@ -64,7 +75,10 @@ export interface GithubPresetOptions<Req> {
  */
 export function github<Req>(options: GithubPresetOptions<Req>): RateLimitOptions<Req> {
   if (typeof options?.user !== 'function') {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `github preset: 'user' must be a function (req, info) => string | undefined, got ${typeof options?.user}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `github preset: 'user' must be a function (req, info) => string | undefined, got ${typeof options?.user}`,
+    );
   }
   const user = options.user;
   const routes: NonNullable<RateLimitOptions<Req>['routes']> = [];
@@ -89,7 +103,12 @@ export function github<Req>(options: GithubPresetOptions<Req>): RateLimitOptions
     });
   }
   routes.push(
-    { name: 'core', match: (req, info) => user(req, info) !== undefined, key: user, policy: { name: 'core', algorithm: 'fixed-window', limit: 5000, window: '1h' } },
+    {
+      name: 'core',
+      match: (req, info) => user(req, info) !== undefined,
+      key: user,
+      policy: { name: 'core', algorithm: 'fixed-window', limit: 5000, window: '1h' },
+    },
     { name: 'core-anonymous', policy: { name: 'core', algorithm: 'fixed-window', limit: 60, window: '1h' } },
   );
   return { headers: 'legacy', routes };

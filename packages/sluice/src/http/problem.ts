@@ -31,5 +31,11 @@ export function problemDetails(d: Decision, status: number): ProblemDetails {
 
 /** The problem details of a deny-listed request. */
 export function forbiddenProblem(status: number): ProblemDetails {
-  return { type: 'about:blank', title: 'Forbidden', status, detail: 'The client is not allowed to make this request.', 'violated-policies': [] };
+  return {
+    type: 'about:blank',
+    title: 'Forbidden',
+    status,
+    detail: 'The client is not allowed to make this request.',
+    'violated-policies': [],
+  };
 }

@@ -10,7 +10,15 @@ import { ipKey } from './client-ip.js';
 import { HeaderRenderer, type HeaderStyle } from './headers.js';
 import { then, type MaybePromise } from '../core/maybe-promise.js';
 import type { LimitOverride } from '../core/override.js';
-import type { CostOption, KeyOption, LimitOption, LimitRule, RateLimitOptions, RequestInfo, RouteRule } from './options.js';
+import type {
+  CostOption,
+  KeyOption,
+  LimitOption,
+  LimitRule,
+  RateLimitOptions,
+  RequestInfo,
+  RouteRule,
+} from './options.js';
 
 export function fail(message: string): never {
   throw new SluiceError('ERR_SLUICE_INVALID_OPTION', message);
@@ -23,7 +31,9 @@ export class Rule<Req> {
   readonly sync: boolean;
   readonly headers: HeaderRenderer;
   private readonly prefix: string;
-  private readonly keyFn: ((req: Req, info: RequestInfo) => string | undefined | Promise<string | undefined>) | undefined;
+  private readonly keyFn:
+    | ((req: Req, info: RequestInfo) => string | undefined | Promise<string | undefined>)
+    | undefined;
   private readonly keyHeader: string | undefined;
   private readonly costOf: CostOption<Req>;
   /** Whether the rule has a `limit` option (requests are decided with per-call limits). */
@@ -50,7 +60,9 @@ export class Rule<Req> {
     if (typeof key === 'function') this.keyFn = key;
     else if (key !== undefined && key !== 'ip') {
       if (typeof key !== 'object' || key === null || typeof key.header !== 'string' || key.header.length === 0) {
-        fail(`${where}'key' must be 'ip', { header: 'x-api-key' } or a function (req, info) => string, got ${show(key)}`);
+        fail(
+          `${where}'key' must be 'ip', { header: 'x-api-key' } or a function (req, info) => string, got ${show(key)}`,
+        );
       }
       this.keyHeader = key.header.toLowerCase();
     }
@@ -61,7 +73,8 @@ export class Rule<Req> {
     this.costOf = cost;
     const limit = rule.limit;
     // A fixed limit is checked now: a peek with it fails as its first request would.
-    if (limit !== undefined && typeof limit !== 'function') probeLimits(this.limiter, this.checkedLimits(limit, where)!, where);
+    if (limit !== undefined && typeof limit !== 'function')
+      probeLimits(this.limiter, this.checkedLimits(limit, where)!, where);
     this.hasLimit = limit !== undefined;
     this.limitOf = limit;
     if (rule.method !== undefined) {
@@ -76,7 +89,8 @@ export class Rule<Req> {
     else if (typeof path === 'string' && path.startsWith('/')) {
       this.pathTest = path.endsWith('*') ? (p) => p.startsWith(path.slice(0, -1)) : (p) => p === path;
     } else if (path !== undefined) fail(`${where}'path' must start with '/' or be a RegExp, got ${show(path)}`);
-    if (rule.match !== undefined && typeof rule.match !== 'function') fail(`${where}'match' must be a function, got ${show(rule.match)}`);
+    if (rule.match !== undefined && typeof rule.match !== 'function')
+      fail(`${where}'match' must be a function, got ${show(rule.match)}`);
     this.match = rule.match;
   }
 
@@ -107,7 +121,10 @@ export class Rule<Req> {
       return then(this.keyFn(req, info), (k) => {
         if (k === undefined || k === '') return undefined;
         if (typeof k !== 'string') {
-          throw new SluiceError('ERR_SLUICE_INVALID_KEY', `the 'key' function must return a string or undefined, got ${show(k)}`);
+          throw new SluiceError(
+            'ERR_SLUICE_INVALID_KEY',
+            `the 'key' function must return a string or undefined, got ${show(k)}`,
+          );
         }
         return k;
       });
@@ -149,12 +166,18 @@ export class Rule<Req> {
     if (v === undefined) return undefined;
     if (typeof v === 'number') {
       if (this.limiter.policies.length !== 1) {
-        throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${where}'limit' is a number but the rule has ${this.limiter.policies.length} policies; give limits by policy name, such as { ${show(this.limiter.policies[0]!.name)}: ${v} }`);
+        throw new SluiceError(
+          'ERR_SLUICE_INVALID_OPTION',
+          `${where}'limit' is a number but the rule has ${this.limiter.policies.length} policies; give limits by policy name, such as { ${show(this.limiter.policies[0]!.name)}: ${v} }`,
+        );
       }
       return { [this.limiter.policies[0]!.name]: v };
     }
     if (typeof v !== 'object' || v === null || Array.isArray(v)) {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${where}'limit' must be a number, limits by policy name, or a function returning either, got ${show(v)}`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `${where}'limit' must be a number, limits by policy name, or a function returning either, got ${show(v)}`,
+      );
     }
     return v as Readonly<Record<string, LimitOverride>>;
   }
@@ -164,7 +187,12 @@ export class Rule<Req> {
   }
 }
 
-function buildLimiter<Req>(rule: LimitRule<Req>, where: string, store: () => Store, clock: RateLimitOptions<Req>['clock']): Limiter {
+function buildLimiter<Req>(
+  rule: LimitRule<Req>,
+  where: string,
+  store: () => Store,
+  clock: RateLimitOptions<Req>['clock'],
+): Limiter {
   const given = [rule.policy, rule.policies, rule.limiter].filter((x) => x !== undefined).length;
   if (given !== 1) fail(`${where}give exactly one of 'policy', 'policies' or 'limiter'`);
   if (rule.limiter !== undefined) {
@@ -172,9 +200,13 @@ function buildLimiter<Req>(rule: LimitRule<Req>, where: string, store: () => Sto
       const other = foreignVersion(rule.limiter, brandOf('Limiter'));
       // A Limiter of this release from the other module format passes instanceof (core/brand.ts); one of another release cannot.
       if (other !== undefined) {
-        fail(`${where}'limiter' is a Limiter from another copy of sluice (${other}; this one is ${SLUICE_VERSION}): the app loads two releases of sluice (npm ls sluice shows them); install one, and load it with require() or import, not both`);
+        fail(
+          `${where}'limiter' is a Limiter from another copy of sluice (${other}; this one is ${SLUICE_VERSION}): the app loads two releases of sluice (npm ls sluice shows them); install one, and load it with require() or import, not both`,
+        );
       }
-      fail(`${where}'limiter' must be a sluice Limiter (new Limiter({ policy, store }) from 'sluice'), got ${show(rule.limiter)}`);
+      fail(
+        `${where}'limiter' must be a sluice Limiter (new Limiter({ policy, store }) from 'sluice'), got ${show(rule.limiter)}`,
+      );
     }
     return rule.limiter;
   }
@@ -188,7 +220,8 @@ function probeLimits(limiter: Limiter, limits: Readonly<Record<string, LimitOver
     // An asynchronous store is not called at construction: its limits are checked on each request.
     if (limiter.table.sync) limiter.limitSync('\u0000sluice-probe', { cost: 0, limits });
   } catch (e) {
-    if (e instanceof SluiceError) throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${where}${e.message.replace(/^\[sluice\] /, '')}`);
+    if (e instanceof SluiceError)
+      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${where}${e.message.replace(/^\[sluice\] /, '')}`);
     throw e;
   }
 }
@@ -203,4 +236,3 @@ function probeSync(limiter: Limiter): boolean {
     throw e;
   }
 }
-

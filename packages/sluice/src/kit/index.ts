@@ -26,5 +26,9 @@ export { luaSource } from '../stores/redis/scripts.js';
 export { escapeId, slotOf } from '../stores/redis/keys.js';
 export { Fallback, type OnError } from '../stores/redis/failure.js';
 export { checkRedisBasics } from '../stores/redis/options.js';
-export { checkReporting, type RedisStoreEvent, type RedisStoreListener, type StoreLogger } from '../stores/redis/health.js';
-
+export {
+  checkReporting,
+  type RedisStoreEvent,
+  type RedisStoreListener,
+  type StoreLogger,
+} from '../stores/redis/health.js';

@@ -48,7 +48,17 @@ export { bytesEqual, emitWarning, nodeEnv, randomBytes, randomUnit, unrefTimer, 
 export { randomInt, seededRandom } from '../support/random.js';
 
 // IP parsing: one parser for every address sluice reads, the prefixes it counts at, and CIDR ranges.
-export { formatIPv4, formatIPv6Groups, ipKey, IpRanges, maskIPv4, maskIPv6, parseCidr, type ParsedIp, parseIp } from '../core/ip.js';
+export {
+  formatIPv4,
+  formatIPv6Groups,
+  ipKey,
+  IpRanges,
+  maskIPv4,
+  maskIPv6,
+  parseCidr,
+  type ParsedIp,
+  parseIp,
+} from '../core/ip.js';
 
 // Hashes: HMAC-SHA-256 with a prepared key, the puzzle hash of proof of work, SipHash for keyed table
 // hashing, and base64url.

@@ -7,7 +7,11 @@ import { Limiter, MemoryStore, SluiceError } from '../index.js';
 function setup(maxKeys: number) {
   const clock = { now: 1_000_000 };
   const store = new MemoryStore({ maxKeys });
-  const limiter = new Limiter({ policy: { algorithm: 'fixed-window', limit: 1, window: '1s' }, store, clock: () => clock.now });
+  const limiter = new Limiter({
+    policy: { algorithm: 'fixed-window', limit: 1, window: '1s' },
+    store,
+    clock: () => clock.now,
+  });
   return { clock, store, limiter };
 }
 
@@ -27,7 +31,11 @@ test('eviction at maxKeys takes an idle key before any active one', () => {
 test('with no idle key, eviction takes the key closest to idle', () => {
   const clock = { now: 0 };
   const store = new MemoryStore({ maxKeys: 2 });
-  const limiter = new Limiter({ policy: { algorithm: 'token-bucket', limit: 10, window: '10s' }, store, clock: () => clock.now });
+  const limiter = new Limiter({
+    policy: { algorithm: 'token-bucket', limit: 10, window: '10s' },
+    store,
+    clock: () => clock.now,
+  });
   limiter.limitSync('heavy', { cost: 10 }); // full again in 10 s
   limiter.limitSync('light', { cost: 1 }); // full again in 1 s
   limiter.limitSync('new', { cost: 1 });
@@ -72,7 +80,10 @@ test('a peek or a rejection never creates a key', () => {
 
 test('bad maxKeys is refused', () => {
   for (const maxKeys of [0, -1, 1.5, NaN]) {
-    assert.throws(() => new MemoryStore({ maxKeys }), (e: unknown) => e instanceof SluiceError && /'maxKeys' must be a positive integer/.test(e.message));
+    assert.throws(
+      () => new MemoryStore({ maxKeys }),
+      (e: unknown) => e instanceof SluiceError && /'maxKeys' must be a positive integer/.test(e.message),
+    );
   }
 });
 
@@ -101,7 +112,10 @@ test('a table per rule preallocates little: 10,000 limiters on one memory store 
   const store = new MemoryStore();
   const before = process.memoryUsage().arrayBuffers;
   const limiters = [];
-  for (let i = 0; i < 10_000; i++) limiters.push(new Limiter({ policy: { name: `rule${i}`, algorithm: 'sliding-window', limit: 100, window: 60_000 }, store }));
+  for (let i = 0; i < 10_000; i++)
+    limiters.push(
+      new Limiter({ policy: { name: `rule${i}`, algorithm: 'sliding-window', limit: 100, window: 60_000 }, store }),
+    );
   const held = process.memoryUsage().arrayBuffers - before;
   assert.equal(limiters.length, 10_000);
   assert.ok(held < 20 * 1024 * 1024, `${(held / 1024 / 1024).toFixed(1)} MB of slabs for 10,000 empty tables`);

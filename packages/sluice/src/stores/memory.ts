@@ -71,12 +71,18 @@ export class MemoryStore implements Store {
     }
     const maxKeys = options.maxKeys ?? 1_000_000;
     if (!Number.isSafeInteger(maxKeys) || maxKeys <= 0) {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `MemoryStore 'maxKeys' must be a positive integer, got ${show(maxKeys)}`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `MemoryStore 'maxKeys' must be a positive integer, got ${show(maxKeys)}`,
+      );
     }
     this.maxKeys = maxKeys;
     const onFull = options.onFull ?? 'deny';
     if (onFull !== 'allow' && onFull !== 'deny') {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `MemoryStore 'onFull' must be 'allow' or 'deny', got ${show(onFull)}`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `MemoryStore 'onFull' must be 'allow' or 'deny', got ${show(onFull)}`,
+      );
     }
     this.onFull = onFull;
   }
@@ -183,7 +189,8 @@ export class MemoryTable implements StoreTable {
     this.bans = this.policies.some((p) => p.block !== undefined || p.countRejected);
     // A ban writes on a denial, which the single-policy path never does: a banning policy takes the general
     // one. A counted rejection (countRejected) is a plain write, which it does.
-    this.single = this.algorithms.length === 1 && only.kind === 'slab' && only.policy.block === undefined ? only : undefined;
+    this.single =
+      this.algorithms.length === 1 && only.kind === 'slab' && only.policy.block === undefined ? only : undefined;
   }
 
   get size(): number {
@@ -197,32 +204,86 @@ export class MemoryTable implements StoreTable {
 
   /** decide() with per-call limits: `algorithms` decide on this table's state in place of its own. */
   decideWith(key: string, cost: number, leaseId: string | undefined, algorithms: readonly Algorithm[]): Decision {
-    return this.decideAll(key, cost, leaseId, algorithms, algorithms.map((a) => a.policy));
+    return this.decideAll(
+      key,
+      cost,
+      leaseId,
+      algorithms,
+      algorithms.map((a) => a.policy),
+    );
   }
 
   /** Every policy on the key: charged only if every one admits, a denial writing only its bans (core/every-policy.ts). */
-  private decideAll(key: string, cost: number, leaseId: string | undefined, algorithms: readonly Algorithm[], policies: readonly Policy[]): Decision {
+  private decideAll(
+    key: string,
+    cost: number,
+    leaseId: string | undefined,
+    algorithms: readonly Algorithm[],
+    policies: readonly Policy[],
+  ): Decision {
     const now = this.clock();
     const row = this.index.get(key);
     const objects = this.rowObjects;
     objects.row = row ?? -1;
-    const allowed = evaluateEvery(algorithms, this.offsets, this.verdicts, row === undefined ? this.idleRow : this.slab, row === undefined ? 0 : row * this.rowSlots, objects, now, cost);
+    const allowed = evaluateEvery(
+      algorithms,
+      this.offsets,
+      this.verdicts,
+      row === undefined ? this.idleRow : this.slab,
+      row === undefined ? 0 : row * this.rowSlots,
+      objects,
+      now,
+      cost,
+    );
     const write = writeOf(allowed, cost, this.bans);
     if (write !== undefined) {
       const r = row ?? this.insert(key, now);
       // No room for a new key: a charge answers as the store does when full; a ban is not remembered.
-      if (r < 0) return write === 'charge' ? this.full(policies[0]!, this.verdicts[0]!) : combine(policies, this.verdicts, leaseId);
+      if (r < 0)
+        return write === 'charge'
+          ? this.full(policies[0]!, this.verdicts[0]!)
+          : combine(policies, this.verdicts, leaseId);
       objects.row = r;
-      writeEvery(write, algorithms, this.offsets, this.verdicts, this.slab, r * this.rowSlots, objects, now, cost, leaseId); // insert() may have grown the slab
+      writeEvery(
+        write,
+        algorithms,
+        this.offsets,
+        this.verdicts,
+        this.slab,
+        r * this.rowSlots,
+        objects,
+        now,
+        cost,
+        leaseId,
+      ); // insert() may have grown the slab
     }
     return combine(policies, this.verdicts, leaseId);
   }
 
   /** The decision for a new key the store had no room for (every key it could evict is denying). */
   private full(policy: Policy, v: Verdict): Decision {
-    if (this.store.onFull === 'allow') return makeDecision({ allowed: true, limit: policy.limit, remaining: v.remaining, resetAfterMs: v.resetAfterMs, retryAfterMs: 0, delayMs: v.delayMs, policy: policy.name, reason: 'store-full' });
+    if (this.store.onFull === 'allow')
+      return makeDecision({
+        allowed: true,
+        limit: policy.limit,
+        remaining: v.remaining,
+        resetAfterMs: v.resetAfterMs,
+        retryAfterMs: 0,
+        delayMs: v.delayMs,
+        policy: policy.name,
+        reason: 'store-full',
+      });
     const retryMs = this.store.fullRetryMs;
-    return makeDecision({ allowed: false, limit: policy.limit, remaining: 0, resetAfterMs: retryMs, retryAfterMs: retryMs, delayMs: 0, policy: policy.name, reason: 'store-full' });
+    return makeDecision({
+      allowed: false,
+      limit: policy.limit,
+      remaining: 0,
+      resetAfterMs: retryMs,
+      retryAfterMs: retryMs,
+      delayMs: 0,
+      policy: policy.name,
+      reason: 'store-full',
+    });
   }
 
   /** decide() for one slab policy, the common case, with nothing on the path that it does not need. */
@@ -238,19 +299,35 @@ export class MemoryTable implements StoreTable {
       if (row !== undefined) this.writeRow(row * this.rowSlots, v.next);
       else {
         const r = this.insert(key, now);
-        if (r < 0 && !v.allowed) return makeDecision({ allowed: false, limit: a.policy.limit, remaining: v.remaining, resetAfterMs: v.resetAfterMs, retryAfterMs: v.retryAfterMs, delayMs: 0, policy: a.policy.name });
+        if (r < 0 && !v.allowed)
+          return makeDecision({
+            allowed: false,
+            limit: a.policy.limit,
+            remaining: v.remaining,
+            resetAfterMs: v.resetAfterMs,
+            retryAfterMs: v.retryAfterMs,
+            delayMs: 0,
+            policy: a.policy.name,
+          });
         if (r < 0) return this.full(a.policy, v);
         this.writeRow(r * this.rowSlots, v.next);
       }
     }
-    return makeDecision({ allowed: v.allowed, limit: a.policy.limit, remaining: v.remaining, resetAfterMs: v.resetAfterMs, retryAfterMs: v.retryAfterMs, delayMs: v.delayMs, policy: a.policy.name });
+    return makeDecision({
+      allowed: v.allowed,
+      limit: a.policy.limit,
+      remaining: v.remaining,
+      resetAfterMs: v.resetAfterMs,
+      retryAfterMs: v.retryAfterMs,
+      delayMs: v.delayMs,
+      policy: a.policy.name,
+    });
   }
 
   private writeRow(o: number, next: Float64Array): void {
     const slab = this.slab; // insert() may have grown it
     for (let j = 0; j < next.length; j++) slab[o + j] = next[j]!;
   }
-
 
   adjust(key: string, delta: number): Decision {
     const now = this.clock();
@@ -279,7 +356,8 @@ export class MemoryTable implements StoreTable {
     let released = false;
     for (let i = 0; i < this.algorithms.length; i++) {
       const a = this.algorithms[i]!;
-      if (a.kind === 'object' && a.release !== undefined && a.release(this.objects[i]![row], leaseId, now)) released = true;
+      if (a.kind === 'object' && a.release !== undefined && a.release(this.objects[i]![row], leaseId, now))
+        released = true;
     }
     return released;
   }

@@ -23,7 +23,12 @@ export interface StoreTable {
    * the key's state in place of the table's own. Tables that cannot leave it out, and the limiter refuses
    * per-call limits on them.
    */
-  decideWith?(key: string, cost: number, leaseId: string | undefined, algorithms: readonly Algorithm[]): MaybePromise<Decision>;
+  decideWith?(
+    key: string,
+    cost: number,
+    leaseId: string | undefined,
+    algorithms: readonly Algorithm[],
+  ): MaybePromise<Decision>;
   /** Charges (delta > 0) or refunds (delta < 0) without a limit check, then peeks. */
   adjust(key: string, delta: number): MaybePromise<Decision>;
   /** Ends a concurrency lease early. */

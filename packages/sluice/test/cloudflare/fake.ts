@@ -31,7 +31,9 @@ export class FakeStorage implements ObjectStorage {
 
   async list<T>(options: { prefix?: string; start?: string; limit?: number }): Promise<Map<string, T>> {
     await this.tick();
-    const keys = [...this.data.keys()].filter((k) => k.startsWith(options.prefix ?? '') && (options.start === undefined || k >= options.start)).sort();
+    const keys = [...this.data.keys()]
+      .filter((k) => k.startsWith(options.prefix ?? '') && (options.start === undefined || k >= options.start))
+      .sort();
     const out = new Map<string, T>();
     for (const k of keys.slice(0, options.limit ?? Infinity)) out.set(k, structuredClone(this.data.get(k)) as T);
     return out;
@@ -79,7 +81,10 @@ export class FakeNamespace implements SluiceNamespace {
 
   get(id: never): SluiceObjectStub {
     const name = id as string;
-    const call = <T>(f: (e: ObjectEngine, r: ObjectRequest) => Promise<T>) => async (r: ObjectRequest) => structuredClone(await f(this.engine(name), structuredClone(r)));
+    const call =
+      <T>(f: (e: ObjectEngine, r: ObjectRequest) => Promise<T>) =>
+      async (r: ObjectRequest) =>
+        structuredClone(await f(this.engine(name), structuredClone(r)));
     return {
       decide: call((e, r) => e.decide(r)),
       adjust: call((e, r) => e.adjust(r)),

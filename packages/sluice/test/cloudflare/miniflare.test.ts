@@ -36,17 +36,30 @@ after(async () => {
 test('durable-object in workerd: the conformance suite, per key and sharded', async () => {
   const res = await mf.dispatchFetch('http://localhost/run');
   const outcomes = (await res.json()) as { name: string; ok: boolean; error?: string }[];
-  assert.deepEqual(outcomes.filter((o) => !o.ok).map((o) => `${o.name}: ${o.error}`), []);
+  assert.deepEqual(
+    outcomes.filter((o) => !o.ok).map((o) => `${o.name}: ${o.error}`),
+    [],
+  );
   assert.ok(outcomes.length >= 48, `ran ${outcomes.length} tests`);
 });
 
-const ALGORITHMS = ['fixed-window', 'sliding-log', 'sliding-window', 'token-bucket', 'gcra', 'leaky-bucket', 'concurrency'];
+const ALGORITHMS = [
+  'fixed-window',
+  'sliding-log',
+  'sliding-window',
+  'token-bucket',
+  'gcra',
+  'leaky-bucket',
+  'concurrency',
+];
 
 for (const algorithm of ALGORITHMS) {
   test(`durable-object in workerd: 400 concurrent requests on one key admit exactly the limit (${algorithm})`, async () => {
     const key = `burst:${algorithm}:${Math.random()}`;
     const url = `http://localhost/limit?algorithm=${algorithm}&limit=150&window=1d&key=${encodeURIComponent(key)}`;
-    const ds = await Promise.all(Array.from({ length: 400 }, () => mf.dispatchFetch(url).then((r) => r.json() as Promise<{ allowed: boolean }>)));
+    const ds = await Promise.all(
+      Array.from({ length: 400 }, () => mf.dispatchFetch(url).then((r) => r.json() as Promise<{ allowed: boolean }>)),
+    );
     assert.equal(ds.filter((d) => d.allowed).length, 150);
   });
 }
@@ -54,7 +67,13 @@ for (const algorithm of ALGORITHMS) {
 test('durable-object in workerd: 400 concurrent requests over 16 shards admit exactly the limit per key', async () => {
   const keys = Array.from({ length: 8 }, (_, i) => `sharded:${i}:${Math.random()}`);
   const ds = await Promise.all(
-    Array.from({ length: 400 }, (_, i) => mf.dispatchFetch(`http://localhost/limit?algorithm=sliding-log&limit=20&window=1d&shards=16&key=${encodeURIComponent(keys[i % 8]!)}`).then((r) => r.json() as Promise<{ allowed: boolean }>)),
+    Array.from({ length: 400 }, (_, i) =>
+      mf
+        .dispatchFetch(
+          `http://localhost/limit?algorithm=sliding-log&limit=20&window=1d&shards=16&key=${encodeURIComponent(keys[i % 8]!)}`,
+        )
+        .then((r) => r.json() as Promise<{ allowed: boolean }>),
+    ),
   );
   for (let k = 0; k < 8; k++) assert.equal(ds.filter((d, i) => i % 8 === k && d.allowed).length, 20, keys[k]);
 });
@@ -68,7 +87,13 @@ test('regression: a DurableObjectStore made in one request decides in the next (
     statuses.push(res.status);
     allowed.push(((await res.json()) as { allowed: boolean }).allowed);
   }
-  assert.deepEqual([statuses, allowed], [[200, 200], [true, false]]);
+  assert.deepEqual(
+    [statuses, allowed],
+    [
+      [200, 200],
+      [true, false],
+    ],
+  );
 });
 
 test('durable-object in workerd: state survives the objects (a restart on the same storage)', async () => {
@@ -76,7 +101,8 @@ test('durable-object in workerd: state survives the objects (a restart on the sa
   const url = 'http://localhost/limit?algorithm=fixed-window&limit=3&window=1d&key=persisted';
   const first = start(persist);
   try {
-    for (let i = 0; i < 3; i++) assert.equal(((await (await first.dispatchFetch(url)).json()) as { allowed: boolean }).allowed, true);
+    for (let i = 0; i < 3; i++)
+      assert.equal(((await (await first.dispatchFetch(url)).json()) as { allowed: boolean }).allowed, true);
   } finally {
     await first.dispose();
   }
@@ -99,13 +125,22 @@ test('the Worker example (examples/cloudflare-worker): Hono with limits per clie
     durableObjects: { SLUICE: { className: 'SluiceDurableObject', useSQLite: true } },
   });
   try {
-    const hello = (ip: string) => example.dispatchFetch('http://localhost/api/hello', { headers: { 'cf-connecting-ip': ip } });
+    const hello = (ip: string) =>
+      example.dispatchFetch('http://localhost/api/hello', { headers: { 'cf-connecting-ip': ip } });
     const burst = [];
     for (let i = 0; i < 6; i++) burst.push(await hello('203.0.113.9'));
-    assert.deepEqual(burst.map((r) => r.status), [200, 200, 200, 200, 200, 429]);
+    assert.deepEqual(
+      burst.map((r) => r.status),
+      [200, 200, 200, 200, 200, 429],
+    );
     assert.equal(burst[5]!.headers.get('retry-after'), '6');
     assert.equal((await hello('203.0.113.10')).status, 200, 'another client has its own budget');
-    const login = () => example.dispatchFetch('http://localhost/login', { method: 'POST', body: JSON.stringify({ account: 'alice' }), headers: { 'content-type': 'application/json' } });
+    const login = () =>
+      example.dispatchFetch('http://localhost/login', {
+        method: 'POST',
+        body: JSON.stringify({ account: 'alice' }),
+        headers: { 'content-type': 'application/json' },
+      });
     const statuses = [];
     for (let i = 0; i < 6; i++) statuses.push((await login()).status);
     assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429]);

@@ -11,8 +11,16 @@ interface Env {
 
 let env: Env | undefined;
 const namespace = () => env!.SLUICE;
-storeConformance('durable-object (workerd)', () => new DurableObjectStore({ namespace: namespace(), clock: 'client' }), { runs: 25 });
-storeConformance('durable-object, 4 shards (workerd)', () => new DurableObjectStore({ namespace: namespace(), shards: 4, clock: 'client' }), { runs: 5 });
+storeConformance(
+  'durable-object (workerd)',
+  () => new DurableObjectStore({ namespace: namespace(), clock: 'client' }),
+  { runs: 25 },
+);
+storeConformance(
+  'durable-object, 4 shards (workerd)',
+  () => new DurableObjectStore({ namespace: namespace(), shards: 4, clock: 'client' }),
+  { runs: 5 },
+);
 
 export { SluiceDurableObject };
 
@@ -30,12 +38,18 @@ export default {
       const shards = q('shards');
       const limiter = new Limiter({
         policy: { algorithm, limit: Number(q('limit') ?? 10), window: q('window') ?? '1d' },
-        store: new DurableObjectStore({ namespace: e.SLUICE, ...(shards === undefined ? {} : { shards: Number(shards) }) }),
+        store: new DurableObjectStore({
+          namespace: e.SLUICE,
+          ...(shards === undefined ? {} : { shards: Number(shards) }),
+        }),
       });
       return Response.json(await limiter.limit(q('key') ?? 'k'));
     }
     if (url.pathname === '/shared') {
-      shared ??= new Limiter({ policy: { algorithm: 'fixed-window', limit: 1, window: '1d' }, store: new DurableObjectStore({ namespace: e.SLUICE }) });
+      shared ??= new Limiter({
+        policy: { algorithm: 'fixed-window', limit: 1, window: '1d' },
+        store: new DurableObjectStore({ namespace: e.SLUICE }),
+      });
       return Response.json(await shared.limit(q('key') ?? 'k'));
     }
     return new Response('not found', { status: 404 });

@@ -6,7 +6,14 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { Limiter, MemoryStore } from '../../src/index.js';
 import type { Decision, PolicyOptions, Store } from '../../src/index.js';
-import { BanModel, FixedWindowModel, GcraModel, SlidingCounterModel, SlidingLogModel, TokenBucketModel } from '../models.js';
+import {
+  BanModel,
+  FixedWindowModel,
+  GcraModel,
+  SlidingCounterModel,
+  SlidingLogModel,
+  TokenBucketModel,
+} from '../models.js';
 
 const WINDOW = 1000;
 const fixed = { blockFor: 2500 };
@@ -21,7 +28,16 @@ export const banPolicies: PolicyOptions[] = [
   { name: 'tb', algorithm: 'token-bucket', limit: 5, window: WINDOW, burst: 3, ...growing },
   { name: 'gcra', algorithm: 'gcra', limit: 4, window: WINDOW, burst: 2, ...fixed },
   { name: 'meter', algorithm: 'leaky-bucket', limit: 5, window: WINDOW, burst: 4, ...tripling },
-  { name: 'shaper', algorithm: 'leaky-bucket', mode: 'shaper', limit: 5, window: WINDOW, burst: 4, delay: 2, ...growing },
+  {
+    name: 'shaper',
+    algorithm: 'leaky-bucket',
+    mode: 'shaper',
+    limit: 5,
+    window: WINDOW,
+    burst: 4,
+    delay: 2,
+    ...growing,
+  },
 ];
 
 function banOf(p: PolicyOptions): { durationMs: number; factor: number; maxMs: number; decayMs: number } {
@@ -64,7 +80,12 @@ function stepsArb(capacity: number): fc.Arbitrary<{ at: number; key: string; cos
       fc.integer({ min: 0, max: 2_000_000_000 }),
       fc.array(
         fc.record({
-          dt: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 400 }), fc.integer({ min: 0, max: 6000 }), fc.constantFrom(1500, 2500, 3000, 4000)),
+          dt: fc.oneof(
+            fc.constant(0),
+            fc.integer({ min: 0, max: 400 }),
+            fc.integer({ min: 0, max: 6000 }),
+            fc.constantFrom(1500, 2500, 3000, 4000),
+          ),
           key: fc.constantFrom('a', 'b'),
           cost: fc.oneof(fc.constant(1), fc.integer({ min: 0, max: capacity })),
         }),
@@ -99,9 +120,17 @@ export function banConformance(name: string, makeStore: () => Store, runs = 100,
               const where = `step ${i} ${JSON.stringify(s)}`;
               assert.equal(got.allowed, want.allowed, `allowed, ${where}`);
               assert.equal(got.blocked, want.blocked, `blocked, ${where}`);
-              if (want.blocked) assert.ok(got.retryAfterMs >= want.end - s.at, `retryAfterMs ${got.retryAfterMs} covers the ban to ${want.end}, ${where}`);
+              if (want.blocked)
+                assert.ok(
+                  got.retryAfterMs >= want.end - s.at,
+                  `retryAfterMs ${got.retryAfterMs} covers the ban to ${want.end}, ${where}`,
+                );
               if (store instanceof MemoryStore) continue;
-              assert.deepEqual(comparable(got), comparable(reference.limitSync(prefix + s.key, { cost: s.cost })), `memory store, ${where}`);
+              assert.deepEqual(
+                comparable(got),
+                comparable(reference.limitSync(prefix + s.key, { cost: s.cost })),
+                `memory store, ${where}`,
+              );
             }
           } finally {
             await cleanup?.();
@@ -114,14 +143,22 @@ export function banConformance(name: string, makeStore: () => Store, runs = 100,
 
   test(`${name}: a retry at a ban's retryAfterMs passes, and a millisecond earlier is still banned`, async () => {
     let now = 3_000_000;
-    const l = new Limiter({ policy: { name: 'p', algorithm: 'fixed-window', limit: 2, window: '1s', blockFor: '1m' }, store: makeStore(), clock: () => now });
+    const l = new Limiter({
+      policy: { name: 'p', algorithm: 'fixed-window', limit: 2, window: '1s', blockFor: '1m' },
+      store: makeStore(),
+      clock: () => now,
+    });
     const key = `ban-retry:${Math.random()}`;
     await l.limit(key, { cost: 2 });
     const first = await l.limit(key);
     assert.deepEqual([first.allowed, first.blocked, first.retryAfterMs], [false, true, 60_000]);
     now += 30_000;
     const during = await l.limit(key, { cost: 0 });
-    assert.deepEqual([during.allowed, during.blocked, during.retryAfterMs, during.remaining], [false, true, 30_000, 0], 'a peek sees the ban');
+    assert.deepEqual(
+      [during.allowed, during.blocked, during.retryAfterMs, during.remaining],
+      [false, true, 30_000, 0],
+      'a peek sees the ban',
+    );
     now += 29_999;
     assert.equal((await l.limit(key)).blocked, true);
     now += 1;
@@ -132,7 +169,13 @@ export function banConformance(name: string, makeStore: () => Store, runs = 100,
   test(`${name}: bans grow by the factor, stop at the cap, and are forgotten one per decay`, async () => {
     let now = 4_000_000;
     const l = new Limiter({
-      policy: { name: 'p', algorithm: 'fixed-window', limit: 1, window: '1s', blockFor: { duration: '10s', factor: 3, max: '60s', decay: '1h' } },
+      policy: {
+        name: 'p',
+        algorithm: 'fixed-window',
+        limit: 1,
+        window: '1s',
+        blockFor: { duration: '10s', factor: 3, max: '60s', decay: '1h' },
+      },
       store: makeStore(),
       clock: () => now,
     });
@@ -163,17 +206,23 @@ export function banConformance(name: string, makeStore: () => Store, runs = 100,
     const key = `ban-multi:${Math.random()}`;
     assert.equal((await l.limit(key, { cost: 2 })).allowed, true);
     const byBurst = await l.limit(key);
-    assert.deepEqual([byBurst.allowed, byBurst.blocked, byBurst.policy], [false, false, 'burst'], 'the bucket denies, no ban');
+    assert.deepEqual(
+      [byBurst.allowed, byBurst.blocked, byBurst.policy],
+      [false, false, 'burst'],
+      'the bucket denies, no ban',
+    );
     now += 1000;
     assert.equal((await l.limit(key, { cost: 2 })).allowed, true);
     now += 1000;
     assert.equal((await l.limit(key, { cost: 1 })).allowed, true);
     const byHour = await l.limit(key, { cost: 1 });
-    assert.deepEqual([byHour.allowed, byHour.blocked, byHour.policy, byHour.retryAfterMs], [false, true, 'hour', 7_200_000]);
+    assert.deepEqual(
+      [byHour.allowed, byHour.blocked, byHour.policy, byHour.retryAfterMs],
+      [false, true, 'hour', 7_200_000],
+    );
     now += 7_199_999;
     assert.equal((await l.limit(key)).blocked, true, 'the ban outlasts the hour');
     now += 1;
     assert.equal((await l.limit(key)).allowed, true);
   });
 }
-

@@ -45,7 +45,11 @@ export function expressRateLimitStoreContract(name: string, make: () => Store): 
 
   test(`${name}: express-rate-limit store: resetKey forgets one key; get reads without counting`, async () => {
     const { store, key } = setup();
-    assert.equal((await store.get(key)).totalHits, 0, 'a key never seen has no hits (express-rate-limit: undefined; docs/migrating.md)');
+    assert.equal(
+      (await store.get(key)).totalHits,
+      0,
+      'a key never seen has no hits (express-rate-limit: undefined; docs/migrating.md)',
+    );
     await store.increment(key);
     await store.increment(key);
     const info = await store.get(key);
@@ -75,7 +79,11 @@ export function expressRateLimitStoreContract(name: string, make: () => Store): 
     assert.equal(first.resetTime?.getTime(), c.now + 50);
     await store.increment(`${key}:two`);
     c.now += 10;
-    assert.equal((await store.increment(key)).resetTime?.getTime(), c.now + 40, 'windows are aligned to the epoch, not to the first hit');
+    assert.equal(
+      (await store.increment(key)).resetTime?.getTime(),
+      c.now + 40,
+      'windows are aligned to the epoch, not to the first hit',
+    );
     c.now += 50;
     assert.equal((await store.increment(key)).totalHits, 1);
     assert.equal((await store.increment(`${key}:two`)).totalHits, 1);
@@ -125,7 +133,17 @@ export function expressRateLimitStoreContract(name: string, make: () => Store): 
     const c = manualClock();
     const app = express();
     const store = new SluiceStore({ store: make(), clock: c.clock, prefix: `app-${++n}` });
-    app.use(rateLimit({ windowMs: minute, limit: 3, standardHeaders: 'draft-7', legacyHeaders: false, skipFailedRequests: true, keyGenerator: () => `${name}:client`, store }));
+    app.use(
+      rateLimit({
+        windowMs: minute,
+        limit: 3,
+        standardHeaders: 'draft-7',
+        legacyHeaders: false,
+        skipFailedRequests: true,
+        keyGenerator: () => `${name}:client`,
+        store,
+      }),
+    );
     app.get('/', (_req, res) => void res.send('ok'));
     app.get('/missing', (_req, res) => void res.status(404).send('no'));
     const r = await listen(createServer(app));
@@ -233,7 +251,10 @@ export function rateLimitRedisStoreContract(name: string, make: () => Store): vo
   });
 
   test(title('resetExpiryOnChange: true is refused with the way forward (a difference: docs/migrating.md)'), () => {
-    assert.throws(() => new SluiceStore({ store: make(), resetExpiryOnChange: true } as never), /'resetExpiryOnChange' is not supported, got true/);
+    assert.throws(
+      () => new SluiceStore({ store: make(), resetExpiryOnChange: true } as never),
+      /'resetExpiryOnChange' is not supported, got true/,
+    );
   });
 }
 
@@ -249,7 +270,12 @@ export function throttlerStorageContract(name: string, make: () => Store, algori
   const exact = (title: string, body: () => Promise<void>) => void (counted && test(title, body));
   const setup = () => {
     const c = manualClock();
-    const storage = new SluiceThrottlerStorage({ store: make(), clock: c.clock, prefix: `t${++n}`, ...(algorithm === undefined ? {} : { algorithm }) });
+    const storage = new SluiceThrottlerStorage({
+      store: make(),
+      clock: c.clock,
+      prefix: `t${++n}`,
+      ...(algorithm === undefined ? {} : { algorithm }),
+    });
     return { c, storage, key: (k: string) => `${name}:${k}:${n}` };
   };
 
@@ -273,7 +299,10 @@ export function throttlerStorageContract(name: string, make: () => Store, algori
     const { storage, key } = setup();
     const results = [];
     for (let i = 0; i < 5; i++) results.push(await storage.increment(key('no-block'), 1000, 2, 0, 'test'));
-    assert.deepEqual(results.map((r) => r.isBlocked), [false, false, true, true, true]);
+    assert.deepEqual(
+      results.map((r) => r.isBlocked),
+      [false, false, true, true, true],
+    );
     assert.equal(results[2]!.totalHits, 3);
     assert.ok(results[2]!.timeToBlockExpire > 0);
   });
@@ -296,19 +325,22 @@ export function throttlerStorageContract(name: string, make: () => Store, algori
     assert.equal(r.timeToBlockExpire, 1);
   });
 
-  exact(`${name}: throttler storage: lets requests through again once the earlier hits expire; refused retries are not recorded`, async () => {
-    const { c, storage, key } = setup();
-    await storage.increment(key('no-block'), 100, 2, 0, 'test');
-    await storage.increment(key('no-block'), 100, 2, 0, 'test');
-    for (let i = 0; i < 5; i++) {
-      c.now += 15;
-      assert.equal((await storage.increment(key('no-block'), 100, 2, 0, 'test')).isBlocked, true);
-    }
-    c.now += 100;
-    const r = await storage.increment(key('no-block'), 100, 2, 0, 'test');
-    assert.equal(r.isBlocked, false);
-    assert.equal(r.totalHits, 1);
-  });
+  exact(
+    `${name}: throttler storage: lets requests through again once the earlier hits expire; refused retries are not recorded`,
+    async () => {
+      const { c, storage, key } = setup();
+      await storage.increment(key('no-block'), 100, 2, 0, 'test');
+      await storage.increment(key('no-block'), 100, 2, 0, 'test');
+      for (let i = 0; i < 5; i++) {
+        c.now += 15;
+        assert.equal((await storage.increment(key('no-block'), 100, 2, 0, 'test')).isBlocked, true);
+      }
+      c.now += 100;
+      const r = await storage.increment(key('no-block'), 100, 2, 0, 'test');
+      assert.equal(r.isBlocked, false);
+      assert.equal(r.totalHits, 1);
+    },
+  );
 
   exact(`${name}: throttler storage: hits expire without timers`, async () => {
     const { c, storage, key } = setup();
@@ -328,7 +360,12 @@ export function throttlerStorageContract(name: string, make: () => Store, algori
     c.now += 100; // the ttl is long over, the block is not
     assert.equal((await storage.increment(key('blocked'), 50, 1, 1000, 'test')).isBlocked, true);
     c.now += 900;
-    assert.deepEqual(await storage.increment(key('blocked'), 50, 1, 1000, 'test'), { totalHits: 1, timeToExpire: 1, isBlocked: false, timeToBlockExpire: 0 });
+    assert.deepEqual(await storage.increment(key('blocked'), 50, 1, 1000, 'test'), {
+      totalHits: 1,
+      timeToExpire: 1,
+      isBlocked: false,
+      timeToBlockExpire: 0,
+    });
   });
 
   // Regression, issue 49 finding 4: the window kept the hits through a block shorter than the ttl, so the
@@ -337,7 +374,10 @@ export function throttlerStorageContract(name: string, make: () => Store, algori
     const { c, storage, key } = setup();
     const hits = [];
     for (let i = 0; i < 3; i++) hits.push(await storage.increment(key('short-block'), 1000, 2, 300, 'test'));
-    assert.deepEqual(hits.map((r) => r.isBlocked), [false, false, true]);
+    assert.deepEqual(
+      hits.map((r) => r.isBlocked),
+      [false, false, true],
+    );
     assert.equal(hits[2]!.timeToBlockExpire, 1, 'the wait is the block, not the hits the window held');
     c.now += 100;
     assert.equal((await storage.increment(key('short-block'), 1000, 2, 300, 'test')).isBlocked, true, 'still blocked');
@@ -345,14 +385,26 @@ export function throttlerStorageContract(name: string, make: () => Store, algori
     const after = await storage.increment(key('short-block'), 1000, 2, 300, 'test');
     assert.deepEqual([after.totalHits, after.isBlocked, after.timeToBlockExpire], [1, false, 0]);
     assert.equal((await storage.increment(key('short-block'), 1000, 2, 300, 'test')).totalHits, 2);
-    assert.equal((await storage.increment(key('short-block'), 1000, 2, 300, 'test')).isBlocked, true, 'and blocks again at the limit');
+    assert.equal(
+      (await storage.increment(key('short-block'), 1000, 2, 300, 'test')).isBlocked,
+      true,
+      'and blocks again at the limit',
+    );
   });
 
-  exact(`${name}: throttler storage: a route's own limit decides on the same key's state, and throttler names keep apart`, async () => {
-    const { storage, key } = setup();
-    for (let i = 0; i < 3; i++) assert.equal((await storage.increment(key('k'), 1000, 3, 0, 'default')).isBlocked, false);
-    assert.equal((await storage.increment(key('k'), 1000, 5, 0, 'default')).totalHits, 4, 'a higher limit sees the same three hits');
-    assert.equal((await storage.increment(key('k'), 1000, 3, 0, 'default')).isBlocked, true);
-    assert.equal((await storage.increment(key('k'), 1000, 3, 0, 'long')).totalHits, 1);
-  });
+  exact(
+    `${name}: throttler storage: a route's own limit decides on the same key's state, and throttler names keep apart`,
+    async () => {
+      const { storage, key } = setup();
+      for (let i = 0; i < 3; i++)
+        assert.equal((await storage.increment(key('k'), 1000, 3, 0, 'default')).isBlocked, false);
+      assert.equal(
+        (await storage.increment(key('k'), 1000, 5, 0, 'default')).totalHits,
+        4,
+        'a higher limit sees the same three hits',
+      );
+      assert.equal((await storage.increment(key('k'), 1000, 3, 0, 'default')).isBlocked, true);
+      assert.equal((await storage.increment(key('k'), 1000, 3, 0, 'long')).totalHits, 1);
+    },
+  );
 }

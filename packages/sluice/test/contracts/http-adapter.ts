@@ -51,10 +51,11 @@ export function listen(server: Server, host = '127.0.0.1'): Promise<Running> {
       const { port } = server.address() as AddressInfo;
       resolve({
         url: `http://${host === '::' ? '127.0.0.1' : host}:${port}`,
-        close: () => new Promise<void>((done) => {
-          server.closeAllConnections();
-          server.close(() => done());
-        }),
+        close: () =>
+          new Promise<void>((done) => {
+            server.closeAllConnections();
+            server.close(() => done());
+          }),
       });
     });
   });
@@ -96,7 +97,11 @@ const GITHUB_EXAMPLE = `query { viewer { login repositories(first: 100) { edges 
 export function testAdapter(h: AdapterHarness): void {
   const name = h.name;
 
-  async function withServer(options: Record<string, unknown>, body: (r: Running, gate: Gate) => Promise<void>, host?: string) {
+  async function withServer(
+    options: Record<string, unknown>,
+    body: (r: Running, gate: Gate) => Promise<void>,
+    host?: string,
+  ) {
     const gate = new Gate();
     const r = await h.serve(options, gate, host);
     try {
@@ -109,7 +114,10 @@ export function testAdapter(h: AdapterHarness): void {
 
   function gcra(limit: number, window: string | number = '1m', extra: Partial<PolicyOptions> = {}) {
     const c = manualClock();
-    return { c, limiter: new Limiter({ policy: { name: 'p', algorithm: 'gcra', limit, window, ...extra }, clock: c.clock }) };
+    return {
+      c,
+      limiter: new Limiter({ policy: { name: 'p', algorithm: 'gcra', limit, window, ...extra }, clock: c.clock }),
+    };
   }
 
   test(`${name}: draft-8 headers list every policy; the deciding one is in RateLimit`, async () => {
@@ -141,14 +149,21 @@ export function testAdapter(h: AdapterHarness): void {
           assert.equal(g('ratelimit'), 'limit=10, remaining=9, reset=6');
           assert.equal(g('ratelimit-policy'), '10;w=60');
         } else if (style === 'draft-6') {
-          assert.deepEqual([g('ratelimit-policy'), g('ratelimit-limit'), g('ratelimit-remaining'), g('ratelimit-reset')], ['10;w=60', '10', '9', '6']);
+          assert.deepEqual(
+            [g('ratelimit-policy'), g('ratelimit-limit'), g('ratelimit-remaining'), g('ratelimit-reset')],
+            ['10;w=60', '10', '9', '6'],
+          );
         } else if (style === 'legacy') {
-          assert.deepEqual([g('x-ratelimit-limit'), g('x-ratelimit-remaining'), g('x-ratelimit-used'), g('x-ratelimit-resource')], ['10', '9', '1', 'p']);
+          assert.deepEqual(
+            [g('x-ratelimit-limit'), g('x-ratelimit-remaining'), g('x-ratelimit-used'), g('x-ratelimit-resource')],
+            ['10', '9', '1', 'p'],
+          );
           const reset = Number(g('x-ratelimit-reset'));
           const expected = Math.ceil((Date.now() + 6000) / 1000);
           assert.ok(Math.abs(reset - expected) <= 1, `epoch reset ${reset} near ${expected}`);
         } else {
-          for (const n of ['ratelimit', 'ratelimit-policy', 'x-ratelimit-limit', 'ratelimit-limit']) assert.equal(g(n), null);
+          for (const n of ['ratelimit', 'ratelimit-policy', 'x-ratelimit-limit', 'ratelimit-limit'])
+            assert.equal(g(n), null);
         }
       });
     }
@@ -219,11 +234,18 @@ export function testAdapter(h: AdapterHarness): void {
       assert.equal((await limiter.get('198.51.100.4')).remaining, 4);
     });
     const second = gcra(5);
-    await withServer({ limiter: second.limiter, trustProxy: ['127.0.0.1'], proxyHeader: 'forwarded' }, async ({ url }) => {
-      await (await fetch(`${url}/`, { headers: { forwarded: 'for=6.6.6.6, for="[2001:db8::1]:4711";proto=https', 'x-forwarded-for': '9.9.9.9' } })).text();
-      assert.equal((await second.limiter.get('2001:db8::/64')).remaining, 4);
-      assert.equal((await second.limiter.get('9.9.9.9')).remaining, 5);
-    });
+    await withServer(
+      { limiter: second.limiter, trustProxy: ['127.0.0.1'], proxyHeader: 'forwarded' },
+      async ({ url }) => {
+        await (
+          await fetch(`${url}/`, {
+            headers: { forwarded: 'for=6.6.6.6, for="[2001:db8::1]:4711";proto=https', 'x-forwarded-for': '9.9.9.9' },
+          })
+        ).text();
+        assert.equal((await second.limiter.get('2001:db8::/64')).remaining, 4);
+        assert.equal((await second.limiter.get('9.9.9.9')).remaining, 5);
+      },
+    );
   });
 
   test(`${name}: IPv4-mapped peers are keyed as IPv4, IPv6 peers by /64 (dual-stack server)`, async () => {
@@ -244,7 +266,10 @@ export function testAdapter(h: AdapterHarness): void {
   test(`${name}: the shaper holds requests delayMs apart`, async () => {
     const c = manualClock();
     // 200/s: one every 5 ms; the first goes at once, the next two wait 5 and 10 ms; the fifth is refused.
-    const limiter = new Limiter({ policy: { name: 's', algorithm: 'leaky-bucket', mode: 'shaper', limit: 200, window: '1s', burst: 4 }, clock: c.clock });
+    const limiter = new Limiter({
+      policy: { name: 's', algorithm: 'leaky-bucket', mode: 'shaper', limit: 200, window: '1s', burst: 4 },
+      clock: c.clock,
+    });
     await withServer({ limiter }, async ({ url }) => {
       const t0 = performance.now();
       const done: number[] = [];
@@ -259,14 +284,20 @@ export function testAdapter(h: AdapterHarness): void {
       assert.deepEqual([...statuses].sort(), [200, 200, 200, 200, 429]);
       const passed = done.filter((_, i) => statuses[i] === 200).sort((a, b) => a - b);
       // Held at least 5, 10 and 15 ms (nothing else moved the manual clock).
-      assert.ok(passed[1]! >= 5 && passed[2]! >= 10 && passed[3]! >= 15, `completion times ${passed.map((t) => t.toFixed(1)).join(', ')} ms`);
+      assert.ok(
+        passed[1]! >= 5 && passed[2]! >= 10 && passed[3]! >= 15,
+        `completion times ${passed.map((t) => t.toFixed(1)).join(', ')} ms`,
+      );
     });
   });
 
   test(`${name}: a client that disconnects while held frees its place`, async () => {
     const c = manualClock();
     // One a second, three queued: the second request is held a whole second.
-    const limiter = new Limiter({ policy: { name: 's', algorithm: 'leaky-bucket', mode: 'shaper', limit: 1, window: '1s', burst: 3 }, clock: c.clock });
+    const limiter = new Limiter({
+      policy: { name: 's', algorithm: 'leaky-bucket', mode: 'shaper', limit: 1, window: '1s', burst: 3 },
+      clock: c.clock,
+    });
     await withServer({ limiter }, async ({ url }) => {
       await (await fetch(`${url}/`)).text();
       assert.equal((await limiter.get('127.0.0.1')).remaining, 2);
@@ -281,7 +312,10 @@ export function testAdapter(h: AdapterHarness): void {
 
   test(`${name}: concurrency slots are released on finish, on error, and when the client aborts`, async () => {
     const c = manualClock();
-    const limiter = new Limiter({ policy: { name: 'c', algorithm: 'concurrency', limit: 1, window: '1m' }, clock: c.clock });
+    const limiter = new Limiter({
+      policy: { name: 'c', algorithm: 'concurrency', limit: 1, window: '1m' },
+      clock: c.clock,
+    });
     await withServer({ limiter }, async ({ url }) => {
       for (let i = 0; i < 3; i++) assert.equal((await fetch(`${url}/`).then((r) => (r.text(), r))).status, 200);
       const boom = await fetch(`${url}/boom`);
@@ -331,19 +365,25 @@ export function testAdapter(h: AdapterHarness): void {
   test(`${name}: dry run decides and reports but never limits`, async () => {
     const { limiter } = gcra(1);
     const events: LimitedEvent[] = [];
-    await withServer({ limiter, dryRun: true, onLimited: (_req: unknown, e: LimitedEvent) => events.push(e) }, async ({ url }) => {
-      for (let i = 0; i < 3; i++) {
-        const r = await fetch(`${url}/`);
-        await r.text();
-        assert.equal(r.status, 200);
-        assert.equal(r.headers.get('ratelimit'), null);
-        assert.equal(r.headers.get('retry-after'), null);
-      }
-    });
+    await withServer(
+      { limiter, dryRun: true, onLimited: (_req: unknown, e: LimitedEvent) => events.push(e) },
+      async ({ url }) => {
+        for (let i = 0; i < 3; i++) {
+          const r = await fetch(`${url}/`);
+          await r.text();
+          assert.equal(r.status, 200);
+          assert.equal(r.headers.get('ratelimit'), null);
+          assert.equal(r.headers.get('retry-after'), null);
+        }
+      },
+    );
     assert.equal(events.length, 2);
     assert.deepEqual(
       events.map((e) => [e.key, e.dryRun, e.decision.allowed, e.retryAfterSeconds]),
-      [['127.0.0.1', true, false, 60], ['127.0.0.1', true, false, 60]],
+      [
+        ['127.0.0.1', true, false, 60],
+        ['127.0.0.1', true, false, 60],
+      ],
     );
   });
 
@@ -353,7 +393,14 @@ export function testAdapter(h: AdapterHarness): void {
       {
         clock: c.clock,
         policy: { name: 'all', algorithm: 'gcra', limit: 100, window: '1m' },
-        routes: [{ name: 'login', method: 'POST', path: '/login', policy: { name: 'login', algorithm: 'sliding-log', limit: 1, window: '1m' } }],
+        routes: [
+          {
+            name: 'login',
+            method: 'POST',
+            path: '/login',
+            policy: { name: 'login', algorithm: 'sliding-log', limit: 1, window: '1m' },
+          },
+        ],
         skip: (_req: unknown, info: { path: string }) => info.path === '/boom',
       },
       async ({ url }) => {
@@ -371,18 +418,25 @@ export function testAdapter(h: AdapterHarness): void {
         assert.equal(skipped.headers.get('ratelimit'), null);
       },
     );
-    await withServer({ policy: { algorithm: 'gcra', limit: 1, window: '1m' }, allow: ['127.0.0.0/8'] }, async ({ url }) => {
-      for (let i = 0; i < 3; i++) {
-        const r = await fetch(`${url}/`);
-        await r.text();
-        assert.equal(r.status, 200);
-        assert.equal(r.headers.get('ratelimit'), null);
-      }
-    });
-    await withServer({ policy: { algorithm: 'gcra', limit: 1, window: '1m' }, key: { header: 'x-api-key' } }, async ({ url }) => {
-      const s = async (k: string) => (await fetch(`${url}/`, { headers: { 'x-api-key': k } }).then((r) => (r.text(), r))).status;
-      assert.deepEqual([await s('alpha'), await s('beta'), await s('alpha')], [200, 200, 429]);
-    });
+    await withServer(
+      { policy: { algorithm: 'gcra', limit: 1, window: '1m' }, allow: ['127.0.0.0/8'] },
+      async ({ url }) => {
+        for (let i = 0; i < 3; i++) {
+          const r = await fetch(`${url}/`);
+          await r.text();
+          assert.equal(r.status, 200);
+          assert.equal(r.headers.get('ratelimit'), null);
+        }
+      },
+    );
+    await withServer(
+      { policy: { algorithm: 'gcra', limit: 1, window: '1m' }, key: { header: 'x-api-key' } },
+      async ({ url }) => {
+        const s = async (k: string) =>
+          (await fetch(`${url}/`, { headers: { 'x-api-key': k } }).then((r) => (r.text(), r))).status;
+        assert.deepEqual([await s('alpha'), await s('beta'), await s('alpha')], [200, 200, 429]);
+      },
+    );
   });
 
   async function get(url: string, init?: RequestInit): Promise<Response> {
@@ -409,7 +463,10 @@ export function testAdapter(h: AdapterHarness): void {
       await until(async () => (await left()) === 2, 'the aborted request to be refunded');
       gate.open();
       // Successes still count.
-      assert.deepEqual([(await get(`${url}/`)).status, (await get(`${url}/`)).status, (await get(`${url}/`)).status], [200, 200, 429]);
+      assert.deepEqual(
+        [(await get(`${url}/`)).status, (await get(`${url}/`)).status, (await get(`${url}/`)).status],
+        [200, 200, 429],
+      );
     });
   });
 
@@ -441,7 +498,11 @@ export function testAdapter(h: AdapterHarness): void {
         return status === 404; // a 404 is "success" here, and skipped
       };
       await withServer(
-        { limiter, skipSuccessfulRequests: true, requestWasSuccessful: async ? async (req: unknown, res: never) => judge(req, res) : judge },
+        {
+          limiter,
+          skipSuccessfulRequests: true,
+          requestWasSuccessful: async ? async (req: unknown, res: never) => judge(req, res) : judge,
+        },
         async ({ url }) => {
           assert.equal((await get(`${url}/missing`)).status, 404);
           await until(async () => (await limiter.get('127.0.0.1')).remaining === 1, 'the 404 to be refunded');
@@ -462,19 +523,34 @@ export function testAdapter(h: AdapterHarness): void {
       assert.equal(r.headers.get('content-type'), 'application/problem+json');
       assert.equal(r.headers.get('ratelimit'), null);
       assert.equal(r.headers.get('retry-after'), null);
-      assert.deepEqual(await r.json(), { type: 'about:blank', title: 'Forbidden', status: 403, detail: 'The client is not allowed to make this request.', 'violated-policies': [] });
+      assert.deepEqual(await r.json(), {
+        type: 'about:blank',
+        title: 'Forbidden',
+        status: 403,
+        detail: 'The client is not allowed to make this request.',
+        'violated-policies': [],
+      });
       assert.equal((await limiter.get('127.0.0.1')).remaining, 1);
     });
     const keyed = { policy: { algorithm: 'gcra', limit: 1, window: '1m' }, key: { header: 'x-api-key' } };
-    await withServer({ ...keyed, deny: { keys: ['stolen'] }, allow: { keys: ['partner'] }, denyStatus: 401 }, async ({ url }) => {
-      const s = async (k: string) => (await get(`${url}/`, { headers: { 'x-api-key': k } })).status;
-      assert.deepEqual([await s('stolen'), await s('stolen')], [401, 401]);
-      const partner = await get(`${url}/`, { headers: { 'x-api-key': 'partner' } });
-      assert.equal(partner.headers.get('ratelimit'), null);
-      assert.deepEqual([await s('partner'), await s('partner'), await s('alpha'), await s('alpha')], [200, 200, 200, 429]);
-    });
+    await withServer(
+      { ...keyed, deny: { keys: ['stolen'] }, allow: { keys: ['partner'] }, denyStatus: 401 },
+      async ({ url }) => {
+        const s = async (k: string) => (await get(`${url}/`, { headers: { 'x-api-key': k } })).status;
+        assert.deepEqual([await s('stolen'), await s('stolen')], [401, 401]);
+        const partner = await get(`${url}/`, { headers: { 'x-api-key': 'partner' } });
+        assert.equal(partner.headers.get('ratelimit'), null);
+        assert.deepEqual(
+          [await s('partner'), await s('partner'), await s('alpha'), await s('alpha')],
+          [200, 200, 200, 429],
+        );
+      },
+    );
     // Key lists match what a key function returns, per route; dry run lets a denied request through.
-    const byUser = { policy: { algorithm: 'gcra', limit: 5, window: '1m' }, key: (_req: unknown, info: { header(n: string): string | undefined }) => info.header('x-user') };
+    const byUser = {
+      policy: { algorithm: 'gcra', limit: 5, window: '1m' },
+      key: (_req: unknown, info: { header(n: string): string | undefined }) => info.header('x-user'),
+    };
     await withServer({ ...byUser, deny: { keys: ['mallory'], addresses: ['192.0.2.0/24'] } }, async ({ url }) => {
       assert.equal((await get(`${url}/`, { headers: { 'x-user': 'mallory' } })).status, 403);
       assert.equal((await get(`${url}/`, { headers: { 'x-user': 'alice' } })).status, 200);
@@ -488,25 +564,44 @@ export function testAdapter(h: AdapterHarness): void {
     const policy = { name: 'p', algorithm: 'gcra', limit: 2, window: '1m' };
     await withServer({ clock: manualClock().clock, policy, limit: 3 }, async ({ url }) => {
       const r = [await get(`${url}/`), await get(`${url}/`), await get(`${url}/`), await get(`${url}/`)];
-      assert.deepEqual(r.map((x) => x.status), [200, 200, 200, 429]);
+      assert.deepEqual(
+        r.map((x) => x.status),
+        [200, 200, 200, 429],
+      );
       assert.equal(r[0]!.headers.get('ratelimit-policy'), '"p";q=3;w=60');
       assert.equal(r[0]!.headers.get('ratelimit'), '"p";r=2;t=20');
     });
     for (const async of [false, true]) {
-      const plan = (_req: unknown, info: { header(n: string): string | undefined }) => (info.header('x-plan') === 'pro' ? 5 : undefined);
-      const limit = async ? async (req: unknown, info: { header(n: string): string | undefined }) => plan(req, info) : plan;
-      await withServer({ clock: manualClock().clock, policy, key: { header: 'x-api-key' }, limit, headers: 'draft-7' }, async ({ url }) => {
-        const s = async (k: string, pro: boolean) => get(`${url}/`, { headers: { 'x-api-key': k, ...(pro ? { 'x-plan': 'pro' } : {}) } });
-        const pro = [];
-        for (let i = 0; i < 6; i++) pro.push(await s('acme', true));
-        assert.deepEqual(pro.map((x) => x.status), [200, 200, 200, 200, 200, 429]);
-        assert.deepEqual([pro[0]!.headers.get('ratelimit-policy'), pro[0]!.headers.get('ratelimit')], ['5;w=60', 'limit=5, remaining=4, reset=12']);
-        const free = [await s('tiny', false), await s('tiny', false), await s('tiny', false)];
-        assert.deepEqual(free.map((x) => x.status), [200, 200, 429]);
-        assert.equal(free[0]!.headers.get('ratelimit-policy'), '2;w=60');
-        // The same key without the plan's limit: decided on the same state, which is over 2 already.
-        assert.equal((await s('acme', false)).status, 429);
-      });
+      const plan = (_req: unknown, info: { header(n: string): string | undefined }) =>
+        info.header('x-plan') === 'pro' ? 5 : undefined;
+      const limit = async
+        ? async (req: unknown, info: { header(n: string): string | undefined }) => plan(req, info)
+        : plan;
+      await withServer(
+        { clock: manualClock().clock, policy, key: { header: 'x-api-key' }, limit, headers: 'draft-7' },
+        async ({ url }) => {
+          const s = async (k: string, pro: boolean) =>
+            get(`${url}/`, { headers: { 'x-api-key': k, ...(pro ? { 'x-plan': 'pro' } : {}) } });
+          const pro = [];
+          for (let i = 0; i < 6; i++) pro.push(await s('acme', true));
+          assert.deepEqual(
+            pro.map((x) => x.status),
+            [200, 200, 200, 200, 200, 429],
+          );
+          assert.deepEqual(
+            [pro[0]!.headers.get('ratelimit-policy'), pro[0]!.headers.get('ratelimit')],
+            ['5;w=60', 'limit=5, remaining=4, reset=12'],
+          );
+          const free = [await s('tiny', false), await s('tiny', false), await s('tiny', false)];
+          assert.deepEqual(
+            free.map((x) => x.status),
+            [200, 200, 429],
+          );
+          assert.equal(free[0]!.headers.get('ratelimit-policy'), '2;w=60');
+          // The same key without the plan's limit: decided on the same state, which is over 2 already.
+          assert.equal((await s('acme', false)).status, 429);
+        },
+      );
     }
   });
 
@@ -545,16 +640,28 @@ export function testAdapter(h: AdapterHarness): void {
       assert.deepEqual(await r.json(), { key: '127.0.0.1', route: null, cost: 1, remaining: 3, limited: false });
     });
     await withServer(
-      { clock: manualClock().clock, routes: [{ name: 'info', path: '/info', cost: 2, policy: { algorithm: 'gcra', limit: 5, window: '1m' } }] },
+      {
+        clock: manualClock().clock,
+        routes: [{ name: 'info', path: '/info', cost: 2, policy: { algorithm: 'gcra', limit: 5, window: '1m' } }],
+      },
       async ({ url }) => {
         const r = await fetch(`${url}/info`);
-        assert.deepEqual(await r.json(), { key: 'info:127.0.0.1', route: 'info', cost: 2, remaining: 3, limited: false });
+        assert.deepEqual(await r.json(), {
+          key: 'info:127.0.0.1',
+          route: 'info',
+          cost: 2,
+          remaining: 3,
+          limited: false,
+        });
       },
     );
     // A request no rule decides carries no decision.
-    await withServer({ routes: [{ name: 'root', path: '/', policy: { algorithm: 'gcra', limit: 5, window: '1m' } }] }, async ({ url }) => {
-      assert.deepEqual(await (await fetch(`${url}/info`)).json(), { route: null });
-    });
+    await withServer(
+      { routes: [{ name: 'root', path: '/', policy: { algorithm: 'gcra', limit: 5, window: '1m' } }] },
+      async ({ url }) => {
+        assert.deepEqual(await (await fetch(`${url}/info`)).json(), { route: null });
+      },
+    );
   });
 
   test(`${name}: a key function that throws becomes the framework's error`, async () => {
@@ -577,7 +684,8 @@ export function testAdapter(h: AdapterHarness): void {
     const c = manualClock();
     await withServer({ ...stripe({ mode: 'test' }), clock: c.clock }, async ({ url }) => {
       const headers = { authorization: 'Bearer sk_test_123' };
-      for (let i = 0; i < 25; i++) assert.equal((await fetch(`${url}/`, { headers }).then((r) => (r.text(), r))).status, 200);
+      for (let i = 0; i < 25; i++)
+        assert.equal((await fetch(`${url}/`, { headers }).then((r) => (r.text(), r))).status, 200);
       const over = await fetch(`${url}/`, { headers });
       await over.text();
       assert.equal(over.status, 429);
@@ -588,41 +696,61 @@ export function testAdapter(h: AdapterHarness): void {
       assert.equal(write.status, 200);
       assert.equal(write.headers.get('ratelimit'), '"write";r=24;t=1');
       // Another account has its own buckets.
-      assert.equal((await fetch(`${url}/`, { headers: { authorization: 'Bearer sk_test_456' } }).then((r) => (r.text(), r))).status, 200);
+      assert.equal(
+        (await fetch(`${url}/`, { headers: { authorization: 'Bearer sk_test_456' } }).then((r) => (r.text(), r)))
+          .status,
+        200,
+      );
       c.now += 40; // one token back: 25 per 1000 ms
       assert.equal((await fetch(`${url}/`, { headers }).then((r) => (r.text(), r))).status, 200);
     });
     const live = stripe();
-    assert.deepEqual(live.routes!.map((r) => [r.name, r.policy!.limit, r.policy!.algorithm]), [['stripe-read', 100, 'token-bucket'], ['stripe-write', 100, 'token-bucket']]);
+    assert.deepEqual(
+      live.routes!.map((r) => [r.name, r.policy!.limit, r.policy!.algorithm]),
+      [
+        ['stripe-read', 100, 'token-bucket'],
+        ['stripe-write', 100, 'token-bucket'],
+      ],
+    );
   });
 
   test(`${name}: github preset: 60/h anonymous, 5000/h per user, X-RateLimit-* headers, GraphQL points`, async () => {
     const c = manualClock();
-    const user = (_req: unknown, info: { header(n: string): string | undefined }) => info.header('authorization')?.replace(/^token /, '');
+    const user = (_req: unknown, info: { header(n: string): string | undefined }) =>
+      info.header('authorization')?.replace(/^token /, '');
     const graphql = h.body === undefined ? undefined : { body: h.body as never };
-    await withServer({ ...github({ user, ...(graphql ? { graphql } : {}) }), ...(graphql ? h.bodyOptions : {}), clock: c.clock }, async ({ url }) => {
-      for (let i = 0; i < 60; i++) assert.equal((await fetch(`${url}/`).then((r) => (r.text(), r))).status, 200);
-      const over = await fetch(`${url}/`);
-      await over.text();
-      assert.equal(over.status, 429);
-      assert.deepEqual(
-        ['limit', 'remaining', 'used', 'resource'].map((n) => over.headers.get(`x-ratelimit-${n}`)),
-        ['60', '0', '60', 'core'],
-      );
-      const authed = await fetch(`${url}/`, { headers: { authorization: 'token octocat' } });
-      await authed.text();
-      assert.equal(authed.status, 200);
-      assert.deepEqual(['limit', 'remaining', 'used'].map((n) => authed.headers.get(`x-ratelimit-${n}`)), ['5000', '4999', '1']);
-      if (graphql !== undefined) {
-        const g = await fetch(`${url}/graphql`, {
-          method: 'POST',
-          headers: { authorization: 'token octocat', 'content-type': 'application/json' },
-          body: JSON.stringify({ query: GITHUB_EXAMPLE }),
-        });
-        await g.text();
-        assert.equal(g.status, 200);
-        assert.deepEqual(['limit', 'remaining', 'used', 'resource'].map((n) => g.headers.get(`x-ratelimit-${n}`)), ['5000', '4949', '51', 'graphql']);
-      }
-    });
+    await withServer(
+      { ...github({ user, ...(graphql ? { graphql } : {}) }), ...(graphql ? h.bodyOptions : {}), clock: c.clock },
+      async ({ url }) => {
+        for (let i = 0; i < 60; i++) assert.equal((await fetch(`${url}/`).then((r) => (r.text(), r))).status, 200);
+        const over = await fetch(`${url}/`);
+        await over.text();
+        assert.equal(over.status, 429);
+        assert.deepEqual(
+          ['limit', 'remaining', 'used', 'resource'].map((n) => over.headers.get(`x-ratelimit-${n}`)),
+          ['60', '0', '60', 'core'],
+        );
+        const authed = await fetch(`${url}/`, { headers: { authorization: 'token octocat' } });
+        await authed.text();
+        assert.equal(authed.status, 200);
+        assert.deepEqual(
+          ['limit', 'remaining', 'used'].map((n) => authed.headers.get(`x-ratelimit-${n}`)),
+          ['5000', '4999', '1'],
+        );
+        if (graphql !== undefined) {
+          const g = await fetch(`${url}/graphql`, {
+            method: 'POST',
+            headers: { authorization: 'token octocat', 'content-type': 'application/json' },
+            body: JSON.stringify({ query: GITHUB_EXAMPLE }),
+          });
+          await g.text();
+          assert.equal(g.status, 200);
+          assert.deepEqual(
+            ['limit', 'remaining', 'used', 'resource'].map((n) => g.headers.get(`x-ratelimit-${n}`)),
+            ['5000', '4949', '51', 'graphql'],
+          );
+        }
+      },
+    );
   });
 }

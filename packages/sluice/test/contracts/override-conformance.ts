@@ -25,7 +25,8 @@ export const overridePolicies: PolicyOptions[] = [
   { name: 'conc', algorithm: 'concurrency', limit: 3, window: WINDOW },
 ];
 
-const isBucket = (p: PolicyOptions) => p.algorithm === 'token-bucket' || p.algorithm === 'gcra' || p.algorithm === 'leaky-bucket';
+const isBucket = (p: PolicyOptions) =>
+  p.algorithm === 'token-bucket' || p.algorithm === 'gcra' || p.algorithm === 'leaky-bucket';
 
 export interface OverrideStep {
   at: number;
@@ -46,14 +47,22 @@ function stepsArb(p: PolicyOptions): fc.Arbitrary<OverrideStep[]> {
           key: fc.constantFrom('a', 'b'),
           cost: fc.oneof(fc.constant(1), fc.integer({ min: 0, max: 20 })),
           limit: fc.option(fc.constantFrom(...LIMITS), { nil: undefined, freq: 3 }),
-          burst: isBucket(p) ? fc.option(fc.integer({ min: 1, max: 12 }), { nil: undefined, freq: 1 }) : fc.constant(undefined),
+          burst: isBucket(p)
+            ? fc.option(fc.integer({ min: 1, max: 12 }), { nil: undefined, freq: 1 })
+            : fc.constant(undefined),
         }),
         { minLength: 1, maxLength: 30 },
       ),
     )
     .map(([start, raw]) => {
       let at = start;
-      return raw.map((r) => ({ at: (at += r.dt), key: r.key, cost: r.cost, limit: r.limit, burst: r.limit === undefined ? undefined : r.burst }));
+      return raw.map((r) => ({
+        at: (at += r.dt),
+        key: r.key,
+        cost: r.cost,
+        limit: r.limit,
+        burst: r.limit === undefined ? undefined : r.burst,
+      }));
     });
 }
 
@@ -97,7 +106,12 @@ export function options(p: PolicyOptions, s: OverrideStep, cost: number): LimitO
 
 const comparable = (d: Decision) => ({ ...d, leaseId: d.leaseId === undefined ? undefined : 'lease' });
 
-export function overrideConformance(name: string, makeStore: () => Store, runs = 100, cleanup?: () => Promise<void>): void {
+export function overrideConformance(
+  name: string,
+  makeStore: () => Store,
+  runs = 100,
+  cleanup?: () => Promise<void>,
+): void {
   for (const policy of overridePolicies) {
     test(`${name}: ${policy.name} with per-call limits decides as the model with each call's limit, on state shared with calls without`, async () => {
       await fc.assert(
@@ -116,8 +130,13 @@ export function overrideConformance(name: string, makeStore: () => Store, runs =
               const got = await tested.limit(prefix + s.key, options(policy, s, cost));
               const want = reference.limitSync(prefix + s.key, options(policy, s, cost));
               assert.equal(got.limit, shape.limit, `step ${i}: the decision reports the call's limit`);
-              assert.equal(got.allowed, model(s.key, s.at, cost, shape.limit, shape.burst), `model, step ${i} ${JSON.stringify(s)}`);
-              if (makeStore !== memory) assert.deepEqual(comparable(got), comparable(want), `memory store, step ${i} ${JSON.stringify(s)}`);
+              assert.equal(
+                got.allowed,
+                model(s.key, s.at, cost, shape.limit, shape.burst),
+                `model, step ${i} ${JSON.stringify(s)}`,
+              );
+              if (makeStore !== memory)
+                assert.deepEqual(comparable(got), comparable(want), `memory store, step ${i} ${JSON.stringify(s)}`);
             }
           } finally {
             await cleanup?.();
@@ -140,21 +159,25 @@ export function overrideSeveralConformance(name: string, makeStore: () => Store,
   ];
   test(`${name}: several policies with per-call limits on some decide as the memory store`, async () => {
     await fc.assert(
-      fc.asyncProperty(stepsArb(policies[0]!), fc.array(fc.constantFrom('tb', 'fw', 'log'), { minLength: 30, maxLength: 30 }), async (steps, which) => {
-        let now = 0;
-        const clock = () => now;
-        const tested = new Limiter({ policies, store: makeStore(), clock });
-        const reference = new Limiter({ policies, store: new MemoryStore(), clock });
-        const prefix = `over-several:${Math.random().toString(36).slice(2)}:`;
-        for (const [i, s] of steps.entries()) {
-          now = s.at;
-          const limits = s.limit === undefined ? undefined : { [which[i]!]: s.limit };
-          const cost = Math.min(s.cost, 1);
-          const got = await tested.limit(prefix + s.key, { cost, limits });
-          const want = reference.limitSync(prefix + s.key, { cost, limits });
-          assert.deepEqual(comparable(got), comparable(want), `step ${i} ${JSON.stringify({ ...s, limits })}`);
-        }
-      }),
+      fc.asyncProperty(
+        stepsArb(policies[0]!),
+        fc.array(fc.constantFrom('tb', 'fw', 'log'), { minLength: 30, maxLength: 30 }),
+        async (steps, which) => {
+          let now = 0;
+          const clock = () => now;
+          const tested = new Limiter({ policies, store: makeStore(), clock });
+          const reference = new Limiter({ policies, store: new MemoryStore(), clock });
+          const prefix = `over-several:${Math.random().toString(36).slice(2)}:`;
+          for (const [i, s] of steps.entries()) {
+            now = s.at;
+            const limits = s.limit === undefined ? undefined : { [which[i]!]: s.limit };
+            const cost = Math.min(s.cost, 1);
+            const got = await tested.limit(prefix + s.key, { cost, limits });
+            const want = reference.limitSync(prefix + s.key, { cost, limits });
+            assert.deepEqual(comparable(got), comparable(want), `step ${i} ${JSON.stringify({ ...s, limits })}`);
+          }
+        },
+      ),
       { numRuns: runs },
     );
   });

@@ -33,32 +33,63 @@ interface Call {
 
 const turnArb = fc.record({
   gap: fc.integer({ min: 0, max: 700 }),
-  calls: fc.array(fc.record({ key: fc.constantFrom('a', 'b', 'c'), cost: fc.constantFrom(0, 1, 1, 1, 2) }), { minLength: 1, maxLength: 6 }),
+  calls: fc.array(fc.record({ key: fc.constantFrom('a', 'b', 'c'), cost: fc.constantFrom(0, 1, 1, 1, 2) }), {
+    minLength: 1,
+    maxLength: 6,
+  }),
 });
 
-const comparable = (d: Decision) => ({ allowed: d.allowed, remaining: d.remaining, resetAfterMs: d.resetAfterMs, retryAfterMs: d.retryAfterMs, delayMs: d.delayMs, policy: d.policy, reason: d.reason });
+const comparable = (d: Decision) => ({
+  allowed: d.allowed,
+  remaining: d.remaining,
+  resetAfterMs: d.resetAfterMs,
+  retryAfterMs: d.retryAfterMs,
+  delayMs: d.delayMs,
+  policy: d.policy,
+  reason: d.reason,
+});
 
 export function severalFixedConformance(name: string, makeStore: () => Store, runs = 30): void {
   severalConformance(`${name}: several fixed-size policies on a key`, makeStore, severalFixedPolicies, 2, runs);
-  severalConformance(`${name}: a sliding log beside other policies (a ban among them) on a key`, makeStore, severalLogPolicies, 1, runs);
+  severalConformance(
+    `${name}: a sliding log beside other policies (a ban among them) on a key`,
+    makeStore,
+    severalLogPolicies,
+    1,
+    runs,
+  );
 }
 
-function severalConformance(title: string, makeStore: () => Store, all: PolicyOptions[], fewest: number, runs: number): void {
+function severalConformance(
+  title: string,
+  makeStore: () => Store,
+  all: PolicyOptions[],
+  fewest: number,
+  runs: number,
+): void {
   test(`${title}, calls made at once, decide as the memory store`, async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(turnArb, { minLength: 5, maxLength: 25 }), fc.subarray(all, { minLength: fewest }), async (turns, policies) => {
-        let now = 10_000;
-        const clock = () => now;
-        const tested = new Limiter({ policies, store: makeStore(), clock });
-        const reference = new Limiter({ policies, store: new MemoryStore(), clock });
-        const prefix = `several-fixed:${Math.random().toString(36).slice(2)}:`;
-        for (const [t, turn] of turns.entries()) {
-          now += turn.gap;
-          const got = await Promise.all(turn.calls.map((c: Call) => tested.limit(prefix + c.key, { cost: c.cost })));
-          const want = turn.calls.map((c: Call) => reference.limitSync(prefix + c.key, { cost: c.cost }));
-          assert.deepEqual(got.map(comparable), want.map(comparable), `turn ${t} at ${now}: ${JSON.stringify(turn.calls)} with ${policies.map((p) => p.name).join('+')}`);
-        }
-      }),
+      fc.asyncProperty(
+        fc.array(turnArb, { minLength: 5, maxLength: 25 }),
+        fc.subarray(all, { minLength: fewest }),
+        async (turns, policies) => {
+          let now = 10_000;
+          const clock = () => now;
+          const tested = new Limiter({ policies, store: makeStore(), clock });
+          const reference = new Limiter({ policies, store: new MemoryStore(), clock });
+          const prefix = `several-fixed:${Math.random().toString(36).slice(2)}:`;
+          for (const [t, turn] of turns.entries()) {
+            now += turn.gap;
+            const got = await Promise.all(turn.calls.map((c: Call) => tested.limit(prefix + c.key, { cost: c.cost })));
+            const want = turn.calls.map((c: Call) => reference.limitSync(prefix + c.key, { cost: c.cost }));
+            assert.deepEqual(
+              got.map(comparable),
+              want.map(comparable),
+              `turn ${t} at ${now}: ${JSON.stringify(turn.calls)} with ${policies.map((p) => p.name).join('+')}`,
+            );
+          }
+        },
+      ),
       { numRuns: runs },
     );
   });

@@ -6,7 +6,15 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { Limiter, MemoryStore } from '../../src/index.js';
 import type { Decision, PolicyOptions, Store } from '../../src/index.js';
-import { FixedWindowModel, LeakyMeterModel, SlidingCounterModel, SlidingLogModel, TokenBucketModel, type Model, type Step } from '../models.js';
+import {
+  FixedWindowModel,
+  LeakyMeterModel,
+  SlidingCounterModel,
+  SlidingLogModel,
+  TokenBucketModel,
+  type Model,
+  type Step,
+} from '../models.js';
 import { traceArb } from '../properties/trace.js';
 
 export interface ConformanceOptions {
@@ -84,7 +92,11 @@ export function storeConformance(name: string, makeStore: () => Store, options: 
 
   test(`${name}: fixed window: a clock stepping back across a boundary does not reopen the window`, async () => {
     let now = 7_000_000;
-    const l = new Limiter({ policy: { algorithm: 'fixed-window', limit: 2, window: 1000 }, store: makeStore(), clock: () => now });
+    const l = new Limiter({
+      policy: { algorithm: 'fixed-window', limit: 2, window: 1000 },
+      store: makeStore(),
+      clock: () => now,
+    });
     const key = `back:${Math.random()}`;
     assert.equal((await l.limit(key, { cost: 2 })).allowed, true);
     now -= 1; // the window before
@@ -97,7 +109,10 @@ export function storeConformance(name: string, makeStore: () => Store, options: 
   for (const policy of conformancePolicies) {
     test(`${name}: ${policy.name} decides as the memory store on a clock that steps back`, async () => {
       const w = Number(policy.window);
-      const stepArb = fc.record({ dt: fc.integer({ min: -2 * w, max: 2 * w }), cost: fc.integer({ min: 0, max: policy.burst ?? policy.limit }) });
+      const stepArb = fc.record({
+        dt: fc.integer({ min: -2 * w, max: 2 * w }),
+        cost: fc.integer({ min: 0, max: policy.burst ?? policy.limit }),
+      });
       await fc.assert(
         fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 20 }), async (steps) => {
           let now = 9_000_000;

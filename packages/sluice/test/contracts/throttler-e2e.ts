@@ -15,10 +15,13 @@ import { manualClock } from './http-adapter.js';
 const require = createRequire(import.meta.url);
 const common = require('@nestjs/common') as typeof import('@nestjs/common');
 const core = require('@nestjs/core') as typeof import('@nestjs/core');
-const { SkipThrottle, Throttle, ThrottlerGuard, ThrottlerModule, seconds } = require('@nestjs/throttler') as typeof import('@nestjs/throttler');
+const { SkipThrottle, Throttle, ThrottlerGuard, ThrottlerModule, seconds } =
+  require('@nestjs/throttler') as typeof import('@nestjs/throttler');
 const adapters = {
-  Express: () => new (require('@nestjs/platform-express') as typeof import('@nestjs/platform-express')).ExpressAdapter(),
-  Fastify: () => new (require('@nestjs/platform-fastify') as typeof import('@nestjs/platform-fastify')).FastifyAdapter(),
+  Express: () =>
+    new (require('@nestjs/platform-express') as typeof import('@nestjs/platform-express')).ExpressAdapter(),
+  Fastify: () =>
+    new (require('@nestjs/platform-fastify') as typeof import('@nestjs/platform-fastify')).FastifyAdapter(),
 };
 
 type Decorate = (target: object, key: string, descriptor: PropertyDescriptor) => unknown;
@@ -65,7 +68,12 @@ function controllers(): Array<new () => object> {
   common.Controller('limit')(LimitController);
   onClass(Throttle({ default: { limit: 2, ttl: seconds(10), blockDuration: seconds(5) } }), LimitController);
   method(LimitController, 'getThrottled', common.Get());
-  method(LimitController, 'getHigher', common.Get('higher'), Throttle({ default: { limit: 5, ttl: seconds(10), blockDuration: seconds(15) } }) as Decorate);
+  method(
+    LimitController,
+    'getHigher',
+    common.Get('higher'),
+    Throttle({ default: { limit: 5, ttl: seconds(10), blockDuration: seconds(15) } }) as Decorate,
+  );
 
   class DefaultController {
     getDefault() {
@@ -81,7 +89,12 @@ function controllers(): Array<new () => object> {
     }
   }
   common.Controller('test/throttle')(ThrottleTestController);
-  method(ThrottleTestController, 'testThrottle', Throttle({ default: { limit: 1, ttl: 1000, blockDuration: 1000 } }) as Decorate, common.Post());
+  method(
+    ThrottleTestController,
+    'testThrottle',
+    Throttle({ default: { limit: 1, ttl: 1000, blockDuration: 1000 } }) as Decorate,
+    common.Post(),
+  );
   return [AppController, LimitController, DefaultController, ThrottleTestController];
 }
 
@@ -101,10 +114,21 @@ export function throttlerE2eSuite(name: string, make: () => Store): void {
   for (const [adapterName, adapter] of Object.entries(adapters)) {
     test(`${name}: @nestjs/throttler's controller e2e spec (${adapterName}) on SluiceThrottlerStorage, blocks waited out on a manual clock`, async () => {
       const c = manualClock();
-      const storage = new SluiceThrottlerStorage({ store: make(), clock: c.clock, prefix: `e2e-${adapterName}-${c.now}-${Math.random().toString(36).slice(2)}` });
+      const storage = new SluiceThrottlerStorage({
+        store: make(),
+        clock: c.clock,
+        prefix: `e2e-${adapterName}-${c.now}-${Math.random().toString(36).slice(2)}`,
+      });
       class ControllerModule {}
       common.Module({
-        imports: [ThrottlerModule.forRoot({ throttlers: [{ limit: 5, ttl: seconds(60), blockDuration: seconds(20), ignoreUserAgents: [/throttler-test/g] }], storage })],
+        imports: [
+          ThrottlerModule.forRoot({
+            throttlers: [
+              { limit: 5, ttl: seconds(60), blockDuration: seconds(20), ignoreUserAgents: [/throttler-test/g] },
+            ],
+            storage,
+          }),
+        ],
         controllers: controllers(),
         providers: [{ provide: core.APP_GUARD, useClass: ThrottlerGuard }],
       })(ControllerModule);
@@ -114,26 +138,48 @@ export function throttlerE2eSuite(name: string, make: () => Store): void {
       const appUrl = `http://127.0.0.1:${port}`;
       const limited = { 'x-ratelimit-limit': /^\d+$/, 'x-ratelimit-remaining': /^\d+$/, 'x-ratelimit-reset': /^\d+$/ };
       const hasHeaders = (h: Record<string, string>, expected: Record<string, string | RegExp>) =>
-        Object.entries(expected).every(([k, v]) => (typeof v === 'string' ? h[k] === v : h[k] !== undefined && v.test(h[k]!)));
+        Object.entries(expected).every(([k, v]) =>
+          typeof v === 'string' ? h[k] === v : h[k] !== undefined && v.test(h[k]!),
+        );
       try {
         // AppController
         let response = await http(`${appUrl}/ignored`);
         assert.deepEqual(response.data, { ignored: true });
-        assert.equal(hasHeaders(response.headers, { ...limited, 'x-ratelimit-limit': '2', 'x-ratelimit-remaining': '1' }), false);
+        assert.equal(
+          hasHeaders(response.headers, { ...limited, 'x-ratelimit-limit': '2', 'x-ratelimit-remaining': '1' }),
+          false,
+        );
         response = await http(`${appUrl}/ignore-user-agents`, 'GET', { 'user-agent': 'throttler-test/0.0.0' });
         assert.deepEqual(response.data, { ignored: true });
-        assert.equal(hasHeaders(response.headers, { ...limited, 'x-ratelimit-limit': '2', 'x-ratelimit-remaining': '1' }), false);
+        assert.equal(
+          hasHeaders(response.headers, { ...limited, 'x-ratelimit-limit': '2', 'x-ratelimit-remaining': '1' }),
+          false,
+        );
         response = await http(`${appUrl}/`);
         assert.deepEqual(response.data, { success: true });
-        assert.ok(hasHeaders(response.headers, { ...limited, 'x-ratelimit-limit': '2', 'x-ratelimit-remaining': '1' }), JSON.stringify(response.headers));
+        assert.ok(
+          hasHeaders(response.headers, { ...limited, 'x-ratelimit-limit': '2', 'x-ratelimit-remaining': '1' }),
+          JSON.stringify(response.headers),
+        );
 
         // LimitController GET '' (limit 2, block 5 s) and GET /higher (limit 5, block 15 s); then
         // DefaultController GET /default (forRoot: limit 5, block 20 s): the same steps.
-        for (const [url, limit, blockDuration] of [['/limit', 2, 5000], ['/limit/higher', 5, 15000], ['/default', 5, 20000]] as const) {
+        for (const [url, limit, blockDuration] of [
+          ['/limit', 2, 5000],
+          ['/limit/higher', 5, 15000],
+          ['/default', 5, 20000],
+        ] as const) {
           for (let i = 0; i < limit; i++) {
             const ok = await http(appUrl + url);
             assert.deepEqual(ok.data, { success: true }, `${url} hit ${i + 1}`);
-            assert.ok(hasHeaders(ok.headers, { ...limited, 'x-ratelimit-limit': String(limit), 'x-ratelimit-remaining': String(limit - (i + 1)) }), `${url} hit ${i + 1}: ${JSON.stringify(ok.headers)}`);
+            assert.ok(
+              hasHeaders(ok.headers, {
+                ...limited,
+                'x-ratelimit-limit': String(limit),
+                'x-ratelimit-remaining': String(limit - (i + 1)),
+              }),
+              `${url} hit ${i + 1}: ${JSON.stringify(ok.headers)}`,
+            );
           }
           const errRes = await http(appUrl + url);
           assert.equal((errRes.data as { statusCode: number }).statusCode, 429);
@@ -143,7 +189,14 @@ export function throttlerE2eSuite(name: string, make: () => Store): void {
           c.now += blockDuration; // await setTimeout(blockDuration)
           const after = await http(appUrl + url);
           assert.deepEqual(after.data, { success: true }, `${url}: the block is over`);
-          assert.ok(hasHeaders(after.headers, { ...limited, 'x-ratelimit-limit': String(limit), 'x-ratelimit-remaining': String(limit - 1) }), `${url} after the block: ${JSON.stringify(after.headers)}`);
+          assert.ok(
+            hasHeaders(after.headers, {
+              ...limited,
+              'x-ratelimit-limit': String(limit),
+              'x-ratelimit-remaining': String(limit - 1),
+            }),
+            `${url} after the block: ${JSON.stringify(after.headers)}`,
+          );
         }
 
         // ThrottlerTestController POST /test/throttle (limit 1, ttl 1 s, block 1 s)

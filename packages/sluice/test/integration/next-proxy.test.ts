@@ -17,7 +17,10 @@ const io = new Redis(redisUrl());
 
 before(async () => {
   sluice = buildSluice();
-  app = await startNextApp(join(ROOT, 'test/fixtures/next-proxy-app'), sluice, { REDIS_URL: redisUrl(), SLUICE_TEST_PREFIX: prefix });
+  app = await startNextApp(join(ROOT, 'test/fixtures/next-proxy-app'), sluice, {
+    REDIS_URL: redisUrl(),
+    SLUICE_TEST_PREFIX: prefix,
+  });
 });
 after(async () => {
   if (process.env.NEXT_LOG !== undefined) console.error(app?.output());
@@ -28,7 +31,9 @@ after(async () => {
 });
 
 test('proxy.js is no edge function: Next 16 runs it on the Node runtime', () => {
-  const manifest = JSON.parse(readFileSync(join(app.dir, '.next/server/middleware-manifest.json'), 'utf8')) as { middleware: Record<string, unknown> };
+  const manifest = JSON.parse(readFileSync(join(app.dir, '.next/server/middleware-manifest.json'), 'utf8')) as {
+    middleware: Record<string, unknown>;
+  };
   assert.deepEqual(Object.keys(manifest.middleware), []);
   assert.match(app.buildLog, /Proxy \(Middleware\)/);
 });
@@ -46,5 +51,8 @@ test('proxy on the Node runtime with RedisStore: two pass on with draft-8 header
   assert.equal(refused.headers.get('content-type'), 'application/problem+json');
   assert.deepEqual(((await refused.json()) as { 'violated-policies': string[] })['violated-policies'], ['api']);
   assert.equal((await get('203.0.113.8')).status, 200, 'another address has its own limit');
-  assert.deepEqual((await io.keys(`${prefix}:*`)).sort(), [`${prefix}:{203.0.113.7}:api`, `${prefix}:{203.0.113.8}:api`]);
+  assert.deepEqual((await io.keys(`${prefix}:*`)).sort(), [
+    `${prefix}:{203.0.113.7}:api`,
+    `${prefix}:{203.0.113.8}:api`,
+  ]);
 });

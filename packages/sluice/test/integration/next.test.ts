@@ -18,7 +18,10 @@ const io = new Redis(redisUrl());
 
 before(async () => {
   sluice = buildSluice();
-  app = await startNextApp(join(ROOT, 'test/fixtures/next-app'), sluice, { REDIS_URL: redisUrl(), SLUICE_TEST_PREFIX: prefix });
+  app = await startNextApp(join(ROOT, 'test/fixtures/next-app'), sluice, {
+    REDIS_URL: redisUrl(),
+    SLUICE_TEST_PREFIX: prefix,
+  });
 });
 after(async (t) => {
   if (process.env.NEXT_LOG !== undefined) console.error(app?.output());
@@ -49,7 +52,10 @@ async function assertRefused(r: Response, policy: string): Promise<void> {
 }
 
 test('next build put the middleware on the edge runtime and each route handler on the runtime it asked for', () => {
-  const manifest = JSON.parse(readFileSync(join(app.dir, '.next/server/middleware-manifest.json'), 'utf8')) as { middleware: Record<string, unknown>; functions: Record<string, unknown> };
+  const manifest = JSON.parse(readFileSync(join(app.dir, '.next/server/middleware-manifest.json'), 'utf8')) as {
+    middleware: Record<string, unknown>;
+    functions: Record<string, unknown>;
+  };
   assert.deepEqual(Object.keys(manifest.middleware), ['/'], 'middleware.js is an edge function');
   assert.deepEqual(Object.keys(manifest.functions), ['/edge/route'], 'only the edge route handler is an edge function');
 });
@@ -77,7 +83,11 @@ test('route handler on the Node runtime, memory store', async () => {
 test('route handler on the Node runtime, RedisStore on ioredis: the state is in Redis', async () => {
   const [a, b, c, other] = await burst('/node-redis');
   const first = (await a!.json()) as { stats: { errors: number; timeouts: number } };
-  assert.deepEqual({ ...first, stats: undefined }, { runtime: 'nodejs', remaining: 1, reason: null, stats: undefined }, JSON.stringify(first.stats));
+  assert.deepEqual(
+    { ...first, stats: undefined },
+    { runtime: 'nodejs', remaining: 1, reason: null, stats: undefined },
+    JSON.stringify(first.stats),
+  );
   assert.deepEqual([first.stats.errors, first.stats.timeouts], [0, 0]);
   assert.equal(a!.headers.get('ratelimit'), 'limit=2, remaining=1, reset=30');
   assert.equal(b!.status, 200);

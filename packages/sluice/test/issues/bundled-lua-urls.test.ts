@@ -20,7 +20,7 @@ function sources(dir: string): string[] {
   });
 }
 
-test("regression: every file read relative to import.meta.url is named by a literal URL, which Turbopack and webpack copy", () => {
+test('regression: every file read relative to import.meta.url is named by a literal URL, which Turbopack and webpack copy', () => {
   const bad: string[] = [];
   let seen = 0;
   for (const file of sources(SRC)) {

@@ -22,12 +22,15 @@ const run = promisify(execFile);
 before(async () => {
   mkdirSync(work, { recursive: true });
   const entry = join(work, 'entry.ts');
-  writeFileSync(entry, [
-    `export { Limiter, MemoryStore } from '${join(pkg, 'src/index.ts')}';`,
-    `export { RedisStore } from '${join(pkg, 'src/stores/redis/index.ts')}';`,
-    `export { SluiceStore } from '${join(pkg, 'src/compat/express-rate-limit.ts')}';`,
-    `export { SluiceThrottlerStorage } from '${join(pkg, 'src/compat/nestjs-throttler.ts')}';`,
-  ].join('\n'));
+  writeFileSync(
+    entry,
+    [
+      `export { Limiter, MemoryStore } from '${join(pkg, 'src/index.ts')}';`,
+      `export { RedisStore } from '${join(pkg, 'src/stores/redis/index.ts')}';`,
+      `export { SluiceStore } from '${join(pkg, 'src/compat/express-rate-limit.ts')}';`,
+      `export { SluiceThrottlerStorage } from '${join(pkg, 'src/compat/nestjs-throttler.ts')}';`,
+    ].join('\n'),
+  );
   await build({
     entryPoints: [entry],
     outfile: bundle,
@@ -38,7 +41,9 @@ before(async () => {
     packages: 'external',
     // The Lua files are read relative to import.meta.url: point it at their folder in the source.
     define: { 'import.meta.url': 'sluiceScriptsUrl' },
-    banner: { js: `var sluiceScriptsUrl = ${JSON.stringify(pathToFileURL(join(pkg, 'src/stores/redis/scripts.ts')).href)};` },
+    banner: {
+      js: `var sluiceScriptsUrl = ${JSON.stringify(pathToFileURL(join(pkg, 'src/stores/redis/scripts.ts')).href)};`,
+    },
     logLevel: 'error',
   });
 });
@@ -52,7 +57,11 @@ interface Outcome {
 /** Runs a test runner on the fixture and reads which cases passed from its JSON report. */
 async function runner(command: string[], report: string, parse: (json: unknown) => Outcome): Promise<Outcome> {
   try {
-    await run(process.execPath, command, { cwd: fixture, env: { ...process.env, SLUICE_BUNDLE: bundle, NODE_OPTIONS: '' }, timeout: 60_000 });
+    await run(process.execPath, command, {
+      cwd: fixture,
+      env: { ...process.env, SLUICE_BUNDLE: bundle, NODE_OPTIONS: '' },
+      timeout: 60_000,
+    });
   } catch (e) {
     // A failing case exits non-zero; the report still says which. No report at all is the runner's failure.
     if (!existsSync(report)) throw e;
@@ -60,36 +69,75 @@ async function runner(command: string[], report: string, parse: (json: unknown) 
   return parse(JSON.parse(readFileSync(report, 'utf8')));
 }
 
-
 /** Jest's and Vitest's JSON reports share this shape (Vitest writes Jest's format). */
 function outcomes(json: unknown): Outcome {
-  const results = (json as { testResults: Array<{ assertionResults: Array<{ fullName: string; status: string; failureMessages: string[] }> }> }).testResults;
+  const results = (
+    json as {
+      testResults: Array<{ assertionResults: Array<{ fullName: string; status: string; failureMessages: string[] }> }>;
+    }
+  ).testResults;
   const all = results.flatMap((r) => r.assertionResults);
   return {
     passed: all.filter((a) => a.status === 'passed').map((a) => a.fullName),
-    failed: all.filter((a) => a.status !== 'passed').map((a) => `${a.fullName}: ${a.failureMessages.join(' ').slice(0, 300)}`),
+    failed: all
+      .filter((a) => a.status !== 'passed')
+      .map((a) => `${a.fullName}: ${a.failureMessages.join(' ').slice(0, 300)}`),
   };
 }
 
 test('fake timers: under Jest (jest.useFakeTimers()), RedisStore answers and the memory store follows the fake clock', async () => {
   const report = join(work, 'jest.json');
-  const config = JSON.stringify({ rootDir: fixture, testMatch: ['**/jest.spec.cjs'], transform: {}, testEnvironment: 'node', cacheDirectory: join(work, 'jest-cache') });
-  const r = await runner([join(root, 'node_modules/jest/bin/jest.js'), '--config', config, '--json', '--outputFile', report, '--ci'], report, outcomes);
+  const config = JSON.stringify({
+    rootDir: fixture,
+    testMatch: ['**/jest.spec.cjs'],
+    transform: {},
+    testEnvironment: 'node',
+    cacheDirectory: join(work, 'jest-cache'),
+  });
+  const r = await runner(
+    [join(root, 'node_modules/jest/bin/jest.js'), '--config', config, '--json', '--outputFile', report, '--ci'],
+    report,
+    outcomes,
+  );
   assert.deepEqual(r.failed, []);
   assert.equal(r.passed.length, 6);
 });
 
 test('fake timers: under Jest with fakeTimers enableGlobally (fakes on before sluice is imported), RedisStore answers and the memory store follows the fake clock', async () => {
   const report = join(work, 'jest-global.json');
-  const config = JSON.stringify({ rootDir: fixture, testMatch: ['**/jest-global.spec.cjs'], transform: {}, testEnvironment: 'node', fakeTimers: { enableGlobally: true }, cacheDirectory: join(work, 'jest-cache') });
-  const r = await runner([join(root, 'node_modules/jest/bin/jest.js'), '--config', config, '--json', '--outputFile', report, '--ci'], report, outcomes);
+  const config = JSON.stringify({
+    rootDir: fixture,
+    testMatch: ['**/jest-global.spec.cjs'],
+    transform: {},
+    testEnvironment: 'node',
+    fakeTimers: { enableGlobally: true },
+    cacheDirectory: join(work, 'jest-cache'),
+  });
+  const r = await runner(
+    [join(root, 'node_modules/jest/bin/jest.js'), '--config', config, '--json', '--outputFile', report, '--ci'],
+    report,
+    outcomes,
+  );
   assert.deepEqual(r.failed, []);
   assert.equal(r.passed.length, 6);
 });
 
 test('fake timers: under Vitest (vi.useFakeTimers()), RedisStore answers and the memory store follows the fake clock', async () => {
   const report = join(work, 'vitest.json');
-  const r = await runner([join(root, 'node_modules/vitest/vitest.mjs'), 'run', '--config', join(fixture, 'vitest.config.mjs'), '--root', fixture, '--reporter=json', `--outputFile=${report}`], report, outcomes);
+  const r = await runner(
+    [
+      join(root, 'node_modules/vitest/vitest.mjs'),
+      'run',
+      '--config',
+      join(fixture, 'vitest.config.mjs'),
+      '--root',
+      fixture,
+      '--reporter=json',
+      `--outputFile=${report}`,
+    ],
+    report,
+    outcomes,
+  );
   assert.deepEqual(r.failed, []);
   assert.equal(r.passed.length, 6);
 });

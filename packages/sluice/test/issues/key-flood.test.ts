@@ -47,12 +47,19 @@ for (const [algorithm, policy] of Object.entries(POLICIES)) {
 test("a full store of denying keys answers a new key with reason 'store-full': denied by default, counted", () => {
   const clock = { now: 0 };
   const store = new MemoryStore({ maxKeys: 3 });
-  const limiter = new Limiter({ policy: { algorithm: 'fixed-window', limit: 1, window: '1s' }, store, clock: () => clock.now });
+  const limiter = new Limiter({
+    policy: { algorithm: 'fixed-window', limit: 1, window: '1s' },
+    store,
+    clock: () => clock.now,
+  });
   for (const k of ['a', 'b', 'c']) limiter.limitSync(k);
   const d = limiter.limitSync('d');
   assert.equal(d.allowed, false);
   assert.equal(d.reason, 'store-full');
-  assert.ok(d.retryAfterMs > 0 && d.retryAfterMs <= 1000, `retryAfterMs ${d.retryAfterMs}: when a tracked key stops denying`);
+  assert.ok(
+    d.retryAfterMs > 0 && d.retryAfterMs <= 1000,
+    `retryAfterMs ${d.retryAfterMs}: when a tracked key stops denying`,
+  );
   assert.equal(store.stats.storeFull, 1);
   assert.equal(store.size, 3);
   clock.now += 1000; // every key is idle: room again
@@ -73,7 +80,10 @@ test("onFull: 'allow' admits a new key the store has no room for, untracked, wit
 });
 
 test("MemoryStore rejects an onFull that is not 'allow' or 'deny'", () => {
-  assert.throws(() => new MemoryStore({ onFull: 'drop' as never }), /MemoryStore 'onFull' must be 'allow' or 'deny', got "drop"/);
+  assert.throws(
+    () => new MemoryStore({ onFull: 'drop' as never }),
+    /MemoryStore 'onFull' must be 'allow' or 'deny', got "drop"/,
+  );
 });
 
 test('a live key that is not denying goes before a denying one', () => {
@@ -90,7 +100,11 @@ test('a live key that is not denying goes before a denying one', () => {
 test('a key flood resets a victim: a banned key (blockFor) stays banned after 20 x maxKeys fresh keys', () => {
   const clock = { now: 1_000_000 };
   const store = new MemoryStore({ maxKeys: MAX_KEYS });
-  const limiter = new Limiter({ policy: { algorithm: 'fixed-window', limit: LIMIT, window: '1s', blockFor: '1h' }, store, clock: () => clock.now });
+  const limiter = new Limiter({
+    policy: { algorithm: 'fixed-window', limit: LIMIT, window: '1s', blockFor: '1h' },
+    store,
+    clock: () => clock.now,
+  });
   for (let n = 0; n <= LIMIT; n++) limiter.limitSync('victim'); // the 11th is denied, which starts the ban
   clock.now += 2000; // its window is long over; only the ban denies now
   assert.equal(limiter.limitSync('victim').allowed, false, 'banned before the flood');

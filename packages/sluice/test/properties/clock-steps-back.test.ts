@@ -40,7 +40,9 @@ function steppingTraceArb(windowMs: number, capacity: number, minCost: number, u
 }
 
 const caseArb = (minCost: number, unit = false) =>
-  policyArb.chain((p) => fc.tuple(fc.constant(p), steppingTraceArb(Number(p.window), p.burst ?? p.limit, minCost, unit)));
+  policyArb.chain((p) =>
+    fc.tuple(fc.constant(p), steppingTraceArb(Number(p.window), p.burst ?? p.limit, minCost, unit)),
+  );
 
 /** Plays steps on one key; `clockFor` maps a step (and what was admitted so far) to the limiter's time. */
 function admitted(policy: PolicyOptions, steps: readonly Step[], clockFor: (s: Step, lastAdmitted: number) => number) {
@@ -80,7 +82,10 @@ test('a clock that steps back admits no more than one that stands still at the l
     fc.property(caseArb(1, true), ([policy, steps]) => {
       const stepped = admitted(policy, steps, asIs).units;
       const still = admitted(policy, standingStill(steps), asIs).units;
-      assert.ok(stepped <= still, `${JSON.stringify(policy)}: ${stepped} admitted, ${still} with the clock standing still`);
+      assert.ok(
+        stepped <= still,
+        `${JSON.stringify(policy)}: ${stepped} admitted, ${still} with the clock standing still`,
+      );
     }),
     { numRuns: 3000 },
   );
@@ -97,7 +102,10 @@ test('with any costs, a state never has more room at a time stepped back than at
         const still = limiter.limitSync('k', { cost: 0 }).remaining;
         at(s.at);
         const stepped = limiter.limitSync('k', { cost: 0 }).remaining;
-        assert.ok(stepped <= still, `${JSON.stringify(policy)}, step ${i}: ${stepped} remaining at ${s.at}, ${still} at ${latest}`);
+        assert.ok(
+          stepped <= still,
+          `${JSON.stringify(policy)}, step ${i}: ${stepped} remaining at ${s.at}, ${still} at ${latest}`,
+        );
         limiter.limitSync('k', { cost: s.cost });
       }
     }),
@@ -109,7 +117,9 @@ test('fixed window, token bucket, sliding log, concurrency: a step back decides 
   // These keep the latest admitted time in their state (the fixed window: its window) and stand still
   // there; a rejection or a cost of 0 changes no state (GUIDE §2), so what it saw of the clock is not kept.
   // Every field is compared, so the sliding log's retryAfterMs and resetAfterMs are held to it too.
-  const exact = caseArb(0).filter(([p]) => ['fixed-window', 'sliding-log', 'token-bucket', 'concurrency'].includes(p.algorithm));
+  const exact = caseArb(0).filter(([p]) =>
+    ['fixed-window', 'sliding-log', 'token-bucket', 'concurrency'].includes(p.algorithm),
+  );
   fc.assert(
     fc.property(exact, ([policy, steps]) => {
       const stepped = admitted(policy, steps, asIs);

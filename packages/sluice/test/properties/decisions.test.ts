@@ -46,7 +46,11 @@ test('a retry after retryAfterMs passes; for exact algorithms one millisecond ea
       if (exact && r > 1) {
         const early = play(policy, prefix);
         early.at(denied.at + r - 1);
-        assert.equal(early.limiter.limitSync(denied.key, { cost: denied.cost }).allowed, false, `retry at +${r - 1} ms already passes`);
+        assert.equal(
+          early.limiter.limitSync(denied.key, { cost: denied.cost }).allowed,
+          false,
+          `retry at +${r - 1} ms already passes`,
+        );
       }
     }),
     { numRuns: 400 },
@@ -60,7 +64,8 @@ test('remaining requests of cost 1 all pass back to back, and the next one does 
       const last = steps[steps.length - 1]!;
       at(last.at);
       const peek = limiter.limitSync(last.key, { cost: 0 });
-      for (let n = 0; n < peek.remaining; n++) assert.equal(limiter.limitSync(last.key).allowed, true, `request ${n + 1} of ${peek.remaining} denied`);
+      for (let n = 0; n < peek.remaining; n++)
+        assert.equal(limiter.limitSync(last.key).allowed, true, `request ${n + 1} of ${peek.remaining} denied`);
       assert.equal(limiter.limitSync(last.key).allowed, false, 'one more than remaining passed');
     }),
     { numRuns: 300 },

@@ -2,7 +2,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { FixedWindowModel, LeakyMeterModel, SlidingCounterModel, SlidingLogModel, TokenBucketModel, type Model, type Step } from '../models.js';
+import {
+  FixedWindowModel,
+  LeakyMeterModel,
+  SlidingCounterModel,
+  SlidingLogModel,
+  TokenBucketModel,
+  type Model,
+  type Step,
+} from '../models.js';
 import type { PolicyOptions } from '../../src/index.js';
 import { limitArb, play, traceArb, windowArb } from './trace.js';
 
@@ -12,19 +20,30 @@ function agrees(policy: PolicyOptions, model: Model, steps: Step[]): void {
   const { decisions } = play(policy, steps);
   steps.forEach((s, i) => {
     const expected = model.decide(s.key, s.at, s.cost);
-    assert.equal(decisions[i]!.allowed, expected, `step ${i} ${JSON.stringify(s)}: sluice ${decisions[i]!.allowed}, model ${expected}`);
+    assert.equal(
+      decisions[i]!.allowed,
+      expected,
+      `step ${i} ${JSON.stringify(s)}: sluice ${decisions[i]!.allowed}, model ${expected}`,
+    );
   });
 }
 
-const bucketCase = fc.record({ limit: limitArb, windowMs: windowArb, burst: fc.integer({ min: 1, max: 15 }) }).chain((p) =>
-  fc.tuple(fc.constant(p), traceArb(p.windowMs, p.burst)),
-);
+const bucketCase = fc
+  .record({ limit: limitArb, windowMs: windowArb, burst: fc.integer({ min: 1, max: 15 }) })
+  .chain((p) => fc.tuple(fc.constant(p), traceArb(p.windowMs, p.burst)));
 
 test('fixed window decides as the model', () => {
   fc.assert(
     fc.property(
-      fc.record({ limit: limitArb, windowMs: windowArb }).chain((p) => fc.tuple(fc.constant(p), traceArb(p.windowMs, p.limit))),
-      ([p, steps]) => agrees({ algorithm: 'fixed-window', limit: p.limit, window: p.windowMs }, new FixedWindowModel(p.limit, p.windowMs), steps),
+      fc
+        .record({ limit: limitArb, windowMs: windowArb })
+        .chain((p) => fc.tuple(fc.constant(p), traceArb(p.windowMs, p.limit))),
+      ([p, steps]) =>
+        agrees(
+          { algorithm: 'fixed-window', limit: p.limit, window: p.windowMs },
+          new FixedWindowModel(p.limit, p.windowMs),
+          steps,
+        ),
     ),
     { numRuns: RUNS },
   );
@@ -33,8 +52,15 @@ test('fixed window decides as the model', () => {
 test('sliding log decides as the exact model', () => {
   fc.assert(
     fc.property(
-      fc.record({ limit: limitArb, windowMs: windowArb }).chain((p) => fc.tuple(fc.constant(p), traceArb(p.windowMs, p.limit))),
-      ([p, steps]) => agrees({ algorithm: 'sliding-log', limit: p.limit, window: p.windowMs }, new SlidingLogModel(p.limit, p.windowMs), steps),
+      fc
+        .record({ limit: limitArb, windowMs: windowArb })
+        .chain((p) => fc.tuple(fc.constant(p), traceArb(p.windowMs, p.limit))),
+      ([p, steps]) =>
+        agrees(
+          { algorithm: 'sliding-log', limit: p.limit, window: p.windowMs },
+          new SlidingLogModel(p.limit, p.windowMs),
+          steps,
+        ),
     ),
     { numRuns: RUNS },
   );
@@ -43,7 +69,11 @@ test('sliding log decides as the exact model', () => {
 test('token bucket decides as the model', () => {
   fc.assert(
     fc.property(bucketCase, ([p, steps]) =>
-      agrees({ algorithm: 'token-bucket', limit: p.limit, window: p.windowMs, burst: p.burst }, new TokenBucketModel(p.limit, p.windowMs, p.burst), steps),
+      agrees(
+        { algorithm: 'token-bucket', limit: p.limit, window: p.windowMs, burst: p.burst },
+        new TokenBucketModel(p.limit, p.windowMs, p.burst),
+        steps,
+      ),
     ),
     { numRuns: RUNS },
   );
@@ -68,7 +98,11 @@ test('leaky-bucket meter decides as the water-level model', () => {
  * at exact ties, where the bucket is short by less than a few µs' worth of refill; both sides of such a tie
  * are right to within the clock's own precision. Where window/limit is whole, they agree exactly.
  */
-function agreesWithBucket(policy: PolicyOptions, p: { limit: number; windowMs: number; burst: number }, steps: Step[]): void {
+function agreesWithBucket(
+  policy: PolicyOptions,
+  p: { limit: number; windowMs: number; burst: number },
+  steps: Step[],
+): void {
   const { decisions } = play(policy, steps);
   const bucket = new TokenBucketModel(p.limit, p.windowMs, p.burst);
   const exact = p.windowMs % p.limit === 0;
@@ -78,25 +112,40 @@ function agreesWithBucket(policy: PolicyOptions, p: { limit: number; windowMs: n
     if (decisions[i]!.allowed !== expected) {
       // src/core/gcra.ts TIE: differences below 2^-48 of the time count as ties
       const tie = (s.at * 2 ** -48 * p.limit * 4) / p.windowMs;
-      assert.ok(!exact && Math.abs(shortfall) <= tie, `step ${i} ${JSON.stringify(s)}: ${policy.algorithm} ${decisions[i]!.allowed}, bucket ${expected}, shortfall ${shortfall} tokens`);
+      assert.ok(
+        !exact && Math.abs(shortfall) <= tie,
+        `step ${i} ${JSON.stringify(s)}: ${policy.algorithm} ${decisions[i]!.allowed}, bucket ${expected}, shortfall ${shortfall} tokens`,
+      );
     }
   });
 }
 
 test('gcra decides as the token bucket with the same limit, window and burst', () => {
   fc.assert(
-    fc.property(bucketCase, ([p, steps]) => agreesWithBucket({ algorithm: 'gcra', limit: p.limit, window: p.windowMs, burst: p.burst }, p, steps)),
+    fc.property(bucketCase, ([p, steps]) =>
+      agreesWithBucket({ algorithm: 'gcra', limit: p.limit, window: p.windowMs, burst: p.burst }, p, steps),
+    ),
     { numRuns: RUNS },
   );
 });
 
 test('gcra decides exactly as the token bucket when window/limit is whole milliseconds', () => {
   const whole = fc
-    .record({ limit: limitArb, perRequestMs: fc.integer({ min: 1, max: 5000 }), burst: fc.integer({ min: 1, max: 15 }) })
-    .chain((p) => fc.tuple(fc.constant({ ...p, windowMs: p.limit * p.perRequestMs }), traceArb(p.limit * p.perRequestMs, p.burst)));
+    .record({
+      limit: limitArb,
+      perRequestMs: fc.integer({ min: 1, max: 5000 }),
+      burst: fc.integer({ min: 1, max: 15 }),
+    })
+    .chain((p) =>
+      fc.tuple(fc.constant({ ...p, windowMs: p.limit * p.perRequestMs }), traceArb(p.limit * p.perRequestMs, p.burst)),
+    );
   fc.assert(
     fc.property(whole, ([p, steps]) =>
-      agrees({ algorithm: 'gcra', limit: p.limit, window: p.windowMs, burst: p.burst }, new TokenBucketModel(p.limit, p.windowMs, p.burst), steps),
+      agrees(
+        { algorithm: 'gcra', limit: p.limit, window: p.windowMs, burst: p.burst },
+        new TokenBucketModel(p.limit, p.windowMs, p.burst),
+        steps,
+      ),
     ),
     { numRuns: RUNS },
   );
@@ -105,7 +154,11 @@ test('gcra decides exactly as the token bucket when window/limit is whole millis
 test('leaky-bucket shaper admits as the token bucket (nginx limit_req admission is GCRA)', () => {
   fc.assert(
     fc.property(bucketCase, ([p, steps]) =>
-      agreesWithBucket({ algorithm: 'leaky-bucket', mode: 'shaper', limit: p.limit, window: p.windowMs, burst: p.burst }, p, steps),
+      agreesWithBucket(
+        { algorithm: 'leaky-bucket', mode: 'shaper', limit: p.limit, window: p.windowMs, burst: p.burst },
+        p,
+        steps,
+      ),
     ),
     { numRuns: RUNS },
   );
@@ -145,7 +198,10 @@ test('sliding-window counter stays within one partial sub-window of the exact lo
         const [, old] = counter.parts(s.key, s.at);
         const estimate = counter.scaledEstimate(s.key, s.at) / w;
         const truth = exact.countIn(s.key, s.at);
-        assert.ok(Math.abs(estimate - truth) <= old + 1e-9, `estimate ${estimate} vs exact ${truth}, partial sub-window ${old}`);
+        assert.ok(
+          Math.abs(estimate - truth) <= old + 1e-9,
+          `estimate ${estimate} vs exact ${truth}, partial sub-window ${old}`,
+        );
         const allowed = counter.decide(s.key, s.at, s.cost);
         if (allowed) {
           exact.decide(s.key, s.at, s.cost);

@@ -12,7 +12,11 @@ export function traceArb(windowMs: number, capacity: number, maxLength = 60): fc
       fc.integer({ min: 0, max: 2_000_000_000 }),
       fc.array(
         fc.record({
-          dt: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: windowMs }), fc.integer({ min: 0, max: 3 * windowMs })),
+          dt: fc.oneof(
+            fc.constant(0),
+            fc.integer({ min: 0, max: windowMs }),
+            fc.integer({ min: 0, max: 3 * windowMs }),
+          ),
           key: fc.constantFrom('a', 'b', 'c'),
           cost: fc.oneof(fc.constant(1), fc.integer({ min: 0, max: capacity })),
         }),
@@ -33,7 +37,10 @@ export function driven(policy: PolicyOptions): { limiter: Limiter; at: (t: numbe
 }
 
 /** Plays a trace and returns each step's decision. */
-export function play(policy: PolicyOptions, steps: readonly Step[]): { decisions: Decision[]; limiter: Limiter; at: (t: number) => void } {
+export function play(
+  policy: PolicyOptions,
+  steps: readonly Step[],
+): { decisions: Decision[]; limiter: Limiter; at: (t: number) => void } {
   const d = driven(policy);
   const decisions = steps.map((s) => {
     d.at(s.at);
@@ -65,7 +72,14 @@ export function policyOptionsArb({ shaperDelay = false }: { shaperDelay?: boolea
         case 'leaky-bucket':
           return { algorithm: r.algorithm, limit: r.limit, window: r.windowMs, burst: r.burst };
         case 'leaky-bucket-shaper':
-          return { algorithm: 'leaky-bucket', mode: 'shaper', limit: r.limit, window: r.windowMs, burst: r.burst, ...(shaperDelay ? { delay: Math.min(2, r.burst) } : {}) };
+          return {
+            algorithm: 'leaky-bucket',
+            mode: 'shaper',
+            limit: r.limit,
+            window: r.windowMs,
+            burst: r.burst,
+            ...(shaperDelay ? { delay: Math.min(2, r.burst) } : {}),
+          };
         case 'sliding-window':
           return { algorithm: 'sliding-window', limit: r.limit, window: r.windowMs, buckets: r.k };
         default:

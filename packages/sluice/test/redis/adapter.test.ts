@@ -6,9 +6,9 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { test } from 'node:test';
-import { Cluster, Redis } from 'ioredis';
+import { type Cluster, Redis } from 'ioredis';
 import { Redis as Redis5 } from 'ioredis5';
-import { createClient, createCluster } from 'redis';
+import { createClient } from 'redis';
 import { createClient as createClient4, createCluster as createCluster4 } from 'redis4';
 import { createClient as createClient5, createCluster as createCluster5 } from 'redis5';
 import { adapt, redisCommand } from '../../src/stores/redis/adapter.js';
@@ -29,7 +29,11 @@ async function roundTrip(client: unknown, writer: Redis | Cluster, name: string)
   const key = `${base}:{${name}}:bytes`;
   const adapter = adapt(client);
   assert.equal(await adapter.command(SET, [key], [Buffer.from(BYTES), 'PX', '60000', 'NX']), 'OK', `${name}: created`);
-  assert.equal(await adapter.command(SET, [key], ['other', 'PX', '60000', 'NX']), null, `${name}: a second create refused`);
+  assert.equal(
+    await adapter.command(SET, [key], ['other', 'PX', '60000', 'NX']),
+    null,
+    `${name}: a second create refused`,
+  );
   assert.deepEqual([...(await writer.getBuffer(key))!], [...BYTES], `${name}: every byte written as itself`);
   const ttl = await writer.pttl(key);
   assert.ok(ttl > 50_000 && ttl <= 60_000, `${name}: PX set, got ${ttl}`);
@@ -65,7 +69,9 @@ test('a turn of calls on ioredis leaves in one write (the socket is corked until
   const io = new Redis(redisUrl());
   await once(io, 'ready');
   try {
-    const stream = (io as unknown as { stream: { _write: (...a: unknown[]) => unknown; _writev: (...a: unknown[]) => unknown } }).stream;
+    const stream = (
+      io as unknown as { stream: { _write: (...a: unknown[]) => unknown; _writev: (...a: unknown[]) => unknown } }
+    ).stream;
     const writes: number[] = [];
     const write = stream._write.bind(stream);
     const writev = stream._writev.bind(stream);
@@ -74,12 +80,20 @@ test('a turn of calls on ioredis leaves in one write (the socket is corked until
     // The client's health asks the server of itself once per connection (CONFIG GET, INFO): done first.
     let checked!: () => void;
     const done = new Promise<void>((r) => (checked = r));
-    const connection = new RedisConnection({ client: io, timeoutMs: 2000, owner: 'test', report: { meanwhile: 'test', onEvent: (e) => e.type === 'checked' && checked() } });
+    const connection = new RedisConnection({
+      client: io,
+      timeoutMs: 2000,
+      owner: 'test',
+      report: { meanwhile: 'test', onEvent: (e) => e.type === 'checked' && checked() },
+    });
     await done;
     const script = defineScript('one', 'return 1');
     await connection.run(script, [], []); // loads the script
     writes.length = 0;
-    assert.deepEqual(await Promise.all(Array.from({ length: 5 }, () => connection.run(script, [], []))), [1, 1, 1, 1, 1]);
+    assert.deepEqual(
+      await Promise.all(Array.from({ length: 5 }, () => connection.run(script, [], []))),
+      [1, 1, 1, 1, 1],
+    );
     assert.deepEqual(writes, [5], 'five calls, one write of five commands');
   } finally {
     io.disconnect();
@@ -88,7 +102,7 @@ test('a turn of calls on ioredis leaves in one write (the socket is corked until
 
 const ctx = useCluster();
 
-test('plain commands (SET NX of bytes, MGET as bytes) on a Redis Cluster: ioredis, node-redis 4, 5 and 6, routed by the keys\' slot', async () => {
+test("plain commands (SET NX of bytes, MGET as bytes) on a Redis Cluster: ioredis, node-redis 4, 5 and 6, routed by the keys' slot", async () => {
   const rootNodes = ctx.cluster.ports.map((port) => ({ url: `redis://127.0.0.1:${port}` }));
   const nr4 = createCluster4({ rootNodes });
   const nr5 = createCluster5({ rootNodes });
@@ -122,9 +136,15 @@ test('nodeOf() on a Redis Cluster names the master that holds a slot, for ioredi
       const r = ranges.find(([start, end]) => slot >= start && slot <= end)!;
       return `${r[2][0]}:${r[2][1]}`;
     };
-    for (const [name, client] of [['ioredis', ctx.io], ['node-redis 4', nr4], ['node-redis 5', nr5], ['node-redis 6', ctx.nr]] as const) {
+    for (const [name, client] of [
+      ['ioredis', ctx.io],
+      ['node-redis 4', nr4],
+      ['node-redis 5', nr5],
+      ['node-redis 6', ctx.nr],
+    ] as const) {
       const adapter = adapt(client);
-      for (const slot of [0, 5460, 5461, 10922, 10923, 16383, 1234, 9999]) assert.equal(adapter.nodeOf(slot), masterOf(slot), `${name}, slot ${slot}`);
+      for (const slot of [0, 5460, 5461, 10922, 10923, 16383, 1234, 9999])
+        assert.equal(adapter.nodeOf(slot), masterOf(slot), `${name}, slot ${slot}`);
     }
     await ioReady;
     assert.equal(adapt(io).nodeOf(0), undefined);

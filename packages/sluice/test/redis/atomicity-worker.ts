@@ -30,6 +30,9 @@ process.on('message', async (m: { policies: PolicyOptions[]; key: string; calls:
   }
   const limiter = new Limiter({ policies: m.policies, store });
   const decisions = await Promise.all(Array.from({ length: m.calls }, () => limiter.limit(m.key)));
-  process.send!({ admitted: decisions.filter((d) => d.allowed).length, errors: decisions.filter((d) => d.reason !== undefined).length });
+  process.send!({
+    admitted: decisions.filter((d) => d.allowed).length,
+    errors: decisions.filter((d) => d.reason !== undefined).length,
+  });
 });
 process.send!('ready');

@@ -18,7 +18,11 @@ const workers: ChildProcess[] = [];
 
 before(async () => {
   for (let i = 0; i < PROCESSES; i++) {
-    const w = fork(new URL('./atomicity-worker.ts', import.meta.url), [redisUrl(), prefix, i % 2 ? 'node-redis' : 'ioredis'], { execArgv: ['--import', 'tsx'] });
+    const w = fork(
+      new URL('./atomicity-worker.ts', import.meta.url),
+      [redisUrl(), prefix, i % 2 ? 'node-redis' : 'ioredis'],
+      { execArgv: ['--import', 'tsx'] },
+    );
     workers.push(w);
   }
   await Promise.all(workers.map((w) => once(w, 'message')));

@@ -19,15 +19,40 @@ const ctx = useCluster();
 const cluster = ctx.cluster;
 const prefix = runPrefix('cluster');
 
-
 const runs = Number(process.env.CONF_RUNS ?? 15);
-storeConformance('redis cluster (ioredis)', () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }), { runs });
-overrideConformance('redis cluster (ioredis)', () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }), runs);
-banConformance('redis cluster (ioredis)', () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }), runs);
-calendarConformance('redis cluster (ioredis)', () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }), 10);
-overrideSeveralConformance('redis cluster (ioredis)', () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }));
-severalFixedConformance('redis cluster (ioredis)', () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }));
-storeConformance('redis cluster (node-redis)', () => new RedisStore({ client: ctx.nr, prefix, clock: 'client', timeoutMs: 2000 }), { runs });
+storeConformance(
+  'redis cluster (ioredis)',
+  () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }),
+  { runs },
+);
+overrideConformance(
+  'redis cluster (ioredis)',
+  () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }),
+  runs,
+);
+banConformance(
+  'redis cluster (ioredis)',
+  () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }),
+  runs,
+);
+calendarConformance(
+  'redis cluster (ioredis)',
+  () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }),
+  10,
+);
+overrideSeveralConformance(
+  'redis cluster (ioredis)',
+  () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }),
+);
+severalFixedConformance(
+  'redis cluster (ioredis)',
+  () => new RedisStore({ client: ctx.io, prefix, clock: 'client', timeoutMs: 2000 }),
+);
+storeConformance(
+  'redis cluster (node-redis)',
+  () => new RedisStore({ client: ctx.nr, prefix, clock: 'client', timeoutMs: 2000 }),
+  { runs },
+);
 
 test('redis cluster: the slot computed for a key is the one the cluster computes', async () => {
   for (const id of ['user:42', 'ключ', '🔑', 'a{b}c', '}{', '\\', 'x'.repeat(300)]) {
@@ -38,14 +63,26 @@ test('redis cluster: the slot computed for a key is the one the cluster computes
 
 test('redis cluster: one batch spans many slots, each decided exactly', async () => {
   const store = new RedisStore({ client: ctx.io, prefix, timeoutMs: 2000, onError: 'closed' });
-  const l = new Limiter({ policies: [{ name: 'a', algorithm: 'gcra', limit: 2, window: '1h' }, { name: 'b', algorithm: 'sliding-log', limit: 3, window: '1h' }], store });
+  const l = new Limiter({
+    policies: [
+      { name: 'a', algorithm: 'gcra', limit: 2, window: '1h' },
+      { name: 'b', algorithm: 'sliding-log', limit: 3, window: '1h' },
+    ],
+    store,
+  });
   const keys = Array.from({ length: 200 }, (_, i) => `slots:${i}:{${i}}`);
   const first = await Promise.all(keys.flatMap((k) => [l.limit(k), l.limit(k), l.limit(k)]));
   assert.equal(first.filter((d) => d.reason !== undefined).length, 0);
-  assert.deepEqual(first.map((d) => d.allowed), keys.flatMap(() => [true, true, false]));
+  assert.deepEqual(
+    first.map((d) => d.allowed),
+    keys.flatMap(() => [true, true, false]),
+  );
 });
 
-for (const [name, client] of [['ioredis', () => ctx.io], ['node-redis', () => ctx.nr]] as const) {
+for (const [name, client] of [
+  ['ioredis', () => ctx.io],
+  ['node-redis', () => ctx.nr],
+] as const) {
   test(`redis cluster (${name}): a turn's decisions on keys of many slots go as one call per master, each decided exactly`, async () => {
     // By slot, 300 keys of 300 slots were 300 script calls of one decision each (issue 40).
     const store = new RedisStore({ client: client(), prefix, timeoutMs: 2000, onError: 'closed' });
@@ -55,7 +92,10 @@ for (const [name, client] of [['ioredis', () => ctx.io], ['node-redis', () => ct
     assert.ok(slots.size > 250, `${slots.size} slots`);
     const decided = await Promise.all(keys.flatMap((k) => [l.limit(k), l.limit(k), l.limit(k)]));
     assert.equal(decided.filter((d) => d.reason !== undefined).length, 0);
-    assert.deepEqual(decided.map((d) => d.allowed), keys.flatMap(() => [true, true, false]));
+    assert.deepEqual(
+      decided.map((d) => d.allowed),
+      keys.flatMap(() => [true, true, false]),
+    );
     // 900 operations on 3 masters, at most 64 a call: 15 calls, whatever the split.
     assert.ok(store.stats.calls <= 18, `${store.stats.calls} calls`);
     assert.equal(store.stats.errors, 0);
@@ -64,7 +104,10 @@ for (const [name, client] of [['ioredis', () => ctx.io], ['node-redis', () => ct
 
 test('redis cluster: a call across slots sent on a stale slot map goes again by slot, and nothing is applied twice', async () => {
   // A client whose map says every slot is on one master, as after a resharding it has not seen yet.
-  const stale = new Cluster(cluster.ports.map((port) => ({ host: '127.0.0.1', port })), { redisOptions: { maxRetriesPerRequest: 1 }, slotsRefreshInterval: 3_600_000 });
+  const stale = new Cluster(
+    cluster.ports.map((port) => ({ host: '127.0.0.1', port })),
+    { redisOptions: { maxRetriesPerRequest: 1 }, slotsRefreshInterval: 3_600_000 },
+  );
   stale.on('error', () => {});
   await once(stale, 'ready');
   try {
@@ -76,11 +119,17 @@ test('redis cluster: a call across slots sent on a stale slot map goes again by 
     const keys = Array.from({ length: 60 }, (_, i) => `stale:${i}`);
     const decided = await Promise.all(keys.flatMap((k) => [l.limit(k), l.limit(k), l.limit(k)]));
     assert.equal(decided.filter((d) => d.reason !== undefined).length, 0, 'no decision from the failure policy');
-    assert.deepEqual(decided.map((d) => d.allowed), keys.flatMap(() => [true, true, false]));
+    assert.deepEqual(
+      decided.map((d) => d.allowed),
+      keys.flatMap(() => [true, true, false]),
+    );
     assert.ok(store.stats.errors >= 1, 'the call across slots was refused and sent again');
     assert.equal(store.stats.fallbacks, 0);
     const after = await Promise.all(keys.map((k) => l.get(k)));
-    assert.deepEqual(after.map((d) => d.remaining), keys.map(() => 0));
+    assert.deepEqual(
+      after.map((d) => d.remaining),
+      keys.map(() => 0),
+    );
   } finally {
     stale.disconnect();
   }
@@ -91,7 +140,8 @@ async function commandsByMaster(): Promise<Array<Record<string, number>>> {
   return Promise.all(
     ctx.io.nodes('master').map(async (node) => {
       const calls: Record<string, number> = {};
-      for (const m of (await node.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls[m[1]!] = Number(m[2]);
+      for (const m of (await node.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm))
+        calls[m[1]!] = Number(m[2]);
       return calls;
     }),
   );
@@ -99,12 +149,20 @@ async function commandsByMaster(): Promise<Array<Record<string, number>>> {
 
 /** The names of the function libraries on each master. */
 async function librariesByMaster(): Promise<string[][]> {
-  return Promise.all(ctx.io.nodes('master').map(async (node) => ((await node.call('FUNCTION', 'LIST')) as unknown[][]).map((lib) => String(lib[1])).sort()));
+  return Promise.all(
+    ctx.io
+      .nodes('master')
+      .map(async (node) => ((await node.call('FUNCTION', 'LIST')) as unknown[][]).map((lib) => String(lib[1])).sort()),
+  );
 }
 
-const onEveryMaster = (command: string) => Promise.all(ctx.io.nodes('master').map((node) => node.call(...(command.split(' ') as [string, ...string[]]))));
+const onEveryMaster = (command: string) =>
+  Promise.all(ctx.io.nodes('master').map((node) => node.call(...(command.split(' ') as [string, ...string[]]))));
 
-for (const [name, client] of [['ioredis', () => ctx.io], ['node-redis', () => ctx.nr]] as const) {
+for (const [name, client] of [
+  ['ioredis', () => ctx.io],
+  ['node-redis', () => ctx.nr],
+] as const) {
   test(`redis cluster (${name}): decisions go as FCALL, the library is loaded on every master, and a master that lost it (FUNCTION FLUSH) gets it back`, async () => {
     await onEveryMaster('FUNCTION FLUSH');
     await onEveryMaster('CONFIG RESETSTAT');
@@ -112,13 +170,16 @@ for (const [name, client] of [['ioredis', () => ctx.io], ['node-redis', () => ct
     const l = new Limiter({ policy: { name: 'p', algorithm: 'gcra', limit: 2, window: '1h' }, store });
     const decideAll = async (keys: string[]) => {
       const decided = await Promise.all(keys.flatMap((k) => [l.limit(k), l.limit(k), l.limit(k)]));
-      assert.deepEqual(decided.map((d) => d.reason ?? d.allowed), keys.flatMap(() => [true, true, false]));
+      assert.deepEqual(
+        decided.map((d) => d.reason ?? d.allowed),
+        keys.flatMap(() => [true, true, false]),
+      );
     };
     // Keys of many slots, so every master decides some (calls across slots included).
     await decideAll(Array.from({ length: 300 }, (_, i) => `fcall:${name}:${i}`));
     const libraries = await librariesByMaster();
     assert.equal(libraries.length, 3);
-    assert.equal(libraries[0]!.length, 1, 'one library, this store\'s');
+    assert.equal(libraries[0]!.length, 1, "one library, this store's");
     assert.match(libraries[0]![0]!, /^sluice_/);
     assert.deepEqual(libraries, [libraries[0], libraries[0], libraries[0]], 'the same library on every master');
     for (const calls of await commandsByMaster()) {
@@ -143,8 +204,15 @@ for (const [name, client] of [['ioredis', () => ctx.io], ['node-redis', () => ct
 test('redis cluster: a user whose ACL refuses FCALL and FUNCTION gets EVALSHA, with the same decisions', async () => {
   const user = `nofunctions${process.pid}`;
   const nodes = cluster.ports.map((port) => new Redis({ host: '127.0.0.1', port }));
-  await Promise.all(nodes.map((node) => node.call('ACL', 'SETUSER', user, 'reset', 'on', 'nopass', '~*', '&*', '+@all', '-fcall', '-function')));
-  const refused = new Cluster(cluster.ports.map((port) => ({ host: '127.0.0.1', port })), { redisOptions: { username: user, password: 'any', maxRetriesPerRequest: 1 } });
+  await Promise.all(
+    nodes.map((node) =>
+      node.call('ACL', 'SETUSER', user, 'reset', 'on', 'nopass', '~*', '&*', '+@all', '-fcall', '-function'),
+    ),
+  );
+  const refused = new Cluster(
+    cluster.ports.map((port) => ({ host: '127.0.0.1', port })),
+    { redisOptions: { username: user, password: 'any', maxRetriesPerRequest: 1 } },
+  );
   refused.on('error', () => {});
   try {
     await once(refused, 'ready');
@@ -154,11 +222,21 @@ test('redis cluster: a user whose ACL refuses FCALL and FUNCTION gets EVALSHA, w
     const keys = Array.from({ length: 100 }, (_, i) => `noperm:${i}`);
     for (let round = 0; round < 2; round++) {
       const decided = await Promise.all(keys.flatMap((k) => [l.limit(k), l.limit(k), l.limit(k)]));
-      assert.deepEqual(decided.map((d) => d.reason ?? d.allowed), keys.flatMap(() => (round === 0 ? [true, true, false] : [false, false, false])));
+      assert.deepEqual(
+        decided.map((d) => d.reason ?? d.allowed),
+        keys.flatMap(() => (round === 0 ? [true, true, false] : [false, false, false])),
+      );
     }
     const calls = await commandsByMaster();
-    assert.equal(calls.reduce((sum, c) => sum + (c.fcall ?? 0), 0), 0, 'no FCALL ran');
-    assert.ok(calls.every((c) => (c.evalsha ?? 0) > 0), `EVALSHA on every master: ${JSON.stringify(calls)}`);
+    assert.equal(
+      calls.reduce((sum, c) => sum + (c.fcall ?? 0), 0),
+      0,
+      'no FCALL ran',
+    );
+    assert.ok(
+      calls.every((c) => (c.evalsha ?? 0) > 0),
+      `EVALSHA on every master: ${JSON.stringify(calls)}`,
+    );
     assert.deepEqual([store.stats.errors, store.stats.fallbacks], [0, 0]);
   } finally {
     refused.disconnect();
@@ -204,7 +282,10 @@ test('redis cluster: a master killed under load; deciding goes on through the fa
     stop = true;
     await Promise.all(loops);
   }
-  assert.ok(decided > atKill, `decisions kept flowing while the master was down (${atKill} before, ${decided} after, ${fellBack} fell back, stats ${JSON.stringify(store.stats)})`);
+  assert.ok(
+    decided > atKill,
+    `decisions kept flowing while the master was down (${atKill} before, ${decided} after, ${fellBack} fell back, stats ${JSON.stringify(store.stats)})`,
+  );
   assert.ok(fellBack > 0, 'some decisions fell back while the slot had no master');
   assert.ok(slowest < 1000, `no decision waited more than the timeout by far (slowest ${slowest.toFixed(0)} ms)`);
   // And they are exact again.

@@ -9,7 +9,11 @@ import { Redis } from 'ioredis';
 import { SluiceStore } from '../../src/compat/express-rate-limit.js';
 import { SluiceThrottlerStorage } from '../../src/compat/nestjs-throttler.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
-import { expressRateLimitStoreContract, rateLimitRedisStoreContract, throttlerStorageContract } from '../contracts/compat-stores.js';
+import {
+  expressRateLimitStoreContract,
+  rateLimitRedisStoreContract,
+  throttlerStorageContract,
+} from '../contracts/compat-stores.js';
 import { throttlerE2eSuite } from '../contracts/throttler-e2e.js';
 import { connectBothClients, freePort, runPrefix, useCluster } from '../../../testing/src/harness.js';
 
@@ -29,9 +33,18 @@ throttlerStorageContract('redis (ioredis) gcra', on(both.io), 'gcra');
 rateLimitRedisStoreContract('redis (ioredis)', on(both.io));
 rateLimitRedisStoreContract('redis (node-redis)', on(both.nr));
 throttlerE2eSuite('redis (ioredis)', on(both.io));
-expressRateLimitStoreContract('redis cluster (ioredis)', () => new RedisStore({ client: cluster.io, prefix, clock: 'client', timeoutMs: 2000 }));
-throttlerStorageContract('redis cluster (ioredis)', () => new RedisStore({ client: cluster.io, prefix, clock: 'client', timeoutMs: 2000 }));
-throttlerStorageContract('redis cluster (node-redis)', () => new RedisStore({ client: cluster.nr, prefix, clock: 'client', timeoutMs: 2000 }));
+expressRateLimitStoreContract(
+  'redis cluster (ioredis)',
+  () => new RedisStore({ client: cluster.io, prefix, clock: 'client', timeoutMs: 2000 }),
+);
+throttlerStorageContract(
+  'redis cluster (ioredis)',
+  () => new RedisStore({ client: cluster.io, prefix, clock: 'client', timeoutMs: 2000 }),
+);
+throttlerStorageContract(
+  'redis cluster (node-redis)',
+  () => new RedisStore({ client: cluster.nr, prefix, clock: 'client', timeoutMs: 2000 }),
+);
 
 test('redis gone: the express-rate-limit store rejects (its passOnStoreError decides); the throttler storage answers by onError', async () => {
   const port = await freePort(); // nothing listens there
@@ -40,10 +53,14 @@ test('redis gone: the express-rate-limit store rejects (its passOnStoreError dec
   const errors = console.error;
   console.error = () => {}; // the RedisStore logs the outage, as it should
   try {
-    const dead = (onError: 'open' | 'closed') => new RedisStore({ client, prefix, timeoutMs: 20, connectTimeoutMs: 20, onError });
+    const dead = (onError: 'open' | 'closed') =>
+      new RedisStore({ client, prefix, timeoutMs: 20, connectTimeoutMs: 20, onError });
     const erl = new SluiceStore({ store: dead('open') });
     erl.init({ windowMs: 60_000, limit: 5 } as Options);
-    await assert.rejects(erl.increment('k'), (e: Error & { code?: string }) => e.code === 'ERR_SLUICE_STORE_UNAVAILABLE' && /passOnStoreError/.test(e.message));
+    await assert.rejects(
+      erl.increment('k'),
+      (e: Error & { code?: string }) => e.code === 'ERR_SLUICE_STORE_UNAVAILABLE' && /passOnStoreError/.test(e.message),
+    );
     const open = await new SluiceThrottlerStorage({ store: dead('open') }).increment('k', 60_000, 5, 0, 'default');
     assert.equal(open.isBlocked, false);
     const closed = await new SluiceThrottlerStorage({ store: dead('closed') }).increment('k', 60_000, 5, 0, 'default');

@@ -25,7 +25,10 @@ function envoyModel(limit: number, windowMs: number) {
   };
 }
 
-const steps = fc.array(fc.record({ advanceMs: fc.integer({ min: 0, max: 25_000 }), cost: fc.integer({ min: 0, max: 7 }) }), { minLength: 1, maxLength: 40 });
+const steps = fc.array(
+  fc.record({ advanceMs: fc.integer({ min: 0, max: 25_000 }), cost: fc.integer({ min: 0, max: 7 }) }),
+  { minLength: 1, maxLength: 40 },
+);
 
 test('countRejected: the model, the memory store and Redis agree on every decision (one counting policy)', async () => {
   let run = 0;
@@ -33,9 +36,19 @@ test('countRejected: the model, the memory store and Redis agree on every decisi
     fc.asyncProperty(steps, async (seq) => {
       let now = 1_800_000_000_000;
       const clock = () => now;
-      const policy: PolicyOptions = { name: 'q', algorithm: 'fixed-window', limit: 5, window: '1m', countRejected: true };
+      const policy: PolicyOptions = {
+        name: 'q',
+        algorithm: 'fixed-window',
+        limit: 5,
+        window: '1m',
+        countRejected: true,
+      };
       const memory = new Limiter({ policy, store: new MemoryStore(), clock });
-      const redis = new Limiter({ policy, store: new RedisStore({ client: io, prefix, timeoutMs: 5000, onError: 'closed', clock: 'client' }), clock });
+      const redis = new Limiter({
+        policy,
+        store: new RedisStore({ client: io, prefix, timeoutMs: 5000, onError: 'closed', clock: 'client' }),
+        clock,
+      });
       const model = envoyModel(5, 60_000);
       const key = `one-${++run}`;
       for (const { advanceMs, cost } of seq) {
@@ -62,14 +75,22 @@ test('countRejected with two policies: a refused request counts in the counting 
         { name: 'hour', algorithm: 'fixed-window', limit: 12, window: '1h' },
       ];
       const memory = new Limiter({ policies, store: new MemoryStore(), clock });
-      const redis = new Limiter({ policies, store: new RedisStore({ client: io, prefix, timeoutMs: 5000, onError: 'closed', clock: 'client' }), clock });
+      const redis = new Limiter({
+        policies,
+        store: new RedisStore({ client: io, prefix, timeoutMs: 5000, onError: 'closed', clock: 'client' }),
+        clock,
+      });
       const key = `two-${++run}`;
       for (const { advanceMs, cost } of seq) {
         now += advanceMs;
         const c = Math.min(cost, 12);
         const m = memory.limitSync(key, { cost: c });
         const r = await redis.limit(key, { cost: c });
-        assert.deepEqual([r.allowed, r.remaining, r.resetAfterMs, r.retryAfterMs, r.policy], [m.allowed, m.remaining, m.resetAfterMs, m.retryAfterMs, m.policy], `cost ${c} at ${now}`);
+        assert.deepEqual(
+          [r.allowed, r.remaining, r.resetAfterMs, r.retryAfterMs, r.policy],
+          [m.allowed, m.remaining, m.resetAfterMs, m.retryAfterMs, m.policy],
+          `cost ${c} at ${now}`,
+        );
       }
     }),
     { numRuns: 40 },

@@ -19,8 +19,20 @@ test('redis: the deny cache never admits what the atomic strategy would deny', a
     let now = 1_000_000;
     const clock = () => now;
     const policy = { name: 'p', algorithm, limit: 4, window: 200 };
-    const plain = new RedisStore({ client, prefix: runPrefix(`deny-a-${algorithm}`), clock: 'client', onError: 'closed', timeoutMs: 2000 });
-    const cachedStore = new RedisStore({ client, prefix: runPrefix(`deny-b-${algorithm}`), clock: 'client', onError: 'closed', timeoutMs: 2000 });
+    const plain = new RedisStore({
+      client,
+      prefix: runPrefix(`deny-a-${algorithm}`),
+      clock: 'client',
+      onError: 'closed',
+      timeoutMs: 2000,
+    });
+    const cachedStore = new RedisStore({
+      client,
+      prefix: runPrefix(`deny-b-${algorithm}`),
+      clock: 'client',
+      onError: 'closed',
+      timeoutMs: 2000,
+    });
     const atomic = new Limiter({ policy, store: plain, clock });
     const cached = new Limiter({ policy, store: cachedStore, clock, denyCache: true });
     const random = seededRandom(7);
@@ -34,6 +46,9 @@ test('redis: the deny cache never admits what the atomic strategy would deny', a
       if (!x.allowed) denied++;
     }
     assert.ok(denied > 50, `${algorithm}: ${denied} denials`);
-    assert.ok(cachedStore.stats.operations < plain.stats.operations, `${algorithm}: ${cachedStore.stats.operations} operations with the cache, ${plain.stats.operations} without`);
+    assert.ok(
+      cachedStore.stats.operations < plain.stats.operations,
+      `${algorithm}: ${cachedStore.stats.operations} operations with the cache, ${plain.stats.operations} without`,
+    );
   }
 });

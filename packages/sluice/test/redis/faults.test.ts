@@ -16,7 +16,6 @@ const TIMEOUT = 50;
 const own = useOwnRedis();
 const unhandled = own.unhandled;
 
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Client {
@@ -30,7 +29,11 @@ async function ioredis(): Promise<Client> {
   const c = new Redis({ port: own.server.port, host: '127.0.0.1' });
   c.on('error', () => {});
   await once(c, 'ready');
-  return { client: c, offline: () => (c as unknown as { offlineQueue: { length: number } }).offlineQueue.length, close: async () => c.disconnect() };
+  return {
+    client: c,
+    offline: () => (c as unknown as { offlineQueue: { length: number } }).offlineQueue.length,
+    close: async () => c.disconnect(),
+  };
 }
 
 async function nodeRedis(): Promise<Client> {
@@ -114,11 +117,20 @@ for (const [name, onError, connect] of modes) {
       }
       const during = l.seen.slice(from);
       assert.ok(during.length > 50, `decisions kept flowing (${during.length})`);
-      assert.ok(l.slowest() < TIMEOUT + 150, `none waited much past the timeout (slowest ${l.slowest().toFixed(1)} ms)`);
-      assert.ok(during.every((d) => d.reason === 'store-error'), 'every decision made while Redis was down says so');
+      assert.ok(
+        l.slowest() < TIMEOUT + 150,
+        `none waited much past the timeout (slowest ${l.slowest().toFixed(1)} ms)`,
+      );
+      assert.ok(
+        during.every((d) => d.reason === 'store-error'),
+        'every decision made while Redis was down says so',
+      );
       // The store sends nothing while the client is not ready; what ioredis holds for resending is the
       // calls that were on the wire when Redis died (autoResendUnfulfilledCommands), at most one per loop.
-      assert.ok(maxOffline <= LOOPS, `${maxOffline} commands wait in the client offline queue, more than the ${LOOPS} that were in flight`);
+      assert.ok(
+        maxOffline <= LOOPS,
+        `${maxOffline} commands wait in the client offline queue, more than the ${LOOPS} that were in flight`,
+      );
       if (onError === 'open') assert.ok(during.every((d) => d.allowed));
       if (onError === 'closed') assert.ok(during.every((d) => !d.allowed && d.retryAfterMs === CLOSED_RETRY_MS));
       if (typeof onError === 'object') {
@@ -144,7 +156,13 @@ test('Redis frozen (SIGSTOP) mid-load and thawed: every call times out, none pil
   const c = await ioredis();
   // The loops' decisions of one turn share a call, so they send about one call per timeout: a bound of 4
   // is reached within the 500 ms below (16 was only reached while every decision went in a call of its own).
-  const store = new RedisStore({ client: c.client, prefix: runPrefix('frozen'), timeoutMs: TIMEOUT, onError: 'open', maxInFlight: 4 });
+  const store = new RedisStore({
+    client: c.client,
+    prefix: runPrefix('frozen'),
+    timeoutMs: TIMEOUT,
+    onError: 'open',
+    maxInFlight: 4,
+  });
   const limiter = new Limiter({ policy: { name: 'p', algorithm: 'gcra', limit: 10, window: '1h' }, store });
   const l = load(limiter);
   try {
@@ -159,7 +177,10 @@ test('Redis frozen (SIGSTOP) mid-load and thawed: every call times out, none pil
     assert.ok(during.length > 50, `decisions kept flowing (${during.length})`);
     assert.ok(during.every((d) => d.reason === 'store-error' && d.allowed));
     assert.ok(l.slowest() < TIMEOUT + 150, `none waited much past the timeout (slowest ${l.slowest().toFixed(1)} ms)`);
-    assert.ok(store.stats.calls - calls <= 4, `no more than maxInFlight calls sent to a Redis that does not answer (${store.stats.calls - calls})`);
+    assert.ok(
+      store.stats.calls - calls <= 4,
+      `no more than maxInFlight calls sent to a Redis that does not answer (${store.stats.calls - calls})`,
+    );
     assert.ok(store.stats.refused > 0);
     own.server.proc!.kill('SIGCONT');
     await recovered(limiter);
@@ -172,10 +193,14 @@ test('Redis frozen (SIGSTOP) mid-load and thawed: every call times out, none pil
   assert.deepEqual(unhandled, []);
 });
 
-for (const [name, connect] of [['ioredis', ioredis], ['node-redis', nodeRedis]] as const) {
+for (const [name, connect] of [
+  ['ioredis', ioredis],
+  ['node-redis', nodeRedis],
+] as const) {
   test(`a function library the server lost (FUNCTION FLUSH) is loaded again by the next call: ${name}`, async () => {
     const c = await connect();
-    const cli = (...args: string[]) => execFileSync('redis-cli', ['-p', String(own.server.port), ...args], { encoding: 'utf8' });
+    const cli = (...args: string[]) =>
+      execFileSync('redis-cli', ['-p', String(own.server.port), ...args], { encoding: 'utf8' });
     try {
       const store = new RedisStore({ client: c.client, prefix: runPrefix('fflush'), timeoutMs: 1000 });
       const l = new Limiter({ policy: { name: 'p', algorithm: 'token-bucket', limit: 3, window: '1h' }, store });

@@ -38,7 +38,11 @@ for (const [name, client] of Object.entries(clients)) {
       assert.equal(denied.allowed, false, algorithm);
       assert.equal(denied.remaining, 0);
       assert.ok(denied.retryAfterMs > 0, `${algorithm} retryAfterMs ${denied.retryAfterMs}`);
-      assert.deepEqual([await io.getBuffer(key), await io.pexpiretime(key)], before, `${algorithm}: a denial changed the key`);
+      assert.deepEqual(
+        [await io.getBuffer(key), await io.pexpiretime(key)],
+        before,
+        `${algorithm}: a denial changed the key`,
+      );
     }
     assert.equal(store.stats.calls, store.stats.operations, 'one script call per lone decision');
     assert.equal(store.stats.fallbacks, 0);
@@ -57,9 +61,15 @@ for (const [name, client] of Object.entries(clients)) {
     const store = new RedisStore({ client, prefix, timeoutMs: 2000 });
     // remaining + 1 at 2^21 and above, and resetAfterMs at 2^32 and above, take the four-number reply.
     const wide = new Limiter({ policy: { name: 'wide', algorithm: 'gcra', limit: 5_000_000, window: '1h' }, store });
-    const long = new Limiter({ policy: { name: 'long', algorithm: 'token-bucket', limit: 1, window: 5_000_000_000 }, store });
+    const long = new Limiter({
+      policy: { name: 'long', algorithm: 'token-bucket', limit: 1, window: 5_000_000_000 },
+      store,
+    });
     // remaining + 1 = 2^21 with an odd resetAfterMs (3): packed, it would need 2^53 + 3, which a double rounds.
-    const edge = new Limiter({ policy: { name: 'edge', algorithm: 'token-bucket', limit: 2 ** 21, window: 3 * 2 ** 21 }, store });
+    const edge = new Limiter({
+      policy: { name: 'edge', algorithm: 'token-bucket', limit: 2 ** 21, window: 3 * 2 ** 21 },
+      store,
+    });
     for (const batch of [1, 3]) {
       const ids = Array.from({ length: batch }, () => `wide:${name}:${Math.random()}`);
       const [w, g, e] = await Promise.all([wide, long, edge].map((l) => Promise.all(ids.map((id) => l.limit(id)))));
@@ -84,8 +94,16 @@ test('a function name fits in an inline Redis string (44 bytes) and still carrie
       let sha = 0n;
       for (const d of digits) sha = sha * 36n + BigInt(parseInt(d, 36));
       // The library's text but its name: code, registration and flags (different flags, another name).
-      assert.equal(sha.toString(16).padStart(40, '0'), createHash('sha1').update(script.library.replaceAll(script.fn, '')).digest('hex'));
-      assert.ok(script.library.startsWith(`#!lua name=${script.fn}\n`) && script.library.endsWith(`redis.register_function{function_name='${script.fn}', callback=run, flags={'allow-cross-slot-keys'}}`));
+      assert.equal(
+        sha.toString(16).padStart(40, '0'),
+        createHash('sha1').update(script.library.replaceAll(script.fn, '')).digest('hex'),
+      );
+      assert.ok(
+        script.library.startsWith(`#!lua name=${script.fn}\n`) &&
+          script.library.endsWith(
+            `redis.register_function{function_name='${script.fn}', callback=run, flags={'allow-cross-slot-keys'}}`,
+          ),
+      );
       names.add(script.fn);
     }
   }
@@ -112,7 +130,14 @@ for (const [name, client] of Object.entries(clients)) {
         seen.push([d.allowed, d.remaining]);
       }
     }
-    assert.deepEqual(seen, [[true, 1], [true, 4], [true, 0], [true, 3], [false, 0], [true, 2]]);
+    assert.deepEqual(seen, [
+      [true, 1],
+      [true, 4],
+      [true, 0],
+      [true, 3],
+      [false, 0],
+      [true, 2],
+    ]);
     assert.equal(store.stats.fallbacks, 0);
   });
 }
@@ -132,7 +157,10 @@ function decideInChild(reply: string, timeoutMs: number): { status: number | nul
     const d = await new Limiter({ policy: { name: 'p', algorithm: 'gcra', limit: 5, window: '1h' }, store }).limit('k');
     console.log(JSON.stringify({ allowed: d.allowed, remaining: d.remaining, reason: d.reason ?? null }));`;
   const t = performance.now();
-  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { encoding: 'utf8', timeout: 120_000 });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   return { status: r.status, out: r.stdout.trim(), ms: performance.now() - t };
 }
 

@@ -40,19 +40,35 @@ test('insurance remembers: after Redis denied a key, killing Redis admits nothin
   const c = client();
   // A day-long fixed window: the test never straddles its (epoch-aligned) boundary in practice.
   // A timeout long enough that a loaded host never fails a call to a live Redis (a dead one is refused at once).
-  const store = new RedisStore({ client: c, prefix: runPrefix('insurance'), timeoutMs: 1000, onError: { insurance: 0.25 } });
+  const store = new RedisStore({
+    client: c,
+    prefix: runPrefix('insurance'),
+    timeoutMs: 1000,
+    onError: { insurance: 0.25 },
+  });
   const limiter = new Limiter({ policy: { name: 'day', algorithm: 'fixed-window', limit: 20, window: '1d' }, store });
   try {
     const spent = await times(limiter, 'spent', 21);
     assert.equal(allowed(spent), 20);
     assert.equal(spent[20]!.allowed, false);
-    assert.ok(spent.every((d) => d.reason === undefined), 'decided by Redis');
+    assert.ok(
+      spent.every((d) => d.reason === undefined),
+      'decided by Redis',
+    );
     const partly = await times(limiter, 'partly', 18);
     assert.equal(partly[17]!.remaining, 2);
 
     await own.server.stop();
-    const outage = { spent: await times(limiter, 'spent', 50), partly: await times(limiter, 'partly', 50), fresh: await times(limiter, 'fresh', 50) };
-    for (const ds of Object.values(outage)) assert.ok(ds.every((d) => d.reason === 'store-error'), 'every outage answer is the failure policy\'s');
+    const outage = {
+      spent: await times(limiter, 'spent', 50),
+      partly: await times(limiter, 'partly', 50),
+      fresh: await times(limiter, 'fresh', 50),
+    };
+    for (const ds of Object.values(outage))
+      assert.ok(
+        ds.every((d) => d.reason === 'store-error'),
+        "every outage answer is the failure policy's",
+      );
     assert.equal(allowed(outage.spent), 0, 'a key Redis denied stays denied');
     assert.ok(outage.spent.every((d) => d.retryAfterMs > 0));
     assert.equal(allowed(outage.partly), 2, 'a key Redis left 2 starts with 2, not its share of 5');
@@ -72,7 +88,12 @@ test('insurance remembers: after Redis denied a key, killing Redis admits nothin
 
 test('insurance forgets the oldest answers beyond rememberKeys', async () => {
   const c = client();
-  const store = new RedisStore({ client: c, prefix: runPrefix('insurance-bound'), timeoutMs: 1000, onError: { insurance: 0.5, rememberKeys: 2 } });
+  const store = new RedisStore({
+    client: c,
+    prefix: runPrefix('insurance-bound'),
+    timeoutMs: 1000,
+    onError: { insurance: 0.5, rememberKeys: 2 },
+  });
   const limiter = new Limiter({ policy: { name: 'day', algorithm: 'fixed-window', limit: 4, window: '1d' }, store });
   try {
     for (const key of ['a', 'b', 'c']) await times(limiter, key, 5); // each denied by Redis
@@ -85,8 +106,14 @@ test('insurance forgets the oldest answers beyond rememberKeys', async () => {
     c.disconnect();
     if (own.server.proc === undefined) await own.server.start();
   }
-  assert.throws(() => new RedisStore({ client: c, onError: { insurance: 0.5, rememberKeys: -1 } }), /'onError.rememberKeys' must be .* got -1/);
-  assert.throws(() => new RedisStore({ client: c, onError: { insurance: 0.5, remember: 1 } as never }), /unknown field 'remember'/);
+  assert.throws(
+    () => new RedisStore({ client: c, onError: { insurance: 0.5, rememberKeys: -1 } }),
+    /'onError.rememberKeys' must be .* got -1/,
+  );
+  assert.throws(
+    () => new RedisStore({ client: c, onError: { insurance: 0.5, remember: 1 } as never }),
+    /unknown field 'remember'/,
+  );
 });
 
 test('a tight await loop against a Redis that is down lets timers run, and sees Redis decide as soon as it is back', async () => {
@@ -108,7 +135,10 @@ test('a tight await loop against a Redis that is down lets timers run, and sees 
       assert.ok(performance.now() - start < 15_000, 'Redis never decided again');
     } while (d.reason !== undefined);
     await restarted;
-    assert.ok(fromPolicy > 0, `the outage was answered by the failure policy ${JSON.stringify(store.stats)} ${(performance.now() - start).toFixed(0)} ms`);
+    assert.ok(
+      fromPolicy > 0,
+      `the outage was answered by the failure policy ${JSON.stringify(store.stats)} ${(performance.now() - start).toFixed(0)} ms`,
+    );
     assert.equal(d.allowed, true);
   } finally {
     c.disconnect();

@@ -26,13 +26,23 @@ const world = new World(NAMES, DELAY_MS);
 before(() => world.start());
 after(() => world.stop());
 
-interface Admission { region: number; at: number; window: number }
+interface Admission {
+  region: number;
+  at: number;
+  window: number;
+}
 /** Requests offered per window (by send time), across regions, of the last drive. */
 let offered = new Map<number, number>();
 
 function limiters(prefix: string, extra: { partitionAfterMs?: number; peerTimeoutMs?: number } = {}): Limiter[] {
   for (const p of world.links.values()) p.maxDelayMs = 0;
-  return NAMES.map((n) => new Limiter({ policy: { name: 'world', algorithm: 'fixed-window', limit: LIMIT, window: WINDOW_MS }, store: world.store(n, prefix, { exchangeMs: EXCHANGE_MS, ...extra }) }));
+  return NAMES.map(
+    (n) =>
+      new Limiter({
+        policy: { name: 'world', algorithm: 'fixed-window', limit: LIMIT, window: WINDOW_MS },
+        store: world.store(n, prefix, { exchangeMs: EXCHANGE_MS, ...extra }),
+      }),
+  );
 }
 const tableOf = (l: Limiter) => l.table as RegionsTable;
 
@@ -55,7 +65,12 @@ async function connected(ls: Limiter[], key: string): Promise<void> {
  * admission with its reply time and window (the window's end is the send time + resetAfterMs: every
  * redis-server here reads the same clock as Date.now()).
  */
-async function drive(ls: Limiter[], key: string, ms: number, plan: (elapsed: number) => number[]): Promise<Admission[]> {
+async function drive(
+  ls: Limiter[],
+  key: string,
+  ms: number,
+  plan: (elapsed: number) => number[],
+): Promise<Admission[]> {
   const out: Admission[] = [];
   offered = new Map();
   const pending: Promise<void>[] = [];
@@ -75,7 +90,12 @@ async function drive(ls: Limiter[], key: string, ms: number, plan: (elapsed: num
           offered.set(w, (offered.get(w) ?? 0) + 1);
           pending.push(
             ls[region]!.limit(key).then((d) => {
-              if (d.allowed) out.push({ region, at: performance.now(), window: Math.round((sent + d.resetAfterMs) / WINDOW_MS) - 1 });
+              if (d.allowed)
+                out.push({
+                  region,
+                  at: performance.now(),
+                  window: Math.round((sent + d.resetAfterMs) / WINDOW_MS) - 1,
+                });
             }),
           );
         }
@@ -92,17 +112,30 @@ async function drive(ls: Limiter[], key: string, ms: number, plan: (elapsed: num
  * and the client to take the push in.
  */
 function sOf(ls: Limiter[]): number {
-  return Math.max(...ls.map((l) => tableOf(l).stats.longestGapMs)) + Math.max(...[...world.links.values()].map((p) => p.maxDelayMs)) + 5;
+  return (
+    Math.max(...ls.map((l) => tableOf(l).stats.longestGapMs)) +
+    Math.max(...[...world.links.values()].map((p) => p.maxDelayMs)) +
+    5
+  );
 }
 
 /** Per window: the total admitted, and the bound computed from the admissions (table.ts, "The bound"). */
-function windows(admissions: Admission[], sMs: number, limit = LIMIT): { window: number; total: number; bound: number; byRegion: number[] }[] {
+function windows(
+  admissions: Admission[],
+  sMs: number,
+  limit = LIMIT,
+): { window: number; total: number; bound: number; byRegion: number[] }[] {
   const ws = [...new Set(admissions.map((a) => a.window))].sort();
   return ws.map((w) => {
     const inW = admissions.filter((a) => a.window === w);
     const last = inW.reduce((a, b) => (b.at > a.at ? b : a));
     const late = inW.filter((a) => a.region !== last.region && a.at > last.at - sMs).length;
-    return { window: w, total: inW.length, bound: limit + late, byRegion: NAMES.map((_, r) => inW.filter((a) => a.region === r).length) };
+    return {
+      window: w,
+      total: inW.length,
+      bound: limit + late,
+      byRegion: NAMES.map((_, r) => inW.filter((a) => a.region === r).length),
+    };
   });
 }
 
@@ -125,7 +158,10 @@ test('regions: every decision is made at local latency, a global Redis costs a r
   assert.ok(p99 < DELAY_MS / 2, `p99 ${p99.toFixed(1)} ms`);
   // The peer: the same limit on one global Redis (eu's), seen from us.
   const far = new Redis({ port: world.links.get('us>eu')!.port, host: '127.0.0.1' });
-  const global = new Limiter({ policy: { algorithm: 'fixed-window', limit: LIMIT, window: WINDOW_MS }, store: new RedisStore({ client: far, prefix: runPrefix('regions-global'), timeoutMs: 1000, logger: false }) });
+  const global = new Limiter({
+    policy: { algorithm: 'fixed-window', limit: LIMIT, window: WINDOW_MS },
+    store: new RedisStore({ client: far, prefix: runPrefix('regions-global'), timeoutMs: 1000, logger: false }),
+  });
   const t0 = performance.now();
   await global.limit('k');
   assert.ok(performance.now() - t0 >= 2 * DELAY_MS, 'a decision on a far Redis pays the round trip');
@@ -143,7 +179,11 @@ test('regions: spread evenly over three regions, each window admits at most the 
   for (const w of ws) assert.ok(w.total <= w.bound, `${JSON.stringify(w)}, S ${S.toFixed(0)} ms`);
   const full = ws.slice(1, -1);
   assert.ok(full.length >= 1);
-  for (const w of full) assert.ok(w.total >= 0.9 * Math.min(LIMIT, offered.get(w.window)!), `a full window admits about the limit, or what was offered: ${JSON.stringify(w)} of ${offered.get(w.window)}`);
+  for (const w of full)
+    assert.ok(
+      w.total >= 0.9 * Math.min(LIMIT, offered.get(w.window)!),
+      `a full window admits about the limit, or what was offered: ${JSON.stringify(w)} of ${offered.get(w.window)}`,
+    );
   console.log('even', S.toFixed(0), JSON.stringify(ws));
   await closeAll(ls);
 });
@@ -151,7 +191,9 @@ test('regions: spread evenly over three regions, each window admits at most the 
 test('regions: a client moving between regions every third of a window stays within the bound', async () => {
   const ls = limiters(runPrefix('regions-moving'));
   await connected(ls, 'moving');
-  const admissions = await drive(ls, 'moving', 3 * WINDOW_MS, (t) => NAMES.map((_, r) => (Math.floor(t / (WINDOW_MS / 3)) % 3 === r ? 6 : 0)));
+  const admissions = await drive(ls, 'moving', 3 * WINDOW_MS, (t) =>
+    NAMES.map((_, r) => (Math.floor(t / (WINDOW_MS / 3)) % 3 === r ? 6 : 0)),
+  );
   const S = sOf(ls);
   const ws = windows(admissions, S);
   for (const w of ws) assert.ok(w.total <= w.bound, `${JSON.stringify(w)}, S ${S.toFixed(0)} ms`);
@@ -191,21 +233,36 @@ test('regions: a region cut off keeps deciding within its share, and after the l
   await connected(ls, 'cut');
   world.cut('ap', 'blackhole');
   try {
-    await until(() => tableOf(ls[2]!).cutOff().length === 2 && tableOf(ls[0]!).cutOff().includes('ap') && tableOf(ls[1]!).cutOff().includes('ap'), 5000, 'the cut to be noticed');
+    await until(
+      () =>
+        tableOf(ls[2]!).cutOff().length === 2 &&
+        tableOf(ls[0]!).cutOff().includes('ap') &&
+        tableOf(ls[1]!).cutOff().includes('ap'),
+      5000,
+      'the cut to be noticed',
+    );
     const admissions = await drive(ls, 'cut', 3 * WINDOW_MS, () => [4, 4, 4]);
-  const S = sOf(ls);
-  const ws = windows(admissions, S);
+    const S = sOf(ls);
+    const ws = windows(admissions, S);
     const share = LIMIT - 2 * Math.ceil(LIMIT / 3);
     // eu and us, still linked, share what ap's share leaves: the bound of two regions on limit − ⌈limit / 3⌉.
-    const linked = new Map(windows(admissions.filter((a) => a.region !== 2), S, LIMIT - Math.ceil(LIMIT / 3)).map((w) => [w.window, w]));
+    const linked = new Map(
+      windows(
+        admissions.filter((a) => a.region !== 2),
+        S,
+        LIMIT - Math.ceil(LIMIT / 3),
+      ).map((w) => [w.window, w]),
+    );
     for (const w of ws) {
       assert.ok(w.byRegion[2]! <= share, `ap admits at most its share ${share}: ${JSON.stringify(w)}`);
       const l = linked.get(w.window);
-      if (l !== undefined) assert.ok(l.total <= l.bound, `eu and us within their bound: ${JSON.stringify(l)}, S ${S.toFixed(0)} ms`);
+      if (l !== undefined)
+        assert.ok(l.total <= l.bound, `eu and us within their bound: ${JSON.stringify(l)}, S ${S.toFixed(0)} ms`);
       assert.ok(w.total <= (l?.bound ?? 0) + share, `${JSON.stringify(w)}, S ${S.toFixed(0)} ms`);
     }
     const full = ws.slice(1, -1);
-    for (const w of full) assert.ok(w.byRegion[2]! >= share * 0.9, `ap keeps deciding with its share: ${JSON.stringify(w)}`);
+    for (const w of full)
+      assert.ok(w.byRegion[2]! >= share * 0.9, `ap keeps deciding with its share: ${JSON.stringify(w)}`);
     console.log('cut', S.toFixed(0), JSON.stringify(ws));
   } finally {
     world.heal('ap');
@@ -224,7 +281,9 @@ test('regions: a region cut off keeps deciding within its share, and after the l
       // same window may also hold admissions from before the heal)...
       assert.ok(own >= admitted.filter((a) => a.window === window && a.region === r).length);
       // ...and every other home holds exactly that count for it: merged once, not added.
-      homes.forEach((h, o) => assert.equal(Number(h[`${window}:${n}`] ?? 0), own, `${NAMES[o]}'s count of ${n}`));
+      homes.forEach((h, o) => {
+        assert.equal(Number(h[`${window}:${n}`] ?? 0), own, `${NAMES[o]}'s count of ${n}`);
+      });
     });
   }
 });
@@ -233,7 +292,10 @@ test('regions: a region cut off keeps deciding within its share, and after the l
  * eu decides 500 times a second on 2,000 keys for CUT_MS while its links fail (blackholed, or slower than
  * peerTimeoutMs): what it pushes to its two peers meanwhile, and its decisions' p99.
  */
-async function whileEuLinksFail(ls: Limiter[], fail: () => void): Promise<{ pushes: number; counts: number; p99: number; decisions: number }> {
+async function whileEuLinksFail(
+  ls: Limiter[],
+  fail: () => void,
+): Promise<{ pushes: number; counts: number; p99: number; decisions: number }> {
   const eu = tableOf(ls[0]!);
   fail();
   const before = { ...eu.stats };
@@ -250,7 +312,12 @@ async function whileEuLinksFail(ls: Limiter[], fail: () => void): Promise<{ push
   }
   await Promise.all(pending);
   latencies.sort((a, b) => a - b);
-  return { pushes: eu.stats.messages - before.messages, counts: eu.stats.entries - before.entries, p99: latencies[Math.floor(latencies.length * 0.99)]!, decisions: latencies.length };
+  return {
+    pushes: eu.stats.messages - before.messages,
+    counts: eu.stats.entries - before.entries,
+    p99: latencies[Math.floor(latencies.length * 0.99)]!,
+    decisions: latencies.length,
+  };
 }
 const PEER_TIMEOUT_MS = 300;
 const CUT_MS = 2000;
@@ -262,7 +329,10 @@ const CUT_MS = 2000;
 function assertCheap(r: { pushes: number; counts: number; p99: number }, what: string): void {
   const most = 2 * (Math.ceil(CUT_MS / PEER_TIMEOUT_MS) + Math.ceil(PEER_TIMEOUT_MS / EXCHANGE_MS) + 2);
   assert.ok(r.pushes <= most, `${what}: pushes to eu's peers: ${r.pushes}, at most ${most}`);
-  assert.ok(r.counts <= 2 * (Math.ceil(CUT_MS / PEER_TIMEOUT_MS) + 2) * 1000, `${what}: counts pushed to eu's peers: ${r.counts}`);
+  assert.ok(
+    r.counts <= 2 * (Math.ceil(CUT_MS / PEER_TIMEOUT_MS) + 2) * 1000,
+    `${what}: counts pushed to eu's peers: ${r.counts}`,
+  );
   assert.ok(r.p99 < DELAY_MS / 2, `${what}: eu's decisions: p99 ${r.p99.toFixed(1)} ms`);
 }
 
@@ -287,7 +357,13 @@ test('regions: a cut or slow peer link costs one push per peerTimeoutMs, not eve
   const slow = new World(NAMES, 2000);
   await slow.start();
   const prefix = runPrefix('regions-slow-link');
-  const sl = NAMES.map((n) => new Limiter({ policy: { name: 'world', algorithm: 'fixed-window', limit: LIMIT, window: WINDOW_MS }, store: slow.store(n, prefix, { exchangeMs: EXCHANGE_MS, peerTimeoutMs: PEER_TIMEOUT_MS }) }));
+  const sl = NAMES.map(
+    (n) =>
+      new Limiter({
+        policy: { name: 'world', algorithm: 'fixed-window', limit: LIMIT, window: WINDOW_MS },
+        store: slow.store(n, prefix, { exchangeMs: EXCHANGE_MS, peerTimeoutMs: PEER_TIMEOUT_MS }),
+      }),
+  );
   try {
     await Promise.all(sl.map((l) => l.get('warm')));
     // Until the peers' clients are ready (their ready check crosses the link: 4 s there and back) pushes
@@ -304,7 +380,8 @@ test('regions: a cut or slow peer link costs one push per peerTimeoutMs, not eve
 
 test('regions: a merge is idempotent and order-free (max per region), unlike summing deltas', async () => {
   const dir = new URL('../../src/stores/redis/scripts/', import.meta.url);
-  const merge = readFileSync(new URL('server-time.lua', dir), 'utf8') + readFileSync(new URL('regions-merge.lua', dir), 'utf8');
+  const merge =
+    readFileSync(new URL('server-time.lua', dir), 'utf8') + readFileSync(new URL('regions-merge.lua', dir), 'utf8');
   const c = world.home('eu');
   const prefix = runPrefix('regions-merge');
   const heard = `${prefix}:{regions}:heard`;
@@ -322,26 +399,67 @@ test('regions: a merge is idempotent and order-free (max per region), unlike sum
 
 test('regions: algorithms it cannot keep across regions, and wrong options, are refused by name', () => {
   const store = world.store('eu', runPrefix('regions-refuse'));
-  assert.throws(() => new Limiter({ policy: { algorithm: 'gcra', limit: 10, window: '1s' }, store }), /strategy 'regions' cannot keep policy .* \(algorithm "gcra"\) across regions: its state \(the TAT\)/);
-  assert.throws(() => new Limiter({ policy: { algorithm: 'token-bucket', limit: 10, window: '1s' }, store }), /algorithm "token-bucket"/);
-  assert.throws(() => new Limiter({ policy: { algorithm: 'concurrency', limit: 10, window: '1s' }, store }), /algorithm "concurrency"/);
-  assert.throws(() => new Limiter({ policy: { algorithm: 'fixed-window', limit: 10, window: '1s' }, store, strategy: 'atomic' }), /a RedisStore with 'regions' keeps one limit across regions with strategy 'regions'.*got strategy "atomic"/);
+  assert.throws(
+    () => new Limiter({ policy: { algorithm: 'gcra', limit: 10, window: '1s' }, store }),
+    /strategy 'regions' cannot keep policy .* \(algorithm "gcra"\) across regions: its state \(the TAT\)/,
+  );
+  assert.throws(
+    () => new Limiter({ policy: { algorithm: 'token-bucket', limit: 10, window: '1s' }, store }),
+    /algorithm "token-bucket"/,
+  );
+  assert.throws(
+    () => new Limiter({ policy: { algorithm: 'concurrency', limit: 10, window: '1s' }, store }),
+    /algorithm "concurrency"/,
+  );
+  assert.throws(
+    () => new Limiter({ policy: { algorithm: 'fixed-window', limit: 10, window: '1s' }, store, strategy: 'atomic' }),
+    /a RedisStore with 'regions' keeps one limit across regions with strategy 'regions'.*got strategy "atomic"/,
+  );
   const plain = new RedisStore({ client: world.home('eu'), prefix: 'x', logger: false });
-  assert.throws(() => new Limiter({ policy: { algorithm: 'fixed-window', limit: 10, window: '1s' }, store: plain, strategy: 'regions' }), /strategy 'regions' needs a RedisStore with the 'regions' option/);
-  const bad = (regions: unknown) => new Limiter({ policy: { algorithm: 'fixed-window', limit: 10, window: '1s' }, store: new RedisStore({ client: world.home('eu'), logger: false, regions }) });
+  assert.throws(
+    () =>
+      new Limiter({
+        policy: { algorithm: 'fixed-window', limit: 10, window: '1s' },
+        store: plain,
+        strategy: 'regions',
+      }),
+    /strategy 'regions' needs a RedisStore with the 'regions' option/,
+  );
+  const bad = (regions: unknown) =>
+    new Limiter({
+      policy: { algorithm: 'fixed-window', limit: 10, window: '1s' },
+      store: new RedisStore({ client: world.home('eu'), logger: false, regions }),
+    });
   assert.throws(() => bad({ name: 'e:u', peers: { us: {} } }), /RedisStore 'regions': 'name' must be 1 to 64 letters/);
   assert.throws(() => bad({ name: 'eu', peers: {} }), /'peers' must name at least one other region/);
-  assert.throws(() => bad({ name: 'eu', peers: { us: {} }, shares: { eu: 2 } }), /'shares.us' must be a positive number/);
-  assert.throws(() => bad({ name: 'eu', peers: { us: {} }, exchangeMs: 100, partitionAfterMs: 50 }), /'partitionAfterMs' must be longer than 'exchangeMs' 100, got 50/);
+  assert.throws(
+    () => bad({ name: 'eu', peers: { us: {} }, shares: { eu: 2 } }),
+    /'shares.us' must be a positive number/,
+  );
+  assert.throws(
+    () => bad({ name: 'eu', peers: { us: {} }, exchangeMs: 100, partitionAfterMs: 50 }),
+    /'partitionAfterMs' must be longer than 'exchangeMs' 100, got 50/,
+  );
 });
 
 test('regions: a Redis Cluster as a home or a peer is refused by name, not left to fail on CROSSSLOT', () => {
   const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], { lazyConnect: true });
   const policy = { algorithm: 'fixed-window' as const, limit: 10, window: '1s' };
   try {
-    const home = new RedisStore({ client: cluster, logger: false, regions: { name: 'eu', peers: { us: world.home('us') } } });
-    assert.throws(() => new Limiter({ policy, store: home }), /strategy 'regions' does not run on a Redis Cluster yet \(this region's client is one\)/);
-    const peer = new RedisStore({ client: world.home('eu'), logger: false, regions: { name: 'eu', peers: { us: world.home('us'), ap: cluster } } });
+    const home = new RedisStore({
+      client: cluster,
+      logger: false,
+      regions: { name: 'eu', peers: { us: world.home('us') } },
+    });
+    assert.throws(
+      () => new Limiter({ policy, store: home }),
+      /strategy 'regions' does not run on a Redis Cluster yet \(this region's client is one\)/,
+    );
+    const peer = new RedisStore({
+      client: world.home('eu'),
+      logger: false,
+      regions: { name: 'eu', peers: { us: world.home('us'), ap: cluster } },
+    });
     assert.throws(() => new Limiter({ policy, store: peer }), /\(peer "ap" is one\)/);
   } finally {
     cluster.disconnect();

@@ -12,10 +12,32 @@ import { connectBothClients, runPrefix } from '../../../testing/src/harness.js';
 const { io, nr } = await connectBothClients();
 
 const prefix = runPrefix('conf');
-storeConformance('redis (ioredis)', () => new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }), { runs: Number(process.env.CONF_RUNS ?? 30) });
-overrideConformance('redis (ioredis)', () => new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }), Number(process.env.CONF_RUNS ?? 30));
-banConformance('redis (ioredis)', () => new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }), Number(process.env.CONF_RUNS ?? 30));
-calendarConformance('redis (ioredis)', () => new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }), 30);
-overrideSeveralConformance('redis (ioredis)', () => new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }));
-severalFixedConformance('redis (ioredis)', () => new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }));
-storeConformance('redis (node-redis)', () => new RedisStore({ client: nr, prefix, clock: 'client', timeoutMs: 2000 }), { runs: Number(process.env.CONF_RUNS ?? 15) });
+storeConformance('redis (ioredis)', () => new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }), {
+  runs: Number(process.env.CONF_RUNS ?? 30),
+});
+overrideConformance(
+  'redis (ioredis)',
+  () => new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }),
+  Number(process.env.CONF_RUNS ?? 30),
+);
+banConformance(
+  'redis (ioredis)',
+  () => new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }),
+  Number(process.env.CONF_RUNS ?? 30),
+);
+calendarConformance(
+  'redis (ioredis)',
+  () => new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }),
+  30,
+);
+overrideSeveralConformance(
+  'redis (ioredis)',
+  () => new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }),
+);
+severalFixedConformance(
+  'redis (ioredis)',
+  () => new RedisStore({ client: io, prefix, clock: 'client', timeoutMs: 2000 }),
+);
+storeConformance('redis (node-redis)', () => new RedisStore({ client: nr, prefix, clock: 'client', timeoutMs: 2000 }), {
+  runs: Number(process.env.CONF_RUNS ?? 15),
+});

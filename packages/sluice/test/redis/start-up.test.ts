@@ -26,9 +26,16 @@ async function tightLoop(store: RedisStore, n: number): Promise<Decision[]> {
 
 function fromRedis(seen: Decision[]): void {
   assert.equal(seen.length, 200);
-  assert.deepEqual(seen.filter((d) => d.reason !== undefined), [], 'no decision came from the failure policy');
+  assert.deepEqual(
+    seen.filter((d) => d.reason !== undefined),
+    [],
+    'no decision came from the failure policy',
+  );
   assert.equal(seen.filter((d) => d.allowed).length, 100, 'exactly the limit allowed');
-  assert.ok(seen.slice(0, 100).every((d) => d.allowed) && seen.slice(100).every((d) => !d.allowed), 'the first 100 allowed, the rest denied');
+  assert.ok(
+    seen.slice(0, 100).every((d) => d.allowed) && seen.slice(100).every((d) => !d.allowed),
+    'the first 100 allowed, the rest denied',
+  );
 }
 
 test('a fresh, unawaited ioredis client: the first 200 decisions of a tight loop on limit 100 come from Redis, exactly 100 allowed, none with a reason', async () => {
@@ -85,8 +92,11 @@ test('a client pointed at a port where nothing listens: a tight loop of limit() 
       if (d.reason === 'store-error' && !d.allowed) fromPolicy++;
       n++;
     }
-    assert.ok(first >= connectTimeoutMs - 5, `the first answer came after ${first.toFixed(0)} ms, before connectTimeoutMs ${connectTimeoutMs}`);
-    assert.equal(fromPolicy, n, 'every answer is the failure policy\'s');
+    assert.ok(
+      first >= connectTimeoutMs - 5,
+      `the first answer came after ${first.toFixed(0)} ms, before connectTimeoutMs ${connectTimeoutMs}`,
+    );
+    assert.equal(fromPolicy, n, "every answer is the failure policy's");
     assert.ok(n > 100, `only ${n} decisions in 2 s`);
     // The loop never held the event loop: the 50 ms interval kept firing through it.
     assert.ok(ticks >= 20, `the interval fired ${ticks} times in 2 s`);
@@ -113,8 +123,15 @@ test('store.ready() and limiter.ready() resolve once the client is connected, an
   dead.on('error', () => {});
   try {
     const deadStore = new RedisStore({ client: dead, connectTimeoutMs: 100 });
-    await assert.rejects(deadStore.ready(), (err: Error & { code?: string }) => err.code === 'ERR_SLUICE_STORE_UNAVAILABLE' && /did not connect within 100 ms/.test(err.message));
-    await assert.rejects(new Limiter({ policy: { algorithm: 'gcra', limit: 10, window: '1s' }, store: deadStore }).ready(), /did not connect/);
+    await assert.rejects(
+      deadStore.ready(),
+      (err: Error & { code?: string }) =>
+        err.code === 'ERR_SLUICE_STORE_UNAVAILABLE' && /did not connect within 100 ms/.test(err.message),
+    );
+    await assert.rejects(
+      new Limiter({ policy: { algorithm: 'gcra', limit: 10, window: '1s' }, store: deadStore }).ready(),
+      /did not connect/,
+    );
     await assert.rejects(deadStore.ready(-1), /'?timeoutMs'?\)?: must be a number/);
   } finally {
     dead.disconnect();
@@ -125,7 +142,10 @@ test('store.ready() and limiter.ready() resolve once the client is connected, an
 
 test('options: connectTimeoutMs is checked', () => {
   const client = new Redis({ lazyConnect: true });
-  assert.throws(() => new RedisStore({ client, connectTimeoutMs: -1 }), /'connectTimeoutMs' must be a number of milliseconds, 0 or more, got -1/);
+  assert.throws(
+    () => new RedisStore({ client, connectTimeoutMs: -1 }),
+    /'connectTimeoutMs' must be a number of milliseconds, 0 or more, got -1/,
+  );
   assert.throws(() => new RedisStore({ client, connectTimeoutMs: 'soon' as never }), /'connectTimeoutMs'/);
   client.disconnect();
 });

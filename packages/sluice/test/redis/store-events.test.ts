@@ -18,12 +18,22 @@ async function until(cond: () => boolean, ms: number, what: string): Promise<voi
 
 const clients = {
   ioredis: async (port: number) => {
-    const c = new Redis({ port, host: '127.0.0.1', enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: () => 50 });
+    const c = new Redis({
+      port,
+      host: '127.0.0.1',
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      retryStrategy: () => 50,
+    });
     c.on('error', () => {});
     return { client: c, close: async () => c.disconnect() };
   },
   'node-redis': async (port: number) => {
-    const c = createClient({ url: `redis://127.0.0.1:${port}`, disableOfflineQueue: true, socket: { reconnectStrategy: () => 50 } });
+    const c = createClient({
+      url: `redis://127.0.0.1:${port}`,
+      disableOfflineQueue: true,
+      socket: { reconnectStrategy: () => 50 },
+    });
     c.on('error', () => {});
     await c.connect();
     return { client: c, close: async () => void (await c.quit().catch(() => c.disconnect?.())) };
@@ -36,17 +46,29 @@ for (const [name, connect] of Object.entries(clients)) {
     await server.start();
     const { client, close } = await connect(server.port);
     const events: RedisStoreEvent[] = [];
-    const store = new RedisStore({ client, prefix: runPrefix('events'), timeoutMs: 500, onEvent: (e) => events.push(e) });
+    const store = new RedisStore({
+      client,
+      prefix: runPrefix('events'),
+      timeoutMs: 500,
+      onEvent: (e) => events.push(e),
+    });
     const limiter = new Limiter({ policy: { algorithm: 'fixed-window', limit: 10, window: '1m' }, store });
     try {
       await until(() => events.some((e) => e.type === 'checked'), 5000, 'the check');
       const evicts = events.find((e) => e.type === 'eviction-policy');
-      assert.ok(evicts?.type === 'eviction-policy' && evicts.policy === 'volatile-ttl' && evicts.maxmemory === 64 * 1024 * 1024, JSON.stringify(events));
+      assert.ok(
+        evicts?.type === 'eviction-policy' && evicts.policy === 'volatile-ttl' && evicts.maxmemory === 64 * 1024 * 1024,
+        JSON.stringify(events),
+      );
       const checked = events.find((e) => e.type === 'checked');
       assert.ok(checked?.type === 'checked' && /^[0-9a-f]{40}$/.test(checked.runId ?? ''), JSON.stringify(checked));
       assert.equal((await limiter.limit('k')).reason, undefined);
       await server.stop();
-      await until(() => events.some((e) => e.type === 'disconnected' || e.type === 'unanswered'), 5000, 'the disconnect');
+      await until(
+        () => events.some((e) => e.type === 'disconnected' || e.type === 'unanswered'),
+        5000,
+        'the disconnect',
+      );
       assert.equal((await limiter.limit('k')).reason, 'store-error');
       await server.start();
       await until(() => events.some((e) => e.type === 'restarted'), 10_000, 'the restart');
@@ -60,5 +82,8 @@ for (const [name, connect] of Object.entries(clients)) {
 }
 
 test("RedisStore 'onEvent' must be a function", () => {
-  assert.throws(() => new RedisStore({ client: new Redis({ lazyConnect: true }), onEvent: 'log' as never }), /RedisStore 'onEvent' must be a function, got "log"/);
+  assert.throws(
+    () => new RedisStore({ client: new Redis({ lazyConnect: true }), onEvent: 'log' as never }),
+    /RedisStore 'onEvent' must be a function, got "log"/,
+  );
 });

@@ -20,17 +20,27 @@ test('options: every bad field is named, with its value', () => {
   const bad: Array<[unknown, RegExp]> = [
     [undefined, /options must be an object/],
     [{}, /'client' is required/],
-    [{ client: {} }, /'client' must be an ioredis or iovalkey Redis or Cluster, a node-redis client or cluster, or a valkey-glide GlideClient or GlideClusterClient, got "Object"/],
+    [
+      { client: {} },
+      /'client' must be an ioredis or iovalkey Redis or Cluster, a node-redis client or cluster, or a valkey-glide GlideClient or GlideClusterClient, got "Object"/,
+    ],
     [{ client: io, prefix: 'a{b' }, /'prefix' must be a non-empty string without '\{' or '\}'.*got "a\{b"/],
     [{ client: io, timeoutMs: 0 }, /'timeoutMs' must be a positive number of milliseconds, got 0/],
-    [{ client: io, onError: 'ignore' }, /'onError' must be 'open', 'closed' or \{ insurance: <share in \(0, 1\]> \}, got "ignore"/],
+    [
+      { client: io, onError: 'ignore' },
+      /'onError' must be 'open', 'closed' or \{ insurance: <share in \(0, 1\]> \}, got "ignore"/,
+    ],
     [{ client: io, onError: { insurance: 2 } }, /'onError.insurance' must be this node's share.*got 2/],
     [{ client: io, clock: 'local' }, /'clock' must be 'server' or 'client', got "local"/],
     [{ client: io, maxBatch: 1.5 }, /'maxBatch' must be a positive integer, got 1.5/],
     [{ client: io, timeout: 50 }, /unknown option 'timeout'/],
   ];
   for (const [options, message] of bad) {
-    assert.throws(() => new RedisStore(options as never), (e: unknown) => e instanceof SluiceError && e.code === 'ERR_SLUICE_INVALID_OPTION' && message.test(e.message), String(message));
+    assert.throws(
+      () => new RedisStore(options as never),
+      (e: unknown) => e instanceof SluiceError && e.code === 'ERR_SLUICE_INVALID_OPTION' && message.test(e.message),
+      String(message),
+    );
   }
 });
 
@@ -83,7 +93,11 @@ test('the sliding log stays bounded: at most `limit` entries of 16 bytes per key
   let now = 1_000_000;
   const store = new RedisStore({ client: io, prefix, clock: 'client' });
   const id = `bounded:${Math.random()}`;
-  const l = new Limiter({ policy: { name: 'log', algorithm: 'sliding-log', limit: 20, window: 1000 }, store, clock: () => now });
+  const l = new Limiter({
+    policy: { name: 'log', algorithm: 'sliding-log', limit: 20, window: 1000 },
+    store,
+    clock: () => now,
+  });
   let longest = 0;
   for (let i = 0; i < 400; i++) {
     now += 37;
@@ -96,7 +110,13 @@ test('the sliding log stays bounded: at most `limit` entries of 16 bytes per key
 test('several fixed-size policies keep their states in one key, its TTL the longest of theirs', async () => {
   const store = new RedisStore({ client: io, prefix });
   const id = `combined:${Math.random()}`;
-  const l = new Limiter({ policies: [{ name: 's', algorithm: 'token-bucket', limit: 10, window: '1s' }, { name: 'h', algorithm: 'gcra', limit: 100, window: '1h' }], store });
+  const l = new Limiter({
+    policies: [
+      { name: 's', algorithm: 'token-bucket', limit: 10, window: '1s' },
+      { name: 'h', algorithm: 'gcra', limit: 100, window: '1h' },
+    ],
+    store,
+  });
   await l.limit(id, { cost: 3 });
   const key = keyOf(prefix, escapeId(id), 's+h');
   assert.deepEqual(await io.keys(`${prefix}:{${escapeId(id)}}:*`), [key]);
@@ -110,16 +130,29 @@ test('several fixed-size policies keep their states in one key, its TTL the long
   await l.reset(id);
   assert.equal(await io.exists(key), 0);
   // A sliding log among them keeps a key per policy.
-  const mixed = new Limiter({ policies: [{ name: 'log', algorithm: 'sliding-log', limit: 5, window: '1m' }, { name: 'h', algorithm: 'gcra', limit: 100, window: '1h' }], store });
+  const mixed = new Limiter({
+    policies: [
+      { name: 'log', algorithm: 'sliding-log', limit: 5, window: '1m' },
+      { name: 'h', algorithm: 'gcra', limit: 100, window: '1h' },
+    ],
+    store,
+  });
   await mixed.limit(id);
-  assert.deepEqual((await io.keys(`${prefix}:{${escapeId(id)}}:*`)).sort(), [keyOf(prefix, escapeId(id), 'h'), keyOf(prefix, escapeId(id), 'log')]);
+  assert.deepEqual((await io.keys(`${prefix}:{${escapeId(id)}}:*`)).sort(), [
+    keyOf(prefix, escapeId(id), 'h'),
+    keyOf(prefix, escapeId(id), 'log'),
+  ]);
 });
 
 test("the sliding log appends to the log it read: the live entries' bytes as they were, the new one last", async () => {
   let now = 5_000_000;
   const store = new RedisStore({ client: io, prefix, clock: 'client' });
   const id = `append:${Math.random()}`;
-  const l = new Limiter({ policy: { name: 'log', algorithm: 'sliding-log', limit: 10, window: 1000 }, store, clock: () => now });
+  const l = new Limiter({
+    policy: { name: 'log', algorithm: 'sliding-log', limit: 10, window: 1000 },
+    store,
+    clock: () => now,
+  });
   const key = keyOf(prefix, escapeId(id), 'log');
   const entries = async () => {
     const raw = (await io.getBuffer(key))!;
@@ -129,10 +162,16 @@ test("the sliding log appends to the log it read: the live entries' bytes as the
   now += 400;
   await l.limit(id, { cost: 2 });
   await l.limit(id); // the same millisecond: merged into the newest entry
-  assert.deepEqual(await entries(), [[5_000_000, 1], [5_000_400, 3]]);
+  assert.deepEqual(await entries(), [
+    [5_000_000, 1],
+    [5_000_400, 3],
+  ]);
   now += 700; // the first entry has left the window: dropped as the next is appended
   await l.limit(id);
-  assert.deepEqual(await entries(), [[5_000_400, 3], [5_001_100, 1]]);
+  assert.deepEqual(await entries(), [
+    [5_000_400, 3],
+    [5_001_100, 1],
+  ]);
   assert.equal((await l.limit(id, { cost: 6 })).remaining, 0);
 });
 
@@ -152,13 +191,23 @@ test('EVALSHA first; NOSCRIPT, and only NOSCRIPT, reloads with one EVAL and retr
       return (io.eval as (...a: unknown[]) => Promise<unknown>)(...args);
     },
   };
-  const l = new Limiter({ policy: { name: 'g', algorithm: 'gcra', limit: 5, window: '1s' }, store: new RedisStore({ client: fake, prefix }) });
+  const l = new Limiter({
+    policy: { name: 'g', algorithm: 'gcra', limit: 5, window: '1s' },
+    store: new RedisStore({ client: fake, prefix }),
+  });
   const id = `noscript:${Math.random()}`;
   assert.equal((await l.limit(id)).remaining, 4);
   assert.equal((await l.limit(id)).remaining, 3);
   assert.deepEqual(calls, ['evalsha', 'eval', 'evalsha']);
   // Any other error is not retried: it goes to the failure policy.
-  const failing = { status: 'ready', evalsha: async () => { calls.push('evalsha'); throw new Error('BUSY Redis is busy running a script'); }, eval: async () => calls.push('eval') };
+  const failing = {
+    status: 'ready',
+    evalsha: async () => {
+      calls.push('evalsha');
+      throw new Error('BUSY Redis is busy running a script');
+    },
+    eval: async () => calls.push('eval'),
+  };
   calls.length = 0;
   const store = new RedisStore({ client: failing, prefix, onError: 'closed' });
   const d = await new Limiter({ policy: { name: 'g', algorithm: 'gcra', limit: 5, window: '1s' }, store }).limit(id);
@@ -172,7 +221,10 @@ test('concurrent calls are coalesced: one script call for many decisions, in ord
   const l = new Limiter({ policy: { name: 'fw', algorithm: 'fixed-window', limit: 50, window: '1h' }, store });
   const id = `batch:${Math.random()}`;
   const ds = await Promise.all(Array.from({ length: 60 }, () => l.limit(id)));
-  assert.deepEqual(ds.map((d) => d.remaining), [...Array.from({ length: 50 }, (_, i) => 49 - i), ...Array(10).fill(0)]);
+  assert.deepEqual(
+    ds.map((d) => d.remaining),
+    [...Array.from({ length: 50 }, (_, i) => 49 - i), ...Array(10).fill(0)],
+  );
   assert.equal(store.stats.calls, 1);
 });
 
@@ -216,8 +268,14 @@ test('FCALL first; "Function not found", and only it, loads the library with one
   assert.equal(store.stats.reloads, 1);
   // Any other error is not retried: it goes to the failure policy.
   calls.length = 0;
-  const busy = new RedisStore({ client: loggingClient(calls, { fcall: 'BUSY Redis is busy running a script' }), prefix, onError: 'closed' });
-  const d = await new Limiter({ policy: { name: 'g', algorithm: 'gcra', limit: 5, window: '1s' }, store: busy }).limit(id);
+  const busy = new RedisStore({
+    client: loggingClient(calls, { fcall: 'BUSY Redis is busy running a script' }),
+    prefix,
+    onError: 'closed',
+  });
+  const d = await new Limiter({ policy: { name: 'g', algorithm: 'gcra', limit: 5, window: '1s' }, store: busy }).limit(
+    id,
+  );
   assert.equal(d.reason, 'store-error');
   assert.deepEqual(calls, ['fcall']);
 });
@@ -265,7 +323,13 @@ test('a server without functions, or an ACL that refuses them, turns the store t
   const refusals: Array<[{ fcall?: string; load?: string }, string[]]> = [
     [{ fcall: "ERR unknown command 'FCALL', with args beginning with: " }, ['fcall', 'evalsha']],
     [{ fcall: "NOPERM User app has no permissions to run the 'fcall' command" }, ['fcall', 'evalsha']],
-    [{ fcall: 'ERR Function not found', load: "NOPERM User app has no permissions to run the 'function|load' command" }, ['fcall', 'load', 'evalsha']],
+    [
+      {
+        fcall: 'ERR Function not found',
+        load: "NOPERM User app has no permissions to run the 'function|load' command",
+      },
+      ['fcall', 'load', 'evalsha'],
+    ],
   ];
   for (const [fail, first] of refusals) {
     const calls: string[] = [];
@@ -304,7 +368,9 @@ test('a client that throws while reloading (FUNCTION LOAD, EVAL) gets the failur
     ];
     for (const client of clients) {
       const store = new RedisStore({ client, prefix, onError: 'closed' });
-      const d = await new Limiter({ policy: { name: 'g', algorithm: 'gcra', limit: 5, window: '1s' }, store }).limit('x');
+      const d = await new Limiter({ policy: { name: 'g', algorithm: 'gcra', limit: 5, window: '1s' }, store }).limit(
+        'x',
+      );
       assert.equal(d.reason, 'store-error');
       assert.equal(store.stats.errors, 1);
     }

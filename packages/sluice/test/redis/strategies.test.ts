@@ -15,10 +15,26 @@ import { redisUrl, runPrefix } from '../../../testing/src/harness.js';
 const dir = mkdtempSync(join(tmpdir(), 'sluice-strategies-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-interface Report { admitted: number; decisions: number; calls: number }
+interface Report {
+  admitted: number;
+  decisions: number;
+  calls: number;
+}
 
-function node(strategy: string, limit: number, windowMs: number, ms: number, out: string, prefix: string, extra = ''): ChildProcess {
-  return fork(new URL('./strategy-worker.ts', import.meta.url), [redisUrl(), prefix, strategy, String(limit), String(windowMs), '8', String(ms), out, extra], { execArgv: ['--import', 'tsx'] });
+function node(
+  strategy: string,
+  limit: number,
+  windowMs: number,
+  ms: number,
+  out: string,
+  prefix: string,
+  extra = '',
+): ChildProcess {
+  return fork(
+    new URL('./strategy-worker.ts', import.meta.url),
+    [redisUrl(), prefix, strategy, String(limit), String(windowMs), '8', String(ms), out, extra],
+    { execArgv: ['--import', 'tsx'] },
+  );
 }
 
 /**
@@ -49,12 +65,22 @@ function perWindow(files: string[], cap: number): Map<number, number> {
   return m;
 }
 
-async function run(strategy: string, limit: number, windowMs: number, ms: number, killAfterMs: number | undefined, extra = '', cap = limit) {
+async function run(
+  strategy: string,
+  limit: number,
+  windowMs: number,
+  ms: number,
+  killAfterMs: number | undefined,
+  extra = '',
+  cap = limit,
+) {
   const prefix = runPrefix(strategy);
   const files = [0, 1, 2, 3].map((i) => join(dir, `${strategy}-${i}.txt`));
   const nodes = files.map((f) => node(strategy, limit, windowMs, ms, f, prefix, extra));
   await Promise.all(nodes.map((n) => once(n, 'message')));
-  const reports = nodes.map((n, i) => (killAfterMs !== undefined && i === 0 ? Promise.resolve(undefined) : once(n, 'message').then(([m]) => m as Report)));
+  const reports = nodes.map((n, i) =>
+    killAfterMs !== undefined && i === 0 ? Promise.resolve(undefined) : once(n, 'message').then(([m]) => m as Report),
+  );
   if (killAfterMs !== undefined) {
     await new Promise((r) => setTimeout(r, killAfterMs));
     nodes[0]!.kill('SIGKILL');
@@ -64,7 +90,9 @@ async function run(strategy: string, limit: number, windowMs: number, ms: number
   return { windows: perWindow(files, cap), reports: done };
 }
 
-test('lease: four nodes, one killed mid-lease, never admit more than the limit in any window', { timeout: 30_000 }, async () => {
+test('lease: four nodes, one killed mid-lease, never admit more than the limit in any window', {
+  timeout: 30_000,
+}, async () => {
   const limit = 300;
   const windowMs = 500;
   const { windows, reports } = await run('lease', limit, windowMs, 2600, 900);
@@ -75,7 +103,8 @@ test('lease: four nodes, one killed mid-lease, never admit more than the limit i
   // are partial, so only the middle ones are held to it).
   const middle = [...windows.keys()].sort((a, b) => a - b).slice(1, -1);
   const afterKill = middle.slice(-2);
-  for (const w of afterKill) assert.ok(windows.get(w)! >= limit * 0.9, `window ${w} after the kill admitted only ${windows.get(w)}`);
+  for (const w of afterKill)
+    assert.ok(windows.get(w)! >= limit * 0.9, `window ${w} after the kill admitted only ${windows.get(w)}`);
   const decisions = reports.reduce((a, r) => a + r.decisions, 0);
   const calls = reports.reduce((a, r) => a + r.calls, 0);
   assert.ok(calls * 20 < decisions, `${calls} Redis calls for ${decisions} decisions`);
@@ -84,7 +113,15 @@ test('lease: four nodes, one killed mid-lease, never admit more than the limit i
 test('local-sync: four nodes stay within limit + nodes × threshold in every window', { timeout: 30_000 }, async () => {
   const limit = 400;
   const threshold = 10;
-  const { windows, reports } = await run('local-sync', limit, 500, 2600, undefined, JSON.stringify({ localSync: { threshold, intervalMs: 50 } }), limit + 4 * threshold);
+  const { windows, reports } = await run(
+    'local-sync',
+    limit,
+    500,
+    2600,
+    undefined,
+    JSON.stringify({ localSync: { threshold, intervalMs: 50 } }),
+    limit + 4 * threshold,
+  );
   assert.ok(windows.size >= 4);
   let worst = 0;
   for (const [w, n] of windows) {

@@ -17,13 +17,16 @@ for (const strategy of ['lease', 'local-sync'] as const) {
     if (client.status !== 'ready') await once(client, 'ready');
     const prefix = runPrefix(`keys-${strategy}`);
     let now = 1_000_250; // 1970: a client clock nowhere near Redis's
-    const nodes = [0, 1, 2].map(() => new Limiter({
-      policy: { name: 'p', algorithm: 'fixed-window', limit: 5, window: 1000 },
-      store: new RedisStore({ client, prefix, clock: 'client', onError: 'closed', timeoutMs: 2000 }),
-      clock: () => now,
-      strategy,
-      ...(strategy === 'local-sync' ? { localSync: { threshold: 1 } } : {}),
-    }));
+    const nodes = [0, 1, 2].map(
+      () =>
+        new Limiter({
+          policy: { name: 'p', algorithm: 'fixed-window', limit: 5, window: 1000 },
+          store: new RedisStore({ client, prefix, clock: 'client', onError: 'closed', timeoutMs: 2000 }),
+          clock: () => now,
+          strategy,
+          ...(strategy === 'local-sync' ? { localSync: { threshold: 1 } } : {}),
+        }),
+    );
     let admitted = 0;
     for (let i = 0; i < 30; i++) if ((await nodes[i % 3]!.limit('k')).allowed) admitted++;
     const bound = strategy === 'lease' ? 5 : 5 + 3 * 1;
@@ -43,13 +46,14 @@ test('redis lease: a crashed node is settled at its lease TTL (its demand leaves
   if (client.status !== 'ready') await once(client, 'ready');
   const prefix = runPrefix('lease-ttl');
   let now = 2_000_000; // a window start on the client clock
-  const make = () => new Limiter({
-    policy: { name: 'p', algorithm: 'fixed-window', limit: 1000, window: 1000 },
-    store: new RedisStore({ client, prefix, clock: 'client', onError: 'closed', timeoutMs: 2000 }),
-    clock: () => now,
-    strategy: 'lease',
-    lease: { horizonMs: 100, ttlMs: 200 },
-  });
+  const make = () =>
+    new Limiter({
+      policy: { name: 'p', algorithm: 'fixed-window', limit: 1000, window: 1000 },
+      store: new RedisStore({ client, prefix, clock: 'client', onError: 'closed', timeoutMs: 2000 }),
+      clock: () => now,
+      strategy: 'lease',
+      lease: { horizonMs: 100, ttlMs: 200 },
+    });
   const a = make();
   const b = make();
   const idOf = (l: Limiter) => (l.table as unknown as { node: string }).node;
@@ -70,14 +74,22 @@ test('redis lease: a crashed node is settled at its lease TTL (its demand leaves
   await b.limit('k');
   assert.equal(await field(`d:${idOf(a)}`), undefined, 'settled at its TTL: no share of the remainder any more');
   assert.equal(await field(`e:${idOf(a)}`), undefined);
-  assert.equal(await field(`n:${idOf(a)}`), heldByA, 'its chunk stays counted: Redis cannot know how much of it a spent');
+  assert.equal(
+    await field(`n:${idOf(a)}`),
+    heldByA,
+    'its chunk stays counted: Redis cannot know how much of it a spent',
+  );
   const granted = (await field('g'))!;
   assert.ok(granted >= heldByA && granted <= 1000);
   // Had a only been slow, not dead: it stopped spending at its TTL, and its next call gives back the rest.
   now += 10;
   assert.equal((await a.limit('k')).allowed, true);
   const secondChunk = (await field(`n:${idOf(a)}`))! - spentByA;
-  assert.equal(await field('g'), granted - (heldByA - spentByA) + secondChunk, `a gave back the ${heldByA - spentByA} it had not spent`);
+  assert.equal(
+    await field('g'),
+    granted - (heldByA - spentByA) + secondChunk,
+    `a gave back the ${heldByA - spentByA} it had not spent`,
+  );
 });
 
 // Regression: a lease or local-sync call stamped in an earlier window that reached Redis after a call from
@@ -91,13 +103,14 @@ for (const strategy of ['lease', 'local-sync'] as const) {
     const W = 1000;
     let later = 5 * W + 100; // nodes a and c: window 5
     const earlier = 5 * W - 100; // node b: still stamping window 4
-    const make = (clock: () => number) => new Limiter({
-      policy: { name: 'p', algorithm: 'fixed-window', limit: 5, window: W },
-      store: new RedisStore({ client, prefix, clock: 'client', onError: 'closed', timeoutMs: 2000 }),
-      clock,
-      strategy,
-      ...(strategy === 'local-sync' ? { localSync: { threshold: 1 } } : {}),
-    });
+    const make = (clock: () => number) =>
+      new Limiter({
+        policy: { name: 'p', algorithm: 'fixed-window', limit: 5, window: W },
+        store: new RedisStore({ client, prefix, clock: 'client', onError: 'closed', timeoutMs: 2000 }),
+        clock,
+        strategy,
+        ...(strategy === 'local-sync' ? { localSync: { threshold: 1 } } : {}),
+      });
     const a = make(() => later);
     const b = make(() => earlier);
     const c = make(() => later);
@@ -110,6 +123,5 @@ for (const strategy of ['lease', 'local-sync'] as const) {
     for (let i = 0; i < 10; i++) if ((await c.limit('k')).allowed) admittedInWindow5++;
     const bound = strategy === 'lease' ? 5 : 5 + 3 * 1;
     assert.ok(admittedInWindow5 <= bound, `a and c admitted ${admittedInWindow5} in window 5, limit 5`);
-
   });
 }

@@ -16,7 +16,12 @@ const prefix = runPrefix('turn');
 
 /** Runs `each(i)` for i < n, each in an immediate of its own, all queued now (so due in one turn). */
 function inSeparateCallbacks<T>(n: number, each: (i: number) => Promise<T>): Promise<T[]> {
-  return Promise.all(Array.from({ length: n }, (_, i) => new Promise<T>((resolve, reject) => setImmediate(() => each(i).then(resolve, reject)))));
+  return Promise.all(
+    Array.from(
+      { length: n },
+      (_, i) => new Promise<T>((resolve, reject) => setImmediate(() => each(i).then(resolve, reject))),
+    ),
+  );
 }
 
 for (const [name, client] of Object.entries({ ioredis: io, 'node-redis': nr })) {
@@ -26,7 +31,10 @@ for (const [name, client] of Object.entries({ ioredis: io, 'node-redis': nr })) 
     const l = new Limiter({ policy: { name: 'p', algorithm: 'gcra', limit: 10, window: '1h' }, store });
     const run = Math.random();
     const decisions = await inSeparateCallbacks(20, (i) => l.limit(`batch:${name}:${run}:${i}`));
-    assert.deepEqual(decisions.map((d) => [d.allowed, d.remaining]), Array.from({ length: 20 }, () => [true, 9]));
+    assert.deepEqual(
+      decisions.map((d) => [d.allowed, d.remaining]),
+      Array.from({ length: 20 }, () => [true, 9]),
+    );
     assert.deepEqual([store.stats.calls, store.stats.operations, store.stats.fallbacks], [1, 20, 0]);
   });
 
@@ -36,7 +44,16 @@ for (const [name, client] of Object.entries({ ioredis: io, 'node-redis': nr })) 
     const l = new Limiter({ policy: { name: 'p', algorithm: 'fixed-window', limit: 3, window: '1h' }, store });
     const id = `order:${name}:${Math.random()}`;
     const decisions = await inSeparateCallbacks(5, () => l.limit(id));
-    assert.deepEqual(decisions.map((d) => [d.allowed, d.remaining]), [[true, 2], [true, 1], [true, 0], [false, 0], [false, 0]]);
+    assert.deepEqual(
+      decisions.map((d) => [d.allowed, d.remaining]),
+      [
+        [true, 2],
+        [true, 1],
+        [true, 0],
+        [false, 0],
+        [false, 0],
+      ],
+    );
     assert.equal(store.stats.calls, 1);
   });
 }

@@ -34,16 +34,27 @@ export function buildSluice(): string {
   mkdirSync(join(REPO, '.tmp'), { recursive: true });
   const pkg = mkdtempSync(join(REPO, '.tmp', 'next-sluice-'));
   const dist = join(pkg, 'dist');
-  execFileSync(process.execPath, [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', dist], { cwd: ROOT, stdio: 'pipe' });
+  execFileSync(
+    process.execPath,
+    [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', dist],
+    { cwd: ROOT, stdio: 'pipe' },
+  );
   cpSync(join(ROOT, 'src/stores/redis/scripts'), join(dist, 'stores/redis/scripts'), { recursive: true });
   // As npm pack ships it: without the sluice-source condition (this folder has no src/).
   const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: unknown };
-  writeFileSync(join(pkg, 'package.json'), JSON.stringify({ ...manifest, exports: withoutSourceCondition(manifest.exports) }));
+  writeFileSync(
+    join(pkg, 'package.json'),
+    JSON.stringify({ ...manifest, exports: withoutSourceCondition(manifest.exports) }),
+  );
   return pkg;
 }
 
 /** Copies `fixture`, with `sluice` linked to `sluice` (buildSluice's folder), builds it once and starts it; `env` goes to both. */
-export async function startNextApp(fixture: string, sluice: string, env: Record<string, string> = {}): Promise<NextApp> {
+export async function startNextApp(
+  fixture: string,
+  sluice: string,
+  env: Record<string, string> = {},
+): Promise<NextApp> {
   const dir = mkdtempSync(join(REPO, '.tmp', 'next-app-'));
   cpSync(fixture, dir, { recursive: true });
   mkdirSync(join(dir, 'node_modules'));
@@ -51,14 +62,24 @@ export async function startNextApp(fixture: string, sluice: string, env: Record<
   const fullEnv = { ...process.env, NEXT_TELEMETRY_DISABLED: '1', SLUICE_REPO_ROOT: REPO, ...env };
   let buildLog: string;
   try {
-    buildLog = execFileSync(process.execPath, [NEXT, 'build'], { cwd: dir, env: fullEnv, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000 });
+    buildLog = execFileSync(process.execPath, [NEXT, 'build'], {
+      cwd: dir,
+      env: fullEnv,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 300_000,
+    });
   } catch (e) {
     const err = e as { stdout?: string; stderr?: string };
     rmSync(dir, { recursive: true, force: true });
     throw new Error(`next build failed:\n${err.stdout ?? ''}\n${err.stderr ?? ''}`);
   }
   const port = await freePort();
-  const server: ChildProcess = spawn(process.execPath, [NEXT, 'start', '-p', String(port), '-H', '127.0.0.1'], { cwd: dir, env: fullEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const server: ChildProcess = spawn(process.execPath, [NEXT, 'start', '-p', String(port), '-H', '127.0.0.1'], {
+    cwd: dir,
+    env: fullEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   server.stdout!.on('data', (d) => (output += d));
   server.stderr!.on('data', (d) => (output += d));

@@ -7,10 +7,16 @@ import { RegionsTable } from './table.js';
 
 export function bindRegions(store: Store, spec: TableSpec, strategy: string, clock: Clock): StoreTable {
   if (store.regions === undefined || typeof store.runner !== 'function') {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `strategy 'regions' needs a RedisStore with the 'regions' option (this region's name and its peers' Redis clients)`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `strategy 'regions' needs a RedisStore with the 'regions' option (this region's name and its peers' Redis clients)`,
+    );
   }
   if (strategy !== 'regions') {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `a RedisStore with 'regions' keeps one limit across regions with strategy 'regions' (its default), got strategy ${show(strategy)}; use a store without 'regions' for a limit of this region alone`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `a RedisStore with 'regions' keeps one limit across regions with strategy 'regions' (its default), got strategy ${show(strategy)}; use a store without 'regions' for a limit of this region alone`,
+    );
   }
   const regions = checkRegions(store.regions);
   checkRegionsPolicies(spec.policies);
@@ -19,7 +25,10 @@ export function bindRegions(store: Store, spec: TableSpec, strategy: string, clo
   // Decisions and pushes carry many keys per script call: on a Cluster they would span slots.
   const cluster = runner.isCluster?.() ? 'this region' : regions.peers.find((peer) => runner.isCluster?.(peer))?.name;
   if (cluster !== undefined) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `strategy 'regions' does not run on a Redis Cluster yet (${cluster === 'this region' ? "this region's client" : `peer ${show(cluster)}`} is one): give each region a standalone Redis (or one behind Sentinel)`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `strategy 'regions' does not run on a Redis Cluster yet (${cluster === 'this region' ? "this region's client" : `peer ${show(cluster)}`} is one): give each region a standalone Redis (or one behind Sentinel)`,
+    );
   }
   return new RegionsTable({ policy: p, clock, runner }, regions);
 }
@@ -30,11 +39,17 @@ export function bindRegions(store: Store, spec: TableSpec, strategy: string, clo
  */
 export function checkRegionsPolicies(policies: readonly Policy[]): void {
   if (policies.length !== 1) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `strategy 'regions' keeps one policy per limiter across regions, got ${policies.length} (${policies.map((p) => show(p.name)).join(', ')}): use one limiter per policy`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `strategy 'regions' keeps one policy per limiter across regions, got ${policies.length} (${policies.map((p) => show(p.name)).join(', ')}): use one limiter per policy`,
+    );
   }
   const p = policies[0]!;
   const why = refusal(p);
   if (why !== undefined) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `strategy 'regions' cannot keep policy ${show(p.name)} (algorithm ${show(p.algorithm)}) across regions: ${why}`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `strategy 'regions' cannot keep policy ${show(p.name)} (algorithm ${show(p.algorithm)}) across regions: ${why}`,
+    );
   }
 }

@@ -49,23 +49,31 @@ function positive(field: string, value: unknown, fallback: number, integer = fal
 }
 
 export function checkRegions(value: unknown): Regions {
-  if (typeof value !== 'object' || value === null) invalid(`must be an object such as { name: 'eu', peers: { us: usClient } }, got ${show(value)}`);
+  if (typeof value !== 'object' || value === null)
+    invalid(`must be an object such as { name: 'eu', peers: { us: usClient } }, got ${show(value)}`);
   const o = value as RegionsOptions;
-  for (const k of Object.keys(o)) if (!OPTION_NAMES.includes(k)) invalid(`unknown option '${k}'; known options are ${OPTION_NAMES.join(', ')}`);
-  if (typeof o.name !== 'string' || !REGION_NAME.test(o.name)) invalid(`'name' must be 1 to 64 letters, digits, '.', '_' or '-', got ${show(o.name)}`);
+  for (const k of Object.keys(o))
+    if (!OPTION_NAMES.includes(k)) invalid(`unknown option '${k}'; known options are ${OPTION_NAMES.join(', ')}`);
+  if (typeof o.name !== 'string' || !REGION_NAME.test(o.name))
+    invalid(`'name' must be 1 to 64 letters, digits, '.', '_' or '-', got ${show(o.name)}`);
   if (typeof o.peers !== 'object' || o.peers === null || Object.keys(o.peers).length === 0) {
-    invalid(`'peers' must name at least one other region and its Redis client, such as { us: usClient }, got ${show(o.peers)}`);
+    invalid(
+      `'peers' must name at least one other region and its Redis client, such as { us: usClient }, got ${show(o.peers)}`,
+    );
   }
   const exchangeMs = positive('exchangeMs', o.exchangeMs, 100);
   const partitionAfterMs = positive('partitionAfterMs', o.partitionAfterMs, Math.max(1000, 10 * exchangeMs));
-  if (partitionAfterMs <= exchangeMs) invalid(`'partitionAfterMs' must be longer than 'exchangeMs' ${exchangeMs}, got ${show(partitionAfterMs)}`);
+  if (partitionAfterMs <= exchangeMs)
+    invalid(`'partitionAfterMs' must be longer than 'exchangeMs' ${exchangeMs}, got ${show(partitionAfterMs)}`);
   const timeoutMs = positive('peerTimeoutMs', o.peerTimeoutMs, 1000);
   const maxKeys = positive('maxKeys', o.maxKeys, 100_000, true);
   const peers: PeerRegion[] = [];
   for (const [name, client] of Object.entries(o.peers)) {
-    if (!REGION_NAME.test(name)) invalid(`peer region names must be 1 to 64 letters, digits, '.', '_' or '-', got ${show(name)}`);
+    if (!REGION_NAME.test(name))
+      invalid(`peer region names must be 1 to 64 letters, digits, '.', '_' or '-', got ${show(name)}`);
     if (name === o.name) invalid(`'peers' lists this region ${show(name)} itself; list only the others`);
-    if (typeof client !== 'object' || client === null) invalid(`peer ${show(name)} must be a Redis client (ioredis, node-redis, valkey-glide), got ${show(client)}`);
+    if (typeof client !== 'object' || client === null)
+      invalid(`peer ${show(name)} must be a Redis client (ioredis, node-redis, valkey-glide), got ${show(client)}`);
     peers.push({ name, client, timeoutMs });
   }
   const names = [o.name, ...peers.map((p) => p.name)];
@@ -73,11 +81,14 @@ export function checkRegions(value: unknown): Regions {
   if (o.shares === undefined) {
     for (const n of names) weights.set(n, 1);
   } else {
-    if (typeof o.shares !== 'object' || o.shares === null) invalid(`'shares' must be an object of weights by region, got ${show(o.shares)}`);
-    for (const k of Object.keys(o.shares)) if (!names.includes(k)) invalid(`'shares' names region ${show(k)}, which is neither this region nor a peer`);
+    if (typeof o.shares !== 'object' || o.shares === null)
+      invalid(`'shares' must be an object of weights by region, got ${show(o.shares)}`);
+    for (const k of Object.keys(o.shares))
+      if (!names.includes(k)) invalid(`'shares' names region ${show(k)}, which is neither this region nor a peer`);
     for (const n of names) {
       const w = (o.shares as Record<string, unknown>)[n];
-      if (typeof w !== 'number' || !Number.isFinite(w) || w <= 0) invalid(`'shares.${n}' must be a positive number (every region needs a share), got ${show(w)}`);
+      if (typeof w !== 'number' || !Number.isFinite(w) || w <= 0)
+        invalid(`'shares.${n}' must be a positive number (every region needs a share), got ${show(w)}`);
       weights.set(n, w);
     }
   }
@@ -92,15 +103,19 @@ export function checkRegions(value: unknown): Regions {
  */
 export function refusal(p: Policy): string | undefined {
   const why: Record<string, string> = {
-    'token-bucket': 'its state refills with time, so a region count cannot be merged by max (a G-counter only grows); use fixed-window',
+    'token-bucket':
+      'its state refills with time, so a region count cannot be merged by max (a G-counter only grows); use fixed-window',
     gcra: 'its state (the TAT) moves with time, not a count that only grows, so regions cannot merge it by max; use fixed-window',
     'leaky-bucket': 'its state drains with time, so regions cannot merge it by max; use fixed-window',
     'sliding-log': 'it keeps every request time (O(limit) per key), which regions would have to ship; use fixed-window',
-    'sliding-window': 'not built across regions yet (its two windows are counts and could be merged the same way); use fixed-window',
-    concurrency: 'a slot is released, so its count falls: it cannot be merged by max, and one slot across regions needs one owner',
+    'sliding-window':
+      'not built across regions yet (its two windows are counts and could be merged the same way); use fixed-window',
+    concurrency:
+      'a slot is released, so its count falls: it cannot be merged by max, and one slot across regions needs one owner',
   };
   if (p.algorithm !== 'fixed-window') return why[p.algorithm] ?? 'it is not a count per window';
-  if (p.calendar !== undefined) return `its calendar window ${show(p.calendar.unit)} is not epoch-aligned; use a fixed window`;
+  if (p.calendar !== undefined)
+    return `its calendar window ${show(p.calendar.unit)} is not epoch-aligned; use a fixed window`;
   if (p.block !== undefined) return "its 'blockFor' ban is state of its own that regions do not exchange";
   return undefined;
 }

@@ -22,7 +22,13 @@ function rng(seed: number): () => number {
   };
 }
 
-interface Delivery { at: number; to: number; keys: string[]; args: string[]; resolve: (v: unknown) => void }
+interface Delivery {
+  at: number;
+  to: number;
+  keys: string[];
+  args: string[];
+  resolve: (v: unknown) => void;
+}
 
 /** Runs one seeded world; returns the windows whose total broke the bound (none, if it holds). */
 async function world(seed: number, merge: 'max' | 'lost'): Promise<string[]> {
@@ -52,7 +58,8 @@ async function world(seed: number, merge: 'max' | 'lost'): Promise<string[]> {
         const h = hash(r, k);
         let own = h.get(`${w}:${args[0]}`) ?? 0;
         let others = 0;
-        for (let p = 0; p < peers; p++) others += Math.max(h.get(`${w}:${args[5 + 2 * p]}`) ?? 0, Number(args[6 + 2 * p]));
+        for (let p = 0; p < peers; p++)
+          others += Math.max(h.get(`${w}:${args[5 + 2 * p]}`) ?? 0, Number(args[6 + 2 * p]));
         const cost = Number(args[5 + 2 * peers + 2 * i]);
         let admitted = 0;
         if (cost > 0 && own + others + cost <= limit) {
@@ -70,9 +77,22 @@ async function world(seed: number, merge: 'max' | 'lost'): Promise<string[]> {
     },
   });
   const limiters = NAMES.map((name, r) => {
-    const regions = { name, peers: Object.fromEntries(NAMES.filter((n) => n !== name).map((n) => [n, {}])), exchangeMs: 1e9, partitionAfterMs: 2e9 };
-    const store: Store = { bind: () => assert.fail('regions binds through the runner'), runner: () => runner(r), regions };
-    return new Limiter({ policy: { name: 'p', algorithm: 'fixed-window', limit, window: windowMs }, store, clock: () => now });
+    const regions = {
+      name,
+      peers: Object.fromEntries(NAMES.filter((n) => n !== name).map((n) => [n, {}])),
+      exchangeMs: 1e9,
+      partitionAfterMs: 2e9,
+    };
+    const store: Store = {
+      bind: () => assert.fail('regions binds through the runner'),
+      runner: () => runner(r),
+      regions,
+    };
+    return new Limiter({
+      policy: { name: 'p', algorithm: 'fixed-window', limit, window: windowMs },
+      store,
+      clock: () => now,
+    });
   });
   const tables = limiters.map((l) => l.table as RegionsTable);
   await Promise.all(limiters.map((l) => l.get('warm-up'))); // starts each exchange, learns who it heard
@@ -106,12 +126,13 @@ async function world(seed: number, merge: 'max' | 'lost'): Promise<string[]> {
     const inW = admissions.filter((a) => a.w === w);
     const last = inW[inW.length - 1]!;
     const late = inW.filter((a) => a.r !== last.r && a.at > last.at - (E + D)).length;
-    if (inW.length > limit + late) bad.push(`seed ${seed} window ${w}: ${inW.length} > ${limit} + ${late} (E ${E}, D ${D})`);
+    if (inW.length > limit + late)
+      bad.push(`seed ${seed} window ${w}: ${inW.length} > ${limit} + ${late} (E ${E}, D ${D})`);
   }
   return bad;
 }
 
-test('regions bound: every window admits at most limit + the other regions\' admissions in the last exchangeMs + delay', async () => {
+test("regions bound: every window admits at most limit + the other regions' admissions in the last exchangeMs + delay", async () => {
   const bad: string[] = [];
   for (let seed = 1; seed <= 60; seed++) bad.push(...(await world(seed, 'max')));
   assert.deepEqual(bad, []);

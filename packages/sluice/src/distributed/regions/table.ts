@@ -83,7 +83,16 @@ const respBulk = (s: string): number => {
 
 export class RegionsTable implements StoreTable {
   readonly sync = false;
-  readonly stats: RegionsStats = { decisions: 0, fallbacks: 0, messages: 0, failedMessages: 0, bytes: 0, entries: 0, dropped: 0, longestGapMs: 0 };
+  readonly stats: RegionsStats = {
+    decisions: 0,
+    fallbacks: 0,
+    messages: 0,
+    failedMessages: 0,
+    bytes: 0,
+    entries: 0,
+    dropped: 0,
+    longestGapMs: 0,
+  };
   private readonly keys = new Map<string, KeyCount>();
   private readonly suffix: string;
   private readonly heardKey: string;
@@ -110,7 +119,11 @@ export class RegionsTable implements StoreTable {
     readonly regions: Regions,
   ) {
     const runOn = spec.runner.runOn;
-    if (runOn === undefined) throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `strategy 'regions' needs a RedisStore with the 'regions' option`);
+    if (runOn === undefined)
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `strategy 'regions' needs a RedisStore with the 'regions' option`,
+      );
     this.runOn = runOn;
     this.suffix = `${spec.policy.name}:rg`;
     this.heardKey = spec.runner.keyFor('regions', 'heard');
@@ -176,12 +189,21 @@ export class RegionsTable implements StoreTable {
     if (ops.length === 0) return;
     this.queue = [];
     const keys = ops.map((o) => this.spec.runner.keyFor(o.key, this.suffix));
-    const args = [this.regions.name, String(this.spec.policy.windowMs), String(this.spec.policy.limit), this.spec.runner.clientClock ? String(this.spec.clock()) : '', String(this.regions.peers.length), ...this.peerArgs];
+    const args = [
+      this.regions.name,
+      String(this.spec.policy.windowMs),
+      String(this.spec.policy.limit),
+      this.spec.runner.clientClock ? String(this.spec.clock()) : '',
+      String(this.regions.peers.length),
+      ...this.peerArgs,
+    ];
     for (const o of ops) args.push(String(o.cost), o.force ? '1' : '0');
     this.spec.runner.run('regions-decide', keys, args).then(
       (reply) => {
         const r = reply as unknown[];
-        ops.forEach((o, i) => o.resolve(r.slice(5 * i, 5 * i + 5).map(Number)));
+        ops.forEach((o, i) => {
+          o.resolve(r.slice(5 * i, 5 * i + 5).map(Number));
+        });
       },
       (err: unknown) => {
         for (const o of ops) o.reject(err);
@@ -279,7 +301,11 @@ export class RegionsTable implements StoreTable {
   }
 
   private async readHeard(): Promise<void> {
-    const r = (await this.spec.runner.run('regions-heard', [this.heardKey], [this.spec.runner.clientClock ? String(this.spec.clock()) : ''])) as unknown[];
+    const r = (await this.spec.runner.run(
+      'regions-heard',
+      [this.heardKey],
+      [this.spec.runner.clientClock ? String(this.spec.clock()) : ''],
+    )) as unknown[];
     const now = Number(r[0]);
     const heard = new Map<string, number>();
     for (let i = 1; i + 1 < r.length; i += 2) heard.set(String(r[i]), Number(r[i + 1]));
@@ -304,7 +330,14 @@ export class RegionsTable implements StoreTable {
     this.stats.messages++;
     this.stats.entries += batch.length;
     // EVALSHA <sha> <numkeys> keys... args...: the request as it goes on the wire.
-    this.stats.bytes += 1 + String(3 + keys.length + args.length).length + 2 + respBulk('EVALSHA') + respBulk('0'.repeat(40)) + respBulk(String(keys.length)) + [...keys, ...args].reduce((n, s) => n + respBulk(s), 0);
+    this.stats.bytes +=
+      1 +
+      String(3 + keys.length + args.length).length +
+      2 +
+      respBulk('EVALSHA') +
+      respBulk('0'.repeat(40)) +
+      respBulk(String(keys.length)) +
+      [...keys, ...args].reduce((n, s) => n + respBulk(s), 0);
     this.inFlight[i]!++;
     return this.runOn(peer, 'regions-merge', keys, args)
       .then(() => {
@@ -332,7 +365,8 @@ export class RegionsTable implements StoreTable {
     const pushes: Promise<void>[] = [];
     this.regions.peers.forEach((peer, i) => {
       const batch = [...this.keys].filter(([, st]) => st.own > st.acked[i]!);
-      for (let at = 0; at < batch.length; at += PUSH_CHUNK) pushes.push(this.push(i, peer, batch.slice(at, at + PUSH_CHUNK)));
+      for (let at = 0; at < batch.length; at += PUSH_CHUNK)
+        pushes.push(this.push(i, peer, batch.slice(at, at + PUSH_CHUNK)));
     });
     await Promise.all(pushes);
   }
@@ -340,7 +374,12 @@ export class RegionsTable implements StoreTable {
   /** A penalty counts as admissions of this region (pushed like them); a reward cannot be taken back. */
   adjust(key: string, delta: number): Promise<Decision> {
     if (delta < 0) {
-      return Promise.reject(new SluiceError('ERR_SLUICE_INVALID_OPTION', `reward() is not available with strategy 'regions': a region's count only grows (that is what lets regions merge counts without counting twice); let the window end instead`));
+      return Promise.reject(
+        new SluiceError(
+          'ERR_SLUICE_INVALID_OPTION',
+          `reward() is not available with strategy 'regions': a region's count only grows (that is what lets regions merge counts without counting twice); let the window end instead`,
+        ),
+      );
     }
     return this.run(key, delta, true);
   }
@@ -350,6 +389,9 @@ export class RegionsTable implements StoreTable {
   }
 
   async reset(): Promise<void> {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `reset() is not available with strategy 'regions': the other regions' counts would be merged back; let the window end instead`);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `reset() is not available with strategy 'regions': the other regions' counts would be merged back; let the window end instead`,
+    );
   }
 }

@@ -19,7 +19,13 @@ function app(make: Factory, options: ExpressRateLimitOptions, gate: Gate) {
   a.get('/slow', (_req, res) => void gate.opened.then(() => res.send('ok')));
   a.get('/info', (req, res) => {
     const i = req.rateLimit;
-    res.json({ key: i?.key, route: i?.route ?? null, cost: i?.cost, remaining: i?.decision.remaining, limited: i?.limited });
+    res.json({
+      key: i?.key,
+      route: i?.route ?? null,
+      cost: i?.cost,
+      remaining: i?.decision.remaining,
+      limited: i?.limited,
+    });
   });
   a.get('/boom', () => {
     throw new Error('boom');
@@ -29,7 +35,10 @@ function app(make: Factory, options: ExpressRateLimitOptions, gate: Gate) {
   return a;
 }
 
-for (const [name, make] of [['express 5', express], ['express 4', express4 as unknown as Factory]] as const) {
+for (const [name, make] of [
+  ['express 5', express],
+  ['express 4', express4 as unknown as Factory],
+] as const) {
   testAdapter({
     name,
     serve: (options, gate, host) => listen(createServer(app(make, options as ExpressRateLimitOptions, gate)), host),

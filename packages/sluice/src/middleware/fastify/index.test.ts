@@ -17,7 +17,13 @@ async function serve(options: FastifyRateLimitOptions, gate: Gate, host = '127.0
   });
   app.get('/info', async (request) => {
     const i = request.rateLimit;
-    return { key: i?.key, route: i?.route ?? null, cost: i?.cost, remaining: i?.decision.remaining, limited: i?.limited };
+    return {
+      key: i?.key,
+      route: i?.route ?? null,
+      cost: i?.cost,
+      remaining: i?.decision.remaining,
+      limited: i?.limited,
+    };
   });
   app.get('/boom', async () => {
     throw new Error('boom');
@@ -57,9 +63,12 @@ test('fastify: registered in an encapsulated scope, it limits that scope only', 
 
 test('fastify: bad options fail registration with a SluiceError', async () => {
   const app = Fastify();
-  await assert.rejects(async () => {
-    await app.register(rateLimit, { policy: { algorithm: 'gcra', limit: 1, window: '1m' }, hook: 'onSend' as never });
-    await app.ready();
-  }, { code: 'ERR_SLUICE_INVALID_OPTION', message: /'hook' must be 'onRequest' or 'preHandler', got "onSend"/ });
+  await assert.rejects(
+    async () => {
+      await app.register(rateLimit, { policy: { algorithm: 'gcra', limit: 1, window: '1m' }, hook: 'onSend' as never });
+      await app.ready();
+    },
+    { code: 'ERR_SLUICE_INVALID_OPTION', message: /'hook' must be 'onRequest' or 'preHandler', got "onSend"/ },
+  );
   await app.close();
 });

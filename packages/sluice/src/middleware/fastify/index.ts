@@ -34,21 +34,37 @@ export interface FastifyRateLimitOptions extends RateLimitOptions<FastifyRequest
 }
 
 /** The plugin. It skips Fastify's encapsulation, so its hook covers the scope it is registered in. */
-export function rateLimit(instance: FastifyInstance, options: FastifyRateLimitOptions, done: (err?: Error) => void): void {
+export function rateLimit(
+  instance: FastifyInstance,
+  options: FastifyRateLimitOptions,
+  done: (err?: Error) => void,
+): void {
   const { hook = 'onRequest', ...rest } = options;
   if (hook !== 'onRequest' && hook !== 'preHandler') {
-    return done(new SluiceError('ERR_SLUICE_INVALID_OPTION', `'hook' must be 'onRequest' or 'preHandler', got ${show(hook)}`));
+    return done(
+      new SluiceError('ERR_SLUICE_INVALID_OPTION', `'hook' must be 'onRequest' or 'preHandler', got ${show(hook)}`),
+    );
   }
   let engine: HttpRateLimiter<FastifyRequest, FastifyReply>;
   try {
-    engine = new HttpRateLimiter<FastifyRequest, FastifyReply>(rest, 'fastify rateLimit', ['handler'], (reply) => reply.statusCode);
+    engine = new HttpRateLimiter<FastifyRequest, FastifyReply>(
+      rest,
+      'fastify rateLimit',
+      ['handler'],
+      (reply) => reply.statusCode,
+    );
   } catch (e) {
     return done(e as Error);
   }
   if (!instance.hasRequestDecorator('rateLimit')) instance.decorateRequest('rateLimit', null);
   const custom = options.handler;
 
-  const apply = (o: Outcome<FastifyRequest> | undefined, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) => {
+  const apply = (
+    o: Outcome<FastifyRequest> | undefined,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    next: HookHandlerDoneFunction,
+  ) => {
     if (o === undefined) return next();
     request.rateLimit = o;
     engine.writeHeaders(o, { setHeader: (name: string, value: string) => reply.header(name, value) });
@@ -59,7 +75,9 @@ export function rateLimit(instance: FastifyInstance, options: FastifyRateLimitOp
     reply.code(o.status);
     if (custom !== undefined) return void custom(request, reply, engine.limitedResponse(o));
     // A Buffer, so that Fastify adds no charset parameter (RFC 8259 JSON has none).
-    reply.type(PROBLEM_CONTENT_TYPE).send(request.method === 'HEAD' ? undefined : Buffer.from(JSON.stringify(engine.problem(o))));
+    reply
+      .type(PROBLEM_CONTENT_TYPE)
+      .send(request.method === 'HEAD' ? undefined : Buffer.from(JSON.stringify(engine.problem(o))));
   };
 
   instance.addHook(hook, (request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) => {
@@ -69,7 +87,11 @@ export function rateLimit(instance: FastifyInstance, options: FastifyRateLimitOp
     } catch (e) {
       return next(e as Error);
     }
-    if (isPromise(r)) r.then((o) => apply(o, request, reply, next), (e: Error) => next(e));
+    if (isPromise(r))
+      r.then(
+        (o) => apply(o, request, reply, next),
+        (e: Error) => next(e),
+      );
     else apply(r, request, reply, next);
   });
   done();

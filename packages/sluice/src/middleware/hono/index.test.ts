@@ -20,7 +20,13 @@ function app(options: HonoRateLimitOptions, gate: Gate): Hono {
   });
   a.get('/info', (c) => {
     const i = c.get('rateLimit') as RateLimitInfo | undefined;
-    return c.json({ key: i?.key, route: i?.route ?? null, cost: i?.cost, remaining: i?.decision.remaining, limited: i?.limited });
+    return c.json({
+      key: i?.key,
+      route: i?.route ?? null,
+      cost: i?.cost,
+      remaining: i?.decision.remaining,
+      limited: i?.limited,
+    });
   });
   a.get('/missing', (c) => c.text('nope', 404));
   a.get('/boom', () => {

@@ -75,7 +75,12 @@ class HonoRequestInfo implements RequestInfo {
 
 /** Hono middleware that decides each request. Errors (a throwing key function, a store failure) go to `app.onError`. */
 export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler {
-  const engine = new HttpRateLimiter<Context, Response>(options, 'rateLimit', ['getConnInfo', 'handler'], (res) => res.status);
+  const engine = new HttpRateLimiter<Context, Response>(
+    options,
+    'rateLimit',
+    ['getConnInfo', 'handler'],
+    (res) => res.status,
+  );
   const conn = options.getConnInfo ?? nodeConnInfo;
   const custom = options.handler;
 

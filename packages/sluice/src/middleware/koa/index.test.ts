@@ -22,23 +22,34 @@ function app(make: typeof Koa, options: KoaRateLimitOptions, gate: Gate): Koa {
   a.use(rateLimit(options));
   a.use(async (ctx) => {
     const route = `${ctx.method} ${ctx.path}`;
-    if (route === 'GET /' || route === 'HEAD /' || route === 'POST /login' || route === 'POST /graphql') ctx.body = 'ok';
+    if (route === 'GET /' || route === 'HEAD /' || route === 'POST /login' || route === 'POST /graphql')
+      ctx.body = 'ok';
     else if (route === 'GET /slow') {
       await gate.opened;
       ctx.body = 'ok';
     } else if (route === 'GET /info') {
       const i = ctx.state.rateLimit;
-      ctx.body = { key: i?.key, route: i?.route ?? null, cost: i?.cost, remaining: i?.decision.remaining, limited: i?.limited };
+      ctx.body = {
+        key: i?.key,
+        route: i?.route ?? null,
+        cost: i?.cost,
+        remaining: i?.decision.remaining,
+        limited: i?.limited,
+      };
     } else if (route === 'GET /boom') throw new Error('boom');
     else ctx.status = 404;
   });
   return a;
 }
 
-for (const [name, make] of [['koa 3', Koa], ['koa 2', Koa2 as unknown as typeof Koa]] as const) {
+for (const [name, make] of [
+  ['koa 3', Koa],
+  ['koa 2', Koa2 as unknown as typeof Koa],
+] as const) {
   testAdapter({
     name,
-    serve: (options, gate, host) => listen(createServer(app(make, options as KoaRateLimitOptions, gate).callback()), host),
+    serve: (options, gate, host) =>
+      listen(createServer(app(make, options as KoaRateLimitOptions, gate).callback()), host),
     body: ((ctx: Context) => (ctx.request as unknown as { body: unknown }).body) as never,
     responseStatus: ((res: Response) => res.status) as never,
   });
@@ -68,5 +79,8 @@ test('koa: a custom handler, and rateLimit in front of one path only', async () 
 });
 
 test('koa: a bad option is refused when the middleware is built, naming it', () => {
-  assert.throws(() => rateLimit({ policy: { algorithm: 'gcra', limit: 1, window: '1m' }, hook: 'x' } as never), /unknown koa rateLimit option 'hook'/);
+  assert.throws(
+    () => rateLimit({ policy: { algorithm: 'gcra', limit: 1, window: '1m' }, hook: 'x' } as never),
+    /unknown koa rateLimit option 'hook'/,
+  );
 });

@@ -21,14 +21,19 @@ const RULE_FIELDS = new Set(['policy', 'policies', 'limiter', 'key', 'cost', 'li
  * `@RateLimit({ policy: { algorithm: 'sliding-log', limit: 5, window: '1m' } })` above `@Post('login')`.
  */
 export function RateLimit(rule: LimitRule<NestRequest>): CustomDecorator<string> {
-  if (typeof rule !== 'object' || rule === null) fail(`@RateLimit() takes a rule object such as { policy: { algorithm: 'gcra', limit: 10, window: '1m' } }, got ${show(rule)}`);
+  if (typeof rule !== 'object' || rule === null)
+    fail(
+      `@RateLimit() takes a rule object such as { policy: { algorithm: 'gcra', limit: 10, window: '1m' } }, got ${show(rule)}`,
+    );
   for (const field of Object.keys(rule)) {
-    if (!RULE_FIELDS.has(field)) fail(`@RateLimit(): unknown field '${field}'; known fields are ${[...RULE_FIELDS].join(', ')}`);
+    if (!RULE_FIELDS.has(field))
+      fail(`@RateLimit(): unknown field '${field}'; known fields are ${[...RULE_FIELDS].join(', ')}`);
   }
   const given = [rule.policy, rule.policies, rule.limiter].filter((x) => x !== undefined).length;
   if (given > 1) fail(`@RateLimit(): give at most one of 'policy', 'policies' or 'limiter'`);
   // Policies are checked here, when the class is defined, not at the first request.
-  if (rule.policy !== undefined || rule.policies !== undefined) compilePolicies(rule.policies ?? [rule.policy as PolicyOptions]);
+  if (rule.policy !== undefined || rule.policies !== undefined)
+    compilePolicies(rule.policies ?? [rule.policy as PolicyOptions]);
   return SetMetadata(RATE_LIMIT_RULE, rule);
 }
 
@@ -38,4 +43,6 @@ export function SkipRateLimit(): CustomDecorator<string> {
 }
 
 /** Injects the decision the guard made for this request (`req.rateLimit`; undefined when none decided it). */
-export const RateLimitDecision = createParamDecorator((_data: unknown, ctx: ExecutionContext) => (ctx.switchToHttp().getRequest() as { rateLimit?: unknown }).rateLimit);
+export const RateLimitDecision = createParamDecorator(
+  (_data: unknown, ctx: ExecutionContext) => (ctx.switchToHttp().getRequest() as { rateLimit?: unknown }).rateLimit,
+);

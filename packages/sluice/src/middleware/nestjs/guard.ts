@@ -73,24 +73,49 @@ export class RateLimitCore {
     return engine;
   }
 
-  private build(cls: Handler, handler: Handler, own: LimitRule<NestRequest> | undefined, inherited: LimitRule<NestRequest> | undefined): Engine {
+  private build(
+    cls: Handler,
+    handler: Handler,
+    own: LimitRule<NestRequest> | undefined,
+    inherited: LimitRule<NestRequest> | undefined,
+  ): Engine {
     const top = this.top;
-    const hasPolicy = (r: LimitRule<NestRequest> | undefined) => r !== undefined && (r.policy !== undefined || r.policies !== undefined || r.limiter !== undefined);
+    const hasPolicy = (r: LimitRule<NestRequest> | undefined) =>
+      r !== undefined && (r.policy !== undefined || r.policies !== undefined || r.limiter !== undefined);
     // Whose policy decides: the route's own, else its controller's, else the module's (its state shared).
     const owner = hasPolicy(own) ? handler : hasPolicy(inherited) ? cls : undefined;
     const ownerRule = owner === handler ? own! : owner === cls ? inherited! : top;
-    const rule: LimitRule<NestRequest> = { key: top.key, cost: top.cost, limit: top.limit, ...strip(inherited), ...strip(own) };
+    const rule: LimitRule<NestRequest> = {
+      key: top.key,
+      cost: top.cost,
+      limit: top.limit,
+      ...strip(inherited),
+      ...strip(own),
+    };
     for (const f of ['key', 'cost', 'limit'] as const) if (rule[f] === undefined) delete rule[f];
     const limiter = owner === undefined ? this.rootLimiter(top) : this.ownerLimiter(owner, ownerRule);
-    if (owner === undefined) return new HttpRateLimiter<NestRequest, NestResponse>({ ...this.common, ...rule, limiter }, ADAPTER, [], statusOf);
+    if (owner === undefined)
+      return new HttpRateLimiter<NestRequest, NestResponse>(
+        { ...this.common, ...rule, limiter },
+        ADAPTER,
+        [],
+        statusOf,
+      );
     const name = owner === handler ? `${cls.name}.${handler.name}` : cls.name;
-    return new HttpRateLimiter<NestRequest, NestResponse>({ ...this.common, routes: [{ name, ...rule, limiter }] }, ADAPTER, [], statusOf);
+    return new HttpRateLimiter<NestRequest, NestResponse>(
+      { ...this.common, routes: [{ name, ...rule, limiter }] },
+      ADAPTER,
+      [],
+      statusOf,
+    );
   }
 
   private rootLimiter(top: LimitRule<NestRequest>): Limiter {
     if (top.limiter !== undefined) return top.limiter;
     if (top.policy === undefined && top.policies === undefined) {
-      fail(`a @RateLimit() rule without a policy decides on the module's, but RateLimitModule has no 'policy', 'policies' or 'limiter'`);
+      fail(
+        `a @RateLimit() rule without a policy decides on the module's, but RateLimitModule has no 'policy', 'policies' or 'limiter'`,
+      );
     }
     return this.topLimiter!;
   }
@@ -106,7 +131,11 @@ export class RateLimitCore {
 
   private makeLimiter(rule: LimitRule<NestRequest>): Limiter {
     const clock = this.common.clock;
-    return new Limiter({ ...(rule.policies !== undefined ? { policies: rule.policies } : { policy: rule.policy! }), store: this.store, ...(clock === undefined ? {} : { clock }) });
+    return new Limiter({
+      ...(rule.policies !== undefined ? { policies: rule.policies } : { policy: rule.policy! }),
+      store: this.store,
+      ...(clock === undefined ? {} : { clock }),
+    });
   }
 }
 
@@ -126,12 +155,23 @@ interface FastifyReplyLike {
 }
 
 /** The Node request and response under either platform's objects (Fastify keeps them in `raw`). */
-function raw(req: NestRequest, res: NestResponse): { rawReq: IncomingMessage; rawRes: ServerResponse; headers: HeaderTarget } {
+function raw(
+  req: NestRequest,
+  res: NestResponse,
+): { rawReq: IncomingMessage; rawRes: ServerResponse; headers: HeaderTarget } {
   const reply = res as FastifyReplyLike;
   if (reply.raw !== undefined && typeof reply.header === 'function') {
-    return { rawReq: (req as { raw: IncomingMessage }).raw, rawRes: reply.raw, headers: { setHeader: (n, v) => void reply.header(n, v) } };
+    return {
+      rawReq: (req as { raw: IncomingMessage }).raw,
+      rawRes: reply.raw,
+      headers: { setHeader: (n, v) => void reply.header(n, v) },
+    };
   }
-  return { rawReq: req as IncomingMessage, rawRes: res as ServerResponse, headers: new NodeHeaders(res as ServerResponse) };
+  return {
+    rawReq: req as IncomingMessage,
+    rawRes: res as ServerResponse,
+    headers: new NodeHeaders(res as ServerResponse),
+  };
 }
 
 /** Decides each HTTP request of the routes it guards; other contexts (RPC, WebSockets) pass. */

@@ -6,13 +6,32 @@
 import 'reflect-metadata';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Controller, Get, HttpCode, Module, Post, Req, UseGuards, type INestApplication, type Type } from '@nestjs/common';
+import {
+  Controller,
+  Get,
+  HttpCode,
+  Module,
+  Post,
+  Req,
+  UseGuards,
+  type INestApplication,
+  type Type,
+} from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { createRequire } from 'node:module';
 import { manualClock, testAdapter, type Gate, type Running } from '../../../test/contracts/http-adapter.js';
-import { RateLimit, RateLimitDecision, RateLimitGuard, RateLimitModule, SkipRateLimit, SluiceThrottlerStorage, type NestRateLimitOptions, type RateLimitInfo } from './index.js';
+import {
+  RateLimit,
+  RateLimitDecision,
+  RateLimitGuard,
+  RateLimitModule,
+  SkipRateLimit,
+  SluiceThrottlerStorage,
+  type NestRateLimitOptions,
+  type RateLimitInfo,
+} from './index.js';
 
 type Platform = 'express' | 'fastify';
 type Decorate = (target: object, key: string, descriptor: PropertyDescriptor) => unknown;
@@ -26,7 +45,8 @@ function route(cls: Type, name: string, ...decorators: Decorate[]): void {
     if (out !== undefined) Object.defineProperty(proto, name, out);
   }
 }
-const param = (cls: Type, name: string, index: number, d: ParameterDecorator) => d(cls.prototype as object, name, index);
+const param = (cls: Type, name: string, index: number, d: ParameterDecorator) =>
+  d(cls.prototype as object, name, index);
 
 /** Nest's packages as this file imports them, or as `require` loads them (see the throttler test). */
 interface Nest {
@@ -69,7 +89,13 @@ function suiteController(gate: Gate): Type {
     }
     info(req: { rateLimit?: RateLimitInfo }) {
       const i = req.rateLimit;
-      return { key: i?.key, route: i?.route ?? null, cost: i?.cost, remaining: i?.decision.remaining, limited: i?.limited };
+      return {
+        key: i?.key,
+        route: i?.route ?? null,
+        cost: i?.cost,
+        remaining: i?.decision.remaining,
+        limited: i?.limited,
+      };
     }
     missing() {
       return 'nope';
@@ -99,7 +125,12 @@ function appModule(imports: unknown[], controllers: Type[], providers: unknown[]
 for (const platform of ['express', 'fastify'] as const) {
   testAdapter({
     name: `nestjs (${platform})`,
-    serve: (options, gate, host) => start(platform, appModule([RateLimitModule.forRoot(options as NestRateLimitOptions)], [suiteController(gate)]), host),
+    serve: (options, gate, host) =>
+      start(
+        platform,
+        appModule([RateLimitModule.forRoot(options as NestRateLimitOptions)], [suiteController(gate)]),
+        host,
+      ),
     body: ((req: { body: unknown }) => req.body) as never,
     responseStatus: ((res: { statusCode: number }) => res.statusCode) as never,
   });
@@ -126,9 +157,19 @@ for (const platform of ['express', 'fastify'] as const) {
     RateLimit({ policy: { name: 'cats', algorithm: 'gcra', limit: 10, window: '1m' } })(CatsController);
     route(CatsController, 'list', Get());
     route(CatsController, 'expensive', Get('expensive'), RateLimit({ cost: 4 }));
-    route(CatsController, 'create', Post(), RateLimit({ policy: { name: 'create', algorithm: 'sliding-log', limit: 1, window: '1m' } }));
+    route(
+      CatsController,
+      'create',
+      Post(),
+      RateLimit({ policy: { name: 'create', algorithm: 'sliding-log', limit: 1, window: '1m' } }),
+    );
     route(CatsController, 'health', Get('health'), SkipRateLimit());
-    route(CatsController, 'mine', Get('mine'), RateLimit({ key: (req: { headers: Record<string, string | undefined> }) => req.headers['x-user'] }));
+    route(
+      CatsController,
+      'mine',
+      Get('mine'),
+      RateLimit({ key: (req: { headers: Record<string, string | undefined> }) => req.headers['x-user'] }),
+    );
     param(CatsController, 'mine', 0, RateLimitDecision());
     class DogsController {
       list() {
@@ -138,12 +179,26 @@ for (const platform of ['express', 'fastify'] as const) {
     Controller('dogs')(DogsController);
     route(DogsController, 'list', Get());
     const c = manualClock();
-    const module = appModule([RateLimitModule.forRoot({ policy: { name: 'all', algorithm: 'gcra', limit: 3, window: '1m' }, clock: c.clock, headers: 'draft-7' })], [CatsController, DogsController]);
+    const module = appModule(
+      [
+        RateLimitModule.forRoot({
+          policy: { name: 'all', algorithm: 'gcra', limit: 3, window: '1m' },
+          clock: c.clock,
+          headers: 'draft-7',
+        }),
+      ],
+      [CatsController, DogsController],
+    );
     const r = await start(platform, module);
     try {
       const get = async (path: string, init?: RequestInit) => {
         const res = await fetch(`${r.url}${path}`, init);
-        return { status: res.status, body: await res.text(), ratelimit: res.headers.get('ratelimit'), type: res.headers.get('content-type') };
+        return {
+          status: res.status,
+          body: await res.text(),
+          ratelimit: res.headers.get('ratelimit'),
+          type: res.headers.get('content-type'),
+        };
       };
       // The controller's rule: its own state, shared by its routes; a route's cost counts against it.
       const cats = await get('/cats');
@@ -159,11 +214,21 @@ for (const platform of ['express', 'fastify'] as const) {
       // Skipped: no headers, never counted.
       for (let i = 0; i < 12; i++) assert.equal((await get('/cats/health')).ratelimit, null);
       // A key from the request, on the controller's policy; the decision injected as a parameter.
-      const mine = JSON.parse((await get('/cats/mine', { headers: { 'x-user': 'alice' } })).body) as Record<string, unknown>;
-      assert.deepEqual(mine, { route: 'CatsController', key: 'CatsController:alice', remaining: 9 }, 'alice has her own key on the controller\'s policy');
+      const mine = JSON.parse((await get('/cats/mine', { headers: { 'x-user': 'alice' } })).body) as Record<
+        string,
+        unknown
+      >;
+      assert.deepEqual(
+        mine,
+        { route: 'CatsController', key: 'CatsController:alice', remaining: 9 },
+        "alice has her own key on the controller's policy",
+      );
       // An undecorated controller: the module's policy.
       const dogs = [await get('/dogs'), await get('/dogs'), await get('/dogs'), await get('/dogs')];
-      assert.deepEqual(dogs.map((d) => d.status), [200, 200, 200, 429]);
+      assert.deepEqual(
+        dogs.map((d) => d.status),
+        [200, 200, 200, 429],
+      );
       assert.equal(dogs[0]!.ratelimit, 'limit=3, remaining=2, reset=20');
     } finally {
       await r.close();
@@ -182,11 +247,17 @@ for (const platform of ['express', 'fastify'] as const) {
     Controller()(OpenController);
     route(OpenController, 'free', Get('free'));
     route(OpenController, 'guarded', Get('guarded'), UseGuards(RateLimitGuard));
-    const module = appModule([RateLimitModule.forRoot({ policy: { algorithm: 'gcra', limit: 1, window: '1m' }, global: false })], [OpenController]);
+    const module = appModule(
+      [RateLimitModule.forRoot({ policy: { algorithm: 'gcra', limit: 1, window: '1m' }, global: false })],
+      [OpenController],
+    );
     const r = await start(platform, module);
     try {
       const s = async (p: string) => (await fetch(`${r.url}${p}`).then(async (x) => (await x.text(), x))).status;
-      assert.deepEqual([await s('/free'), await s('/free'), await s('/guarded'), await s('/guarded')], [200, 200, 200, 429]);
+      assert.deepEqual(
+        [await s('/free'), await s('/free'), await s('/guarded'), await s('/guarded')],
+        [200, 200, 200, 429],
+      );
     } finally {
       await r.close();
     }
@@ -200,7 +271,14 @@ for (const platform of ['express', 'fastify'] as const) {
     }
     Controller()(Root);
     route(Root, 'root', Get());
-    const module = appModule([RateLimitModule.forRootAsync({ useFactory: async () => ({ policy: { algorithm: 'gcra', limit: 1, window: '1m' }, status: 503 }) })], [Root]);
+    const module = appModule(
+      [
+        RateLimitModule.forRootAsync({
+          useFactory: async () => ({ policy: { algorithm: 'gcra', limit: 1, window: '1m' }, status: 503 }),
+        }),
+      ],
+      [Root],
+    );
     const r = await start(platform, module);
     try {
       const s = async () => (await fetch(r.url).then(async (x) => (await x.text(), x))).status;
@@ -216,8 +294,13 @@ for (const platform of ['express', 'fastify'] as const) {
     const require = createRequire(import.meta.url);
     const common = require('@nestjs/common') as typeof import('@nestjs/common');
     const core = require('@nestjs/core') as typeof import('@nestjs/core');
-    const { ThrottlerGuard, ThrottlerModule, Throttle } = require('@nestjs/throttler') as typeof import('@nestjs/throttler');
-    const nest: Nest = { NestFactory: core.NestFactory, ExpressAdapter: (require('@nestjs/platform-express') as Nest).ExpressAdapter, FastifyAdapter: (require('@nestjs/platform-fastify') as Nest).FastifyAdapter };
+    const { ThrottlerGuard, ThrottlerModule, Throttle } =
+      require('@nestjs/throttler') as typeof import('@nestjs/throttler');
+    const nest: Nest = {
+      NestFactory: core.NestFactory,
+      ExpressAdapter: (require('@nestjs/platform-express') as Nest).ExpressAdapter,
+      FastifyAdapter: (require('@nestjs/platform-fastify') as Nest).FastifyAdapter,
+    };
     class Throttled {
       root() {
         return 'ok';
@@ -231,7 +314,11 @@ for (const platform of ['express', 'fastify'] as const) {
     route(Throttled, 'strict', common.Get('strict'), Throttle({ default: { limit: 1, ttl: 10_000 } }) as Decorate);
     const storage = new SluiceThrottlerStorage();
     class AppModule {}
-    common.Module({ imports: [ThrottlerModule.forRoot({ throttlers: [{ ttl: 60_000, limit: 2 }], storage })], controllers: [Throttled], providers: [{ provide: core.APP_GUARD, useClass: ThrottlerGuard }] })(AppModule);
+    common.Module({
+      imports: [ThrottlerModule.forRoot({ throttlers: [{ ttl: 60_000, limit: 2 }], storage })],
+      controllers: [Throttled],
+      providers: [{ provide: core.APP_GUARD, useClass: ThrottlerGuard }],
+    })(AppModule);
     const r = await start(platform, AppModule, '127.0.0.1', nest);
     try {
       const res = [];
@@ -240,10 +327,20 @@ for (const platform of ['express', 'fastify'] as const) {
         await x.text();
         res.push([x.status, x.headers.get('x-ratelimit-remaining'), x.headers.get('retry-after')]);
       }
-      assert.deepEqual(res, [[200, '1', null], [200, '0', null], [429, null, '60']]);
+      assert.deepEqual(res, [
+        [200, '1', null],
+        [200, '0', null],
+        [429, null, '60'],
+      ]);
       // @Throttle's per-route limit and ttl reach the storage.
       const strict = [await fetch(`${r.url}/strict`), await fetch(`${r.url}/strict`)];
-      assert.deepEqual(strict.map((x) => [x.status, x.headers.get('retry-after')]), [[200, null], [429, '10']]);
+      assert.deepEqual(
+        strict.map((x) => [x.status, x.headers.get('retry-after')]),
+        [
+          [200, null],
+          [429, '10'],
+        ],
+      );
     } finally {
       await r.close();
     }
@@ -252,6 +349,12 @@ for (const platform of ['express', 'fastify'] as const) {
 
 test('nestjs: a bad rule fails when the decorator runs, naming the field', () => {
   assert.throws(() => RateLimit({ polciy: {} } as never), /@RateLimit\(\): unknown field 'polciy'/);
-  assert.throws(() => RateLimit({ policy: { algorithm: 'gcra', limit: 0, window: '1m' } }), /'limit' must be a positive integer, got 0/);
-  assert.throws(() => RateLimitModule.forRoot({ policy: { algorithm: 'gcra', limit: 1, window: '1m' }, hook: 'x' } as never), /unknown RateLimitModule option 'hook'/);
+  assert.throws(
+    () => RateLimit({ policy: { algorithm: 'gcra', limit: 0, window: '1m' } }),
+    /'limit' must be a positive integer, got 0/,
+  );
+  assert.throws(
+    () => RateLimitModule.forRoot({ policy: { algorithm: 'gcra', limit: 1, window: '1m' }, hook: 'x' } as never),
+    /unknown RateLimitModule option 'hook'/,
+  );
 });

@@ -10,7 +10,12 @@ export { RateLimitException, RateLimitExceptionFilter } from './exception.js';
 export { RateLimitGuard } from './guard.js';
 export { RateLimitModule, type RateLimitModuleAsyncOptions } from './module.js';
 export type { NestRateLimitOptions, NestRequest, NestResponse } from './options.js';
-export { SluiceThrottlerStorage, type SluiceThrottlerStorageOptions, type ThrottlerAlgorithm, type ThrottlerStorageRecord } from '../../compat/nestjs-throttler.js';
+export {
+  SluiceThrottlerStorage,
+  type SluiceThrottlerStorageOptions,
+  type ThrottlerAlgorithm,
+  type ThrottlerStorageRecord,
+} from '../../compat/nestjs-throttler.js';
 export { ipKey } from '../../http/client-ip.js';
 export { graphqlCost } from '../../http/graphql-cost.js';
 export { github, stripe } from '../../http/presets.js';

@@ -45,7 +45,11 @@ export interface NextRateLimitOptions extends RateLimitOptions<Request, Response
 /** The route handler `withRateLimit` returns: Next calls it with the request and `{ params }`. */
 export type RouteHandler<C> = (request: Request, context: C) => Promise<Response>;
 /** The handler `withRateLimit` wraps: also given the decision (undefined when the request was not limited at all). */
-export type LimitedRouteHandler<C> = (request: Request, context: C, rateLimit: RateLimitInfo | undefined) => Response | Promise<Response>;
+export type LimitedRouteHandler<C> = (
+  request: Request,
+  context: C,
+  rateLimit: RateLimitInfo | undefined,
+) => Response | Promise<Response>;
 
 class NextRequestInfo implements RequestInfo {
   ip = '';
@@ -58,7 +62,8 @@ class NextRequestInfo implements RequestInfo {
     return this.request.method;
   }
   get path(): string {
-    return (this.pathname ??= (this.request as { nextUrl?: URL }).nextUrl?.pathname ?? new URL(this.request.url).pathname);
+    return (this.pathname ??=
+      (this.request as { nextUrl?: URL }).nextUrl?.pathname ?? new URL(this.request.url).pathname);
   }
   header(name: string): string | undefined {
     return this.request.headers.get(name) ?? undefined;
@@ -90,13 +95,19 @@ function engineFor(options: NextRateLimitOptions, adapter: string): HttpRateLimi
     fail(`${adapter}: 'ipHeader' must be a header name, got ${show(header)}`);
   }
   if (options.handler !== undefined && typeof options.handler !== 'function') {
-    fail(`${adapter}: 'handler' must be a function (request, limited, headers) => Response, got ${show(options.handler)}`);
+    fail(
+      `${adapter}: 'handler' must be a function (request, limited, headers) => Response, got ${show(options.handler)}`,
+    );
   }
   return engine;
 }
 
 /** Decides, with the hint to name `ipHeader` when a request could not be keyed by address. */
-async function decide(engine: HttpRateLimiter<Request, Response>, request: Request, ipHeader: string | undefined): Promise<Outcome<Request> | undefined> {
+async function decide(
+  engine: HttpRateLimiter<Request, Response>,
+  request: Request,
+  ipHeader: string | undefined,
+): Promise<Outcome<Request> | undefined> {
   try {
     return await engine.check(request, new NextRequestInfo(request, ipHeader?.toLowerCase()));
   } catch (e) {
@@ -113,11 +124,20 @@ async function decide(engine: HttpRateLimiter<Request, Response>, request: Reque
 }
 
 /** The refusal: the custom handler's, or problem+json (no body for HEAD). */
-function refusal(engine: HttpRateLimiter<Request, Response>, options: NextRateLimitOptions, request: Request, o: Outcome<Request>, pairs: [string, string][]): Response | Promise<Response> {
+function refusal(
+  engine: HttpRateLimiter<Request, Response>,
+  options: NextRateLimitOptions,
+  request: Request,
+  o: Outcome<Request>,
+  pairs: [string, string][],
+): Response | Promise<Response> {
   const headers = new Headers(pairs);
   if (options.handler !== undefined) return options.handler(request, engine.limitedResponse(o), headers);
   headers.set('content-type', PROBLEM_CONTENT_TYPE);
-  return new Response(request.method === 'HEAD' ? null : JSON.stringify(engine.problem(o)), { status: o.status, headers });
+  return new Response(request.method === 'HEAD' ? null : JSON.stringify(engine.problem(o)), {
+    status: o.status,
+    headers,
+  });
 }
 
 /** The rate-limit headers of a decision, as pairs: a Headers object is made only for a refusal. */
@@ -157,15 +177,19 @@ const GONE_RESPONSE = new Response(null, { status: 499 });
 export function rateLimit(options: NextRateLimitOptions): (request: Request) => Promise<Response> {
   const engine = engineFor(options, 'rateLimit');
   if (engine.watchesResponses) {
-    fail(`rateLimit: 'skipFailedRequests' and 'skipSuccessfulRequests' need the route's response, which a Next.js middleware never sees; use withRateLimit in the route handler`);
+    fail(
+      `rateLimit: 'skipFailedRequests' and 'skipSuccessfulRequests' need the route's response, which a Next.js middleware never sees; use withRateLimit in the route handler`,
+    );
   }
   let next: Promise<() => Response> | undefined;
   // next/server is loaded on the first pass, so that sluice/next loads (and withRateLimit runs) without it.
   const passOn = () =>
-    (next ??= import('next/server.js').then((m: { NextResponse?: { next(): Response }; default?: { NextResponse: { next(): Response } } }) => {
-      const NextResponse = m.NextResponse ?? m.default!.NextResponse;
-      return () => NextResponse.next();
-    }));
+    (next ??= import('next/server.js').then(
+      (m: { NextResponse?: { next(): Response }; default?: { NextResponse: { next(): Response } } }) => {
+        const NextResponse = m.NextResponse ?? m.default!.NextResponse;
+        return () => NextResponse.next();
+      },
+    ));
 
   return async (request) => {
     const o = await decide(engine, request, options.ipHeader);
@@ -188,8 +212,12 @@ export function rateLimit(options: NextRateLimitOptions): (request: Request) => 
  * handler is also given the decision. A concurrency slot is held until the handler returns (or throws, or
  * the client leaves); with `skipFailedRequests` a thrown error or an aborted request counts as failed.
  */
-export function withRateLimit<C = unknown>(handler: LimitedRouteHandler<C>, options: NextRateLimitOptions): RouteHandler<C> {
-  if (typeof handler !== 'function') fail(`withRateLimit: the first argument must be a route handler function, got ${show(handler)}`);
+export function withRateLimit<C = unknown>(
+  handler: LimitedRouteHandler<C>,
+  options: NextRateLimitOptions,
+): RouteHandler<C> {
+  if (typeof handler !== 'function')
+    fail(`withRateLimit: the first argument must be a route handler function, got ${show(handler)}`);
   const engine = engineFor(options, 'withRateLimit');
   return async (request, context) => {
     const o = await decide(engine, request, options.ipHeader);
@@ -207,7 +235,8 @@ export function withRateLimit<C = unknown>(handler: LimitedRouteHandler<C>, opti
       ended = true;
       signal.removeEventListener('abort', aborted);
       if (leased) engine.release(o);
-      if (watched && response !== GONE_RESPONSE) engine.responded(o, request, response ?? FAILED, response !== undefined && !signal.aborted);
+      if (watched && response !== GONE_RESPONSE)
+        engine.responded(o, request, response ?? FAILED, response !== undefined && !signal.aborted);
     };
     const aborted = () => end(undefined);
     if (leased || watched) signal.addEventListener('abort', aborted, { once: true });

@@ -17,7 +17,15 @@ function app(gate: Gate) {
       res.end('nope');
     } else if (path === '/info') {
       const i = req.rateLimit;
-      res.end(JSON.stringify({ key: i?.key, route: i?.route ?? null, cost: i?.cost, remaining: i?.decision.remaining, limited: i?.limited }));
+      res.end(
+        JSON.stringify({
+          key: i?.key,
+          route: i?.route ?? null,
+          cost: i?.cost,
+          remaining: i?.decision.remaining,
+          limited: i?.limited,
+        }),
+      );
     } else res.end('ok');
   };
 }
@@ -29,7 +37,8 @@ const quiet500 = (_e: unknown, _req: IncomingMessage, res: ServerResponse) => {
 
 testAdapter({
   name: 'node:http',
-  serve: (options, gate, host) => listen(createServer(withRateLimit(app(gate), { onError: quiet500, ...options } as NodeRateLimitOptions)), host),
+  serve: (options, gate, host) =>
+    listen(createServer(withRateLimit(app(gate), { onError: quiet500, ...options } as NodeRateLimitOptions)), host),
   responseStatus: ((res: ServerResponse) => res.statusCode) as never,
 });
 

@@ -30,7 +30,12 @@ export interface NodeRateLimitOptions extends RateLimitOptions<IncomingMessage, 
 
 /** Returns a listener that decides each request, then calls `handler` (or refuses, or holds, as decided). */
 export function withRateLimit(handler: RequestListener, options: NodeRateLimitOptions): RequestListener {
-  const engine = new HttpRateLimiter<IncomingMessage, ServerResponse>(options, 'withRateLimit', ['handler', 'onError'], (res) => res.statusCode);
+  const engine = new HttpRateLimiter<IncomingMessage, ServerResponse>(
+    options,
+    'withRateLimit',
+    ['handler', 'onError'],
+    (res) => res.statusCode,
+  );
   const custom = options.handler;
   const onError =
     options.onError ??

@@ -83,7 +83,12 @@ export interface RedisCommand {
 
 export function redisCommand(name: string, options: { readonly?: boolean; bytes?: boolean } = {}): RedisCommand {
   const bytes = options.bytes === true;
-  return Object.freeze({ name: name.toUpperCase(), readonly: options.readonly === true, bytes, method: name.toLowerCase() + (bytes ? 'Buffer' : '') });
+  return Object.freeze({
+    name: name.toUpperCase(),
+    readonly: options.readonly === true,
+    bytes,
+    method: name.toLowerCase() + (bytes ? 'Buffer' : ''),
+  });
 }
 
 export interface FunctionCalls {
@@ -135,7 +140,13 @@ export interface RedisSetClient {
  * `SET key value NX PX ttlMs` in the client's dialect; true when the key was set. The dialect must be
  * right: node-redis ignores ioredis-style string arguments, which would drop NX.
  */
-export async function setIfAbsent(client: RedisSetClient, dialect: RedisDialect, key: string, value: string | Uint8Array, ttlMs: number): Promise<boolean> {
+export async function setIfAbsent(
+  client: RedisSetClient,
+  dialect: RedisDialect,
+  key: string,
+  value: string | Uint8Array,
+  ttlMs: number,
+): Promise<boolean> {
   const reply =
     dialect === 'ioredis'
       ? await client.set(key, value, 'PX', ttlMs, 'NX')
@@ -153,12 +164,18 @@ function ioredis(c: AnyClient): RedisAdapter {
   return {
     kind: 'ioredis',
     cluster,
-    name: cluster ? `the cluster of ${clusterName((c.startupNodes as unknown[] | undefined)?.[0])}` : serverName(c.options),
+    name: cluster
+      ? `the cluster of ${clusterName((c.startupNodes as unknown[] | undefined)?.[0])}`
+      : serverName(c.options),
     // A Cluster routes FCALL by its first key (ioredis's command table knows FCALL's keys).
-    functions: typeof send !== 'function' ? undefined : { fcall: (fn, keys, args) => send.call(c, 'FCALL', fn, keys.length, ...keys, ...args) as Promise<unknown> },
+    functions:
+      typeof send !== 'function'
+        ? undefined
+        : { fcall: (fn, keys, args) => send.call(c, 'FCALL', fn, keys.length, ...keys, ...args) as Promise<unknown> },
     ready: () => c.status === 'ready',
     connectLazy: () => {
-      if (c.status === 'wait' && typeof c.connect === 'function') (c.connect as () => Promise<unknown>).call(c).catch(() => {}); // reported through 'error'
+      if (c.status === 'wait' && typeof c.connect === 'function')
+        (c.connect as () => Promise<unknown>).call(c).catch(() => {}); // reported through 'error'
     },
     evalsha: (sha, keys, args) => evalsha.call(c, sha, keys.length, ...keys, ...args) as Promise<unknown>,
     eval: (source, keys, args) => evalScript.call(c, source, keys.length, ...keys, ...args) as Promise<unknown>,
@@ -166,7 +183,8 @@ function ioredis(c: AnyClient): RedisAdapter {
     command: (command, keys, args) => (c[command.method] as Fn).call(c, ...keys, ...args) as Promise<unknown>,
     cork: () => {
       const stream = c.stream as { cork?: () => void; uncork?: () => void } | undefined;
-      if (cluster || c.status !== 'ready' || typeof stream?.cork !== 'function' || typeof stream.uncork !== 'function') return undefined;
+      if (cluster || c.status !== 'ready' || typeof stream?.cork !== 'function' || typeof stream.uncork !== 'function')
+        return undefined;
       stream.cork();
       return () => stream.uncork!();
     },
@@ -180,8 +198,11 @@ function ioredis(c: AnyClient): RedisAdapter {
     // 'close' (its events come a tick late), and reconnects otherwise.
     onClose: (listener) => listen(c, () => c.status !== 'end' && listener(), 'close'),
     servers: async () => {
-      const nodes = cluster ? ((c.nodes as (role: string) => AnyClient[]).call(c, 'master')) : [c];
-      return nodes.map((n) => ({ name: serverName(n.options), send: (args) => (n.call as Fn).call(n, ...args) as Promise<unknown> }));
+      const nodes = cluster ? (c.nodes as (role: string) => AnyClient[]).call(c, 'master') : [c];
+      return nodes.map((n) => ({
+        name: serverName(n.options),
+        send: (args) => (n.call as Fn).call(n, ...args) as Promise<unknown>,
+      }));
     },
   };
 }
@@ -194,7 +215,14 @@ function clusterName(node: unknown): string {
 
 /** host:port from a client's options, or 'redis' when they do not say (a Sentinel's primary, a URL only). */
 function serverName(options: unknown): string {
-  const o = (options ?? {}) as { host?: unknown; port?: unknown; name?: unknown; sentinels?: unknown; url?: unknown; socket?: { host?: unknown; port?: unknown } };
+  const o = (options ?? {}) as {
+    host?: unknown;
+    port?: unknown;
+    name?: unknown;
+    sentinels?: unknown;
+    url?: unknown;
+    socket?: { host?: unknown; port?: unknown };
+  };
   if (Array.isArray(o.sentinels) && typeof o.name === 'string') return `the primary of '${o.name}'`;
   const host = o.host ?? o.socket?.host;
   const port = o.port ?? o.socket?.port;
@@ -204,7 +232,12 @@ function serverName(options: unknown): string {
 }
 
 /** One listener per client and event, however many stores share the client, fanned out to each store's. */
-const listeners = { error: new WeakMap<object, Array<(arg: unknown) => void>>(), ready: new WeakMap<object, Array<(arg: unknown) => void>>(), close: new WeakMap<object, Array<(arg: unknown) => void>>(), reconnecting: new WeakMap<object, Array<(arg: unknown) => void>>() };
+const listeners = {
+  error: new WeakMap<object, Array<(arg: unknown) => void>>(),
+  ready: new WeakMap<object, Array<(arg: unknown) => void>>(),
+  close: new WeakMap<object, Array<(arg: unknown) => void>>(),
+  reconnecting: new WeakMap<object, Array<(arg: unknown) => void>>(),
+};
 
 /** Marks sluice's own listeners on a client, in every copy of sluice loaded (require and import each have one). */
 const OURS = Symbol.for('sluice.clientListener');
@@ -219,7 +252,12 @@ function heardByApp(c: AnyClient): boolean {
  * `unheard`: the client whose own output for an error no app listens to must still be printed (see the
  * ioredis adapter's onError).
  */
-function listen(c: AnyClient, listener: (arg: unknown) => void, event: keyof typeof listeners = 'error', unheard?: 'ioredis'): void {
+function listen(
+  c: AnyClient,
+  listener: (arg: unknown) => void,
+  event: keyof typeof listeners = 'error',
+  unheard?: 'ioredis',
+): void {
   const byClient = listeners[event];
   let list = byClient.get(c);
   if (list === undefined) {
@@ -228,7 +266,8 @@ function listen(c: AnyClient, listener: (arg: unknown) => void, event: keyof typ
     const fanOut = Object.assign(
       (arg: unknown) => {
         for (const l of all) l(arg);
-        if (unheard === 'ioredis' && arg instanceof Error && !heardByApp(c)) console.error('[ioredis] Unhandled error event:', arg.stack);
+        if (unheard === 'ioredis' && arg instanceof Error && !heardByApp(c))
+          console.error('[ioredis] Unhandled error event:', arg.stack);
       },
       { [OURS]: true as const },
     );
@@ -251,15 +290,19 @@ function nodeRedis(c: AnyClient): RedisAdapter {
   return {
     kind: 'node-redis',
     cluster,
-    name: cluster ? `the cluster of ${clusterName((c.options as { rootNodes?: { url?: string }[] } | undefined)?.rootNodes?.[0]?.url)}` : serverName(c.options),
+    name: cluster
+      ? `the cluster of ${clusterName((c.options as { rootNodes?: { url?: string }[] } | undefined)?.rootNodes?.[0]?.url)}`
+      : serverName(c.options),
     functions:
       typeof send !== 'function'
         ? undefined
         : {
             // A cluster's sendCommand takes the key to route by, and whether the command only reads.
             fcall: cluster
-              ? (fn, keys, args) => send.call(c, keys[0], false, ['FCALL', fn, String(keys.length), ...keys, ...args]) as Promise<unknown>
-              : (fn, keys, args) => send.call(c, ['FCALL', fn, String(keys.length), ...keys, ...args]) as Promise<unknown>,
+              ? (fn, keys, args) =>
+                  send.call(c, keys[0], false, ['FCALL', fn, String(keys.length), ...keys, ...args]) as Promise<unknown>
+              : (fn, keys, args) =>
+                  send.call(c, ['FCALL', fn, String(keys.length), ...keys, ...args]) as Promise<unknown>,
           },
     // v4's cluster has no isReady; it queues nothing unbounded once open.
     ready: () => (c.isReady ?? c.isOpen ?? true) === true,
@@ -269,13 +312,18 @@ function nodeRedis(c: AnyClient): RedisAdapter {
     command: (command, keys, args) => {
       const options = command.bytes ? bytesReply() : undefined;
       const argv = [command.name, ...keys, ...args];
-      return (cluster ? send!.call(c, keys[0], command.readonly, argv, options) : send!.call(c, argv, options)) as Promise<unknown>;
+      return (
+        cluster ? send!.call(c, keys[0], command.readonly, argv, options) : send!.call(c, argv, options)
+      ) as Promise<unknown>;
     },
     cork: () => undefined,
     // node-redis 5 and later: slots[slot].master.address; 4: getSlotMaster(slot), a { host, port }.
     nodeOf: (slot) => {
       if (!cluster) return undefined;
-      const master = ((c.slots as { master?: NodeAddress }[] | undefined)?.[slot]?.master ?? (c.getSlotMaster as ((s: number) => NodeAddress | undefined) | undefined)?.call(c, slot)) as NodeAddress | undefined;
+      const master = ((c.slots as { master?: NodeAddress }[] | undefined)?.[slot]?.master ??
+        (c.getSlotMaster as ((s: number) => NodeAddress | undefined) | undefined)?.call(c, slot)) as
+        | NodeAddress
+        | undefined;
       return master === undefined ? undefined : (master.address ?? `${master.host}:${master.port}`);
     },
     onError: (listener) => listen(c, listener),
@@ -288,7 +336,10 @@ function nodeRedis(c: AnyClient): RedisAdapter {
       return Promise.all(
         masters.map(async (m) => {
           const node = await nodeClient.call(c, m);
-          return { name: `${m.host}:${m.port}`, send: (args: string[]) => (node.sendCommand as Fn).call(node, args) as Promise<unknown> };
+          return {
+            name: `${m.host}:${m.port}`,
+            send: (args: string[]) => (node.sendCommand as Fn).call(node, args) as Promise<unknown>,
+          };
         }),
       );
     },
@@ -337,7 +388,8 @@ function glideError(err: unknown): unknown {
  */
 function glide(c: AnyClient): RedisAdapter {
   const custom = c.customCommand as Fn;
-  const command = (args: (string | Uint8Array)[], options?: object): Promise<unknown> => (custom.call(c, args, options) as Promise<unknown>).catch((err: unknown) => Promise.reject(glideError(err)));
+  const command = (args: (string | Uint8Array)[], options?: object): Promise<unknown> =>
+    (custom.call(c, args, options) as Promise<unknown>).catch((err: unknown) => Promise.reject(glideError(err)));
   const cluster = typeof c.invokeScriptWithRoute === 'function'; // GlideClusterClient's, not GlideClient's
   return {
     kind: 'glide',
@@ -365,7 +417,10 @@ function glide(c: AnyClient): RedisAdapter {
         : typeof replies === 'object' && replies !== null
           ? Object.keys(replies)
           : [];
-      return addresses.map((host) => ({ name: host, send: (args: string[]) => command(args, { route: { type: 'routeByAddress', host } }) }));
+      return addresses.map((host) => ({
+        name: host,
+        send: (args: string[]) => command(args, { route: { type: 'routeByAddress', host } }),
+      }));
     },
   };
 }

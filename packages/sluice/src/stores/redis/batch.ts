@@ -34,13 +34,20 @@ export interface Op {
  * Calls `send` with each batch: in order, at most `max` operations each; on a cluster one hash slot each,
  * or, given `nodeOf`, one master each (by slot where the client's map names none).
  */
-export function batches(ops: Op[], cluster: boolean, max: number, send: (batch: Op[]) => void, nodeOf?: (slot: number) => string | undefined): void {
+export function batches(
+  ops: Op[],
+  cluster: boolean,
+  max: number,
+  send: (batch: Op[]) => void,
+  nodeOf?: (slot: number) => string | undefined,
+): void {
   if (!cluster) {
     for (let i = 0; i < ops.length; i += max) send(ops.length <= max ? ops : ops.slice(i, i + max));
     return;
   }
   if (nodeOf !== undefined) return byMaster(ops, max, send, nodeOf);
-  for (const group of groupBy(ops, (op) => op.slot)) for (let i = 0; i < group.length; i += max) send(group.length <= max ? group : group.slice(i, i + max));
+  for (const group of groupBy(ops, (op) => op.slot))
+    for (let i = 0; i < group.length; i += max) send(group.length <= max ? group : group.slice(i, i + max));
 }
 
 /** The operations grouped by `at`, each group in order, the groups in order of their first operation. */
@@ -61,7 +68,12 @@ function groupBy(ops: Op[], at: (op: Op) => number | string): Iterable<Op[]> {
  * calls sent later; a key's operations in two of them could then run out of order. A slot with more
  * than `max` operations goes in calls of that slot alone, which the client redirects in order.
  */
-function byMaster(ops: Op[], max: number, send: (batch: Op[]) => void, nodeOf: (slot: number) => string | undefined): void {
+function byMaster(
+  ops: Op[],
+  max: number,
+  send: (batch: Op[]) => void,
+  nodeOf: (slot: number) => string | undefined,
+): void {
   for (const group of groupBy(ops, (op) => nodeOf(op.slot) ?? op.slot)) {
     if (group.length <= max && oneSlot(group)) {
       send(group);
@@ -98,7 +110,13 @@ const NO_ARGS = Object.freeze([]) as unknown as string[];
  * keys are of several slots of one master, which a call may not declare (CROSSSLOT): it declares the
  * first key alone, which routes it, and the arguments start with '@<number of keys>' and the keys.
  */
-export function encode(ops: Op[], leases: boolean, clientClock: boolean, calendars = false, crossSlot = false): { keys: string[]; args: string[] } {
+export function encode(
+  ops: Op[],
+  leases: boolean,
+  clientClock: boolean,
+  calendars = false,
+  crossSlot = false,
+): { keys: string[]; args: string[] } {
   // A call of one operation (every call at 1 in flight) sends that operation's keys as they are.
   const lone = ops.length === 1;
   const keys: string[] = lone ? ops[0]!.keys : [];

@@ -179,7 +179,10 @@ export class RedisConnection {
     this.functions = this.adapter.functions !== undefined;
     this.deadlines = new Deadlines<Call<any>>(this.timeoutMs, (call) => {
       this.stats.timeouts++;
-      const err = new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `${this.owner}: no answer within 'timeoutMs' ${this.timeoutMs}`);
+      const err = new SluiceError(
+        'ERR_SLUICE_STORE_UNAVAILABLE',
+        `${this.owner}: no answer within 'timeoutMs' ${this.timeoutMs}`,
+      );
       this.health.failed(err);
       call.done(call.tag, undefined, true, err);
     });
@@ -214,8 +217,13 @@ export class RedisConnection {
         if (this.adapter.ready()) {
           this.connected = true;
           resolve();
-        }
-        else if (realPerformanceNow() >= by) reject(new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `${this.owner}: the Redis client did not connect within ${timeoutMs} ms${this.hint()}`));
+        } else if (realPerformanceNow() >= by)
+          reject(
+            new SluiceError(
+              'ERR_SLUICE_STORE_UNAVAILABLE',
+              `${this.owner}: the Redis client did not connect within ${timeoutMs} ms${this.hint()}`,
+            ),
+          );
         else realSetTimeout(check, Math.min(CONNECT_POLL_MS, Math.max(1, by - realPerformanceNow())));
       };
       realSetTimeout(check, CONNECT_POLL_MS);
@@ -268,7 +276,11 @@ export class RedisConnection {
           err = thrown; // a client that throws instead of rejecting: no rejection may go unhandled
         }
         if (again === undefined) this.settle(call, undefined, true, err);
-        else again.then((reply) => this.settle(call, reply, false, undefined), (err2: unknown) => this.settle(call, undefined, true, err2));
+        else
+          again.then(
+            (reply) => this.settle(call, reply, false, undefined),
+            (err2: unknown) => this.settle(call, undefined, true, err2),
+          );
       },
     );
     this.connected = true;
@@ -321,7 +333,8 @@ export class RedisConnection {
     const held = this.held!;
     this.held = undefined;
     for (const h of held) {
-      if (this.adapter.ready() && this.inFlight < this.maxInFlight) this.send(h.script, h.keys, h.args, h.done, h.tag, h.operations);
+      if (this.adapter.ready() && this.inFlight < this.maxInFlight)
+        this.send(h.script, h.keys, h.args, h.done, h.tag, h.operations);
       else this.refuse(h);
     }
   }
@@ -377,7 +390,9 @@ export class RedisConnection {
     try {
       if (isPlain(script)) return adapter.command(script, keys, args);
       const functions = this.functions ? adapter.functions : undefined;
-      return functions !== undefined && isLibrary(script) ? functions.fcall(script.fn, keys, args) : adapter.evalsha(script.sha, keys, args);
+      return functions !== undefined && isLibrary(script)
+        ? functions.fcall(script.fn, keys, args)
+        : adapter.evalsha(script.sha, keys, args);
     } catch (err) {
       return Promise.reject(err); // a client that throws instead of rejecting still gets the failure policy
     }
@@ -390,7 +405,13 @@ export class RedisConnection {
    * not allow functions turns this connection to EVALSHA for good. No other error is retried.
    * `sentAsFunction`: whether the call went as FCALL, whatever the connection has turned to since.
    */
-  private recover(script: Command, err: unknown, keys: string[], args: Arg[], sentAsFunction: boolean): Promise<unknown> | undefined {
+  private recover(
+    script: Command,
+    err: unknown,
+    keys: string[],
+    args: Arg[],
+    sentAsFunction: boolean,
+  ): Promise<unknown> | undefined {
     if (isPlain(script)) return undefined;
     const { adapter, stats } = this;
     const why = message(err);
@@ -428,7 +449,11 @@ export class RedisConnection {
    */
   private async loadEverywhere(library: string): Promise<void> {
     const servers = await this.adapter.servers();
-    if (servers.length === 0) throw new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `${this.owner}: the Redis client named no server to load the function library on`);
+    if (servers.length === 0)
+      throw new SluiceError(
+        'ERR_SLUICE_STORE_UNAVAILABLE',
+        `${this.owner}: the Redis client named no server to load the function library on`,
+      );
     const load = async (server: ServerCommand): Promise<void> => {
       try {
         await server.send(['FUNCTION', 'LOAD', library]);

@@ -23,7 +23,10 @@ export class Deadlines<P extends Pending> {
   private readonly sweepNow = () => this.sweep();
 
   /** `expire` is called once for each call that is still unsettled at its deadline (already marked settled). */
-  constructor(private readonly timeoutMs: number, private readonly expire: (call: P) => void) {}
+  constructor(
+    private readonly timeoutMs: number,
+    private readonly expire: (call: P) => void,
+  ) {}
 
   /** The deadline of a call sent now. */
   deadline(): number {

@@ -26,17 +26,30 @@ export function checkOnError(value: unknown): OnError {
   if (value === 'open' || value === 'closed') return value;
   if (typeof value === 'object' && value !== null && 'insurance' in value) {
     const unknown = Object.keys(value).filter((k) => k !== 'insurance' && k !== 'rememberKeys');
-    if (unknown.length > 0) throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `RedisStore 'onError' has unknown field '${unknown[0]}'; known fields are insurance, rememberKeys`);
+    if (unknown.length > 0)
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `RedisStore 'onError' has unknown field '${unknown[0]}'; known fields are insurance, rememberKeys`,
+      );
     const { insurance: share, rememberKeys = REMEMBER_KEYS } = value as { insurance: unknown; rememberKeys?: unknown };
     if (typeof share !== 'number' || !(share > 0 && share <= 1)) {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `RedisStore 'onError.insurance' must be this node's share of each limit, a number in (0, 1] such as 1 / servers, got ${show(share)}`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `RedisStore 'onError.insurance' must be this node's share of each limit, a number in (0, 1] such as 1 / servers, got ${show(share)}`,
+      );
     }
     if (typeof rememberKeys !== 'number' || !Number.isSafeInteger(rememberKeys) || rememberKeys < 0) {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `RedisStore 'onError.rememberKeys' must be how many keys' last Redis answers to keep, an integer 0 or more, got ${show(rememberKeys)}`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `RedisStore 'onError.rememberKeys' must be how many keys' last Redis answers to keep, an integer 0 or more, got ${show(rememberKeys)}`,
+      );
     }
     return { insurance: share, rememberKeys };
   }
-  throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `RedisStore 'onError' must be 'open', 'closed' or { insurance: <share in (0, 1]> }, got ${show(value)}`);
+  throw new SluiceError(
+    'ERR_SLUICE_INVALID_OPTION',
+    `RedisStore 'onError' must be 'open', 'closed' or { insurance: <share in (0, 1]> }, got ${show(value)}`,
+  );
 }
 
 /** A policy with `share` of its limit and burst, for the insurance limiter. */
@@ -58,7 +71,10 @@ export class Fallback {
   private readonly insurancePolicies: readonly Policy[] | undefined;
   private readonly insuranceAlgorithms: readonly Algorithm[] | undefined;
 
-  constructor(readonly mode: OnError, spec: TableSpec) {
+  constructor(
+    readonly mode: OnError,
+    spec: TableSpec,
+  ) {
     this.policies = spec.policies;
     this.clock = spec.clock;
     if (typeof mode === 'object') {
@@ -85,8 +101,27 @@ export class Fallback {
     }
     const p = this.policies[0]!;
     return this.mode === 'open'
-      ? makeDecision({ allowed: true, limit: p.limit, remaining: 0, resetAfterMs: 0, retryAfterMs: 0, delayMs: 0, policy: p.name, leaseId, reason: STORE_ERROR })
-      : makeDecision({ allowed: false, limit: p.limit, remaining: 0, resetAfterMs: 0, retryAfterMs: CLOSED_RETRY_MS, delayMs: 0, policy: p.name, reason: STORE_ERROR });
+      ? makeDecision({
+          allowed: true,
+          limit: p.limit,
+          remaining: 0,
+          resetAfterMs: 0,
+          retryAfterMs: 0,
+          delayMs: 0,
+          policy: p.name,
+          leaseId,
+          reason: STORE_ERROR,
+        })
+      : makeDecision({
+          allowed: false,
+          limit: p.limit,
+          remaining: 0,
+          resetAfterMs: 0,
+          retryAfterMs: CLOSED_RETRY_MS,
+          delayMs: 0,
+          policy: p.name,
+          reason: STORE_ERROR,
+        });
   }
 
   /**
@@ -109,7 +144,16 @@ export class Fallback {
     }
     if (now >= a.deniedUntil) return undefined;
     const d = insurance.decide(key, 0, undefined);
-    return makeDecision({ allowed: false, limit: d.limit, remaining: 0, resetAfterMs: Math.max(d.resetAfterMs, a.deniedUntil - now), retryAfterMs: a.deniedUntil - now, delayMs: 0, policy: d.policy, reason: STORE_ERROR });
+    return makeDecision({
+      allowed: false,
+      limit: d.limit,
+      remaining: 0,
+      resetAfterMs: Math.max(d.resetAfterMs, a.deniedUntil - now),
+      retryAfterMs: a.deniedUntil - now,
+      delayMs: 0,
+      policy: d.policy,
+      reason: STORE_ERROR,
+    });
   }
 
   /** decide() for a call with per-call limits: insurance holds `share` of the call's limits too. */
@@ -117,11 +161,34 @@ export class Fallback {
     if (this.insurance === undefined) {
       const p = policies[0]!;
       return this.mode === 'open'
-        ? makeDecision({ allowed: true, limit: p.limit, remaining: 0, resetAfterMs: 0, retryAfterMs: 0, delayMs: 0, policy: p.name, leaseId, reason: STORE_ERROR })
-        : makeDecision({ allowed: false, limit: p.limit, remaining: 0, resetAfterMs: 0, retryAfterMs: CLOSED_RETRY_MS, delayMs: 0, policy: p.name, reason: STORE_ERROR });
+        ? makeDecision({
+            allowed: true,
+            limit: p.limit,
+            remaining: 0,
+            resetAfterMs: 0,
+            retryAfterMs: 0,
+            delayMs: 0,
+            policy: p.name,
+            leaseId,
+            reason: STORE_ERROR,
+          })
+        : makeDecision({
+            allowed: false,
+            limit: p.limit,
+            remaining: 0,
+            resetAfterMs: 0,
+            retryAfterMs: CLOSED_RETRY_MS,
+            delayMs: 0,
+            policy: p.name,
+            reason: STORE_ERROR,
+          });
     }
     const share = (this.mode as { insurance: number }).insurance;
-    const algorithms = policies.map((p, i) => (p === this.policies[i] ? this.insuranceAlgorithms![i]! : createOverride(this.insurancePolicies![i]!, sharedPolicy(p, share))));
+    const algorithms = policies.map((p, i) =>
+      p === this.policies[i]
+        ? this.insuranceAlgorithms![i]!
+        : createOverride(this.insurancePolicies![i]!, sharedPolicy(p, share)),
+    );
     const denied = this.last === undefined ? undefined : this.recall(this.insurance, key);
     if (denied !== undefined) return denied;
     return mark(this.insurance.decideWith(key, cost, leaseId, algorithms));
@@ -137,7 +204,7 @@ export class Fallback {
   }
 
   release(key: string, leaseId: string): boolean {
-    return this.insurance !== undefined && this.insurance.release(key, leaseId);
+    return this.insurance?.release(key, leaseId) ?? false;
   }
 
   reset(key: string): void {
@@ -147,5 +214,15 @@ export class Fallback {
 }
 
 function mark(d: Decision): Decision {
-  return makeDecision({ allowed: d.allowed, limit: d.limit, remaining: d.remaining, resetAfterMs: d.resetAfterMs, retryAfterMs: d.retryAfterMs, delayMs: d.delayMs, policy: d.policy, leaseId: d.leaseId, reason: STORE_ERROR });
+  return makeDecision({
+    allowed: d.allowed,
+    limit: d.limit,
+    remaining: d.remaining,
+    resetAfterMs: d.resetAfterMs,
+    retryAfterMs: d.retryAfterMs,
+    delayMs: d.delayMs,
+    policy: d.policy,
+    leaseId: d.leaseId,
+    reason: STORE_ERROR,
+  });
 }

@@ -34,7 +34,12 @@ export function evictsLimits(policy: string): boolean {
 
 export type RedisStoreEvent =
   /** No connection within `connectTimeoutMs` of the first part's creation: decisions meanwhile are the failure policy's. */
-  | { readonly type: 'connect-timeout'; readonly connectTimeoutMs: number; readonly server?: string; readonly cause?: string | undefined }
+  | {
+      readonly type: 'connect-timeout';
+      readonly connectTimeoutMs: number;
+      readonly server?: string;
+      readonly cause?: string | undefined;
+    }
   /** The connection was lost (`cause`: the client's last error, if it gave one). */
   | { readonly type: 'disconnected'; readonly cause: string; readonly server?: string }
   /** A call failed while the client was connected: no answer within timeoutMs (a frozen server), or an error reply (OOM, say). */
@@ -43,13 +48,24 @@ export type RedisStoreEvent =
    * Answers again, steadily (RECOVERY_SETTLE_MS without a failure), after one of the three above: `downMs`
    * from the outage's start until Redis answered for good, `failedCalls` failed meanwhile, the last with `lastCause`.
    */
-  | { readonly type: 'recovered'; readonly downMs: number; readonly failedCalls: number; readonly lastCause: string | undefined; readonly server?: string }
+  | {
+      readonly type: 'recovered';
+      readonly downMs: number;
+      readonly failedCalls: number;
+      readonly lastCause: string | undefined;
+      readonly server?: string;
+    }
   /** The server's maxmemory-policy can evict limiter keys (see evictsLimits); `maxmemory` 0 means no limit is set yet. */
   | { readonly type: 'eviction-policy'; readonly server: string; readonly policy: string; readonly maxmemory: number }
   /** A different Redis process answers than before (a restart or a failover): its run_id changed. */
   | { readonly type: 'restarted'; readonly server: string; readonly runId: string; readonly previousRunId: string }
   /** What a server said of itself when the client (re)connected: undefined where it would not say. */
-  | { readonly type: 'checked'; readonly server: string; readonly policy: string | undefined; readonly runId: string | undefined }
+  | {
+      readonly type: 'checked';
+      readonly server: string;
+      readonly policy: string | undefined;
+      readonly runId: string | undefined;
+    }
   /** The server refused a check (an ACL without CONFIG or INFO, a renamed command): what it would have told is unknown. */
   | { readonly type: 'check-refused'; readonly server: string; readonly command: string; readonly cause: string };
 
@@ -86,8 +102,17 @@ export function checkReporting(
   }
   if (logger !== undefined && logger !== false) {
     const l = logger as Partial<StoreLogger> | null;
-    if (typeof l !== 'object' || l === null || typeof l.error !== 'function' || typeof l.warn !== 'function' || typeof l.info !== 'function') {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${owner} 'logger' must be false or have error(), warn() and info() (console, a pino or winston logger), got ${show(logger)}`);
+    if (
+      typeof l !== 'object' ||
+      l === null ||
+      typeof l.error !== 'function' ||
+      typeof l.warn !== 'function' ||
+      typeof l.info !== 'function'
+    ) {
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `${owner} 'logger' must be false or have error(), warn() and info() (console, a pino or winston logger), got ${show(logger)}`,
+      );
     }
   }
   return { onEvent: onEvent as RedisStoreListener | undefined, logger: logger as StoreLogger | false | undefined };
@@ -97,8 +122,11 @@ export function checkReporting(
 export const RECOVERY_SETTLE_MS = 2000;
 
 /** The default logger: one line on stderr per event it is given. Captured at import (fake timers and console spies alike see the real one). */
-const stderr: StoreLogger = { error: (m) => console.error(m), warn: (m) => console.warn(m), info: (m) => console.warn(m) };
-
+const stderr: StoreLogger = {
+  error: (m) => console.error(m),
+  warn: (m) => console.warn(m),
+  info: (m) => console.warn(m),
+};
 
 /** An error's text for a line or an event, without the '[sluice] ' every SluiceError starts with. */
 const message = (err: unknown): string => String((err as Error)?.message ?? err).replace(/^\[sluice\] /, '');
@@ -121,9 +149,11 @@ function within<T>(p: Promise<T>, ms: number): Promise<T> {
 /** Replies of `CONFIG GET maxmemory*`: a flat array of names and values (RESP2), or a map (RESP3, node-redis typed). */
 function configPairs(reply: unknown): Map<string, string> {
   const out = new Map<string, string>();
-  if (Array.isArray(reply)) for (let i = 0; i + 1 < reply.length; i += 2) out.set(String(reply[i]), String(reply[i + 1]));
+  if (Array.isArray(reply))
+    for (let i = 0; i + 1 < reply.length; i += 2) out.set(String(reply[i]), String(reply[i + 1]));
   else if (reply instanceof Map) for (const [k, v] of reply) out.set(String(k), String(v));
-  else if (typeof reply === 'object' && reply !== null) for (const [k, v] of Object.entries(reply)) out.set(k, String(v));
+  else if (typeof reply === 'object' && reply !== null)
+    for (const [k, v] of Object.entries(reply)) out.set(k, String(v));
   return out;
 }
 
@@ -197,7 +227,8 @@ export class StoreHealth {
     const client = this.lastError?.text;
     const last = this.lastCause;
     let cause = last ?? client ?? 'no connection yet';
-    if (last !== undefined && client !== undefined && !last.includes(client)) cause = `${last}; the client's last error: ${client}`;
+    if (last !== undefined && client !== undefined && !last.includes(client))
+      cause = `${last}; the client's last error: ${client}`;
     return { cause, downMs: Math.round(this.now() - this.downSince) };
   }
 
@@ -219,7 +250,8 @@ export class StoreHealth {
   }
 
   private closed(): void {
-    const recent = this.lastError !== undefined && this.now() - this.lastError.at < 1000 ? this.lastError.text : undefined;
+    const recent =
+      this.lastError !== undefined && this.now() - this.lastError.at < 1000 ? this.lastError.text : undefined;
     const cause = recent ?? 'the connection closed (the server stopped, or the network dropped it)';
     if (this.state === 'recovering') {
       this.state = 'down';
@@ -273,7 +305,13 @@ export class StoreHealth {
     this.troubled = false;
     if (!recovered) return;
     const downMs = Math.round(this.answeringSince - this.downSince);
-    this.emit({ type: 'recovered', downMs, failedCalls: this.failedCalls, lastCause: this.lastCause, server: this.adapter.name });
+    this.emit({
+      type: 'recovered',
+      downMs,
+      failedCalls: this.failedCalls,
+      lastCause: this.lastCause,
+      server: this.adapter.name,
+    });
   }
 
   /** What each server says of its eviction policy and its process, once per connection. */
@@ -301,7 +339,12 @@ export class StoreHealth {
       policy = config.get('maxmemory-policy');
       if (policy !== undefined && evictsLimits(policy) && !this.reported.has(`${server.name} ${policy}`)) {
         this.reported.add(`${server.name} ${policy}`);
-        this.emit({ type: 'eviction-policy', server: server.name, policy, maxmemory: Number(config.get('maxmemory') ?? 0) });
+        this.emit({
+          type: 'eviction-policy',
+          server: server.name,
+          policy,
+          maxmemory: Number(config.get('maxmemory') ?? 0),
+        });
       }
     } catch (err) {
       this.refused(server, 'CONFIG GET maxmemory*', err);
@@ -311,7 +354,8 @@ export class StoreHealth {
       runId = /run_id:([0-9a-f]+)/.exec(info)?.[1];
       const previousRunId = this.runIds.get(server.name);
       if (runId !== undefined) this.runIds.set(server.name, runId);
-      if (runId !== undefined && previousRunId !== undefined && previousRunId !== runId) this.emit({ type: 'restarted', server: server.name, runId, previousRunId });
+      if (runId !== undefined && previousRunId !== undefined && previousRunId !== runId)
+        this.emit({ type: 'restarted', server: server.name, runId, previousRunId });
     } catch (err) {
       this.refused(server, 'INFO server', err);
     }
@@ -354,7 +398,8 @@ export class StoreHealth {
     if (line === undefined) return;
     try {
       if (event.type === 'recovered') logger.info(line);
-      else if (event.type === 'disconnected' || event.type === 'unanswered' || event.type === 'connect-timeout') logger.error(line);
+      else if (event.type === 'disconnected' || event.type === 'unanswered' || event.type === 'connect-timeout')
+        logger.error(line);
       else logger.warn(line);
     } catch {
       // A logger's bug must not break the store's answers.

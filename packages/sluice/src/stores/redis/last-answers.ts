@@ -36,7 +36,12 @@ export class LastAnswers {
     const answers = this.answers;
     // Re-inserted, so the Map's order is the order of the last answers and its first key the oldest.
     if (!answers.delete(key) && answers.size >= this.maxKeys) answers.delete(answers.keys().next().value!);
-    answers.set(key, { remaining: d.remaining, deniedUntil: d.allowed ? 0 : now + d.retryAfterMs, idleAt: now + d.resetAfterMs, seeded: false });
+    answers.set(key, {
+      remaining: d.remaining,
+      deniedUntil: d.allowed ? 0 : now + d.retryAfterMs,
+      idleAt: now + d.resetAfterMs,
+      seeded: false,
+    });
   }
 
   get(key: string): LastAnswer | undefined {

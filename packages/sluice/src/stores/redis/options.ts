@@ -16,7 +16,8 @@ export function checkRedisBasics(owner: string, options: unknown, known: Readonl
   const invalid = (message: string): never => {
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${owner} ${message}`);
   };
-  if (typeof options !== 'object' || options === null) invalid(`options must be an object such as { client }, got ${show(options)}`);
+  if (typeof options !== 'object' || options === null)
+    invalid(`options must be an object such as { client }, got ${show(options)}`);
   const o = options as { client?: unknown; prefix?: unknown; timeoutMs?: unknown };
   for (const field of Object.keys(o)) {
     if (!known.has(field)) invalid(`unknown option '${field}'; known options are ${[...known].join(', ')}`);
@@ -24,9 +25,12 @@ export function checkRedisBasics(owner: string, options: unknown, known: Readonl
   if (o.client === undefined) invalid(`'client' is required: an ioredis or node-redis client`);
   const prefix = o.prefix ?? 'sluice';
   if (typeof prefix !== 'string' || prefix.length === 0 || /[{}]/.test(prefix)) {
-    invalid(`'prefix' must be a non-empty string without '{' or '}' (the key's hash tag follows it), got ${show(prefix)}`);
+    invalid(
+      `'prefix' must be a non-empty string without '{' or '}' (the key's hash tag follows it), got ${show(prefix)}`,
+    );
   }
   const timeoutMs = o.timeoutMs ?? 50;
-  if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0) invalid(`'timeoutMs' must be a positive number of milliseconds, got ${show(timeoutMs)}`);
+  if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0)
+    invalid(`'timeoutMs' must be a positive number of milliseconds, got ${show(timeoutMs)}`);
   return { client: o.client, prefix: prefix as string, timeoutMs: timeoutMs as number };
 }

@@ -22,7 +22,14 @@ export class PeerConnections {
     let c = this.connections.get(peer.name);
     if (c === undefined) {
       const meanwhile = `region '${peer.name}' hears nothing from this one and this one nothing from it; past 'partitionAfterMs' each counts the other as spending its whole share`;
-      c = new RedisConnection({ client: peer.client, timeoutMs: peer.timeoutMs, owner: `RedisStore region '${peer.name}'`, stats: connectionStats(), report: { ...this.report, meanwhile }, maxInFlight: 64 });
+      c = new RedisConnection({
+        client: peer.client,
+        timeoutMs: peer.timeoutMs,
+        owner: `RedisStore region '${peer.name}'`,
+        stats: connectionStats(),
+        report: { ...this.report, meanwhile },
+        maxInFlight: 64,
+      });
       this.connections.set(peer.name, c);
     }
     return c;

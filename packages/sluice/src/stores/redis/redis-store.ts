@@ -70,11 +70,24 @@ export interface RedisStoreOptions {
   regions?: unknown;
 }
 
-const KNOWN = new Set(['client', 'prefix', 'timeoutMs', 'onError', 'clock', 'maxBatch', 'maxInFlight', 'connectTimeoutMs', 'onEvent', 'logger', 'regions']);
+const KNOWN = new Set([
+  'client',
+  'prefix',
+  'timeoutMs',
+  'onError',
+  'clock',
+  'maxBatch',
+  'maxInFlight',
+  'connectTimeoutMs',
+  'onEvent',
+  'logger',
+  'regions',
+]);
 
 /** What a RedisStore answers while Redis cannot, for the outage line. */
 function meanwhile(onError: OnError): string {
-  if (onError === 'open') return "RedisStore allows every request (onError 'open'; decisions carry reason 'store-error')";
+  if (onError === 'open')
+    return "RedisStore allows every request (onError 'open'; decisions carry reason 'store-error')";
   if (onError === 'closed') return "RedisStore denies every request (onError 'closed')";
   return `RedisStore decides on this process's share (${onError.insurance}) of each limit (onError insurance)`;
 }
@@ -85,7 +98,8 @@ function invalid(message: string): never {
 
 function positiveInteger(field: string, value: unknown, fallback: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) invalid(`'${field}' must be a positive integer, got ${show(value)}`);
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0)
+    invalid(`'${field}' must be a positive integer, got ${show(value)}`);
   return value;
 }
 
@@ -130,7 +144,15 @@ export class RedisStore implements Store {
     }
     const report = { ...checkReporting('RedisStore', options), meanwhile: meanwhile(onError) };
     this.reporting = report;
-    const connection = new RedisConnection({ client: options.client, timeoutMs, connectTimeoutMs, maxInFlight, owner: 'RedisStore', stats: this.stats, report });
+    const connection = new RedisConnection({
+      client: options.client,
+      timeoutMs,
+      connectTimeoutMs,
+      maxInFlight,
+      owner: 'RedisStore',
+      stats: this.stats,
+      report,
+    });
     this.ctx = { connection, prefix, onError, clientClock: clock === 'client', maxBatch, stats: this.stats };
     this.regions = options.regions;
     this.peers = options.regions === undefined ? undefined : new PeerConnections(report);
@@ -154,7 +176,12 @@ export class RedisStore implements Store {
    */
   ready(timeoutMs?: number): Promise<void> {
     if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0)) {
-      return Promise.reject(new SluiceError('ERR_SLUICE_INVALID_OPTION', `RedisStore ready(timeoutMs): must be a number of milliseconds, 0 or more, got ${show(timeoutMs)}`));
+      return Promise.reject(
+        new SluiceError(
+          'ERR_SLUICE_INVALID_OPTION',
+          `RedisStore ready(timeoutMs): must be a number of milliseconds, 0 or more, got ${show(timeoutMs)}`,
+        ),
+      );
     }
     return this.ctx.connection.whenReady(timeoutMs);
   }

@@ -16,12 +16,19 @@ export interface AnswerMemory {
  * Resolves each operation of a batch from the script's reply; `verdicts` is scratch, one per policy.
  * Each decision is also given to `memory`, when there is one. Throws on a malformed reply.
  */
-export function answer(ops: Op[], r: number[] | number, policies: readonly Policy[], verdicts: Verdict[], memory: AnswerMemory | undefined): void {
+export function answer(
+  ops: Op[],
+  r: number[] | number,
+  policies: readonly Policy[],
+  verdicts: Verdict[],
+  memory: AnswerMemory | undefined,
+): void {
   const np = policies.length;
   if (typeof r === 'number') {
     // A lone allowed decision, packed into one integer (driver.lua's single()).
     const op = ops[0]!;
-    if (ops.length !== 1 || np !== 1 || op.code !== 'd') throw new Error(`sluice internal: script replied one number for ${ops.length} operations`);
+    if (ops.length !== 1 || np !== 1 || op.code !== 'd')
+      throw new Error(`sluice internal: script replied one number for ${ops.length} operations`);
     unpack(r, verdicts[0]!);
     const d = fromVerdict(policies[0]!, verdicts[0]!, undefined);
     if (memory !== undefined) memory.note(op.key, d);

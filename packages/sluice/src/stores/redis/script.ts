@@ -52,4 +52,3 @@ export function defineLibrary(name: string, code: string): LibraryScript {
   }
   return script;
 }
-

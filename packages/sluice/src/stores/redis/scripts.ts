@@ -14,15 +14,28 @@ export type { LibraryScript, Script };
 export function algorithmCode(p: Policy): { code: string; files: string[] } {
   switch (p.algorithm) {
     case 'fixed-window':
-      return p.calendar === undefined ? { code: 'fixed-window', files: ['fixed-window'] } : { code: 'calendar', files: ['calendar'] };
+      return p.calendar === undefined
+        ? { code: 'fixed-window', files: ['fixed-window'] }
+        : { code: 'calendar', files: ['calendar'] };
     case 'leaky-bucket':
-      return p.mode === 'shaper' ? { code: 'leaky-shaper', files: ['gcra', 'leaky-shaper'] } : { code: 'leaky-meter', files: ['token-bucket'] };
+      return p.mode === 'shaper'
+        ? { code: 'leaky-shaper', files: ['gcra', 'leaky-shaper'] }
+        : { code: 'leaky-meter', files: ['token-bucket'] };
     default:
       return { code: p.algorithm, files: [p.algorithm] };
   }
 }
 
-const FILES = ['fixed-window', 'calendar', 'sliding-log', 'sliding-window', 'token-bucket', 'gcra', 'leaky-shaper', 'concurrency'];
+const FILES = [
+  'fixed-window',
+  'calendar',
+  'sliding-log',
+  'sliding-window',
+  'token-bucket',
+  'gcra',
+  'leaky-shaper',
+  'concurrency',
+];
 
 /**
  * Where each file is, each URL written out whole: a bundler (Next.js's Turbopack, webpack) copies the file
@@ -77,11 +90,20 @@ export function fileScript(name: string): Script {
 function policyFields(p: Policy, ci: number): string {
   const code = algorithmCode(p).code;
   const wrap = (alg: string) => (p.block !== undefined && p.algorithm !== 'sliding-log' ? `BLOCKING(${alg})` : alg);
-  const fields = [`alg = ${wrap(`ALG['${code}']`)}`, `limit = ${p.limit}`, `windowMs = ${p.windowMs}`, `burst = ${p.burst}`, `delay = ${p.nodelay ? 0 : p.delay}`, `sub = ${p.buckets}`];
-  if (code === 'token-bucket' || code === 'leaky-meter') fields.push(`rescaled = ${wrap(`ALG['token-bucket-rescaled']`)}`);
+  const fields = [
+    `alg = ${wrap(`ALG['${code}']`)}`,
+    `limit = ${p.limit}`,
+    `windowMs = ${p.windowMs}`,
+    `burst = ${p.burst}`,
+    `delay = ${p.nodelay ? 0 : p.delay}`,
+    `sub = ${p.buckets}`,
+  ];
+  if (code === 'token-bucket' || code === 'leaky-meter')
+    fields.push(`rescaled = ${wrap(`ALG['token-bucket-rescaled']`)}`);
   if (ci > 0) fields.push(`ci = ${ci}`);
   const b = p.block;
-  if (b !== undefined) fields.push(`block = { duration = ${b.durationMs}, factor = ${b.factor}, max = ${b.maxMs}, decay = ${b.decayMs} }`);
+  if (b !== undefined)
+    fields.push(`block = { duration = ${b.durationMs}, factor = ${b.factor}, max = ${b.maxMs}, decay = ${b.decayMs} }`);
   if (p.countRejected) fields.push('countRejected = true');
   return fields.join(', ');
 }
@@ -92,7 +114,13 @@ function policyFields(p: Policy, ci: number): string {
  * A decision then reads and writes one value, not one per policy (driver.lua's COMBINED).
  */
 export function combinesStates(policies: readonly Policy[]): boolean {
-  return policies.length > 1 && policies.every((p) => p.algorithm !== 'sliding-log' && p.algorithm !== 'concurrency' && p.block === undefined && !p.countRejected);
+  return (
+    policies.length > 1 &&
+    policies.every(
+      (p) =>
+        p.algorithm !== 'sliding-log' && p.algorithm !== 'concurrency' && p.block === undefined && !p.countRejected,
+    )
+  );
 }
 
 /** Whether a table's operations carry lease ids: only concurrency policies take them. */
@@ -113,7 +141,9 @@ export function scriptFor(policies: readonly Policy[], clientClock: boolean): Li
     `local COMBINED = ${combinesStates(policies)}`,
     'local P = {',
     // delay 0 encodes nodelay for the shaper
-    ...policies.map((p) => `  { ${policyFields(p, policies.filter((q) => q.calendar !== undefined).indexOf(p) + 1)} },`),
+    ...policies.map(
+      (p) => `  { ${policyFields(p, policies.filter((q) => q.calendar !== undefined).indexOf(p) + 1)} },`,
+    ),
     '}',
   ].join('\n');
   const code = [read('prelude'), read('block'), ...files.map(read), constants, read('driver')].join('\n');

@@ -23,7 +23,7 @@ export function scriptRunner(ctx: StoreContext, spec: TableSpec, peers?: PeerCon
     run(name, keys, args) {
       return connection.run(fileScript(name), keys, args);
     },
-    isCluster: (peer) => (peer === undefined ? connection.cluster : peers !== undefined && peers.connection(peer).cluster),
+    isCluster: (peer) => (peer === undefined ? connection.cluster : (peers?.connection(peer).cluster ?? false)),
     ...(peers === undefined ? {} : { runOn: (peer, name, keys, args) => peers.run(peer, name, keys, args) }),
   };
 }

@@ -66,13 +66,16 @@ export class RedisTable implements StoreTable {
   private readonly flushNow = () => this.flush();
   private readonly sendNow = (ops: Op[]) => this.send(ops);
   /** The connection's callback for every call of this table: `ops` is the batch the call carried. */
-  private readonly done = (ops: Op[], reply: unknown, failed: boolean, err: unknown) => this.settle(ops, reply, failed, err);
+  private readonly done = (ops: Op[], reply: unknown, failed: boolean, err: unknown) =>
+    this.settle(ops, reply, failed, err);
 
   constructor(ctx: StoreContext, spec: TableSpec) {
     this.ctx = ctx;
     this.spec = spec;
     this.policies = spec.policies;
-    this.names = combinesStates(spec.policies) ? [spec.policies.map((p) => p.name).join('+')] : spec.policies.map((p) => p.name);
+    this.names = combinesStates(spec.policies)
+      ? [spec.policies.map((p) => p.name).join('+')]
+      : spec.policies.map((p) => p.name);
     this.script = scriptFor(spec.policies, ctx.clientClock);
     this.leases = takesLeases(spec.policies);
     this.verdicts = spec.policies.map(() => new Verdict(0));
@@ -88,7 +91,12 @@ export class RedisTable implements StoreTable {
   }
 
   /** decide() with per-call limits: the script builds (and keeps) the policies they name (driver.lua's variants()). */
-  decideWith(key: string, cost: number, leaseId: string | undefined, algorithms: readonly Algorithm[]): Promise<Decision> {
+  decideWith(
+    key: string,
+    cost: number,
+    leaseId: string | undefined,
+    algorithms: readonly Algorithm[],
+  ): Promise<Decision> {
     const policies = algorithms.map((a) => a.policy);
     let limits = '';
     for (let i = 0; i < policies.length; i++) {
@@ -111,15 +119,37 @@ export class RedisTable implements StoreTable {
     return this.enqueue<void>('x', key, 0, '');
   }
 
-  private enqueue<T>(code: Code, key: string, arg: number, lease: string, policies?: readonly Policy[], limits = ''): Promise<T> {
+  private enqueue<T>(
+    code: Code,
+    key: string,
+    arg: number,
+    lease: string,
+    policies?: readonly Policy[],
+    limits = '',
+  ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const id = escapeId(key);
       const names = this.names;
-      const keys = names.length === 1 ? [keyOf(this.ctx.prefix, id, names[0]!)] : names.map((n) => keyOf(this.ctx.prefix, id, n));
+      const keys =
+        names.length === 1 ? [keyOf(this.ctx.prefix, id, names[0]!)] : names.map((n) => keyOf(this.ctx.prefix, id, n));
       const slot = this.ctx.connection.cluster ? slotOf(id) : 0;
       const time = this.ctx.clientClock ? String(this.spec.clock()) : '';
-      const bounds = this.calendars.length === 0 ? '' : this.bounds(this.ctx.clientClock ? Number(time) : this.spec.clock());
-      this.queue.push({ code, key, arg, lease, time, slot, keys, policies, limits, bounds, resolve: resolve as (v: never) => void, reject });
+      const bounds =
+        this.calendars.length === 0 ? '' : this.bounds(this.ctx.clientClock ? Number(time) : this.spec.clock());
+      this.queue.push({
+        code,
+        key,
+        arg,
+        lease,
+        time,
+        slot,
+        keys,
+        policies,
+        limits,
+        bounds,
+        resolve: resolve as (v: never) => void,
+        reject,
+      });
       if (!this.scheduled) {
         this.scheduled = true;
         realSetImmediate(this.flushNow); // the real one, taken at import: a test's fake timers must not hold the batch
@@ -184,12 +214,20 @@ export class RedisTable implements StoreTable {
     this.ctx.stats.fallbacks += ops.length;
     for (const op of ops) {
       if (op.code === 'd') op.resolve(f.decide(op.key, op.arg, op.lease === '' ? undefined : op.lease) as never);
-      else if (op.code === 'o') op.resolve(f.decideWith(op.key, op.arg, op.lease === '' ? undefined : op.lease, op.policies!) as never);
+      else if (op.code === 'o')
+        op.resolve(f.decideWith(op.key, op.arg, op.lease === '' ? undefined : op.lease, op.policies!) as never);
       else if (op.code === 'a') op.resolve(f.adjust(op.key, op.arg) as never);
       else if (op.code === 'r') op.resolve(f.release(op.key, op.lease) as never);
       else {
         f.reset(op.key);
-        op.reject(err instanceof SluiceError ? err : new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `RedisStore: reset failed: ${(err as Error)?.message ?? String(err)}`));
+        op.reject(
+          err instanceof SluiceError
+            ? err
+            : new SluiceError(
+                'ERR_SLUICE_STORE_UNAVAILABLE',
+                `RedisStore: reset failed: ${(err as Error)?.message ?? String(err)}`,
+              ),
+        );
       }
     }
   }

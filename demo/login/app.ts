@@ -10,7 +10,8 @@ import { checkPassword, checkTotp, makeAccount, totpUri, type Account } from './
 import { loadGuard, stepsUp, type GuardDecision } from './guard-contract.js';
 import { PAGE_SCRIPT, pageHtml } from './page.js';
 
-const WIDGET = new URL('../../dist/browser/sluice-pow.js', import.meta.url);
+// The widget as an app gets it: @sluice/pow's browser bundle (built by npm start and npm test).
+const WIDGET = new URL(import.meta.resolve('@sluice/pow/widget.js'));
 const MAX_BODY = 4096;
 /** Wrong-password attempts one "Run attack" sends, each against a random account. */
 const ATTACK_ATTEMPTS = 30;

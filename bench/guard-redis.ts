@@ -183,7 +183,9 @@ async function contenderRun(
   // This tree's packages through their entries (the sluice-source condition serves their sources); the
   // build before, from the one tree it had then.
   const { Guard } = await import(contender === 'sluice' ? '@sluice/guard' : `${beforeDir}/src/guard/index.ts`);
-  const { RedisStore } = await import(contender === 'sluice' ? 'sluice/redis' : `${beforeDir}/src/stores/redis/index.ts`);
+  const { RedisStore } = await import(
+    contender === 'sluice' ? 'sluice/redis' : `${beforeDir}/src/stores/redis/index.ts`
+  );
   const store = new RedisStore({ client, prefix, timeoutMs: 10_000, onError: 'closed' }); // a loaded machine stalls: measure, don't time out
   const guard = new Guard({ secret: 'bench-secret-0123456789abcdef', store });
   return async (l) => {
@@ -217,8 +219,7 @@ async function main(): Promise<void> {
   const [PAIRS = 4000, REPS = 3] = process.argv.slice(2, 4).map(Number);
   const BEFORE = process.argv[4] ?? 'fe2dda9';
   const beforeDir = mkdtempSync(join(tmpdir(), `sluice-${BEFORE}-`));
-  if (CONTENDERS.includes('before'))
-    execFileSync('sh', ['-c', `git archive ${BEFORE} src | tar -x -C ${beforeDir}`]);
+  if (CONTENDERS.includes('before')) execFileSync('sh', ['-c', `git archive ${BEFORE} src | tar -x -C ${beforeDir}`]);
   if (!existsSync(join(beforeDir, 'node_modules')))
     symlinkSync(join(process.cwd(), 'node_modules'), join(beforeDir, 'node_modules'));
   const server = new OwnRedis(await freePort());

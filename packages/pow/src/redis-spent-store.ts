@@ -1,7 +1,9 @@
 /**
  * Spent store on Redis: one script call per redemption, atomic across every server sharing the Redis,
- * through the Redis connection layer (src/stores/redis/connection.ts: a deadline per call, and the
- * client's trouble told once per outage). The client is duck-typed, so no Redis client is a dependency.
+ * through the kit's connection (RedisConnection: a deadline per call, the in-flight bound, the client's
+ * trouble told once per outage, and its refusals and timeouts as ERR_SLUICE_STORE_UNAVAILABLE, which
+ * spend() passes on: a spent store that cannot answer fails closed). Nothing here times or retries a
+ * call itself. The client is duck-typed, so no Redis client is a dependency.
  *
  * Expiry is Redis's to judge, not each server's: the script reads Redis TIME, refuses a token already
  * expired by it, and keeps the spent key until the token's expiry on that same clock, so servers whose
@@ -11,7 +13,6 @@
  * sooner than `maxTtlMs` after the epoch, less EPOCH_GRACE_MS for the token issued as the epoch is set).
  */
 import {
-  adapt,
   checkReporting,
   dialectOf,
   RedisConnection,
@@ -138,7 +139,7 @@ export class RedisSpentStore implements SpentStore {
     // The epoch at each connection: a Redis that restarted empty gets it as the client reconnects, before
     // any token issued since can be spent. A failure here is the next spend's to meet (it sets it too).
     const touch = () => void this.connection.run(EPOCH, [this.epochKey], []).catch(() => {});
-    adapt(options.client, 'RedisSpentStore').onReady(touch);
+    this.connection.onReady(touch);
     if (this.connection.ready()) touch();
   }
 

@@ -1,7 +1,7 @@
 // What the dashboard holds for a config of many rules, every one of them busy in every interval (the worst
 // case): heap after HISTORY samples, and the bytes a new /events stream is sent first (the history).
 //
-//   node --expose-gc --import tsx bench/dashboard-memory.ts [rules...]     (default 10000 50000)
+//   node --expose-gc --conditions=sluice-source --import tsx bench/dashboard-memory.ts [rules...]     (default 10000 50000)
 //
 // Run it in two trees (this build and the one before) for a before/after; the figures go to docs/benchmarks.md.
 import { Dashboard, HISTORY } from '../packages/serve/src/server/dashboard.js';

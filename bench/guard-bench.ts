@@ -1,5 +1,5 @@
 // Guard benchmark: check+record pairs per second on the memory store, and the guard's memory during a flood
-// of failures from 1,000,000 distinct addresses. Run: node --expose-gc --import tsx bench/guard-bench.ts
+// of failures from 1,000,000 distinct addresses. Run: node --expose-gc --conditions=sluice-source --import tsx bench/guard-bench.ts
 import { Guard, MemoryGuardState } from '../packages/guard/src/index.js';
 import { KeyedHasher } from '../packages/guard/src/keyed-hash.js';
 import { MemoryStore } from '../packages/sluice/src/index.js';

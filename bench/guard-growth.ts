@@ -12,7 +12,7 @@
 // lifetime × rate). The attempts come as fast as the guard takes them (thousands a second), a flood for
 // this tree's record budget (budget.ts): its median PTTL is what a flood's records get.
 //
-// Run: node --import tsx bench/guard-growth.ts [attempts=20000] [before=09cdb73]
+// Run: node --conditions=sluice-source --import tsx bench/guard-growth.ts [attempts=20000] [before=09cdb73]
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -156,7 +156,7 @@ try {
 const lines: string[] = [];
 lines.push(`# guard growth on Redis: ${attempts} attempts per scenario, this tree against ${beforeRef}`, '');
 lines.push(
-  `\`node --import tsx bench/guard-growth.ts ${attempts} ${beforeRef}\`; redis-server ${execFileSync('redis-server', ['--version'], { encoding: 'utf8' }).match(/v=(\S+)/)?.[1]}, one run.`,
+  `\`node --conditions=sluice-source --import tsx bench/guard-growth.ts ${attempts} ${beforeRef}\`; redis-server ${execFileSync('redis-server', ['--version'], { encoding: 'utf8' }).match(/v=(\S+)/)?.[1]}, one run.`,
   '',
 );
 lines.push(

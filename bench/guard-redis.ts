@@ -20,7 +20,8 @@
 // Figures per login: Redis commands sent by the client (counted at ioredis's sendCommand), commands run
 // by Redis (INFO commandstats, those inside scripts included), Redis CPU (used_cpu_sys + used_cpu_user).
 //
-// Run: [MIXES=typical,returning,stuffing] [IN_FLIGHT=1,64] node --import tsx bench/guard-redis.ts [pairs=4000] [reps=3] [before=fe2dda9]
+// Run: [MIXES=typical,returning,stuffing] [IN_FLIGHT=1,64] [CONTENDERS=sluice,before,rlflex]
+//   node --conditions=sluice-source --import tsx bench/guard-redis.ts [pairs=4000] [reps=3] [before=fe2dda9]
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -47,6 +48,7 @@ interface Result {
 
 const MIXES = (process.env.MIXES?.split(',') ?? ['typical', 'returning', 'stuffing']) as Mix[];
 const IN_FLIGHT = (process.env.IN_FLIGHT?.split(',') ?? ['1', '64']).map(Number);
+const CONTENDERS = (process.env.CONTENDERS?.split(',') ?? ['sluice', 'before', 'rlflex']) as Contender[];
 const ACCOUNTS = 50_000;
 const ADDRESSES = 20_000;
 const floodIp = (n: number) => `${11 + (n >>> 16)}.${(n >>> 8) & 255}.${n & 255}.${1 + (n % 250)}`;
@@ -178,9 +180,12 @@ async function contenderRun(
       return true;
     };
   }
-  const root = contender === 'sluice' ? '..' : beforeDir;
-  const { Guard } = await import(`${root}/src/guard/index.ts`);
-  const { RedisStore } = await import(`${root}/src/stores/redis/index.ts`);
+  // This tree's packages through their entries (the sluice-source condition serves their sources); the
+  // build before, from the one tree it had then.
+  const { Guard } = await import(contender === 'sluice' ? '@sluice/guard' : `${beforeDir}/src/guard/index.ts`);
+  const { RedisStore } = await import(
+    contender === 'sluice' ? 'sluice/redis' : `${beforeDir}/src/stores/redis/index.ts`
+  );
   const store = new RedisStore({ client, prefix, timeoutMs: 10_000, onError: 'closed' }); // a loaded machine stalls: measure, don't time out
   const guard = new Guard({ secret: 'bench-secret-0123456789abcdef', store });
   return async (l) => {
@@ -214,7 +219,7 @@ async function main(): Promise<void> {
   const [PAIRS = 4000, REPS = 3] = process.argv.slice(2, 4).map(Number);
   const BEFORE = process.argv[4] ?? 'fe2dda9';
   const beforeDir = mkdtempSync(join(tmpdir(), `sluice-${BEFORE}-`));
-  execFileSync('sh', ['-c', `git archive ${BEFORE} src | tar -x -C ${beforeDir}`]);
+  if (CONTENDERS.includes('before')) execFileSync('sh', ['-c', `git archive ${BEFORE} src | tar -x -C ${beforeDir}`]);
   if (!existsSync(join(beforeDir, 'node_modules')))
     symlinkSync(join(process.cwd(), 'node_modules'), join(beforeDir, 'node_modules'));
   const server = new OwnRedis(await freePort());
@@ -229,7 +234,7 @@ async function main(): Promise<void> {
     for (let rep = 0; rep < REPS; rep++) {
       for (const mix of MIXES) {
         for (const inFlight of IN_FLIGHT) {
-          for (const contender of ['sluice', 'before', 'rlflex'] as Contender[]) {
+          for (const contender of CONTENDERS) {
             await flush.flushall(); // our own server: each measurement starts from an empty Redis
             const pairs = inFlight === 1 ? Math.ceil(PAIRS / 4) : PAIRS;
             const r = await child([
@@ -265,12 +270,13 @@ async function main(): Promise<void> {
     for (const inFlight of IN_FLIGHT) {
       const med = (c: Contender, f: (r: Result) => number) =>
         median(results.filter((r) => r.mix === mix && r.inFlight === inFlight && r.contender === c).map(f));
-      for (const c of ['sluice', 'before', 'rlflex'] as Contender[]) {
+      for (const c of CONTENDERS) {
         const rate = med(c, (r) => r.pairsPerSecond);
         // Same-rep ratios, then their median: drift between reps cancels.
         const ratio = (other: Contender) => {
           const mine = results.filter((r) => r.mix === mix && r.inFlight === inFlight && r.contender === c);
           const theirs = results.filter((r) => r.mix === mix && r.inFlight === inFlight && r.contender === other);
+          if (theirs.length === 0) return '–'; // not in this run (CONTENDERS)
           return median(mine.map((r, i) => r.pairsPerSecond / theirs[i]!.pairsPerSecond)).toFixed(2);
         };
         console.log(
@@ -283,7 +289,7 @@ async function main(): Promise<void> {
 
 function child(args: string[]): Promise<Result> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ['--import', 'tsx', new URL(import.meta.url).pathname, '--one', ...args], {
+    const p = spawn(process.execPath, [...process.execArgv, new URL(import.meta.url).pathname, '--one', ...args], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';

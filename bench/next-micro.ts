@@ -4,7 +4,7 @@
 // algorithms (its two script calls sent through ioredis: it cannot reach Upstash's REST API here), 64 calls
 // in flight. Interleaved rounds; medians with min-max. It isolates what the limiter adds from the noise of
 // a Next server on a shared host (bench/next.ts measures that whole path).
-// Usage: node --import tsx bench/next-micro.ts [rounds=5]   (writes bench/results/next-micro-<time>.md)
+// Usage: node --conditions=sluice-source --import tsx bench/next-micro.ts [rounds=5]   (writes bench/results/next-micro-<time>.md)
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { Ratelimit } from '@upstash/ratelimit';
@@ -135,7 +135,7 @@ const log = (line: string) => {
   out.push(line);
   console.log(line);
 };
-log(`<!-- node --import tsx bench/next-micro.ts ${ROUNDS}; ${new Date().toISOString()}; Node ${process.version} -->`);
+log(`<!-- node --conditions=sluice-source --import tsx bench/next-micro.ts ${ROUNDS}; ${new Date().toISOString()}; Node ${process.version} -->`);
 log('\n| route handler, in process, memory store | CPU ns / request | sluice adds |\n|---|---|---|');
 for (const [name, xs] of Object.entries(cpu))
   log(

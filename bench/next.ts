@@ -5,7 +5,7 @@
 // local Redis (its two script calls sent through ioredis, as it cannot reach Upstash's REST API here).
 // Configs are interleaved per rep, each a 2 s wrk warm-up then `wrk -t2 -c64 -d<s>s`; the server's CPU
 // time per request is read from /proc. Medians of the reps, with min-max.
-// Usage: node --import tsx bench/next.ts [reps=3] [seconds=5]   (needs Debian's wrk)
+// Usage: node --conditions=sluice-source --import tsx bench/next.ts [reps=3] [seconds=5]   (needs Debian's wrk)
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -86,7 +86,7 @@ const median = (xs: number[]) => {
 };
 const next = JSON.parse(readFileSync(join(ROOT, 'node_modules/next/package.json'), 'utf8')).version;
 const lines = [
-  `<!-- node --import tsx bench/next.ts ${REPS} ${SECONDS}; ${new Date().toISOString()}; Next ${next}; Node ${process.version}; wrk -t2 -c64 -d${SECONDS}s on loopback -->`,
+  `<!-- node --conditions=sluice-source --import tsx bench/next.ts ${REPS} ${SECONDS}; ${new Date().toISOString()}; Next ${next}; Node ${process.version}; wrk -t2 -c64 -d${SECONDS}s on loopback -->`,
   '',
   '| route handler (Node runtime) | req/s median (min – max) | server CPU µs / request |',
   '|---|---|---|',

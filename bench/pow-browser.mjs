@@ -3,7 +3,7 @@
  * (WebCrypto, hash-wasm's WASM, sluice's plain JS), the Node solver's rate on the same machine, and the
  * median and p95 time to solve a challenge at three difficulties through the shipped solver.
  *
- *   npm run build && node --import tsx bench/pow-browser.mjs [challenges=50]
+ *   npm run build && node --conditions=sluice-source --import tsx bench/pow-browser.mjs [challenges=50]
  *
  * Each solve fetches a fresh challenge from a local server (not timed) and solves it with one worker per
  * core, as the <sluice-pow> widget does. Results go to stdout and bench/results/pow-browser-<time>.json.

@@ -1,7 +1,7 @@
 // Counts redis-server instructions per RedisStore decision, which no load on the machine disturbs.
 // Start a private redis-server under callgrind, then point this at it:
 //   valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p redis-server --port 6399 --save '' --appendonly no &
-//   REDIS_PORT=6399 REDIS_PID=<its pid> [CALLGRIND_OUT=/tmp/cg.<pid>] [PING=0] [KEYSPACE=n] node --import tsx bench/redis-count.mjs [algorithm=token-bucket] [inflight=1] [n1=500] [n2=2500]
+//   REDIS_PORT=6399 REDIS_PID=<its pid> [CALLGRIND_OUT=/tmp/cg.<pid>] [PING=0] [KEYSPACE=n] node --conditions=sluice-source --import tsx bench/redis-count.mjs [algorithm=token-bucket] [inflight=1] [n1=500] [n2=2500]
 // KEYSPACE=n cycles over n keys instead (a key then holds state from its earlier decisions, as in
 // bench/redis.mjs's 100,000 keys: a sliding log grows with them).
 // algorithm: any sluice algorithm, 'multi' (gcra 1000/h + fixed-window 100,000/day on one key, as bench/redis.mjs),

@@ -9,7 +9,7 @@
 // It shows that Redis's cost at 1 in flight is per round trip waited for, not per command: two requests
 // sent together cost about one, two in sequence cost two.
 //
-// Run: node --import tsx bench/redis-round-trips.ts [iterations=3000] [reps=5]
+// Run: node --conditions=sluice-source --import tsx bench/redis-round-trips.ts [iterations=3000] [reps=5]
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { freePort, OwnRedis } from '../packages/testing/src/harness.js';

@@ -1,7 +1,7 @@
 // One measurement in a fresh process: `impl` at `inflight` calls in flight against the private Redis on
 // REDIS_PORT (or the Cluster whose masters are CLUSTER_PORTS, comma-separated), for a warm-up and then a
 // measured window. Prints one JSON line.
-// Usage: node --import tsx bench/redis-worker.mjs <impl> <inflight> <warmupMs> <measureMs>
+// Usage: node --conditions=sluice-source --import tsx bench/redis-worker.mjs <impl> <inflight> <warmupMs> <measureMs>
 //   impl: ping | envoy (Envoy ratelimit's pipelined INCRBY key 1 + EXPIRE key 60) | envoy-auto (the
 //         same with implicit pipelining) | rlflex
 //         (rate-limiter-flexible RateLimiterRedis, fixed window) | sluice-<algorithm> (fixed-window,

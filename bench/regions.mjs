@@ -11,7 +11,7 @@
 // mode: decision p50/p99 per region, the world's admitted total per key and window against the limit
 // (and, hot, against the bound computed from the admissions as in test/redis/regions.test.ts), and the
 // traffic between regions (the pushes as sent, and every byte the links carried both ways).
-// Usage: node --import tsx bench/regions.mjs [exchangeMs=50]; env SCALE (time factor), MODES, LOADS,
+// Usage: node --conditions=sluice-source --import tsx bench/regions.mjs [exchangeMs=50]; env SCALE (time factor), MODES, LOADS,
 // DIAG=1 (per-worker timelines and SLOWLOG, to tell where a stall comes from), PEER_TIMEOUT_MS.
 // Writes bench/results/regions-<time>.{md,json}.
 import { fork } from 'node:child_process';
@@ -159,7 +159,7 @@ try {
 
 const f = (x, d = 1) => (x === undefined ? '—' : x.toFixed(d));
 const lines = [
-  `<!-- node --import tsx bench/regions.mjs ${EXCHANGE_MS}; ${new Date().toISOString()}; 3 redis-servers on this host, ${DELAY_MS} ms each way between regions (DelayProxy); exchangeMs ${EXCHANGE_MS}; one run; load average ${load0.toFixed(1)} at the start, ${loadavg()[0].toFixed(1)} at the end; ${speed} -->`,
+  `<!-- node --conditions=sluice-source --import tsx bench/regions.mjs ${EXCHANGE_MS}; ${new Date().toISOString()}; 3 redis-servers on this host, ${DELAY_MS} ms each way between regions (DelayProxy); exchangeMs ${EXCHANGE_MS}; one run; load average ${load0.toFixed(1)} at the start, ${loadavg()[0].toFixed(1)} at the end; ${speed} -->`,
   '',
   '| load | mode | p50 / p99 ms eu | us | ap | key-windows | max admitted / limit | key-windows over | excess % of limit | pushes/s (failed) | push bytes/s | counts/s | link bytes/s (both ways) |',
   '|---|---|---|---|---|---|---|---|---|---|---|---|---|',

@@ -1,7 +1,10 @@
 /**
- * Spent store on Redis: one script call per redemption, atomic across every server sharing the Redis,
- * through the Redis connection layer (src/stores/redis/connection.ts: a deadline per call, and the
- * client's trouble told once per outage). The client is duck-typed, so no Redis client is a dependency.
+ * Spent store on Redis: the redemptions of one turn of the event loop in one script call (the kit's turn
+ * batcher, TurnBatch, as the limiter's and the guard's Redis state), atomic across every server sharing
+ * the Redis, through the kit's connection (RedisConnection: a deadline per call, the in-flight bound, the client's
+ * trouble told once per outage, and its refusals and timeouts as ERR_SLUICE_STORE_UNAVAILABLE, which
+ * spend() passes on: a spent store that cannot answer fails closed). Nothing here times or retries a
+ * call itself. The client is duck-typed, so no Redis client is a dependency.
  *
  * Expiry is Redis's to judge, not each server's: the script reads Redis TIME, refuses a token already
  * expired by it, and keeps the spent key until the token's expiry on that same clock, so servers whose
@@ -11,7 +14,6 @@
  * sooner than `maxTtlMs` after the epoch, less EPOCH_GRACE_MS for the token issued as the epoch is set).
  */
 import {
-  adapt,
   checkReporting,
   dialectOf,
   RedisConnection,
@@ -22,6 +24,7 @@ import {
   show,
   SluiceError,
   type StoreLogger,
+  TurnBatch,
 } from 'sluice/kit';
 import type { SpendResult, SpentStore } from './spent-store.js';
 
@@ -50,27 +53,47 @@ export interface RedisSpentStoreOptions {
 const KNOWN = new Set(['client', 'prefix', 'timeoutMs', 'maxTtlMs', 'onEvent', 'logger']);
 
 /**
- * KEYS: the spent key, the epoch key (one hash tag: one slot on a Cluster). ARGV: the token's expiry (ms
- * since the epoch, as signed), maxTtlMs. Replies 1 spent now, 0 spent already, 2 expired by Redis's clock,
- * 3 possibly issued before Redis lost its keys.
+ * A batch of spends. KEYS: the epoch key, then each spend's spent key (one hash tag: one slot on a
+ * Cluster). ARGV: maxTtlMs, then each token's expiry (ms since the epoch, as signed). Replies one code per
+ * spend, in order: 1 spent now, 0 spent already (by an earlier spend of the batch too), 2 expired by
+ * Redis's clock, 3 possibly issued before Redis lost its keys. A missing epoch is set first, as a spend
+ * alone would.
  */
 export const SPEND: Script = {
   name: 'pow-spend',
   // SHA1 of the source, written out: @sluice/pow loads in Workers, without node:crypto (a test checks it).
-  sha: '624099c11668a369ea966178abc2eea7637ff4d3',
+  sha: '7846ae4a08c5a8ba18a23c4bd8f797633551460b',
   source: `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expires = tonumber(ARGV[1])
-if now >= expires then return 2 end
-local epoch = tonumber(redis.call('GET', KEYS[2]) or '')
+local epoch = tonumber(redis.call('GET', KEYS[1]) or '')
 if not epoch then
   epoch = now
-  redis.call('SET', KEYS[2], string.format('%d', now))
+  redis.call('SET', KEYS[1], string.format('%d', now))
 end
-if expires < epoch + tonumber(ARGV[2]) then return 3 end
-if redis.call('SET', KEYS[1], '1', 'NX', 'PX', string.format('%d', expires - now)) then return 1 end
-return 0`,
+local floor = epoch + tonumber(ARGV[1])
+local out = {}
+for i = 2, #KEYS do
+  local expires = tonumber(ARGV[i])
+  local code = 0
+  if now >= expires then code = 2
+  elseif expires < floor then code = 3
+  elseif redis.call('SET', KEYS[i], '1', 'NX', 'PX', string.format('%d', expires - now)) then code = 1 end
+  out[i - 1] = code
+end
+return out`,
 };
+
+/** Most spends per script call: a flood's redemptions share calls, none of which holds Redis long. */
+export const MAX_SPENDS = 64;
+
+/** One redemption awaiting its batch's answer. */
+interface Spend {
+  readonly slot: number;
+  readonly key: string;
+  readonly expires: string;
+  readonly resolve: (result: SpendResult) => void;
+  readonly reject: (err: unknown) => void;
+}
 
 /** KEYS: the epoch key. Sets it to Redis's now unless it is there: at each connection, before any token is spent. */
 export const EPOCH: Script = {
@@ -96,6 +119,8 @@ export class RedisSpentStore implements SpentStore {
   private readonly prefix: string;
   private readonly maxTtlMs: string;
   private readonly epochKey: string;
+  /** This turn's spends, sent at its end (or once MAX_SPENDS wait, on a standalone Redis). */
+  private readonly batch: TurnBatch<Spend>;
 
   constructor(options: RedisSpentStoreOptions) {
     if (typeof options !== 'object' || options === null)
@@ -138,21 +163,54 @@ export class RedisSpentStore implements SpentStore {
     // The epoch at each connection: a Redis that restarted empty gets it as the client reconnects, before
     // any token issued since can be spent. A failure here is the next spend's to meet (it sets it too).
     const touch = () => void this.connection.run(EPOCH, [this.epochKey], []).catch(() => {});
-    adapt(options.client, 'RedisSpentStore').onReady(touch);
+    this.connection.onReady(touch);
     if (this.connection.ready()) touch();
+    const connection = this.connection;
+    this.batch = new TurnBatch<Spend>({
+      cluster: connection.cluster,
+      max: MAX_SPENDS,
+      eager: true,
+      writeNow: () => connection.writeNow(),
+      send: (spends) => {
+        const keys = [this.epochKey];
+        const args = [this.maxTtlMs];
+        for (const s of spends) {
+          keys.push(s.key);
+          args.push(s.expires);
+        }
+        connection.send(SPEND, keys, args, answerSpends, spends, spends.length);
+      },
+    });
   }
 
   /** `_now`, the verifier's clock, is not read: Redis's clock judges (see the file's comment). */
-  async spend(id: string, expiresAt: number, _now?: number): Promise<SpendResult> {
-    const reply = Number(
-      await this.connection.run(
-        SPEND,
-        [this.prefix + id, this.epochKey],
-        [String(Math.floor(expiresAt)), this.maxTtlMs],
-      ),
-    );
-    if (reply === 1) return true;
-    if (reply === 2) return 'expired';
-    return false; // spent already, or issued before Redis lost what it knew: either way not redeemable
+  spend(id: string, expiresAt: number, _now?: number): Promise<SpendResult> {
+    return new Promise<SpendResult>((resolve, reject) => {
+      // Every key has the one hash tag: one slot, so the whole turn's spends may share a call on a Cluster.
+      this.batch.add({ slot: 0, key: this.prefix + id, expires: String(Math.floor(expiresAt)), resolve, reject });
+    });
   }
+}
+
+/**
+ * The connection's answer to a batch: each spend's code, or the call's failure (refused, timed out, an
+ * error) for every spend of it, which verifySolution passes on.
+ */
+function answerSpends(spends: Spend[], reply: unknown, failed: boolean, err: unknown): void {
+  if (!failed) {
+    const codes = reply as unknown[];
+    if (Array.isArray(codes) && codes.length === spends.length) {
+      for (let i = 0; i < spends.length; i++) {
+        const code = Number(codes[i]);
+        // 0: spent already; 3: issued before Redis lost what it knew. Either way not redeemable.
+        spends[i]!.resolve(code === 1 ? true : code === 2 ? 'expired' : false);
+      }
+      return;
+    }
+    err = new SluiceError(
+      'ERR_SLUICE_STORE_UNAVAILABLE',
+      `RedisSpentStore: the spend script replied ${String(reply)} for ${spends.length} spends`,
+    );
+  }
+  for (const s of spends) s.reject(err);
 }

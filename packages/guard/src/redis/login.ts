@@ -14,7 +14,7 @@
  * state fails closed, and offline.ts then answers it from the offline state, as the memory state would.
  */
 import { createHash } from 'node:crypto';
-import { type ConnectionStats, type Decision, SluiceError } from 'sluice/kit';
+import { bySlot, type ConnectionStats, type Decision, SluiceError } from 'sluice/kit';
 import type { TaggedAttempt } from '../attempt.js';
 import type {
   JudgedFailure,
@@ -30,7 +30,6 @@ import { hash32 } from '../source-table.js';
 import { RecordBudget } from './budget.js';
 import { accountView, BucketPeek, packSuccess, sourceViewOf, succeededAccount } from './records.js';
 import {
-  bySlot,
   checkTags,
   num,
   readFailure,

@@ -2,8 +2,9 @@
  * RedisGuardState: the login guard's state (src/guard/state.ts) on Redis, so every app server sees every
  * other's failures. Every operation joins a batch: what the guards on this state ask in one turn of the
  * event loop goes to Redis together, its reads as one MGET decoded here (records.ts) and its writes as
- * script calls (guard.lua, beside this file), one per hash slot on a Cluster, through the store's
- * connection layer (stores/redis/connection.ts).
+ * script calls (guard.lua, beside this file), one per hash slot on a Cluster, by the kit's turn batcher
+ * (TurnBatch, as RedisStore's tables) through the kit's connection (RedisConnection: deadlines, the
+ * in-flight bound, the failure policy's answers).
  *
  * A Guard on a RedisStore also runs its logins through a LoginSession (login.ts): a check is one read and
  * a record one script operation (a first login's success one SET NX), carrying the account, pair, address,
@@ -35,13 +36,14 @@ import {
   slotOf,
   type Store,
   type StoreLogger,
+  TurnBatch,
 } from 'sluice/kit';
 import type { MemoryRecords } from '../memory-records.js';
 import { MemoryGuardState } from '../memory-state.js';
 import type { GuardState, LoginConfig, LoginPort } from '../state.js';
 import { LoginSession, type LoginHost } from './login.js';
 import { withOffline } from './offline.js';
-import { bySlot, invalid, num, type LoginContext, type ReadUnit, type Unit } from './wire.js';
+import { invalid, num, type LoginContext, type ReadUnit, type Unit } from './wire.js';
 
 /**
  * When Redis cannot answer within timeoutMs (down, frozen, not connected):
@@ -129,12 +131,10 @@ export class RedisGuardState implements GuardState, LoginHost {
   readonly cluster: boolean;
   private readonly connection: RedisConnection;
   private local: MemoryGuardState | undefined;
-  private queue: Unit[] = [];
-  private reads: ReadUnit[] = [];
-  /** The keys of `reads`. */
-  private readKeys = 0;
-  private scheduled = false;
-  private readonly flushNow = () => this.flush();
+  /** This turn's script operations: calls of at most MAX_OPERATIONS, one slot each on a Cluster. */
+  private readonly units: TurnBatch<Unit>;
+  /** This turn's reads: MGETs of at most MAX_READ_KEYS keys, one slot each on a Cluster. */
+  private readonly reads: TurnBatch<ReadUnit>;
   /** The constants of every LoginSession on this state, sent at the start of each call that has login operations. */
   private readonly sessions: string[][] = [];
 
@@ -161,6 +161,22 @@ export class RedisGuardState implements GuardState, LoginHost {
     if (!Number.isSafeInteger(maxRecords) || maxRecords < 1)
       invalid(`'maxRecords' must be a positive integer, got ${show(options.maxRecords)}`);
     this.maxRecords = maxRecords;
+    const writeNow = () => this.connection.writeNow();
+    this.units = new TurnBatch<Unit>({
+      cluster: this.cluster,
+      max: MAX_OPERATIONS,
+      eager: true,
+      writeNow,
+      send: (units) => this.send(units),
+    });
+    this.reads = new TurnBatch<ReadUnit>({
+      cluster: this.cluster,
+      max: MAX_READ_KEYS,
+      weigh: (read) => read.keys.length,
+      eager: true,
+      writeNow,
+      send: (reads) => this.sendReads(reads),
+    });
   }
 
   /** The key of an account's record; exported for tests and audits (`redis-cli --scan`). */
@@ -298,14 +314,7 @@ export class RedisGuardState implements GuardState, LoginHost {
    * grouped by slot first).
    */
   enqueue(unit: Unit): void {
-    const queue = this.queue;
-    queue.push(unit);
-    if (queue.length >= MAX_OPERATIONS && !this.cluster) {
-      this.queue = [];
-      this.send(queue);
-      this.connection.writeNow();
-    }
-    this.schedule();
+    this.units.add(unit);
   }
 
   /**
@@ -317,70 +326,20 @@ export class RedisGuardState implements GuardState, LoginHost {
     return this.connection.run(CREATE_RECORD, [key], [value, 'PX', String(ttlMs), 'NX']).then(created);
   }
 
-  /** Adds one read to the batch going out at the end of this turn of the event loop, sending a full read first (as enqueue). */
-  enqueueRead(unit: ReadUnit): void {
-    if (this.readKeys + unit.keys.length > MAX_READ_KEYS && !this.cluster) {
-      const reads = this.reads;
-      this.reads = [];
-      this.readKeys = 0;
-      this.sendReads(reads);
-      this.connection.writeNow();
-    }
-    this.reads.push(unit);
-    this.readKeys += unit.keys.length;
-    this.schedule();
-  }
-
-  private schedule(): void {
-    if (!this.scheduled) {
-      this.scheduled = true;
-      process.nextTick(this.flushNow);
-    }
-  }
-
   /**
-   * Sends the turn's reads (one MGET per slot, at most MAX_READ_KEYS keys each), then its script
-   * operations (one call per slot, at most MAX_OPERATIONS each). Nothing in one turn waits on another
-   * operation of the same turn: a login's check and its record are never in one.
+   * Adds one read to the batch going out at the end of this turn of the event loop (as enqueue; a read's
+   * keys are never split between MGETs). Nothing in one turn waits on another operation of the same
+   * turn: a login's check and its record are never in one.
    */
-  private flush(): void {
-    this.scheduled = false;
-    const reads = this.reads;
-    const units = this.queue;
-    this.reads = [];
-    this.readKeys = 0;
-    this.queue = [];
-    if (reads.length > 0) for (const group of this.cluster ? bySlot(reads) : [reads]) this.sendReads(group);
-    if (units.length > 0) for (const group of this.cluster ? bySlot(units) : [units]) this.sendAll(group);
+  enqueueRead(unit: ReadUnit): void {
+    this.reads.add(unit);
   }
 
-  /** Sends reads in MGETs of at most MAX_READ_KEYS keys (a read's keys are never split). */
+  /** One MGET of the reads' keys. */
   private sendReads(reads: ReadUnit[]): void {
-    let keys: string[] = [];
-    let from = 0;
-    for (let i = 0; i < reads.length; i++) {
-      const unit = reads[i]!;
-      if (keys.length > 0 && keys.length + unit.keys.length > MAX_READ_KEYS) {
-        this.connection.send(READ_RECORDS, keys, NO_ARGS, answerReads, reads.slice(from, i), i - from);
-        keys = [];
-        from = i;
-      }
-      for (const k of unit.keys) keys.push(k);
-    }
-    this.connection.send(
-      READ_RECORDS,
-      keys,
-      NO_ARGS,
-      answerReads,
-      from === 0 ? reads : reads.slice(from),
-      reads.length - from,
-    );
-  }
-
-  /** Sends units in calls of at most MAX_OPERATIONS each. */
-  private sendAll(units: Unit[]): void {
-    for (let i = 0; i < units.length; i += MAX_OPERATIONS)
-      this.send(units.length <= MAX_OPERATIONS ? units : units.slice(i, i + MAX_OPERATIONS));
+    const keys: string[] = [];
+    for (const unit of reads) for (const k of unit.keys) keys.push(k);
+    this.connection.send(READ_RECORDS, keys, NO_ARGS, answerReads, reads, reads.length);
   }
 
   private send(units: Unit[]): void {

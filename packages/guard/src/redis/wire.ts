@@ -39,17 +39,6 @@ export interface ReadUnit {
   fail(err: unknown): void;
 }
 
-/** Units grouped by hash slot, for a Cluster, where each call's keys must share one. */
-export function bySlot<U extends { readonly slot: number }>(units: U[]): U[][] {
-  const groups = new Map<number, U[]>();
-  for (const u of units) {
-    const group = groups.get(u.slot);
-    if (group === undefined) groups.set(u.slot, [u]);
-    else group.push(u);
-  }
-  return [...groups.values()];
-}
-
 /** A login operation's session number, time and record cap, as the script's T operation takes them. */
 export interface LoginContext {
   readonly session: string;

@@ -186,6 +186,28 @@ test('a full call is written at once, not at the end of the turn: 64 records in 
   );
 });
 
+test('checks and records made in separate callbacks of one turn share one call each (the state flushed on process.nextTick: one call per callback)', async () => {
+  const wire = counted();
+  const store = new RedisStore({ client: wire.client, prefix: `${base}:${n++}`, timeoutMs: 2000, onError: 'closed' });
+  const guard = new Guard({ secret: 'rounds-secret-0123456789ab', store });
+  await guard.record({ account: 'warm', ip: '192.0.2.1', success: false }); // loads the script
+  await new Promise((r) => setImmediate(r));
+  wire.sent();
+  /** Runs `each(i)` for i < 8, each in an immediate of its own, all queued now (so due in one turn). */
+  const inSeparateCallbacks = <T>(each: (i: number) => Promise<T>) =>
+    Promise.all(
+      Array.from(
+        { length: 8 },
+        (_, i) => new Promise<T>((resolve, reject) => setImmediate(() => each(i).then(resolve, reject))),
+      ),
+    );
+  const logins = Array.from({ length: 8 }, (_, i) => ({ account: `apart${i}`, ip: `192.0.2.${10 + i}` }));
+  await inSeparateCallbacks((i) => guard.check(logins[i]!));
+  assert.deepEqual(wire.sent(), { mget: 1 });
+  await inSeparateCallbacks((i) => guard.record({ ...logins[i]!, success: false }));
+  assert.deepEqual(wire.sent(), { script: 1 });
+});
+
 test('Guards with the same options on one store share one session: a call carries its constants once', async () => {
   /** The size of the calls that 40 records make, from `guards` taking turns. */
   const callSize = async (count: number) => {

@@ -49,6 +49,31 @@ for (const [name, client] of Object.entries(clients)) {
   });
 }
 
+for (const [name, client] of Object.entries(clients)) {
+  test(`${name}: one turn's spends share one script call (they went one each), answered each in order, a repeat in the batch spent already`, async () => {
+    const store = new RedisSpentStore({
+      client: client(),
+      prefix: `${prefix}${name}:batch:`,
+      maxTtlMs: 5000,
+      timeoutMs: 1000,
+    });
+    const stats = (store as unknown as { connection: { stats: { calls: number; operations: number } } }).connection
+      .stats;
+    await store.spend('warm', Date.now() + 5000);
+    const calls = stats.calls;
+    const expiresAt = Date.now() + 5000;
+    const results = await Promise.all([
+      store.spend('a', expiresAt),
+      store.spend('b', expiresAt),
+      store.spend('a', expiresAt),
+      store.spend('late', Date.now() - 1000),
+      store.spend('warm', expiresAt),
+    ]);
+    assert.deepEqual(results, [true, true, false, 'expired', false]);
+    assert.equal(stats.calls - calls, 1);
+  });
+}
+
 test('verifySolution with the Redis store rejects a replay across verifier instances and clients', async () => {
   const a = new RedisSpentStore({ client: io, prefix, maxTtlMs: 10_000, timeoutMs: 1000 });
   const b = new RedisSpentStore({ client: nr, prefix, maxTtlMs: 10_000, timeoutMs: 1000 });

@@ -199,6 +199,15 @@ export class RedisConnection {
     return this.adapter.nodeOf(slot);
   }
 
+  /**
+   * Calls `listener` each time the client becomes ready: its first connection and every reconnection.
+   * For a feature that sets something up on each connection (proof of work's epoch), on the client's
+   * own events, so it needs no second adapter of its own.
+   */
+  onReady(listener: () => void): void {
+    this.adapter.onReady(listener);
+  }
+
   /** Whether a call sent now goes to a connection (rather than being held or refused as not connected). */
   ready(): boolean {
     return this.adapter.ready();

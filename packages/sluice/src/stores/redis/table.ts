@@ -1,8 +1,7 @@
 /**
  * A RedisStore table: one limiter's policies on Redis. Calls made in the same turn of the event loop are
- * coalesced into batched script calls, flushed once the turn's due callbacks have run (realSetImmediate:
- * setImmediate, so a lone call waits for no timer, and the decisions a server makes in its many I/O
- * callbacks of one poll share a call, which process.nextTick, run after each callback, never let them):
+ * coalesced into batched script calls by the turn batcher (turn-batch.ts: flushed once the turn's due
+ * callbacks have run, so the decisions a server makes in its many I/O callbacks of one poll share a call):
  * one call per `maxBatch` operations on a standalone Redis, one per hash slot and `maxBatch` on a
  * cluster (batch.ts). Each batch runs as one script through the store's connection (connection.ts), so
  * every operation in it is atomic; operations on one key keep their order. A batch that fails, times
@@ -18,7 +17,7 @@ import { escapeId, keyOf, slotOf } from './keys.js';
 import { answer, type AnswerMemory } from './reply.js';
 import { combinesStates, scriptFor, takesLeases } from './scripts.js';
 import type { LibraryScript } from './script.js';
-import { realSetImmediate } from '../../runtime.js';
+import { TurnBatch } from './turn-batch.js';
 
 export interface RedisStoreStats extends ConnectionStats {
   /** Operations answered by the failure policy. */
@@ -61,9 +60,8 @@ export class RedisTable implements StoreTable {
    */
   private readonly byNode: boolean;
   private readonly nodeOf: (slot: number) => string | undefined;
-  private queue: Op[] = [];
-  private scheduled = false;
-  private readonly flushNow = () => this.flush();
+  /** This turn's operations, sent at its end. */
+  private readonly batch: TurnBatch<Op>;
   private readonly sendNow = (ops: Op[]) => this.send(ops);
   /** The connection's callback for every call of this table: `ops` is the batch the call carried. */
   private readonly done = (ops: Op[], reply: unknown, failed: boolean, err: unknown) =>
@@ -84,6 +82,13 @@ export class RedisTable implements StoreTable {
     this.memory = this.fallback.last === undefined ? undefined : this.fallback;
     this.byNode = ctx.connection.cluster && spec.policies.every((p) => p.algorithm !== 'concurrency');
     this.nodeOf = (slot) => ctx.connection.nodeOf(slot);
+    const byNode = this.byNode ? this.nodeOf : undefined;
+    this.batch = new TurnBatch<Op>({
+      cluster: ctx.connection.cluster,
+      max: ctx.maxBatch,
+      send: this.sendNow,
+      split: (ops, send) => batches(ops, ctx.connection.cluster, ctx.maxBatch, send, byNode),
+    });
   }
 
   decide(key: string, cost: number, leaseId: string | undefined): Promise<Decision> {
@@ -136,7 +141,7 @@ export class RedisTable implements StoreTable {
       const time = this.ctx.clientClock ? String(this.spec.clock()) : '';
       const bounds =
         this.calendars.length === 0 ? '' : this.bounds(this.ctx.clientClock ? Number(time) : this.spec.clock());
-      this.queue.push({
+      this.batch.add({
         code,
         key,
         arg,
@@ -150,10 +155,6 @@ export class RedisTable implements StoreTable {
         resolve: resolve as (v: never) => void,
         reject,
       });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        realSetImmediate(this.flushNow); // the real one, taken at import: a test's fake timers must not hold the batch
-      }
     });
   }
 
@@ -166,13 +167,6 @@ export class RedisTable implements StoreTable {
     let out = '';
     for (const c of this.calendars) out += (out === '' ? '' : ';') + c.boundsAround(t).join(',');
     return out;
-  }
-
-  private flush(): void {
-    this.scheduled = false;
-    const ops = this.queue;
-    this.queue = [];
-    batches(ops, this.ctx.connection.cluster, this.ctx.maxBatch, this.sendNow, this.byNode ? this.nodeOf : undefined);
   }
 
   /** Whether a batch goes as a call across slots of one master (batch.ts's encode). */

@@ -135,7 +135,9 @@ const log = (line: string) => {
   out.push(line);
   console.log(line);
 };
-log(`<!-- node --conditions=sluice-source --import tsx bench/next-micro.ts ${ROUNDS}; ${new Date().toISOString()}; Node ${process.version} -->`);
+log(
+  `<!-- node --conditions=sluice-source --import tsx bench/next-micro.ts ${ROUNDS}; ${new Date().toISOString()}; Node ${process.version} -->`,
+);
 log('\n| route handler, in process, memory store | CPU ns / request | sluice adds |\n|---|---|---|');
 for (const [name, xs] of Object.entries(cpu))
   log(

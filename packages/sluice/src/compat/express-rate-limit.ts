@@ -15,6 +15,7 @@ import type {
   Store as ExpressRateLimitStore,
 } from 'express-rate-limit';
 import { SluiceError, show } from '../core/errors.js';
+import { check } from '../core/option-checks.js';
 import type { Clock } from '../core/types.js';
 import { Limiter } from '../limiter.js';
 import { MemoryStore } from '../stores/memory.js';
@@ -119,10 +120,7 @@ export class SluiceStore implements ExpressRateLimitStore {
   init(options: Options): void {
     try {
       const windowMs = options.windowMs;
-      if (!Number.isSafeInteger(windowMs) || windowMs <= 0)
-        throw invalid(
-          `express-rate-limit's 'windowMs' must be a positive integer of milliseconds, got ${show(windowMs)}`,
-        );
+      check.positiveInteger(windowMs, "[SluiceStore] express-rate-limit's 'windowMs'", { unit: 'milliseconds' });
       this.cap = countCap(this.algorithm, windowMs, this.buckets);
       if (typeof options.limit === 'number' && options.limit >= this.cap) {
         throw invalid(

@@ -2,6 +2,7 @@
 import { CALENDAR_UNITS, compileCalendar, NOMINAL_MS } from './calendar.js';
 import { parseDuration } from './duration.js';
 import { SluiceError, show } from './errors.js';
+import { check } from './option-checks.js';
 import type { AlgorithmName, Block, Calendar, Policy, PolicyOptions } from './types.js';
 
 export const ALGORITHMS: readonly AlgorithmName[] = [
@@ -39,10 +40,10 @@ function fail(where: string, message: string): never {
 }
 
 function positiveInteger(where: string, field: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0 || !Number.isSafeInteger(value)) {
-    fail(where, `'${field}' must be a positive integer, got ${show(value)}${numberHint(field, value)}`);
-  }
-  return value;
+  return check.positiveInteger(value, `${where}: '${field}'`, {
+    code: 'ERR_SLUICE_INVALID_POLICY',
+    hint: (v) => numberHint(field, v),
+  });
 }
 
 /**

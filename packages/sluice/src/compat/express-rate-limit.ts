@@ -95,11 +95,9 @@ export class SluiceStore implements ExpressRateLimitStore {
       );
     }
     const algorithm = options.algorithm ?? 'fixed-window';
-    if (algorithm !== 'fixed-window' && algorithm !== 'sliding-window') {
-      throw invalid(
-        `'algorithm' must be 'fixed-window' or 'sliding-window' (the algorithms whose state is a count of hits), got ${show(algorithm)}`,
-      );
-    }
+    check.oneOf(algorithm, ['fixed-window', 'sliding-window'], "[SluiceStore] 'algorithm'", {
+      note: '(the algorithms whose state is a count of hits)',
+    });
     const buckets = options.buckets ?? 1;
     if (!Number.isInteger(buckets) || buckets < 1 || (algorithm === 'fixed-window' && options.buckets !== undefined)) {
       throw invalid(

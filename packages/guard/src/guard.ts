@@ -17,6 +17,7 @@ import {
   brandOf,
   type Clock,
   coarseClock,
+  check,
   compilePolicies,
   type Decision,
   emitWarning,
@@ -162,18 +163,8 @@ export class Guard {
         { code: 'WRN_SLUICE_GUARD_EPHEMERAL_SECRET' },
       );
     }
-    this.clock = options.clock ?? coarseClock;
-    if (typeof this.clock !== 'function')
-      throw new SluiceError(
-        'ERR_SLUICE_INVALID_OPTION',
-        `Guard 'clock' must be a function returning milliseconds, got ${show(this.clock)}`,
-      );
-    this.random = options.random ?? randomUnit;
-    if (typeof this.random !== 'function')
-      throw new SluiceError(
-        'ERR_SLUICE_INVALID_OPTION',
-        `Guard 'random' must be a function returning [0, 1), got ${show(this.random)}`,
-      );
+    this.clock = check.function(options.clock ?? coarseClock, "Guard 'clock'", { note: 'returning milliseconds' });
+    this.random = check.function(options.random ?? randomUnit, "Guard 'random'", { note: 'returning [0, 1)' });
     this.store = options.store ?? new MemoryStore();
     // An explicit state wins; else the store's own (a RedisStore: the guard's Redis state on its client); else memory.
     this.state = options.state ?? (this.constructor as typeof Guard).stateFor(this.store) ?? new MemoryGuardState();

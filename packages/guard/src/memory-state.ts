@@ -3,7 +3,7 @@
  * decides through on them (memory-login.ts), and the anomaly monitors' counts and baselines, shared by
  * every Guard of this process given the same state.
  */
-import { show, SluiceError, type Store } from 'sluice/kit';
+import { check, show, SluiceError, type Store } from 'sluice/kit';
 import { bucketTables, MemoryLogin } from './memory-login.js';
 import { MemoryRecords } from './memory-records.js';
 import type { GuardState, LoginConfig, LoginPort } from './state.js';
@@ -96,11 +96,5 @@ export class MemoryGuardState implements GuardState {
 }
 
 function positive(value: unknown, field: string): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `MemoryGuardState '${field}' must be a positive integer, got ${show(value)}`,
-    );
-  }
-  return value;
+  return check.positiveInteger(value, `MemoryGuardState '${field}'`);
 }

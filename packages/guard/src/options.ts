@@ -2,7 +2,7 @@
  * The guard's options: every threshold with its default and where the default comes from, validated once
  * at construction. A bad or unknown field is an error naming it; nothing silently falls back.
  */
-import { type Clock, parseDuration, randomBytes, show, SluiceError, type Store, utf8 } from 'sluice/kit';
+import { check, type Clock, parseDuration, randomBytes, show, SluiceError, type Store, utf8 } from 'sluice/kit';
 import type { GuardState } from './state.js';
 
 /** Risk points each signal adds; see docs/guard.md, "The ladder". */
@@ -425,8 +425,7 @@ function duration(o: GuardOptions, field: keyof GuardOptions, fallback: string):
 
 function scope(v: unknown): 'process' | 'fleet' {
   if (v === undefined) return 'process';
-  if (v !== 'process' && v !== 'fleet') invalid(`'anomalyScope' must be 'process' or 'fleet', got ${show(v)}`);
-  return v;
+  return check.oneOf(v, ['process', 'fleet'], "Guard 'anomalyScope'");
 }
 
 function cidrList(o: GuardOptions, field: 'allowList' | 'denyList' | 'hostingRanges'): readonly string[] {
@@ -492,9 +491,7 @@ export function resolveOptions(options: GuardOptions, env: string | undefined): 
   }
   const o = options;
   const { bytes, ephemeral } = secretBytes(o.secret, env);
-  const challenge = o.challenge ?? 'pow';
-  if (challenge !== 'pow' && challenge !== 'captcha')
-    invalid(`'challenge' must be 'pow' or 'captcha', got ${show(challenge)}`);
+  const challenge = check.oneOf(o.challenge ?? 'pow', ['pow', 'captcha'], "Guard 'challenge'");
   const config: GuardConfig = {
     secret: bytes,
     secretIsEphemeral: ephemeral,

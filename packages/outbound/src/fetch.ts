@@ -9,7 +9,7 @@
  * A call is never duplicated: only requests that are idempotent by method, or carry an Idempotency-Key,
  * are retried, and only after an answer that says the upstream refused them.
  */
-import { show, SluiceError } from 'sluice/kit';
+import { check, show, SluiceError } from 'sluice/kit';
 import type { Gate } from './gate.js';
 import { parseRateLimit, parseRetryAfter } from './headers.js';
 
@@ -90,16 +90,8 @@ export function limitedFetch(
   const maxBackoffMs = nonNegative('maxBackoffMs', options.maxBackoffMs, 30_000);
   const maxRetryAfterMs = nonNegative('maxRetryAfterMs', options.maxRetryAfterMs, 60_000);
   const cost = options.cost;
-  if (
-    cost !== undefined &&
-    typeof cost !== 'function' &&
-    (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0)
-  ) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `limitedFetch 'cost' must be a non-negative integer or a function of the request, got ${show(cost)}`,
-    );
-  }
+  if (cost !== undefined && typeof cost !== 'function')
+    check.nonNegativeInteger(cost, "limitedFetch 'cost'", { note: 'or a function of the request' });
   const priority = options.priority ?? 0;
   if (typeof priority !== 'number' || !Number.isSafeInteger(priority)) {
     throw new SluiceError(
@@ -107,12 +99,7 @@ export function limitedFetch(
       `limitedFetch 'priority' must be an integer (higher goes first), got ${show(priority)}`,
     );
   }
-  const observe = options.observe ?? true;
-  if (typeof observe !== 'boolean')
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `limitedFetch 'observe' must be true or false, got ${show(observe)}`,
-    );
+  const observe = check.boolean(options.observe ?? true, "limitedFetch 'observe'");
   const now = options.now ?? Date.now;
   const random = options.random ?? Math.random;
   const timers = gate.timers;
@@ -173,11 +160,6 @@ function sleep(timers: Gate['timers'], ms: number, signal: AbortSignal): Promise
 
 function nonNegative(field: string, value: unknown, fallback: number, integer = false): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || Number.isNaN(value) || value < 0 || (integer && !Number.isSafeInteger(value))) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `limitedFetch '${field}' must be a non-negative ${integer ? 'integer' : 'number'}, got ${show(value)}`,
-    );
-  }
-  return value;
+  const name = `limitedFetch '${field}'`;
+  return integer ? check.nonNegativeInteger(value, name) : check.nonNegativeNumber(value, name, { orInfinity: true });
 }

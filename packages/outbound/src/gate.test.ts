@@ -190,7 +190,7 @@ test('options are validated at construction', () => {
   );
   assert.throws(
     () => new Gate({ policies: [perSecond(1)], marginMs: -1 }),
-    /'marginMs' must be a non-negative whole number of milliseconds \(0 for no margin\), got -1/,
+    /'marginMs' must be a non-negative integer of milliseconds \(0 for no margin\), got -1/,
   );
   assert.throws(() => new Gate({ policies: [perSecond(1)], marginMs: 2.5 }), /'marginMs' .* got 2\.5/);
 });

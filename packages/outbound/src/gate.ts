@@ -8,7 +8,7 @@
  * const gate = new Gate({ policies: [{ algorithm: 'token-bucket', limit: 100, window: '1s' }], maxQueue: 10_000, timeoutMs: 30_000 });
  * const res = await gate.run('stripe', () => fetch(url), { cost: 1 });
  */
-import { type Clock, type Decision, Limiter, makeDecision, type Policy, show, SluiceError } from 'sluice/kit';
+import { type Clock, check, type Decision, Limiter, makeDecision, type Policy, show, SluiceError } from 'sluice/kit';
 import {
   checkCost,
   checkKey,
@@ -197,12 +197,7 @@ export class Gate {
    */
   pause(key: string, ms: number): void {
     checkKey(key);
-    if (typeof ms !== 'number' || Number.isNaN(ms) || ms < 0) {
-      throw new SluiceError(
-        'ERR_SLUICE_INVALID_OPTION',
-        `Gate pause() 'ms' must be a non-negative number, got ${show(ms)}`,
-      );
-    }
+    check.nonNegativeNumber(ms, "Gate pause() 'ms'", { orInfinity: true });
     let line = this.lines.get(key);
     if (line === undefined) {
       line = new KeyLine(key);

@@ -2,6 +2,7 @@
 import {
   type Clock,
   compilePolicies,
+  check,
   type LimiterOptions,
   MemoryStore,
   monotonicClock,
@@ -113,12 +114,11 @@ export function resolveGateOptions(options: GateOptions): ResolvedGateOptions {
   for (const field of Object.keys(options)) {
     if (!KNOWN.has(field)) invalid(`unknown option '${field}'; known options are ${[...KNOWN].join(', ')}`);
   }
-  const maxQueue = options.maxQueue ?? 10_000;
-  if (typeof maxQueue !== 'number' || !Number.isSafeInteger(maxQueue) || maxQueue < 0)
-    invalid(`'maxQueue' must be a non-negative integer, got ${show(maxQueue)}`);
-  const timeoutMs = options.timeoutMs ?? 30_000;
-  if (typeof timeoutMs !== 'number' || Number.isNaN(timeoutMs) || timeoutMs <= 0)
-    invalid(`'timeoutMs' must be a positive number of milliseconds or Infinity, got ${show(timeoutMs)}`);
+  const maxQueue = check.nonNegativeInteger(options.maxQueue ?? 10_000, "Gate 'maxQueue'");
+  const timeoutMs = check.positiveNumber(options.timeoutMs ?? 30_000, "Gate 'timeoutMs'", {
+    unit: 'milliseconds',
+    orInfinity: true,
+  });
   const timers = options.timers ?? realTimers;
   if (
     typeof timers !== 'object' ||
@@ -128,14 +128,13 @@ export function resolveGateOptions(options: GateOptions): ResolvedGateOptions {
   ) {
     invalid(`'timers' must be an object with setTimeout(fn, ms) and clearTimeout(handle), got ${show(timers)}`);
   }
-  const releasePollMs = options.releasePollMs ?? 50;
-  if (typeof releasePollMs !== 'number' || !Number.isFinite(releasePollMs) || releasePollMs <= 0) {
-    invalid(`'releasePollMs' must be a positive number of milliseconds, got ${show(releasePollMs)}`);
-  }
-  const marginMs = options.marginMs ?? DEFAULT_MARGIN_MS;
-  if (typeof marginMs !== 'number' || !Number.isSafeInteger(marginMs) || marginMs < 0) {
-    invalid(`'marginMs' must be a non-negative whole number of milliseconds (0 for no margin), got ${show(marginMs)}`);
-  }
+  const releasePollMs = check.positiveNumber(options.releasePollMs ?? 50, "Gate 'releasePollMs'", {
+    unit: 'milliseconds',
+  });
+  const marginMs = check.nonNegativeInteger(options.marginMs ?? DEFAULT_MARGIN_MS, "Gate 'marginMs'", {
+    unit: 'milliseconds',
+    note: '(0 for no margin)',
+  });
   const clock = options.clock ?? monotonicClock;
   if ((options.policy === undefined) === (options.policies === undefined))
     invalid(`needs exactly one of 'policy' or 'policies'`);
@@ -184,10 +183,8 @@ function withMargin(list: readonly PolicyOptions[], compiled: readonly Policy[],
 }
 
 /** A call's cost: a non-negative integer no larger than the smallest capacity, which it could never pass. */
-export function checkCost(policies: readonly Policy[], capacity: number, cost: unknown): number {
-  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
-    throw new SluiceError('ERR_SLUICE_INVALID_COST', `'cost' must be a non-negative integer, got ${show(cost)}`);
-  }
+export function checkCost(policies: readonly Policy[], capacity: number, value: unknown): number {
+  const cost = check.nonNegativeInteger(value, "'cost'", { code: 'ERR_SLUICE_INVALID_COST' });
   if (cost > capacity) {
     const p = policies.find((q) => cost > q.capacity)!;
     throw new SluiceError(

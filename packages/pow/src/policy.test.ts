@@ -20,7 +20,10 @@ test('difficulty never exceeds the cap, even for absurd risk', () => {
 
 test('bad inputs and policies are SluiceErrors', () => {
   assert.throws(() => difficultyFor({ risk: -1 }), /'risk' must be a non-negative integer, got -1/);
-  assert.throws(() => difficultyFor({ load: Number.NaN }), /'load' must be a number ≥ 0.*got NaN/);
+  assert.throws(
+    () => difficultyFor({ load: Number.NaN }),
+    /'load' must be a non-negative number or Infinity \(a fraction of capacity\), got NaN/,
+  );
   assert.throws(() => difficultyFor({}, { ...P, maxDifficulty: 1 }), /'maxDifficulty' must be .* got 1/);
   assert.throws(
     () =>

@@ -11,7 +11,7 @@
  * - so a mid-range phone solves about 2 M hashes/s, and the first challenge asks for 1 M expected
  *   hashes: about 0.5 s median. Measure your own users' devices and set `baseDifficulty` to match.
  */
-import { show, SluiceError } from 'sluice/kit';
+import { check, show, SluiceError } from 'sluice/kit';
 
 /** One mCaptcha-style level: at or above `load`, multiply the difficulty by `factor`. */
 export interface LoadLevel {
@@ -59,20 +59,11 @@ export function difficultyFor(
   input: DifficultyInput = {},
   policy: DifficultyPolicy = DEFAULT_DIFFICULTY_POLICY,
 ): number {
-  const risk = input.risk ?? 0;
-  const load = input.load ?? 0;
-  if (!Number.isInteger(risk) || risk < 0) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `difficultyFor: 'risk' must be a non-negative integer, got ${show(input.risk)}`,
-    );
-  }
-  if (typeof load !== 'number' || !(load >= 0)) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `difficultyFor: 'load' must be a number ≥ 0 (a fraction of capacity), got ${show(input.load)}`,
-    );
-  }
+  const risk = check.nonNegativeInteger(input.risk ?? 0, "difficultyFor: 'risk'");
+  const load = check.nonNegativeNumber(input.load ?? 0, "difficultyFor: 'load'", {
+    orInfinity: true,
+    note: '(a fraction of capacity)',
+  });
   checkPolicy(policy);
   let factor = 1;
   for (const level of policy.loadLevels) if (load >= level.load) factor = level.factor;

@@ -21,6 +21,7 @@ import {
   type RedisSetClient,
   type RedisStoreListener,
   type Script,
+  check,
   show,
   SluiceError,
   type StoreLogger,
@@ -137,14 +138,13 @@ export class RedisSpentStore implements SpentStore {
     const prefix = options.prefix ?? 'sluice:pow:spent:';
     if (typeof prefix !== 'string' || /[{}]/.test(prefix))
       invalid(`'prefix' must be a string without '{' or '}', got ${show(options.prefix)}`);
-    const timeoutMs = options.timeoutMs ?? 50;
-    if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0)
-      invalid(`'timeoutMs' must be a positive number of milliseconds, got ${show(options.timeoutMs)}`);
-    const maxTtlMs = options.maxTtlMs ?? 60_000;
-    if (!Number.isSafeInteger(maxTtlMs) || maxTtlMs < 0)
-      invalid(
-        `'maxTtlMs' must be the longest ttlMs of your challenges, an integer 0 or more, got ${show(options.maxTtlMs)}`,
-      );
+    const timeoutMs = check.positiveNumber(options.timeoutMs ?? 50, "RedisSpentStore: 'timeoutMs'", {
+      unit: 'milliseconds',
+    });
+    const maxTtlMs = check.nonNegativeInteger(options.maxTtlMs ?? 60_000, "RedisSpentStore: 'maxTtlMs'", {
+      unit: 'milliseconds',
+      note: '(the longest ttlMs of your challenges)',
+    });
     const reporting = checkReporting('RedisSpentStore', options);
     this.connection = new RedisConnection({
       client: options.client,

@@ -2,7 +2,7 @@
  * Spent stores remember redeemed challenges until they expire, so each solution is accepted once. The
  * contract is one method, so a new backend is a small file (as rate-limiter-flexible keeps its stores).
  */
-import { show, SluiceError } from 'sluice/kit';
+import { check } from 'sluice/kit';
 
 /**
  * What a spend answers: true if this call spent the id, false if it was already spent (or the store
@@ -40,14 +40,7 @@ export class MemorySpentStore implements SpentStore {
   private cursor: Iterator<[string, number]> | undefined;
 
   constructor(options: MemorySpentStoreOptions = {}) {
-    const max = options.maxEntries ?? 1_000_000;
-    if (!Number.isInteger(max) || max < 1) {
-      throw new SluiceError(
-        'ERR_SLUICE_INVALID_OPTION',
-        `MemorySpentStore: 'maxEntries' must be a positive integer, got ${show(options.maxEntries)}`,
-      );
-    }
-    this.maxEntries = max;
+    this.maxEntries = check.positiveInteger(options.maxEntries ?? 1_000_000, "MemorySpentStore: 'maxEntries'");
   }
 
   get size(): number {

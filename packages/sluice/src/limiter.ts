@@ -27,6 +27,7 @@ import { instanceTag } from './runtime.js';
 import { MemoryStore } from './stores/memory.js';
 import { currentTelemetry, type Telemetry } from './telemetry.js';
 import type { Clock } from './core/types.js';
+import { type CheckOptions, check } from './core/option-checks.js';
 import type { Store, StoreTable } from './stores/store.js';
 
 export interface LimiterOptions {
@@ -87,6 +88,9 @@ const KNOWN_OPTIONS = new Set([
 
 const LIMITER = brandOf('Limiter');
 
+/** How a bad cost is refused: ERR_SLUICE_INVALID_COST, with advice for a numeric string. */
+const COST: CheckOptions = { code: 'ERR_SLUICE_INVALID_COST', hint: (v) => numberHint('cost', v) };
+
 export class Limiter {
   /** One from another copy of sluice (require and import each load one) of this release is a Limiter too. */
   static [Symbol.hasInstance](x: unknown): boolean {
@@ -126,12 +130,7 @@ export class Limiter {
     }
     this.policies = compilePolicies(options.policies ?? [options.policy!]);
     const clock = options.clock ?? coarseClock;
-    if (typeof clock !== 'function') {
-      throw new SluiceError(
-        'ERR_SLUICE_INVALID_OPTION',
-        `'clock' must be a function returning milliseconds, got ${show(clock)}`,
-      );
-    }
+    check.function(clock, "'clock'", { note: 'returning milliseconds' });
     this.store = options.store ?? new MemoryStore();
     if (typeof this.store !== 'object' || this.store === null || typeof this.store.bind !== 'function') {
       throw new SluiceError(
@@ -303,13 +302,8 @@ export class Limiter {
     return this.leasePrefix === undefined ? undefined : this.leasePrefix + (++this.leaseSeq).toString(36);
   }
 
-  private checkCost(cost: unknown, algorithms?: readonly Algorithm[]): number {
-    if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
-      throw new SluiceError(
-        'ERR_SLUICE_INVALID_COST',
-        `'cost' must be a non-negative integer, got ${show(cost)}${numberHint('cost', cost)}`,
-      );
-    }
+  private checkCost(value: unknown, algorithms?: readonly Algorithm[]): number {
+    const cost = check.nonNegativeInteger(value, "'cost'", COST);
     const policies = algorithms === undefined ? this.policies : algorithms.map((a) => a.policy);
     if (algorithms === undefined ? cost > this.capacity : policies.some((q) => cost > q.capacity && !q.countRejected)) {
       const p = policies.find((q) => cost > q.capacity && !q.countRejected)!;
@@ -322,13 +316,7 @@ export class Limiter {
   }
 
   private checkAdjustment(cost: unknown, field: string): number {
-    if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
-      throw new SluiceError(
-        'ERR_SLUICE_INVALID_COST',
-        `${field} 'cost' must be a non-negative integer, got ${show(cost)}${numberHint('cost', cost)}`,
-      );
-    }
-    return cost;
+    return check.nonNegativeInteger(cost, `${field} 'cost'`, COST);
   }
 }
 

@@ -27,12 +27,12 @@ import {
   escapeId,
   type LibraryScript,
   luaSource,
+  check,
   type OnError,
   redisCommand,
   RedisConnection,
   RedisStore,
   type RedisStoreListener,
-  show,
   slotOf,
   type Store,
   type StoreLogger,
@@ -43,7 +43,7 @@ import { MemoryGuardState } from '../memory-state.js';
 import type { GuardState, LoginConfig, LoginPort } from '../state.js';
 import { LoginSession, type LoginHost } from './login.js';
 import { withOffline } from './offline.js';
-import { invalid, num, type LoginContext, type ReadUnit, type Unit } from './wire.js';
+import { num, type LoginContext, type ReadUnit, type Unit } from './wire.js';
 
 /**
  * When Redis cannot answer within timeoutMs (down, frozen, not connected):
@@ -140,9 +140,7 @@ export class RedisGuardState implements GuardState, LoginHost {
 
   constructor(options: RedisGuardStateOptions) {
     const { prefix, timeoutMs } = checkRedisBasics('RedisGuardState', options, KNOWN);
-    const onError = options.onError ?? 'open';
-    if (onError !== 'open' && onError !== 'closed' && onError !== 'local')
-      invalid(`'onError' must be 'open', 'closed' or 'local', got ${show(onError)}`);
+    const onError = check.oneOf(options.onError ?? 'open', ['open', 'closed', 'local'], "RedisGuardState 'onError'");
     const report = { ...checkReporting('RedisGuardState', options), meanwhile: meanwhile(onError) };
     this.connection = new RedisConnection({
       client: options.client,
@@ -157,10 +155,7 @@ export class RedisGuardState implements GuardState, LoginHost {
     this.prefix = prefix;
     this.timeoutMs = timeoutMs;
     this.onError = onError;
-    const maxRecords = options.maxRecords ?? 1_000_000;
-    if (!Number.isSafeInteger(maxRecords) || maxRecords < 1)
-      invalid(`'maxRecords' must be a positive integer, got ${show(options.maxRecords)}`);
-    this.maxRecords = maxRecords;
+    this.maxRecords = check.positiveInteger(options.maxRecords ?? 1_000_000, "RedisGuardState 'maxRecords'");
     const writeNow = () => this.connection.writeNow();
     this.units = new TurnBatch<Unit>({
       cluster: this.cluster,

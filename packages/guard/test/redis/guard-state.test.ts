@@ -97,7 +97,7 @@ test('RedisGuardState options: each bad one is an error naming the field and the
   const bad: [object, RegExp][] = [
     [{ client: io, prefix: 'a{b}' }, /'prefix' must be .* got "a\{b\}"/],
     [{ client: io, timeoutMs: 0 }, /'timeoutMs' must be a positive number .* got 0/],
-    [{ client: io, onError: 'insurance' }, /'onError' must be 'open', 'closed' or 'local', got "insurance"/],
+    [{ client: io, onError: 'insurance' }, /'onError' must be one of 'open', 'closed', 'local', got "insurance"/],
     [{ client: io, colour: 'red' }, /unknown option 'colour'/],
     [{}, /'client' is required/],
     [{ client: 42 }, /'client' must be an ioredis .* got 42/],

@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { runDemo } from '../demo/index.js';
 import { formatResults, SCENARIO_NAMES, simulateAttacks, type SimulateOptions } from '../simulate/index.js';
+import { positiveIntegerFlag } from './flags.js';
 import { accuracyCommand, ACCURACY_USAGE } from './simulate-accuracy.js';
 import { distributedCommand, DISTRIBUTED_USAGE } from './simulate-distributed.js';
 
@@ -69,9 +70,8 @@ function fractionFlag(flag: string, value: string | undefined): number | string 
 
 /** Parses a positive integer flag value, or returns an error message. */
 function positiveFlag(flag: string, value: string | undefined): number | string {
-  if (value === undefined || !/^\d+$/.test(value) || Number(value) < 1)
-    return `sluice simulate: ${flag} needs a positive integer, got ${JSON.stringify(value ?? '')}`;
-  return Number(value);
+  const n = positiveIntegerFlag(flag, value);
+  return typeof n === 'string' ? `sluice simulate: ${n}` : n;
 }
 
 /** The options of `sluice simulate attacks` that its number flags set. */

@@ -1,6 +1,7 @@
 // `sluice simulate accuracy`: flag parsing and output for the accuracy replay (src/simulate/accuracy.ts).
 import { ACCURACY_DEFAULTS, formatAccuracy, simulateAccuracy } from '../simulate/accuracy.js';
 import { MIXES, type MixName } from '../simulate/accuracy-traffic.js';
+import { positiveIntegerFlag } from './flags.js';
 
 export const ACCURACY_USAGE = `Replays synthetic sources (limit 100 per 60 s each) through the fixed window, the sliding-window
 counter (buckets 1), its sub-window variant (buckets K) and the exact sliding log, each on its own, and
@@ -30,13 +31,12 @@ export async function accuracyCommand(args: readonly string[], output: Output, u
       '--buckets': 'buckets',
     } as const;
     if (Object.hasOwn(numeric, flag)) {
-      if (value === undefined || !/^\d+$/.test(value) || Number(value) < 1) {
-        output.err(
-          `sluice simulate accuracy: ${flag} needs a positive integer, got ${JSON.stringify(value ?? '')}\n\n${usage}`,
-        );
+      const n = positiveIntegerFlag(flag, value);
+      if (typeof n === 'string') {
+        output.err(`sluice simulate accuracy: ${n}\n\n${usage}`);
         return 2;
       }
-      o[numeric[flag as keyof typeof numeric]] = Number(value);
+      o[numeric[flag as keyof typeof numeric]] = n;
     } else if (flag === '--mix' && MIXES.includes(value as MixName)) {
       o.mixes.push(value as MixName);
     } else {

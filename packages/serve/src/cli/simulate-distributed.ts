@@ -2,6 +2,7 @@
 // (src/simulate/distributed.ts). It needs a Redis it may write to under a unique prefix, and ioredis.
 import { formatDistributed, simulateDistributed, STRATEGY_NAMES, type StrategyName } from '../simulate/distributed.js';
 import { SHAPES, type ShapeName } from '../simulate/distributed-shapes.js';
+import { positiveIntegerFlag } from './flags.js';
 
 export const DISTRIBUTED_USAGE = `Runs N node processes against a real Redis for each traffic shape and strategy, and prints over- and
 under-admission against the ideal exact limiter, Redis calls per decision, p50/p99 decision latency and,
@@ -41,14 +42,14 @@ export async function distributedCommand(args: readonly string[], output: Output
       flag === '--local-sync-interval' ||
       flag === '--lease-ttl'
     ) {
-      if (value === undefined || !/^\d+$/.test(value) || Number(value) < 1)
-        return fail(`${flag} needs a positive integer, got ${JSON.stringify(value ?? '')}`);
-      if (flag === '--nodes') nodes = Number(value);
-      else if (flag === '--seconds') seconds = Number(value);
-      else if (flag === '--local-sync-threshold') localSync.threshold = Number(value);
-      else if (flag === '--local-sync-interval') localSync.intervalMs = Number(value);
-      else if (Number(value) > 1000) return fail(`--lease-ttl must be at most the 1 s window, got ${value}`);
-      else lease.ttlMs = Number(value);
+      const n = positiveIntegerFlag(flag, value);
+      if (typeof n === 'string') return fail(n);
+      if (flag === '--nodes') nodes = n;
+      else if (flag === '--seconds') seconds = n;
+      else if (flag === '--local-sync-threshold') localSync.threshold = n;
+      else if (flag === '--local-sync-interval') localSync.intervalMs = n;
+      else if (n > 1000) return fail(`--lease-ttl must be at most the 1 s window, got ${value}`);
+      else lease.ttlMs = n;
     } else if (flag === '--redis' && value !== undefined && /^rediss?:\/\//.test(value)) url = value;
     else if (flag === '--shape' && SHAPES.includes(value as ShapeName)) shapes.push(value as ShapeName);
     else if (flag === '--strategy' && STRATEGY_NAMES.includes(value as StrategyName))

@@ -14,6 +14,7 @@
  */
 import { combine, createAlgorithm, SluiceError, show, Verdict } from '../core/index.js';
 import { evaluateEvery, writeEvery, writeOf, type RowObjects } from '../core/every-policy.js';
+import { check } from '../core/option-checks.js';
 import type { Algorithm, Decision, Policy } from '../core/index.js';
 import { sha256 } from '../crypto/sha256.js';
 import { encodeBase64url } from '../crypto/base64url.js';
@@ -344,16 +345,7 @@ function rowKey(r: ObjectRequest): string {
 }
 
 function checkRequest(key: string, cost: number, now: number): void {
-  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_COST',
-      `SluiceDurableObject: 'cost' for ${show(key)} must be a non-negative integer, got ${show(cost)}`,
-    );
-  }
-  if (typeof now !== 'number' || !Number.isFinite(now)) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `SluiceDurableObject: 'now' must be a finite number of milliseconds, got ${show(now)}`,
-    );
-  }
+  check.nonNegativeInteger(cost, `SluiceDurableObject: 'cost' for ${show(key)}`, { code: 'ERR_SLUICE_INVALID_COST' });
+  if (typeof now !== 'number' || !Number.isFinite(now))
+    check.refuse("SluiceDurableObject: 'now'", 'a finite number', now, { unit: 'milliseconds' });
 }

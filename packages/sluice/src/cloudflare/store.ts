@@ -10,6 +10,7 @@
  */
 import { SluiceError, show } from '../core/index.js';
 import type { Decision, Policy } from '../core/index.js';
+import { check } from '../core/option-checks.js';
 import { sha256 } from '../crypto/sha256.js';
 import { encodeBase64url } from '../crypto/base64url.js';
 import { utf8 } from '../runtime.js';
@@ -75,16 +76,13 @@ export class DurableObjectStore implements Store {
         `'namespace' must be a Durable Object namespace binding (env.<NAME>) of SluiceDurableObject, got ${show(ns)}`,
       );
     }
-    if (options.shards !== undefined && (!Number.isSafeInteger(options.shards) || options.shards <= 0)) {
-      invalid(`'shards' must be a positive integer, got ${show(options.shards)}`);
-    }
-    if (options.objectName !== undefined && typeof options.objectName !== 'function') {
-      invalid(`'objectName' must be a function from key to object name, got ${show(options.objectName)}`);
-    }
+    if (options.shards !== undefined) check.positiveInteger(options.shards, "DurableObjectStore 'shards'");
+    if (options.objectName !== undefined)
+      check.function(options.objectName, "DurableObjectStore 'objectName'", { note: 'from key to object name' });
     if (options.shards !== undefined && options.objectName !== undefined)
       invalid(`give 'shards' or 'objectName', not both`);
     const clock = options.clock ?? 'object';
-    if (clock !== 'object' && clock !== 'client') invalid(`'clock' must be 'object' or 'client', got ${show(clock)}`);
+    check.oneOf(clock, ['object', 'client'], "DurableObjectStore 'clock'");
     this.namespace = ns;
     this.shards = options.shards;
     this.objectName = options.objectName;

@@ -15,6 +15,7 @@ import type {
   Store as ExpressRateLimitStore,
 } from 'express-rate-limit';
 import { SluiceError, show } from '../core/errors.js';
+import { check } from '../core/option-checks.js';
 import type { Clock } from '../core/types.js';
 import { Limiter } from '../limiter.js';
 import { MemoryStore } from '../stores/memory.js';
@@ -94,11 +95,9 @@ export class SluiceStore implements ExpressRateLimitStore {
       );
     }
     const algorithm = options.algorithm ?? 'fixed-window';
-    if (algorithm !== 'fixed-window' && algorithm !== 'sliding-window') {
-      throw invalid(
-        `'algorithm' must be 'fixed-window' or 'sliding-window' (the algorithms whose state is a count of hits), got ${show(algorithm)}`,
-      );
-    }
+    check.oneOf(algorithm, ['fixed-window', 'sliding-window'], "[SluiceStore] 'algorithm'", {
+      note: '(the algorithms whose state is a count of hits)',
+    });
     const buckets = options.buckets ?? 1;
     if (!Number.isInteger(buckets) || buckets < 1 || (algorithm === 'fixed-window' && options.buckets !== undefined)) {
       throw invalid(
@@ -119,10 +118,7 @@ export class SluiceStore implements ExpressRateLimitStore {
   init(options: Options): void {
     try {
       const windowMs = options.windowMs;
-      if (!Number.isSafeInteger(windowMs) || windowMs <= 0)
-        throw invalid(
-          `express-rate-limit's 'windowMs' must be a positive integer of milliseconds, got ${show(windowMs)}`,
-        );
+      check.positiveInteger(windowMs, "[SluiceStore] express-rate-limit's 'windowMs'", { unit: 'milliseconds' });
       this.cap = countCap(this.algorithm, windowMs, this.buckets);
       if (typeof options.limit === 'number' && options.limit >= this.cap) {
         throw invalid(

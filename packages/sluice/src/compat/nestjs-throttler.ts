@@ -8,6 +8,7 @@
  */
 import type { ThrottlerStorage } from '@nestjs/throttler';
 import { SluiceError, show } from '../core/errors.js';
+import { check } from '../core/option-checks.js';
 import type { Clock, Decision, PolicyOptions } from '../core/types.js';
 import { Limiter } from '../limiter.js';
 import { MemoryStore } from '../stores/memory.js';
@@ -63,8 +64,7 @@ export class SluiceThrottlerStorage implements ThrottlerStorage {
       if (!KNOWN.has(field)) throw invalid(`unknown option '${field}'; known options are ${[...KNOWN].join(', ')}`);
     }
     const algorithm = options.algorithm ?? 'sliding-log';
-    if (!ALGORITHMS.includes(algorithm))
-      throw invalid(`'algorithm' must be one of ${ALGORITHMS.map((a) => `'${a}'`).join(', ')}, got ${show(algorithm)}`);
+    check.oneOf(algorithm, ALGORITHMS, "[SluiceThrottlerStorage] 'algorithm'");
     if (options.prefix !== undefined && (typeof options.prefix !== 'string' || options.prefix === ''))
       throw invalid(`'prefix' must be a non-empty string, got ${show(options.prefix)}`);
     this.store = options.store ?? new MemoryStore();
@@ -84,12 +84,9 @@ export class SluiceThrottlerStorage implements ThrottlerStorage {
     blockDuration: number,
     throttlerName: string,
   ): Promise<ThrottlerStorageRecord> {
-    if (!Number.isSafeInteger(ttl) || ttl <= 0)
-      throw invalid(
-        `throttler ${show(throttlerName)}: 'ttl' must be a positive integer of milliseconds, got ${show(ttl)}`,
-      );
-    if (!Number.isSafeInteger(limit) || limit < 0)
-      throw invalid(`throttler ${show(throttlerName)}: 'limit' must be a non-negative integer, got ${show(limit)}`);
+    const throttler = `[SluiceThrottlerStorage] throttler ${show(throttlerName)}:`;
+    check.positiveInteger(ttl, `${throttler} 'ttl'`, { unit: 'milliseconds' });
+    check.nonNegativeInteger(limit, `${throttler} 'limit'`);
     if (typeof blockDuration !== 'number' || !Number.isSafeInteger(Math.max(0, blockDuration))) {
       throw invalid(
         `throttler ${show(throttlerName)}: 'blockDuration' must be an integer of milliseconds, got ${show(blockDuration)}`,

@@ -7,7 +7,8 @@
  *   the rate of the limit it is asked with. (GCRA's TAT is that time; the token bucket converts its
  *   deficit, kept in the units of the policy's own limit, so the two still decide alike.)
  */
-import { SluiceError, show } from './errors.js';
+import { SluiceError } from './errors.js';
+import { check } from './option-checks.js';
 import type { Policy } from './types.js';
 
 const BUCKETS = new Set(['token-bucket', 'gcra', 'leaky-bucket']);
@@ -22,9 +23,7 @@ function fail(field: string, message: string): never {
 }
 
 function positive(field: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0)
-    fail(field, `must be a positive integer, got ${show(value)}`);
-  return value;
+  return check.positiveInteger(value, `'${field}'`);
 }
 
 /**

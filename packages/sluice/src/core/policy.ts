@@ -2,6 +2,7 @@
 import { CALENDAR_UNITS, compileCalendar, NOMINAL_MS } from './calendar.js';
 import { parseDuration } from './duration.js';
 import { SluiceError, show } from './errors.js';
+import { check } from './option-checks.js';
 import type { AlgorithmName, Block, Calendar, Policy, PolicyOptions } from './types.js';
 
 export const ALGORITHMS: readonly AlgorithmName[] = [
@@ -38,11 +39,14 @@ function fail(where: string, message: string): never {
   throw new SluiceError('ERR_SLUICE_INVALID_POLICY', `${where}: ${message}`);
 }
 
+/** A policy field's refusal is ERR_SLUICE_INVALID_POLICY. */
+const POLICY = { code: 'ERR_SLUICE_INVALID_POLICY' } as const;
+
 function positiveInteger(where: string, field: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0 || !Number.isSafeInteger(value)) {
-    fail(where, `'${field}' must be a positive integer, got ${show(value)}${numberHint(field, value)}`);
-  }
-  return value;
+  return check.positiveInteger(value, `${where}: '${field}'`, {
+    code: 'ERR_SLUICE_INVALID_POLICY',
+    hint: (v) => numberHint(field, v),
+  });
 }
 
 /**
@@ -120,14 +124,12 @@ export function compilePolicy(options: PolicyOptions, index = 0): Policy {
 
   const mode = options.mode ?? 'meter';
   if (options.mode !== undefined && algorithm !== 'leaky-bucket') fail(where, `'mode' applies to leaky-bucket only`);
-  if (mode !== 'meter' && mode !== 'shaper') fail(where, `'mode' must be 'meter' or 'shaper', got ${show(mode)}`);
+  check.oneOf(mode, ['meter', 'shaper'], `${where}: 'mode'`, POLICY);
   const shapes = algorithm === 'leaky-bucket' && mode === 'shaper';
   if (!shapes && (options.delay !== undefined || options.nodelay !== undefined)) {
     fail(where, `'delay' and 'nodelay' apply to a leaky-bucket with mode 'shaper'`);
   }
-  if (options.nodelay !== undefined && typeof options.nodelay !== 'boolean') {
-    fail(where, `'nodelay' must be true or false, got ${show(options.nodelay)}`);
-  }
+  if (options.nodelay !== undefined) check.boolean(options.nodelay, `${where}: 'nodelay'`, POLICY);
   const nodelay = options.nodelay ?? false;
   if (nodelay && options.delay !== undefined) fail(where, `give 'delay' or 'nodelay', not both`);
   const delay = nodelay ? burst : options.delay === undefined ? 1 : positiveInteger(where, 'delay', options.delay);
@@ -142,9 +144,7 @@ export function compilePolicy(options: PolicyOptions, index = 0): Policy {
 
   const block = options.blockFor === undefined ? undefined : compileBlock(where, algorithm, options.blockFor);
 
-  const countRejected = options.countRejected ?? false;
-  if (typeof countRejected !== 'boolean')
-    fail(where, `'countRejected' must be true or false, got ${show(countRejected)}`);
+  const countRejected = check.boolean(options.countRejected ?? false, `${where}: 'countRejected'`, POLICY);
   if (countRejected && (algorithm !== 'fixed-window' || calendar !== undefined)) {
     fail(
       where,

@@ -12,6 +12,7 @@
  */
 import { makeDecision, SluiceError, show } from '../core/index.js';
 import type { Clock, Decision, MaybePromise, Policy } from '../core/index.js';
+import { check } from '../core/option-checks.js';
 import type { StoreTable } from '../stores/store.js';
 
 export interface DenyCacheOptions {
@@ -89,12 +90,7 @@ export function checkDenyCache(value: unknown, policies: readonly Policy[]): Den
     );
   }
   const maxKeys = (options as DenyCacheOptions).maxKeys;
-  if (maxKeys !== undefined && (typeof maxKeys !== 'number' || !Number.isSafeInteger(maxKeys) || maxKeys <= 0)) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `'denyCache.maxKeys' must be a positive integer, got ${show(maxKeys)}`,
-    );
-  }
+  if (maxKeys !== undefined) check.positiveInteger(maxKeys, "'denyCache.maxKeys'");
   // A concurrency denial's retryAfterMs is the oldest lease's timeout, but any release frees a slot
   // sooner: caching it would deny requests the store admits.
   const c = policies.find((p) => p.algorithm === 'concurrency');

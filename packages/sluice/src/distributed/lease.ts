@@ -24,6 +24,7 @@
  */
 import { makeDecision, SluiceError, show } from '../core/index.js';
 import type { Decision } from '../core/index.js';
+import { check } from '../core/option-checks.js';
 import { instanceTag, unrefTimer } from '../runtime.js';
 import type { StoreTable } from '../stores/store.js';
 import type { StrategySpec } from './runner.js';
@@ -74,19 +75,11 @@ export function checkLeaseOptions(value: unknown, windowMs: number): Required<Le
     );
   }
   const h = (o as LeaseOptions).horizonMs ?? Math.max(1, windowMs / 10);
-  if (typeof h !== 'number' || !Number.isFinite(h) || h <= 0) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `'lease.horizonMs' must be a positive number of milliseconds, got ${show(h)}`,
-    );
-  }
+  check.positiveNumber(h, "'lease.horizonMs'", { unit: 'milliseconds' });
   const ttl = (o as LeaseOptions).ttlMs ?? Math.min(windowMs, 2 * h);
-  if (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl <= 0 || ttl > windowMs) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `'lease.ttlMs' must be a positive number of milliseconds no longer than the window (${windowMs}), got ${show(ttl)}`,
-    );
-  }
+  const ttlBound = { unit: 'milliseconds', note: `no longer than the window (${windowMs})` };
+  check.positiveNumber(ttl, "'lease.ttlMs'", ttlBound);
+  if (ttl > windowMs) check.refuse("'lease.ttlMs'", 'a positive number', ttl, ttlBound);
   return { horizonMs: h, ttlMs: ttl };
 }
 

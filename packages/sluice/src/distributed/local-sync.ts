@@ -34,6 +34,7 @@
  */
 import { makeDecision, SluiceError, show } from '../core/index.js';
 import type { Decision } from '../core/index.js';
+import { check } from '../core/option-checks.js';
 import { instanceTag, unrefTimer } from '../runtime.js';
 import type { StoreTable } from '../stores/store.js';
 import type { StrategyStats } from './lease.js';
@@ -85,18 +86,8 @@ export function checkLocalSyncOptions(value: unknown, limit: number): Required<L
     threshold = Math.max(1, Math.floor(limit * 0.0025)),
     safetyFactor = 2,
   } = o as LocalSyncOptions;
-  if (typeof intervalMs !== 'number' || !Number.isFinite(intervalMs) || intervalMs <= 0) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `'localSync.intervalMs' must be a positive number of milliseconds, got ${show(intervalMs)}`,
-    );
-  }
-  if (typeof threshold !== 'number' || !Number.isSafeInteger(threshold) || threshold <= 0) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `'localSync.threshold' must be a positive integer, got ${show(threshold)}`,
-    );
-  }
+  check.positiveNumber(intervalMs, "'localSync.intervalMs'", { unit: 'milliseconds' });
+  check.positiveInteger(threshold, "'localSync.threshold'");
   if (typeof safetyFactor !== 'number' || !Number.isFinite(safetyFactor) || safetyFactor < 1) {
     throw new SluiceError(
       'ERR_SLUICE_INVALID_OPTION',

@@ -3,6 +3,7 @@
  * decisions, exact), 'lease' or 'local-sync' (src/distributed/), optionally behind the local deny cache.
  */
 import { SluiceError, show } from '../core/index.js';
+import { check } from '../core/option-checks.js';
 import { monotonicClock } from '../clock.js';
 import type { Store, StoreTable, TableSpec } from '../stores/store.js';
 import { checkDenyCache, DenyCacheTable } from './deny-cache.js';
@@ -25,12 +26,7 @@ export interface StrategyOptions {
 export function bindStrategy(store: Store, spec: TableSpec, o: StrategyOptions): StoreTable {
   // A store that is one region's home ('regions' option) decides for the world: 'regions' is its only strategy.
   const strategy = o.strategy ?? (store.regions !== undefined ? 'regions' : 'atomic');
-  if (!STRATEGIES.includes(strategy as Strategy)) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `'strategy' must be one of ${STRATEGIES.map((s) => `'${s}'`).join(', ')}, got ${show(strategy)}`,
-    );
-  }
+  check.oneOf(strategy, STRATEGIES, "'strategy'");
   if (strategy !== 'lease' && o.lease !== undefined)
     throw new SluiceError(
       'ERR_SLUICE_INVALID_OPTION',

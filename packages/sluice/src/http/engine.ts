@@ -6,6 +6,7 @@
  */
 import { show } from '../core/errors.js';
 import { isPromise, then, type MaybePromise } from '../core/maybe-promise.js';
+import { type CheckOptions, check } from '../core/option-checks.js';
 import type { LimitOverride } from '../core/override.js';
 import type { Decision } from '../core/types.js';
 import { MemoryStore } from '../stores/memory.js';
@@ -25,6 +26,9 @@ import type {
 import { fail, Rule } from './rule.js';
 import { forbiddenProblem, problemDetails, type ProblemDetails } from './problem.js';
 import { warned, warnOnce } from './warnings.js';
+
+/** A response status the middleware sends when it refuses: 400 to 599. */
+const HTTP_ERROR: CheckOptions = { note: '(an HTTP error status)' };
 
 export { isPromise } from '../core/maybe-promise.js';
 
@@ -151,61 +155,41 @@ export class HttpRateLimiter<Req, Res = unknown> {
       if (!known.has(field)) fail(`unknown ${adapter} option '${field}'; known options are ${[...known].join(', ')}`);
     }
     const style = options.headers ?? 'draft-8';
-    if (!HEADER_STYLES.includes(style))
-      fail(`'headers' must be one of ${HEADER_STYLES.map((s) => `'${s}'`).join(', ')}, got ${show(style)}`);
-    this.style = style;
-    const status = options.status ?? 429;
-    if (!Number.isInteger(status) || status < 400 || status > 599)
-      fail(`'status' must be an HTTP error status (400-599), got ${show(status)}`);
-    this.status = status;
-    const banStatus = options.banStatus ?? status;
-    if (!Number.isInteger(banStatus) || banStatus < 400 || banStatus > 599)
-      fail(`'banStatus' must be an HTTP error status (400-599), got ${show(banStatus)}`);
-    this.banStatus = banStatus;
-    if (options.dryRun !== undefined && typeof options.dryRun !== 'boolean')
-      fail(`'dryRun' must be true or false, got ${show(options.dryRun)}`);
+    this.style = check.oneOf(style, HEADER_STYLES, "'headers'");
+    this.status = check.integerInRange(options.status ?? 429, 400, 599, "'status'", HTTP_ERROR);
+    this.banStatus = check.integerInRange(options.banStatus ?? this.status, 400, 599, "'banStatus'", HTTP_ERROR);
+    if (options.dryRun !== undefined) check.boolean(options.dryRun, "'dryRun'");
     this.dryRun = options.dryRun ?? false;
     const subnet = options.ipv6Subnet ?? 64;
-    if (subnet !== false && (!Number.isInteger(subnet) || subnet < 1 || subnet > 128)) {
-      fail(`'ipv6Subnet' must be an integer prefix length from 1 to 128, or false, got ${show(subnet)}`);
-    }
+    if (subnet !== false) check.integerInRange(subnet, 1, 128, "'ipv6Subnet'", { note: '(a prefix length) or false' });
     const trust = options.trustProxy ?? [];
     this.trusted = new CidrSet(typeof trust === 'string' ? [trust] : trust, 'trustProxy');
     this.proxyHeader = options.proxyHeader ?? 'x-forwarded-for';
-    if (this.proxyHeader !== 'x-forwarded-for' && this.proxyHeader !== 'forwarded') {
-      fail(`'proxyHeader' must be 'x-forwarded-for' or 'forwarded', got ${show(options.proxyHeader)}`);
-    }
+    check.oneOf(this.proxyHeader, ['x-forwarded-for', 'forwarded'], "'proxyHeader'");
     const allow = accessList(options.allow, 'allow');
     const deny = accessList(options.deny, 'deny');
     this.allow = allow.addresses;
     this.allowKeys = allow.keys;
     this.deny = deny.addresses;
     this.denyKeys = deny.keys;
-    const denyStatus = options.denyStatus ?? 403;
-    if (!Number.isInteger(denyStatus) || denyStatus < 400 || denyStatus > 599)
-      fail(`'denyStatus' must be an HTTP error status (400-599), got ${show(denyStatus)}`);
-    this.denyStatus = denyStatus;
+    this.denyStatus = check.integerInRange(options.denyStatus ?? 403, 400, 599, "'denyStatus'", HTTP_ERROR);
     for (const name of ['skipFailedRequests', 'skipSuccessfulRequests'] as const) {
-      if (options[name] !== undefined && typeof options[name] !== 'boolean')
-        fail(`'${name}' must be true or false, got ${show(options[name])}`);
+      if (options[name] !== undefined) check.boolean(options[name], `'${name}'`);
     }
     this.skipFailed = options.skipFailedRequests === true;
     this.skipSuccessful = options.skipSuccessfulRequests === true;
     this.watchesResponses = this.skipFailed || this.skipSuccessful;
     const judge = options.requestWasSuccessful;
-    if (judge !== undefined && typeof judge !== 'function')
-      fail(`'requestWasSuccessful' must be a function (req, res) => boolean, got ${show(judge)}`);
+    if (judge !== undefined) check.function(judge, "'requestWasSuccessful'", { note: '(req, res) => boolean' });
     if (judge !== undefined && !this.watchesResponses)
       fail(`'requestWasSuccessful' has no effect without 'skipFailedRequests' or 'skipSuccessfulRequests'`);
     this.success = judge ?? ((_req, res) => (statusOf === undefined ? 200 : statusOf(res)) < 400);
     for (const name of ['skip', 'onLimited'] as const) {
-      if (options[name] !== undefined && typeof options[name] !== 'function')
-        fail(`'${name}' must be a function, got ${show(options[name])}`);
+      if (options[name] !== undefined) check.function(options[name], `'${name}'`);
     }
     this.skip = options.skip;
     this.onLimited = options.onLimited;
-    if (options.warnings !== undefined && typeof options.warnings !== 'boolean')
-      fail(`'warnings' must be true or false, got ${show(options.warnings)}`);
+    if (options.warnings !== undefined) check.boolean(options.warnings, "'warnings'");
     this.warnings = options.warnings ?? true;
 
     let shared: Store | undefined = options.store;

@@ -3,6 +3,7 @@
  * like: `rateLimit({ ...stripe({ mode: 'test' }), headers: 'draft-7' })`.
  */
 import { SluiceError } from '../core/errors.js';
+import { check } from '../core/option-checks.js';
 import { graphqlCost } from './graphql-cost.js';
 import type { KeyOption, RateLimitOptions, RequestInfo } from './options.js';
 
@@ -22,13 +23,7 @@ export interface StripePresetOptions<Req> {
  * test mode 25 and 25) and https://stripe.com/blog/rate-limiters (Stripe's limiters are token buckets).
  */
 export function stripe<Req>(options: StripePresetOptions<Req> = {}): RateLimitOptions<Req> {
-  const mode = options.mode ?? 'live';
-  if (mode !== 'live' && mode !== 'test') {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `stripe preset: 'mode' must be 'live' or 'test', got ${JSON.stringify(mode)}`,
-    );
-  }
+  const mode = check.oneOf(options.mode ?? 'live', ['live', 'test'], "stripe preset: 'mode'");
   const limit = mode === 'live' ? 100 : 25;
   const key = options.account ?? { header: 'authorization' };
   return {
@@ -74,12 +69,7 @@ export interface GithubPresetOptions<Req> {
  * https://docs.github.com/en/graphql/overview/rate-limits-and-query-limits-for-the-graphql-api
  */
 export function github<Req>(options: GithubPresetOptions<Req>): RateLimitOptions<Req> {
-  if (typeof options?.user !== 'function') {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `github preset: 'user' must be a function (req, info) => string | undefined, got ${typeof options?.user}`,
-    );
-  }
+  check.function(options?.user, "github preset: 'user'", { note: '(req, info) => string | undefined' });
   const user = options.user;
   const routes: NonNullable<RateLimitOptions<Req>['routes']> = [];
   if (options.graphql !== undefined) {

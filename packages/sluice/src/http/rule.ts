@@ -1,6 +1,7 @@
 /** A compiled rule (the top level, or one route): its limiter, key, cost, route test and header texts. */
 import { brandOf, foreignVersion, SLUICE_VERSION } from '../core/brand.js';
 import { SluiceError, show } from '../core/errors.js';
+import { check } from '../core/option-checks.js';
 import { sha256 } from '../crypto/sha256.js';
 import { encodeBase64url } from '../crypto/base64url.js';
 import { utf8 } from '../runtime.js';
@@ -67,9 +68,8 @@ export class Rule<Req> {
       this.keyHeader = key.header.toLowerCase();
     }
     const cost = rule.cost ?? 1;
-    if (typeof cost !== 'function' && (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 0)) {
-      fail(`${where}'cost' must be a non-negative integer or a function returning one, got ${show(cost)}`);
-    }
+    if (typeof cost !== 'function')
+      check.nonNegativeInteger(cost, `${where}'cost'`, { note: 'or a function returning one' });
     this.costOf = cost;
     const limit = rule.limit;
     // A fixed limit is checked now: a peek with it fails as its first request would.
@@ -89,8 +89,7 @@ export class Rule<Req> {
     else if (typeof path === 'string' && path.startsWith('/')) {
       this.pathTest = path.endsWith('*') ? (p) => p.startsWith(path.slice(0, -1)) : (p) => p === path;
     } else if (path !== undefined) fail(`${where}'path' must start with '/' or be a RegExp, got ${show(path)}`);
-    if (rule.match !== undefined && typeof rule.match !== 'function')
-      fail(`${where}'match' must be a function, got ${show(rule.match)}`);
+    if (rule.match !== undefined) check.function(rule.match, `${where}'match'`);
     this.match = rule.match;
   }
 

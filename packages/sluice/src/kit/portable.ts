@@ -15,6 +15,10 @@
 
 // Errors: one class for every refusal of bad input or state, and the one way values are quoted in messages.
 export { show, SluiceError } from '../core/errors.js';
+// Option checks: the named checks (positive integer, non-negative number, one of a set, a function, a
+// duration, …) every product's options go through, so one kind of bad value is refused in one wording:
+// `<field> must be <requirement>, got <value>`, a SluiceError with its code and docs pointer.
+export { type CheckOptions, check, type NumberCheckOptions } from '../core/option-checks.js';
 
 // Policies and the algorithms: compiling user options into a checked Policy, and the pure algorithms that
 // decide on one state. A product that keeps its own state (the guard's buckets, outbound's gate) decides

@@ -19,6 +19,7 @@ import { brandOf, isInstance, SLUICE_VERSION } from '../core/brand.js';
 import { combine, makeDecision, SluiceError, show, Verdict } from '../core/index.js';
 import { evaluateEvery, writeEvery, writeOf, type RowObjects } from '../core/every-policy.js';
 import type { Algorithm, Clock, Decision, ObjectAlgorithm, Policy, SlabAlgorithm } from '../core/index.js';
+import { check } from '../core/option-checks.js';
 import type { Store, StoreTable, TableSpec } from './store.js';
 
 export interface MemoryStoreOptions {
@@ -69,21 +70,8 @@ export class MemoryStore implements Store {
     if (typeof options !== 'object' || options === null) {
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `MemoryStore options must be an object, got ${show(options)}`);
     }
-    const maxKeys = options.maxKeys ?? 1_000_000;
-    if (!Number.isSafeInteger(maxKeys) || maxKeys <= 0) {
-      throw new SluiceError(
-        'ERR_SLUICE_INVALID_OPTION',
-        `MemoryStore 'maxKeys' must be a positive integer, got ${show(maxKeys)}`,
-      );
-    }
-    this.maxKeys = maxKeys;
-    const onFull = options.onFull ?? 'deny';
-    if (onFull !== 'allow' && onFull !== 'deny') {
-      throw new SluiceError(
-        'ERR_SLUICE_INVALID_OPTION',
-        `MemoryStore 'onFull' must be 'allow' or 'deny', got ${show(onFull)}`,
-      );
-    }
+    this.maxKeys = check.positiveInteger(options.maxKeys ?? 1_000_000, "MemoryStore 'maxKeys'");
+    const onFull = check.oneOf(options.onFull ?? 'deny', ['allow', 'deny'], "MemoryStore 'onFull'");
     this.onFull = onFull;
   }
 

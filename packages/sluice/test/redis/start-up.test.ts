@@ -132,7 +132,10 @@ test('store.ready() and limiter.ready() resolve once the client is connected, an
       new Limiter({ policy: { algorithm: 'gcra', limit: 10, window: '1s' }, store: deadStore }).ready(),
       /did not connect/,
     );
-    await assert.rejects(deadStore.ready(-1), /'?timeoutMs'?\)?: must be a number/);
+    await assert.rejects(
+      deadStore.ready(-1),
+      /RedisStore ready\(\) 'timeoutMs' must be a non-negative number of milliseconds, got -1/,
+    );
   } finally {
     dead.disconnect();
   }
@@ -144,7 +147,7 @@ test('options: connectTimeoutMs is checked', () => {
   const client = new Redis({ lazyConnect: true });
   assert.throws(
     () => new RedisStore({ client, connectTimeoutMs: -1 }),
-    /'connectTimeoutMs' must be a number of milliseconds, 0 or more, got -1/,
+    /'connectTimeoutMs' must be a non-negative number of milliseconds, got -1/,
   );
   assert.throws(() => new RedisStore({ client, connectTimeoutMs: 'soon' as never }), /'connectTimeoutMs'/);
   client.disconnect();

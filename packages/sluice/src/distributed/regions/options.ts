@@ -4,6 +4,7 @@
  */
 import { SluiceError, show } from '../../core/index.js';
 import type { Policy } from '../../core/index.js';
+import { check } from '../../core/option-checks.js';
 import type { PeerRegion } from '../../stores/script-runner.js';
 
 export interface RegionsOptions {
@@ -42,10 +43,8 @@ function invalid(message: string): never {
 
 function positive(field: string, value: unknown, fallback: number, integer = false): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || (integer && !Number.isSafeInteger(value))) {
-    invalid(`'${field}' must be a positive ${integer ? 'integer' : 'number of milliseconds'}, got ${show(value)}`);
-  }
-  return value;
+  const name = `RedisStore 'regions': '${field}'`;
+  return integer ? check.positiveInteger(value, name) : check.positiveNumber(value, name, { unit: 'milliseconds' });
 }
 
 export function checkRegions(value: unknown): Regions {
@@ -87,9 +86,10 @@ export function checkRegions(value: unknown): Regions {
       if (!names.includes(k)) invalid(`'shares' names region ${show(k)}, which is neither this region nor a peer`);
     for (const n of names) {
       const w = (o.shares as Record<string, unknown>)[n];
-      if (typeof w !== 'number' || !Number.isFinite(w) || w <= 0)
-        invalid(`'shares.${n}' must be a positive number (every region needs a share), got ${show(w)}`);
-      weights.set(n, w);
+      weights.set(
+        n,
+        check.positiveNumber(w, `RedisStore 'regions': 'shares.${n}'`, { note: '(every region needs a share)' }),
+      );
     }
   }
   const total = [...weights.values()].reduce((a, b) => a + b, 0);

@@ -14,6 +14,7 @@
  * export const config = { matcher: '/api/:path*' };
  */
 import { SluiceError, show } from '../../core/errors.js';
+import { check } from '../../core/option-checks.js';
 import { HttpRateLimiter, type LimitedResponse, type Outcome } from '../../http/engine.js';
 import { xForwardedForHops } from '../../http/client-ip.js';
 import type { RateLimitInfo, RateLimitOptions, RequestInfo } from '../../http/options.js';
@@ -94,11 +95,8 @@ function engineFor(options: NextRateLimitOptions, adapter: string): HttpRateLimi
   if (header !== undefined && (typeof header !== 'string' || !/^[a-z0-9!#$%&'*+.^_`|~-]+$/i.test(header))) {
     fail(`${adapter}: 'ipHeader' must be a header name, got ${show(header)}`);
   }
-  if (options.handler !== undefined && typeof options.handler !== 'function') {
-    fail(
-      `${adapter}: 'handler' must be a function (request, limited, headers) => Response, got ${show(options.handler)}`,
-    );
-  }
+  if (options.handler !== undefined)
+    check.function(options.handler, `${adapter}: 'handler'`, { note: '(request, limited, headers) => Response' });
   return engine;
 }
 

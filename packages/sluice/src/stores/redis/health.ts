@@ -16,6 +16,7 @@
  * URL is never silent.
  */
 import { SluiceError, show } from '../../core/index.js';
+import { check } from '../../core/option-checks.js';
 import type { RedisAdapter, ServerCommand } from './adapter.js';
 // Scheduling captured at import: a test's fake timers (Jest, Vitest) must not hold the store's reports.
 import { realClearTimeout, realSetTimeout } from '../../runtime.js';
@@ -97,9 +98,7 @@ export function checkReporting(
   options: { onEvent?: unknown; logger?: unknown },
 ): { onEvent: RedisStoreListener | undefined; logger: StoreLogger | false | undefined } {
   const { onEvent, logger } = options;
-  if (onEvent !== undefined && typeof onEvent !== 'function') {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${owner} 'onEvent' must be a function, got ${show(onEvent)}`);
-  }
+  if (onEvent !== undefined) check.function(onEvent, `${owner} 'onEvent'`);
   if (logger !== undefined && logger !== false) {
     const l = logger as Partial<StoreLogger> | null;
     if (

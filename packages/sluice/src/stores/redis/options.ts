@@ -4,6 +4,7 @@
  * timeout. Each owner checks its own further options.
  */
 import { SluiceError, show } from '../../core/index.js';
+import { check } from '../../core/option-checks.js';
 
 export interface RedisBasics {
   readonly client: unknown;
@@ -29,8 +30,6 @@ export function checkRedisBasics(owner: string, options: unknown, known: Readonl
       `'prefix' must be a non-empty string without '{' or '}' (the key's hash tag follows it), got ${show(prefix)}`,
     );
   }
-  const timeoutMs = o.timeoutMs ?? 50;
-  if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0)
-    invalid(`'timeoutMs' must be a positive number of milliseconds, got ${show(timeoutMs)}`);
-  return { client: o.client, prefix: prefix as string, timeoutMs: timeoutMs as number };
+  const timeoutMs = check.positiveNumber(o.timeoutMs ?? 50, `${owner} 'timeoutMs'`, { unit: 'milliseconds' });
+  return { client: o.client, prefix: prefix as string, timeoutMs };
 }

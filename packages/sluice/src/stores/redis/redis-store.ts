@@ -10,7 +10,7 @@
  * const limiter = new Limiter({ policy: { algorithm: 'gcra', limit: 100, window: '1m' }, store });
  */
 import { brandOf, isInstance, SLUICE_VERSION } from '../../core/brand.js';
-import { SluiceError, show } from '../../core/index.js';
+import { check } from '../../core/option-checks.js';
 import type { ScriptRunner } from '../script-runner.js';
 import type { Store, TableSpec } from '../store.js';
 import { CONNECT_TIMEOUT_MS, connectionStats, RedisConnection } from './connection.js';
@@ -92,15 +92,9 @@ function meanwhile(onError: OnError): string {
   return `RedisStore decides on this process's share (${onError.insurance}) of each limit (onError insurance)`;
 }
 
-function invalid(message: string): never {
-  throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `RedisStore ${message}`);
-}
-
 function positiveInteger(field: string, value: unknown, fallback: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0)
-    invalid(`'${field}' must be a positive integer, got ${show(value)}`);
-  return value;
+  return check.positiveInteger(value, `RedisStore '${field}'`);
 }
 
 const REDIS_STORE = brandOf('RedisStore');
@@ -131,17 +125,18 @@ export class RedisStore implements Store {
     const { prefix, timeoutMs } = checkRedisBasics('RedisStore', options, KNOWN);
     const onError = checkOnError(options.onError ?? 'open');
     const clock = options.clock ?? 'server';
-    if (clock !== 'server' && clock !== 'client') invalid(`'clock' must be 'server' or 'client', got ${show(clock)}`);
+    check.oneOf(clock, ['server', 'client'], "RedisStore 'clock'");
     this.prefix = prefix;
     this.timeoutMs = timeoutMs;
     this.onError = onError;
     this.client = options.client;
     const maxBatch = positiveInteger('maxBatch', options.maxBatch, 64);
     const maxInFlight = positiveInteger('maxInFlight', options.maxInFlight, 1024);
-    const connectTimeoutMs = options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
-    if (typeof connectTimeoutMs !== 'number' || !Number.isFinite(connectTimeoutMs) || connectTimeoutMs < 0) {
-      invalid(`'connectTimeoutMs' must be a number of milliseconds, 0 or more, got ${show(connectTimeoutMs)}`);
-    }
+    const connectTimeoutMs = check.nonNegativeNumber(
+      options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
+      "RedisStore 'connectTimeoutMs'",
+      { unit: 'milliseconds' },
+    );
     const report = { ...checkReporting('RedisStore', options), meanwhile: meanwhile(onError) };
     this.reporting = report;
     const connection = new RedisConnection({
@@ -175,13 +170,11 @@ export class RedisStore implements Store {
    * connectTimeoutMs). Decisions need no such wait: they wait for the first connection themselves.
    */
   ready(timeoutMs?: number): Promise<void> {
-    if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0)) {
-      return Promise.reject(
-        new SluiceError(
-          'ERR_SLUICE_INVALID_OPTION',
-          `RedisStore ready(timeoutMs): must be a number of milliseconds, 0 or more, got ${show(timeoutMs)}`,
-        ),
-      );
+    try {
+      if (timeoutMs !== undefined)
+        check.nonNegativeNumber(timeoutMs, "RedisStore ready() 'timeoutMs'", { unit: 'milliseconds' });
+    } catch (error) {
+      return Promise.reject(error);
     }
     return this.ctx.connection.whenReady(timeoutMs);
   }

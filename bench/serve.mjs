@@ -31,7 +31,13 @@ async function inProcess(dists) {
   for (const dist of builds) {
     const imp = (m) => import(join(dist, m));
     const [{ loadConfig }, { RuleSet }, { RateLimitService }, codec, { MemoryStore }] = await Promise.all(
-      ['server/config.js', 'server/rules.js', 'server/service.js', 'server/json-codec.js', 'stores/memory.js'].map(imp),
+      [
+        'server/config/config.js',
+        'server/config/rules.js',
+        'server/service.js',
+        'server/codecs/json-codec.js',
+        'stores/memory.js',
+      ].map(imp),
     );
     const store = new MemoryStore();
     const service = new RateLimitService(new RuleSet(loadConfig(policies), { store }), { store, localCache: false });

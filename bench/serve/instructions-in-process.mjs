@@ -29,12 +29,12 @@ const [
   { Registry },
   { default: pino },
 ] = await Promise.all([
-  imp('server/http.js'),
-  imp('server/config.js'),
-  imp('server/rules.js'),
+  imp('server/endpoints/http.js'),
+  imp('server/config/config.js'),
+  imp('server/config/rules.js'),
   imp('server/service.js'),
   imp('stores/memory.js'),
-  imp('server/dashboard.js'),
+  imp('server/operator/dashboard.js'),
   import('prom-client'),
   import('pino'),
 ]);

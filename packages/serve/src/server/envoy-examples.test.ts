@@ -5,9 +5,9 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { MemoryStore } from '../../../sluice/src/stores/memory.js';
-import { loadConfig, parseConfig, UNITS } from './config.js';
-import { createMetrics } from './metrics.js';
-import { match, RuleSet } from './rules.js';
+import { loadConfig, parseConfig, UNITS } from './config/config.js';
+import { createMetrics } from './operator/metrics.js';
+import { match, RuleSet } from './config/rules.js';
 import { BadRequest, RateLimitService } from './service.js';
 import type { RlsResponse, ServiceOptions } from './service.js';
 

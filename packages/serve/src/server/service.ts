@@ -16,13 +16,13 @@ import {
   type Store,
   type Telemetry,
 } from 'sluice/kit';
-import { UNITS } from './config.js';
-import type { UnitName } from './config.js';
-import { detailedKey, NEAR_LIMIT_RATIO, RuleStats } from './rule-stats.js';
-import { integerText } from './number-text.js';
-import { REQUEST_BOUNDS } from './rls-request.js';
-import { match, stateKey, valueMetricKey } from './rules.js';
-import type { Entry, Rule, RuleSet } from './rules.js';
+import { UNITS } from './config/config.js';
+import type { UnitName } from './config/config.js';
+import { detailedKey, NEAR_LIMIT_RATIO, RuleStats } from './operator/rule-stats.js';
+import { integerText } from './codecs/number-text.js';
+import { REQUEST_BOUNDS } from './codecs/rls-request.js';
+import { match, stateKey, valueMetricKey } from './config/rules.js';
+import type { Entry, Rule, RuleSet } from './config/rules.js';
 
 export interface RequestDescriptor {
   readonly entries: readonly Entry[];

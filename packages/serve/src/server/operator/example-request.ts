@@ -1,7 +1,7 @@
 // What the dashboard shows a newcomer: a rule's limit in words ("10 per second", not "10 per 1000 ms"), and
 // a /v1/check request that the running config's first limiting rule matches, so the first curl they paste
 // is decided by a rule (an answer no rule decided says `matched: false`).
-import type { DescriptorNode, Level, RuleSpec, ServiceConfig } from './config.js';
+import type { DescriptorNode, Level, RuleSpec, ServiceConfig } from '../config/config.js';
 
 const UNITS: readonly [number, string][] = [
   [86_400_000, 'day'],

@@ -11,8 +11,8 @@ import { createServer } from 'node:http';
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { once } from 'node:events';
-import { startService } from './serve.js';
-import { DEFAULTS } from './settings.js';
+import { startService } from '../serve.js';
+import { DEFAULTS } from '../config/settings.js';
 import { ServeRequest } from './http.js';
 
 const CONFIG = `domain: web

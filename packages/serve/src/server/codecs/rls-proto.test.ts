@@ -7,12 +7,12 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { loadSync } from '@grpc/proto-loader';
 import type { ServiceDefinition } from '@grpc/proto-loader';
-import { PROTO_ROOT, RLS_PROTO } from '../../test/support/rls-definition.js';
-import { fromWire, method, toWire, TYPICAL_ANSWER } from '../../test/support/rls-reference.js';
-import type { WireRequest } from '../../test/support/rls-reference.js';
-import type { UnitName } from './config.js';
-import { BadRequest } from './service.js';
-import type { DescriptorStatus, RlsResponse } from './service.js';
+import { PROTO_ROOT, RLS_PROTO } from '../../../test/support/rls-definition.js';
+import { fromWire, method, toWire, TYPICAL_ANSWER } from '../../../test/support/rls-reference.js';
+import type { WireRequest } from '../../../test/support/rls-reference.js';
+import type { UnitName } from '../config/config.js';
+import { BadRequest } from '../service.js';
+import type { DescriptorStatus, RlsResponse } from '../service.js';
 import { decodeRateLimitRequest, encodeRateLimitResponse } from './rls-proto.js';
 
 /**

@@ -12,11 +12,11 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Dashboard } from './dashboard.js';
-import { acceptWithin, serverOptions } from './http-accept.js';
-import type { HttpLimits } from './http-accept.js';
-import { answerError, problem, send } from './http-answer.js';
-import { answerHealth } from './http-health.js';
-import type { Health } from './http-health.js';
+import { acceptWithin, serverOptions } from '../endpoints/http-accept.js';
+import type { HttpLimits } from '../endpoints/http-accept.js';
+import { answerError, problem, send } from '../endpoints/http-answer.js';
+import { answerHealth } from '../endpoints/http-health.js';
+import type { Health } from '../endpoints/http-health.js';
 
 export interface AdminDeps {
   readonly dashboard: Dashboard;

@@ -15,8 +15,8 @@ import { readBody } from './http-body.js';
 import type { BodyKind, ServeRequest } from './http-body.js';
 import { decodeBody } from './http-decode.js';
 import { answerHealth } from './http-health.js';
-import { nginxRequest } from './nginx-request.js';
-import type { RateLimitService, RlsRequest, RlsResponse } from './service.js';
+import { nginxRequest } from '../codecs/nginx-request.js';
+import type { RateLimitService, RlsRequest, RlsResponse } from '../service.js';
 
 export { ServeRequest } from './http-body.js';
 export type { HttpLimits } from './http-accept.js';

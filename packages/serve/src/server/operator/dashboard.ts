@@ -12,7 +12,7 @@
 import { statSync } from 'node:fs';
 import { basename, dirname, isAbsolute, relative, resolve } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { RateLimitService } from './service.js';
+import type { RateLimitService } from '../service.js';
 import { exampleCheckBody, limitInWords } from './example-request.js';
 
 interface Sample {

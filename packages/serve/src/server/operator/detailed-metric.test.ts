@@ -3,12 +3,12 @@
 // wildcard value or by key+value; and a cap on the series per rule, so unique values cannot grow memory.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MemoryStore } from '../../../sluice/src/stores/memory.js';
-import { parseConfig } from './config.js';
+import { MemoryStore } from '../../../../sluice/src/stores/memory.js';
+import { parseConfig } from '../config/config.js';
 import { createMetrics } from './metrics.js';
 import { OVERFLOW } from './rule-stats.js';
-import { RuleSet } from './rules.js';
-import { RateLimitService } from './service.js';
+import { RuleSet } from '../config/rules.js';
+import { RateLimitService } from '../service.js';
 
 const CONFIG = `domain: d
 descriptors:

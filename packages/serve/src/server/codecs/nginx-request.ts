@@ -4,8 +4,8 @@
  * nothing to decide (undefined), and the request passes.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { HeaderEntry } from './config.js';
-import type { RequestDescriptor, RlsRequest } from './service.js';
+import type { HeaderEntry } from '../config/config.js';
+import type { RequestDescriptor, RlsRequest } from '../service.js';
 
 export function nginxRequest(
   domain: string,

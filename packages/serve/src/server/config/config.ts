@@ -9,7 +9,7 @@ import { basename, join } from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
 import type { Node as YamlNode, YAMLMap } from 'yaml';
 import { type AlgorithmName, ALGORITHMS, compilePolicy, parseDuration, type Policy, SluiceError } from 'sluice/kit';
-import { internalized } from './intern.js';
+import { internalized } from '../codecs/intern.js';
 
 /** Envoy's RateLimitResponse.RateLimit.Unit, by name, with its length (ratelimit's UnitToDivider). */
 export const UNITS = {

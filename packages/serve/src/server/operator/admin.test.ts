@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { adminHostAllowed } from './admin.js';
-import { readSettings, SettingsError } from './settings.js';
+import { readSettings, SettingsError } from '../config/settings.js';
 
 test('adminHostAllowed: addresses, localhost and listed names; anything else, or a malformed Host, is refused', () => {
   for (const h of [

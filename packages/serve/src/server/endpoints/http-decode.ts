@@ -3,10 +3,10 @@
  * before JSON.parse meets it) by the full decoders. Text in, a request out, or a BadRequest naming the problem.
  */
 import type { BodyKind } from './http-body.js';
-import { checkJsonDepth, decodeCheck, decodeRlsJson, decodeRlsJsonFast } from './json-codec.js';
-import { REQUEST_BOUNDS } from './rls-request.js';
-import { BadRequest } from './service.js';
-import type { RlsRequest } from './service.js';
+import { checkJsonDepth, decodeCheck, decodeRlsJson, decodeRlsJsonFast } from '../codecs/json-codec.js';
+import { REQUEST_BOUNDS } from '../codecs/rls-request.js';
+import { BadRequest } from '../service.js';
+import type { RlsRequest } from '../service.js';
 
 /** `onlyDomain`: the one configured domain, which /v1/check may leave out. */
 export function decodeBody(kind: BodyKind, text: string, onlyDomain: string | undefined): RlsRequest {

@@ -14,7 +14,7 @@ import {
 } from 'sluice/kit';
 import type { DescriptorNode, DomainConfig, Level, RuleSpec, ServiceConfig } from './config.js';
 import { wildcardMatches } from './config.js';
-import { DEFAULT_MAX_DETAILED_SERIES, DetailedStats, RuleStats } from './rule-stats.js';
+import { DEFAULT_MAX_DETAILED_SERIES, DetailedStats, RuleStats } from '../operator/rule-stats.js';
 
 export interface Entry {
   readonly key: string;

@@ -7,7 +7,7 @@ import { MemoryStore, type Store, type StoreTable, type TableSpec } from 'sluice
 import { readSettingFile } from './settings.js';
 import type { Settings } from './settings.js';
 import type { Logger } from 'pino';
-import { storeEventLog } from './store-log.js';
+import { storeEventLog } from '../operator/store-log.js';
 
 export interface ServiceStore {
   readonly store: Store;

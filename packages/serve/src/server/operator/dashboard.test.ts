@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Dashboard } from './dashboard.js';
-import { readSettings } from './settings.js';
+import { readSettings } from '../config/settings.js';
 
 const noService = () => {
   throw new Error('page() must not need the service');

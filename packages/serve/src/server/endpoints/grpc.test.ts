@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { deflateSync, gzipSync } from 'node:zlib';
 import pino from 'pino';
-import { GOLDEN_REQUEST } from '../../test/support/rls-reference.js';
+import { GOLDEN_REQUEST } from '../../../test/support/rls-reference.js';
 import {
   createGrpcServer,
   grpcMessage,
@@ -19,8 +19,8 @@ import {
   timeoutMs,
 } from './grpc.js';
 import type { GrpcServer } from './grpc.js';
-import { BadRequest, StoreUnavailable } from './service.js';
-import type { RateLimitService, RlsRequest, RlsResponse } from './service.js';
+import { BadRequest, StoreUnavailable } from '../service.js';
+import type { RateLimitService, RlsRequest, RlsResponse } from '../service.js';
 
 const REQUEST = GOLDEN_REQUEST;
 const OK: RlsResponse = {
@@ -586,7 +586,7 @@ test('a connection past its maximum age gets GOAWAY, keeps its call in flight un
 
 describe('gRPC over TLS', () => {
   const fixture = (name: string) =>
-    readFileSync(fileURLToPath(new URL(`../../test/fixtures/tls/${name}`, import.meta.url)));
+    readFileSync(fileURLToPath(new URL(`../../../test/fixtures/tls/${name}`, import.meta.url)));
   const CA = fixture('ca.pem');
   const SERVER = { cert: fixture('server.pem'), key: fixture('server.key') };
   const CLIENT = { cert: fixture('client.pem'), key: fixture('client.key') };

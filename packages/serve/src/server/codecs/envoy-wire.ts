@@ -8,8 +8,8 @@
  * - response_headers_to_add is empty unless LIMIT_RESPONSE_HEADERS_ENABLED, and then holds its three
  *   headers, under its names, for the status closest to its limit (the first over a non-quota limit wins).
  */
-import { UNITS } from './config.js';
-import type { DescriptorStatus, RlsResponse } from './service.js';
+import { UNITS } from '../config/config.js';
+import type { DescriptorStatus, RlsResponse } from '../service.js';
 
 export interface EnvoyWire {
   /** LIMIT_RESPONSE_HEADERS_ENABLED's header names (LIMIT_LIMIT_HEADER, ...); undefined: no headers. */

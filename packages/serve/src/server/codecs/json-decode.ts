@@ -7,12 +7,12 @@
  * before JSON.parse sees it (checkJsonDepth), and a value quoted in a message is cut short (shown), so
  * nothing recursive on this path meets a body deeper than the request itself nests.
  */
-import { UNITS } from './config.js';
-import type { UnitName } from './config.js';
+import { UNITS } from '../config/config.js';
+import type { UnitName } from '../config/config.js';
 import { DESCRIPTOR, ENTRY, jsonField, jsonNames, OVERRIDE, REQUEST, REQUEST_BOUNDS } from './rls-request.js';
-import { BadRequest, MAX_UINT32 } from './service.js';
-import type { Entry } from './rules.js';
-import type { RequestDescriptor, RlsRequest } from './service.js';
+import { BadRequest, MAX_UINT32 } from '../service.js';
+import type { Entry } from '../config/rules.js';
+import type { RequestDescriptor, RlsRequest } from '../service.js';
 
 /** Longest quote of a client's value in a message. */
 const SHOWN_CHARS = 60;

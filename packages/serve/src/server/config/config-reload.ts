@@ -8,7 +8,7 @@
 import { Worker } from 'node:worker_threads';
 import { ConfigError, emptyLevel, wildcardOf } from './config.js';
 import type { ConfigOptions, DescriptorNode, DomainConfig, HeaderEntry, Level, RuleSpec } from './config.js';
-import { internalized } from './intern.js';
+import { internalized } from '../codecs/intern.js';
 import { RuleBuilder, RuleSet } from './rules.js';
 import type { RuleSetOptions } from './rules.js';
 

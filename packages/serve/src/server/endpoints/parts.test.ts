@@ -4,11 +4,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { EventEmitter } from 'node:events';
 import type http2 from 'node:http2';
-import { carriesToken } from './admin.js';
+import { carriesToken } from '../operator/admin.js';
 import { decodeBody } from './http-decode.js';
-import { nginxRequest } from './nginx-request.js';
+import { nginxRequest } from '../codecs/nginx-request.js';
 import { PendingCalls, readMessage, unframe } from './grpc-message.js';
-import { BadRequest } from './service.js';
+import { BadRequest } from '../service.js';
 
 test('carriesToken: Bearer or Basic (the token as the password), and nothing else', () => {
   const token = 'a-long-enough-token';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig, parseConfig } from './config.js';
 
-const fixture = (name: string) => fileURLToPath(new URL(`../../test/fixtures/config/${name}.yaml`, import.meta.url));
+const fixture = (name: string) => fileURLToPath(new URL(`../../../test/fixtures/config/${name}.yaml`, import.meta.url));
 
 function problems(name: string): readonly string[] {
   try {
@@ -240,7 +240,7 @@ descriptors:
 });
 
 test('sluice check-config exits 1 and lists the problems; 0 on a valid file', () => {
-  const main = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
+  const main = fileURLToPath(new URL('../../cli/main.ts', import.meta.url));
   const bad = spawnSync(
     process.execPath,
     ['--import', 'tsx', main, 'check-config', '--config', fixture('bad_limit_unit')],
@@ -268,7 +268,7 @@ test('sluice check-config --merge-domain-config validates a folder whose files s
       join(dir, 'b.yaml'),
       'domain: web\ndescriptors:\n  - key: team\n    rate_limit: { unit: hour, requests_per_unit: 2 }\n',
     );
-    const main = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
+    const main = fileURLToPath(new URL('../../cli/main.ts', import.meta.url));
     const apart = spawnSync(process.execPath, ['--import', 'tsx', main, 'check-config', '--config', dir], {
       encoding: 'utf8',
     });

@@ -24,10 +24,10 @@ import { answer, ENCODINGS, fail, failWith, framed, GrpcStatus } from './grpc-an
 import { acceptSessions } from './grpc-connections.js';
 import { HEALTH_CHECK_PATH, HEALTH_WATCH_PATH, HealthService, RLS_SERVICE } from './grpc-health.js';
 import { PendingCalls, readMessage, timeoutMs, type MessageDone } from './grpc-message.js';
-import { decodeRateLimitRequest, encodeRateLimitResponse } from './rls-proto.js';
-import { envoyAnswer } from './envoy-wire.js';
-import type { EnvoyWire } from './envoy-wire.js';
-import type { RateLimitService, RlsResponse } from './service.js';
+import { decodeRateLimitRequest, encodeRateLimitResponse } from '../codecs/rls-proto.js';
+import { envoyAnswer } from '../codecs/envoy-wire.js';
+import type { EnvoyWire } from '../codecs/envoy-wire.js';
+import type { RateLimitService, RlsResponse } from '../service.js';
 
 export { grpcMessage, GrpcStatus } from './grpc-answer.js';
 export { timeoutMs } from './grpc-message.js';

@@ -7,7 +7,7 @@
 import type http2 from 'node:http2';
 import type { Logger } from 'pino';
 import { ANSWER_HEADERS, answer, fail, failWith, framed, GrpcStatus } from './grpc-answer.js';
-import { decodeHealthCheckRequest } from './rls-proto.js';
+import { decodeHealthCheckRequest } from '../codecs/rls-proto.js';
 
 export const RLS_SERVICE = 'envoy.service.ratelimit.v3.RateLimitService';
 /** grpc.health.v1's Check, which Envoy's grpc_health_check and Kubernetes' gRPC probes call. */

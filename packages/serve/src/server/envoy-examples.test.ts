@@ -8,8 +8,10 @@ import { MemoryStore } from '../../../sluice/src/stores/memory.js';
 import { loadConfig, parseConfig, UNITS } from './config/config.js';
 import { createMetrics } from './operator/metrics.js';
 import { match, RuleSet } from './config/rules.js';
-import { BadRequest, RateLimitService } from './service.js';
-import type { RlsResponse, ServiceOptions } from './service.js';
+import { RateLimitService } from './service.js';
+import { BadRequest } from './codecs/rls-types.js';
+import type { ServiceOptions } from './service.js';
+import type { RlsResponse } from './codecs/rls-types.js';
 
 const DIR = join(import.meta.dirname, '../../test/fixtures/config/envoy');
 

@@ -7,7 +7,8 @@ import { parseConfig } from './config/config.js';
 import { createMetrics } from './operator/metrics.js';
 import { RuleSet } from './config/rules.js';
 import { RateLimitService } from './service.js';
-import type { RlsResponse, ServiceOptions } from './service.js';
+import type { ServiceOptions } from './service.js';
+import type { RlsResponse } from './codecs/rls-types.js';
 
 const CONFIG = `domain: d
 descriptors:

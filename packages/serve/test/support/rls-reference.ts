@@ -7,8 +7,8 @@
 import type * as grpc from '@grpc/grpc-js';
 import { UNITS } from '../../src/server/config/config.js';
 import type { UnitName } from '../../src/server/config/config.js';
-import { BadRequest } from '../../src/server/service.js';
-import type { RequestDescriptor, RlsRequest, RlsResponse } from '../../src/server/service.js';
+import { BadRequest } from '../../src/server/codecs/rls-types.js';
+import type { RequestDescriptor, RlsRequest, RlsResponse } from '../../src/server/codecs/rls-types.js';
 import { loadRlsDefinition } from './rls-definition.js';
 
 const pkg = loadRlsDefinition() as unknown as {

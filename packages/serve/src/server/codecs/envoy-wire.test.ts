@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { envoyAnswer, envoyResetMs } from './envoy-wire.js';
-import type { CurrentLimit, DescriptorStatus, RlsResponse } from '../service.js';
+import type { CurrentLimit, DescriptorStatus, RlsResponse } from './rls-types.js';
 
 const NOW = 1_800_000_123_456; // 1_800_000_123 s: 3 s into a minute, 123 s into an hour
 const minute: CurrentLimit = { name: '', requestsPerUnit: 10, unit: 'MINUTE', header: '10, 10;w=60' };

@@ -9,7 +9,7 @@
  *   headers, under its names, for the status closest to its limit (the first over a non-quota limit wins).
  */
 import { UNITS } from '../config/config.js';
-import type { DescriptorStatus, RlsResponse } from '../service.js';
+import type { DescriptorStatus, RlsResponse } from './rls-types.js';
 
 export interface EnvoyWire {
   /** LIMIT_RESPONSE_HEADERS_ENABLED's header names (LIMIT_LIMIT_HEADER, ...); undefined: no headers. */

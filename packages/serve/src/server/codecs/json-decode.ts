@@ -10,9 +10,9 @@
 import { UNITS } from '../config/config.js';
 import type { UnitName } from '../config/config.js';
 import { DESCRIPTOR, ENTRY, jsonField, jsonNames, OVERRIDE, REQUEST, REQUEST_BOUNDS } from './rls-request.js';
-import { BadRequest, MAX_UINT32 } from '../service.js';
+import { BadRequest, MAX_UINT32 } from './rls-types.js';
 import type { Entry } from '../config/rules.js';
-import type { RequestDescriptor, RlsRequest } from '../service.js';
+import type { RequestDescriptor, RlsRequest } from './rls-types.js';
 
 /** Longest quote of a client's value in a message. */
 const SHOWN_CHARS = 60;

@@ -6,8 +6,8 @@
 import { internalized } from './intern.js';
 import { DESCRIPTOR, ENTRY, REQUEST } from './rls-request.js';
 import type { Entry } from '../config/rules.js';
-import { MAX_UINT32 } from '../service.js';
-import type { RequestDescriptor, RlsRequest } from '../service.js';
+import { MAX_UINT32 } from './rls-types.js';
+import type { RequestDescriptor, RlsRequest } from './rls-types.js';
 
 const LBRACE = 0x7b;
 const RBRACE = 0x7d;

@@ -3,8 +3,8 @@
  * byte length counted while rendering, and sluice's own `/v1/check` decision.
  */
 import { integerText, millisAsSeconds } from './number-text.js';
-import { Answer, resetSeconds } from '../service.js';
-import type { CurrentLimit, RlsResponse } from '../service.js';
+import { Answer, resetSeconds } from './rls-types.js';
+import type { CurrentLimit, RlsResponse } from './rls-types.js';
 
 /**
  * A status's opening with its limit, per code, and how many more UTF-8 bytes than UTF-16 units it holds (a

@@ -5,7 +5,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { HeaderEntry } from '../config/config.js';
-import type { RequestDescriptor, RlsRequest } from '../service.js';
+import type { RequestDescriptor, RlsRequest } from './rls-types.js';
 
 export function nginxRequest(
   domain: string,

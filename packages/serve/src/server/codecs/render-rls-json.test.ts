@@ -5,8 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { renderRlsJson, renderRlsJsonSized } from './json-codec.js';
-import { Answer } from '../service.js';
-import type { CurrentLimit, DescriptorStatus, RlsResponse } from '../service.js';
+import { Answer } from './rls-types.js';
+import type { CurrentLimit, DescriptorStatus, RlsResponse } from './rls-types.js';
 
 function sized(r: RlsResponse): string {
   const { text, bytes } = renderRlsJsonSized(r);

@@ -19,8 +19,8 @@
  */
 import type { UnitName } from '../config/config.js';
 import { DESCRIPTOR, ENTRY, OVERRIDE, REQUEST, UINT64_VALUE } from './rls-request.js';
-import { BadRequest } from '../service.js';
-import type { RequestDescriptor, RlsRequest, RlsResponse } from '../service.js';
+import { BadRequest } from './rls-types.js';
+import type { RequestDescriptor, RlsRequest, RlsResponse } from './rls-types.js';
 import type { Entry } from '../config/rules.js';
 
 // ---------------------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@
  */
 import type http2 from 'node:http2';
 import type { Logger } from 'pino';
-import { BadRequest, StoreUnavailable } from '../service.js';
+import { BadRequest, StoreUnavailable } from '../codecs/rls-types.js';
 
 /** The gRPC status codes this server answers with (grpc/doc/statuscodes.md). */
 export const GrpcStatus = {

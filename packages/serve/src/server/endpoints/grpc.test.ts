@@ -19,8 +19,9 @@ import {
   timeoutMs,
 } from './grpc.js';
 import type { GrpcServer } from './grpc.js';
-import { BadRequest, StoreUnavailable } from '../service.js';
-import type { RateLimitService, RlsRequest, RlsResponse } from '../service.js';
+import { BadRequest, StoreUnavailable } from '../codecs/rls-types.js';
+import type { RateLimitService } from '../service.js';
+import type { RlsRequest, RlsResponse } from '../codecs/rls-types.js';
 
 const REQUEST = GOLDEN_REQUEST;
 const OK: RlsResponse = {

@@ -27,7 +27,8 @@ import { PendingCalls, readMessage, timeoutMs, type MessageDone } from './grpc-m
 import { decodeRateLimitRequest, encodeRateLimitResponse } from '../codecs/rls-proto.js';
 import { envoyAnswer } from '../codecs/envoy-wire.js';
 import type { EnvoyWire } from '../codecs/envoy-wire.js';
-import type { RateLimitService, RlsResponse } from '../service.js';
+import type { RateLimitService } from '../service.js';
+import type { RlsResponse } from '../codecs/rls-types.js';
 
 export { grpcMessage, GrpcStatus } from './grpc-answer.js';
 export { timeoutMs } from './grpc-message.js';

@@ -7,8 +7,8 @@ import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { BodyKind } from './http-body.js';
 import { renderCheck, renderRlsJson, renderRlsJsonSized } from '../codecs/json-codec.js';
-import { BadRequest, StoreUnavailable } from '../service.js';
-import type { RlsResponse } from '../service.js';
+import { BadRequest, StoreUnavailable } from '../codecs/rls-types.js';
+import type { RlsResponse } from '../codecs/rls-types.js';
 
 export const JSON_HEADERS = { 'content-type': 'application/json' };
 export const TEXT_HEADERS = { 'content-type': 'text/plain' };

@@ -5,8 +5,8 @@
 import type { BodyKind } from './http-body.js';
 import { checkJsonDepth, decodeCheck, decodeRlsJson, decodeRlsJsonFast } from '../codecs/json-codec.js';
 import { REQUEST_BOUNDS } from '../codecs/rls-request.js';
-import { BadRequest } from '../service.js';
-import type { RlsRequest } from '../service.js';
+import { BadRequest } from '../codecs/rls-types.js';
+import type { RlsRequest } from '../codecs/rls-types.js';
 
 /** `onlyDomain`: the one configured domain, which /v1/check may leave out. */
 export function decodeBody(kind: BodyKind, text: string, onlyDomain: string | undefined): RlsRequest {

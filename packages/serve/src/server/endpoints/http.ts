@@ -16,7 +16,8 @@ import type { BodyKind, ServeRequest } from './http-body.js';
 import { decodeBody } from './http-decode.js';
 import { answerHealth } from './http-health.js';
 import { nginxRequest } from '../codecs/nginx-request.js';
-import type { RateLimitService, RlsRequest, RlsResponse } from '../service.js';
+import type { RateLimitService } from '../service.js';
+import type { RlsRequest, RlsResponse } from '../codecs/rls-types.js';
 
 export { ServeRequest } from './http-body.js';
 export type { HttpLimits } from './http-accept.js';

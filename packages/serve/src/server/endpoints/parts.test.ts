@@ -8,7 +8,7 @@ import { carriesToken } from '../operator/admin.js';
 import { decodeBody } from './http-decode.js';
 import { nginxRequest } from '../codecs/nginx-request.js';
 import { PendingCalls, readMessage, unframe } from './grpc-message.js';
-import { BadRequest } from '../service.js';
+import { BadRequest } from '../codecs/rls-types.js';
 
 test('carriesToken: Bearer or Basic (the token as the password), and nothing else', () => {
   const token = 'a-long-enough-token';

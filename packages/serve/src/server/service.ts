@@ -19,7 +19,7 @@ import {
 import { UNITS } from './config/config.js';
 import type { UnitName } from './config/config.js';
 import { detailedKey, NEAR_LIMIT_RATIO, RuleStats } from './operator/rule-stats.js';
-import { REQUEST_BOUNDS } from './codecs/rls-request.js';
+import { checkRequest } from './codecs/rls-request.js';
 import { Answer, BadRequest, MAX_UINT32, StoreUnavailable } from './codecs/rls-types.js';
 import type {
   CurrentLimit,
@@ -154,34 +154,15 @@ export class RateLimitService {
         throw new BadRequest(
           `unknown domain '${req.domain}'; configured domains: ${[...this.rules.config.domains.keys()].join(', ')}`,
         );
-      if (req.descriptors.length === 0) throw new BadRequest(`'descriptors' must not be empty`);
-      // Envoy: no limit applies to any descriptor of a domain it does not know.
-      return this.overall(finish(req.descriptors.map(() => UNMATCHED)));
     }
-    if (req.descriptors.length === 0) throw new BadRequest(`'descriptors' must not be empty`);
+    checkRequest(req);
+    // Envoy: no limit applies to any descriptor of a domain it does not know.
+    if (domain === undefined) return this.overall(finish(req.descriptors.map(() => UNMATCHED)));
     const n = req.descriptors.length;
-    if (n > REQUEST_BOUNDS.maxDescriptors)
-      throw new BadRequest(`the request holds ${n} descriptors; at most ${REQUEST_BOUNDS.maxDescriptors}`);
     const targets: Target[] = new Array(n);
     let replaced: Set<string> | undefined;
     for (let i = 0; i < n; i++) {
       const d = req.descriptors[i]!;
-      if (d.entries.length === 0) throw new BadRequest(`descriptors[${i}]: 'entries' must not be empty`);
-      if (d.entries.length > REQUEST_BOUNDS.maxEntries)
-        throw new BadRequest(
-          `descriptors[${i}] holds ${d.entries.length} entries; at most ${REQUEST_BOUNDS.maxEntries}`,
-        );
-      for (let j = 0; j < d.entries.length; j++) {
-        const e = d.entries[j]!;
-        if (e.key === '') throw new BadRequest(`descriptors[${i}].entries[${j}]: 'key' must not be empty`);
-        if (e.value === '') throw new BadRequest(`descriptors[${i}].entries[${j}]: 'value' must not be empty`);
-        if (e.key.length > REQUEST_BOUNDS.maxTextLength || e.value.length > REQUEST_BOUNDS.maxTextLength) {
-          const which = e.key.length > REQUEST_BOUNDS.maxTextLength ? 'key' : 'value';
-          throw new BadRequest(
-            `descriptors[${i}].entries[${j}]: '${which}' is ${e[which].length} characters long; at most ${REQUEST_BOUNDS.maxTextLength}`,
-          );
-        }
-      }
       const node = match(domain.root, d.entries);
       const rule = node === undefined ? undefined : this.rules.rule(node.rule!);
       if (d.limit !== undefined) {
@@ -205,11 +186,6 @@ export class RateLimitService {
     for (let i = 0; i < n; i++) {
       const d = req.descriptors[i]!;
       const hits = d.hitsAddend ?? (req.hitsAddend === 0 ? 1 : req.hitsAddend);
-      // Envoy's hits_addend is a uint32; a cost past it only breaks counters (a double stops counting ones).
-      if (hits > MAX_UINT32)
-        throw new BadRequest(
-          `descriptors[${i}].hits_addend is ${hits}; at most ${MAX_UINT32} (Envoy's hits_addend is a uint32)`,
-        );
       const s = this.decideOne(targets[i]!, d.entries, hits);
       if (s instanceof Promise) pending = true;
       statuses[i] = s;

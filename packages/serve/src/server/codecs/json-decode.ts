@@ -9,7 +9,16 @@
  */
 import { UNITS } from '../config/config.js';
 import type { UnitName } from '../config/config.js';
-import { DESCRIPTOR, ENTRY, jsonField, jsonNames, OVERRIDE, REQUEST, REQUEST_BOUNDS } from './rls-request.js';
+import {
+  checkDescriptorCount,
+  checkEntryCount,
+  DESCRIPTOR,
+  ENTRY,
+  jsonField,
+  jsonNames,
+  OVERRIDE,
+  REQUEST,
+} from './rls-request.js';
 import { BadRequest, MAX_UINT32 } from './rls-types.js';
 import type { Entry } from '../config/rules.js';
 import type { RequestDescriptor, RlsRequest } from './rls-types.js';
@@ -109,10 +118,7 @@ export function decodeRlsJson(body: unknown): RlsRequest {
   if (list === undefined || (Array.isArray(list) && list.length === 0))
     throw new BadRequest(`'descriptors' must not be empty`);
   if (!Array.isArray(list)) throw new BadRequest(`'descriptors' must be a list, got ${shown(list)}`);
-  if (list.length > REQUEST_BOUNDS.maxDescriptors)
-    throw new BadRequest(
-      `'descriptors' holds ${list.length} descriptors; a request holds at most ${REQUEST_BOUNDS.maxDescriptors}`,
-    );
+  checkDescriptorCount(list.length);
   const ha = jsonField(body, R.hitsAddend);
   const hitsAddend = ha === undefined ? 0 : uint(ha, 'hits_addend', MAX_UINT32);
   const descriptors: RequestDescriptor[] = list.map((d: unknown, i: number) => {
@@ -122,10 +128,7 @@ export function decodeRlsJson(body: unknown): RlsRequest {
     const list = jsonField(d, D.entries);
     if (!Array.isArray(list) || list.length === 0)
       throw new BadRequest(`'${where}.entries' must be a non-empty list of {"key": "...", "value": "..."}`);
-    if (list.length > REQUEST_BOUNDS.maxEntries)
-      throw new BadRequest(
-        `'${where}.entries' holds ${list.length} entries; a descriptor holds at most ${REQUEST_BOUNDS.maxEntries}`,
-      );
+    checkEntryCount(list.length, `${where}.entries`);
     const entries: Entry[] = list.map((e: unknown, j: number) => {
       const w = `${where}.entries[${j}]`;
       if (!isObject(e)) throw new BadRequest(`'${w}' must be {"key": "...", "value": "..."}, got ${shown(e)}`);
@@ -175,18 +178,12 @@ export function decodeCheck(body: unknown, onlyDomain: string | undefined): RlsR
   else {
     if (!Array.isArray(body.descriptors) || body.descriptors.length === 0)
       throw new BadRequest(`'descriptors' must be a non-empty list of objects such as {"user": "42"}`);
-    if (body.descriptors.length > REQUEST_BOUNDS.maxDescriptors)
-      throw new BadRequest(
-        `'descriptors' holds ${body.descriptors.length} descriptors; a request holds at most ${REQUEST_BOUNDS.maxDescriptors}`,
-      );
+    checkDescriptorCount(body.descriptors.length);
     descriptors = body.descriptors.map((d: unknown, i: number) => {
       if (!isObject(d) || Object.keys(d).length === 0)
         throw new BadRequest(`'descriptors[${i}]' must be a non-empty object such as {"user": "42"}`);
       const pairs = Object.entries(d);
-      if (pairs.length > REQUEST_BOUNDS.maxEntries)
-        throw new BadRequest(
-          `'descriptors[${i}]' holds ${pairs.length} entries; a descriptor holds at most ${REQUEST_BOUNDS.maxEntries}`,
-        );
+      checkEntryCount(pairs.length, `descriptors[${i}]`);
       return {
         entries: pairs.map(([k, v]) => ({ key: k, value: str(v, `descriptors[${i}].${cut(k)}`) })),
         hitsAddend: cost,

@@ -3,9 +3,13 @@
  * its Entry and RateLimitOverride from envoy/extensions/common/ratelimit/v3/ratelimit.proto): each field's
  * proto name, its proto3 JSON name, its number and wire type, and the message it holds; and the bounds a
  * request is held to whatever its transport. The protobuf decoder (rls-proto.ts) takes its tags from here,
- * the JSON decoders (json-decode.ts, json-fast.ts) their field names and the depth a body may nest, and the
- * service (service.ts) the bounds. A field added to the request is added here first.
+ * the JSON decoders (json-decode.ts, json-fast.ts) their field names and the depth a body may nest, and every
+ * path its bounds, checked by the one checkRequest below (the service runs it on every request, whatever
+ * decoded it; the JSON decoders run its count checks before they build anything). A field added to the
+ * request is added here first.
  */
+import { BadRequest, MAX_UINT32 } from './rls-types.js';
+import type { RlsRequest } from './rls-types.js';
 
 /** Protobuf wire types the request uses: varint and length-delimited. */
 export type WireType = 0 | 2;
@@ -128,3 +132,54 @@ export const REQUEST_BOUNDS = {
   /** UTF-16 units in an entry's key or value: each becomes part of a key the store keeps. */
   maxTextLength: 4096,
 } as const;
+
+/**
+ * Refuses a request that holds more descriptors than a request may. `field` names the list as the client
+ * wrote it ('descriptors' in every body the service reads).
+ */
+export function checkDescriptorCount(n: number, field = 'descriptors'): void {
+  if (n > REQUEST_BOUNDS.maxDescriptors)
+    throw new BadRequest(`'${field}' holds ${n} descriptors; a request holds at most ${REQUEST_BOUNDS.maxDescriptors}`);
+}
+
+/**
+ * Refuses a descriptor that holds more entries than a descriptor may. `field` names its entries as the
+ * client wrote them: `descriptors[0].entries`, or /v1/check's `descriptors[0]` (an object of key: value).
+ */
+export function checkEntryCount(n: number, field: string): void {
+  if (n > REQUEST_BOUNDS.maxEntries)
+    throw new BadRequest(`'${field}' holds ${n} entries; a descriptor holds at most ${REQUEST_BOUNDS.maxEntries}`);
+}
+
+/**
+ * The one check of what a decoded request may hold, whatever its transport (protobuf, either JSON decoder,
+ * /v1/check, nginx headers): something to decide, each bound of REQUEST_BOUNDS, no empty key or value, and
+ * hits that fit Envoy's uint32 hits_addend. Throws BadRequest naming the field, the value and the bound.
+ */
+export function checkRequest(req: RlsRequest): void {
+  const n = req.descriptors.length;
+  if (n === 0) throw new BadRequest(`'descriptors' must not be empty`);
+  checkDescriptorCount(n);
+  for (let i = 0; i < n; i++) {
+    const d = req.descriptors[i]!;
+    if (d.entries.length === 0) throw new BadRequest(`descriptors[${i}]: 'entries' must not be empty`);
+    checkEntryCount(d.entries.length, `descriptors[${i}].entries`);
+    for (let j = 0; j < d.entries.length; j++) {
+      const e = d.entries[j]!;
+      if (e.key === '') throw new BadRequest(`descriptors[${i}].entries[${j}]: 'key' must not be empty`);
+      if (e.value === '') throw new BadRequest(`descriptors[${i}].entries[${j}]: 'value' must not be empty`);
+      if (e.key.length > REQUEST_BOUNDS.maxTextLength || e.value.length > REQUEST_BOUNDS.maxTextLength) {
+        const which = e.key.length > REQUEST_BOUNDS.maxTextLength ? 'key' : 'value';
+        throw new BadRequest(
+          `descriptors[${i}].entries[${j}]: '${which}' is ${e[which].length} characters long; at most ${REQUEST_BOUNDS.maxTextLength}`,
+        );
+      }
+    }
+    // Envoy's hits_addend is a uint32; a cost past it only breaks counters (a double stops counting ones).
+    const hits = d.hitsAddend ?? (req.hitsAddend === 0 ? 1 : req.hitsAddend);
+    if (hits > MAX_UINT32)
+      throw new BadRequest(
+        `descriptors[${i}].hits_addend is ${hits}; at most ${MAX_UINT32} (Envoy's hits_addend is a uint32)`,
+      );
+  }
+}

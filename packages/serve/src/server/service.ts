@@ -7,6 +7,7 @@
 import {
   type AlgorithmName,
   type Clock,
+  coarseClock,
   type Decision,
   DeniedKeys,
   Limiter,
@@ -58,7 +59,11 @@ export interface ServiceOptions {
   readonly store: Store;
   /** Answer repeat over-limit keys locally until their retry time (for remote stores). */
   readonly localCache: boolean;
-  /** The clock of limit-override limiters (the rules' own come with the RuleSet); default coarseClock. */
+  /**
+   * The service's time, in epoch ms: the clock of limit-override limiters (the rules' own come with the
+   * RuleSet), of the local cache, of the reset a rule of requests_per_unit 0 answers with, and of Envoy's
+   * wire answer (`now()`). Default coarseClock. Decision latency is timed on the monotonic clock regardless.
+   */
   readonly clock?: Clock;
   /**
    * Global shadow mode, as envoyproxy/ratelimit's `SHADOW_MODE=true`: every rule decides and counts as
@@ -90,6 +95,8 @@ export class RateLimitService {
   /** The memory store decides synchronously: skipping the Promise keeps /json near the bare-HTTP ceiling. */
   private readonly sync: boolean;
   private readonly nearLimitRatio: number;
+  /** The service's time (ServiceOptions.clock). */
+  readonly now: Clock;
   /** Whether every answer is OK whatever the rules decide (--shadow-mode). */
   get globalShadowMode(): boolean {
     return this.options.globalShadowMode === true;
@@ -105,6 +112,7 @@ export class RateLimitService {
     this.deny = options.localCache ? new DeniedKeys(100_000, 'start-again') : undefined;
     this.sync = options.store instanceof MemoryStore;
     this.nearLimitRatio = options.nearLimitRatio ?? NEAR_LIMIT_RATIO;
+    this.now = options.clock ?? coarseClock;
   }
 
   /** The store every rule decides on (the memory store's tables and keys, for metrics and tests). */
@@ -300,18 +308,21 @@ export class RateLimitService {
     if (limiter === undefined) {
       // requests_per_unit: 0 rejects everything, until the end of the current unit window (Envoy's reset).
       const unitMs = t.current!.unit === 'UNKNOWN' ? 1000 : UNITS[t.current!.unit];
-      return this.over(stats, t, hits, shadow, 0, unitMs - (Date.now() % unitMs));
+      return this.over(stats, t, hits, shadow, 0, unitMs - (this.now() % unitMs));
     }
     const key = stateKey(entries, t.rule?.spec.sharedValues);
     // src/clock.ts reads the Performance object once; the global `performance` is a lazy accessor, costly
     // per read, and this reads the time twice per decision for the latency histogram.
     const t0 = monotonicClock();
+    // The local cache keeps the service's time (its clock), not the latency timer's: a denial it answers
+    // says how long is left by the same clock the store's decision was made on.
+    const now = this.deny === undefined ? 0 : this.now();
     if (this.deny !== undefined) {
-      const denied = this.deny.covering(`${t.id!}\u0000${key}`, hits, t0);
+      const denied = this.deny.covering(`${t.id!}\u0000${key}`, hits, now);
       if (denied !== undefined) {
         stats.overLimitWithLocalCache += hits;
         stats.observe((monotonicClock() - t0) / 1000);
-        return this.over(stats, t, hits, shadow, 0, denied.until - t0);
+        return this.over(stats, t, hits, shadow, 0, denied.until - now);
       }
     }
     const impossible = hits > limiter.policies[0]!.capacity;
@@ -341,13 +352,13 @@ export class RateLimitService {
     }
     if (decided instanceof Promise) {
       return decided.then(
-        (d) => this.status(stats, t, key, hits, shadow, d, t0),
+        (d) => this.status(stats, t, key, hits, shadow, d, t0, now),
         (e) => {
           throw this.storeFailure(stats, e);
         },
       );
     }
-    return this.status(stats, t, key, hits, shadow, decided, t0);
+    return this.status(stats, t, key, hits, shadow, decided, t0, now);
   }
 
   private storeFailure(stats: RuleStats, e: unknown): Error {
@@ -364,6 +375,8 @@ export class RateLimitService {
     shadow: boolean,
     d: Decision,
     t0: number,
+    /** The service's time when the decision began (read only with a local cache). */
+    now: number,
   ): DescriptorStatus {
     stats.observe((monotonicClock() - t0) / 1000);
     // Decided by the store, not by the rule: a full memory store (onFull), or its failure policy.
@@ -371,7 +384,7 @@ export class RateLimitService {
     else if (d.reason !== undefined) stats.storeErrors++;
     if (!d.allowed) {
       if (this.deny !== undefined && d.reason === undefined && d.retryAfterMs > 0)
-        this.deny.remember(`${t.id!}\u0000${key}`, { until: t0 + d.retryAfterMs, cost: hits });
+        this.deny.remember(`${t.id!}\u0000${key}`, { until: now + d.retryAfterMs, cost: hits });
       const status = this.over(stats, t, hits, shadow, d.remaining, d.retryAfterMs);
       return d.reason === undefined ? status : { ...status, reason: d.reason };
     }

@@ -230,7 +230,7 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
   const wire = options.envoyWire;
   /** The answer's message, with room for the gRPC prefix: as Envoy's service would send it, or sluice's own. */
   const encode = (r: RlsResponse): Buffer =>
-    encodeRateLimitResponse(wire === undefined ? r : envoyAnswer(r, wire, Date.now()), 5);
+    encodeRateLimitResponse(wire === undefined ? r : envoyAnswer(r, wire, service().now()), 5);
 
   /** Deciding: the service's answer, framed; an asynchronous one bounded by the caller's grpc-timeout. */
   function shouldRateLimit(stream: http2.ServerHttp2Stream, message: Buffer, deadlineMs: number | undefined): void {

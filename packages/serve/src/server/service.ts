@@ -17,8 +17,8 @@ import {
   type Store,
   type Telemetry,
 } from 'sluice/kit';
-import { UNITS } from './config/config.js';
-import type { UnitName } from './config/config.js';
+import { UNITS } from './codecs/rls-types.js';
+import type { UnitName } from './codecs/rls-types.js';
 import { detailedKey, NEAR_LIMIT_RATIO, RuleStats } from './operator/rule-stats.js';
 import { checkRequest } from './codecs/rls-request.js';
 import { Answer, BadRequest, MAX_UINT32, StoreUnavailable } from './codecs/rls-types.js';
@@ -31,7 +31,8 @@ import type {
   StoreReason,
 } from './codecs/rls-types.js';
 import { match, stateKey, valueMetricKey } from './config/rules.js';
-import type { Entry, Rule, RuleSet } from './config/rules.js';
+import type { Rule, RuleSet } from './config/rules.js';
+import type { Entry } from './codecs/rls-types.js';
 
 function currentLimit(name: string, requestsPerUnit: number, unit: UnitName | 'UNKNOWN', burst?: number): CurrentLimit {
   // A burst above the rate is what a client can send now from idle, so RateLimit-Limit is the burst (never

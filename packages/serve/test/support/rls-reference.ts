@@ -5,8 +5,8 @@
  * codec to it; bench/serve/rls-proto.mjs times the codec against it.
  */
 import type * as grpc from '@grpc/grpc-js';
-import { UNITS } from '../../src/server/config/config.js';
-import type { UnitName } from '../../src/server/config/config.js';
+import { UNITS } from '../../src/server/codecs/rls-types.js';
+import type { UnitName } from '../../src/server/codecs/rls-types.js';
 import { BadRequest } from '../../src/server/codecs/rls-types.js';
 import type { RequestDescriptor, RlsRequest, RlsResponse } from '../../src/server/codecs/rls-types.js';
 import { loadRlsDefinition } from './rls-definition.js';

@@ -8,7 +8,7 @@
  * - response_headers_to_add is empty unless LIMIT_RESPONSE_HEADERS_ENABLED, and then holds its three
  *   headers, under its names, for the status closest to its limit (the first over a non-quota limit wins).
  */
-import { UNITS } from '../config/config.js';
+import { UNITS } from './rls-types.js';
 import type { DescriptorStatus, RlsResponse } from './rls-types.js';
 
 export interface EnvoyWire {

@@ -7,8 +7,8 @@
  * before JSON.parse sees it (checkJsonDepth), and a value quoted in a message is cut short (shown), so
  * nothing recursive on this path meets a body deeper than the request itself nests.
  */
-import { UNITS } from '../config/config.js';
-import type { UnitName } from '../config/config.js';
+import { UNITS } from './rls-types.js';
+import type { UnitName } from './rls-types.js';
 import {
   checkDescriptorCount,
   checkEntryCount,
@@ -20,7 +20,7 @@ import {
   REQUEST,
 } from './rls-request.js';
 import { BadRequest, MAX_UINT32 } from './rls-types.js';
-import type { Entry } from '../config/rules.js';
+import type { Entry } from './rls-types.js';
 import type { RequestDescriptor, RlsRequest } from './rls-types.js';
 
 /** Longest quote of a client's value in a message. */

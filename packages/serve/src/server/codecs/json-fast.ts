@@ -5,7 +5,7 @@
  */
 import { internalized } from './intern.js';
 import { DESCRIPTOR, ENTRY, REQUEST } from './rls-request.js';
-import type { Entry } from '../config/rules.js';
+import type { Entry } from './rls-types.js';
 import { MAX_UINT32 } from './rls-types.js';
 import type { RequestDescriptor, RlsRequest } from './rls-types.js';
 

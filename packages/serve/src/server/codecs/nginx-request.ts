@@ -4,8 +4,14 @@
  * nothing to decide (undefined), and the request passes.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { HeaderEntry } from '../config/config.js';
 import type { RequestDescriptor, RlsRequest } from './rls-types.js';
+
+/** nginx endpoint: one descriptor entry taken from a request header. */
+export interface HeaderEntry {
+  readonly key: string;
+  /** Lower-case header name. */
+  readonly header: string;
+}
 
 export function nginxRequest(
   domain: string,

@@ -10,7 +10,7 @@ import type { ServiceDefinition } from '@grpc/proto-loader';
 import { PROTO_ROOT, RLS_PROTO } from '../../../test/support/rls-definition.js';
 import { fromWire, method, toWire, TYPICAL_ANSWER } from '../../../test/support/rls-reference.js';
 import type { WireRequest } from '../../../test/support/rls-reference.js';
-import type { UnitName } from '../config/config.js';
+import type { UnitName } from './rls-types.js';
 import { BadRequest } from './rls-types.js';
 import type { DescriptorStatus, RlsResponse } from './rls-types.js';
 import { decodeRateLimitRequest, encodeRateLimitResponse } from './rls-proto.js';

@@ -17,11 +17,11 @@
  * The encoder writes canonical proto3: fields in number order, zero numbers, UNKNOWN enums and empty strings
  * left out (toWire set them, so protobufjs wrote them; a proto3 reader sees the same message either way).
  */
-import type { UnitName } from '../config/config.js';
+import type { UnitName } from './rls-types.js';
 import { DESCRIPTOR, ENTRY, OVERRIDE, REQUEST, UINT64_VALUE } from './rls-request.js';
 import { BadRequest } from './rls-types.js';
 import type { RequestDescriptor, RlsRequest, RlsResponse } from './rls-types.js';
-import type { Entry } from '../config/rules.js';
+import type { Entry } from './rls-types.js';
 
 // ---------------------------------------------------------------------------------------------------------
 // Decoding. The cursor and the high half of the last varint live in module variables rather than in a reader

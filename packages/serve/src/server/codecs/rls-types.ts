@@ -4,9 +4,25 @@
  * read), and throw BadRequest for what no request may be. Here, not in service.ts, so that a codec needs
  * nothing of the service.
  */
-import type { UnitName } from '../config/config.js';
-import type { Entry } from '../config/rules.js';
 import { integerText } from './number-text.js';
+
+/** Envoy's RateLimitResponse.RateLimit.Unit, by name, with its length (ratelimit's UnitToDivider). */
+export const UNITS = {
+  SECOND: 1_000,
+  MINUTE: 60_000,
+  HOUR: 3_600_000,
+  DAY: 86_400_000,
+  WEEK: 7 * 86_400_000,
+  MONTH: 30 * 86_400_000,
+  YEAR: 365 * 86_400_000,
+} as const;
+export type UnitName = keyof typeof UNITS;
+
+/** One entry of a descriptor: `remote_address` = `10.0.0.1`. */
+export interface Entry {
+  readonly key: string;
+  readonly value: string;
+}
 
 export interface RequestDescriptor {
   readonly entries: readonly Entry[];

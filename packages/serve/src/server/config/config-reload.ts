@@ -7,7 +7,8 @@
  */
 import { Worker } from 'node:worker_threads';
 import { ConfigError, emptyLevel, wildcardOf } from './config.js';
-import type { ConfigOptions, DescriptorNode, DomainConfig, HeaderEntry, Level, RuleSpec } from './config.js';
+import type { ConfigOptions, DescriptorNode, DomainConfig, Level, RuleSpec } from './config.js';
+import type { HeaderEntry } from '../codecs/nginx-request.js';
 import { internalized } from '../codecs/intern.js';
 import { RuleBuilder, RuleSet } from './rules.js';
 import type { RuleSetOptions } from './rules.js';

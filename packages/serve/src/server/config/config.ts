@@ -10,18 +10,9 @@ import { isMap, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
 import type { Node as YamlNode, YAMLMap } from 'yaml';
 import { type AlgorithmName, ALGORITHMS, compilePolicy, parseDuration, type Policy, SluiceError } from 'sluice/kit';
 import { internalized } from '../codecs/intern.js';
-
-/** Envoy's RateLimitResponse.RateLimit.Unit, by name, with its length (ratelimit's UnitToDivider). */
-export const UNITS = {
-  SECOND: 1_000,
-  MINUTE: 60_000,
-  HOUR: 3_600_000,
-  DAY: 86_400_000,
-  WEEK: 7 * 86_400_000,
-  MONTH: 30 * 86_400_000,
-  YEAR: 365 * 86_400_000,
-} as const;
-export type UnitName = keyof typeof UNITS;
+import type { HeaderEntry } from '../codecs/nginx-request.js';
+import { UNITS } from '../codecs/rls-types.js';
+import type { UnitName } from '../codecs/rls-types.js';
 
 /** A `rate_limit` block, validated. */
 export interface RuleSpec {
@@ -121,13 +112,6 @@ export function wildcardMatches(w: Wildcard, value: string): boolean {
     at = found + part.length;
   }
   return true;
-}
-
-/** nginx endpoint: one descriptor entry taken from a request header. */
-export interface HeaderEntry {
-  readonly key: string;
-  /** Lower-case header name. */
-  readonly header: string;
 }
 
 export interface DomainConfig {

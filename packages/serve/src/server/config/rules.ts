@@ -15,11 +15,7 @@ import {
 import type { DescriptorNode, DomainConfig, Level, RuleSpec, ServiceConfig } from './config.js';
 import { wildcardMatches } from './config.js';
 import { DEFAULT_MAX_DETAILED_SERIES, DetailedStats, RuleStats } from '../operator/rule-stats.js';
-
-export interface Entry {
-  readonly key: string;
-  readonly value: string;
-}
+import type { Entry } from '../codecs/rls-types.js';
 
 /**
  * A rule's limiter, built on its first decision: a reload of 50,000 rules then allocates no store table

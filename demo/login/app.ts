@@ -10,7 +10,7 @@ import { checkPassword, checkTotp, makeAccount, totpUri, type Account } from './
 import { loadGuard, stepsUp, type GuardDecision } from './guard-contract.js';
 import { PAGE_SCRIPT, pageHtml } from './page.js';
 
-const WIDGET = new URL('../../dist/browser/sluice-pow.js', import.meta.url);
+const WIDGET = new URL('../../packages/pow/dist/browser/sluice-pow.js', import.meta.url);
 const MAX_BODY = 4096;
 /** Wrong-password attempts one "Run attack" sends, each against a random account. */
 const ATTACK_ATTEMPTS = 30;

@@ -1,8 +1,9 @@
 /**
  * ShouldRateLimit's request and answer as the service and every transport share them: the codecs decode
  * into an RlsRequest and render an RlsResponse (the service's own Answer, whose headers are built on first
- * read), and throw BadRequest for what no request may be. Here, not in service.ts, so that a codec needs
- * nothing of the service.
+ * read), and throw BadRequest for what no request may be; with Envoy's units and a descriptor's entry, which
+ * the config reads too. Here, not in service.ts or config/, so that a codec needs nothing of the service
+ * (the layer check holds codecs/ to it).
  */
 import { integerText } from './number-text.js';
 

@@ -4,7 +4,7 @@
 //   node --expose-gc --conditions=sluice-source --import tsx bench/dashboard-memory.ts [rules...]     (default 10000 50000)
 //
 // Run it in two trees (this build and the one before) for a before/after; the figures go to docs/benchmarks.md.
-import { Dashboard, HISTORY } from '../packages/serve/src/server/dashboard.js';
+import { Dashboard, HISTORY } from '../packages/serve/src/server/operator/dashboard.js';
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error('run with node --expose-gc');

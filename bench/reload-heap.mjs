@@ -24,7 +24,7 @@ function config(n) {
 
 async function service(dist, path, cycles, n) {
   const { startService } = await import(join(dist, 'server/serve.js'));
-  const { DEFAULTS } = await import(join(dist, 'server/settings.js'));
+  const { DEFAULTS } = await import(join(dist, 'server/config/settings.js'));
   const sink = new (await import('node:stream')).Writable({ write: (_c, _e, done) => done() });
   writeFileSync(path, config(6));
   const svc = await startService(

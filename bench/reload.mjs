@@ -41,9 +41,9 @@ function config(n) {
 async function service(mode, path) {
   const dist = distOf(mode);
   const { startService } = await import(join(dist, 'server/serve.js'));
-  const { DEFAULTS } = await import(join(dist, 'server/settings.js'));
-  const { loadConfig } = await import(join(dist, 'server/config.js'));
-  const { RuleSet } = await import(join(dist, 'server/rules.js'));
+  const { DEFAULTS } = await import(join(dist, 'server/config/settings.js'));
+  const { loadConfig } = await import(join(dist, 'server/config/config.js'));
+  const { RuleSet } = await import(join(dist, 'server/config/rules.js'));
   const raised =
     mode !== 'sync'
       ? { maxRules: 400_000, maxConfigBytes: 64 * 1024 * 1024 }

@@ -29,9 +29,17 @@ async function inProcess(dists) {
   const policies = fileURLToPath(new URL('serve/policies.yaml', import.meta.url));
   const runs = [];
   for (const dist of builds) {
-    const imp = (m) => import(join(dist, m));
+    // A build of the package layout has the memory store in sluice's dist, an older one beside the server.
+    const imp = (m) =>
+      m === 'stores/memory.js' ? import(join(dist, m)).catch(() => import('sluice')) : import(join(dist, m));
     const [{ loadConfig }, { RuleSet }, { RateLimitService }, codec, { MemoryStore }] = await Promise.all(
-      ['server/config.js', 'server/rules.js', 'server/service.js', 'server/json-codec.js', 'stores/memory.js'].map(imp),
+      [
+        'server/config/config.js',
+        'server/config/rules.js',
+        'server/service.js',
+        'server/codecs/json-codec.js',
+        'stores/memory.js',
+      ].map(imp),
     );
     const store = new MemoryStore();
     const service = new RateLimitService(new RuleSet(loadConfig(policies), { store }), { store, localCache: false });

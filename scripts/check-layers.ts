@@ -65,8 +65,11 @@ export const LAYERS: readonly Layer[] = [
   { name: 'guard', paths: ['guard/'], uses: ['kit'] },
   { name: 'pow', paths: ['pow/'], uses: ['kit'] },
   { name: 'outbound', paths: ['outbound/'], uses: ['kit'] },
-  // @sluice/serve: the service, the simulators, the dashboard's demo, and the command line over them.
-  { name: 'server', paths: ['serve/server/', 'serve/support/'], uses: ['kit'] },
+  // @sluice/serve: the service, the simulators, the dashboard's demo, and the command line over them. The
+  // codecs (Envoy's request and answer, protobuf, JSON, nginx's headers) import nothing of the service, so
+  // the service's types and bounds are theirs to define; listed first, as the first layer a file is in wins.
+  { name: 'codecs', paths: ['serve/server/codecs/'], uses: [] },
+  { name: 'server', paths: ['serve/server/', 'serve/support/'], uses: ['kit', 'codecs'] },
   { name: 'simulate', paths: ['serve/simulate/'], uses: ['kit', 'guard', 'server'] },
   { name: 'demo', paths: ['serve/demo/'], uses: ['kit', 'server'] },
   { name: 'cli', paths: ['serve/cli/'], uses: ['kit', 'server', 'simulate', 'demo'] },

@@ -132,3 +132,10 @@ test('import specifiers are read from code only: static, re-export, side-effect 
     { spec: './j.js', typeOnly: false },
   ]);
 });
+
+test("the service's codecs import nothing of the service: a codec importing config/ is caught", () => {
+  const tree = plant('codec-up', { 'serve/server/codecs/intern.ts': "import { UNITS } from '../config/config.js';" });
+  assert.deepEqual(checkLayers(tree).slice(0, 1), [
+    'serve/server/codecs/intern.ts -> serve/server/config/config.ts: codecs may not import server (it may import nothing of sluice)',
+  ]);
+});

@@ -16,7 +16,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const [distArg, nArg, serverArg = 'sluice'] = process.argv.slice(2);
-const dist = resolve(distArg ?? 'dist');
+const dist = resolve(distArg ?? 'packages/serve/dist');
 const N = Number(nArg ?? 1000);
 const imp = (m) => import(join(dist, m));
 const [
@@ -29,12 +29,13 @@ const [
   { Registry },
   { default: pino },
 ] = await Promise.all([
-  imp('server/http.js'),
-  imp('server/config.js'),
-  imp('server/rules.js'),
+  imp('server/endpoints/http.js'),
+  imp('server/config/config.js'),
+  imp('server/config/rules.js'),
   imp('server/service.js'),
-  imp('stores/memory.js'),
-  imp('server/dashboard.js'),
+  // the package layout's memory store is sluice's; an older build has it beside the server
+  imp('stores/memory.js').catch(() => import('sluice')),
+  imp('server/operator/dashboard.js'),
   import('prom-client'),
   import('pino'),
 ]);

@@ -1,4 +1,4 @@
-// The gRPC endpoint's message codec in process: src/server/rls-proto.ts's hand-written decode and encode
+// The gRPC endpoint's message codec in process: src/server/codecs/rls-proto.ts's hand-written decode and encode
 // against what it replaces, protobufjs through @grpc/proto-loader (ShouldRateLimit's requestDeserialize and
 // responseSerialize) plus grpc.ts's old fromWire and toWire (test/support/rls-reference.ts). The request is
 // the bench's golden one ({domain: bench, one descriptor remote_address=10.0.0.1}, rls-proto.test.ts), the
@@ -7,12 +7,12 @@
 // Usage: npm run build && node --import tsx bench/serve/rls-proto.mjs [rounds=10] [callsPerRound=100000]
 import { fileURLToPath } from 'node:url';
 
-const dist = fileURLToPath(new URL('../../packages/serve/dist/server/', import.meta.url));
+const dist = fileURLToPath(new URL('../../packages/serve/dist/server/codecs/', import.meta.url));
 const { decodeRateLimitRequest, encodeRateLimitResponse } = await import(`${dist}rls-proto.js`);
 const rounds = Number(process.argv[2] ?? 10);
 const calls = Number(process.argv[3] ?? 100_000);
 
-// The reference model of src/server/rls-proto.test.ts: protobufjs's serializers, fromWire and toWire.
+// The reference model of src/server/codecs/rls-proto.test.ts: protobufjs's serializers, fromWire and toWire.
 const { fromWire, GOLDEN_REQUEST, method, toWire, TYPICAL_ANSWER } = await import(
   '../../packages/serve/test/support/rls-reference.ts'
 );

@@ -132,8 +132,8 @@ test("without telemetry the limiter decides on the store's own table; bad teleme
 });
 
 test("the service counts each rule's decisions under its rule id", async () => {
-  const { parseConfig } = await import('../../serve/src/server/config.js');
-  const { RuleSet } = await import('../../serve/src/server/rules.js');
+  const { parseConfig } = await import('../../serve/src/server/config/config.js');
+  const { RuleSet } = await import('../../serve/src/server/config/rules.js');
   const { RateLimitService } = await import('../../serve/src/server/service.js');
   const { provider, read } = sdk();
   const telemetry = openTelemetry(api, { meter: provider.getMeter('sluice') });

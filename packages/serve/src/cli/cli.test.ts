@@ -125,7 +125,7 @@ test('sluice simulate: usage errors', async () => {
 });
 
 test('regression: sluice serve --help lists every setting of settings.ts with its flag and environment variable (new settings were once left out of the CLI)', async () => {
-  const { SETTINGS } = await import('../server/settings.js');
+  const { SETTINGS } = await import('../server/config/settings.js');
   const { code, out } = await run('serve', '--help');
   assert.equal(code, 0);
   for (const { flag, env } of Object.values(SETTINGS)) {

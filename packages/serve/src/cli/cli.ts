@@ -263,7 +263,11 @@ async function serviceImport<T>(load: () => Promise<T>): Promise<T> {
 
 async function serverModules() {
   const [settings, config, notes] = await serviceImport(() =>
-    Promise.all([import('../server/settings.js'), import('../server/config.js'), import('../server/config-notes.js')]),
+    Promise.all([
+      import('../server/config/settings.js'),
+      import('../server/config/config.js'),
+      import('../server/config/config-notes.js'),
+    ]),
   );
   return { settings, config, notes };
 }
@@ -363,7 +367,7 @@ const checkConfig: Command = {
 /** Every subcommand by name. A new one is one entry here. */
 export const COMMANDS: Readonly<Record<string, Command>> = { demo, serve, 'check-config': checkConfig, simulate };
 
-/** The usage of `serve` lists every setting from the one table in server/settings.ts. */
+/** The usage of `serve` lists every setting from the one table in server/config/settings.ts. */
 export async function serveUsage(): Promise<string> {
   const { settings: S } = await serverModules();
   return `usage: sluice serve --config <file or folder> [options]\n\nEvery option can also be set by its environment variable; a flag wins.\n\n${S.settingsHelp(SERVE_KEYS)}\n\nSignals: SIGTERM/SIGINT drain (--drain-ms) and stop, and a second one exits at once; SIGHUP reloads the config (and re-reads the gRPC TLS files).\n`;

@@ -5,11 +5,14 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { MemoryStore } from '../../../sluice/src/stores/memory.js';
-import { loadConfig, parseConfig, UNITS } from './config.js';
-import { createMetrics } from './metrics.js';
-import { match, RuleSet } from './rules.js';
-import { BadRequest, RateLimitService } from './service.js';
-import type { RlsResponse, ServiceOptions } from './service.js';
+import { loadConfig, parseConfig } from './config/config.js';
+import { UNITS } from './codecs/rls-types.js';
+import { createMetrics } from './operator/metrics.js';
+import { match, RuleSet } from './config/rules.js';
+import { RateLimitService } from './service.js';
+import { BadRequest } from './codecs/rls-types.js';
+import type { ServiceOptions } from './service.js';
+import type { RlsResponse } from './codecs/rls-types.js';
 
 const DIR = join(import.meta.dirname, '../../test/fixtures/config/envoy');
 

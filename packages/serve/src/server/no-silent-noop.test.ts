@@ -9,10 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { startService } from './serve.js';
-import { DEFAULTS } from './settings.js';
-import { parseConfig } from './config.js';
-import { configNotes } from './config-notes.js';
-import { exampleCheckBody, windowInWords } from './example-request.js';
+import { DEFAULTS } from './config/settings.js';
+import { parseConfig } from './config/config.js';
+import { configNotes } from './config/config-notes.js';
+import { exampleCheckBody, windowInWords } from './operator/example-request.js';
 import { runCli } from '../cli/cli.js';
 
 // The README's config: no http_descriptors.

@@ -10,18 +10,18 @@ import type { AddressInfo } from 'node:net';
 import { createSecureContext } from 'node:tls';
 import { pino } from 'pino';
 import type { Logger } from 'pino';
-import { createAdminServer } from './admin.js';
-import { configFiles, ConfigError, loadConfig } from './config.js';
-import { configNotes } from './config-notes.js';
-import { Dashboard } from './dashboard.js';
-import { createGrpcServer } from './grpc.js';
-import type { GrpcTls } from './grpc.js';
-import { createHttpServer } from './http.js';
-import { closeAfterCurrentRequests, connectionCounts } from './http-accept.js';
-import { createMetrics } from './metrics.js';
-import type { Shedding } from './metrics.js';
-import { RuleSet } from './rules.js';
-import { loadRulesOffThread } from './config-reload.js';
+import { createAdminServer } from './operator/admin.js';
+import { configFiles, ConfigError, loadConfig } from './config/config.js';
+import { configNotes } from './config/config-notes.js';
+import { Dashboard } from './operator/dashboard.js';
+import { createGrpcServer } from './endpoints/grpc.js';
+import type { GrpcTls } from './endpoints/grpc.js';
+import { createHttpServer } from './endpoints/http.js';
+import { closeAfterCurrentRequests, connectionCounts } from './endpoints/http-accept.js';
+import { createMetrics } from './operator/metrics.js';
+import type { Shedding } from './operator/metrics.js';
+import { RuleSet } from './config/rules.js';
+import { loadRulesOffThread } from './config/config-reload.js';
 import {
   loadOpenTelemetry,
   MemoryStore,
@@ -31,9 +31,9 @@ import {
   type Telemetry,
 } from 'sluice/kit';
 import { RateLimitService } from './service.js';
-import { isLoopback, readSettingFile, SettingsError } from './settings.js';
-import type { Settings } from './settings.js';
-import { storeFromSettings } from './store-from-settings.js';
+import { isLoopback, readSettingFile, SettingsError } from './config/settings.js';
+import type { Settings } from './config/settings.js';
+import { storeFromSettings } from './config/store-from-settings.js';
 
 export interface RunningService {
   readonly httpPort: number;

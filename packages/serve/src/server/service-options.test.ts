@@ -3,11 +3,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { MemoryStore } from '../../../sluice/src/stores/memory.js';
-import { parseConfig } from './config.js';
-import { createMetrics } from './metrics.js';
-import { RuleSet } from './rules.js';
+import { parseConfig } from './config/config.js';
+import { createMetrics } from './operator/metrics.js';
+import { RuleSet } from './config/rules.js';
 import { RateLimitService } from './service.js';
-import type { RlsResponse, ServiceOptions } from './service.js';
+import type { ServiceOptions } from './service.js';
+import type { RlsResponse } from './codecs/rls-types.js';
 
 const CONFIG = `domain: d
 descriptors:

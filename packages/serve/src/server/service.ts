@@ -7,6 +7,7 @@
 import {
   type AlgorithmName,
   type Clock,
+  coarseClock,
   type Decision,
   DeniedKeys,
   Limiter,
@@ -16,38 +17,22 @@ import {
   type Store,
   type Telemetry,
 } from 'sluice/kit';
-import { UNITS } from './config.js';
-import type { UnitName } from './config.js';
-import { detailedKey, NEAR_LIMIT_RATIO, RuleStats } from './rule-stats.js';
-import { integerText } from './number-text.js';
-import { REQUEST_BOUNDS } from './rls-request.js';
-import { match, stateKey, valueMetricKey } from './rules.js';
-import type { Entry, Rule, RuleSet } from './rules.js';
-
-export interface RequestDescriptor {
-  readonly entries: readonly Entry[];
-  /** Envoy's per-descriptor limit override. */
-  readonly limit?: { readonly requestsPerUnit: number; readonly unit: UnitName } | undefined;
-  /** Per-descriptor hits; overrides the request's. */
-  readonly hitsAddend?: number | undefined;
-}
-
-export interface RlsRequest {
-  readonly domain: string;
-  readonly descriptors: readonly RequestDescriptor[];
-  /** 0 means 1, as in Envoy. */
-  readonly hitsAddend: number;
-}
-
-export type Code = 'OK' | 'OVER_LIMIT';
-
-export interface CurrentLimit {
-  readonly name: string;
-  readonly requestsPerUnit: number;
-  readonly unit: UnitName | 'UNKNOWN';
-  /** The RateLimit-Limit header value, built once per limit rather than per answer. */
-  readonly header: string;
-}
+import { UNITS } from './codecs/rls-types.js';
+import type { UnitName } from './codecs/rls-types.js';
+import { detailedKey, NEAR_LIMIT_RATIO, RuleStats } from './operator/rule-stats.js';
+import { checkRequest } from './codecs/rls-request.js';
+import { Answer, BadRequest, MAX_UINT32, StoreUnavailable } from './codecs/rls-types.js';
+import type {
+  CurrentLimit,
+  DescriptorStatus,
+  RlsRequest,
+  RlsResponse,
+  StatusReason,
+  StoreReason,
+} from './codecs/rls-types.js';
+import { match, stateKey, valueMetricKey } from './config/rules.js';
+import type { Rule, RuleSet } from './config/rules.js';
+import type { Entry } from './codecs/rls-types.js';
 
 function currentLimit(name: string, requestsPerUnit: number, unit: UnitName | 'UNKNOWN', burst?: number): CurrentLimit {
   // A burst above the rate is what a client can send now from idle, so RateLimit-Limit is the burst (never
@@ -58,63 +43,6 @@ function currentLimit(name: string, requestsPerUnit: number, unit: UnitName | 'U
   return { name, requestsPerUnit, unit, header: `${bursty ? burst : requestsPerUnit}${window}` };
 }
 
-export interface DescriptorStatus {
-  readonly code: Code;
-  /** The limit that decided, as Envoy reports it; undefined when no rule matched, or unlimited. */
-  readonly currentLimit: CurrentLimit | undefined;
-  readonly limitRemaining: number;
-  /** OVER_LIMIT: until a retry of the same hits can pass. OK: until the rule's state for this key is as if unused. */
-  readonly durationUntilResetMs: number;
-  /** The rule id (Envoy's stats key), or undefined when no rule matched. */
-  readonly rule: string | undefined;
-  /** Over the limit but answered OK: the rule is in shadow mode. */
-  readonly shadow: boolean;
-  /** Set for a `quota_mode` rule: whether it is within or over its limit (over answers OK unless every quota is over). */
-  readonly quota?: 'within' | 'over';
-  /**
-   * Why the rule did not decide as usual: 'cost-exceeds-capacity' when an OVER_LIMIT can never turn OK (the
-   * hits are more than the rule ever admits; durationUntilResetMs is then 0: no wait helps); the store's
-   * reason when its failure policy or a full memory store answered ('store-error', 'store-full'), allowed
-   * or not. Undefined for an ordinary decision.
-   */
-  readonly reason?: StatusReason | StoreReason | undefined;
-}
-
-export type StatusReason = 'cost-exceeds-capacity';
-/** A decision the store made instead of the rule (the library's Decision.reason): its failure policy, or a full memory store. */
-export type StoreReason = string;
-
-export interface RlsResponse {
-  readonly overallCode: Code;
-  readonly statuses: readonly DescriptorStatus[];
-  /** RateLimit-* headers for the most restrictive limit, plus Retry-After when over. */
-  readonly headers: readonly (readonly [string, string])[];
-  /** For HTTP answers: the longest wait any over-limit descriptor asks for. */
-  readonly retryAfterMs: number;
-  /**
-   * 'cost-exceeds-capacity' when some descriptor's hits are more than its rule ever admits: the request can
-   * never pass, so the answer carries no Retry-After.
-   */
-  readonly reason?: StatusReason | undefined;
-  /**
-   * Set when some descriptor was decided by the store instead of its rule (its failure policy while Redis is
-   * unreachable: 'store-error'; a full memory store: 'store-full'), allowed or not.
-   */
-  readonly storeReason?: StoreReason | undefined;
-}
-
-/** A request the service cannot decide: rendered as 400 or gRPC INVALID_ARGUMENT with this message. */
-export class BadRequest extends Error {
-  override readonly name = 'BadRequest';
-}
-
-/** The store failed and no failure policy answered: 503 or gRPC UNAVAILABLE. */
-export class StoreUnavailable extends Error {
-  override readonly name = 'StoreUnavailable';
-}
-
-/** uint32's largest value: Envoy's limit_remaining for an unlimited rule, and the largest hits_addend. */
-export const MAX_UINT32 = 4_294_967_295;
 /** Distinct request-level overrides kept; beyond it the oldest is forgotten (a client cannot grow memory). */
 const MAX_OVERRIDES = 1024;
 
@@ -132,7 +60,11 @@ export interface ServiceOptions {
   readonly store: Store;
   /** Answer repeat over-limit keys locally until their retry time (for remote stores). */
   readonly localCache: boolean;
-  /** The clock of limit-override limiters (the rules' own come with the RuleSet); default coarseClock. */
+  /**
+   * The service's time, in epoch ms: the clock of limit-override limiters (the rules' own come with the
+   * RuleSet), of the local cache, of the reset a rule of requests_per_unit 0 answers with, and of Envoy's
+   * wire answer (`now()`). Default coarseClock. Decision latency is timed on the monotonic clock regardless.
+   */
   readonly clock?: Clock;
   /**
    * Global shadow mode, as envoyproxy/ratelimit's `SHADOW_MODE=true`: every rule decides and counts as
@@ -164,6 +96,8 @@ export class RateLimitService {
   /** The memory store decides synchronously: skipping the Promise keeps /json near the bare-HTTP ceiling. */
   private readonly sync: boolean;
   private readonly nearLimitRatio: number;
+  /** The service's time (ServiceOptions.clock). */
+  readonly now: Clock;
   /** Whether every answer is OK whatever the rules decide (--shadow-mode). */
   get globalShadowMode(): boolean {
     return this.options.globalShadowMode === true;
@@ -179,6 +113,7 @@ export class RateLimitService {
     this.deny = options.localCache ? new DeniedKeys(100_000, 'start-again') : undefined;
     this.sync = options.store instanceof MemoryStore;
     this.nearLimitRatio = options.nearLimitRatio ?? NEAR_LIMIT_RATIO;
+    this.now = options.clock ?? coarseClock;
   }
 
   /** The store every rule decides on (the memory store's tables and keys, for metrics and tests). */
@@ -228,34 +163,15 @@ export class RateLimitService {
         throw new BadRequest(
           `unknown domain '${req.domain}'; configured domains: ${[...this.rules.config.domains.keys()].join(', ')}`,
         );
-      if (req.descriptors.length === 0) throw new BadRequest(`'descriptors' must not be empty`);
-      // Envoy: no limit applies to any descriptor of a domain it does not know.
-      return this.overall(finish(req.descriptors.map(() => UNMATCHED)));
     }
-    if (req.descriptors.length === 0) throw new BadRequest(`'descriptors' must not be empty`);
+    checkRequest(req);
+    // Envoy: no limit applies to any descriptor of a domain it does not know.
+    if (domain === undefined) return this.overall(finish(req.descriptors.map(() => UNMATCHED)));
     const n = req.descriptors.length;
-    if (n > REQUEST_BOUNDS.maxDescriptors)
-      throw new BadRequest(`the request holds ${n} descriptors; at most ${REQUEST_BOUNDS.maxDescriptors}`);
     const targets: Target[] = new Array(n);
     let replaced: Set<string> | undefined;
     for (let i = 0; i < n; i++) {
       const d = req.descriptors[i]!;
-      if (d.entries.length === 0) throw new BadRequest(`descriptors[${i}]: 'entries' must not be empty`);
-      if (d.entries.length > REQUEST_BOUNDS.maxEntries)
-        throw new BadRequest(
-          `descriptors[${i}] holds ${d.entries.length} entries; at most ${REQUEST_BOUNDS.maxEntries}`,
-        );
-      for (let j = 0; j < d.entries.length; j++) {
-        const e = d.entries[j]!;
-        if (e.key === '') throw new BadRequest(`descriptors[${i}].entries[${j}]: 'key' must not be empty`);
-        if (e.value === '') throw new BadRequest(`descriptors[${i}].entries[${j}]: 'value' must not be empty`);
-        if (e.key.length > REQUEST_BOUNDS.maxTextLength || e.value.length > REQUEST_BOUNDS.maxTextLength) {
-          const which = e.key.length > REQUEST_BOUNDS.maxTextLength ? 'key' : 'value';
-          throw new BadRequest(
-            `descriptors[${i}].entries[${j}]: '${which}' is ${e[which].length} characters long; at most ${REQUEST_BOUNDS.maxTextLength}`,
-          );
-        }
-      }
       const node = match(domain.root, d.entries);
       const rule = node === undefined ? undefined : this.rules.rule(node.rule!);
       if (d.limit !== undefined) {
@@ -279,11 +195,6 @@ export class RateLimitService {
     for (let i = 0; i < n; i++) {
       const d = req.descriptors[i]!;
       const hits = d.hitsAddend ?? (req.hitsAddend === 0 ? 1 : req.hitsAddend);
-      // Envoy's hits_addend is a uint32; a cost past it only breaks counters (a double stops counting ones).
-      if (hits > MAX_UINT32)
-        throw new BadRequest(
-          `descriptors[${i}].hits_addend is ${hits}; at most ${MAX_UINT32} (Envoy's hits_addend is a uint32)`,
-        );
       const s = this.decideOne(targets[i]!, d.entries, hits);
       if (s instanceof Promise) pending = true;
       statuses[i] = s;
@@ -398,18 +309,21 @@ export class RateLimitService {
     if (limiter === undefined) {
       // requests_per_unit: 0 rejects everything, until the end of the current unit window (Envoy's reset).
       const unitMs = t.current!.unit === 'UNKNOWN' ? 1000 : UNITS[t.current!.unit];
-      return this.over(stats, t, hits, shadow, 0, unitMs - (Date.now() % unitMs));
+      return this.over(stats, t, hits, shadow, 0, unitMs - (this.now() % unitMs));
     }
     const key = stateKey(entries, t.rule?.spec.sharedValues);
     // src/clock.ts reads the Performance object once; the global `performance` is a lazy accessor, costly
     // per read, and this reads the time twice per decision for the latency histogram.
     const t0 = monotonicClock();
+    // The local cache keeps the service's time (its clock), not the latency timer's: a denial it answers
+    // says how long is left by the same clock the store's decision was made on.
+    const now = this.deny === undefined ? 0 : this.now();
     if (this.deny !== undefined) {
-      const denied = this.deny.covering(`${t.id!}\u0000${key}`, hits, t0);
+      const denied = this.deny.covering(`${t.id!}\u0000${key}`, hits, now);
       if (denied !== undefined) {
         stats.overLimitWithLocalCache += hits;
         stats.observe((monotonicClock() - t0) / 1000);
-        return this.over(stats, t, hits, shadow, 0, denied.until - t0);
+        return this.over(stats, t, hits, shadow, 0, denied.until - now);
       }
     }
     const impossible = hits > limiter.policies[0]!.capacity;
@@ -439,13 +353,13 @@ export class RateLimitService {
     }
     if (decided instanceof Promise) {
       return decided.then(
-        (d) => this.status(stats, t, key, hits, shadow, d, t0),
+        (d) => this.status(stats, t, key, hits, shadow, d, t0, now),
         (e) => {
           throw this.storeFailure(stats, e);
         },
       );
     }
-    return this.status(stats, t, key, hits, shadow, decided, t0);
+    return this.status(stats, t, key, hits, shadow, decided, t0, now);
   }
 
   private storeFailure(stats: RuleStats, e: unknown): Error {
@@ -462,6 +376,8 @@ export class RateLimitService {
     shadow: boolean,
     d: Decision,
     t0: number,
+    /** The service's time when the decision began (read only with a local cache). */
+    now: number,
   ): DescriptorStatus {
     stats.observe((monotonicClock() - t0) / 1000);
     // Decided by the store, not by the rule: a full memory store (onFull), or its failure policy.
@@ -469,7 +385,7 @@ export class RateLimitService {
     else if (d.reason !== undefined) stats.storeErrors++;
     if (!d.allowed) {
       if (this.deny !== undefined && d.reason === undefined && d.retryAfterMs > 0)
-        this.deny.remember(`${t.id!}\u0000${key}`, { until: t0 + d.retryAfterMs, cost: hits });
+        this.deny.remember(`${t.id!}\u0000${key}`, { until: now + d.retryAfterMs, cost: hits });
       const status = this.over(stats, t, hits, shadow, d.remaining, d.retryAfterMs);
       return d.reason === undefined ? status : { ...status, reason: d.reason };
     }
@@ -612,48 +528,4 @@ function finish(all: DescriptorStatus[]): Answer {
   // A request that can never pass has no retry time to give, whatever its other descriptors say.
   if (reason !== undefined) return new Answer('OVER_LIMIT', statuses, tightest, 0, false, reason, storeReason);
   return new Answer(over ? 'OVER_LIMIT' : 'OK', statuses, tightest, retryAfterMs, over, undefined, storeReason);
-}
-
-/**
- * The service's own RlsResponse. Its headers are built on first read: /json's common answer is rendered
- * from `tightest` directly (json-render.ts), and building four small arrays and two number texts that
- * nothing reads cost about as much as rendering them.
- */
-export class Answer implements RlsResponse {
-  private built: readonly (readonly [string, string])[] | undefined = undefined;
-
-  constructor(
-    readonly overallCode: Code,
-    readonly statuses: readonly DescriptorStatus[],
-    /** The status the RateLimit headers describe: the one with a limit and the least remaining. */
-    readonly tightest: DescriptorStatus | undefined,
-    readonly retryAfterMs: number,
-    /** Whether the headers carry Retry-After (not when global shadow mode answered OK, nor when no wait helps). */
-    private readonly retryAfter: boolean,
-    readonly reason: StatusReason | undefined = undefined,
-    readonly storeReason: StoreReason | undefined = undefined,
-  ) {}
-
-  get headers(): readonly (readonly [string, string])[] {
-    return (this.built ??= rateLimitHeaders(this.tightest, this.retryAfter, this.retryAfterMs));
-  }
-}
-
-/** Envoy ratelimit's response headers (draft-03 names), for the descriptor with the least remaining. */
-function rateLimitHeaders(s: DescriptorStatus | undefined, over: boolean, retryAfterMs: number): [string, string][] {
-  const h: [string, string][] = [];
-  if (s !== undefined && s.currentLimit !== undefined) {
-    h.push(
-      ['RateLimit-Limit', s.currentLimit.header],
-      ['RateLimit-Remaining', integerText(s.limitRemaining)],
-      ['RateLimit-Reset', resetSeconds(s)],
-    );
-  }
-  if (over) h.push(['Retry-After', String(Math.max(1, Math.ceil(retryAfterMs / 1000)))]);
-  return h;
-}
-
-/** RateLimit-Reset's value: whole seconds until the status's reset, rounded up. */
-export function resetSeconds(s: DescriptorStatus): string {
-  return String(Math.ceil(s.durationUntilResetMs / 1000));
 }

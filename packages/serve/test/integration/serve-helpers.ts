@@ -8,9 +8,9 @@ import * as grpc from '@grpc/grpc-js';
 import { loadRlsDefinition } from '../support/rls-definition.js';
 import { startService } from '../../src/server/serve.js';
 import type { RunningService } from '../../src/server/serve.js';
-import { DEFAULTS } from '../../src/server/settings.js';
-import type { Settings } from '../../src/server/settings.js';
-import { redisAvailable } from '../../src/server/store-from-settings.js';
+import { DEFAULTS } from '../../src/server/config/settings.js';
+import type { Settings } from '../../src/server/config/settings.js';
+import { redisAvailable } from '../../src/server/config/store-from-settings.js';
 
 export interface Variant {
   readonly name: string;

@@ -344,7 +344,7 @@ describe('sluice serve as a process', () => {
 });
 
 describe('an unreachable Redis with failure mode closed', async () => {
-  const { redisAvailable } = await import('../../src/server/store-from-settings.js');
+  const { redisAvailable } = await import('../../src/server/config/store-from-settings.js');
   const skip = (await redisAvailable()) ? false : 'this build has no sluice/redis + ioredis yet (branch redis)';
   test('/readyz is 503, /healthz is 200, and decisions are denied and counted as store errors', { skip }, async () => {
     const cfg = new TempConfig(CONFIG(2));

@@ -7,7 +7,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError } from '../../src/server/config.js';
+import { ConfigError } from '../../src/server/config/config.js';
 import { post, start, TempConfig, type LogSink } from './serve-helpers.js';
 
 function rules(n: number, limit: number): string {

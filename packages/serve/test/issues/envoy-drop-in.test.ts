@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rlsClient, start, TempConfig, variants } from '../integration/serve-helpers.js';
 import type { RunningService } from '../../src/server/serve.js';
-import type { Settings } from '../../src/server/settings.js';
+import type { Settings } from '../../src/server/config/settings.js';
 import { MemoryStore } from '../../../sluice/src/stores/memory.js';
 import { Limiter } from '../../../sluice/src/limiter.js';
 import { Gate } from '../../../outbound/src/index.js';
@@ -193,7 +193,7 @@ for (const variant of run) {
 }
 
 test("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT and the header settings are read under their Envoy names, beneath sluice's own", async () => {
-  const { readSettings } = await import('../../src/server/settings.js');
+  const { readSettings } = await import('../../src/server/config/settings.js');
   const envoy = readSettings(['--config', 'x.yaml'], {
     STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: 'true',
     LIMIT_RESPONSE_HEADERS_ENABLED: 'true',

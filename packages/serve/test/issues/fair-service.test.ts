@@ -10,7 +10,7 @@ import http2 from 'node:http2';
 import { connect } from 'node:net';
 import { rlsClient, start, TempConfig } from '../integration/serve-helpers.js';
 import type { RunningService } from '../../src/server/serve.js';
-import type { Settings } from '../../src/server/settings.js';
+import type { Settings } from '../../src/server/config/settings.js';
 
 const cfg = new TempConfig(`domain: api
 descriptors:

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { freePort, OwnRedis } from '../../../testing/src/harness.js';
 import { post, start, TempConfig } from '../integration/serve-helpers.js';
-import type { Settings } from '../../src/server/settings.js';
+import type { Settings } from '../../src/server/config/settings.js';
 
 const tlsFile = (name: string) => fileURLToPath(new URL(`../fixtures/tls/${name}`, import.meta.url));
 const PASSWORD = 'test-only-password';

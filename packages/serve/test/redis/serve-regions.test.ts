@@ -5,7 +5,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { post, start, TempConfig } from '../integration/serve-helpers.js';
 import { World } from '../../../testing/src/regions-kit.js';
-import { readSettings } from '../../src/server/settings.js';
+import { readSettings } from '../../src/server/config/settings.js';
 
 const CONFIG = `domain: api
 descriptors:

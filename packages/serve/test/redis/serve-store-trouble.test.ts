@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { freePort, OwnRedis } from '../../../testing/src/harness.js';
 import { post, start, TempConfig, type LogSink } from '../integration/serve-helpers.js';
-import type { Settings } from '../../src/server/settings.js';
+import type { Settings } from '../../src/server/config/settings.js';
 import type { RunningService } from '../../src/server/serve.js';
 
 const CONFIG = `domain: api

@@ -1,7 +1,7 @@
 /**
  * Envoy's RateLimitService loaded from sluice's own .proto subset (proto/) by @grpc/proto-loader: what the
  * tests build their gRPC clients and reference codec from. The service itself does not use it: it speaks
- * gRPC on node:http2 with the hand-written codec in src/server/rls-proto.ts.
+ * gRPC on node:http2 with the hand-written codec in src/server/codecs/rls-proto.ts.
  */
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';

@@ -1,14 +1,14 @@
 /**
- * The gRPC path as it was before src/server/rls-proto.ts replaced it, kept as the codec's reference model:
+ * The gRPC path as it was before src/server/codecs/rls-proto.ts replaced it, kept as the codec's reference model:
  * protobufjs through @grpc/proto-loader (ShouldRateLimit's serializers) and grpc.ts's fromWire and toWire,
- * which mapped protobufjs's objects to the service's types and back. src/server/rls-proto.test.ts holds the
+ * which mapped protobufjs's objects to the service's types and back. src/server/codecs/rls-proto.test.ts holds the
  * codec to it; bench/serve/rls-proto.mjs times the codec against it.
  */
 import type * as grpc from '@grpc/grpc-js';
-import { UNITS } from '../../src/server/config.js';
-import type { UnitName } from '../../src/server/config.js';
-import { BadRequest } from '../../src/server/service.js';
-import type { RequestDescriptor, RlsRequest, RlsResponse } from '../../src/server/service.js';
+import { UNITS } from '../../src/server/codecs/rls-types.js';
+import type { UnitName } from '../../src/server/codecs/rls-types.js';
+import { BadRequest } from '../../src/server/codecs/rls-types.js';
+import type { RequestDescriptor, RlsRequest, RlsResponse } from '../../src/server/codecs/rls-types.js';
 import { loadRlsDefinition } from './rls-definition.js';
 
 const pkg = loadRlsDefinition() as unknown as {

@@ -62,13 +62,12 @@ export interface RegionsStats {
   longestGapMs: number;
 }
 
-/** Most pushes awaiting a peer's answer at once, per peer. */
-const MAX_PUSHES_IN_FLIGHT = 32;
 /**
- * The same for a peer that is a Redis Cluster, where a push goes as a call per hash slot (up to
- * PUSH_CHUNK calls): within the peer connection's bound on calls (stores/redis/peers.ts).
+ * Most pushes awaiting a peer's answer at once, per peer: at least the round trip over exchangeMs, or
+ * the pushes fall behind the exchange and S of the bound grows. A push to a Redis Cluster goes as a call
+ * per hash slot (up to PUSH_CHUNK calls; stores/redis/peers.ts bounds the peer's calls accordingly).
  */
-const CLUSTER_PUSHES_IN_FLIGHT = 4;
+const MAX_PUSHES_IN_FLIGHT = 32;
 /** Most key counts per push (one script call). */
 const PUSH_CHUNK = 1000;
 /** Most decisions per script call. */
@@ -309,7 +308,7 @@ export class RegionsTable implements StoreTable {
         if (this.inFlight[i]! > 0 || now < failing) return;
         this.failing[i] = now + peer.timeoutMs;
       }
-      const most = failing !== undefined ? 1 : this.peerCluster[i] ? CLUSTER_PUSHES_IN_FLIGHT : MAX_PUSHES_IN_FLIGHT;
+      const most = failing !== undefined ? 1 : MAX_PUSHES_IN_FLIGHT;
       const changed = this.dirty[i]!;
       while (changed.size > 0 && this.inFlight[i]! < most) {
         const batch = this.take(i, changed);

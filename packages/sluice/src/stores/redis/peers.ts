@@ -9,9 +9,12 @@ import { connectionStats, RedisConnection } from './connection.js';
 import type { HealthReport } from './health.js';
 import { fileScript } from './scripts.js';
 
-/** Most calls awaiting a peer's answer at once, every limiter of the store together. */
+/**
+ * Most calls awaiting a peer's answer at once, every limiter of the store together: 64 pushes; on a
+ * Cluster, a push is a call per hash slot of its up to 1,000 keys (src/distributed/regions/table.ts).
+ */
 const MAX_IN_FLIGHT = 64;
-const CLUSTER_MAX_IN_FLIGHT = 8192;
+const CLUSTER_MAX_IN_FLIGHT = 64 * 1000;
 
 export class PeerConnections {
   private readonly connections = new Map<string, RedisConnection>();

@@ -70,7 +70,9 @@ export class World {
   /** Resolves once every Cluster client made so far has its slot map (a store's calls wait 2 s at most for it). */
   async ready(): Promise<void> {
     await Promise.all(
-      this.clients.filter((c): c is Cluster => c instanceof Cluster && c.status !== 'ready').map((c) => once(c, 'ready')),
+      this.clients
+        .filter((c): c is Cluster => c instanceof Cluster && c.status !== 'ready')
+        .map((c) => once(c, 'ready')),
     );
   }
 

@@ -117,9 +117,7 @@ test('regions on a Cluster home: keys of many slots are decided and exchanged, e
     }
     // Every region's admissions are in some home's counts: their sum over keys and windows.
     const total = (
-      await Promise.all(
-        Array.from({ length: KEYS }, (_, k) => homes[0]!.hgetall(`${prefix}:{${keyOf(k)}}:world:rg`)),
-      )
+      await Promise.all(Array.from({ length: KEYS }, (_, k) => homes[0]!.hgetall(`${prefix}:{${keyOf(k)}}:world:rg`)))
     ).reduce((n, h) => n + Object.entries(h).reduce((m, [f, v]) => m + (f === 'w' ? 0 : Number(v)), 0), 0);
     assert.equal(total, admissions.length);
     console.log('cluster slots', slots.size, checked);

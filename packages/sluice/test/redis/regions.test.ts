@@ -321,6 +321,42 @@ test('regions: a cut or slow peer link costs one push per peerTimeoutMs, not eve
   }
 });
 
+test('regions: a peer link whose round trip exceeds peerTimeoutMs still carries (a late NOSCRIPT loads the script)', async () => {
+  // The bug: on a link with a round trip (300 ms here) over peerTimeoutMs (200 ms), the peer's NOSCRIPT
+  // came after the push's deadline, when the connection no longer recovered it; the script was never
+  // loaded, so no push ever ran there: the regions never heard from each other, each kept the others at
+  // their share for good.
+  const slow = new World(['eu', 'us'], 150);
+  await slow.start();
+  const prefix = runPrefix('regions-late-noscript');
+  const ls = ['eu', 'us'].map(
+    (n) =>
+      new Limiter({
+        policy: { name: 'world', algorithm: 'fixed-window', limit: LIMIT, window: 60_000 },
+        store: slow.store(n, prefix, { exchangeMs: EXCHANGE_MS, peerTimeoutMs: 200 }),
+      }),
+  );
+  const us = slow.home('us');
+  try {
+    for (let i = 0; i < 5; i++) assert.ok((await ls[0]!.limit('k')).allowed);
+    await ls[1]!.get('k');
+    const euCount = async () => {
+      const h = await us.hgetall(`${prefix}:{k}:world:rg`);
+      return Object.entries(h).find(([f]) => f.endsWith(':eu'))?.[1];
+    };
+    const end = Date.now() + 8000;
+    while ((await euCount()) !== '5' || tableOf(ls[1]!).cutOff().length > 0) {
+      if (Date.now() > end)
+        assert.fail(`us never heard from eu: its count there ${await euCount()}, cut off ${tableOf(ls[1]!).cutOff()}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  } finally {
+    us.disconnect();
+    await Promise.race([closeAll(ls), new Promise((r) => setTimeout(r, 1000))]);
+    await slow.stop();
+  }
+});
+
 test('regions: a merge is idempotent and order-free (max per region), unlike summing deltas', async () => {
   const dir = new URL('../../src/stores/redis/scripts/', import.meta.url);
   const merge =

@@ -154,7 +154,10 @@ export class RegionsTable implements StoreTable {
     this.beating = regions.peers.map(() => false);
     const slotOf = spec.runner.slotOf;
     if ((this.homeCluster || this.peerCluster.includes(true)) && slotOf === undefined)
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `strategy 'regions' on a Redis Cluster needs a store that names slots`);
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `strategy 'regions' on a Redis Cluster needs a store that names slots`,
+      );
     this.slotOf = slotOf ?? (() => 0);
     this.suffix = `${spec.policy.name}:rg`;
     this.heardKey = spec.runner.keyFor('regions', 'heard');

@@ -38,7 +38,9 @@ export class PeerConnections {
         report: { ...this.report, meanwhile },
         // A push to a Cluster goes as a call per hash slot (src/distributed/regions/table.ts): with keys
         // of many slots, a push of 1,000 keys is up to 1,000 calls.
-        maxInFlight: adapt(peer.client, `RedisStore region '${peer.name}'`).cluster ? CLUSTER_MAX_IN_FLIGHT : MAX_IN_FLIGHT,
+        maxInFlight: adapt(peer.client, `RedisStore region '${peer.name}'`).cluster
+          ? CLUSTER_MAX_IN_FLIGHT
+          : MAX_IN_FLIGHT,
       });
       this.connections.set(peer.name, c);
     }

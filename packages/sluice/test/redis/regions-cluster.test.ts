@@ -110,7 +110,7 @@ test('regions on a Cluster home: keys of many slots are decided and exchanged, e
         for (const [field, own] of Object.entries(hashes[r]!)) {
           if (!field.endsWith(`:${n}`)) continue;
           checked.fields++;
-          hashes.forEach((h, o) => assert.equal(h[field], own, `${NAMES[o]}'s ${field} of ${keyOf(k)}`));
+          for (const [o, h] of hashes.entries()) assert.equal(h[field], own, `${NAMES[o]}'s ${field} of ${keyOf(k)}`);
         }
       });
       checked.keys++;

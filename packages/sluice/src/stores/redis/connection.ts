@@ -4,7 +4,8 @@
  * needs: readiness, one deadline per call (deadlines.ts), a bound on calls awaiting an answer, counters,
  * and running a script: FCALL where the server allows functions and the script is a library, EVALSHA
  * otherwise; a missing script (NOSCRIPT) or function ("Function not found") is reloaded and the call
- * retried once, and no other error is retried.
+ * retried once (found by a reply after the deadline, it is loaded and not retried), and no other error is
+ * retried.
  *
  * A feature with Lua of its own (the guard's state, say) defines its script once and runs it here:
  *

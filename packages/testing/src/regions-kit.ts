@@ -71,7 +71,7 @@ export class World {
   async ready(): Promise<void> {
     await Promise.all(
       this.clients
-        .filter((c): c is Cluster => c instanceof Cluster && c.status !== 'ready')
+        .filter((c): c is Cluster => c instanceof Cluster && c.status !== 'ready' && c.status !== 'end')
         .map((c) => once(c, 'ready')),
     );
   }

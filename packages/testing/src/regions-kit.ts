@@ -67,11 +67,14 @@ export class World {
     return this.clusterHomes.get(name);
   }
 
-  /** Resolves once every Cluster client made so far has its slot map (a store's calls wait 2 s at most for it). */
+  /**
+   * Resolves once every Cluster client made so far and still opening has its slot map (a store's calls
+   * wait 2 s at most for it); one closed or closing is not waited for.
+   */
   async ready(): Promise<void> {
     await Promise.all(
       this.clients
-        .filter((c): c is Cluster => c instanceof Cluster && c.status !== 'ready' && c.status !== 'end')
+        .filter((c): c is Cluster => c instanceof Cluster && ['wait', 'connecting', 'connect'].includes(c.status))
         .map((c) => once(c, 'ready')),
     );
   }

@@ -4,7 +4,8 @@
 // hashes to.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { useCluster } from '../../../testing/src/harness.js';
+import { Redis } from 'ioredis';
+import { redisUrl, useCluster } from '../../../testing/src/harness.js';
 import { post, rlsClient, start, TempConfig, untilReady } from '../integration/serve-helpers.js';
 
 const CONFIG = `domain: api
@@ -144,6 +145,61 @@ describe('sluice serve --redis-cluster: a fleet of two services sharing one Redi
       for (const c of clients) c.close();
       await a.svc.close();
       await b.svc.close();
+      cfg.remove();
+    }
+  });
+  test('--region on --redis-cluster: a region whose home is the Cluster decides by slot and pushes to its peer', async () => {
+    // One region, eu, on the Cluster; its peer us is the shared Redis, with no service of its own: eu never
+    // hears from us, so counts it at its share (15 of 30) and admits the other 15, for users of many slots.
+    const cfg = new TempConfig(`domain: api
+descriptors:
+  - key: user
+    rate_limit: { unit: hour, requests_per_unit: 30 }
+`);
+    const prefix = `sluice-serve-cluster-regions-${run}`;
+    const settings = {
+      redisCluster: `127.0.0.1:${ctx.cluster.ports[0]}`,
+      redisPrefix: prefix,
+      failureMode: 'closed' as const,
+      redisTimeoutMs: 5000,
+      region: 'eu',
+      regionPeers: `us=${redisUrl()}`,
+      regionExchangeMs: 20,
+    };
+    const eu = await start(cfg.path, { name: 'cluster eu', settings }, { grpcPort: -1 });
+    const us = new Redis(redisUrl());
+    try {
+      await untilReady(eu.svc.httpPort);
+      const users = Array.from({ length: 10 }, (_, i) => `r${i}-${run}`);
+      for (const user of users) {
+        let n = 0;
+        for (let i = 0; i < 20; i++) {
+          const r = await post(eu.svc.httpPort, '/v1/check', { domain: 'api', descriptors: [{ user }] });
+          assert.ok(r.status === 200 || r.status === 429, `status ${r.status}`);
+          if (r.status === 200) n++;
+        }
+        assert.equal(n, 15, `${user} admitted ${n}`);
+      }
+      // eu's counts reach us's Redis: a push from a Cluster home to a single-server peer.
+      const end = Date.now() + 5000;
+      let counts: string[] = [];
+      while (Date.now() < end) {
+        const keys = await us.keys(`${prefix}:*:rg`);
+        counts = (await Promise.all(keys.map((k) => us.hgetall(k)))).map(
+          (h) => Object.entries(h).find(([f]) => f.endsWith(':eu'))?.[1] ?? '',
+        );
+        if (counts.length === users.length && counts.every((c) => c === '15')) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.deepEqual(
+        counts,
+        users.map(() => '15'),
+      );
+    } finally {
+      await eu.svc.close();
+      const keys = await us.keys(`${prefix}:*`);
+      if (keys.length > 0) await us.del(...keys);
+      us.disconnect();
       cfg.remove();
     }
   });

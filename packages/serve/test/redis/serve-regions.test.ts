@@ -91,8 +91,13 @@ test('--region and --region-peers go together, with --redis', () => {
   );
   assert.throws(
     () => readSettings(['--config', 'x.yaml', '--region', 'eu', '--region-peers', peers], {}),
-    /--region needs --redis/,
+    /--region needs --redis or --redis-cluster/,
   );
+  const cluster = readSettings(
+    ['--config', 'x.yaml', '--redis-cluster', 'a:7000,b:7001', '--region', 'eu', '--region-peers', peers],
+    {},
+  );
+  assert.equal(cluster.region, 'eu');
   assert.throws(
     () =>
       readSettings(['--config', 'x.yaml', '--redis', 'redis://a', '--region', 'eu', '--region-peers', 'us:6379'], {}),

@@ -25,6 +25,11 @@ export interface ScriptRunner {
   runOn?(peer: PeerRegion, name: StrategyScript, keys: string[], args: string[]): Promise<unknown>;
   /** Whether the store's client, or (with `regions`) a peer's, is a Redis Cluster. */
   isCluster?(peer?: PeerRegion): boolean;
+  /**
+   * The cluster hash slot every key of `key` (under any suffix) is in: its calls to a Cluster go one
+   * slot each. Absent on stores without slots.
+   */
+  slotOf?(key: string): number;
   /** The Redis key for `key` under `suffix`, in the store's `prefix:{id}:...` layout. */
   keyFor(key: string, suffix: string): string;
   /** The failure policy's answer to a decision Redis could not make. */

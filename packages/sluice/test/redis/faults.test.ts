@@ -11,6 +11,7 @@ import { createClient } from 'redis';
 import { Limiter, type Decision } from '../../src/index.js';
 import { CLOSED_RETRY_MS, RedisStore, type OnError } from '../../src/stores/redis/index.js';
 import { runPrefix, useOwnRedis } from '../../../testing/src/harness.js';
+import { DelayProxy } from '../../../testing/src/delay-proxy.js';
 
 const TIMEOUT = 50;
 const own = useOwnRedis();
@@ -218,3 +219,35 @@ for (const [name, connect] of [
     }
   });
 }
+
+test('regression: a function library found missing by a reply that came after timeoutMs is loaded all the same (a link slower than the timeout never ran a call)', async () => {
+  // The bug: on a link whose round trip exceeds timeoutMs every "Function not found" (or NOSCRIPT) came
+  // after the call's deadline, and the connection recovered only calls still awaited: nothing loaded the
+  // library, so no call ever ran on that server (the regions' pushes to a far peer, docs/distributed.md).
+  const link = new DelayProxy(own.server.port, 60);
+  await link.start();
+  const c = new Redis({ port: link.port, host: '127.0.0.1' });
+  c.on('error', () => {});
+  const cli = (...args: string[]) =>
+    execFileSync('redis-cli', ['-p', String(own.server.port), ...args], { encoding: 'utf8' });
+  try {
+    await once(c, 'ready');
+    const store = new RedisStore({ client: c, prefix: runPrefix('late-fnf'), timeoutMs: TIMEOUT, logger: false });
+    const l = new Limiter({ policy: { name: 'p', algorithm: 'token-bucket', limit: 3, window: '1h' }, store });
+    await l.limit('a');
+    await sleep(300);
+    cli('FUNCTION', 'FLUSH');
+    const reloads = store.stats.reloads;
+    const d = await l.limit('a');
+    assert.equal(d.reason, 'store-error', 'a 120 ms round trip over a 50 ms timeout');
+    const end = Date.now() + 3000;
+    while (!/sluice_/.test(cli('FUNCTION', 'LIST'))) {
+      if (Date.now() > end) assert.fail('the library was never loaded again');
+      await sleep(20);
+    }
+    assert.equal(store.stats.reloads, reloads + 1);
+  } finally {
+    c.disconnect();
+    await link.stop();
+  }
+});

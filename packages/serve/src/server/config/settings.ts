@@ -446,7 +446,7 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
   region: {
     flag: '--region',
     env: 'SLUICE_REGION',
-    help: "this service's region, with --region-peers and --redis (this region's Redis): one limit per descriptor across regions, fixed-window rules only",
+    help: "this service's region, with --region-peers and --redis or --redis-cluster (this region's Redis): one limit per descriptor across regions, fixed-window rules only",
     parse: matching(/^[A-Za-z0-9_.-]{1,64}$/, "a region name of letters, digits, '.', '_' or '-'"),
   },
   regionPeers: {
@@ -710,9 +710,12 @@ export function readSettings(
     throw new SettingsError(
       `--region and --region-peers go together; only ${out.region === undefined ? '--region-peers' : '--region'} was given`,
     );
-  if (out.region !== undefined && (out.redis === undefined || out.redisPerSecond !== undefined)) {
+  if (
+    out.region !== undefined &&
+    ((out.redis === undefined && out.redisCluster === undefined) || out.redisPerSecond !== undefined)
+  ) {
     throw new SettingsError(
-      `--region needs --redis (this region's own Redis), and neither --redis-cluster, --redis-sentinel nor --redis-per-second: regions are not built on those yet`,
+      `--region needs --redis or --redis-cluster (this region's own Redis), and neither --redis-sentinel nor --redis-per-second: regions are not built on those yet`,
     );
   }
   if ((out.grpcTlsCert === undefined) !== (out.grpcTlsKey === undefined)) {

@@ -22,14 +22,6 @@ export function bindRegions(store: Store, spec: TableSpec, strategy: string, clo
   checkRegionsPolicies(spec.policies);
   const p = spec.policies[0]!;
   const runner = store.runner(spec);
-  // Decisions and pushes carry many keys per script call: on a Cluster they would span slots.
-  const cluster = runner.isCluster?.() ? 'this region' : regions.peers.find((peer) => runner.isCluster?.(peer))?.name;
-  if (cluster !== undefined) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `strategy 'regions' does not run on a Redis Cluster yet (${cluster === 'this region' ? "this region's client" : `peer ${show(cluster)}`} is one): give each region a standalone Redis (or one behind Sentinel)`,
-    );
-  }
   return new RegionsTable({ policy: p, clock, runner }, regions);
 }
 

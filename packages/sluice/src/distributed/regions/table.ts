@@ -26,6 +26,7 @@
 import { makeDecision, SluiceError } from '../../core/index.js';
 import type { Decision } from '../../core/index.js';
 import { unrefTimer, utf8Length } from '../../runtime.js';
+import { batches } from '../../stores/redis/batch.js';
 import type { PeerRegion } from '../../stores/script-runner.js';
 import type { StoreTable } from '../../stores/store.js';
 import type { StrategySpec } from '../runner.js';
@@ -61,7 +62,11 @@ export interface RegionsStats {
   longestGapMs: number;
 }
 
-/** Most pushes awaiting a peer's answer at once, per peer. */
+/**
+ * Most pushes awaiting a peer's answer at once, per peer: at least the round trip over exchangeMs, or
+ * the pushes fall behind the exchange and S of the bound grows. A push to a Redis Cluster goes as a call
+ * per hash slot (up to PUSH_CHUNK calls; stores/redis/peers.ts bounds the peer's calls accordingly).
+ */
 const MAX_PUSHES_IN_FLIGHT = 32;
 /** Most key counts per push (one script call). */
 const PUSH_CHUNK = 1000;
@@ -70,10 +75,19 @@ const MAX_BATCH = 64;
 
 interface QueuedDecision {
   readonly key: string;
+  /** The key's hash slot on a Cluster home (0 on a standalone one): a call carries one slot's decisions. */
+  readonly slot: number;
   readonly cost: number;
   readonly force: boolean;
   resolve(reply: number[]): void;
   reject(err: unknown): void;
+}
+
+/** A key count in a push: on a Cluster peer, the push goes as a call per slot. */
+interface Pushed {
+  readonly key: string;
+  readonly st: KeyCount;
+  readonly slot: number;
 }
 
 const respBulk = (s: string): number => {
@@ -113,6 +127,16 @@ export class RegionsTable implements StoreTable {
   private timer: ReturnType<typeof setInterval> | undefined;
   private lastExchange = -1;
   private readonly runOn: NonNullable<StrategySpec['runner']['runOn']>;
+  /**
+   * Whether the home, and each peer, is a Redis Cluster: there a script call carries one hash slot's keys
+   * (every key of an id is in its slot, stores/redis/keys.ts), so decisions go a call per slot, a push to
+   * a peer a call per slot, and the peer's "heard" stamp (a key of its own slot) a call of its own.
+   */
+  private readonly homeCluster: boolean;
+  private readonly peerCluster: boolean[];
+  /** Per Cluster peer: whether its heartbeat (the stamp) awaits an answer. */
+  private readonly beating: boolean[];
+  private readonly slotOf: (key: string) => number;
 
   constructor(
     private readonly spec: StrategySpec,
@@ -125,6 +149,16 @@ export class RegionsTable implements StoreTable {
         `strategy 'regions' needs a RedisStore with the 'regions' option`,
       );
     this.runOn = runOn;
+    this.homeCluster = spec.runner.isCluster?.() ?? false;
+    this.peerCluster = regions.peers.map((p) => spec.runner.isCluster?.(p) ?? false);
+    this.beating = regions.peers.map(() => false);
+    const slotOf = spec.runner.slotOf;
+    if ((this.homeCluster || this.peerCluster.includes(true)) && slotOf === undefined)
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `strategy 'regions' on a Redis Cluster needs a store that names slots`,
+      );
+    this.slotOf = slotOf ?? (() => 0);
     this.suffix = `${spec.policy.name}:rg`;
     this.heardKey = spec.runner.keyFor('regions', 'heard');
     const limit = spec.policy.limit;
@@ -153,7 +187,8 @@ export class RegionsTable implements StoreTable {
     const sentAt = this.spec.clock();
     let r: number[];
     try {
-      r = await new Promise<number[]>((resolve, reject) => this.enqueue({ key, cost, force, resolve, reject }));
+      const slot = this.homeCluster ? this.slotOf(key) : 0;
+      r = await new Promise<number[]>((resolve, reject) => this.enqueue({ key, slot, cost, force, resolve, reject }));
     } catch {
       this.stats.fallbacks++;
       return this.spec.runner.fallback(key, cost);
@@ -188,6 +223,13 @@ export class RegionsTable implements StoreTable {
     const ops = this.queue;
     if (ops.length === 0) return;
     this.queue = [];
+    // On a Cluster home, a call per hash slot (batch.ts, as the store's own tables do).
+    batches(ops, this.homeCluster, MAX_BATCH, this.sendNow);
+  }
+
+  private readonly sendNow = (ops: QueuedDecision[]) => this.send(ops);
+
+  private send(ops: QueuedDecision[]): void {
     const keys = ops.map((o) => this.spec.runner.keyFor(o.key, this.suffix));
     const args = [
       this.regions.name,
@@ -275,8 +317,9 @@ export class RegionsTable implements StoreTable {
         const batch = this.take(i, changed);
         if (batch.length > 0) void this.push(i, peer, batch);
       }
-      // An empty push is the heartbeat: the peer hears from this region even when it admits nothing.
-      if (this.inFlight[i] === 0) void this.push(i, peer, []);
+      // An empty push is the heartbeat: the peer hears from this region even when it admits nothing. A
+      // push to a Cluster peer does not stamp (its keys are of other slots), so there it goes every exchange.
+      if (this.peerCluster[i] ? !this.beating[i] : this.inFlight[i] === 0) void this.push(i, peer, []);
     });
     // Once a window: forget keys whose window has ended (after every peer has their count, or a window
     // later, when the peers drop that window anyway).
@@ -289,12 +332,13 @@ export class RegionsTable implements StoreTable {
   }
 
   /** Takes up to PUSH_CHUNK keys out of `changed` whose count peer `i` has not been sent. */
-  private take(i: number, changed: Set<string>): [string, KeyCount][] {
-    const batch: [string, KeyCount][] = [];
+  private take(i: number, changed: Set<string>): Pushed[] {
+    const batch: Pushed[] = [];
+    const cluster = this.peerCluster[i]!;
     for (const key of changed) {
       changed.delete(key);
       const st = this.keys.get(key);
-      if (st !== undefined && st.own > st.sent[i]!) batch.push([key, st]);
+      if (st !== undefined && st.own > st.sent[i]!) batch.push({ key, st, slot: cluster ? this.slotOf(key) : 0 });
       if (batch.length === PUSH_CHUNK) break;
     }
     return batch;
@@ -316,12 +360,33 @@ export class RegionsTable implements StoreTable {
     this.updatePeerArgs();
   }
 
-  private push(i: number, peer: PeerRegion, batch: [string, KeyCount][]): Promise<void> {
+  /**
+   * One push of `batch` to peer `i` (an empty one is the heartbeat): one call carrying the "heard" stamp
+   * and every count on a standalone peer; on a Cluster peer, a call per hash slot without the stamp, or
+   * the stamp alone.
+   */
+  private push(i: number, peer: PeerRegion, batch: Pushed[]): Promise<void> {
+    this.inFlight[i]!++;
+    let pushed: Promise<void>;
+    if (!this.peerCluster[i]) pushed = this.merge(i, peer, batch, true);
+    else if (batch.length === 0) {
+      this.beating[i] = true;
+      pushed = this.merge(i, peer, batch, true).finally(() => (this.beating[i] = false));
+    } else {
+      const calls: Promise<void>[] = [];
+      batches(batch, true, PUSH_CHUNK, (group) => calls.push(this.merge(i, peer, group, false)));
+      pushed = Promise.all(calls).then(() => {});
+    }
+    return pushed.finally(() => this.inFlight[i]!--);
+  }
+
+  /** One regions-merge call: `stamp`, whether it stamps the peer's "heard" hash (KEYS[1]). Never rejects. */
+  private merge(i: number, peer: PeerRegion, batch: Pushed[], stamp: boolean): Promise<void> {
     const p = this.spec.policy;
-    const keys = [this.heardKey];
+    const keys = stamp ? [this.heardKey] : [];
     const args = [this.regions.name, String(p.windowMs), this.spec.runner.clientClock ? String(this.spec.clock()) : ''];
     const sent: [string, KeyCount, number, number][] = [];
-    for (const [key, st] of batch) {
+    for (const { key, st } of batch) {
       keys.push(this.spec.runner.keyFor(key, this.suffix));
       args.push(String(st.window), String(st.own));
       sent.push([key, st, st.window, st.own]);
@@ -338,7 +403,6 @@ export class RegionsTable implements StoreTable {
       respBulk('0'.repeat(40)) +
       respBulk(String(keys.length)) +
       [...keys, ...args].reduce((n, s) => n + respBulk(s), 0);
-    this.inFlight[i]!++;
     return this.runOn(peer, 'regions-merge', keys, args)
       .then(() => {
         this.failing[i] = undefined;
@@ -353,8 +417,7 @@ export class RegionsTable implements StoreTable {
           st.sent[i] = st.acked[i]!;
           this.dirty[i]!.add(key);
         }
-      })
-      .finally(() => this.inFlight[i]!--);
+      });
   }
 
   /** Stops exchanging after one last push of every count a peer has not acknowledged (for shutdown and tests). */
@@ -364,7 +427,10 @@ export class RegionsTable implements StoreTable {
     this.lastExchange = -1;
     const pushes: Promise<void>[] = [];
     this.regions.peers.forEach((peer, i) => {
-      const batch = [...this.keys].filter(([, st]) => st.own > st.acked[i]!);
+      const cluster = this.peerCluster[i]!;
+      const batch = [...this.keys]
+        .filter(([, st]) => st.own > st.acked[i]!)
+        .map(([key, st]) => ({ key, st, slot: cluster ? this.slotOf(key) : 0 }));
       for (let at = 0; at < batch.length; at += PUSH_CHUNK)
         pushes.push(this.push(i, peer, batch.slice(at, at + PUSH_CHUNK)));
     });

@@ -32,13 +32,14 @@ export interface Op {
 
 /**
  * Calls `send` with each batch: in order, at most `max` operations each; on a cluster one hash slot each,
- * or, given `nodeOf`, one master each (by slot where the client's map names none).
+ * or, given `nodeOf`, one master each (by slot where the client's map names none). Anything with a
+ * `slot` batches so (the regions strategy's decisions, src/distributed/regions/table.ts, by slot).
  */
-export function batches(
-  ops: Op[],
+export function batches<O extends { readonly slot: number } = Op>(
+  ops: O[],
   cluster: boolean,
   max: number,
-  send: (batch: Op[]) => void,
+  send: (batch: O[]) => void,
   nodeOf?: (slot: number) => string | undefined,
 ): void {
   if (!cluster) {
@@ -51,8 +52,8 @@ export function batches(
 }
 
 /** The operations grouped by `at`, each group in order, the groups in order of their first operation. */
-function groupBy(ops: Op[], at: (op: Op) => number | string): Iterable<Op[]> {
-  const groups = new Map<number | string, Op[]>();
+function groupBy<O>(ops: O[], at: (op: O) => number | string): Iterable<O[]> {
+  const groups = new Map<number | string, O[]>();
   for (const op of ops) {
     const where = at(op);
     const group = groups.get(where);
@@ -68,10 +69,10 @@ function groupBy(ops: Op[], at: (op: Op) => number | string): Iterable<Op[]> {
  * calls sent later; a key's operations in two of them could then run out of order. A slot with more
  * than `max` operations goes in calls of that slot alone, which the client redirects in order.
  */
-function byMaster(
-  ops: Op[],
+function byMaster<O extends { readonly slot: number }>(
+  ops: O[],
   max: number,
-  send: (batch: Op[]) => void,
+  send: (batch: O[]) => void,
   nodeOf: (slot: number) => string | undefined,
 ): void {
   for (const group of groupBy(ops, (op) => nodeOf(op.slot) ?? op.slot)) {
@@ -79,7 +80,7 @@ function byMaster(
       send(group);
       continue;
     }
-    let batch: Op[] = [];
+    let batch: O[] = [];
     for (const slot of groupBy(group, (op) => op.slot)) {
       if (slot.length > max) {
         for (let i = 0; i < slot.length; i += max) send(slot.slice(i, i + max));
@@ -96,7 +97,7 @@ function byMaster(
 }
 
 /** Whether the batch's keys are all of one hash slot. */
-export function oneSlot(ops: Op[]): boolean {
+export function oneSlot(ops: readonly { readonly slot: number }[]): boolean {
   const slot = ops[0]!.slot;
   for (const op of ops) if (op.slot !== slot) return false;
   return true;

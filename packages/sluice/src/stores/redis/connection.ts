@@ -4,7 +4,8 @@
  * needs: readiness, one deadline per call (deadlines.ts), a bound on calls awaiting an answer, counters,
  * and running a script: FCALL where the server allows functions and the script is a library, EVALSHA
  * otherwise; a missing script (NOSCRIPT) or function ("Function not found") is reloaded and the call
- * retried once, and no other error is retried.
+ * retried once (found by a reply after the deadline, it is loaded and not retried), and no other error is
+ * retried.
  *
  * A feature with Lua of its own (the guard's state, say) defines its script once and runs it here:
  *
@@ -276,7 +277,11 @@ export class RedisConnection {
       (err: unknown) => {
         let again: Promise<unknown> | undefined;
         try {
-          again = call.settled ? undefined : this.recover(script, err, keys, args, functions);
+          // A call already answered by its deadline is not retried (its caller acted on the failure), but a
+          // missing script it found is loaded all the same: on a link whose round trip exceeds timeoutMs
+          // every NOSCRIPT comes late, and the script was otherwise never loaded, so no call ever ran.
+          if (call.settled) this.loadLate(script, err, functions);
+          else again = this.recover(script, err, keys, args, functions);
           // Redis answered: the reload (a library on every master) and the retry get connectTimeoutMs,
           // not what is left of timeoutMs, or the first calls after a restart or failover would get the
           // failure policy whenever loading takes longer than a call.
@@ -433,16 +438,7 @@ export class RedisConnection {
     if (FUNCTIONS_REFUSED.test(why)) return this.withoutFunctions(script, keys, args);
     if (!FUNCTION_MISSING.test(why)) return undefined;
     stats.reloads++;
-    let loading = this.loading.get(script.fn);
-    if (loading === undefined) {
-      const done = () => this.loading.delete(script.fn);
-      loading = this.loadEverywhere(script.library).then(done, (loadErr: unknown) => {
-        done();
-        throw loadErr;
-      });
-      this.loading.set(script.fn, loading);
-    }
-    return loading.then(
+    return this.loadFunction(script.library, script.fn).then(
       () => functions.fcall(script.fn, keys, args),
       (loadErr: unknown) => {
         if (FUNCTIONS_REFUSED.test(message(loadErr))) return this.withoutFunctions(script, keys, args);
@@ -452,20 +448,56 @@ export class RedisConnection {
   }
 
   /**
+   * After a late reply that said the script or its function is missing: loads it (SCRIPT LOAD or
+   * FUNCTION LOAD on every server behind the client) without running the call again. Failures are only
+   * counted: the next call that finds it missing in time recovers as usual.
+   */
+  private loadLate(script: Command, err: unknown, sentAsFunction: boolean): void {
+    if (isPlain(script)) return;
+    const why = message(err);
+    const asFunction = sentAsFunction && this.adapter.functions !== undefined && isLibrary(script);
+    if (asFunction ? !FUNCTION_MISSING.test(why) : !why.startsWith('NOSCRIPT')) return;
+    this.stats.reloads++;
+    const loading = asFunction
+      ? this.loadFunction(script.library, script.fn)
+      : this.onEveryServer(['SCRIPT', 'LOAD', script.source]);
+    loading.catch(() => this.stats.errors++);
+  }
+
+  /** FUNCTION LOAD of `library` (function `fn`) on every server, once at a time however many calls ask. */
+  private loadFunction(library: string, fn: string): Promise<unknown> {
+    let loading = this.loading.get(fn);
+    if (loading === undefined) {
+      const done = () => this.loading.delete(fn);
+      loading = this.loadEverywhere(library).then(done, (loadErr: unknown) => {
+        done();
+        throw loadErr;
+      });
+      this.loading.set(fn, loading);
+    }
+    return loading;
+  }
+
+  /**
    * FUNCTION LOAD of `library` on every server behind the client: a cluster's call goes to the master of
    * its slot, so every master needs the library, and one that lost it (a new master, a failover to a
    * replica without it, a flush) says so only when a call reaches it. A server that already has it is fine.
    */
-  private async loadEverywhere(library: string): Promise<void> {
+  private loadEverywhere(library: string): Promise<void> {
+    return this.onEveryServer(['FUNCTION', 'LOAD', library]);
+  }
+
+  /** Sends `command` to every server behind the client (each master of a cluster); "already exists" is fine. */
+  private async onEveryServer(command: string[]): Promise<void> {
     const servers = await this.adapter.servers();
     if (servers.length === 0)
       throw new SluiceError(
         'ERR_SLUICE_STORE_UNAVAILABLE',
-        `${this.owner}: the Redis client named no server to load the function library on`,
+        `${this.owner}: the Redis client named no server to load the ${command[0] === 'SCRIPT' ? 'script' : 'function library'} on`,
       );
     const load = async (server: ServerCommand): Promise<void> => {
       try {
-        await server.send(['FUNCTION', 'LOAD', library]);
+        await server.send(command);
       } catch (err) {
         if (!LIBRARY_EXISTS.test(message(err))) throw err; // loaded meanwhile by another call or process: fine
       }

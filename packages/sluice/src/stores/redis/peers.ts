@@ -4,9 +4,17 @@
  * store's reporting (the 'regions' strategy, src/distributed/regions/, owns what is sent).
  */
 import type { PeerRegion } from '../script-runner.js';
+import { adapt } from './adapter.js';
 import { connectionStats, RedisConnection } from './connection.js';
 import type { HealthReport } from './health.js';
 import { fileScript } from './scripts.js';
+
+/**
+ * Most calls awaiting a peer's answer at once, every limiter of the store together: 64 pushes; on a
+ * Cluster, a push is a call per hash slot of its up to 1,000 keys (src/distributed/regions/table.ts).
+ */
+const MAX_IN_FLIGHT = 64;
+const CLUSTER_MAX_IN_FLIGHT = 64 * 1000;
 
 export class PeerConnections {
   private readonly connections = new Map<string, RedisConnection>();
@@ -28,7 +36,11 @@ export class PeerConnections {
         owner: `RedisStore region '${peer.name}'`,
         stats: connectionStats(),
         report: { ...this.report, meanwhile },
-        maxInFlight: 64,
+        // A push to a Cluster goes as a call per hash slot (src/distributed/regions/table.ts): with keys
+        // of many slots, a push of 1,000 keys is up to 1,000 calls.
+        maxInFlight: adapt(peer.client, `RedisStore region '${peer.name}'`).cluster
+          ? CLUSTER_MAX_IN_FLIGHT
+          : MAX_IN_FLIGHT,
       });
       this.connections.set(peer.name, c);
     }

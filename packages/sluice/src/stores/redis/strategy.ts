@@ -5,7 +5,7 @@
 import type { ScriptRunner } from '../script-runner.js';
 import type { TableSpec } from '../store.js';
 import { Fallback } from './failure.js';
-import { escapeId, keyOf } from './keys.js';
+import { escapeId, keyOf, slotOf } from './keys.js';
 import type { PeerConnections } from './peers.js';
 import { fileScript } from './scripts.js';
 import type { StoreContext } from './table.js';
@@ -16,6 +16,7 @@ export function scriptRunner(ctx: StoreContext, spec: TableSpec, peers?: PeerCon
   return {
     clientClock: ctx.clientClock,
     keyFor: (key, suffix) => keyOf(ctx.prefix, escapeId(key), suffix),
+    slotOf: (key) => slotOf(escapeId(key)),
     fallback: (key, cost) => {
       stats.fallbacks++;
       return fallback.decide(key, cost, undefined);

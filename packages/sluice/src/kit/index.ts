@@ -28,7 +28,8 @@ export { Fallback, type OnError } from '../stores/redis/failure.js';
 // The one turn batcher: a feature's operations of a turn of the event loop, sent when the turn ends (or,
 // eagerly, once a call is full), in calls of a bounded size, one hash slot each on a Cluster; each call
 // goes through the feature's RedisConnection. RedisStore's tables and the guard's state both use it.
-export { bySlot, TurnBatch, type TurnBatchOptions } from '../stores/redis/turn-batch.js';
+export { bySlot } from '../stores/redis/batch.js';
+export { TurnBatch, type TurnBatchOptions } from '../stores/redis/turn-batch.js';
 export { checkRedisBasics } from '../stores/redis/options.js';
 export {
   checkReporting,

@@ -47,8 +47,13 @@ export function batches<O extends { readonly slot: number } = Op>(
     return;
   }
   if (nodeOf !== undefined) return byMaster(ops, max, send, nodeOf);
-  for (const group of groupBy(ops, (op) => op.slot))
+  for (const group of bySlot(ops))
     for (let i = 0; i < group.length; i += max) send(group.length <= max ? group : group.slice(i, i + max));
+}
+
+/** Operations grouped by hash slot, each group in order, the groups in order of their first operation. */
+export function bySlot<O extends { readonly slot: number }>(ops: O[]): O[][] {
+  return [...groupBy(ops, (op) => op.slot)];
 }
 
 /** The operations grouped by `at`, each group in order, the groups in order of their first operation. */

@@ -23,6 +23,7 @@
  * reads.add({ slot: slotOf(id), keys: [key], ... }); // sent with the rest of this turn's reads
  */
 import { realSetImmediate } from '../../runtime.js';
+import { batches, bySlot } from './batch.js';
 
 export interface TurnBatchOptions<O extends { readonly slot: number }> {
   /** Whether the connection is to a Cluster: a call's keys must then share one hash slot. */
@@ -65,7 +66,7 @@ export class TurnBatch<O extends { readonly slot: number }> {
     this.max = options.max;
     this.weigh = options.weigh;
     this.sendOne = options.send;
-    this.split = options.split ?? ((ops, send) => this.byWeight(ops, send));
+    this.split = options.split ?? ((ops, send) => this.defaultSplit(ops, send));
     this.eager = options.eager === true && !options.cluster;
     this.writeNow = options.writeNow;
   }
@@ -107,19 +108,17 @@ export class TurnBatch<O extends { readonly slot: number }> {
     this.writeNow?.();
   }
 
-  /** The default split: one group (standalone) or one per slot (Cluster), each in calls of at most `max` weight. */
-  private byWeight(ops: O[], send: (batch: O[]) => void): void {
-    if (!this.cluster) return this.chunks(ops, send);
-    for (const group of bySlot(ops)) this.chunks(group, send);
+  /**
+   * The default split: batch.ts's (in order, at most `max` operations, one slot each on a Cluster), or,
+   * given `weigh`, the same by weight.
+   */
+  private defaultSplit(ops: O[], send: (batch: O[]) => void): void {
+    if (this.weigh === undefined) return batches(ops, this.cluster, this.max, send);
+    for (const group of this.cluster ? bySlot(ops) : [ops]) this.chunks(group, this.weigh, send);
   }
 
-  private chunks(ops: O[], send: (batch: O[]) => void): void {
-    const weigh = this.weigh;
-    if (weigh === undefined) {
-      const max = this.max;
-      for (let i = 0; i < ops.length; i += max) send(ops.length <= max ? ops : ops.slice(i, i + max));
-      return;
-    }
+  /** Consecutive calls of at most `max` weight; an operation heavier than `max` goes alone. */
+  private chunks(ops: O[], weigh: (op: O) => number, send: (batch: O[]) => void): void {
     let from = 0;
     let weight = 0;
     for (let i = 0; i < ops.length; i++) {
@@ -133,15 +132,4 @@ export class TurnBatch<O extends { readonly slot: number }> {
     }
     send(from === 0 ? ops : ops.slice(from));
   }
-}
-
-/** Operations grouped by hash slot, each group in order, the groups in order of their first operation. */
-export function bySlot<O extends { readonly slot: number }>(ops: O[]): O[][] {
-  const groups = new Map<number, O[]>();
-  for (const op of ops) {
-    const group = groups.get(op.slot);
-    if (group === undefined) groups.set(op.slot, [op]);
-    else group.push(op);
-  }
-  return [...groups.values()];
 }

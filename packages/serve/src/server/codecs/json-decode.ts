@@ -128,7 +128,7 @@ export function decodeRlsJson(body: unknown): RlsRequest {
     const list = jsonField(d, D.entries);
     if (!Array.isArray(list) || list.length === 0)
       throw new BadRequest(`'${where}.entries' must be a non-empty list of {"key": "...", "value": "..."}`);
-    checkEntryCount(list.length, `${where}.entries`);
+    checkEntryCount(list.length, i);
     const entries: Entry[] = list.map((e: unknown, j: number) => {
       const w = `${where}.entries[${j}]`;
       if (!isObject(e)) throw new BadRequest(`'${w}' must be {"key": "...", "value": "..."}, got ${shown(e)}`);
@@ -183,7 +183,7 @@ export function decodeCheck(body: unknown, onlyDomain: string | undefined): RlsR
       if (!isObject(d) || Object.keys(d).length === 0)
         throw new BadRequest(`'descriptors[${i}]' must be a non-empty object such as {"user": "42"}`);
       const pairs = Object.entries(d);
-      checkEntryCount(pairs.length, `descriptors[${i}]`);
+      checkEntryCount(pairs.length, i, '');
       return {
         entries: pairs.map(([k, v]) => ({ key: k, value: str(v, `descriptors[${i}].${cut(k)}`) })),
         hitsAddend: cost,

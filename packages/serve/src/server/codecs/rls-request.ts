@@ -143,12 +143,16 @@ export function checkDescriptorCount(n: number, field = 'descriptors'): void {
 }
 
 /**
- * Refuses a descriptor that holds more entries than a descriptor may. `field` names its entries as the
- * client wrote them: `descriptors[0].entries`, or /v1/check's `descriptors[0]` (an object of key: value).
+ * Refuses descriptor `i` if it holds more entries than a descriptor may. Its entries are named as the
+ * client wrote them, `descriptors[i]` + `suffix`: `descriptors[0].entries`, or, with suffix '', /v1/check's
+ * `descriptors[0]` (an object of key: value). The name is built only for the refusal: this runs on every
+ * descriptor of every request.
  */
-export function checkEntryCount(n: number, field: string): void {
+export function checkEntryCount(n: number, i: number, suffix = '.entries'): void {
   if (n > REQUEST_BOUNDS.maxEntries)
-    throw new BadRequest(`'${field}' holds ${n} entries; a descriptor holds at most ${REQUEST_BOUNDS.maxEntries}`);
+    throw new BadRequest(
+      `'descriptors[${i}]${suffix}' holds ${n} entries; a descriptor holds at most ${REQUEST_BOUNDS.maxEntries}`,
+    );
 }
 
 /**
@@ -163,7 +167,7 @@ export function checkRequest(req: RlsRequest): void {
   for (let i = 0; i < n; i++) {
     const d = req.descriptors[i]!;
     if (d.entries.length === 0) throw new BadRequest(`descriptors[${i}]: 'entries' must not be empty`);
-    checkEntryCount(d.entries.length, `descriptors[${i}].entries`);
+    checkEntryCount(d.entries.length, i);
     for (let j = 0; j < d.entries.length; j++) {
       const e = d.entries[j]!;
       if (e.key === '') throw new BadRequest(`descriptors[${i}].entries[${j}]: 'key' must not be empty`);

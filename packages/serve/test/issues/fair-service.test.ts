@@ -359,7 +359,8 @@ describe("issue 45 on sluice serve: the issue's numbers at the default caps", ()
       // 4,096 idle gRPC connections at the defaults are not run here: with one address's share at 1024,
       // the other 3,072 are closed and re-opened (HTTP/2 sessions at both ends, in this one process), and
       // on this host (2 cores, load average 13) that churn alone put a new connection's first call at
-      // 1-3 s (11 and 36 of 50 within 1 s in two runs). The small-caps test above pins finding 3.
+      // 1-3 s (11 and 36 of 50 within 1 s in two runs). fair-default-caps.test.ts runs them (and idle
+      // keep-alive sockets filling the whole cap) from an attacker in a child process on four addresses.
     } finally {
       await svc.close(500);
     }

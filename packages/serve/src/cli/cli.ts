@@ -195,6 +195,8 @@ const SERVE_KEYS = [
   'maxConnectionsPerAddress',
   'grpcMaxPendingCallsPerConnection',
   'grpcMaxPendingCallsPerAddress',
+  'grpcMaxPendingBytes',
+  'grpcMaxPendingBytesPerAddress',
   'drainMs',
   'grpcTlsCert',
   'grpcTlsKey',

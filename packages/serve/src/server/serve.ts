@@ -211,6 +211,8 @@ export async function startService(settings: Settings, options: StartOptions = {
       maxPendingCalls: settings.grpcMaxPendingCalls,
       maxPendingCallsPerConnection: settings.grpcMaxPendingCallsPerConnection,
       maxPendingCallsPerAddress: settings.grpcMaxPendingCallsPerAddress,
+      maxPendingBytes: settings.grpcMaxPendingBytes,
+      maxPendingBytesPerAddress: settings.grpcMaxPendingBytesPerAddress,
       ...(tls === undefined ? {} : { tls }),
     });
     grpcPort = await grpcServer.listen(settings.host, settings.grpcPort).catch(failStart);

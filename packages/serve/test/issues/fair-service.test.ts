@@ -366,3 +366,94 @@ describe("issue 45 on sluice serve: the issue's numbers at the default caps", ()
     }
   });
 });
+
+describe('pending gRPC bytes are one pool: a client trickling large messages holds what it can of the byte budget, and a client on another address keeps getting answers', () => {
+  // Small byte caps, so that a few dozen calls reach them: the budget 2 MiB, one address's share 768 KiB
+  // (four addresses at their share ask for 3 MiB, past the budget). The attacker fills with large calls,
+  // then tops up with small ones, so that what it fills is full to the last 500 bytes; the client's check
+  // names a value of 1,000 characters (values of 4,096 are allowed), and would never fit in what is left.
+  // Every attacking call announces a message of 60,000 bytes, sends 49,000 (a small one: 500) and never the
+  // rest; whatever is ended (shed, refused, timed out) is opened again.
+  const LARGER_CHECK = { domain: 'api', descriptors: [{ entries: [{ key: 'key', value: 'x'.repeat(1000) }] }] };
+  let svc: RunningService;
+  before(async () => {
+    ({ svc } = await start(
+      cfg.path,
+      { name: 'memory', settings: {} },
+      {
+        grpcMaxPendingBytes: 2 * 1024 * 1024,
+        grpcMaxPendingBytesPerAddress: 768 * 1024,
+        headersTimeoutMs: 60_000,
+        requestTimeoutMs: 60_000,
+        grpcMaxConnectionIdleMs: 0,
+        adminPort: 0,
+      },
+    ));
+  });
+  after(async () => {
+    await svc.close(500);
+  });
+
+  /** Calls holding `bytes` each, over 4 connections from `localAddress`. */
+  function tricklingCalls(localAddress: string, bytes: number) {
+    const sessions = Array.from({ length: 4 }, () => {
+      const s = http2.connect(`http://127.0.0.1:${svc.grpcPort}`, {
+        createConnection: () => connect({ port: svc.grpcPort!, host: '127.0.0.1', localAddress }),
+      });
+      s.on('error', () => {});
+      return s;
+    });
+    const prefix = Buffer.from([0, 0, 0, 0xea, 0x60]); // 60,000 bytes follow
+    let next = 0;
+    return {
+      sessions,
+      call: (ended: () => void) => {
+        const session = sessions[next++ % sessions.length]!;
+        if (session.destroyed || session.closed) {
+          setTimeout(ended, 50);
+          return { end: () => {} };
+        }
+        const call = session.request({
+          ':method': 'POST',
+          ':path': SHOULD_RATE_LIMIT,
+          'content-type': 'application/grpc',
+          te: 'trailers',
+        });
+        call.on('error', () => {});
+        call.resume();
+        call.once('close', ended);
+        call.write(Buffer.concat([prefix, Buffer.alloc(bytes - 5, 0x0a)]));
+        return { end: () => call.close() };
+      },
+    };
+  }
+
+  for (const addresses of [['127.0.0.2'], ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5']]) {
+    test(`from ${addresses.length === 1 ? 'one address' : `${addresses.length} addresses (each at its share, together the whole budget)`}: ShouldRateLimit from 127.0.0.1 keeps getting answers`, async (t) => {
+      // Each address tries for the whole budget: 2 MiB is 42 calls of 49,000 bytes and 78 of 500.
+      const attackers = addresses.flatMap((a) =>
+        [49_000, 500].map((bytes) => {
+          const { sessions, call } = tricklingCalls(a, bytes);
+          return { sessions, attacker: new Attacker(call, 100), count: bytes === 500 ? 80 : 44 };
+        }),
+      );
+      const client = rlsClient(svc.grpcPort!);
+      try {
+        await client.call(CHECK);
+        for (const { attacker, count } of attackers) await attacker.hold(count, 100);
+        await nap(500);
+        const r = await legitimate(100, async () => (await client.call(LARGER_CHECK)).overall_code === 'OK');
+        t.diagnostic(summary(r, 100));
+        assert.ok(r.ok >= 99, summary(r, 100));
+        const capped = attackers.reduce((n, { attacker }) => n + attacker.ended, 0);
+        assert.ok(capped > 0, `the attacker's calls past the caps were ended: ${capped}`);
+      } finally {
+        for (const { attacker, sessions } of attackers) {
+          attacker.stop();
+          for (const s of sessions) s.destroy();
+        }
+        client.close();
+      }
+    });
+  }
+});

@@ -188,3 +188,17 @@ test('--grpc-max-pending-calls is 4096 by default and at least 1', () => {
     /--grpc-max-pending-calls must be a whole number of at least 1, got "0"/,
   );
 });
+
+test('--grpc-max-pending-bytes is 64 MiB and --grpc-max-pending-bytes-per-address 16 MiB by default, each at least 1', () => {
+  const s = readSettings(['--config', 'x.yaml'], {});
+  assert.deepEqual([s.grpcMaxPendingBytes, s.grpcMaxPendingBytesPerAddress], [64 * 1024 * 1024, 16 * 1024 * 1024]);
+  assert.equal(
+    readSettings(['--config', 'x.yaml'], { SLUICE_GRPC_MAX_PENDING_BYTES_PER_ADDRESS: '1048576' })
+      .grpcMaxPendingBytesPerAddress,
+    1_048_576,
+  );
+  assert.throws(
+    () => readSettings(['--config', 'x.yaml', '--grpc-max-pending-bytes-per-address', '0'], {}),
+    /--grpc-max-pending-bytes-per-address must be a whole number of at least 1, got "0"/,
+  );
+});

@@ -57,6 +57,10 @@ export interface Settings {
   grpcMaxPendingCallsPerConnection: number;
   /** gRPC calls one client address (IPv6: one /64) holds while their message has not arrived whole. */
   grpcMaxPendingCallsPerAddress: number;
+  /** Bytes those gRPC calls hold together, across connections; past it, the address holding the most gives some up. */
+  grpcMaxPendingBytes: number;
+  /** Bytes those gRPC calls hold from one client address (IPv6: one /64); past it, its fullest connection gives some up. */
+  grpcMaxPendingBytesPerAddress: number;
   /** On SIGTERM, how long /readyz and gRPC health say not-serving while decisions go on, before the listeners close. */
   drainMs: number;
   /** PEM certificate chain and private key files: gRPC over TLS (HTTP/2 negotiated by ALPN). */
@@ -350,6 +354,18 @@ export const SETTINGS: Readonly<Record<keyof Settings, Spec>> = {
     help: 'gRPC calls one client address (IPv6: one /64) holds while their message has not arrived whole; at it (and at --grpc-max-pending-calls) the connection holding the most gives up its oldest (default 1024)',
     parse: int(1),
   },
+  grpcMaxPendingBytes: {
+    flag: '--grpc-max-pending-bytes',
+    env: 'SLUICE_GRPC_MAX_PENDING_BYTES',
+    help: 'bytes the gRPC calls whose message has not arrived whole hold together, across connections; past it, the client address holding the most gives up its largest calls, RESOURCE_EXHAUSTED (default 67108864, 64 MiB)',
+    parse: int(1),
+  },
+  grpcMaxPendingBytesPerAddress: {
+    flag: '--grpc-max-pending-bytes-per-address',
+    env: 'SLUICE_GRPC_MAX_PENDING_BYTES_PER_ADDRESS',
+    help: "bytes such calls from one client address (IPv6: one /64) hold; past it, that address's connection holding the most gives up its largest call (default 16777216, 16 MiB)",
+    parse: int(1),
+  },
   drainMs: {
     flag: '--drain-ms',
     env: 'SLUICE_DRAIN_MS',
@@ -615,6 +631,8 @@ export const DEFAULTS: Omit<Settings, 'config'> = {
   maxConnectionsPerAddress: 1024,
   grpcMaxPendingCallsPerConnection: 256,
   grpcMaxPendingCallsPerAddress: 1024,
+  grpcMaxPendingBytes: 64 * 1024 * 1024,
+  grpcMaxPendingBytesPerAddress: 16 * 1024 * 1024,
   drainMs: 5000,
   grpcTlsCert: undefined,
   grpcTlsKey: undefined,

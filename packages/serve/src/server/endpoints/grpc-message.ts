@@ -20,36 +20,50 @@ export class GrpcError extends Error {
 
 /** A call whose message has not arrived whole, as its connection's share holds it: shed() ends it at once. */
 interface HeldCall {
-  shed(): void;
+  /** Its bytes so far. */
+  readonly size: number;
+  /** Ends it (RESOURCE_EXHAUSTED, reset), saying why, and releases it. */
+  shed(why: string): void;
 }
 
 /** A connection, as the budget reads it: an HTTP/2 session, whose socket gives the client's address. */
 type Connection = object & { readonly socket?: { readonly remoteAddress?: string | undefined } | undefined };
 
-/** One connection's pending calls, oldest first. */
+/** One connection's pending calls, oldest first, and their bytes. */
 interface Holder {
   readonly address: string;
   readonly calls: Set<HeldCall>;
+  bytes: number;
 }
 
-/** One address's pending calls (IPv6: one /64), and its connections that hold any. */
+/** One address's pending calls (IPv6: one /64), their bytes, and its connections that hold any. */
 interface AddressHolders {
   calls: number;
+  bytes: number;
   readonly holders: Set<Holder>;
 }
+
+const SHED_FOR_CALLS =
+  "the server gave this call's place to another connection's: this connection holds the most calls whose message has not arrived; retry";
+const SHED_FOR_BYTES =
+  "the server gave this call's bytes to another connection's: this connection holds the most bytes of calls whose message has not arrived; retry";
 
 /**
  * What the calls whose message has not arrived whole hold: at most `maxCalls` of them across every
  * connection, `perAddress` from one client address, `perConnection` on one connection, and `maxBytes` of
- * their bytes. Each costs a few KB beyond its bytes (its stream, its session's bookkeeping in nghttp2), so
- * 200,000 held forever once cost 621 MB.
+ * their bytes, `perAddressBytes` from one address. Each costs a few KB beyond its bytes (its stream, its
+ * session's bookkeeping in nghttp2), so 200,000 held forever once cost 621 MB.
  *
  * A call over its connection's share is refused. At the address's or the total cap, the connection holding
  * the most in that scope gives up its oldest call (RESOURCE_EXHAUSTED, reset) to admit the newcomer,
  * unless it holds at most one more than the newcomer's own: one client filling the pool cannot refuse
  * another's first call (issue 45, finding 1: 4,100 such calls over 5 connections once refused 97 % of a
- * legitimate client's). The scan for the fullest connection runs only at a cap, over the connections that
- * hold any.
+ * legitimate client's). The bytes are shared the same way: past the address's byte share, its connection
+ * holding the most bytes gives up its largest call, unless that is the arriving call's own connection (or
+ * holds no more); past the total, so does the fullest connection of the address holding the most bytes,
+ * unless that is the arriving call's own address (or holds no more). A client trickling large messages
+ * from one address cannot starve another address's calls of bytes. The scans for the fullest run only at
+ * a cap, over the connections (or addresses) that hold any.
  */
 export class PendingCalls {
   calls = 0;
@@ -66,6 +80,7 @@ export class PendingCalls {
     readonly maxBytes: number,
     readonly perConnection: number = maxCalls,
     readonly perAddress: number = maxCalls,
+    readonly perAddressBytes: number = maxBytes,
   ) {}
 
   /**
@@ -78,7 +93,7 @@ export class PendingCalls {
       const remote = connection.socket?.remoteAddress; // read once per connection: session.socket is a Proxy
       this.byConnection.set(
         connection,
-        (holder = { address: remote === undefined ? '' : ipKey(remote), calls: new Set() }),
+        (holder = { address: remote === undefined ? '' : ipKey(remote), calls: new Set(), bytes: 0 }),
       );
     }
     const mine = holder.calls.size;
@@ -94,7 +109,7 @@ export class PendingCalls {
     if (holder.calls.size === 0) {
       this.holders.add(holder);
       let a = this.addresses.get(holder.address);
-      if (a === undefined) this.addresses.set(holder.address, (a = { calls: 0, holders: new Set() }));
+      if (a === undefined) this.addresses.set(holder.address, (a = { calls: 0, bytes: 0, holders: new Set() }));
       a.holders.add(holder);
     }
     holder.calls.add(call);
@@ -103,17 +118,50 @@ export class PendingCalls {
     return undefined;
   }
 
-  /** `call` of `connection` ended, or arrived whole: it no longer counts. */
+  /** `call` of `connection` ended, or arrived whole: it and its bytes no longer count. */
   release(connection: Connection, call: HeldCall): void {
     const holder = this.byConnection.get(connection);
     if (holder === undefined || !holder.calls.delete(call)) return;
     this.calls--;
+    this.bytes -= call.size;
+    holder.bytes -= call.size;
     const address = this.addresses.get(holder.address)!;
     address.calls--;
+    address.bytes -= call.size;
     if (holder.calls.size > 0) return;
     this.holders.delete(holder);
     address.holders.delete(holder);
     if (address.holders.size === 0) this.addresses.delete(holder.address);
+  }
+
+  /**
+   * `bytes` more of `call` (of `connection`, admitted and not released) arrived: counted, shedding fuller connections' calls
+   * while a byte cap is passed; or says why not (the caller then ends `call`, whose bytes release() takes
+   * back).
+   */
+  grow(connection: Connection, call: HeldCall & { size: number }, bytes: number): string | undefined {
+    call.size += bytes;
+    // Only a call admitted and not yet released grows (readMessage listens to no other).
+    const holder = this.byConnection.get(connection);
+    if (holder === undefined) return undefined;
+    const address = this.addresses.get(holder.address)!;
+    holder.bytes += bytes;
+    address.bytes += bytes;
+    this.bytes += bytes;
+    while (address.bytes > this.perAddressBytes) {
+      const fullest = fullestByBytes(address.holders);
+      if (fullest === holder || fullest.bytes <= holder.bytes)
+        return `this client address's calls whose message has not arrived hold more than ${this.perAddressBytes} bytes (--grpc-max-pending-bytes-per-address); retry`;
+      this.shedLargest(fullest);
+    }
+    while (this.bytes > this.maxBytes) {
+      let fullest: AddressHolders | undefined;
+      for (const a of this.addresses.values()) if (fullest === undefined || a.bytes > fullest.bytes) fullest = a;
+      if (fullest === address || fullest!.bytes <= address.bytes)
+        return `the calls whose message has not arrived hold more than ${this.maxBytes} bytes (--grpc-max-pending-bytes); retry`;
+      this.shedLargest(fullestByBytes(fullest!.holders));
+    }
+    return undefined;
   }
 
   /** Sheds the oldest call of the fullest of `holders` if it holds at least two more than `mine`. */
@@ -122,9 +170,24 @@ export class PendingCalls {
     for (const h of holders) if (fullest === undefined || h.calls.size > fullest.calls.size) fullest = h;
     if (fullest === undefined || fullest.calls.size <= mine + 1) return false;
     this.shed++;
-    fullest.calls.values().next().value!.shed(); // releases it
+    fullest.calls.values().next().value!.shed(SHED_FOR_CALLS); // releases it
     return true;
   }
+
+  /** Sheds the call of `holder` that holds the most bytes (it holds some: it is the fullest of a scope over its cap). */
+  private shedLargest(holder: Holder): void {
+    let largest: HeldCall | undefined;
+    for (const c of holder.calls) if (largest === undefined || c.size > largest.size) largest = c;
+    this.shed++;
+    largest!.shed(SHED_FOR_BYTES); // releases it
+  }
+}
+
+/** The connection of `holders` (not empty) whose calls hold the most bytes. */
+function fullestByBytes(holders: Set<Holder>): Holder {
+  let fullest: Holder | undefined;
+  for (const h of holders) if (fullest === undefined || h.bytes > fullest.bytes) fullest = h;
+  return fullest!;
 }
 
 export interface MessageLimits {
@@ -163,25 +226,19 @@ class Arriving implements HeldCall {
     readonly deadlineMs: number | undefined,
   ) {}
 
-  /** Done with: its bytes leave the budget, and its timer goes. */
+  /** Done with: it and its bytes leave the budget, and its timer goes. */
   settle(): void {
     this.settled = true;
-    const pending = this.limits.pending;
-    pending.release(this.connection, this);
-    pending.bytes -= this.size;
+    this.limits.pending.release(this.connection, this);
     this.first = this.more = undefined;
     clearTimeout(this.timer);
   }
 
-  /** Ends the call at once, its place given to another connection's (PendingCalls at a cap). */
-  shed(): void {
+  /** Ends the call at once, its place (or its bytes) given to another connection's (PendingCalls at a cap). */
+  shed(why: string): void {
     if (this.settled) return;
     this.settle();
-    fail(
-      this.stream,
-      GrpcStatus.RESOURCE_EXHAUSTED,
-      `the server gave this call's place to another connection's: this connection holds the most calls whose message has not arrived; retry`,
-    );
+    fail(this.stream, GrpcStatus.RESOURCE_EXHAUSTED, why);
     cut(this.stream);
   }
 }
@@ -209,9 +266,7 @@ function onData(this: ArrivingStream, chunk: Buffer): void {
   const call = this[ARRIVING]!;
   if (call.settled) return;
   const { maxMessageBytes, pending } = call.limits;
-  call.size += chunk.length;
-  pending.bytes += chunk.length;
-  if (call.size > maxMessageBytes + 5) {
+  if (call.size + chunk.length > maxMessageBytes + 5) {
     call.settle();
     fail(
       this,
@@ -220,13 +275,10 @@ function onData(this: ArrivingStream, chunk: Buffer): void {
     );
     return cut(this);
   }
-  if (pending.bytes > pending.maxBytes) {
+  const overBudget = pending.grow(call.connection, call, chunk.length);
+  if (overBudget !== undefined) {
     call.settle();
-    fail(
-      this,
-      GrpcStatus.RESOURCE_EXHAUSTED,
-      `the calls still arriving hold more than ${pending.maxBytes} bytes; retry`,
-    );
+    fail(this, GrpcStatus.RESOURCE_EXHAUSTED, overBudget);
     return cut(this);
   }
   if (call.first === undefined) call.first = chunk;

@@ -415,6 +415,20 @@ describe('grpc.health.v1 Watch', () => {
     }
   });
 
+  test('the pending-call budget is checked when the server is made: a byte share of 0 is refused, naming the option', () => {
+    const make = (maxPendingBytesPerAddress: number) =>
+      createGrpcServer({
+        service: () => stub,
+        log: pino({ level: 'silent' }),
+        maxMessageBytes: MAX,
+        serving: async () => true,
+        maxPendingBytesPerAddress,
+      });
+    assert.throws(() => make(0), /createGrpcServer 'maxPendingBytesPerAddress' must be a positive integer, got 0/);
+    assert.throws(() => make(1.5), /createGrpcServer 'maxPendingBytesPerAddress' must be a positive integer, got 1.5/);
+    make(1).destroy();
+  });
+
   test('past maxWatches open Watch calls, one more is RESOURCE_EXHAUSTED, and a freed place can be taken again', async () => {
     const capped = createGrpcServer({
       service: () => stub,

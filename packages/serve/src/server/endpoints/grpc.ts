@@ -20,6 +20,7 @@
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import { check } from 'sluice/kit';
 import { answer, ENCODINGS, fail, failWith, framed, GrpcStatus } from './grpc-answer.js';
 import { acceptSessions } from './grpc-connections.js';
 import { HEALTH_CHECK_PATH, HEALTH_WATCH_PATH, HealthService, RLS_SERVICE } from './grpc-health.js';
@@ -114,19 +115,23 @@ export interface GrpcServerOptions {
   readonly maxPendingCallsPerConnection?: number;
   /** Such calls one client address (IPv6: one /64) holds at most. Default maxPendingCalls. */
   readonly maxPendingCallsPerAddress?: number;
-  /** Bytes those calls may hold together. Default 64 MiB. */
+  /** Bytes those calls may hold together; past it, the address holding the most gives some up. Default 64 MiB. */
   readonly maxPendingBytes?: number;
+  /** Bytes such calls from one client address (IPv6: one /64) may hold; past it, its fullest connection gives some up. Default 16 MiB. */
+  readonly maxPendingBytesPerAddress?: number;
   /** Answer as envoyproxy/ratelimit does (envoy-wire.ts); undefined: sluice's richer answers (--answers sluice). */
   readonly envoyWire?: EnvoyWire | undefined;
 }
 
 function pendingCalls(options: GrpcServerOptions): PendingCalls {
-  const max = options.maxPendingCalls ?? 4096;
+  const positive = (value: number, name: string) => check.positiveInteger(value, `createGrpcServer '${name}'`);
+  const max = positive(options.maxPendingCalls ?? 4096, 'maxPendingCalls');
   return new PendingCalls(
     max,
-    options.maxPendingBytes ?? 64 * 1024 * 1024,
-    options.maxPendingCallsPerConnection ?? max,
-    options.maxPendingCallsPerAddress ?? max,
+    positive(options.maxPendingBytes ?? 64 * 1024 * 1024, 'maxPendingBytes'),
+    positive(options.maxPendingCallsPerConnection ?? max, 'maxPendingCallsPerConnection'),
+    positive(options.maxPendingCallsPerAddress ?? max, 'maxPendingCallsPerAddress'),
+    positive(options.maxPendingBytesPerAddress ?? 16 * 1024 * 1024, 'maxPendingBytesPerAddress'),
   );
 }
 

@@ -156,3 +156,48 @@ test("PendingCalls: at an address's share, its own fullest connection gives way,
   assert.equal(elsewhere.sent, undefined);
   assert.equal(pending.calls, 4);
 });
+
+test("PendingCalls bytes: past an address's byte share its own fullest connection gives up its largest call; past the total, the address holding the most does; the arriving call's own connection or address is refused instead", () => {
+  // Budget 300 bytes, 200 from one address; calls may hold up to 100 bytes each.
+  const pending = new PendingCalls(100, 300, 100, 100, 200);
+  const limits = { maxMessageBytes: 95, messageTimeoutMs: 0, pending };
+  const on = (session: object, bytes: number) => {
+    const s = Object.assign(new FakeStream(), { session });
+    readMessage(s as unknown as http2.ServerHttp2Stream, 'identity', limits, () => assert.fail('never whole'));
+    s.emit('data', Buffer.alloc(bytes));
+    return s;
+  };
+  const a1 = { socket: { remoteAddress: '10.0.0.1' } };
+  const a2 = { socket: { remoteAddress: '10.0.0.1' } };
+  const b = { socket: { remoteAddress: '10.0.0.2' } };
+  const c = { socket: { remoteAddress: '10.0.0.3' } };
+  const big = on(a1, 90);
+  const small = on(a1, 60);
+  const own = on(a1, 60); // a1 would hold 210 of its address's 200: its own connection is the fullest
+  assert.match(String(own.sent?.['grpc-message']), /--grpc-max-pending-bytes-per-address/);
+  assert.deepEqual([pending.bytes, big.sent, small.sent], [150, undefined, undefined]);
+  const other = on(a2, 60); // a2 holds 60, a1 150: a1's largest call gives way
+  assert.equal(other.sent, undefined);
+  assert.equal(big.sent?.['grpc-status'], '8');
+  assert.equal(big.closed, true);
+  assert.match(String(big.sent?.['grpc-message']), /most bytes/);
+  assert.deepEqual([pending.bytes, small.sent], [120, undefined]);
+  const fromB = [on(b, 90), on(b, 90)];
+  assert.equal(pending.bytes, 300);
+  const fromC = on(c, 50); // past the total: B holds the most (180), C 50; B's largest gives way
+  assert.equal(fromC.sent, undefined);
+  assert.equal(fromB[0]!.sent?.['grpc-status'], '8');
+  assert.deepEqual([pending.bytes, fromB[1]!.sent, small.sent, other.sent], [260, undefined, undefined, undefined]);
+  const moreFromC = on(c, 50); // C would hold 100, A holds 120: A's fullest connection's largest call gives way
+  assert.equal(moreFromC.sent, undefined);
+  assert.equal(small.sent?.['grpc-status'], '8');
+  assert.equal(pending.bytes, 250);
+  const evenMoreFromC = on(c, 60); // C would hold 160, more than any other address: its call is refused
+  assert.match(String(evenMoreFromC.sent?.['grpc-message']), /--grpc-max-pending-bytes\)/);
+  assert.deepEqual(
+    [pending.bytes, pending.shed, other.sent, fromB[1]!.sent, fromC.sent],
+    [250, 3, undefined, undefined, undefined],
+  );
+  for (const s of [other, fromB[1]!, fromC, moreFromC]) s.close();
+  assert.deepEqual([pending.calls, pending.bytes], [0, 0]);
+});

@@ -135,9 +135,9 @@ export class PendingCalls {
   }
 
   /**
-   * `bytes` more of `call` (of `connection`, admitted and not released) arrived: counted, shedding fuller connections' calls
-   * while a byte cap is passed; or says why not (the caller then ends `call`, whose bytes release() takes
-   * back).
+   * `bytes` more of `call` (of `connection`, admitted and not released) arrived: counted, shedding fuller
+   * connections' calls while a byte cap is passed; or says why not (the caller then ends `call`, whose
+   * bytes release() takes back).
    */
   grow(connection: Connection, call: HeldCall & { size: number }, bytes: number): string | undefined {
     call.size += bytes;

@@ -9,17 +9,21 @@
 // Each measurement is a fresh service process (started on 10 rules, then reloaded to N) with a client
 // process sending POST /json one at a time over keep-alive throughout. Reported per mode and size, median
 // of the reps: the reload's wall time, the longest wait of a decision sent during it (from the client), the
-// longest event-loop delay in the service (monitorEventLoopDelay), the service's peak RSS (maxRSS) and its
-// RSS at idle after the reload and a full GC. 300,000 rules (about 23 MB of YAML) are over the default
+// same less what the client itself lost in it (its run-queue wait, Linux's schedstat, and its GC pauses),
+// the longest event-loop delay in the service (monitorEventLoopDelay), its longest GC pause of each kind,
+// the service's peak RSS (maxRSS), its RSS at idle after the reload and a full GC, and its heap then per
+// rule. Each run's JSON line (stderr) names the five longest waits with what was in each: the service's GC
+// pauses, its decision thread's run-queue wait, the client's. SERVICE_FLAGS adds node flags to the
+// service (`--trace-gc`); SKIP_DEFAULTS=1 leaves out the run at the default bounds. 300,000 rules (about 23 MB of YAML) are over the default
 // --max-config-bytes and --max-rules: the off-thread run raises both to measure them, and one more run says
 // what the defaults answer. Run `npm run build` first.
 import { fork } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, PerformanceObserver, constants as perf } from 'node:perf_hooks';
 
 const HERE = fileURLToPath(import.meta.url);
 const DIST = fileURLToPath(new URL('../packages/serve/dist/', import.meta.url));
@@ -29,6 +33,38 @@ const MODES = (process.env.MODES ?? (process.env.BEFORE_DIST ? 'before,off-threa
 /** The dashboard samples every rule each second, as `sluice serve` does by default; DASHBOARD=0 leaves it out. */
 const DASHBOARD = process.env.DASHBOARD !== '0';
 const now = () => performance.timeOrigin + performance.now();
+
+/**
+ * How long this thread has waited for a CPU while runnable, in ms (Linux's /proc/thread-self/schedstat;
+ * NaN elsewhere): set beside a long wait, it tells the host's share (other processes, the config worker)
+ * from the thread's own work.
+ */
+function runQueueMs() {
+  try {
+    // One descriptor per thread, read again from the start each time into a small buffer: readFileSync of
+    // a /proc file allocates 64 KB each call, which at 1,000 reads a second is GC pressure of its own.
+    runQueue.fd ??= openSync('/proc/thread-self/schedstat', 'r');
+    const n = readSync(runQueue.fd, runQueue.buf, 0, runQueue.buf.length, 0);
+    return Number(runQueue.buf.toString('latin1', 0, n).split(' ')[1]) / 1e6;
+  } catch {
+    return NaN;
+  }
+}
+const runQueue = { fd: undefined, buf: Buffer.alloc(128) };
+
+/** Of samples [epoch ms, runQueueMs] taken in order, how much the run-queue wait grew over [from, to]. */
+function runQueueOver(samples, from, to) {
+  let before;
+  let after;
+  for (const s of samples) {
+    if (s[0] <= from) before = s;
+    else if (s[0] >= to) {
+      after = s;
+      break;
+    }
+  }
+  return before === undefined || after === undefined ? NaN : after[1] - before[1];
+}
 
 function config(n) {
   let y = 'domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 1000000 }\n';
@@ -71,6 +107,22 @@ async function service(mode, path) {
     quiet.disable();
     const loop = monitorEventLoopDelay({ resolution: 1 });
     loop.enable();
+    // Every GC pause from here to the report: [start (epoch ms), ms, kind], to set beside the client's waits.
+    const gcs = [];
+    const gcKinds = {
+      [perf.NODE_PERFORMANCE_GC_MINOR]: 'scavenge',
+      [perf.NODE_PERFORMANCE_GC_MAJOR]: 'mark-compact',
+      [perf.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental marking',
+      [perf.NODE_PERFORMANCE_GC_WEAKCB]: 'weak callbacks',
+    };
+    const gcObserver = new PerformanceObserver((list) => {
+      for (const e of list.getEntries())
+        gcs.push([performance.timeOrigin + e.startTime, e.duration, gcKinds[e.detail?.kind] ?? String(e.detail?.kind)]);
+    });
+    gcObserver.observe({ entryTypes: ['gc'] });
+    // The decision thread's run-queue wait, sampled each millisecond it runs (see runQueueMs).
+    const queued = [[now(), runQueueMs()]];
+    const sampler = setInterval(() => queued.push([now(), runQueueMs()]), 1);
     await new Promise((r) => setTimeout(r, 20)); // the histogram's timer is running before the reload starts
     const maxRssBefore = process.resourceUsage().maxRSS;
     const startedAt = now();
@@ -102,9 +154,12 @@ async function service(mode, path) {
     // The second after the swap counts too: the first dashboard sample and scrape of the new rules.
     await new Promise((r) => setTimeout(r, 1000));
     loop.disable();
+    gcObserver.disconnect();
+    clearInterval(sampler);
     const maxRss = process.resourceUsage().maxRSS;
     globalThis.gc?.();
     await new Promise((r) => setTimeout(r, 200));
+    const heapMb = process.memoryUsage().heapUsed / 1024 / 1024;
     process.send({
       ok,
       problems,
@@ -115,6 +170,10 @@ async function service(mode, path) {
       quietLoopMaxMs: quiet.max / 1e6,
       maxRssMb: Math.max(maxRss, maxRssBefore) / 1024,
       idleRssMb: process.memoryUsage().rss / 1024 / 1024,
+      heapMb,
+      gcs,
+      queued,
+      queuedMs: queued.at(-1)[1] - queued[0][1],
     });
   });
 }
@@ -129,13 +188,23 @@ function ruleOptionsOf(svc) {
 async function client(port) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const body = JSON.stringify({ domain: 'api', descriptors: [{ entries: [{ key: 'user', value: 'u1' }] }] });
-  const seen = [];
+  // Per request: sent at, ms and this process's run-queue wait within it. Kept in a flat typed array, not
+  // an array per request: a 300,000-rule reload sees 200,000 requests, and the client's own GC of its
+  // record would otherwise add to the waits it measures. Its GC pauses are sent too, to tell them apart.
+  let seen = new Float64Array(3 * 65_536);
+  let count = 0;
+  const gcs = [];
+  const gcObserver = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) gcs.push([performance.timeOrigin + e.startTime, e.duration]);
+  });
+  gcObserver.observe({ entryTypes: ['gc'] });
   let stop = false;
   process.on('message', (m) => {
     if (m === 'stop') stop = true;
   });
   process.send('ready');
   while (!stop) {
+    const q0 = runQueueMs();
     const t0 = now();
     await new Promise((resolve, reject) => {
       const req = http.request(
@@ -155,10 +224,18 @@ async function client(port) {
       req.on('error', reject);
       req.end(body);
     }).catch(() => (stop = true)); // the service died: report what was seen
-    seen.push([t0, now() - t0]);
+    const ms = now() - t0;
+    if (3 * count === seen.length) {
+      const more = new Float64Array(2 * seen.length);
+      more.set(seen);
+      seen = more;
+    }
+    seen.set([t0, ms, runQueueMs() - q0], 3 * count++);
     await new Promise((r) => setImmediate(r));
   }
-  process.send(seen);
+  await new Promise((r) => setTimeout(r, 10)); // the last GC entries
+  gcObserver.disconnect();
+  process.send({ gcs, seen: Array.from({ length: count }, (_, i) => Array.from(seen.subarray(3 * i, 3 * i + 3))) });
   agent.destroy();
 }
 
@@ -199,7 +276,12 @@ async function measureOnce(mode, n, dir, procs) {
   const path = join(dir, `policies-${mode}-${n}.yaml`);
   writeFileSync(path, config(10));
   const svc = fork(HERE, ['--service', mode, path], {
-    execArgv: ['--expose-gc', '--max-old-space-size=8192'],
+    // SERVICE_FLAGS: more V8 flags for the service (e.g. `--max-semi-space-size=4`, `--trace-gc`).
+    execArgv: [
+      '--expose-gc',
+      '--max-old-space-size=8192',
+      ...(process.env.SERVICE_FLAGS?.split(' ').filter(Boolean) ?? []),
+    ],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   procs.push(svc);
@@ -215,11 +297,52 @@ async function measureOnce(mode, n, dir, procs) {
     svc.send('reload');
     const r = await once(svc, (m) => m?.startedAt !== undefined);
     cl.send('stop');
-    const seen = await once(cl, Array.isArray);
+    const { seen, gcs: clientGcs } = await once(cl, (m) => Array.isArray(m?.seen));
     // The longest wait of a decision whose wait overlapped the reload or the second after it.
     const during = seen.filter(([t, ms]) => t + ms >= r.startedAt && t <= r.endedAt + 1000);
     const waitMaxMs = during.reduce((max, [, ms]) => Math.max(max, ms), 0); // no spread: a long reload sees 100,000s
+    // The same with what the client itself lost taken out (its run-queue wait and its GC pauses within
+    // each wait): on a shared host the client, not the service, is often what waited.
+    const gcsByStart = [...clientGcs].sort((a, b) => a[0] - b[0]);
+    let g = 0;
+    let serviceWaitMaxMs = 0;
+    for (const [t, ms, queuedMs] of during) {
+      while (g < gcsByStart.length && gcsByStart[g][0] + gcsByStart[g][1] <= t) g++;
+      let gcMs = 0;
+      for (let i = g; i < gcsByStart.length && gcsByStart[i][0] < t + ms; i++) gcMs += gcsByStart[i][1];
+      serviceWaitMaxMs = Math.max(serviceWaitMaxMs, ms - Math.max(0, queuedMs) - gcMs);
+    }
     const answered = during.filter(([t, ms]) => t + ms <= r.endedAt).length;
+    // The five longest waits, each with the GC pauses inside it: what the decision waited for.
+    const longest = [...during]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 5)
+      .map(([t, ms, clientQueuedMs]) => {
+        const inside = r.gcs.filter(([g, gms]) => g + gms > t && g < t + ms);
+        return {
+          // Of the wait: the service's decision thread waiting for a CPU, and the client's own.
+          serviceQueuedMs: Math.round(runQueueOver(r.queued, t, t + ms)),
+          clientQueuedMs: Math.round(clientQueuedMs),
+          clientGcMs: Math.round(
+            clientGcs.filter(([g, gms]) => g + gms > t && g < t + ms).reduce((sum, [, gms]) => sum + gms, 0),
+          ),
+          waitMs: Math.round(ms),
+          // When it was sent, from the reload's start (ms); the reload ended at reloadMs.
+          atMs: Math.round(t - r.startedAt),
+          gcMs: Math.round(inside.reduce((sum, [, gms]) => sum + gms, 0)),
+          gcs: inside.map(([, gms, kind]) => `${kind} ${gms.toFixed(1)}`),
+        };
+      });
+    const pauses = (kind) => r.gcs.filter(([, , k]) => k === kind).map(([, ms]) => ms);
+    const gcSummary = Object.fromEntries(
+      ['scavenge', 'mark-compact', 'incremental marking'].map((k) => {
+        const ms = pauses(k);
+        return [
+          k,
+          { n: ms.length, maxMs: Math.round(Math.max(0, ...ms)), totalMs: Math.round(ms.reduce((a, b) => a + b, 0)) },
+        ];
+      }),
+    );
     return {
       mode,
       n,
@@ -228,11 +351,17 @@ async function measureOnce(mode, n, dir, procs) {
       rules: r.rules,
       reloadMs: r.endedAt - r.startedAt,
       waitMaxMs,
+      serviceWaitMaxMs,
       answeredDuring: answered,
       loopMaxMs: r.loopMaxMs,
       quietLoopMaxMs: r.quietLoopMaxMs,
       maxRssMb: r.maxRssMb,
       idleRssMb: r.idleRssMb,
+      heapMb: r.heapMb,
+      heapPerRuleB: r.rules > 0 ? (r.heapMb * 1024 * 1024) / r.rules : NaN,
+      serviceQueuedMs: r.queuedMs,
+      longest,
+      gcSummary,
     };
   } catch (e) {
     return { mode, n, ok: false, problems: [`the service died: ${e.message}`] };
@@ -243,6 +372,14 @@ const median = (xs) => {
   const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
   return s.length === 0 ? NaN : s[Math.floor((s.length - 1) / 2)];
 };
+/** Median over runs of the longest GC pause of each kind, the longest kind first: `12 (scavenge), 9 (mark-compact)`. */
+function gcColumn(runs) {
+  const kinds = ['scavenge', 'mark-compact'].map((k) => [k, median(runs.map((r) => r.gcSummary?.[k]?.maxMs ?? NaN))]);
+  return kinds
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, ms]) => `${f0(ms)} (${k})`)
+    .join(', ');
+}
 const f0 = (x) => (Number.isFinite(x) ? x.toFixed(0) : '–');
 
 async function coordinator(reps, sizes) {
@@ -260,7 +397,11 @@ async function coordinator(reps, sizes) {
         }
       }
     }
-    const defaults = await measure('defaults', Math.max(...sizes), dir);
+    // What the default bounds answer at the largest size (SKIP_DEFAULTS=1 leaves it out, for quick looks).
+    const defaults =
+      process.env.SKIP_DEFAULTS === '1'
+        ? { ok: undefined, problems: ['not run (SKIP_DEFAULTS=1)'] }
+        : await measure('defaults', Math.max(...sizes), dir);
     console.error(JSON.stringify(defaults));
     const lines = [
       `# bench/reload.mjs: a config reload of N rules in sluice serve (memory store), ${new Date().toISOString()}`,
@@ -272,15 +413,15 @@ async function coordinator(reps, sizes) {
         .map((l) => l.toFixed(1))
         .join(' ')} at the end.`,
       '',
-      '| rules | mode | applied | reload ms | longest decision wait ms | longest event-loop delay ms (the second before) | decisions answered during it | peak RSS MB | idle RSS MB after GC |',
-      '|---|---|---|---|---|---|---|---|---|',
+      "| rules | mode | applied | reload ms | longest decision wait ms | the same, less the client's own run-queue wait and GC | longest event-loop delay ms (the second before) | longest GC pause in the service ms (kind) | decisions answered during it | peak RSS MB | idle RSS MB after GC | heap after GC, bytes per rule |",
+      '|---|---|---|---|---|---|---|---|---|---|---|---|',
     ];
     for (const n of sizes) {
       for (const mode of MODES) {
         const rs = runs.filter((r) => r.n === n && r.mode === mode);
         const ok = rs.filter((r) => r.ok);
         lines.push(
-          `| ${n} | ${mode} | ${ok.length}/${rs.length}${ok.length < rs.length ? ` (${rs.find((r) => !r.ok)?.problems?.[0]})` : ''} | ${f0(median(ok.map((r) => r.reloadMs)))} | ${f0(median(ok.map((r) => r.waitMaxMs)))} | ${f0(median(ok.map((r) => r.loopMaxMs)))} (${f0(median(ok.map((r) => r.quietLoopMaxMs)))}) | ${f0(median(ok.map((r) => r.answeredDuring)))} | ${f0(median(ok.map((r) => r.maxRssMb)))} | ${f0(median(ok.map((r) => r.idleRssMb)))} |`,
+          `| ${n} | ${mode} | ${ok.length}/${rs.length}${ok.length < rs.length ? ` (${rs.find((r) => !r.ok)?.problems?.[0]})` : ''} | ${f0(median(ok.map((r) => r.reloadMs)))} | ${f0(median(ok.map((r) => r.waitMaxMs)))} | ${f0(median(ok.map((r) => r.serviceWaitMaxMs)))} | ${f0(median(ok.map((r) => r.loopMaxMs)))} (${f0(median(ok.map((r) => r.quietLoopMaxMs)))}) | ${gcColumn(ok)} | ${f0(median(ok.map((r) => r.answeredDuring)))} | ${f0(median(ok.map((r) => r.maxRssMb)))} | ${f0(median(ok.map((r) => r.idleRssMb)))} | ${f0(median(ok.map((r) => r.heapPerRuleB)))} |`,
         );
       }
     }

@@ -20,16 +20,32 @@ import type { Entry } from '../codecs/rls-types.js';
 /**
  * A rule's limiter, built on its first decision: a reload of 50,000 rules then allocates no store table
  * for the many that never decide, and a rule carried over a reload shares its cell, so its state goes on.
+ * It holds what it builds from, not a closure over it: a closure and its context are two more objects per
+ * rule for every reload to place and every GC to trace.
  */
 export class LimiterCell {
-  private made: Limiter | undefined;
+  private made: Limiter | undefined = undefined;
   private built = false;
 
-  constructor(private readonly make: () => Limiter | undefined) {}
+  /** `policy` undefined: no limiter (`unlimited`, a limit of 0). */
+  constructor(
+    private readonly policy: Policy | undefined,
+    private readonly name: string,
+    private readonly options: RuleSetOptions,
+  ) {}
 
   get limiter(): Limiter | undefined {
     if (!this.built) {
-      this.made = this.make();
+      const { policy, options } = this;
+      this.made =
+        policy === undefined
+          ? undefined
+          : new Limiter({
+              policy: toOptions(policy, this.name, options.countRejected === true),
+              store: options.store,
+              ...(options.clock ? { clock: options.clock } : {}),
+              ...(options.telemetry ? { telemetry: options.telemetry } : {}),
+            });
       this.built = true;
     }
     return this.made;
@@ -74,9 +90,9 @@ function perValue(spec: RuleSpec): boolean {
   return spec.detailedMetric || spec.metricPath !== undefined;
 }
 
-/** Back from a compiled policy to the options that compile to it. */
-function toOptions(p: Policy, countRejected: boolean): PolicyOptions {
-  const o: PolicyOptions = { name: p.name, algorithm: p.algorithm, limit: p.limit, window: p.windowMs };
+/** Back from a compiled policy to the options that compile to it, named `name` (its rule's id). */
+function toOptions(p: Policy, name: string, countRejected: boolean): PolicyOptions {
+  const o: PolicyOptions = { name, algorithm: p.algorithm, limit: p.limit, window: p.windowMs };
   if (p.algorithm === 'token-bucket' || p.algorithm === 'gcra' || p.algorithm === 'leaky-bucket') o.burst = p.burst;
   // Envoy's counting is a fixed window's (its only algorithm); a rule of another algorithm keeps sluice's.
   if (countRejected && p.algorithm === 'fixed-window' && p.calendar === undefined) o.countRejected = true;
@@ -129,16 +145,7 @@ export class RuleBuilder {
     const policy = spec.policy;
     // The limiter is built at the rule's first decision: what binding would refuse is refused here, at the reload.
     if (policy !== undefined && options.store.regions !== undefined) checkRegionsPolicies([policy]);
-    const cell = new LimiterCell(() =>
-      policy === undefined
-        ? undefined
-        : new Limiter({
-            policy: toOptions(policy, options.countRejected === true),
-            store: options.store,
-            ...(options.clock ? { clock: options.clock } : {}),
-            ...(options.telemetry ? { telemetry: options.telemetry } : {}),
-          }),
-    );
+    const cell = new LimiterCell(policy, spec.id, options);
     const detailed = perValue(spec) ? new DetailedStats(spec.domain, spec.id, cap) : undefined;
     this.rules.set(spec.id, new Rule(spec, cell, new RuleStats(spec.domain, spec.id), detailed));
   }

@@ -116,7 +116,8 @@ export function createHttpServer(deps: HttpDeps): Server {
     decide(service, log, res, 'nginx', rq);
   }
 
-  const server = createServer(serverOptions(deps.limits), (req, res) => {
+  const options = serverOptions(deps.limits);
+  const server = createServer(options, (req, res) => {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
@@ -127,6 +128,6 @@ export function createHttpServer(deps: HttpDeps): Server {
     if (answerHealth(res, path, health, log)) return;
     problem(res, 404, `no route ${method} ${path}; this port serves ${ROUTES}`);
   });
-  acceptWithin(server, deps.limits, log);
+  acceptWithin(server, options, log);
   return server;
 }

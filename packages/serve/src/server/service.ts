@@ -149,6 +149,8 @@ export class RateLimitService {
     const overrides = this.overrides;
     this.rules = next;
     this.overrides = new Map();
+    this.lastRule = undefined; // not to keep a dropped rule alive
+    this.lastTarget = NO_RULE;
     this.deny?.clear();
     if (previous !== next) previous.releaseDropped(next);
     for (const o of overrides.values()) void o.limiter?.close().catch(() => {});
@@ -221,7 +223,12 @@ export class RateLimitService {
   /** A rule's target never changes while the rule lives, so it is built once, not per request. */
   private readonly targets = new WeakMap<Rule, Target>();
 
+  /** The last rule looked up and its target: most requests in a row decide on the same rule. */
+  private lastRule: Rule | undefined = undefined;
+  private lastTarget: Target = NO_RULE;
+
   private targetOf(rule: Rule): Target {
+    if (rule === this.lastRule) return this.lastTarget;
     let t = this.targets.get(rule);
     if (t === undefined) {
       const spec = rule.spec;
@@ -236,6 +243,8 @@ export class RateLimitService {
       };
       this.targets.set(rule, t);
     }
+    this.lastRule = rule;
+    this.lastTarget = t;
     return t;
   }
 

@@ -25,8 +25,12 @@ interface StatusOpening {
 }
 
 const openingsByLimit = new WeakMap<CurrentLimit, StatusOpening>();
+/** The last limit looked up and its opening: most answers in a row are the same rule's, and a WeakMap lookup costs a hash probe. */
+let lastLimit: CurrentLimit | undefined;
+let lastOpening: StatusOpening | undefined;
 
 function statusOpening(l: CurrentLimit): StatusOpening {
+  if (l === lastLimit) return lastOpening!;
   let o = openingsByLimit.get(l);
   if (o === undefined) {
     let limit = `,"currentLimit":{`;
@@ -48,6 +52,8 @@ function statusOpening(l: CurrentLimit): StatusOpening {
     };
     openingsByLimit.set(l, o);
   }
+  lastLimit = l;
+  lastOpening = o;
   return o;
 }
 

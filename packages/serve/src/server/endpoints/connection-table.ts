@@ -8,7 +8,9 @@
  * newcomer is refused. An idle connection that has served a request (a pool's spare) goes before one that
  * has not sent its first yet: that one was opened to send it, and under a stream of newcomers it would
  * otherwise be the longest idle before its first request is read. Every step is O(1): the idle
- * connections are kept in the order they went idle.
+ * connections are kept in the order they went idle, in lists linked through the entries (Line), not Maps:
+ * a request makes its connection busy and idle again, and as Maps that was four deletions and insertions per
+ * request, with a rehash into a new table every few dozen (the table, live when a scavenge came, was promoted).
  */
 import { ipKey } from 'sluice/kit';
 
@@ -19,30 +21,74 @@ export interface ConnectionCaps {
   readonly maxConnectionsPerAddress: number;
 }
 
-interface Entry<C> {
-  readonly conn: C;
-  readonly from: AddressConnections<C>;
+class Entry<C> {
   /** Requests (HTTP) or calls (gRPC) in flight; idle at 0. */
-  busy: number;
+  busy = 0;
   /** No request yet. */
-  fresh: boolean;
+  fresh = true;
+  /** Its place in the listener's idle or fresh line, and in its address's. */
+  readonly inAll: Link<C> = link(this);
+  readonly inAddress: Link<C> = link(this);
+
+  constructor(
+    readonly conn: C,
+    readonly from: AddressConnections<C>,
+  ) {}
 }
 
 interface AddressConnections<C> {
   readonly address: string;
   count: number;
   /** This address's idle connections that have served a request, longest idle first. */
-  readonly idle: Map<C, Entry<C>>;
+  readonly idle: Line<C>;
   /** This address's connections that have not sent a request yet, oldest first. */
-  readonly fresh: Map<C, Entry<C>>;
+  readonly fresh: Line<C>;
+}
+
+/** An entry's place in one Line: each entry has two (the listener's and its address's), made once. */
+interface Link<C> {
+  readonly entry: Entry<C>;
+  line: Line<C> | undefined;
+  prev: Link<C> | undefined;
+  next: Link<C> | undefined;
+}
+
+/** Connections in the order they joined, first out first, as a Map iterates; no allocation per step. */
+class Line<C> {
+  first: Link<C> | undefined = undefined;
+  private last: Link<C> | undefined = undefined;
+
+  /** Appends `l`, which is in no line. */
+  add(l: Link<C>): void {
+    l.line = this;
+    l.prev = this.last;
+    l.next = undefined;
+    if (this.last === undefined) this.first = l;
+    else this.last.next = l;
+    this.last = l;
+  }
+
+  /** Takes `l` out, if it is in this line. */
+  delete(l: Link<C>): void {
+    if (l.line !== this) return;
+    if (l.prev === undefined) this.first = l.next;
+    else l.prev.next = l.next;
+    if (l.next === undefined) this.last = l.prev;
+    else l.next.prev = l.prev;
+    l.line = l.prev = l.next = undefined;
+  }
+}
+
+function link<C>(entry: Entry<C>): Link<C> {
+  return { entry, line: undefined, prev: undefined, next: undefined };
 }
 
 export class ConnectionTable<C> {
   private readonly entries = new Map<C, Entry<C>>();
-  /** Every idle connection, longest idle first (a Map iterates in insertion order). */
-  private readonly idle = new Map<C, Entry<C>>();
+  /** Every idle connection, longest idle first. */
+  private readonly idle = new Line<C>();
   /** Every connection that has not sent a request yet, oldest first. */
-  private readonly fresh = new Map<C, Entry<C>>();
+  private readonly fresh = new Line<C>();
   private readonly addresses = new Map<string, AddressConnections<C>>();
   /** Idle connections closed to admit a newcomer. */
   evicted = 0;
@@ -75,12 +121,12 @@ export class ConnectionTable<C> {
     // Closing the address's last other connection may have forgotten the address: look it up again.
     from = this.addresses.get(address);
     if (from === undefined)
-      this.addresses.set(address, (from = { address, count: 0, idle: new Map(), fresh: new Map() }));
-    const entry: Entry<C> = { conn, from, busy: 0, fresh: true };
+      this.addresses.set(address, (from = { address, count: 0, idle: new Line(), fresh: new Line() }));
+    const entry = new Entry(conn, from);
     from.count++;
     this.entries.set(conn, entry);
-    this.fresh.set(conn, entry);
-    from.fresh.set(conn, entry);
+    this.fresh.add(entry.inAll);
+    from.fresh.add(entry.inAddress);
     return true;
   }
 
@@ -90,11 +136,11 @@ export class ConnectionTable<C> {
     if (e === undefined || e.busy++ > 0) return;
     if (e.fresh) {
       e.fresh = false;
-      this.fresh.delete(conn);
-      e.from.fresh.delete(conn);
+      this.fresh.delete(e.inAll);
+      e.from.fresh.delete(e.inAddress);
     } else {
-      this.idle.delete(conn);
-      e.from.idle.delete(conn);
+      this.idle.delete(e.inAll);
+      e.from.idle.delete(e.inAddress);
     }
   }
 
@@ -102,8 +148,8 @@ export class ConnectionTable<C> {
   done(conn: C): void {
     const e = this.entries.get(conn);
     if (e === undefined || e.busy === 0 || --e.busy > 0) return;
-    this.idle.set(conn, e);
-    e.from.idle.set(conn, e);
+    this.idle.add(e.inAll);
+    e.from.idle.add(e.inAddress);
   }
 
   /** `conn` closed (or is closing): it no longer counts. */
@@ -111,10 +157,10 @@ export class ConnectionTable<C> {
     const e = this.entries.get(conn);
     if (e === undefined) return;
     this.entries.delete(conn);
-    this.idle.delete(conn);
-    e.from.idle.delete(conn);
-    this.fresh.delete(conn);
-    e.from.fresh.delete(conn);
+    this.idle.delete(e.inAll);
+    e.from.idle.delete(e.inAddress);
+    this.fresh.delete(e.inAll);
+    e.from.fresh.delete(e.inAddress);
     if (--e.from.count === 0) this.addresses.delete(e.from.address);
   }
 
@@ -123,12 +169,13 @@ export class ConnectionTable<C> {
     return this.addresses.get(ipKey(remoteAddress))?.count ?? 0;
   }
 
-  private closeFirst(idle: Map<C, Entry<C>>): boolean {
-    const first = idle.keys().next();
-    if (first.done === true) return false;
-    this.remove(first.value);
+  private closeFirst(line: Line<C>): boolean {
+    const first = line.first;
+    if (first === undefined) return false;
+    const conn = first.entry.conn;
+    this.remove(conn);
     this.evicted++;
-    this.close(first.value);
+    this.close(conn);
     return true;
   }
 

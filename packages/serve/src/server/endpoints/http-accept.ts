@@ -3,7 +3,8 @@
  * client from holding sockets (see --headers-timeout-ms and its siblings in settings.ts), and the answer
  * to a request that never arrived whole or is not HTTP.
  */
-import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
+import { ServerResponse } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, Server, ServerOptions } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
@@ -25,11 +26,19 @@ export interface HttpLimits {
  */
 const LINGER_AFTER_ERROR_MS = 1000;
 
-/** createServer's options for these limits; Node's own defaults (60 s, 300 s, no cap) without them. */
-export function serverOptions(limits: HttpLimits | undefined): ServerOptions<typeof ServeRequest> {
+/** createServer's options: the request class, and for these limits the timeouts and the held response class. */
+export type HttpServerOptions = ServerOptions<typeof ServeRequest, typeof ServerResponse>;
+
+/**
+ * createServer's options for these limits; Node's own defaults (60 s, 300 s, no cap) without them. Give the
+ * same object to acceptWithin: with limits it carries the listener's connection table (Hold).
+ */
+export function serverOptions(limits: HttpLimits | undefined): HttpServerOptions {
   if (limits === undefined) return { IncomingMessage: ServeRequest };
-  return {
+  const hold = new Hold(limits);
+  const options: HttpServerOptions = {
     IncomingMessage: ServeRequest,
+    ServerResponse: hold.Response,
     headersTimeout: limits.headersTimeoutMs,
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
@@ -37,14 +46,18 @@ export function serverOptions(limits: HttpLimits | undefined): ServerOptions<typ
     // for the timeout plus up to 30 s.
     connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))),
   };
+  holdsByOptions.set(options, hold);
+  return options;
 }
 
 /**
  * The connection caps and the answer to a client error. The timeouts are set once, at creation: a server's
  * `headersTimeout` set after it replaces that one (serve.ts once set 66 s over --headers-timeout-ms).
+ * `options`: what serverOptions gave createServer for this server.
  */
-export function acceptWithin(server: Server, limits: HttpLimits | undefined, log: Logger): void {
-  if (limits !== undefined) holdConnections(server, limits);
+export function acceptWithin(server: Server, options: HttpServerOptions, log: Logger): void {
+  const hold = holdsByOptions.get(options);
+  if (hold !== undefined) hold.attach(server);
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     // A request too slow to arrive (--headers-timeout-ms, --request-timeout-ms) is 408; malformed HTTP (bad
     // request line, oversized headers) is 400, instead of dropping silently.
@@ -62,43 +75,70 @@ export function acceptWithin(server: Server, limits: HttpLimits | undefined, log
 }
 
 /**
+ * ServerResponse as node:http constructs it: with the request and its options (the socket's high-water mark,
+ * rejectNonStandardBodyWrites), which Node's types leave out of the constructor.
+ */
+const ResponseBase = ServerResponse as unknown as new (req: IncomingMessage, options?: object) => ServerResponse;
+
+const holdsByOptions = new WeakMap<HttpServerOptions, Hold>();
+/** Per server with limits: its Hold. */
+const holds = new WeakMap<Server, Hold>();
+
+/**
  * --max-connections and --max-connections-per-address (connection-table.ts), in place of the server's own
  * maxConnections, which refused every newcomer once idle keep-alive sockets held the cap (issue 45,
  * finding 2). A socket is busy from its request's arrival until that request's answer is done; an idle
  * one chosen to make room is closed at once (its client's next request opens a new connection).
+ *
+ * The per-request steps are in the server's own response class (Response): node:http constructs it for
+ * each request (busy), calls its writeHead before any head is written (Connection: close once shutting
+ * down) and its detachSocket when the answer has finished (idle). A 'request' listener before the route's,
+ * a 'close' listener per response and a Set of the responses being answered cost about as much as the
+ * table itself; a response whose socket closes first is never detached, and the socket's 'close' takes
+ * its connection out of the table instead.
  */
-function holdConnections(server: Server, limits: HttpLimits): void {
-  const table = new ConnectionTable<Socket>(limits, (socket) => socket.destroy());
-  const answering = new Set<ServerResponse>();
-  const shutdown = { closing: false, answering, table };
-  shutdowns.set(server, shutdown);
-  server.on('connection', (socket: Socket) => {
-    if (!table.admit(socket, socket.remoteAddress)) return void socket.destroy();
-    socket.once('close', () => table.remove(socket));
-  });
-  // One listener for every answer, not a closure (and a `once` wrapper) per request: 'close' comes once.
-  function answered(this: ServerResponse): void {
-    answering.delete(this);
-    table.done(this.req.socket);
-  }
-  // Before the route handler, which may answer (and end the response) synchronously.
-  server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
-    table.busy(req.socket);
-    answering.add(res);
-    if (shutdown.closing) res.shouldKeepAlive = false;
-    res.on('close', answered);
-  });
-}
+class Hold {
+  /** Shutting down: every head written from now on says `Connection: close`. */
+  closing = false;
+  readonly table: ConnectionTable<Socket>;
+  readonly Response: typeof ServerResponse;
 
-/** Per server: whether it is closing, the requests it is answering now, and its connections. */
-const shutdowns = new WeakMap<
-  Server,
-  { closing: boolean; readonly answering: Set<ServerResponse>; readonly table: ConnectionTable<Socket> }
->();
+  constructor(limits: HttpLimits) {
+    const table = new ConnectionTable<Socket>(limits, (socket) => socket.destroy());
+    this.table = table;
+    const hold = this;
+    this.Response = class HeldResponse extends ResponseBase {
+      constructor(req: IncomingMessage, options?: object) {
+        super(req, options);
+        table.busy(req.socket as Socket);
+      }
+
+      // node:http's writeHead, whose overloads take (status, headers) or (status, reason, headers).
+      override writeHead(statusCode: number, reason?: unknown, headers?: unknown): this {
+        if (hold.closing) this.shouldKeepAlive = false;
+        return super.writeHead(statusCode, reason as string, headers as OutgoingHttpHeaders);
+      }
+
+      override detachSocket(socket: Socket): void {
+        super.detachSocket(socket);
+        table.done(socket);
+      }
+    } as unknown as typeof ServerResponse;
+  }
+
+  attach(server: Server): void {
+    const table = this.table;
+    holds.set(server, this);
+    server.on('connection', (socket: Socket) => {
+      if (!table.admit(socket, socket.remoteAddress)) return void socket.destroy();
+      socket.once('close', () => table.remove(socket));
+    });
+  }
+}
 
 /** Connections closed to make room, and newcomers refused with every connection busy, for /metrics. */
 export function connectionCounts(server: Server): { evicted: number; refused: number } {
-  const table = shutdowns.get(server)?.table;
+  const table = holds.get(server)?.table;
   return { evicted: table?.evicted ?? 0, refused: table?.refused ?? 0 };
 }
 
@@ -107,8 +147,6 @@ export function connectionCounts(server: Server): { evicted: number; refused: nu
  * keep-alive connection is closed after its current request instead of cut in the middle of one.
  */
 export function closeAfterCurrentRequests(server: Server): void {
-  const shutdown = shutdowns.get(server);
-  if (shutdown === undefined) return;
-  shutdown.closing = true;
-  for (const res of shutdown.answering) if (!res.headersSent) res.shouldKeepAlive = false;
+  const hold = holds.get(server);
+  if (hold !== undefined) hold.closing = true;
 }

@@ -47,7 +47,6 @@ export class ServeRequest extends IncomingMessage {
       return true;
     }
     this.bodyReader = undefined;
-    reader.end();
     // The stream itself ends empty, so 'end' and 'close' still come to anyone who listens.
     const more = super.push(null);
     // The body was read here, so the stream is ended as a read to its end would: marked consumed, as
@@ -56,6 +55,10 @@ export class ServeRequest extends IncomingMessage {
     // to read(0)) to reach the same 'end'.
     (this as unknown as { _consuming: boolean })._consuming = true;
     this.read(0);
+    // Only then the body goes to its reader, which may answer at once: 'end' is then scheduled before the
+    // answer's write, so the request has ended when the answer finishes. Answered first, the answer finished
+    // first, and node:http added an 'end' listener to every request (clearIncoming) to let go of it later.
+    reader.end();
     return more;
   }
 }

@@ -79,13 +79,20 @@ export function createHttpServer(deps: HttpDeps): Server {
   const { service, log } = deps;
   const health = { ready: deps.ready, stopping: deps.stopping };
 
+  /** The one configured domain, which /v1/check may leave out; undefined with several. */
+  function onlyDomain(): string | undefined {
+    const domains = service.rules.config.domains;
+    return domains.size === 1 ? domains.keys().next().value : undefined;
+  }
+
   /** A /json or /v1/check body's text: decoded, then decided. */
   function decideBody(res: ServerResponse, kind: BodyKind, text: string | undefined): void {
     if (text === undefined) return problem(res, 413, `the body is larger than ${deps.maxBodyBytes} bytes`);
     let rq: RlsRequest;
     try {
-      const domains = service.rules.config.domains;
-      rq = decodeBody(kind, text, domains.size === 1 ? domains.keys().next().value : undefined);
+      // Only /v1/check may leave its domain out: /json does not look up the configured domains (a Map
+      // iterator and its result per request).
+      rq = decodeBody(kind, text, kind === 'check' ? onlyDomain() : undefined);
     } catch (e) {
       return answerError(res, log, e);
     }
@@ -116,7 +123,8 @@ export function createHttpServer(deps: HttpDeps): Server {
     decide(service, log, res, 'nginx', rq);
   }
 
-  const server = createServer(serverOptions(deps.limits), (req, res) => {
+  const options = serverOptions(deps.limits);
+  const server = createServer(options, (req, res) => {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
@@ -127,6 +135,6 @@ export function createHttpServer(deps: HttpDeps): Server {
     if (answerHealth(res, path, health, log)) return;
     problem(res, 404, `no route ${method} ${path}; this port serves ${ROUTES}`);
   });
-  acceptWithin(server, deps.limits, log);
+  acceptWithin(server, options, log);
   return server;
 }

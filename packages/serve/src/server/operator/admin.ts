@@ -80,7 +80,8 @@ export function carriesToken(authorization: string | undefined, token: string): 
 
 export function createAdminServer(deps: AdminDeps): Server {
   const { dashboard, metrics, log, token } = deps;
-  const server = createServer(serverOptions(deps.limits), (req: IncomingMessage, res: ServerResponse) => {
+  const options = serverOptions(deps.limits);
+  const server = createServer(options, (req: IncomingMessage, res: ServerResponse) => {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
@@ -121,6 +122,6 @@ export function createAdminServer(deps: AdminDeps): Server {
       `no route ${req.method ?? 'GET'} ${path} on the admin port; it serves / (the dashboard), /events, /config, /metrics, /healthz and /readyz`,
     );
   });
-  acceptWithin(server, deps.limits, log);
+  acceptWithin(server, options, log);
   return server;
 }

@@ -9,6 +9,8 @@ import { loadSync } from '@grpc/proto-loader';
 import type { ServiceDefinition } from '@grpc/proto-loader';
 import { PROTO_ROOT, RLS_PROTO } from '../../../test/support/rls-definition.js';
 import { fromWire, method, toWire, TYPICAL_ANSWER } from '../../../test/support/rls-reference.js';
+import { envoyAnswer } from '../../../test/support/envoy-reference.js';
+import type { EnvoyWire } from './envoy-wire.js';
 import type { WireRequest } from '../../../test/support/rls-reference.js';
 import type { UnitName } from './rls-types.js';
 import { BadRequest } from './rls-types.js';
@@ -247,6 +249,44 @@ test('any answer reads back as protobufjs encoding toWire(answer) does, in canon
       assert.deepEqual(readAnswer(got), readAnswer(method.responseSerialize(toWire(r))));
       // protobufjs writes fields in number order too: with toWire's zeros left out, the very same bytes.
       assert.equal(got.toString('hex'), method.responseSerialize(canonical(toWire(r))).toString('hex'));
+    }),
+    { numRuns: 20_000 },
+  );
+});
+
+test("Envoy's answer (--answers envoy): the very bytes of encoding envoyAnswer's copy of the answer, for any answer, header names and time", () => {
+  // Every kind of status envoy-wire.ts tells apart: over or not, in shadow or quota mode, with a limit of any
+  // unit (UNKNOWN and WEEK too) or none.
+  const envoyStatus = fc
+    .tuple(
+      status,
+      fc.constantFrom(undefined, 'within' as const, 'over' as const),
+      fc.constantFrom<UnitName | 'UNKNOWN'>(...unitNames, 'WEEK'),
+    )
+    .map(([s, quota, unit]): DescriptorStatus => {
+      const currentLimit = s.currentLimit === undefined ? undefined : { ...s.currentLimit, unit };
+      return quota === undefined ? { ...s, currentLimit } : { ...s, currentLimit, quota };
+    });
+  const envoyResponse = fc.record({
+    overallCode: fc.constantFrom('OK' as const, 'OVER_LIMIT' as const),
+    statuses: fc.array(envoyStatus, { maxLength: 5 }),
+    headers: fc.array(fc.tuple(text, text), { maxLength: 2 }),
+    retryAfterMs: fc.nat(),
+  });
+  const wire: fc.Arbitrary<EnvoyWire> = fc.oneof(
+    fc.constant({ headers: undefined }),
+    fc.record({ headers: fc.record({ limit: text, remaining: text, reset: text }) }),
+  );
+  const now = fc.oneof(
+    fc.constantFrom(0, 999, 1000, 1_800_000_000_000, 1_800_000_123_456),
+    fc.integer({ min: 1_700_000_000_000, max: 2_000_000_000_000 }),
+    fc.nat(),
+  );
+  fc.assert(
+    fc.property(envoyResponse, wire, now, (r, w, nowMs) => {
+      const expected = encodeRateLimitResponse(envoyAnswer(r, w, nowMs)).toString('hex');
+      assert.equal(encodeRateLimitResponse(r, 0, w, nowMs).toString('hex'), expected);
+      assert.equal(encodeRateLimitResponse(r, 5, w, nowMs).subarray(5).toString('hex'), expected);
     }),
     { numRuns: 20_000 },
   );

@@ -18,6 +18,8 @@
  * left out (toWire set them, so protobufjs wrote them; a proto3 reader sees the same message either way).
  */
 import type { UnitName } from './rls-types.js';
+import { envoyCode, envoyDurationMs, envoyHeaders, envoyRemaining } from './envoy-wire.js';
+import type { EnvoyWire } from './envoy-wire.js';
 import { DESCRIPTOR, ENTRY, OVERRIDE, REQUEST, UINT64_VALUE } from './rls-request.js';
 import { BadRequest } from './rls-types.js';
 import type { RequestDescriptor, RlsRequest, RlsResponse } from './rls-types.js';
@@ -344,15 +346,19 @@ function fieldSize(contents: number): number {
  * requests_per_unit and limit_remaining are uint32 (taken `>>> 0`, as protobufjs's fromObject did), and
  * durationUntilResetMs, a whole non-negative number of milliseconds as the service gives it, becomes
  * {seconds: floor(ms / 1000), nanos: (ms % 1000) * 10^6}.
+ *
+ * With `envoy`, the answer is written as envoyproxy/ratelimit would have sent it at `nowMs` (envoy-wire.ts):
+ * each status's code, limit_remaining and duration_until_reset, and the headers, are Envoy's, read from the
+ * service's statuses as they are written rather than from a copy of the answer made for it.
  */
-export function encodeRateLimitResponse(r: RlsResponse, headroom = 0): Buffer {
+export function encodeRateLimitResponse(r: RlsResponse, headroom = 0, envoy?: EnvoyWire, nowMs = 0): Buffer {
   // Pass 1. Per status, `sizes` holds: its contents' size, then, with a current_limit, the RateLimit's size
   // and its name's UTF-8 length, then, with a duration, the Duration's size. Per header: its size, the
   // key's and the value's UTF-8 lengths.
   let k = 0;
   let total = 2; // overall_code, never 0: OK or OVER_LIMIT
   const statuses = r.statuses;
-  const headers = r.headers;
+  const headers = envoy === undefined ? r.headers : envoyHeaders(statuses, envoy, nowMs);
   // Indexed loops: for-of with [key, value] destructuring goes through the iterator protocol per header.
   for (let i = 0; i < statuses.length; i++) {
     const s = statuses[i]!;
@@ -370,9 +376,9 @@ export function encodeRateLimitResponse(r: RlsResponse, headroom = 0): Buffer {
       sizes[k++] = name;
       size += fieldSize(limit);
     }
-    const remaining = s.limitRemaining >>> 0;
+    const remaining = (envoy === undefined ? s.limitRemaining : envoyRemaining(s)) >>> 0;
     if (remaining !== 0) size += 1 + varintSize(remaining);
-    const ms = s.durationUntilResetMs;
+    const ms = envoy === undefined ? s.durationUntilResetMs : envoyDurationMs(s, nowMs);
     if (ms !== 0) {
       const seconds = Math.floor(ms / 1000);
       const nanos = ((ms % 1000) * 1_000_000) | 0;
@@ -404,7 +410,7 @@ export function encodeRateLimitResponse(r: RlsResponse, headroom = 0): Buffer {
     buf[p++] = 0x12; // 2: statuses
     p = writeVarint(buf, p, sizes[k++]!);
     buf[p++] = 0x08; // DescriptorStatus 1: code
-    buf[p++] = s.code === 'OK' ? 1 : 2;
+    buf[p++] = (envoy === undefined ? s.code : envoyCode(s)) === 'OK' ? 1 : 2;
     const l = s.currentLimit;
     if (l !== undefined) {
       buf[p++] = 0x12; // 2: current_limit
@@ -425,12 +431,12 @@ export function encodeRateLimitResponse(r: RlsResponse, headroom = 0): Buffer {
         p = writeUtf8(buf, writeVarint(buf, p, name), l.name);
       }
     }
-    const remaining = s.limitRemaining >>> 0;
+    const remaining = (envoy === undefined ? s.limitRemaining : envoyRemaining(s)) >>> 0;
     if (remaining !== 0) {
       buf[p++] = 0x18; // 3: limit_remaining
       p = writeVarint(buf, p, remaining);
     }
-    const ms = s.durationUntilResetMs;
+    const ms = envoy === undefined ? s.durationUntilResetMs : envoyDurationMs(s, nowMs);
     if (ms !== 0) {
       buf[p++] = 0x22; // 4: duration_until_reset
       p = writeVarint(buf, p, sizes[k++]!);

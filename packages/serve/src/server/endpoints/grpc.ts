@@ -25,7 +25,6 @@ import { acceptSessions } from './grpc-connections.js';
 import { HEALTH_CHECK_PATH, HEALTH_WATCH_PATH, HealthService, RLS_SERVICE } from './grpc-health.js';
 import { PendingCalls, readMessage, timeoutMs, type MessageDone } from './grpc-message.js';
 import { decodeRateLimitRequest, encodeRateLimitResponse } from '../codecs/rls-proto.js';
-import { envoyAnswer } from '../codecs/envoy-wire.js';
 import type { EnvoyWire } from '../codecs/envoy-wire.js';
 import type { RateLimitService } from '../service.js';
 import type { RlsResponse } from '../codecs/rls-types.js';
@@ -230,7 +229,7 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
   const wire = options.envoyWire;
   /** The answer's message, with room for the gRPC prefix: as Envoy's service would send it, or sluice's own. */
   const encode = (r: RlsResponse): Buffer =>
-    encodeRateLimitResponse(wire === undefined ? r : envoyAnswer(r, wire, service().now()), 5);
+    encodeRateLimitResponse(r, 5, wire, wire === undefined ? 0 : service().now());
 
   /** Deciding: the service's answer, framed; an asynchronous one bounded by the caller's grpc-timeout. */
   function shouldRateLimit(stream: http2.ServerHttp2Stream, message: Buffer, deadlineMs: number | undefined): void {

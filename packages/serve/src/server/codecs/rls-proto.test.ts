@@ -328,6 +328,33 @@ test('golden: the bench request', () => {
   assert.deepEqual(decodeRateLimitRequest(new Uint8Array(b)), expected);
 });
 
+test('kept names: a domain or key read again, or past the kept ones, decodes as read the first time; __proto__ too', () => {
+  const request = (domain: string, key: string) =>
+    Buffer.concat([
+      lengthDelimited(1, Buffer.from(domain)),
+      lengthDelimited(
+        2,
+        lengthDelimited(1, Buffer.concat([lengthDelimited(1, Buffer.from(key)), lengthDelimited(2, Buffer.from('v'))])),
+      ),
+    ]);
+  const names = [
+    '__proto__',
+    'constructor',
+    'bench',
+    'x'.repeat(64),
+    'y'.repeat(65),
+    'ünïcødé',
+    ...Array.from({ length: 20 }, (_, i) => `d${i}`),
+  ];
+  for (let round = 0; round < 3; round++) {
+    for (const [i, domain] of names.entries()) {
+      const b = request(domain, names[(i + round) % names.length]!);
+      assert.deepEqual(mine(b), reference(b));
+      assert.equal(decodeRateLimitRequest(b).domain, domain);
+    }
+  }
+});
+
 test('golden: a typical OK answer', () => {
   const r = TYPICAL_ANSWER;
   // statuses { code OK, current_limit { 1000, MINUTE }, remaining 999, duration { 59 s, 500 000 000 ns } }

@@ -22,6 +22,7 @@ import { envoyCode, envoyDurationMs, envoyHeaders, envoyRemaining } from './envo
 import type { EnvoyWire } from './envoy-wire.js';
 import { DESCRIPTOR, ENTRY, OVERRIDE, REQUEST, UINT64_VALUE } from './rls-request.js';
 import { BadRequest } from './rls-types.js';
+import { internalized } from './intern.js';
 import type { RequestDescriptor, RlsRequest, RlsResponse } from './rls-types.js';
 import type { Entry } from './rls-types.js';
 
@@ -123,6 +124,40 @@ function string(b: Uint8Array, end: number, field: number): string {
 }
 
 /**
+ * Domains and descriptor keys are a config's few names, sent request after request: the last KEPT_NAMES
+ * read (of at most KEPT_NAME_BYTES) are kept with their bytes, and a field of the same bytes gets the kept
+ * string, internalized (intern.ts), so no string is decoded and the rule lookups keyed by it compare
+ * pointers, not texts. Values (a client's address, a path) are too many to keep and go through string().
+ */
+const KEPT_NAMES = 16;
+const KEPT_NAME_BYTES = 64;
+const keptBytes: Uint8Array[] = [];
+const keptNames: string[] = [];
+let nextKept = 0;
+
+function name(b: Uint8Array, end: number, field: number): string {
+  const n = length(b, end, field);
+  const start = pos;
+  pos += n;
+  if (n === 0) return '';
+  if (n > KEPT_NAME_BYTES) return utf8Slice.call(b, start, pos);
+  for (let k = 0; k < keptBytes.length; k++) {
+    const kept = keptBytes[k]!;
+    if (kept.length !== n) continue;
+    let i = 0;
+    while (i < n && kept[i] === b[start + i]) i++;
+    if (i === n) return keptNames[k]!;
+  }
+  const text = internalized(utf8Slice.call(b, start, pos));
+  const copy = new Uint8Array(n); // `b` is the call's own buffer
+  copy.set(b.subarray(start, pos));
+  keptBytes[nextKept] = copy;
+  keptNames[nextKept] = text;
+  nextKept = (nextKept + 1) % KEPT_NAMES;
+  return text;
+}
+
+/**
  * Steps over a field the message does not know. Every message here numbers its fields 1..known, so a field
  * number in that range arriving here came with another wire type than its own: malformed, not unknown.
  */
@@ -148,22 +183,29 @@ export function decodeRateLimitRequest(bytes: Uint8Array): RlsRequest {
   invalid = undefined;
   const end = bytes.length;
   let domain = '';
-  const descriptors: RequestDescriptor[] = [];
+  // Most requests carry one descriptor of one entry: the first is held apart and the array made to fit at the
+  // end, since an array grown from [] by push gets room for 17 at once.
+  let first: RequestDescriptor | undefined;
+  let descriptors: RequestDescriptor[] | undefined;
+  let count = 0;
   let hitsAddend = 0;
   while (pos < end) {
     const at = pos;
     const tag = varint(bytes, end);
     if (tag === DOMAIN_TAG)
-      domain = string(bytes, end, 1); // a later occurrence of a scalar replaces an earlier one
-    else if (tag === DESCRIPTORS.tag)
-      descriptors.push(descriptor(bytes, messageEnd(bytes, end, DESCRIPTORS.number), descriptors.length));
-    else if (tag === HITS_TAG)
+      domain = name(bytes, end, 1); // a later occurrence of a scalar replaces an earlier one
+    else if (tag === DESCRIPTORS.tag) {
+      const d = descriptor(bytes, messageEnd(bytes, end, DESCRIPTORS.number), count++);
+      if (first === undefined) first = d;
+      else if (descriptors === undefined) descriptors = [first, d];
+      else descriptors.push(d);
+    } else if (tag === HITS_TAG)
       hitsAddend = varint(bytes, end); // uint32: the low 32 bits, as protobufjs reads it
     else skip(bytes, end, tag, at, REQUEST.known);
   }
   // fromWire ran after protobufjs had decoded everything: malformed bytes anywhere win over an invalid value.
   if (invalid !== undefined) throw new BadRequest(invalid);
-  return { domain, descriptors, hitsAddend };
+  return { domain, descriptors: descriptors ?? (first === undefined ? [] : [first]), hitsAddend };
 }
 
 /**
@@ -186,7 +228,8 @@ export function decodeHealthCheckRequest(bytes: Uint8Array): string {
 
 /** RateLimitDescriptor, ending at `end`; `i` is its index, for fromWire's messages. */
 function descriptor(b: Uint8Array, end: number, i: number): RequestDescriptor {
-  const entries: Entry[] = [];
+  let first: Entry | undefined; // as the request's descriptors: the array made to fit at the end
+  let entries: Entry[] | undefined;
   let hasLimit = false;
   let requestsPerUnit = 0;
   let unit = 0;
@@ -203,11 +246,14 @@ function descriptor(b: Uint8Array, end: number, i: number): RequestDescriptor {
       while (pos < stop) {
         const at = pos;
         const t = varint(b, stop);
-        if (t === KEY.tag) key = string(b, stop, KEY.number);
+        if (t === KEY.tag) key = name(b, stop, KEY.number);
         else if (t === VALUE.tag) value = string(b, stop, VALUE.number);
         else skip(b, stop, t, at, ENTRY.known);
       }
-      entries.push({ key, value });
+      const entry = { key, value };
+      if (first === undefined) first = entry;
+      else if (entries === undefined) entries = [first, entry];
+      else entries.push(entry);
     } else if (tag === LIMIT.tag) {
       // RateLimitOverride. A second one replaces the first whole (protobufjs), so both fields start over.
       const stop = messageEnd(b, end, LIMIT.number);
@@ -249,7 +295,11 @@ function descriptor(b: Uint8Array, end: number, i: number): RequestDescriptor {
   // Up to 2^53-1 is exact; past it, protobufjs's lo + hi * 2^32 rounds, and fromWire prints the rounded value.
   if (hasHits && hitsHi > 0x1fffff)
     invalid ??= `descriptors[${i}].hits_addend is too large: ${hitsLo + hitsHi * 4294967296}`;
-  return { entries, limit, hitsAddend: hasHits ? hitsLo + hitsHi * 4294967296 : undefined };
+  return {
+    entries: entries ?? (first === undefined ? [] : [first]),
+    limit,
+    hitsAddend: hasHits ? hitsLo + hitsHi * 4294967296 : undefined,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -191,7 +191,7 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
   };
   // Each as readMessage calls it (message first), made once here rather than a closure per call.
   const methods = new Map<unknown, MessageDone>([
-    [SHOULD_RATE_LIMIT_PATH, (message, stream, deadlineMs) => shouldRateLimit(stream, message, deadlineMs)],
+    [SHOULD_RATE_LIMIT_PATH, shouldRateLimit],
     [HEALTH_CHECK_PATH, (message, stream) => health.check(stream, message)],
     [HEALTH_WATCH_PATH, (message, stream) => health.watch(stream, message)],
   ]);
@@ -207,7 +207,8 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
     if (typeof type !== 'string' || !type.startsWith('application/grpc')) {
       return stream.respond({ ':status': 415, 'content-type': 'text/plain' }, { endStream: true });
     }
-    const method = methods.get(path);
+    // ShouldRateLimit first, by comparing texts: a Map lookup would hash the path, a new string every call.
+    const method = path === SHOULD_RATE_LIMIT_PATH ? shouldRateLimit : methods.get(path);
     if (method === undefined)
       return fail(
         stream,
@@ -232,7 +233,7 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
     encodeRateLimitResponse(r, 5, wire, wire === undefined ? 0 : service().now());
 
   /** Deciding: the service's answer, framed; an asynchronous one bounded by the caller's grpc-timeout. */
-  function shouldRateLimit(stream: http2.ServerHttp2Stream, message: Buffer, deadlineMs: number | undefined): void {
+  function shouldRateLimit(message: Buffer, stream: http2.ServerHttp2Stream, deadlineMs: number | undefined): void {
     let answered: RlsResponse | Promise<RlsResponse>;
     try {
       answered = service().shouldRateLimit(decodeRateLimitRequest(message));

@@ -47,7 +47,9 @@ export function envoyResetMs(s: DescriptorStatus, nowMs: number): number {
   const unit = s.currentLimit?.unit;
   if (unit === undefined || unit === 'UNKNOWN') return 0;
   const seconds = UNITS[unit] / 1000;
-  return (seconds - (Math.floor(nowMs / 1000) % seconds)) * 1000;
+  const now = Math.floor(nowMs / 1000);
+  // now % seconds without `%`, which on numbers past the small integers (epoch seconds are) is a call into C.
+  return (seconds - (now - Math.floor(now / seconds) * seconds)) * 1000;
 }
 
 /** response_headers_to_add at `nowMs`: none unless `wire` names them, then those of the status closest to its limit. */

@@ -402,9 +402,10 @@ function fieldSize(contents: number): number {
  * service's statuses as they are written rather than from a copy of the answer made for it.
  */
 export function encodeRateLimitResponse(r: RlsResponse, headroom = 0, envoy?: EnvoyWire, nowMs = 0): Buffer {
-  // Pass 1. Per status, `sizes` holds: its contents' size, then, with a current_limit, the RateLimit's size
-  // and its name's UTF-8 length, then, with a duration, the Duration's size. Per header: its size, the
-  // key's and the value's UTF-8 lengths.
+  // Pass 1. Per status, `sizes` holds: its contents' size, its limit_remaining and its duration in ms (worked
+  // out once: Envoy's reads the clock), then, with a current_limit, the RateLimit's size and its name's UTF-8
+  // length, then, with a duration, the Duration's size. Per header: its size, the key's and the value's
+  // UTF-8 lengths.
   let k = 0;
   let total = 2; // overall_code, never 0: OK or OVER_LIMIT
   const statuses = r.statuses;
@@ -412,7 +413,12 @@ export function encodeRateLimitResponse(r: RlsResponse, headroom = 0, envoy?: En
   // Indexed loops: for-of with [key, value] destructuring goes through the iterator protocol per header.
   for (let i = 0; i < statuses.length; i++) {
     const s = statuses[i]!;
-    const slot = k++;
+    const slot = k;
+    const remaining = (envoy === undefined ? s.limitRemaining : envoyRemaining(s)) >>> 0;
+    const ms = envoy === undefined ? s.durationUntilResetMs : envoyDurationMs(s, nowMs);
+    sizes[k + 1] = remaining;
+    sizes[k + 2] = ms;
+    k += 3;
     let size = 2; // code
     const l = s.currentLimit;
     if (l !== undefined) {
@@ -426,9 +432,7 @@ export function encodeRateLimitResponse(r: RlsResponse, headroom = 0, envoy?: En
       sizes[k++] = name;
       size += fieldSize(limit);
     }
-    const remaining = (envoy === undefined ? s.limitRemaining : envoyRemaining(s)) >>> 0;
     if (remaining !== 0) size += 1 + varintSize(remaining);
-    const ms = envoy === undefined ? s.durationUntilResetMs : envoyDurationMs(s, nowMs);
     if (ms !== 0) {
       const seconds = Math.floor(ms / 1000);
       const nanos = ((ms % 1000) * 1_000_000) | 0;
@@ -459,6 +463,8 @@ export function encodeRateLimitResponse(r: RlsResponse, headroom = 0, envoy?: En
     const s = statuses[i]!;
     buf[p++] = 0x12; // 2: statuses
     p = writeVarint(buf, p, sizes[k++]!);
+    const remaining = sizes[k++]!;
+    const ms = sizes[k++]!;
     buf[p++] = 0x08; // DescriptorStatus 1: code
     buf[p++] = (envoy === undefined ? s.code : envoyCode(s)) === 'OK' ? 1 : 2;
     const l = s.currentLimit;
@@ -481,12 +487,10 @@ export function encodeRateLimitResponse(r: RlsResponse, headroom = 0, envoy?: En
         p = writeUtf8(buf, writeVarint(buf, p, name), l.name);
       }
     }
-    const remaining = (envoy === undefined ? s.limitRemaining : envoyRemaining(s)) >>> 0;
     if (remaining !== 0) {
       buf[p++] = 0x18; // 3: limit_remaining
       p = writeVarint(buf, p, remaining);
     }
-    const ms = envoy === undefined ? s.durationUntilResetMs : envoyDurationMs(s, nowMs);
     if (ms !== 0) {
       buf[p++] = 0x22; // 4: duration_until_reset
       p = writeVarint(buf, p, sizes[k++]!);

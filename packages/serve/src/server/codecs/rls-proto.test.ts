@@ -355,6 +355,28 @@ test('kept names: a domain or key read again, or past the kept ones, decodes as 
   }
 });
 
+test('kept limits: a limit answered with again, or past the kept ones, is written as a fresh copy of it is', () => {
+  const limits = Array.from({ length: 20 }, (_, i) => ({
+    name: i % 3 === 0 ? '' : `rule ${i} ünïcødé`,
+    requestsPerUnit: i * 1000,
+    unit: (['SECOND', 'MINUTE', 'HOUR', 'UNKNOWN'] as const)[i % 4]!,
+    header: '',
+  }));
+  const answer = (currentLimit: (typeof limits)[number]): RlsResponse => ({
+    overallCode: 'OK',
+    statuses: [{ code: 'OK', currentLimit, limitRemaining: 7, durationUntilResetMs: 1500, rule: 'r', shadow: false }],
+    headers: [],
+    retryAfterMs: 0,
+  });
+  for (let round = 0; round < 3; round++) {
+    for (const [i, l] of limits.entries()) {
+      const expected = encodeRateLimitResponse(answer({ ...l })).toString('hex');
+      assert.equal(encodeRateLimitResponse(answer(l)).toString('hex'), expected, `limit ${i}, round ${round}`);
+      assert.equal(encodeRateLimitResponse(answer(l)).toString('hex'), expected, `limit ${i} again`);
+    }
+  }
+});
+
 test('golden: a typical OK answer', () => {
   const r = TYPICAL_ANSWER;
   // statuses { code OK, current_limit { 1000, MINUTE }, remaining 999, duration { 59 s, 500 000 000 ns } }

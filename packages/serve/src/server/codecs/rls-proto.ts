@@ -23,7 +23,7 @@ import type { EnvoyWire } from './envoy-wire.js';
 import { DESCRIPTOR, ENTRY, OVERRIDE, REQUEST, UINT64_VALUE } from './rls-request.js';
 import { BadRequest } from './rls-types.js';
 import { internalized } from './intern.js';
-import type { RequestDescriptor, RlsRequest, RlsResponse } from './rls-types.js';
+import type { CurrentLimit, RequestDescriptor, RlsRequest, RlsResponse } from './rls-types.js';
 import type { Entry } from './rls-types.js';
 
 // ---------------------------------------------------------------------------------------------------------
@@ -321,7 +321,7 @@ function longVarintSize(v: number): number {
   return n;
 }
 
-function writeVarint(buf: Buffer, p: number, v: number): number {
+function writeVarint(buf: Uint8Array, p: number, v: number): number {
   for (; v >= 0x80; v >>>= 7) buf[p++] = (v & 0x7f) | 0x80;
   buf[p++] = v;
   return p;
@@ -350,7 +350,7 @@ function utf8Length(s: string): number {
   return n;
 }
 
-function writeUtf8(buf: Buffer, p: number, s: string): number {
+function writeUtf8(buf: Uint8Array, p: number, s: string): number {
   for (let i = 0; i < s.length; i++) {
     let c = s.charCodeAt(i);
     if (c < 0x80) buf[p++] = c;
@@ -385,6 +385,44 @@ const UNIT_NUMBER: Readonly<Record<UnitName | 'UNKNOWN', number>> = {
   WEEK: 7,
 };
 
+/**
+ * A limit's RateLimit message (current_limit's contents: requests_per_unit, unit, name), kept for the last
+ * KEPT_LIMITS CurrentLimit objects by identity: the service makes one per rule and answers with it call after
+ * call, so its name is measured and written once, not twice per answer. By identity rather than in a
+ * WeakMap, since a limit override makes a new one per call.
+ */
+const KEPT_LIMITS = 8;
+const keptLimits: (CurrentLimit | undefined)[] = Array.from({ length: KEPT_LIMITS }, () => undefined);
+const keptLimitMessages: Uint8Array[] = Array.from({ length: KEPT_LIMITS }, () => new Uint8Array(0));
+let nextLimit = 0;
+
+function limitMessage(l: CurrentLimit): Uint8Array {
+  for (let i = 0; i < KEPT_LIMITS; i++) if (keptLimits[i] === l) return keptLimitMessages[i]!;
+  const rpu = l.requestsPerUnit >>> 0;
+  const unit = UNIT_NUMBER[l.unit];
+  const name = utf8Length(l.name);
+  const bytes = new Uint8Array(
+    (rpu === 0 ? 0 : 1 + varintSize(rpu)) + (unit === 0 ? 0 : 2) + (name === 0 ? 0 : fieldSize(name)),
+  );
+  let p = 0;
+  if (rpu !== 0) {
+    bytes[p++] = 0x08; // RateLimit 1: requests_per_unit
+    p = writeVarint(bytes, p, rpu);
+  }
+  if (unit !== 0) {
+    bytes[p++] = 0x10; // 2: unit
+    bytes[p++] = unit;
+  }
+  if (name !== 0) {
+    bytes[p++] = 0x1a; // 3: name
+    writeUtf8(bytes, writeVarint(bytes, p, name), l.name);
+  }
+  keptLimits[nextLimit] = l;
+  keptLimitMessages[nextLimit] = bytes;
+  nextLimit = (nextLimit + 1) % KEPT_LIMITS;
+  return bytes;
+}
+
 /** A length-delimited field's whole size: its tag byte, its length prefix and its contents. */
 function fieldSize(contents: number): number {
   return 1 + varintSize(contents) + contents;
@@ -403,9 +441,8 @@ function fieldSize(contents: number): number {
  */
 export function encodeRateLimitResponse(r: RlsResponse, headroom = 0, envoy?: EnvoyWire, nowMs = 0): Buffer {
   // Pass 1. Per status, `sizes` holds: its contents' size, its limit_remaining and its duration in ms (worked
-  // out once: Envoy's reads the clock), then, with a current_limit, the RateLimit's size and its name's UTF-8
-  // length, then, with a duration, the Duration's size. Per header: its size, the key's and the value's
-  // UTF-8 lengths.
+  // out once: Envoy's reads the clock), then, with a duration, the Duration's size. Per header: its size, the
+  // key's and the value's UTF-8 lengths.
   let k = 0;
   let total = 2; // overall_code, never 0: OK or OVER_LIMIT
   const statuses = r.statuses;
@@ -421,17 +458,7 @@ export function encodeRateLimitResponse(r: RlsResponse, headroom = 0, envoy?: En
     k += 3;
     let size = 2; // code
     const l = s.currentLimit;
-    if (l !== undefined) {
-      const rpu = l.requestsPerUnit >>> 0;
-      const name = utf8Length(l.name);
-      const limit =
-        (rpu === 0 ? 0 : 1 + varintSize(rpu)) +
-        (UNIT_NUMBER[l.unit] === 0 ? 0 : 2) +
-        (name === 0 ? 0 : fieldSize(name));
-      sizes[k++] = limit;
-      sizes[k++] = name;
-      size += fieldSize(limit);
-    }
+    if (l !== undefined) size += fieldSize(limitMessage(l).length);
     if (remaining !== 0) size += 1 + varintSize(remaining);
     if (ms !== 0) {
       const seconds = Math.floor(ms / 1000);
@@ -469,23 +496,11 @@ export function encodeRateLimitResponse(r: RlsResponse, headroom = 0, envoy?: En
     buf[p++] = (envoy === undefined ? s.code : envoyCode(s)) === 'OK' ? 1 : 2;
     const l = s.currentLimit;
     if (l !== undefined) {
+      const limit = limitMessage(l);
       buf[p++] = 0x12; // 2: current_limit
-      p = writeVarint(buf, p, sizes[k++]!);
-      const rpu = l.requestsPerUnit >>> 0;
-      if (rpu !== 0) {
-        buf[p++] = 0x08; // RateLimit 1: requests_per_unit
-        p = writeVarint(buf, p, rpu);
-      }
-      const unit = UNIT_NUMBER[l.unit];
-      if (unit !== 0) {
-        buf[p++] = 0x10; // 2: unit
-        buf[p++] = unit;
-      }
-      const name = sizes[k++]!;
-      if (name !== 0) {
-        buf[p++] = 0x1a; // 3: name
-        p = writeUtf8(buf, writeVarint(buf, p, name), l.name);
-      }
+      p = writeVarint(buf, p, limit.length);
+      buf.set(limit, p);
+      p += limit.length;
     }
     if (remaining !== 0) {
       buf[p++] = 0x18; // 3: limit_remaining

@@ -355,7 +355,7 @@ test('kept names: a domain or key read again, or past the kept ones, decodes as 
   }
 });
 
-test('kept limits: a limit answered with again, or past the kept ones, is written as a fresh copy of it is', () => {
+test('kept limits: a limit answered with again, or past the kept ones, is written as protobufjs writes it', () => {
   const limits = Array.from({ length: 20 }, (_, i) => ({
     name: i % 3 === 0 ? '' : `rule ${i} ünïcødé`,
     requestsPerUnit: i * 1000,
@@ -370,7 +370,7 @@ test('kept limits: a limit answered with again, or past the kept ones, is writte
   });
   for (let round = 0; round < 3; round++) {
     for (const [i, l] of limits.entries()) {
-      const expected = encodeRateLimitResponse(answer({ ...l })).toString('hex');
+      const expected = method.responseSerialize(canonical(toWire(answer(l)))).toString('hex');
       assert.equal(encodeRateLimitResponse(answer(l)).toString('hex'), expected, `limit ${i}, round ${round}`);
       assert.equal(encodeRateLimitResponse(answer(l)).toString('hex'), expected, `limit ${i} again`);
     }

@@ -408,9 +408,17 @@ export function unframe(bytes: Buffer, encoding: string, max: number): Buffer {
 
 const TIMEOUT_UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 1e-3, n: 1e-6 };
 
+/** The last grpc-timeout read and its value: an Envoy sends the same one (its filter's timeout) on every call. */
+let lastTimeout: string | undefined;
+let lastTimeoutMs: number | undefined;
+
 /** `grpc-timeout` (at most 8 digits and a unit) in milliseconds, at least 1; undefined when absent or malformed. */
 export function timeoutMs(value: string | string[] | undefined): number | undefined {
   if (typeof value !== 'string') return undefined;
+  if (value === lastTimeout) return lastTimeoutMs;
   const m = /^(\d{1,8})([HMSmun])$/.exec(value);
-  return m === null ? undefined : Math.max(1, Math.ceil(Number(m[1]) * TIMEOUT_UNIT_MS[m[2]!]!));
+  const ms = m === null ? undefined : Math.max(1, Math.ceil(Number(m[1]) * TIMEOUT_UNIT_MS[m[2]!]!));
+  lastTimeout = value;
+  lastTimeoutMs = ms;
+  return ms;
 }

@@ -57,6 +57,15 @@ function command(server) {
     'false',
     '--clock',
     'monotonic',
+    // Under callgrind on a loaded host a connection's first call can take longer than the default 5 s
+    // --headers-timeout-ms, and a keepalive ping's answer longer than 20 s: the connection was cut and the
+    // count failed. The timers are armed all the same, only for longer.
+    '--headers-timeout-ms',
+    '600000',
+    '--request-timeout-ms',
+    '600000',
+    '--grpc-keepalive-timeout-ms',
+    '600000',
   ];
 }
 

@@ -9,7 +9,7 @@
  *   headers, under its names, for the status closest to its limit (the first over a non-quota limit wins).
  */
 import { UNITS } from './rls-types.js';
-import type { DescriptorStatus, RlsResponse } from './rls-types.js';
+import type { Code, DescriptorStatus } from './rls-types.js';
 
 export interface EnvoyWire {
   /** LIMIT_RESPONSE_HEADERS_ENABLED's header names (LIMIT_LIMIT_HEADER, ...); undefined: no headers. */
@@ -18,48 +18,62 @@ export interface EnvoyWire {
 
 const NO_HEADERS: readonly (readonly [string, string])[] = Object.freeze([]);
 
+// Each field of a status on its own, read as rls-proto.ts writes it: the answer is encoded straight from the
+// service's statuses, with no Envoy-shaped copy of them in between.
+
+/** Over its limit, as Envoy counts it: denied, a quota over (quota_mode), or a shadow-mode rule over (answered OK). */
+function over(s: DescriptorStatus): boolean {
+  return s.code === 'OVER_LIMIT' || s.quota === 'over' || s.shadow;
+}
+
+/** A status's code: OVER_LIMIT when over a limit; shadow mode answers OK, as Envoy does, and so does an unmatched or unlimited descriptor. */
+export function envoyCode(s: DescriptorStatus): Code {
+  if (s.shadow) return 'OK';
+  return s.currentLimit !== undefined && over(s) ? 'OVER_LIMIT' : s.code;
+}
+
+/** A status's limit_remaining: 0 when over a limit. */
+export function envoyRemaining(s: DescriptorStatus): number {
+  return s.currentLimit !== undefined && over(s) ? 0 : s.limitRemaining;
+}
+
+/** A status's duration_until_reset, in ms: envoyResetMs for a status with a limit, else the service's own (0). */
+export function envoyDurationMs(s: DescriptorStatus, nowMs: number): number {
+  return s.currentLimit === undefined ? s.durationUntilResetMs : envoyResetMs(s, nowMs);
+}
+
 /** Envoy's duration_until_reset for a limit of `unit`, in ms (whole seconds); 0 when no unit. */
 export function envoyResetMs(s: DescriptorStatus, nowMs: number): number {
   const unit = s.currentLimit?.unit;
   if (unit === undefined || unit === 'UNKNOWN') return 0;
   const seconds = UNITS[unit] / 1000;
-  return (seconds - (Math.floor(nowMs / 1000) % seconds)) * 1000;
+  const now = Math.floor(nowMs / 1000);
+  // now % seconds without `%`, which on numbers past the small integers (epoch seconds are) is a call into C.
+  return (seconds - (now - Math.floor(now / seconds) * seconds)) * 1000;
 }
 
-/** The service's answer `r` as envoyproxy/ratelimit would have sent it at `nowMs`. */
-export function envoyAnswer(r: RlsResponse, wire: EnvoyWire, nowMs: number): RlsResponse {
-  const statuses: DescriptorStatus[] = new Array(r.statuses.length);
+/** response_headers_to_add at `nowMs`: none unless `wire` names them, then those of the status closest to its limit. */
+export function envoyHeaders(
+  statuses: readonly DescriptorStatus[],
+  wire: EnvoyWire,
+  nowMs: number,
+): readonly (readonly [string, string])[] {
+  const h = wire.headers;
+  if (h === undefined) return NO_HEADERS;
   let minimum: DescriptorStatus | undefined;
-  let forced = false;
-  for (let i = 0; i < r.statuses.length; i++) {
-    const s = r.statuses[i]!;
-    // over its limit: denied, a quota over (quota_mode), or a shadow-mode rule over (answered OK below)
-    const over = s.code === 'OVER_LIMIT' || s.quota === 'over' || s.shadow;
-    const e: DescriptorStatus =
-      s.currentLimit === undefined
-        ? s
-        : {
-            ...s,
-            code: over ? 'OVER_LIMIT' : 'OK',
-            limitRemaining: over ? 0 : s.limitRemaining,
-            durationUntilResetMs: envoyResetMs(s, nowMs),
-          };
-    // shadow mode answers OK per status, as Envoy does; so does an unmatched or unlimited descriptor
-    statuses[i] = s.shadow ? { ...e, code: 'OK' } : e;
-    if (wire.headers === undefined || s.currentLimit === undefined || forced) continue;
+  for (let i = 0; i < statuses.length; i++) {
+    const s = statuses[i]!;
+    if (s.currentLimit === undefined) continue;
     if (s.code === 'OVER_LIMIT' && s.quota === undefined && !s.shadow) {
-      minimum = e;
-      forced = true;
-    } else if (minimum === undefined || e.limitRemaining < minimum.limitRemaining) minimum = e;
+      minimum = s; // a denial by an enforced limit wins
+      break;
+    }
+    if (minimum === undefined || envoyRemaining(s) < envoyRemaining(minimum)) minimum = s;
   }
-  let headers = NO_HEADERS;
-  if (wire.headers !== undefined && minimum !== undefined) {
-    const h = wire.headers;
-    headers = [
-      [h.limit, String(minimum.currentLimit!.requestsPerUnit)],
-      [h.remaining, String(minimum.limitRemaining)],
-      [h.reset, String(minimum.durationUntilResetMs / 1000)],
-    ];
-  }
-  return { overallCode: r.overallCode, statuses, headers, retryAfterMs: r.retryAfterMs };
+  if (minimum === undefined) return NO_HEADERS;
+  return [
+    [h.limit, String(minimum.currentLimit!.requestsPerUnit)],
+    [h.remaining, String(envoyRemaining(minimum))],
+    [h.reset, String(envoyResetMs(minimum, nowMs) / 1000)],
+  ];
 }

@@ -9,7 +9,8 @@
  * number's text, not internalized, which is only slower.
  */
 export function internalized(s: string): string {
-  const o: Record<string, 0> = {};
+  // No prototype: on a plain object, `o['__proto__'] = 0` sets the prototype and makes no key at all.
+  const o: Record<string, 0> = Object.create(null);
   o[s] = 0;
   return Object.keys(o)[0]!;
 }

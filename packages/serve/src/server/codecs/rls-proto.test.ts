@@ -9,6 +9,8 @@ import { loadSync } from '@grpc/proto-loader';
 import type { ServiceDefinition } from '@grpc/proto-loader';
 import { PROTO_ROOT, RLS_PROTO } from '../../../test/support/rls-definition.js';
 import { fromWire, method, toWire, TYPICAL_ANSWER } from '../../../test/support/rls-reference.js';
+import { envoyAnswer } from '../../../test/support/envoy-reference.js';
+import type { EnvoyWire } from './envoy-wire.js';
 import type { WireRequest } from '../../../test/support/rls-reference.js';
 import type { UnitName } from './rls-types.js';
 import { BadRequest } from './rls-types.js';
@@ -252,6 +254,44 @@ test('any answer reads back as protobufjs encoding toWire(answer) does, in canon
   );
 });
 
+test("Envoy's answer (--answers envoy): the very bytes of encoding envoyAnswer's copy of the answer, for any answer, header names and time", () => {
+  // Every kind of status envoy-wire.ts tells apart: over or not, in shadow or quota mode, with a limit of any
+  // unit (UNKNOWN and WEEK too) or none.
+  const envoyStatus = fc
+    .tuple(
+      status,
+      fc.constantFrom(undefined, 'within' as const, 'over' as const),
+      fc.constantFrom<UnitName | 'UNKNOWN'>(...unitNames, 'WEEK'),
+    )
+    .map(([s, quota, unit]): DescriptorStatus => {
+      const currentLimit = s.currentLimit === undefined ? undefined : { ...s.currentLimit, unit };
+      return quota === undefined ? { ...s, currentLimit } : { ...s, currentLimit, quota };
+    });
+  const envoyResponse = fc.record({
+    overallCode: fc.constantFrom('OK' as const, 'OVER_LIMIT' as const),
+    statuses: fc.array(envoyStatus, { maxLength: 5 }),
+    headers: fc.array(fc.tuple(text, text), { maxLength: 2 }),
+    retryAfterMs: fc.nat(),
+  });
+  const wire: fc.Arbitrary<EnvoyWire> = fc.oneof(
+    fc.constant({ headers: undefined }),
+    fc.record({ headers: fc.record({ limit: text, remaining: text, reset: text }) }),
+  );
+  const now = fc.oneof(
+    fc.constantFrom(0, 999, 1000, 1_800_000_000_000, 1_800_000_123_456),
+    fc.integer({ min: 1_700_000_000_000, max: 2_000_000_000_000 }),
+    fc.nat(),
+  );
+  fc.assert(
+    fc.property(envoyResponse, wire, now, (r, w, nowMs) => {
+      const expected = encodeRateLimitResponse(envoyAnswer(r, w, nowMs)).toString('hex');
+      assert.equal(encodeRateLimitResponse(r, 0, w, nowMs).toString('hex'), expected);
+      assert.equal(encodeRateLimitResponse(r, 5, w, nowMs).subarray(5).toString('hex'), expected);
+    }),
+    { numRuns: 20_000 },
+  );
+});
+
 test('any bytes decode or throw BadRequest, never anything else, and never hang', () => {
   const valid = wireRequest.map((w) => method.requestSerialize(w));
   const mangled = fc
@@ -286,6 +326,55 @@ test('golden: the bench request', () => {
   assert.deepEqual(reference(b), { ok: expected });
   // A plain Uint8Array (not a Buffer) decodes the same.
   assert.deepEqual(decodeRateLimitRequest(new Uint8Array(b)), expected);
+});
+
+test('kept names: a domain or key read again, or past the kept ones, decodes as read the first time; __proto__ too', () => {
+  const request = (domain: string, key: string) =>
+    Buffer.concat([
+      lengthDelimited(1, Buffer.from(domain)),
+      lengthDelimited(
+        2,
+        lengthDelimited(1, Buffer.concat([lengthDelimited(1, Buffer.from(key)), lengthDelimited(2, Buffer.from('v'))])),
+      ),
+    ]);
+  const names = [
+    '__proto__',
+    'constructor',
+    'bench',
+    'x'.repeat(64),
+    'y'.repeat(65),
+    'ünïcødé',
+    ...Array.from({ length: 20 }, (_, i) => `d${i}`),
+  ];
+  for (let round = 0; round < 3; round++) {
+    for (const [i, domain] of names.entries()) {
+      const b = request(domain, names[(i + round) % names.length]!);
+      assert.deepEqual(mine(b), reference(b));
+      assert.equal(decodeRateLimitRequest(b).domain, domain);
+    }
+  }
+});
+
+test('kept limits: a limit answered with again, or past the kept ones, is written as protobufjs writes it', () => {
+  const limits = Array.from({ length: 20 }, (_, i) => ({
+    name: i % 3 === 0 ? '' : `rule ${i} ünïcødé`,
+    requestsPerUnit: i * 1000,
+    unit: (['SECOND', 'MINUTE', 'HOUR', 'UNKNOWN'] as const)[i % 4]!,
+    header: '',
+  }));
+  const answer = (currentLimit: (typeof limits)[number]): RlsResponse => ({
+    overallCode: 'OK',
+    statuses: [{ code: 'OK', currentLimit, limitRemaining: 7, durationUntilResetMs: 1500, rule: 'r', shadow: false }],
+    headers: [],
+    retryAfterMs: 0,
+  });
+  for (let round = 0; round < 3; round++) {
+    for (const [i, l] of limits.entries()) {
+      const expected = method.responseSerialize(canonical(toWire(answer(l)))).toString('hex');
+      assert.equal(encodeRateLimitResponse(answer(l)).toString('hex'), expected, `limit ${i}, round ${round}`);
+      assert.equal(encodeRateLimitResponse(answer(l)).toString('hex'), expected, `limit ${i} again`);
+    }
+  }
 });
 
 test('golden: a typical OK answer', () => {

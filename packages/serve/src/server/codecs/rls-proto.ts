@@ -18,9 +18,12 @@
  * left out (toWire set them, so protobufjs wrote them; a proto3 reader sees the same message either way).
  */
 import type { UnitName } from './rls-types.js';
+import { envoyCode, envoyDurationMs, envoyHeaders, envoyRemaining } from './envoy-wire.js';
+import type { EnvoyWire } from './envoy-wire.js';
 import { DESCRIPTOR, ENTRY, OVERRIDE, REQUEST, UINT64_VALUE } from './rls-request.js';
 import { BadRequest } from './rls-types.js';
-import type { RequestDescriptor, RlsRequest, RlsResponse } from './rls-types.js';
+import { internalized } from './intern.js';
+import type { CurrentLimit, RequestDescriptor, RlsRequest, RlsResponse } from './rls-types.js';
 import type { Entry } from './rls-types.js';
 
 // ---------------------------------------------------------------------------------------------------------
@@ -121,6 +124,40 @@ function string(b: Uint8Array, end: number, field: number): string {
 }
 
 /**
+ * Domains and descriptor keys are a config's few names, sent request after request: the last KEPT_NAMES
+ * read (of at most KEPT_NAME_BYTES) are kept with their bytes, and a field of the same bytes gets the kept
+ * string, internalized (intern.ts), so no string is decoded and the rule lookups keyed by it compare
+ * pointers, not texts. Values (a client's address, a path) are too many to keep and go through string().
+ */
+const KEPT_NAMES = 16;
+const KEPT_NAME_BYTES = 64;
+const keptBytes: Uint8Array[] = [];
+const keptNames: string[] = [];
+let nextKept = 0;
+
+function name(b: Uint8Array, end: number, field: number): string {
+  const n = length(b, end, field);
+  const start = pos;
+  pos += n;
+  if (n === 0) return '';
+  if (n > KEPT_NAME_BYTES) return utf8Slice.call(b, start, pos);
+  for (let k = 0; k < keptBytes.length; k++) {
+    const kept = keptBytes[k]!;
+    if (kept.length !== n) continue;
+    let i = 0;
+    while (i < n && kept[i] === b[start + i]) i++;
+    if (i === n) return keptNames[k]!;
+  }
+  const text = internalized(utf8Slice.call(b, start, pos));
+  const copy = new Uint8Array(n); // `b` is the call's own buffer
+  copy.set(b.subarray(start, pos));
+  keptBytes[nextKept] = copy;
+  keptNames[nextKept] = text;
+  nextKept = (nextKept + 1) % KEPT_NAMES;
+  return text;
+}
+
+/**
  * Steps over a field the message does not know. Every message here numbers its fields 1..known, so a field
  * number in that range arriving here came with another wire type than its own: malformed, not unknown.
  */
@@ -146,22 +183,29 @@ export function decodeRateLimitRequest(bytes: Uint8Array): RlsRequest {
   invalid = undefined;
   const end = bytes.length;
   let domain = '';
-  const descriptors: RequestDescriptor[] = [];
+  // Most requests carry one descriptor of one entry: the first is held apart and the array made to fit at the
+  // end, since an array grown from [] by push gets room for 17 at once.
+  let first: RequestDescriptor | undefined;
+  let descriptors: RequestDescriptor[] | undefined;
+  let count = 0;
   let hitsAddend = 0;
   while (pos < end) {
     const at = pos;
     const tag = varint(bytes, end);
     if (tag === DOMAIN_TAG)
-      domain = string(bytes, end, 1); // a later occurrence of a scalar replaces an earlier one
-    else if (tag === DESCRIPTORS.tag)
-      descriptors.push(descriptor(bytes, messageEnd(bytes, end, DESCRIPTORS.number), descriptors.length));
-    else if (tag === HITS_TAG)
+      domain = name(bytes, end, 1); // a later occurrence of a scalar replaces an earlier one
+    else if (tag === DESCRIPTORS.tag) {
+      const d = descriptor(bytes, messageEnd(bytes, end, DESCRIPTORS.number), count++);
+      if (first === undefined) first = d;
+      else if (descriptors === undefined) descriptors = [first, d];
+      else descriptors.push(d);
+    } else if (tag === HITS_TAG)
       hitsAddend = varint(bytes, end); // uint32: the low 32 bits, as protobufjs reads it
     else skip(bytes, end, tag, at, REQUEST.known);
   }
   // fromWire ran after protobufjs had decoded everything: malformed bytes anywhere win over an invalid value.
   if (invalid !== undefined) throw new BadRequest(invalid);
-  return { domain, descriptors, hitsAddend };
+  return { domain, descriptors: descriptors ?? (first === undefined ? [] : [first]), hitsAddend };
 }
 
 /**
@@ -184,7 +228,8 @@ export function decodeHealthCheckRequest(bytes: Uint8Array): string {
 
 /** RateLimitDescriptor, ending at `end`; `i` is its index, for fromWire's messages. */
 function descriptor(b: Uint8Array, end: number, i: number): RequestDescriptor {
-  const entries: Entry[] = [];
+  let first: Entry | undefined; // as the request's descriptors: the array made to fit at the end
+  let entries: Entry[] | undefined;
   let hasLimit = false;
   let requestsPerUnit = 0;
   let unit = 0;
@@ -201,11 +246,14 @@ function descriptor(b: Uint8Array, end: number, i: number): RequestDescriptor {
       while (pos < stop) {
         const at = pos;
         const t = varint(b, stop);
-        if (t === KEY.tag) key = string(b, stop, KEY.number);
+        if (t === KEY.tag) key = name(b, stop, KEY.number);
         else if (t === VALUE.tag) value = string(b, stop, VALUE.number);
         else skip(b, stop, t, at, ENTRY.known);
       }
-      entries.push({ key, value });
+      const entry = { key, value };
+      if (first === undefined) first = entry;
+      else if (entries === undefined) entries = [first, entry];
+      else entries.push(entry);
     } else if (tag === LIMIT.tag) {
       // RateLimitOverride. A second one replaces the first whole (protobufjs), so both fields start over.
       const stop = messageEnd(b, end, LIMIT.number);
@@ -247,7 +295,11 @@ function descriptor(b: Uint8Array, end: number, i: number): RequestDescriptor {
   // Up to 2^53-1 is exact; past it, protobufjs's lo + hi * 2^32 rounds, and fromWire prints the rounded value.
   if (hasHits && hitsHi > 0x1fffff)
     invalid ??= `descriptors[${i}].hits_addend is too large: ${hitsLo + hitsHi * 4294967296}`;
-  return { entries, limit, hitsAddend: hasHits ? hitsLo + hitsHi * 4294967296 : undefined };
+  return {
+    entries: entries ?? (first === undefined ? [] : [first]),
+    limit,
+    hitsAddend: hasHits ? hitsLo + hitsHi * 4294967296 : undefined,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -269,7 +321,7 @@ function longVarintSize(v: number): number {
   return n;
 }
 
-function writeVarint(buf: Buffer, p: number, v: number): number {
+function writeVarint(buf: Uint8Array, p: number, v: number): number {
   for (; v >= 0x80; v >>>= 7) buf[p++] = (v & 0x7f) | 0x80;
   buf[p++] = v;
   return p;
@@ -298,7 +350,7 @@ function utf8Length(s: string): number {
   return n;
 }
 
-function writeUtf8(buf: Buffer, p: number, s: string): number {
+function writeUtf8(buf: Uint8Array, p: number, s: string): number {
   for (let i = 0; i < s.length; i++) {
     let c = s.charCodeAt(i);
     if (c < 0x80) buf[p++] = c;
@@ -333,6 +385,44 @@ const UNIT_NUMBER: Readonly<Record<UnitName | 'UNKNOWN', number>> = {
   WEEK: 7,
 };
 
+/**
+ * A limit's RateLimit message (current_limit's contents: requests_per_unit, unit, name), kept for the last
+ * KEPT_LIMITS CurrentLimit objects by identity: the service makes one per rule and answers with it call after
+ * call, so its name is measured and written once, not twice per answer. By identity rather than in a
+ * WeakMap, since a limit override makes a new one per call.
+ */
+const KEPT_LIMITS = 8;
+const keptLimits: (CurrentLimit | undefined)[] = Array.from({ length: KEPT_LIMITS }, () => undefined);
+const keptLimitMessages: Uint8Array[] = Array.from({ length: KEPT_LIMITS }, () => new Uint8Array(0));
+let nextLimit = 0;
+
+function limitMessage(l: CurrentLimit): Uint8Array {
+  for (let i = 0; i < KEPT_LIMITS; i++) if (keptLimits[i] === l) return keptLimitMessages[i]!;
+  const rpu = l.requestsPerUnit >>> 0;
+  const unit = UNIT_NUMBER[l.unit];
+  const name = utf8Length(l.name);
+  const bytes = new Uint8Array(
+    (rpu === 0 ? 0 : 1 + varintSize(rpu)) + (unit === 0 ? 0 : 2) + (name === 0 ? 0 : fieldSize(name)),
+  );
+  let p = 0;
+  if (rpu !== 0) {
+    bytes[p++] = 0x08; // RateLimit 1: requests_per_unit
+    p = writeVarint(bytes, p, rpu);
+  }
+  if (unit !== 0) {
+    bytes[p++] = 0x10; // 2: unit
+    bytes[p++] = unit;
+  }
+  if (name !== 0) {
+    bytes[p++] = 0x1a; // 3: name
+    writeUtf8(bytes, writeVarint(bytes, p, name), l.name);
+  }
+  keptLimits[nextLimit] = l;
+  keptLimitMessages[nextLimit] = bytes;
+  nextLimit = (nextLimit + 1) % KEPT_LIMITS;
+  return bytes;
+}
+
 /** A length-delimited field's whole size: its tag byte, its length prefix and its contents. */
 function fieldSize(contents: number): number {
   return 1 + varintSize(contents) + contents;
@@ -344,35 +434,32 @@ function fieldSize(contents: number): number {
  * requests_per_unit and limit_remaining are uint32 (taken `>>> 0`, as protobufjs's fromObject did), and
  * durationUntilResetMs, a whole non-negative number of milliseconds as the service gives it, becomes
  * {seconds: floor(ms / 1000), nanos: (ms % 1000) * 10^6}.
+ *
+ * With `envoy`, the answer is written as envoyproxy/ratelimit would have sent it at `nowMs` (envoy-wire.ts):
+ * each status's code, limit_remaining and duration_until_reset, and the headers, are Envoy's, read from the
+ * service's statuses as they are written rather than from a copy of the answer made for it.
  */
-export function encodeRateLimitResponse(r: RlsResponse, headroom = 0): Buffer {
-  // Pass 1. Per status, `sizes` holds: its contents' size, then, with a current_limit, the RateLimit's size
-  // and its name's UTF-8 length, then, with a duration, the Duration's size. Per header: its size, the
+export function encodeRateLimitResponse(r: RlsResponse, headroom = 0, envoy?: EnvoyWire, nowMs = 0): Buffer {
+  // Pass 1. Per status, `sizes` holds: its contents' size, its limit_remaining and its duration in ms (worked
+  // out once: Envoy's reads the clock), then, with a duration, the Duration's size. Per header: its size, the
   // key's and the value's UTF-8 lengths.
   let k = 0;
   let total = 2; // overall_code, never 0: OK or OVER_LIMIT
   const statuses = r.statuses;
-  const headers = r.headers;
+  const headers = envoy === undefined ? r.headers : envoyHeaders(statuses, envoy, nowMs);
   // Indexed loops: for-of with [key, value] destructuring goes through the iterator protocol per header.
   for (let i = 0; i < statuses.length; i++) {
     const s = statuses[i]!;
-    const slot = k++;
+    const slot = k;
+    const remaining = (envoy === undefined ? s.limitRemaining : envoyRemaining(s)) >>> 0;
+    const ms = envoy === undefined ? s.durationUntilResetMs : envoyDurationMs(s, nowMs);
+    sizes[k + 1] = remaining;
+    sizes[k + 2] = ms;
+    k += 3;
     let size = 2; // code
     const l = s.currentLimit;
-    if (l !== undefined) {
-      const rpu = l.requestsPerUnit >>> 0;
-      const name = utf8Length(l.name);
-      const limit =
-        (rpu === 0 ? 0 : 1 + varintSize(rpu)) +
-        (UNIT_NUMBER[l.unit] === 0 ? 0 : 2) +
-        (name === 0 ? 0 : fieldSize(name));
-      sizes[k++] = limit;
-      sizes[k++] = name;
-      size += fieldSize(limit);
-    }
-    const remaining = s.limitRemaining >>> 0;
+    if (l !== undefined) size += fieldSize(limitMessage(l).length);
     if (remaining !== 0) size += 1 + varintSize(remaining);
-    const ms = s.durationUntilResetMs;
     if (ms !== 0) {
       const seconds = Math.floor(ms / 1000);
       const nanos = ((ms % 1000) * 1_000_000) | 0;
@@ -403,34 +490,22 @@ export function encodeRateLimitResponse(r: RlsResponse, headroom = 0): Buffer {
     const s = statuses[i]!;
     buf[p++] = 0x12; // 2: statuses
     p = writeVarint(buf, p, sizes[k++]!);
+    const remaining = sizes[k++]!;
+    const ms = sizes[k++]!;
     buf[p++] = 0x08; // DescriptorStatus 1: code
-    buf[p++] = s.code === 'OK' ? 1 : 2;
+    buf[p++] = (envoy === undefined ? s.code : envoyCode(s)) === 'OK' ? 1 : 2;
     const l = s.currentLimit;
     if (l !== undefined) {
+      const limit = limitMessage(l);
       buf[p++] = 0x12; // 2: current_limit
-      p = writeVarint(buf, p, sizes[k++]!);
-      const rpu = l.requestsPerUnit >>> 0;
-      if (rpu !== 0) {
-        buf[p++] = 0x08; // RateLimit 1: requests_per_unit
-        p = writeVarint(buf, p, rpu);
-      }
-      const unit = UNIT_NUMBER[l.unit];
-      if (unit !== 0) {
-        buf[p++] = 0x10; // 2: unit
-        buf[p++] = unit;
-      }
-      const name = sizes[k++]!;
-      if (name !== 0) {
-        buf[p++] = 0x1a; // 3: name
-        p = writeUtf8(buf, writeVarint(buf, p, name), l.name);
-      }
+      p = writeVarint(buf, p, limit.length);
+      buf.set(limit, p);
+      p += limit.length;
     }
-    const remaining = s.limitRemaining >>> 0;
     if (remaining !== 0) {
       buf[p++] = 0x18; // 3: limit_remaining
       p = writeVarint(buf, p, remaining);
     }
-    const ms = s.durationUntilResetMs;
     if (ms !== 0) {
       buf[p++] = 0x22; // 4: duration_until_reset
       p = writeVarint(buf, p, sizes[k++]!);

@@ -6,7 +6,7 @@
  */
 import http2 from 'node:http2';
 import { gunzipSync, inflateSync } from 'node:zlib';
-import { ipKey } from 'sluice/kit';
+import { ipKey, monotonicClock } from 'sluice/kit';
 import { fail, GrpcStatus } from './grpc-answer.js';
 
 export class GrpcError extends Error {
@@ -207,16 +207,20 @@ function cut(stream: http2.ServerHttp2Stream): void {
 }
 
 /**
- * A call whose message is arriving: its bytes so far and what to do with them. The stream's listeners and
- * the message timer's callback are functions shared by every call, which find this on the stream (or as
- * the timer's argument), so a call allocates no closures of its own.
+ * A call whose message is arriving: its bytes so far and what to do with them. The stream's listeners are
+ * functions shared by every call, which find this on the stream, so a call allocates no closures of its own;
+ * its deadline is its place in Deadlines' list, not a timer of its own.
  */
 class Arriving implements HeldCall {
   settled = false;
   first: Buffer | undefined = undefined;
   more: Buffer[] | undefined = undefined;
   size = 0;
-  timer: ReturnType<typeof setTimeout> | undefined = undefined;
+  /** When its message must have arrived (monotonicClock), while in `deadlines`' list. */
+  dueAt = 0;
+  deadlines: Deadlines | undefined = undefined;
+  older: Arriving | undefined = undefined;
+  newer: Arriving | undefined = undefined;
   constructor(
     readonly connection: Connection,
     readonly stream: http2.ServerHttp2Stream,
@@ -226,12 +230,12 @@ class Arriving implements HeldCall {
     readonly deadlineMs: number | undefined,
   ) {}
 
-  /** Done with: it and its bytes leave the budget, and its timer goes. */
+  /** Done with: it and its bytes leave the budget, and its deadline goes. */
   settle(): void {
     this.settled = true;
     this.limits.pending.release(this.connection, this);
     this.first = this.more = undefined;
-    clearTimeout(this.timer);
+    this.deadlines?.remove(this);
   }
 
   /** Ends the call at once, its place (or its bytes) given to another connection's (PendingCalls at a cap). */
@@ -241,6 +245,83 @@ class Arriving implements HeldCall {
     fail(this.stream, GrpcStatus.RESOURCE_EXHAUSTED, why);
     cut(this.stream);
   }
+}
+
+/**
+ * The calls whose message is arriving, oldest first, under one timeout: one timer, for the oldest, instead
+ * of a Timeout per call armed and cleared within a tick or two for nearly every call (its object, its async
+ * id, the timer list's clock read and the event loop's ref count, on every call). As Node's own timer lists
+ * do it: the timer, once it fires, times out every call due and is set again for the oldest left.
+ */
+class Deadlines {
+  private oldest: Arriving | undefined = undefined;
+  private newest: Arriving | undefined = undefined;
+  private timer: ReturnType<typeof setTimeout> | undefined = undefined;
+  /** The call the timer was set for: due when it fires, whatever the clock says (mocked timers move none). */
+  private armedFor: Arriving | undefined = undefined;
+
+  constructor(readonly timeoutMs: number) {}
+
+  add(call: Arriving): void {
+    call.deadlines = this;
+    call.dueAt = monotonicClock() + this.timeoutMs;
+    call.older = this.newest;
+    if (this.newest === undefined) this.oldest = call;
+    else this.newest.newer = call;
+    this.newest = call;
+    if (this.timer === undefined) this.arm(call, this.timeoutMs);
+  }
+
+  remove(call: Arriving): void {
+    if (call.deadlines !== this) return;
+    call.deadlines = undefined;
+    if (call.older === undefined) this.oldest = call.newer;
+    else call.older.newer = call.newer;
+    if (call.newer === undefined) this.newest = call.older;
+    else call.newer.older = call.older;
+    call.older = call.newer = undefined;
+    // Nothing left to time: the timer goes, and the next call sets it afresh for itself.
+    if (this.oldest === undefined && this.timer !== undefined) {
+      clearTimeout(this.timer);
+      this.timer = this.armedFor = undefined;
+    }
+  }
+
+  private arm(call: Arriving, ms: number): void {
+    this.armedFor = call;
+    this.timer = setTimeout(onDeadline, ms, this);
+    this.timer.unref();
+  }
+
+  /** The timer fired: the calls due are timed out (each leaves the list as it settles), and it is set again. */
+  fire(): void {
+    this.timer = undefined;
+    const now = monotonicClock();
+    for (let call = this.oldest; call !== undefined; call = this.oldest) {
+      if (call !== this.armedFor && call.dueAt > now) {
+        this.arm(call, Math.max(1, Math.ceil(call.dueAt - now)));
+        return;
+      }
+      onMessageTimeout(call);
+      if (this.oldest === call) this.remove(call); // settled before without leaving: never, but never loop
+    }
+    this.armedFor = undefined;
+  }
+}
+
+function onDeadline(deadlines: Deadlines): void {
+  deadlines.fire();
+}
+
+/** The Deadlines of each timeout in use (one in a server: its --request-timeout-ms). */
+const deadlinesByTimeout = new Map<number, Deadlines>();
+let lastDeadlines: Deadlines | undefined;
+
+function deadlinesOf(timeoutMs: number): Deadlines {
+  if (lastDeadlines?.timeoutMs === timeoutMs) return lastDeadlines;
+  let d = deadlinesByTimeout.get(timeoutMs);
+  if (d === undefined) deadlinesByTimeout.set(timeoutMs, (d = new Deadlines(timeoutMs)));
+  return (lastDeadlines = d);
 }
 
 const ARRIVING = Symbol('sluice.arriving');
@@ -320,10 +401,7 @@ export function readMessage(
     return cut(stream);
   }
   (stream as ArrivingStream)[ARRIVING] = call;
-  if (limits.messageTimeoutMs > 0) {
-    call.timer = setTimeout(onMessageTimeout, limits.messageTimeoutMs, call);
-    call.timer.unref();
-  }
+  if (limits.messageTimeoutMs > 0) deadlinesOf(limits.messageTimeoutMs).add(call);
   // 'close' comes once: `on`, not `once`, which would wrap the listener in a closure of its own.
   stream.on('close', onClose);
   stream.on('data', onData);
@@ -382,9 +460,17 @@ export function unframe(bytes: Buffer, encoding: string, max: number): Buffer {
 
 const TIMEOUT_UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 1e-3, n: 1e-6 };
 
+/** The last grpc-timeout read and its value: an Envoy sends the same one (its filter's timeout) on every call. */
+let lastTimeout: string | undefined;
+let lastTimeoutMs: number | undefined;
+
 /** `grpc-timeout` (at most 8 digits and a unit) in milliseconds, at least 1; undefined when absent or malformed. */
 export function timeoutMs(value: string | string[] | undefined): number | undefined {
   if (typeof value !== 'string') return undefined;
+  if (value === lastTimeout) return lastTimeoutMs;
   const m = /^(\d{1,8})([HMSmun])$/.exec(value);
-  return m === null ? undefined : Math.max(1, Math.ceil(Number(m[1]) * TIMEOUT_UNIT_MS[m[2]!]!));
+  const ms = m === null ? undefined : Math.max(1, Math.ceil(Number(m[1]) * TIMEOUT_UNIT_MS[m[2]!]!));
+  lastTimeout = value;
+  lastTimeoutMs = ms;
+  return ms;
 }

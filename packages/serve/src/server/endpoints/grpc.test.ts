@@ -711,6 +711,8 @@ test('grpc-timeout is read in every unit, at least 1 ms; malformed values mean n
     [undefined, '', '10', '123456789S', '1.5S', '10x', ['1S']].map((v) => timeoutMs(v as never)),
     [undefined, undefined, undefined, undefined, undefined, undefined, undefined],
   );
+  // The last value is kept: the same one again, a malformed one between, then another.
+  assert.deepEqual(['20m', '20m', '10x', '10x', '20m', '4S'].map(timeoutMs), [20, 20, undefined, undefined, 20, 4000]);
 });
 
 test('grpcMessage leaves printable ASCII alone and percent-encodes the rest, % included', () => {

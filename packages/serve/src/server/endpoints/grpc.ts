@@ -26,7 +26,6 @@ import { acceptSessions } from './grpc-connections.js';
 import { HEALTH_CHECK_PATH, HEALTH_WATCH_PATH, HealthService, RLS_SERVICE } from './grpc-health.js';
 import { PendingCalls, readMessage, timeoutMs, type MessageDone } from './grpc-message.js';
 import { decodeRateLimitRequest, encodeRateLimitResponse } from '../codecs/rls-proto.js';
-import { envoyAnswer } from '../codecs/envoy-wire.js';
 import type { EnvoyWire } from '../codecs/envoy-wire.js';
 import type { RateLimitService } from '../service.js';
 import type { RlsResponse } from '../codecs/rls-types.js';
@@ -197,7 +196,7 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
   };
   // Each as readMessage calls it (message first), made once here rather than a closure per call.
   const methods = new Map<unknown, MessageDone>([
-    [SHOULD_RATE_LIMIT_PATH, (message, stream, deadlineMs) => shouldRateLimit(stream, message, deadlineMs)],
+    [SHOULD_RATE_LIMIT_PATH, shouldRateLimit],
     [HEALTH_CHECK_PATH, (message, stream) => health.check(stream, message)],
     [HEALTH_WATCH_PATH, (message, stream) => health.watch(stream, message)],
   ]);
@@ -213,7 +212,8 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
     if (typeof type !== 'string' || !type.startsWith('application/grpc')) {
       return stream.respond({ ':status': 415, 'content-type': 'text/plain' }, { endStream: true });
     }
-    const method = methods.get(path);
+    // ShouldRateLimit first, by comparing texts: a Map lookup would hash the path, a new string every call.
+    const method = path === SHOULD_RATE_LIMIT_PATH ? shouldRateLimit : methods.get(path);
     if (method === undefined)
       return fail(
         stream,
@@ -235,10 +235,10 @@ export function createGrpcServer(options: GrpcServerOptions): GrpcServer {
   const wire = options.envoyWire;
   /** The answer's message, with room for the gRPC prefix: as Envoy's service would send it, or sluice's own. */
   const encode = (r: RlsResponse): Buffer =>
-    encodeRateLimitResponse(wire === undefined ? r : envoyAnswer(r, wire, service().now()), 5);
+    encodeRateLimitResponse(r, 5, wire, wire === undefined ? 0 : service().now());
 
   /** Deciding: the service's answer, framed; an asynchronous one bounded by the caller's grpc-timeout. */
-  function shouldRateLimit(stream: http2.ServerHttp2Stream, message: Buffer, deadlineMs: number | undefined): void {
+  function shouldRateLimit(message: Buffer, stream: http2.ServerHttp2Stream, deadlineMs: number | undefined): void {
     let answered: RlsResponse | Promise<RlsResponse>;
     try {
       answered = service().shouldRateLimit(decodeRateLimitRequest(message));

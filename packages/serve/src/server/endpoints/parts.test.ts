@@ -99,6 +99,31 @@ test('readMessage: a whole message goes on; one that never ends is DEADLINE_EXCE
   assert.deepEqual([pending.calls, pending.bytes], [0, 0]);
 });
 
+test('readMessage deadlines: calls still arriving time out oldest first, each at its own deadline; one that arrives whole leaves the list', (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const pending = new PendingCalls(10, 1024);
+  const limits = { maxMessageBytes: 100, messageTimeoutMs: 500, pending };
+  const start = () => {
+    const s = new FakeStream();
+    readMessage(s as unknown as http2.ServerHttp2Stream, 'identity', limits, () => undefined);
+    s.emit('data', Buffer.from([0, 0, 0, 0, 1]));
+    return s;
+  };
+  const first = start();
+  const whole = start();
+  const second = start();
+  whole.emit('data', Buffer.from([7]));
+  whole.emit('end');
+  assert.equal(pending.calls, 2);
+  t.mock.timers.tick(500);
+  assert.equal(first.sent?.['grpc-status'], '4', 'the oldest, at its deadline');
+  assert.equal(second.sent, undefined, 'a newer one is not due yet');
+  assert.equal(whole.sent, undefined, 'the one that arrived whole is not timed out');
+  t.mock.timers.tick(500); // the timer is set again for the newer one's deadline, at most a timeout later
+  assert.equal(second.sent?.['grpc-status'], '4');
+  assert.deepEqual([pending.calls, pending.bytes], [0, 0]);
+});
+
 test("unframe: a compressed flag without grpc-encoding is the client's error, INVALID_ARGUMENT", () => {
   assert.throws(
     () => unframe(Buffer.from([1, 0, 0, 0, 1, 7]), 'identity', 100),

@@ -129,6 +129,17 @@ export class RateLimitService {
   /** Requests for a domain no config names, answered OK (not strict) or refused (strict). */
   unknownDomainRequests = 0;
 
+  /**
+   * The stats objects that have counted since they were made, of the rules (and overrides) in force: what
+   * the dashboard samples each second. A config of 300,000 rules of which a few hundred decide is a few
+   * hundred to read, not 300,000 (a pass over every rule's stats stopped decisions for about 60 ms a second).
+   */
+  private counted: RuleStats[] = [];
+
+  countedStats(): readonly RuleStats[] {
+    return this.counted;
+  }
+
   /** Every stats object currently reported: the rules' (per descriptor value under detailed_metric) and the overrides'. */
   allStats(): RuleStats[] {
     const out: RuleStats[] = [];
@@ -153,6 +164,8 @@ export class RateLimitService {
     this.lastTarget = NO_RULE;
     this.deny?.clear();
     if (previous !== next) previous.releaseDropped(next);
+    // Only the stats the new set still reports stay listed: a dropped rule's, and the overrides', go.
+    this.counted = this.counted.filter((st) => next.reports(st));
     for (const o of overrides.values()) void o.limiter?.close().catch(() => {});
   }
 
@@ -302,6 +315,10 @@ export class RateLimitService {
       detailed === undefined || t.stats !== t.rule!.stats ? t.stats : detailed.of(metricKey(t.rule!.spec, entries));
     if (stats === undefined) return UNMATCHED;
     stats.count(hits);
+    if (!stats.listed) {
+      stats.listed = true;
+      this.counted.push(stats);
+    }
     const shadow = t.rule?.spec.shadowMode === true;
     if (t.rule?.spec.unlimited === true) {
       stats.withinLimit += hits;

@@ -180,6 +180,12 @@ export class RuleSet {
     return this.rules.get(spec.id)!;
   }
 
+  /** Whether `stats` is one this set's rules report (a rule's own, or one of its detailed series). */
+  reports(stats: RuleStats): boolean {
+    const rule = this.rules.get(stats.rule);
+    return rule !== undefined && (rule.stats === stats || rule.detailed?.has(stats) === true);
+  }
+
   /**
    * Frees the store tables of this set's rules that `next` does not carry over (gone, or changed and so
    * started fresh): called at the swap, so a reload never leaves a dropped rule's keys behind.

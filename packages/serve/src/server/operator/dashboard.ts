@@ -121,7 +121,7 @@ export class Dashboard {
   sample(): void {
     const round = ++this.round;
     // A detailed_metric rule reports one stats object per descriptor value: charted as the rule's sum.
-    for (const s of this.service().allStats()) {
+    for (const s of this.service().countedStats()) {
       // A rule that never decided has nothing to chart, and no tally: at 50,000 rules, most of them. (One
       // whose tally goes stale this way had zero counts, so a new tally later counts it right.)
       if (s.withinLimit === 0 && s.overLimit === 0) continue;

@@ -40,6 +40,8 @@ export class RuleStats {
   private buckets: Float64Array | undefined = undefined;
   latencySum = 0;
   latencyCount = 0;
+  /** In the service's list of stats that have counted (RateLimitService.countedStats): set once, at the first count. */
+  listed = false;
 
   constructor(
     readonly domain: string,
@@ -120,6 +122,11 @@ export class DetailedStats {
       this.series.set(descriptor, s);
     }
     return s;
+  }
+
+  /** Whether `s` is one of this rule's series. */
+  has(s: RuleStats): boolean {
+    return s === this.overflow || (s.descriptor !== undefined && this.series.get(s.descriptor) === s);
   }
 
   /** Every series, the overflow one only once something has counted in it. */

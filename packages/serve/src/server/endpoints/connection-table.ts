@@ -13,6 +13,8 @@
  * request, with a rehash into a new table every few dozen (the table, live when a scavenge came, was promoted).
  */
 import { ipKey } from 'sluice/kit';
+import { Line } from './line.js';
+import type { Linked } from './line.js';
 
 export interface ConnectionCaps {
   /** Open connections at most. */
@@ -40,43 +42,14 @@ interface AddressConnections<C> {
   readonly address: string;
   count: number;
   /** This address's idle connections that have served a request, longest idle first. */
-  readonly idle: Line<C>;
+  readonly idle: Line<Link<C>>;
   /** This address's connections that have not sent a request yet, oldest first. */
-  readonly fresh: Line<C>;
+  readonly fresh: Line<Link<C>>;
 }
 
 /** An entry's place in one Line: each entry has two (the listener's and its address's), made once. */
-interface Link<C> {
+interface Link<C> extends Linked<Link<C>> {
   readonly entry: Entry<C>;
-  line: Line<C> | undefined;
-  prev: Link<C> | undefined;
-  next: Link<C> | undefined;
-}
-
-/** Connections in the order they joined, first out first, as a Map iterates; no allocation per step. */
-class Line<C> {
-  first: Link<C> | undefined = undefined;
-  private last: Link<C> | undefined = undefined;
-
-  /** Appends `l`, which is in no line. */
-  add(l: Link<C>): void {
-    l.line = this;
-    l.prev = this.last;
-    l.next = undefined;
-    if (this.last === undefined) this.first = l;
-    else this.last.next = l;
-    this.last = l;
-  }
-
-  /** Takes `l` out, if it is in this line. */
-  delete(l: Link<C>): void {
-    if (l.line !== this) return;
-    if (l.prev === undefined) this.first = l.next;
-    else l.prev.next = l.next;
-    if (l.next === undefined) this.last = l.prev;
-    else l.next.prev = l.prev;
-    l.line = l.prev = l.next = undefined;
-  }
 }
 
 function link<C>(entry: Entry<C>): Link<C> {
@@ -86,9 +59,9 @@ function link<C>(entry: Entry<C>): Link<C> {
 export class ConnectionTable<C> {
   private readonly entries = new Map<C, Entry<C>>();
   /** Every idle connection, longest idle first. */
-  private readonly idle = new Line<C>();
+  private readonly idle = new Line<Link<C>>();
   /** Every connection that has not sent a request yet, oldest first. */
-  private readonly fresh = new Line<C>();
+  private readonly fresh = new Line<Link<C>>();
   private readonly addresses = new Map<string, AddressConnections<C>>();
   /** Idle connections closed to admit a newcomer. */
   evicted = 0;
@@ -169,7 +142,7 @@ export class ConnectionTable<C> {
     return this.addresses.get(ipKey(remoteAddress))?.count ?? 0;
   }
 
-  private closeFirst(line: Line<C>): boolean {
+  private closeFirst(line: Line<Link<C>>): boolean {
     const first = line.first;
     if (first === undefined) return false;
     const conn = first.entry.conn;

@@ -8,6 +8,8 @@ import http2 from 'node:http2';
 import { gunzipSync, inflateSync } from 'node:zlib';
 import { ipKey, monotonicClock } from 'sluice/kit';
 import { fail, GrpcStatus } from './grpc-answer.js';
+import { Line } from './line.js';
+import type { Linked } from './line.js';
 
 export class GrpcError extends Error {
   constructor(
@@ -211,16 +213,17 @@ function cut(stream: http2.ServerHttp2Stream): void {
  * functions shared by every call, which find this on the stream, so a call allocates no closures of its own;
  * its deadline is its place in Deadlines' list, not a timer of its own.
  */
-class Arriving implements HeldCall {
+class Arriving implements HeldCall, Linked<Arriving> {
   settled = false;
   first: Buffer | undefined = undefined;
   more: Buffer[] | undefined = undefined;
   size = 0;
-  /** When its message must have arrived (monotonicClock), while in `deadlines`' list. */
+  /** When its message must have arrived (monotonicClock), while in `deadlines`' line. */
   dueAt = 0;
   deadlines: Deadlines | undefined = undefined;
-  older: Arriving | undefined = undefined;
-  newer: Arriving | undefined = undefined;
+  line: Line<Arriving> | undefined = undefined;
+  prev: Arriving | undefined = undefined;
+  next: Arriving | undefined = undefined;
   constructor(
     readonly connection: Connection,
     readonly stream: http2.ServerHttp2Stream,
@@ -254,8 +257,8 @@ class Arriving implements HeldCall {
  * do it: the timer, once it fires, times out every call due and is set again for the oldest left.
  */
 class Deadlines {
-  private oldest: Arriving | undefined = undefined;
-  private newest: Arriving | undefined = undefined;
+  /** The calls, oldest first. */
+  private readonly calls = new Line<Arriving>();
   private timer: ReturnType<typeof setTimeout> | undefined = undefined;
   /** The call the timer was set for: due when it fires, whatever the clock says (mocked timers move none). */
   private armedFor: Arriving | undefined = undefined;
@@ -265,23 +268,16 @@ class Deadlines {
   add(call: Arriving): void {
     call.deadlines = this;
     call.dueAt = monotonicClock() + this.timeoutMs;
-    call.older = this.newest;
-    if (this.newest === undefined) this.oldest = call;
-    else this.newest.newer = call;
-    this.newest = call;
+    this.calls.add(call);
     if (this.timer === undefined) this.arm(call, this.timeoutMs);
   }
 
   remove(call: Arriving): void {
     if (call.deadlines !== this) return;
     call.deadlines = undefined;
-    if (call.older === undefined) this.oldest = call.newer;
-    else call.older.newer = call.newer;
-    if (call.newer === undefined) this.newest = call.older;
-    else call.newer.older = call.older;
-    call.older = call.newer = undefined;
+    this.calls.delete(call);
     // Nothing left to time: the timer goes, and the next call sets it afresh for itself.
-    if (this.oldest === undefined && this.timer !== undefined) {
+    if (this.calls.first === undefined && this.timer !== undefined) {
       clearTimeout(this.timer);
       this.timer = this.armedFor = undefined;
     }
@@ -297,13 +293,13 @@ class Deadlines {
   fire(): void {
     this.timer = undefined;
     const now = monotonicClock();
-    for (let call = this.oldest; call !== undefined; call = this.oldest) {
+    for (let call = this.calls.first; call !== undefined; call = this.calls.first) {
       if (call !== this.armedFor && call.dueAt > now) {
         this.arm(call, Math.max(1, Math.ceil(call.dueAt - now)));
         return;
       }
       onMessageTimeout(call);
-      if (this.oldest === call) this.remove(call); // settled before without leaving: never, but never loop
+      if (this.calls.first === call) this.remove(call); // settled before without leaving: never, but never loop
     }
     this.armedFor = undefined;
   }

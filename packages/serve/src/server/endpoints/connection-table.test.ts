@@ -53,6 +53,19 @@ test('IPv6 clients share by /64', () => {
   assert.deepEqual(closed, ['a'], 'another /64');
 });
 
+test('a seat kept after its connection closed changes nothing: a request ending on it does not make a closed connection the one to close', () => {
+  const { t, closed } = table(1, 1);
+  const seat = t.admitSeat('a', '10.0.0.1');
+  assert.ok(seat);
+  t.busySeat(seat);
+  t.remove('a'); // its socket closed while a request was in flight
+  t.doneSeat(seat); // then the response detached
+  assert.ok(t.admit('b', '10.0.0.2'));
+  assert.ok(t.admit('c', '10.0.0.3'));
+  assert.deepEqual(closed, ['b'], "b made room; a, gone, was not closed again in b's place");
+  assert.equal(t.size, 1);
+});
+
 test('a busy count that goes above one stays busy until every request ended; remove forgets a connection', () => {
   const { t, closed } = table(2, 2);
   t.admit('a', '10.0.0.1');

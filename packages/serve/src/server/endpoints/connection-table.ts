@@ -28,6 +28,8 @@ class Entry<C> {
   busy = 0;
   /** No request yet. */
   fresh = true;
+  /** Out of the table (closed, or closed to make room): its requests no longer count. */
+  gone = false;
   /** Its place in the listener's idle or fresh line, and in its address's. */
   readonly inAll: Link<C> = link(this);
   readonly inAddress: Link<C> = link(this);
@@ -56,6 +58,12 @@ function link<C>(entry: Entry<C>): Link<C> {
   return { entry, line: undefined, prev: undefined, next: undefined };
 }
 
+/**
+ * A connection's place in the table, as admitSeat() gives it: a caller that keeps it beside the connection
+ * marks requests on it without a lookup by connection (busySeat, doneSeat).
+ */
+export type Seat<C> = Entry<C>;
+
 export class ConnectionTable<C> {
   private readonly entries = new Map<C, Entry<C>>();
   /** Every idle connection, longest idle first. */
@@ -83,6 +91,11 @@ export class ConnectionTable<C> {
    * not taken) when there is none to close: the caller then closes `conn`.
    */
   admit(conn: C, remoteAddress: string | undefined): boolean {
+    return this.admitSeat(conn, remoteAddress) !== undefined;
+  }
+
+  /** admit(), giving the connection's seat; undefined when it was not taken. */
+  admitSeat(conn: C, remoteAddress: string | undefined): Seat<C> | undefined {
     const address = remoteAddress === undefined ? '' : ipKey(remoteAddress);
     let from = this.addresses.get(address);
     // The address's own longest-idle first: one client at its share makes room among its own connections.
@@ -100,13 +113,18 @@ export class ConnectionTable<C> {
     this.entries.set(conn, entry);
     this.fresh.add(entry.inAll);
     from.fresh.add(entry.inAddress);
-    return true;
+    return entry;
   }
 
   /** A request or call began on `conn`: it is not idle until every one has ended. */
   busy(conn: C): void {
     const e = this.entries.get(conn);
-    if (e === undefined || e.busy++ > 0) return;
+    if (e !== undefined) this.busySeat(e);
+  }
+
+  /** busy() for the connection in `e`. */
+  busySeat(e: Seat<C>): void {
+    if (e.gone || e.busy++ > 0) return;
     if (e.fresh) {
       e.fresh = false;
       this.fresh.delete(e.inAll);
@@ -120,7 +138,12 @@ export class ConnectionTable<C> {
   /** A request or call on `conn` ended; with none left it is idle from now (the newest idle). */
   done(conn: C): void {
     const e = this.entries.get(conn);
-    if (e === undefined || e.busy === 0 || --e.busy > 0) return;
+    if (e !== undefined) this.doneSeat(e);
+  }
+
+  /** done() for the connection in `e`. */
+  doneSeat(e: Seat<C>): void {
+    if (e.gone || e.busy === 0 || --e.busy > 0) return;
     this.idle.add(e.inAll);
     e.from.idle.add(e.inAddress);
   }
@@ -129,6 +152,7 @@ export class ConnectionTable<C> {
   remove(conn: C): void {
     const e = this.entries.get(conn);
     if (e === undefined) return;
+    e.gone = true;
     this.entries.delete(conn);
     this.idle.delete(e.inAll);
     e.from.idle.delete(e.inAddress);
@@ -152,8 +176,8 @@ export class ConnectionTable<C> {
     return true;
   }
 
-  private refuse(): false {
+  private refuse(): undefined {
     this.refused++;
-    return false;
+    return undefined;
   }
 }

@@ -6,7 +6,9 @@
 // node bench/serve.mjs --pairs [pairs=12] [seconds=5] runs only the bare ceiling and /json, back to back in
 // many short pairs, and reports the median of the per-pair ratios (see pairs below);
 // node bench/serve.mjs --floors [reps=5] [seconds=8] | --floors --quick: gRPC and /json against bare node:http2
-// and node:http, on memory and on Redis, pinned to cores (serve/floors.mjs).
+// and node:http, on memory and on Redis, pinned to cores (serve/floors.mjs);
+// node bench/serve.mjs --json-gap [rounds=10] [seconds=3]: /json's layers, each priced against the floor in
+// the same window (serve/json-gap.mjs).
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -17,6 +19,8 @@ import { hostSpeedLine } from './lib/host-speed.mjs';
 if (process.argv[2] === '--in-process') await inProcess(process.argv.slice(3));
 // `--floors`: sluice serve beside the floors of its transports, pinned to cores (see serve/floors.mjs).
 if (process.argv[2] === '--floors') await import('./serve/floors.mjs');
+// `--json-gap`: where /json's distance from its floor goes (see serve/json-gap.mjs).
+if (process.argv[2] === '--json-gap') await import('./serve/json-gap.mjs');
 
 /**
  * `node bench/serve.mjs --in-process [dist ...]`: the JavaScript of one /json decision without the network

@@ -61,7 +61,9 @@ export function acceptSessions(
   server.on('session', (session: http2.ServerHttp2Session) => {
     // Issue 45, finding 3: the listener's own maxConnections refused every newcomer while idle connections
     // held the cap; the table closes the longest-idle one instead.
-    if (table !== undefined && !table.admit(session, session.socket?.remoteAddress)) return session.destroy();
+    // Its seat in the table, kept here: each call marks it busy and idle without a lookup by session.
+    const seat = table?.admitSeat(session, session.socket?.remoteAddress);
+    if (table !== undefined && seat === undefined) return session.destroy();
     sessions.add(session);
     session.once('remoteSettings', () => spoken.add(session));
     let aged: NodeJS.Timeout | undefined;
@@ -86,7 +88,7 @@ export function acceptSessions(
     idleFrom();
     // One listener per connection, not a closure per call; 'close' comes once, so `on` (once wraps each).
     const callClosed = () => {
-      table?.done(session);
+      if (seat !== undefined) table!.doneSeat(seat);
       if (--inFlight === 0 && !session.closed && !session.destroyed) idleFrom();
     };
     session.on('stream', (stream) => {
@@ -95,7 +97,7 @@ export function acceptSessions(
       if (maxConnectionIdleMs === 0 && table === undefined) return; // neither the idle clock nor the table counts calls
       clearTimeout(idle);
       inFlight++;
-      table?.busy(session);
+      if (seat !== undefined) table!.busySeat(seat);
       stream.on('close', callClosed);
     });
     // Keepalive: a peer that is gone (a half-open TCP connection) fails to answer a ping and is cut.

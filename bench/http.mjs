@@ -7,9 +7,10 @@
 // Usage: npm run build && node bench/http.mjs [reps=3] [seconds=10]   (results: bench/results/http.{json,md})
 // The NestJS servers are loaded by many clients (an X-Client header from bench/lib/many-clients.lua), the rest by one.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { hostSpeed } from './lib/host-speed.mjs';
+import { processCpuSeconds as cpuSeconds } from './lib/process-cpu.mjs';
 
 const REPS = Number(process.argv[2] ?? 3);
 const DUR = Math.min(Number(process.argv[3] ?? 10), 20);
@@ -106,14 +107,6 @@ async function stop({ child }) {
   child.kill('SIGTERM');
   await Promise.race([done, sleep(3000)]);
   if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-}
-
-const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
-
-/** CPU seconds a process has used (/proc/<pid>/stat fields 14 and 15). */
-function cpuSeconds(pid) {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(f[11]) + Number(f[12])) / CLK_TCK; // utime + stime
 }
 
 function wrk(url, seconds, threads = 2, conns = 64, script = undefined) {

@@ -10,6 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort, OwnRedis } from '../packages/testing/src/harness.js';
+import { processCpuSeconds as cpuSeconds } from './lib/process-cpu.mjs';
 import { buildSluice, ROOT, startNextApp } from '../packages/sluice/test/support/next-app.js';
 
 const REPS = Number(process.argv[2] ?? 3);
@@ -38,11 +39,6 @@ await redis.start();
 const sluice = buildSluice();
 const app = await startNextApp(join(ROOT, 'bench/next-app'), sluice, { REDIS_URL: `redis://127.0.0.1:${redis.port}` });
 
-const TICK = 100; // USER_HZ: /proc's clock ticks per second on Linux
-const cpuSeconds = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / TICK; // utime, stime
-};
 function wrk(path: string, seconds: number): { rps: number; requests: number; non2xx: number } {
   const out = execFileSync('wrk', ['-t2', '-c64', `-d${seconds}s`, `${app.url}/${path}`], { encoding: 'utf8' });
   const requests = Number(/(\d+) requests in/.exec(out)![1]);

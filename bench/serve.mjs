@@ -15,6 +15,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hostSpeedLine } from './lib/host-speed.mjs';
+import { treeCpuSeconds as cpuSeconds } from './lib/process-cpu.mjs';
 
 if (process.argv[2] === '--in-process') await inProcess(process.argv.slice(3));
 // `--floors`: sluice serve beside the floors of its transports, pinned to cores (see serve/floors.mjs).
@@ -213,22 +214,6 @@ async function stopServer(child) {
   child.kill(child.spawnfile === 'nginx' ? 'SIGQUIT' : 'SIGTERM');
   await Promise.race([done, sleep(5000)]);
   if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-}
-function cpuSeconds(pid) {
-  const pids = [pid];
-  try {
-    pids.push(
-      ...readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number),
-    );
-  } catch {}
-  let t = 0;
-  for (const p of pids) {
-    try {
-      const f = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ');
-      t += (Number(f[11]) + Number(f[12])) / 100;
-    } catch {}
-  }
-  return t;
 }
 function wrk(name, seconds = SECONDS, extra = WRK) {
   const s = SERVERS[name];

@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hostSpeedLine } from '../lib/host-speed.mjs';
 import { ownRedis } from '../lib/own-redis.mjs';
+import { processCpuSeconds } from '../lib/process-cpu.mjs';
 import { cpuSeconds as redisCpu, parseInfo } from '../lib/redis-info.mjs';
 
 const args = process.argv.slice(3);
@@ -230,11 +231,6 @@ async function stop(child) {
   await Promise.race([done, sleep(5000)]);
   if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 }
-/** A process's CPU seconds (user + system) from /proc/<pid>/stat. */
-function cpuOf(pid) {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100; // USER_HZ, 100 on Linux
-}
 
 /** One ShouldRateLimit call as gRPC frames it: RateLimitRequest {domain "bench", descriptors [{entries [{remote_address, 10.0.0.1}]}]}. */
 let frame;
@@ -307,11 +303,11 @@ function wrk(port, seconds) {
 /** Runs `load` while taking the server's (and on Redis, the redis-server's) CPU and Redis's script calls. */
 function measured(pid, onRedis, load) {
   const r0 = onRedis ? redisInfo() : undefined;
-  const c0 = cpuOf(pid);
+  const c0 = processCpuSeconds(pid);
   const t0 = performance.now();
   const out = load();
   const wall = (performance.now() - t0) / 1000;
-  const cpu = cpuOf(pid) - c0;
+  const cpu = processCpuSeconds(pid) - c0;
   const calls = out.calls;
   const row = {
     ...out,

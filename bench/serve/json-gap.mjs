@@ -19,11 +19,13 @@
 // Per round and layer: CPU µs per call of both (/proc/<pid>/stat ÷ calls answered), floor ÷ layer. Medians
 // and ranges over rounds. Writes bench/results/serve-json-gap-<time>.{md,json}.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hostSpeedLine } from '../lib/host-speed.mjs';
+import { processCpuSeconds } from '../lib/process-cpu.mjs';
+import { median } from '../lib/stats.mjs';
 
 const nums = process.argv
   .slice(3)
@@ -126,11 +128,6 @@ async function start(layer) {
   }
   throw new Error(`${layer.name} did not come up`);
 }
-/** A process's CPU seconds (user + system), all threads. */
-function cpuOf(pid) {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100;
-}
 const WRK = (port, seconds) => [
   '-c',
   LOAD_CPU,
@@ -157,9 +154,9 @@ function wrk(port, seconds) {
 }
 /** Both servers under equal load for `seconds`, at once: CPU µs per call of each. */
 async function together(a, b, seconds) {
-  const c0 = [cpuOf(a.pid), cpuOf(b.pid)];
+  const c0 = [processCpuSeconds(a.pid), processCpuSeconds(b.pid)];
   const [wa, wb] = await Promise.all([wrk(a.layer.port, seconds), wrk(b.layer.port, seconds)]);
-  const us = (pid, c, w) => ((cpuOf(pid) - c) / w.total) * 1e6;
+  const us = (pid, c, w) => ((processCpuSeconds(pid) - c) / w.total) * 1e6;
   return {
     floorUs: us(a.pid, c0[0], wa),
     layerUs: us(b.pid, c0[1], wb),
@@ -187,22 +184,18 @@ for (let r = 0; r < ROUNDS; r++) {
   );
 }
 
-const med = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 const rng = (xs, d) => `${Math.min(...xs).toFixed(d)}–${Math.max(...xs).toFixed(d)}`;
 const non2xx = Object.values(rounds)
   .flat()
   .reduce((a, m) => a + m.non2xx, 0);
-let md = `<!-- bench/serve.mjs --json-gap at ${started}: ${os.cpus().length} cores (${os.cpus()[0].model}), Node ${process.version}, ${ROUNDS} rounds × ${SECONDS} s per layer; each layer and the floor on core ${SERVER_CPU} at once, a wrk -t1 -c${CONNECTIONS} each on core ${LOAD_CPU}; 1-minute load average ${rng(loads, 2)} (median ${med(loads).toFixed(2)}); ${hostSpeedLine()} -->\n\n`;
+let md = `<!-- bench/serve.mjs --json-gap at ${started}: ${os.cpus().length} cores (${os.cpus()[0].model}), Node ${process.version}, ${ROUNDS} rounds × ${SECONDS} s per layer; each layer and the floor on core ${SERVER_CPU} at once, a wrk -t1 -c${CONNECTIONS} each on core ${LOAD_CPU}; 1-minute load average ${rng(loads, 2)} (median ${median(loads).toFixed(2)}); ${hostSpeedLine()} -->\n\n`;
 md += `| layer | CPU µs per call, the layer (the floor beside it) | calls per CPU-second ÷ the floor's, same window | this layer's step (÷ the row above) |\n|---|---|---|---|\n`;
 md += `| ${LAYERS[0].label} | – | 1 | – |\n`;
 let previous;
 for (const o of others) {
   const rs = rounds[o.layer.name];
-  const ratio = med(rs.map((m) => m.ratio));
-  md += `| ${o.layer.label} | ${med(rs.map((m) => m.layerUs)).toFixed(1)} (${med(rs.map((m) => m.floorUs)).toFixed(1)}) | **${ratio.toFixed(3)}×** (${rng(
+  const ratio = median(rs.map((m) => m.ratio));
+  md += `| ${o.layer.label} | ${median(rs.map((m) => m.layerUs)).toFixed(1)} (${median(rs.map((m) => m.floorUs)).toFixed(1)}) | **${ratio.toFixed(3)}×** (${rng(
     rs.map((m) => m.ratio),
     2,
   )}) | ${previous === undefined ? `× ${ratio.toFixed(3)}` : `× ${(ratio / previous).toFixed(3)}`} |\n`;

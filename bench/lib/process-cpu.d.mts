@@ -1,0 +1,2 @@
+export declare function processCpuSeconds(pid: number): number;
+export declare function treeCpuSeconds(pid: number): number;

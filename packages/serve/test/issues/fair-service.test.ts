@@ -95,9 +95,16 @@ function idleGrpc(port: number) {
 function pendingCalls(
   port: number,
   connections: number,
+  options: { localAddress?: string; message?: Buffer } = {},
 ): { sessions: http2.ClientHttp2Session[]; call: (ended: () => void) => { end(): void } } {
+  const { localAddress } = options;
+  // By default the prefix says 100 bytes; one follows, and no more.
+  const message = options.message ?? Buffer.from([0, 0, 0, 0, 100, 0x0a]);
   const sessions = Array.from({ length: connections }, () => {
-    const s = http2.connect(`http://127.0.0.1:${port}`);
+    const s = http2.connect(
+      `http://127.0.0.1:${port}`,
+      localAddress === undefined ? {} : { createConnection: () => connect({ port, host: '127.0.0.1', localAddress }) },
+    );
     s.on('error', () => {});
     return s;
   });
@@ -119,7 +126,7 @@ function pendingCalls(
       call.on('error', () => {});
       call.resume();
       call.once('close', ended);
-      call.write(Buffer.from([0, 0, 0, 0, 100, 0x0a])); // the prefix says 100 bytes; one follows, and no more
+      call.write(message);
       return { end: () => call.close() };
     },
   };
@@ -394,38 +401,10 @@ describe('pending gRPC bytes are one pool: a client trickling large messages hol
     await svc.close(500);
   });
 
-  /** Calls holding `bytes` each, over 4 connections from `localAddress`. */
+  /** Calls holding `bytes` each (a 5-byte prefix saying 60,000, then `bytes - 5`), over 4 connections from `localAddress`. */
   function tricklingCalls(localAddress: string, bytes: number) {
-    const sessions = Array.from({ length: 4 }, () => {
-      const s = http2.connect(`http://127.0.0.1:${svc.grpcPort}`, {
-        createConnection: () => connect({ port: svc.grpcPort!, host: '127.0.0.1', localAddress }),
-      });
-      s.on('error', () => {});
-      return s;
-    });
-    const prefix = Buffer.from([0, 0, 0, 0xea, 0x60]); // 60,000 bytes follow
-    let next = 0;
-    return {
-      sessions,
-      call: (ended: () => void) => {
-        const session = sessions[next++ % sessions.length]!;
-        if (session.destroyed || session.closed) {
-          setTimeout(ended, 50);
-          return { end: () => {} };
-        }
-        const call = session.request({
-          ':method': 'POST',
-          ':path': SHOULD_RATE_LIMIT,
-          'content-type': 'application/grpc',
-          te: 'trailers',
-        });
-        call.on('error', () => {});
-        call.resume();
-        call.once('close', ended);
-        call.write(Buffer.concat([prefix, Buffer.alloc(bytes - 5, 0x0a)]));
-        return { end: () => call.close() };
-      },
-    };
+    const message = Buffer.concat([Buffer.from([0, 0, 0, 0xea, 0x60]), Buffer.alloc(bytes - 5, 0x0a)]);
+    return pendingCalls(svc.grpcPort!, 4, { localAddress, message });
   }
 
   for (const addresses of [['127.0.0.2'], ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5']]) {
